@@ -1,0 +1,36 @@
+# Set-up and entry points. `make evaluate` and `make test` each create .venv if missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JOBS ?= 2
+
+.PHONY: evaluate test lint format bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch first: the pinned CPU wheel; a bare `torch` requirement would pull the CUDA build.
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+evaluate: $(STAMP)
+	$(BIN)/nmp evaluate
+
+test: $(STAMP)
+	$(BIN)/ruff format --check nmp tests benchmarks
+	$(BIN)/ruff check nmp tests benchmarks
+	$(BIN)/python -m pytest -n $(JOBS) -q
+
+lint: $(STAMP)
+	$(BIN)/ruff format nmp tests benchmarks
+	$(BIN)/ruff check --fix nmp tests benchmarks
+
+bench: $(STAMP)
+	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,5 @@
+import sys
+
+from nmp.cli import main
+
+sys.exit(main())

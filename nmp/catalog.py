@@ -1,0 +1,68 @@
+"""``nmp models``: every preset of every kind with its key figures.
+
+Each model package that has presets exposes ``catalog_rows() -> list[dict]``; a row has at least
+``name`` and ``summary`` (a short string of key figures) and may add columns of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+
+# (kind, module providing catalog_rows)
+CATALOG_SOURCES = (
+    ("memory", "nmp.memory"),
+    ("arch", "nmp.arch"),
+    ("gpu", "nmp.gpu"),
+    ("workload", "nmp.workload"),
+)
+
+
+def collect(kinds: list[str] | None = None) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for kind, module_name in CATALOG_SOURCES:
+        if kinds and kind not in kinds:
+            continue
+        module = importlib.import_module(module_name)
+        rows_fn = getattr(module, "catalog_rows", None)
+        out[kind] = rows_fn() if rows_fn else []
+    return out
+
+
+def _run(args: argparse.Namespace) -> int:
+    catalog = collect(args.kind)
+    if args.json:
+        print(json.dumps(catalog, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for kind, rows in catalog.items():
+        if not rows:
+            continue
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        table = Table(title=f"{kind} presets", title_justify="left")
+        for col in columns:
+            table.add_column(col, overflow="fold")
+        for row in rows:
+            table.add_row(*(str(row.get(col, "")) for col in columns))
+        console.print(table)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "models",
+        help="list hardware and workload presets with their key figures",
+        description="List the presets (memory, arch, gpu, workload) with their key figures.",
+    )
+    p.add_argument(
+        "--kind",
+        action="append",
+        choices=[k for k, _ in CATALOG_SOURCES],
+        help="only this kind (repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="print the catalog as JSON")
+    p.set_defaults(func=_run)

@@ -1,0 +1,59 @@
+"""The ``nmp`` command: parses arguments and delegates. No model logic lives here.
+
+Each capability registers its own subcommand(s) from a small ``cli`` module next to its code;
+those modules import their heavy dependencies (numba, torch, pyrtl) only when a command runs, so
+``nmp --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from nmp import __version__
+from nmp.errors import NmpError
+
+# Modules that define ``register(subparsers)``; order is the order of ``nmp --help``.
+COMMAND_MODULES = (
+    "nmp.memory.cli",  # replay
+    "nmp.catalog",  # models
+    "nmp.evaluate.run_cli",  # run
+    "nmp.evaluate.cli",  # evaluate
+    "nmp.rtl.cli",  # rtl export / rtl report
+    "nmp.train.cli",  # train
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nmp",
+        description="Near-memory-processing modeling and co-design kit for DLRM embeddings.",
+    )
+    parser.add_argument("--version", action="version", version=f"nmp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except NmpError as exc:
+        print(f"nmp: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("nmp: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

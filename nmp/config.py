@@ -1,0 +1,361 @@
+"""Specs as data: TOML presets become frozen dataclasses, validated on load.
+
+Every spec type in the kit (memory, architecture, GPU, workload, sweep) is a frozen dataclass.
+This module turns a TOML table into one, checking names and types key by key so that an error
+names the file and the dotted key path, and applies ``--set key=value`` overrides by dotted path.
+
+A dataclass may define ``validate(self)``; it runs after construction and may raise
+``ValueError`` (reported at the table's own key) or :class:`KeyedValueError` (reported at a
+sub-key).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+import types
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+from nmp.errors import SpecError
+
+T = TypeVar("T")
+
+
+class KeyedValueError(ValueError):
+    """A validation failure at ``key`` (relative to the dataclass being validated)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        self.message = message
+        super().__init__(f"{key}: {message}")
+
+
+def project_root() -> Path:
+    """The folder that holds ``models/`` and ``workloads/``.
+
+    ``NMP_HOME`` overrides it; otherwise the checkout that this package lives in.
+    """
+    env = os.environ.get("NMP_HOME")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Parse a TOML file; a syntax error names the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise SpecError("no such file", file=str(path)) from None
+    except OSError as exc:
+        raise SpecError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # Python 3.11's TOMLDecodeError carries the position only in its text.
+        match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        line = int(match.group(1)) if match else None
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise SpecError(f"invalid TOML: {msg}", file=str(path), line=line) from None
+
+
+def preset_dir(kind: str) -> Path:
+    """``models/<kind>`` for hardware (memory, arch, gpu); ``workloads`` for kind='workload'."""
+    root = project_root()
+    return root / "workloads" if kind == "workload" else root / "models" / kind
+
+
+def preset_names(kind: str) -> list[str]:
+    folder = preset_dir(kind)
+    return sorted(p.stem for p in folder.glob("*.toml")) if folder.is_dir() else []
+
+
+def find_preset(kind: str, name: str) -> Path:
+    """Path of preset ``name`` of ``kind``, or of ``name`` itself if it is a TOML file."""
+    candidate = Path(name)
+    if candidate.suffix == ".toml":
+        if candidate.is_file():
+            return candidate
+        raise SpecError("no such file", file=name)
+    path = preset_dir(kind) / f"{name}.toml"
+    if path.is_file():
+        return path
+    known = ", ".join(preset_names(kind)) or "none"
+    raise SpecError(f"unknown {kind} preset '{name}' (known: {known})")
+
+
+# ---------------------------------------------------------------------------------------------
+# dict -> frozen dataclass
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _convert(value: Any, tp: Any, key: str, file: str | None) -> Any:
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _convert(value, arg, key, file)
+            except SpecError as exc:
+                errors.append(exc.message)
+        raise SpecError("; ".join(errors) or "invalid value", file=file, key=key)
+    if origin is Literal:
+        if value not in args:
+            allowed = ", ".join(repr(a) for a in args)
+            raise SpecError(f"must be one of {allowed}, got {value!r}", file=file, key=key)
+        return value
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            raise SpecError(f"must be a table, got {value!r}", file=file, key=key)
+        return from_mapping(tp, value, file=file, key_prefix=key)
+    if origin in (tuple, list):
+        if not isinstance(value, list | tuple):
+            raise SpecError(f"must be an array, got {value!r}", file=file, key=key)
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis or origin is list and args:
+            item_tp = args[0]
+        elif origin is tuple and args:
+            if len(args) != len(value):
+                raise SpecError(f"must have {len(args)} items", file=file, key=key)
+            return tuple(
+                _convert(v, a, f"{key}[{i}]", file)
+                for i, (v, a) in enumerate(zip(value, args, strict=True))
+            )
+        else:
+            item_tp = Any
+        items = [_convert(v, item_tp, f"{key}[{i}]", file) for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise SpecError(f"must be a table, got {value!r}", file=file, key=key)
+        val_tp = args[1] if len(args) == 2 else Any
+        return {k: _convert(v, val_tp, f"{key}.{k}", file) for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise SpecError(f"must be true or false, got {value!r}", file=file, key=key)
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise SpecError(f"must be an integer, got {value!r}", file=file, key=key)
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SpecError(f"must be a number, got {value!r}", file=file, key=key)
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise SpecError(f"must be a string, got {value!r}", file=file, key=key)
+        return value
+    if isinstance(tp, type) and isinstance(value, tp):
+        return value
+    raise SpecError(f"must be {_type_name(tp)}, got {value!r}", file=file, key=key)
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def from_mapping(
+    cls: type[T], data: dict[str, Any], *, file: str | None = None, key_prefix: str = ""
+) -> T:
+    """Build dataclass ``cls`` from ``data``: unknown keys, missing keys and wrong types raise
+    :class:`SpecError` naming ``file`` and the dotted key."""
+    hints = get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        known = ", ".join(fields)
+        raise SpecError(
+            f"unknown key (expected one of: {known})", file=file, key=_join(key_prefix, unknown[0])
+        )
+    kwargs = {}
+    for name, field in fields.items():
+        key = _join(key_prefix, name)
+        if name not in data:
+            no_default = (
+                field.default is dataclasses.MISSING
+                and field.default_factory is dataclasses.MISSING
+            )
+            if no_default:
+                raise SpecError("missing required key", file=file, key=key)
+            continue
+        kwargs[name] = _convert(data[name], hints[name], key, file)
+    try:
+        obj = cls(**kwargs)
+    except KeyedValueError as exc:
+        raise SpecError(exc.message, file=file, key=_join(key_prefix, exc.key)) from None
+    except (ValueError, TypeError) as exc:
+        raise SpecError(str(exc), file=file, key=key_prefix or None) from None
+    validate = getattr(obj, "validate", None)
+    if callable(validate):
+        try:
+            validate()
+        except KeyedValueError as exc:
+            raise SpecError(exc.message, file=file, key=_join(key_prefix, exc.key)) from None
+        except ValueError as exc:
+            raise SpecError(str(exc), file=file, key=key_prefix or None) from None
+    return obj
+
+
+def to_mapping(obj: Any) -> Any:
+    """A dataclass (recursively) as plain dicts/lists, the inverse of :func:`from_mapping`."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_mapping(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, list | tuple):
+        return [to_mapping(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_mapping(v) for k, v in obj.items()}
+    return obj
+
+
+# ---------------------------------------------------------------------------------------------
+# --set key=value overrides by dotted path
+
+
+def parse_value(text: str) -> Any:
+    """A --set value as TOML would read it (``8``, ``1.5``, ``true``, ``"x"``, ``[1, 2]``);
+    anything else is a bare string (``combined``)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_set_args(items: list[str] | None) -> dict[str, Any]:
+    """``["arch.bank.units=8", "workload.batch=32"]`` -> ``{"arch.bank.units": 8, ...}``."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise SpecError(f"--set expects key=value, got '{item}'")
+        out[key] = parse_value(value.strip())
+    return out
+
+
+def split_overrides(overrides: dict[str, Any], roots: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Group ``{"arch.x": 1, "workload.y": 2}`` by root; a key with another root raises."""
+    grouped: dict[str, dict[str, Any]] = {root: {} for root in roots}
+    for key, value in overrides.items():
+        root, _, rest = key.partition(".")
+        if root not in grouped or not rest:
+            raise SpecError(f"override must start with one of {', '.join(roots)}", key=key)
+        grouped[root][rest] = value
+    return grouped
+
+
+def field_exists(spec: Any, path: str) -> bool:
+    """Whether dotted ``path`` names a field of dataclass instance ``spec``."""
+    try:
+        _resolve(spec, path.split("."), path)
+    except SpecError:
+        return False
+    return True
+
+
+def _resolve(obj: Any, parts: list[str], full_key: str) -> Any:
+    for i, part in enumerate(parts):
+        if dataclasses.is_dataclass(obj):
+            names = [f.name for f in dataclasses.fields(obj)]
+            if part not in names:
+                prefix = ".".join(parts[:i])
+                where = f"'{prefix}'" if prefix else "the spec"
+                raise SpecError(
+                    f"no field '{part}' in {where} (fields: {', '.join(names)})", key=full_key
+                )
+            obj = getattr(obj, part)
+        elif isinstance(obj, dict):
+            if part not in obj:
+                raise SpecError(f"no entry '{part}'", key=full_key)
+            obj = obj[part]
+        elif isinstance(obj, list | tuple) and part.isdigit() and int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            raise SpecError(f"cannot descend into '{part}'", key=full_key)
+    return obj
+
+
+def _set_path(obj: Any, parts: list[str], value: Any, full_key: str, owner_cls: Any) -> Any:
+    part, rest = parts[0], parts[1:]
+    if dataclasses.is_dataclass(obj):
+        names = {f.name for f in dataclasses.fields(obj)}
+        if part not in names:
+            raise SpecError(
+                f"no field '{part}' in {type(obj).__name__} (fields: {', '.join(sorted(names))})",
+                key=full_key,
+            )
+        hints = get_type_hints(type(obj))
+        current = getattr(obj, part)
+        if rest:
+            new = _set_path(current, rest, value, full_key, hints[part])
+        else:
+            new = _convert(value, hints[part], full_key, None)
+        return dataclasses.replace(obj, **{part: new})
+    if isinstance(obj, list | tuple) and part.isdigit() and int(part) < len(obj):
+        idx = int(part)
+        items = list(obj)
+        item_tp = get_args(owner_cls)[0] if get_args(owner_cls) else Any
+        items[idx] = (
+            _set_path(items[idx], rest, value, full_key, item_tp)
+            if rest
+            else _convert(value, item_tp, full_key, None)
+        )
+        return tuple(items) if isinstance(obj, tuple) else items
+    if isinstance(obj, dict):
+        new = dict(obj)
+        if rest:
+            if part not in obj:
+                raise SpecError(f"no entry '{part}'", key=full_key)
+            new[part] = _set_path(obj[part], rest, value, full_key, Any)
+        else:
+            new[part] = value
+        return new
+    raise SpecError(f"cannot set '{part}' on a {type(obj).__name__}", key=full_key)
+
+
+def apply_overrides(spec: T, overrides: dict[str, Any], *, root: str = "") -> T:
+    """Return ``spec`` with each dotted-path override applied and the result re-validated.
+
+    ``root`` prefixes keys in error messages (``arch.bank.units``).
+    """
+    for key, value in overrides.items():
+        full_key = _join(root, key)
+        spec = _set_path(spec, key.split("."), value, full_key, type(spec))
+    if overrides:
+        # Rebuild through from_mapping so cross-field validation runs on the new values.
+        spec = from_mapping(type(spec), to_mapping(spec), key_prefix=root)
+    return spec
+
+
+__all__ = [
+    "KeyedValueError",
+    "apply_overrides",
+    "field_exists",
+    "find_preset",
+    "from_mapping",
+    "load_toml",
+    "parse_set_args",
+    "parse_value",
+    "preset_dir",
+    "preset_names",
+    "project_root",
+    "split_overrides",
+    "to_mapping",
+]

@@ -1,0 +1,44 @@
+"""``nmp run``: one design point, as a rich summary or one JSON object."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def _run(args: argparse.Namespace) -> int:
+    from nmp.config import parse_set_args
+    from nmp.evaluate.point import run_point
+
+    result = run_point(
+        args.arch, args.workload, args.memory, parse_set_args(args.set), seed=args.seed
+    )
+    data = result.to_json()
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    from nmp.report.console import print_point
+
+    print_point(data)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="evaluate one design point (architecture x workload x memory)",
+        description="Run one workload on one architecture (NMP design or GPU) and report its "
+        "latency, throughput, energy and area.",
+    )
+    p.add_argument("--arch", required=True, help="architecture preset (nmp models --kind arch/gpu)")
+    p.add_argument("--workload", required=True, help="workload preset (nmp models --kind workload)")
+    p.add_argument("--memory", help="memory preset overriding the architecture's own")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a spec field by dotted path, e.g. arch.bank.units=8 (repeatable)",
+    )
+    p.add_argument("--seed", type=int, help="seed for the generated lookups (default: workload's)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_run)

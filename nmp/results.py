@@ -1,0 +1,80 @@
+"""Results shared by every model: what one operation cost, and one design point's metrics.
+
+Memory-level statistics (``MemStats``) live in :mod:`nmp.memory`; operators above memory
+(gather-reduce on an NMP design, the GPU embedding stage, a parity update) return an
+:class:`OpResult`, and a design point of a sweep is a :class:`PointResult`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class OpResult:
+    """Cost of one operation on one design.
+
+    ``energy_pj`` is split by component (``dram_core``, ``dram_io``, ``units``, ``sram``, ...);
+    ``bytes_by_level`` counts the bytes that moved at each level (``channel``, ``rank``,
+    ``bankgroup``, ``bank``, ``hbm``, ``l2``, ...). ``output`` holds functional results where the
+    operation was executed (e.g. pooled embeddings, float32 [batch, dim] per table).
+    """
+
+    cycles: float
+    t_ns: float
+    energy_pj: dict[str, float] = field(default_factory=dict)
+    bytes_by_level: dict[str, float] = field(default_factory=dict)
+    breakdown: dict[str, Any] = field(default_factory=dict)
+    load_imbalance: float = 1.0
+    output: Any = None
+
+    @property
+    def total_energy_pj(self) -> float:
+        return float(sum(self.energy_pj.values()))
+
+
+@dataclass
+class PointResult:
+    """One design point: the JSON contract of ``nmp run --json`` and of a sweep's rows.
+
+    Required keys (see ``to_json``): ``arch``, ``workload``, ``latency_ns``, ``lookups_per_s``,
+    ``energy_pj_per_lookup``, ``area_mm2``, ``breakdown``.
+    """
+
+    arch: str
+    workload: str
+    memory: str
+    latency_ns: float
+    lookups_per_s: float
+    energy_pj_per_lookup: float
+    area_mm2: float
+    breakdown: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        out.update(self.extra)
+        return jsonable(out)
+
+
+def jsonable(value: Any) -> Any:
+    """numpy scalars/arrays and dataclasses to plain JSON types, recursively."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
