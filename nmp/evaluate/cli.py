@@ -1,16 +1,129 @@
-"""``nmp evaluate``: run a design-space sweep and write a report."""
+"""``nmp evaluate``: run a design-space sweep and write a report.
+
+Run folders: every run writes ``<out>/<run>/`` (default ``reports/<sweep>-<UTC time>/``) and
+``<out>/latest`` is a symlink to the newest run (a copy where symlinks are not allowed), so
+``reports/latest/report.md`` is always the last report. ``--resume`` continues ``--run NAME``
+(default: the run ``latest`` points to) with the sweep file saved in it, unless a sweep is given.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 
 from nmp.errors import NmpError
 
+DEFAULT_SWEEP = "default"
+
 
 def _run(args: argparse.Namespace) -> int:
-    raise NmpError("'nmp evaluate' is not available yet")
+    from nmp.evaluate.executor import make_executor
+    from nmp.evaluate.runner import LATEST, resolve_run_dir, run_sweep, update_latest
+    from nmp.evaluate.sweep import load_sweep, parse_sweep
+    from nmp.evaluate.validate import validate_sweep
+
+    if args.jobs is not None and args.jobs < 1:
+        raise NmpError("--jobs must be >= 1")
+    if args.dask_workers is not None and args.dask_workers < 1:
+        raise NmpError("--dask-workers must be >= 1")
+    if args.scheduler and args.dask_workers:
+        raise NmpError("give either --scheduler (a running cluster) or --dask-workers (a new one)")
+    base = Path(args.out)
+    if args.resume and args.sweep is None:
+        run_dir = resolve_run_dir(base, args.run, resume=True, sweep=None)  # type: ignore[arg-type]
+        stored = run_dir / "sweep.toml"
+        if not stored.exists():
+            raise NmpError(f"nothing to resume: {stored} does not exist")
+        from nmp.config import load_toml
+
+        sweep, sweep_path = parse_sweep(load_toml(stored), file=str(stored)), stored
+    else:
+        sweep, sweep_path = load_sweep(args.sweep or DEFAULT_SWEEP)
+        run_dir = resolve_run_dir(base, args.run, resume=args.resume, sweep=sweep)
+    # Everything is checked against the presets before the first point runs.
+    keyed = validate_sweep(sweep, file=str(sweep_path))
+    if args.check:
+        n = len({k for _, k in keyed})
+        print(f"{sweep_path}: ok, {n} points")
+        return 0
+
+    from rich.console import Console
+
+    from nmp.report.console import ConsoleProgress, print_sweep_summary
+    from nmp.report.files import write_report_files
+
+    # With --json, stdout carries only the JSON document; progress goes to stderr.
+    console = Console(stderr=args.json)
+    executor = make_executor(args.jobs, args.scheduler, args.dask_workers)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if run_dir.parent.resolve() == base.resolve() and run_dir.name != LATEST:
+        update_latest(base, run_dir)
+    try:
+        summary = run_sweep(
+            sweep,
+            keyed,
+            run_dir,
+            sweep_text=Path(sweep_path).read_text(),
+            executor=executor,
+            resume=args.resume,
+            fail_fast=args.fail_fast,
+            progress=ConsoleProgress(console),
+            write_reports=write_report_files,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"nmp: finished points are saved in {run_dir}; continue with "
+            f"'nmp evaluate --resume --run {run_dir.name}'",
+            file=sys.stderr,
+        )
+        raise
+    if run_dir.parent.resolve() == base.resolve() and run_dir.name != LATEST:
+        update_latest(base, run_dir)  # again: the copy fallback must hold the final files
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print_sweep_summary(summary, console)
+    if summary["failed"]:
+        raise NmpError(
+            f"{len(summary['failed'])} of {summary['points']} points failed (see "
+            f"{run_dir / 'errors.jsonl'}); fix and continue with 'nmp evaluate --resume "
+            f"--run {run_dir.name}'"
+        )
+    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("evaluate", help="run a design-space sweep and write a report")
+    p = sub.add_parser(
+        "evaluate",
+        help="run a design-space sweep and write a report",
+        description="Sweep designs x memories x workloads x spec fields (a sweep file, default "
+        "workloads/sweeps/default.toml), then report the best points, the Pareto sets, speedup "
+        "and energy saving over the baseline, into reports/<run>/ (reports/latest links to the "
+        "newest run).",
+    )
+    p.add_argument(
+        "sweep",
+        nargs="?",
+        help="sweep file or name in workloads/sweeps/ (default: 'default'; with --resume: the "
+        "sweep saved in the run)",
+    )
+    p.add_argument("--run", help="run folder name under --out (default: <sweep>-<UTC time>)")
+    p.add_argument("--out", default="reports", help="folder of the run folders (default: reports)")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a run: only points missing from its results.jsonl are run",
+    )
+    p.add_argument("--jobs", "-j", type=int, help="local worker processes (default: one per CPU)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS")
+    p.add_argument(
+        "--dask-workers", type=int, metavar="N", help="start a local Dask cluster of N workers"
+    )
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
+    p.add_argument(
+        "--check", action="store_true", help="validate the sweep against the presets and stop"
+    )
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=_run)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nmp.config import preset_names, split_overrides
+from nmp.config import apply_overrides, preset_names, split_overrides
+from nmp.errors import SpecError
 from nmp.results import PointResult
 
 OVERRIDE_ROOTS = ("arch", "workload", "memory")
@@ -35,3 +36,34 @@ def run_point(
     else:
         from nmp.arch import run_design_point
     return run_design_point(arch, workload, memory=memory, overrides=grouped, seed=seed)
+
+
+def load_design_spec(arch: str, memory: str | None = None) -> Any:
+    """The spec of architecture preset ``arch`` (a ``GpuSpec`` for a GPU preset, else an
+    ``ArchSpec``) with memory preset ``memory``, if given, replacing the design's own."""
+    if is_gpu(arch):
+        from nmp.gpu.spec import load_gpu
+
+        spec = load_gpu(arch)
+        if memory and memory.lower() != spec.hbm.memory_preset:
+            raise SpecError(
+                f"the GPU's HBM is part of the preset '{arch}' (derived from "
+                f"{spec.hbm.memory_preset}): it cannot run on memory '{memory}'"
+            )
+        return spec
+    from nmp.arch.spec import load_arch_spec
+
+    spec = load_arch_spec(arch)
+    if memory:
+        spec = apply_overrides(spec, {"memory.preset": memory}, root="arch")
+    return spec
+
+
+def design_memory_args(spec: Any) -> tuple[str, dict[str, Any]] | None:
+    """(memory preset, ``load_memory`` keyword arguments) of a design spec; None for a design
+    without a DRAM spec of its own (a GPU: its HBM is described by the GPU spec)."""
+    setup = getattr(spec, "memory", None)
+    preset = getattr(setup, "preset", None)
+    if not isinstance(preset, str):
+        return None
+    return preset, {"channels": setup.channels, "ranks": setup.ranks}

@@ -1,1 +1,54 @@
-"""nmp.gpu"""
+"""nmp.gpu: the DLRM embedding stage on a GPU (A100, H100).
+
+SMs and warps running the stock PyTorch EmbeddingBag kernel (occupancy from registers, memory-
+level parallelism from loads in flight), sectored L1/L2 simulated on the real access stream, L2
+pinning, software prefetch, and HBM through the nmp.memory DRAM engine. Presets in
+``models/gpu/``; ``nmp run --arch a100-80gb --workload gpu-micro24 --set arch.variant=combined``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nmp.gpu.spec import VARIANTS, GpuSpec, gpu_names, load_gpu
+
+
+def run_design_point(arch, workload, memory=None, overrides=None, seed=None):
+    """See :func:`nmp.gpu.point.run_design_point`."""
+    from nmp.gpu.point import run_design_point as _run
+
+    return _run(arch, workload, memory=memory, overrides=overrides, seed=seed)
+
+
+def catalog_rows() -> list[dict[str, Any]]:
+    """One row per GPU preset for ``nmp models``."""
+    from nmp.errors import SpecError
+    from nmp.gpu.kernel import kernel_config
+
+    rows = []
+    for name in gpu_names():
+        try:
+            g = load_gpu(name)
+        except SpecError as exc:
+            rows.append({"name": name, "summary": f"invalid: {exc}"})
+            continue
+        base = kernel_config(g)
+        rows.append(
+            {
+                "name": name,
+                "SMs": g.sm.count,
+                "clock_MHz": g.sm.clock_mhz,
+                "L1_KiB/SM": g.l1.size_bytes // 1024,
+                "L2_MB": round(g.l2.size_bytes / 2**20, 1),
+                "HBM": f"{g.hbm.standard} {g.hbm.data_rate_gbps:g} Gb/s x {g.hbm.channels} ch",
+                "peak_GB/s": g.hbm.peak_bandwidth_gbps,
+                "die_mm2": g.die_area_mm2,
+                "stock_occupancy": f"{base.occupancy:.0%}",
+                "variants": ", ".join(VARIANTS),
+                "summary": g.description,
+            }
+        )
+    return rows
+
+
+__all__ = ["VARIANTS", "GpuSpec", "catalog_rows", "gpu_names", "load_gpu", "run_design_point"]

@@ -1,1 +1,70 @@
-"""nmp.memory"""
+"""nmp.memory: DRAM standards, presets, address mapping, a Ramulator-2-exact timing engine,
+energy and trace I/O.
+
+Quick use::
+
+    from nmp.memory import load_memory, replay, make_requests
+    spec = load_memory("ddr4-3200aa", ranks=2)
+    stats = replay("traces/stream_64k.trace.gz", spec)   # or replay(make_requests(addrs), spec)
+    stats.cycles, stats.cycles_drained, stats.row_hits, stats.energy_pj
+
+Requests are 64-B lines (``spec.controller.line_bytes``); on HBM each line becomes
+``line_bytes / tx_bytes`` transactions (addr, addr+32), as in the reference setup.
+
+Timing NMP levels (streams confined to one rank / bank group / bank):
+
+- ``encode_address(spec, rank=..., bankgroup=..., bank=..., row=..., column=...)`` builds
+  addresses on one node; ``decode_address`` is its inverse.
+- ``spec.with_org(ranks=1)`` (or ``bankgroups=1``, ``banks=1``) narrows the organization to the
+  node a unit owns, so a stream is timed on that node alone.
+- ``internal_view(spec, level)`` drops the constraints of the shared data buses above
+  ``level`` from the timing table: ``"rank"`` drops the channel data bus and rank switching,
+  ``"bankgroup"`` also the rank-level column-to-column rules (tCCD_S, turnarounds), ``"bank"``
+  also turns bank-group column rules into per-bank ones. The table stays data:
+  ``constraint_rows(spec.standard, spec.timing, spec.bus_level)`` lists what is enforced.
+  Example: per-rank NMP units each read their own rank at full rate::
+
+      rank_spec = internal_view(load_memory("ddr5-4800-40").with_org(ranks=1), "rank")
+      replay(rank_stream_requests, rank_spec).cycles_drained
+
+  (The shared C/A bus that delivers NMP instructions is not modeled here: it is a bandwidth
+  limit the architecture layer accounts for.)
+"""
+
+from nmp.memory.mapping import decode_address, encode_address, parse_mapping
+from nmp.memory.replay import replay
+from nmp.memory.spec import (
+    Controller,
+    Energy,
+    MemorySpec,
+    Organization,
+    catalog_rows,
+    internal_view,
+    load_memory,
+)
+from nmp.memory.standards import build_table, constraint_rows, load_standard
+from nmp.memory.stats import MemStats, command_energy_pj
+from nmp.memory.trace import REQUEST_DTYPE, make_requests, read_trace, write_trace
+
+__all__ = [
+    "REQUEST_DTYPE",
+    "Controller",
+    "Energy",
+    "MemStats",
+    "MemorySpec",
+    "Organization",
+    "build_table",
+    "catalog_rows",
+    "command_energy_pj",
+    "constraint_rows",
+    "decode_address",
+    "encode_address",
+    "internal_view",
+    "load_memory",
+    "load_standard",
+    "make_requests",
+    "parse_mapping",
+    "read_trace",
+    "replay",
+    "write_trace",
+]

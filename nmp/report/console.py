@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -37,3 +39,150 @@ def print_point(data: dict[str, Any], console: Console | None = None) -> None:
             else:
                 bt.add_row(key, _fmt(value))
         console.print(bt)
+
+
+# ---------------------------------------------------------------------------------------------
+# sweeps
+
+
+class ConsoleProgress:
+    """Progress of a sweep: a rich bar on a terminal, plain lines otherwise (logs, CI, pipes).
+
+    Plain mode prints every point of a small sweep and about 50 lines for a large one, plus
+    every failure.
+    """
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console()
+        self.live = self.console.is_terminal
+        self._bar: Any = None
+        self._task: Any = None
+        self.total = 0
+        self.count = 0
+        self.failed = 0
+
+    def start(self, total: int, done: int) -> None:
+        self.total, self.count = total, done
+        if done:
+            self.console.print(f"resuming: {done} of {total} points already done")
+        if self.live:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("[bold]sweep"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                TextColumn("{task.description}"),
+                console=self.console,
+                transient=False,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("", total=total, completed=done)
+
+    def point(self, label: str, ok: bool, detail: str) -> None:
+        self.count += 1
+        self.failed += not ok
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, description=escape(label[:50]))
+            if not ok:
+                self._bar.console.print(f"[red]failed[/red] {escape(label)}: {escape(detail)}")
+            return
+        every = 1 if self.total <= 100 else max(1, self.total // 50)
+        if not ok or self.count % every == 0 or self.count == self.total:
+            status = "ok" if ok else "FAILED"
+            width = len(str(self.total))
+            self.console.print(
+                f"[{self.count:>{width}}/{self.total}] {status} {label}: {detail}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+    def finish(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _ratio(value: float | None) -> str:
+    from nmp.report.format import fmt_ratio
+
+    return fmt_ratio(value)
+
+
+def print_sweep_summary(
+    summary: dict[str, Any], console: Console | None = None, *, max_rows: int = 12
+) -> None:
+    """The best points of each workload, then its Pareto set (capped at ``max_rows``)."""
+    from nmp.report.format import fmt_num
+
+    console = console or Console()
+    rows = summary["rows"]
+    by_key = {r["key"]: r for r in rows}
+    console.print(
+        f"[bold]{escape(summary['sweep'])}[/bold]: "
+        f"{summary['completed']}/{summary['points']} points "
+        f"({summary['ran']} run, {summary['reused']} reused, {len(summary['failed'])} failed) "
+        f"in {summary['wall_s']:.1f} s; baseline [bold]{summary['baseline']}[/bold]"
+    )
+    if summary["groups"]:
+        best = Table(title="Best points", title_justify="left")
+        best.add_column("workload")
+        for metric in summary["objectives"]:
+            best.add_column(f"best {metric}")
+        for g in summary["groups"]:
+            cells = []
+            for metric, key in g["best"].items():
+                r = by_key[key]
+                extra = ""
+                if metric == "lookups_per_s":
+                    extra = f" ({_ratio(r['speedup'])})"
+                elif metric == "energy_pj_per_lookup":
+                    extra = f" ({_ratio(r['energy_saving'])} saving)"
+                cells.append(escape(f"{r['label']}: {fmt_num(r[metric])}{extra}"))
+            best.add_row(escape(g["group"]), *cells)
+        console.print(best)
+    for g in summary["groups"]:
+        front = sorted((by_key[k] for k in g["pareto"]), key=lambda r: -r["lookups_per_s"])
+        table = Table(
+            title=escape(f"Pareto set: {g['group']} ({len(front)} of {g['points']} points)"),
+            title_justify="left",
+        )
+        for col, justify in (
+            ("design", "left"),
+            ("lookups/s", "right"),
+            ("speedup", "right"),
+            ("pJ/lookup", "right"),
+            ("energy saving", "right"),
+            ("area mm²", "right"),
+            ("bottleneck", "left"),
+        ):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for r in front[:max_rows]:
+            table.add_row(
+                escape(r["label"]),
+                fmt_num(r["lookups_per_s"]),
+                _ratio(r["speedup"]),
+                fmt_num(r["energy_pj_per_lookup"]),
+                _ratio(r["energy_saving"]),
+                fmt_num(r["area_mm2"]),
+                escape(r["bottleneck"]),
+            )
+        if len(front) > max_rows:
+            table.caption = f"... {len(front) - max_rows} more in report.md / results.csv"
+        console.print(table)
+    for f in summary["failed"]:
+        console.print(f"[red]failed[/red] {escape(f['point'])} ({f['key']}): {escape(f['error'])}")
+    files = summary.get("files") or []
+    if files:
+        console.print(f"report: {os.path.dirname(files[0])}/report.md")

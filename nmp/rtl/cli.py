@@ -1,16 +1,118 @@
-"""``nmp rtl``: export and characterize the parity-update datapath."""
+"""``nmp rtl``: export and characterize the parity-update datapath.
+
+``nmp rtl export`` writes the Verilog module and its self-checking testbench; ``nmp rtl report``
+prints cells (yosys), PyRTL area estimate, critical path and fmax for a set of widths.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 
 from nmp.errors import NmpError
 
+DEFAULT_OUT = "rtl"
 
-def _run(args: argparse.Namespace) -> int:
-    raise NmpError("'nmp rtl' is not available yet")
+
+def _config(args: argparse.Namespace, **over):
+    from nmp.rtl.parity import ParityUnitConfig
+
+    fields = dict(
+        width=getattr(args, "width", 64),
+        depth=args.depth,
+        stages=args.stages,
+        gf=args.gf,
+        input_mode=args.input.replace("-", "_"),
+    )
+    fields.update(over)
+    return ParityUnitConfig(**fields)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from nmp.rtl.verilog import export
+
+    if args.entries < 1:
+        raise NmpError("--entries must be >= 1")
+    for path in export(_config(args), args.out, entries=args.entries, seed=args.seed):
+        print(path)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from nmp.rtl import synth
+
+    variants = {"xor": [False], "gf": [True], "both": [False, True]}[args.variant]
+    if not args.cached and not synth.yosys_available():
+        raise NmpError("yosys is not installed (needed for cell counts); try --cached")
+    figures = []
+    for gf in variants:
+        for width in args.widths:
+            cfg = _config(args, width=width, gf=gf)
+            if args.cached:
+                fig = synth.parity_unit_figures(
+                    width, gf=gf, depth=cfg.depth, stages=cfg.stages, input_mode=cfg.input_mode
+                )
+            else:
+                fig = synth.measure(cfg)
+            figures.append(fig)
+    if args.json:
+        print(json.dumps([f.to_dict() for f in figures], indent=1))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(
+        title=f"parity-update datapath without its SRAM (depth {args.depth}, "
+        f"{args.stages} stages, {args.input} input; PyRTL figures at 130 nm)",
+        title_justify="left",
+    )
+    for col in ("unit", "width b", "cells (yosys)", "area mm2 (PyRTL)", "crit. path ps", "fmax MHz"):
+        table.add_column(col, justify="right")
+    for f in figures:
+        table.add_row(
+            "GF(2^8)" if f.gf else "XOR",
+            str(f.width),
+            "-" if f.cells is None else str(f.cells),
+            f"{f.pyrtl_area_mm2:.4f}",
+            f"{f.critical_path_ps:.0f}",
+            f"{f.fmax_mhz:.0f}",
+        )
+    Console().print(table)
+    return 0
+
+
+def _common(p: argparse.ArgumentParser, *, width: bool = True) -> None:
+    if width:
+        p.add_argument("--width", type=int, default=64, help="parity word bits, 64..512 (64)")
+    p.add_argument("--depth", type=int, default=1024, help="parity memory words (1024)")
+    p.add_argument("--stages", type=int, default=2, help="pipeline depth, 2..8 (2)")
+    p.add_argument(
+        "--input",
+        choices=("delta", "old-new"),
+        default="delta",
+        help="(addr, delta) or (addr, old, new) through the data-side delta unit (delta)",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rtl", help="export and characterize the parity-update datapath")
-    p.set_defaults(func=_run)
+    rtl_sub = p.add_subparsers(dest="rtl_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda _args: (p.print_help(), 2)[1])
+
+    ex = rtl_sub.add_parser("export", help="write the Verilog module and a self-checking testbench")
+    _common(ex)
+    ex.add_argument("--gf", action="store_true", help="GF(2^8) variant (Reed-Solomon parity)")
+    ex.add_argument("--out", default=DEFAULT_OUT, help=f"output folder ({DEFAULT_OUT})")
+    ex.add_argument("--entries", type=int, default=512, help="stimulus entries (512)")
+    ex.add_argument("--seed", type=int, default=0, help="stimulus seed (0)")
+    ex.set_defaults(func=_export)
+
+    rp = rtl_sub.add_parser("report", help="cells, area, critical path and fmax per width")
+    _common(rp, width=False)
+    rp.add_argument(
+        "--widths", type=int, nargs="+", default=[64, 128, 256, 512], help="widths in bits"
+    )
+    rp.add_argument("--variant", choices=("xor", "gf", "both"), default="both")
+    rp.add_argument("--cached", action="store_true", help="use nmp/rtl/data figures if present")
+    rp.add_argument("--json", action="store_true", help="print the figures as JSON")
+    rp.set_defaults(func=_report, gf=False)

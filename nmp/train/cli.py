@@ -1,16 +1,166 @@
-"""``nmp train``: train DLRM on the modeled hardware with failures."""
+"""``nmp train``: train DLRM on the modeled hardware with failures.
+
+    nmp train --workload criteo-kaggle --strategy ecrec --fail step=300,node=1 [--json]
+    nmp train --compare [--json]            # every strategy, one seed, one failure schedule
+    nmp train --extrapolate [--servers 5 --server-mtbf-hours 720]
+
+Training presets: the workload preset's tables are capped at ``train.max_rows`` rows (2000 by
+default, ids hashed into the cap) so that a run takes seconds on one CPU core; every training
+knob is ``--set train.<field>=value`` (see nmp/train/config.py).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
 from nmp.errors import NmpError
 
 
+def _config(args: argparse.Namespace):
+    from nmp.config import parse_set_args, split_overrides
+    from nmp.train.config import TrainConfig, with_overrides
+
+    overrides = split_overrides(parse_set_args(args.set), ("train",))["train"]
+    for flag, key in (
+        ("workload", "workload"),
+        ("steps", "steps"),
+        ("seed", "seed"),
+        ("code", "code"),
+        ("parities", "parities"),
+        ("nodes", "nodes"),
+        ("arch", "arch"),
+        ("data", "data"),
+        ("mtbf_steps", "mtbf_steps"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            overrides[key] = value
+    if overrides.get("code") == "rs" and "parities" not in overrides:
+        overrides["parities"] = 2
+    cfg = with_overrides(TrainConfig(), overrides)
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        raise NmpError(f"train config: {exc}") from None
+    return cfg
+
+
+def _failures(args, cfg):
+    from nmp.train.failures import check_schedule, parse_failure, random_failures
+
+    fails = [parse_failure(f) for f in args.fail or []]
+    if args.random_failures:
+        fails += random_failures(cfg.steps, cfg.nodes, cfg.mtbf_steps, cfg.seed)
+    return check_schedule(fails, cfg.steps, cfg.nodes)
+
+
 def _run(args: argparse.Namespace) -> int:
-    raise NmpError("'nmp train' is not available yet")
+    if args.extrapolate:
+        return _extrapolate(args)
+    cfg = _config(args)
+    failures = _failures(args, cfg)
+    if args.compare:
+        from nmp.train.compare import default_failures, print_table, run_compare
+
+        if not failures:
+            failures = default_failures(cfg)
+        rows = run_compare(cfg, failures)
+        if args.json:
+            json.dump(rows, sys.stdout, indent=2)
+            print()
+        else:
+            where = ", ".join(f"node {f.node} at step {f.step} ({f.phase})" for f in failures)
+            print_table(
+                rows,
+                f"nmp train --compare: {cfg.workload} (rows capped at {cfg.max_rows}), "
+                f"{cfg.steps} steps, seed {cfg.seed}, {cfg.nodes} nodes, ecrec code {cfg.code} "
+                f"r={cfg.parities}, arch {cfg.arch}; failures: {where}",
+            )
+        return 0
+    if not args.strategy:
+        raise NmpError("give --strategy NAME, --compare or --extrapolate")
+    from nmp.train.compare import result_row
+    from nmp.train.trainer import run
+
+    res = run(cfg, args.strategy, failures)
+    row = result_row(res, None)
+    row.pop("overhead_pct")
+    row.pop("auc_change")
+    if args.json:
+        json.dump(row, sys.stdout, indent=2)
+        print()
+        return 0
+    m = res.metrics
+    print(
+        f"{args.strategy}: {cfg.steps} steps on {cfg.workload}; held-out AUC {m['auc']:.4f}, "
+        f"logloss {m['logloss']:.4f}, accuracy {m['accuracy']:.4f}"
+    )
+    print(f"  modeled time {res.ledger.total_ns / 1e6:.3f} ms, energy {res.ledger.total_energy_pj / 1e6:.3f} uJ")
+    for ev in res.events:
+        print(f"  event: {ev}")
+    for k, v in res.extra.items():
+        print(f"  {k}: {v}")
+    print(f"  final_state_sha256 {res.final_state_sha256}")
+    return 0
+
+
+def _extrapolate(args) -> int:
+    from nmp.train.extrapolate import DeploymentSpec, extrapolate, print_extrapolation
+
+    kw = {}
+    if args.servers is not None:
+        kw["servers"] = args.servers
+    if args.server_mtbf_hours is not None:
+        kw["server_mtbf_hours"] = args.server_mtbf_hours
+    if args.storage_gbps is not None:
+        kw["storage_gbps"] = args.storage_gbps
+    if args.arch is not None:
+        kw["arch"] = args.arch
+    dep = DeploymentSpec(**kw)
+    if dep.servers <= dep.r or dep.server_mtbf_hours <= 0 or dep.storage_gbps <= 0:
+        raise NmpError("--servers must exceed r; MTBF and storage bandwidth must be positive")
+    rows = extrapolate(dep)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    else:
+        print_extrapolation(rows, dep)
+    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train DLRM on the modeled hardware with failures")
+    p = sub.add_parser(
+        "train",
+        help="train DLRM on the modeled hardware with failures",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--workload", help="workload preset (tables capped at train.max_rows)")
+    p.add_argument(
+        "--strategy", help="ecrec | checkpoint | cpr-mfu | cpr-ssu | none | failure-free"
+    )
+    p.add_argument(
+        "--fail",
+        action="append",
+        metavar="step=S,node=N[,phase=between]",
+        help="fail node N before step S (or between the commit phases of step S); repeatable",
+    )
+    p.add_argument("--random-failures", action="store_true", help="add failures drawn with MTBF")
+    p.add_argument("--mtbf-steps", type=float, help="mean steps between failures (system)")
+    p.add_argument("--steps", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--code", choices=("xor", "rs", "float-sum"), help="ecrec parity code")
+    p.add_argument("--parities", type=int, help="parities per stripe (r; rs only)")
+    p.add_argument("--nodes", type=int, help="memory nodes")
+    p.add_argument("--arch", help="architecture preset for the cost model")
+    p.add_argument("--data", help="Criteo TSV file instead of the synthetic teacher")
+    p.add_argument("--compare", action="store_true", help="all strategies, the comparison table")
+    p.add_argument("--extrapolate", action="store_true", help="Criteo-Terabyte-scale table")
+    p.add_argument("--servers", type=int, help="extrapolation: servers")
+    p.add_argument("--server-mtbf-hours", type=float, help="extrapolation: MTBF of one server")
+    p.add_argument("--storage-gbps", type=float, help="extrapolation: storage GB/s per server")
+    p.add_argument("--set", action="append", metavar="train.KEY=VALUE", help="override a knob")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=_run)

@@ -1,1 +1,46 @@
-"""nmp.workload"""
+"""nmp.workload: DLRM embedding workloads, lookup batches (EmbeddingBag CSR), access statistics.
+
+Imports only numpy, ``nmp.config``/``nmp.errors``/``nmp.units``.
+"""
+
+from nmp.workload.batch import (
+    LookupBatch,
+    TableLookups,
+    generate_batch,
+    generate_batches,
+    generate_table,
+    ranked_rows,
+)
+from nmp.workload.indexfile import load_index_file, save_index_file
+from nmp.workload.spec import (
+    DTYPE_BYTES,
+    REUSE_LEVELS,
+    PoolingSpec,
+    TableSpec,
+    WorkloadSpec,
+    catalog_rows,
+    load_workload,
+    workload_from_mapping,
+)
+from nmp.workload.stats import AccessStats, access_stats
+
+__all__ = [
+    "DTYPE_BYTES",
+    "REUSE_LEVELS",
+    "AccessStats",
+    "LookupBatch",
+    "PoolingSpec",
+    "TableLookups",
+    "TableSpec",
+    "WorkloadSpec",
+    "access_stats",
+    "catalog_rows",
+    "generate_batch",
+    "generate_batches",
+    "generate_table",
+    "load_index_file",
+    "load_workload",
+    "ranked_rows",
+    "save_index_file",
+    "workload_from_mapping",
+]

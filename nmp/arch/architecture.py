@@ -1,0 +1,243 @@
+"""An architecture instance: a design (ArchSpec) on a memory (MemorySpec), holding table data.
+
+``gather_reduce(batch)`` executes SparseLengthsSum on the design: every unit gathers the rows it
+owns and accumulates per-bag partial sums; rank units (buffer chips) add their children's partial
+sums; the host adds the ranks'. The same placement is lowered to DRAM request streams and timed
+by the DRAM engine (:mod:`nmp.arch.timing`). ``parity_update`` lives in :mod:`nmp.arch.parity`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from nmp.arch import memview as mv
+from nmp.arch.functional import gather_segments, segment_ids
+from nmp.arch.layout import LevelLayout, build_layout
+from nmp.arch.placement import FlatLookups, Placement, flatten, place, solve_cross_level
+from nmp.arch.profile import AccessProfile, build_profile
+from nmp.arch.rowdata import RowStore
+from nmp.arch.spec import ArchSpec
+from nmp.arch.tree import TreeTraffic, tree_reduce
+from nmp.errors import NmpError
+from nmp.results import OpResult
+
+
+class Architecture:
+    """A memory-side design bound to its memory; table contents live in ``store``."""
+
+    def __init__(self, spec: ArchSpec, mem: Any, *, data_seed: int = 0) -> None:
+        self.spec = spec
+        self.mem = mem
+        self.layouts: dict[str, LevelLayout] = build_layout(spec, mem)
+        self.data_seed = data_seed
+        self.store: RowStore | None = None
+        self.workload = None
+        self._tables: tuple | None = None
+        self._profile: AccessProfile | None = None
+        self._partition: np.ndarray | None = None
+        self.partition_info: dict = {}
+        self._parity_state = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    # ---- tables and profile ------------------------------------------------------------
+    def bind(self, tables: Any, workload: Any = None) -> None:
+        """Use these tables (a WorkloadSpec or TableSpec-like objects with rows, dim, dtype).
+
+        With a WorkloadSpec the access profile (for the partition LP and hot-row replication)
+        comes from batches drawn with other seeds than the workload's."""
+        if hasattr(tables, "tables"):
+            workload = tables
+            tables = tables.tables
+        tables = tuple(tables)
+        if self._tables == tables and self.workload is workload:
+            return
+        self._tables = tables
+        self.workload = workload
+        self.store = RowStore(
+            self.data_seed,
+            [t.dim for t in tables],
+            [getattr(t, "dtype", "float32") for t in tables],
+            [t.rows for t in tables],
+        )
+        need = self.table_bytes
+        cap = self.mem.capacity_bytes
+        if need > cap:
+            raise NmpError(
+                f"the tables ({need / 2**30:.2f} GiB) do not fit in {self.mem.name} "
+                f"({cap / 2**30:.2f} GiB with {mv.org(self.mem, 'channels')} channels x "
+                f"{mv.org(self.mem, 'ranks')} ranks)"
+            )
+        self._profile = None
+        self._partition = None
+        self._parity_state = None
+
+    @property
+    def tables(self) -> tuple:
+        if self._tables is None:
+            raise NmpError("no tables bound: call bind(workload) or pass tables")
+        return self._tables
+
+    @property
+    def table_rows(self) -> list[int]:
+        return [t.rows for t in self.tables]
+
+    @property
+    def table_row_bytes(self) -> list[int]:
+        from nmp.workload.spec import DTYPE_BYTES
+
+        return [t.dim * DTYPE_BYTES[getattr(t, "dtype", "float32")] for t in self.tables]
+
+    @property
+    def table_bytes(self) -> int:
+        return int(sum(r * b for r, b in zip(self.table_rows, self.table_row_bytes, strict=True)))
+
+    def _ensure_profile(self, batch) -> None:
+        needs = self.spec.replicate_hot_rows > 0 or (
+            self.spec.policy == "cross-level" and self.spec.bandwidth_aware_partition
+        )
+        if needs and self._profile is None:
+            self._profile = _profile_for(self.workload, self.spec.profile_seed_offset, batch)
+        cross = self.spec.policy == "cross-level" and len(self.spec.data_levels) > 1
+        if cross and self._partition is None:
+            frac, result = solve_cross_level(
+                self.spec, self.layouts, self.mem, self._profile, self.table_row_bytes
+            )
+            self._partition = frac
+            if result is not None:
+                self.partition_info = {
+                    "lp_solve_s": result.solve_s,
+                    "lp_level_t_ns": dict(
+                        zip(self.spec.data_levels, result.level_t_ns.tolist(), strict=True)
+                    ),
+                    "lp_buckets": int(result.fractions.shape[0]),
+                }
+
+    # ---- gather-reduce -----------------------------------------------------------------
+    def issue_order(self, flat: FlatLookups) -> np.ndarray:
+        """The order the host sends lookups: table by table (host code; RecNMP's table-aware
+        scheduling), otherwise sample by sample across tables."""
+        if self.spec.policy == "host" or self.spec.table_aware_scheduling:
+            return np.arange(flat.n, dtype=np.int64)
+        return np.lexsort((flat.table, flat.bag)).astype(np.int64)
+
+    def prepare(self, batch, tables: Any = None) -> tuple[FlatLookups, Placement, np.ndarray]:
+        if tables is not None:
+            self.bind(tables)
+        elif self._tables is None:
+            self.bind(
+                [_AdHocTable(t.num_rows, t.dim) for t in batch.tables]
+            )
+        if len(batch.tables) != len(self.tables):
+            raise NmpError(f"batch has {len(batch.tables)} tables, the design holds {len(self.tables)}")
+        self._ensure_profile(batch)
+        flat = flatten(batch, self.table_row_bytes, self.table_rows)
+        order = self.issue_order(flat)
+        plc = place(self.spec, self.layouts, self.mem, flat, self._profile, self._partition, order)
+        return flat, plc, order
+
+    def gather_reduce(
+        self, batch, tables: Any = None, *, functional: bool = True
+    ) -> tuple[list[np.ndarray] | None, OpResult]:
+        """Pooled sums per table (float32 [batch, dim]) computed by the units, and the cost."""
+        from nmp.arch.timing import time_gather_reduce
+
+        flat, plc, order = self.prepare(batch, tables)
+        pooled = self._execute(flat, plc) if functional else None
+        result = time_gather_reduce(self, flat, plc, order, self.tree_traffic(flat, plc))
+        result.output = pooled
+        return pooled, result
+
+    def tree_traffic(self, flat: FlatLookups, plc: Placement) -> TreeTraffic:
+        """Partial sums sent and received by every node for this batch (all tables)."""
+        mem = self.mem
+        ranks, channels = mv.org(mem, "ranks"), mv.org(mem, "channels")
+        if self.spec.policy == "vertical":
+            lay = self.layouts["rank"]
+            n_bags = len(np.unique(flat.table * flat.batch + flat.bag))
+            send = np.full(lay.nodes, n_bags, dtype=np.int64)
+            host = np.bincount(lay.node_rank_id(np.arange(lay.nodes)) // ranks, weights=send,
+                               minlength=channels).astype(np.int64)
+            return TreeTraffic({"rank": send}, {}, host)
+        _, traffic = tree_reduce(
+            self.layouts, ranks, channels, plc.level, plc.node,
+            flat.table * flat.batch + flat.bag, None, flat.num_tables * flat.batch,
+        )
+        return traffic
+
+    def _execute(self, flat: FlatLookups, plc: Placement) -> list[np.ndarray]:
+        """The functional gather-reduce: units accumulate per-bag partial sums of the rows they
+        own, the tree adds them up (bank -> bank group -> rank -> host)."""
+        assert self.store is not None
+        mem = self.mem
+        ranks, channels = mv.org(mem, "ranks"), mv.org(mem, "channels")
+        pooled: list[np.ndarray] = []
+        starts = np.searchsorted(flat.table, np.arange(flat.num_tables + 1))
+        for t in range(flat.num_tables):
+            a, b = int(starts[t]), int(starts[t + 1])
+            dim = self.tables[t].dim
+            uniq, uinv = np.unique(flat.row[a:b], return_inverse=True)
+            values = self.store.read(t, uniq)
+            bag = flat.bag[a:b]
+            w = None if flat.weight is None else flat.weight[a:b]
+            if self.spec.policy == "host":
+                pooled.append(gather_segments(bag, uinv, w, values, flat.batch))
+            elif self.spec.policy == "vertical":
+                # each rank core reduces its column slice; the host concatenates the slices
+                nodes = self.layouts["rank"].nodes
+                step = -(-dim // nodes)
+                parts = [
+                    gather_segments(
+                        bag, uinv, w, values, flat.batch, (min(n * step, dim), min((n + 1) * step, dim))
+                    )
+                    for n in range(nodes)
+                ]
+                pooled.append(np.concatenate(parts, axis=1))
+            else:
+                level, node = plc.level[a:b], plc.node[a:b]
+                seg, first, nseg = segment_ids(level, node, bag)
+                partial = gather_segments(seg, uinv, w, values, nseg)
+                out, _ = tree_reduce(
+                    self.layouts, ranks, channels, level[first], node[first], bag[first],
+                    partial, flat.batch,
+                )
+                pooled.append(out)
+        return pooled
+
+
+class _AdHocTable:
+    """Table shape inferred from a batch when no workload is bound (float32)."""
+
+    def __init__(self, rows: int, dim: int) -> None:
+        self.rows, self.dim, self.dtype = rows, dim, "float32"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _AdHocTable) and (self.rows, self.dim) == (other.rows, other.dim)
+
+    def __hash__(self) -> int:
+        return hash((self.rows, self.dim))
+
+
+def _profile_for(workload, offset: int, batch) -> AccessProfile:
+    if workload is None or not hasattr(workload, "seed"):
+        # no workload to sample from: profile the batch itself (an oracle profile)
+        return build_profile([batch], [t.num_rows for t in batch.tables])
+    return _cached_profile(workload, offset)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_profile(workload, offset: int, batches: int = 4) -> AccessProfile:
+    from nmp.workload import generate_batch
+
+    # seeds far from the ones a user evaluates (workload.seed, seed + 1, ...)
+    seeds = [workload.seed + offset * 1_000_003 + 7919 * i for i in range(batches)]
+    drawn = [generate_batch(workload, seed=s) for s in seeds]
+    return build_profile(drawn, [t.rows for t in workload.tables])
+
+
+__all__ = ["Architecture"]

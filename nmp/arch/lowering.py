@@ -1,0 +1,232 @@
+"""Lowering lookups to DRAM request streams, one stream per level (all its nodes at once).
+
+Every lookup becomes ``ceil(row_bytes / tx_bytes)`` requests (the row's bursts, consecutive
+columns of one page), at addresses built with ``nmp.memory.encode_address`` so that the row lands
+on the bank(s) of the node that owns it. The nodes of a level work concurrently; their streams
+are merged by interleaving (request i of every node before request i + 1 of any), and the level
+is replayed on the memory's *internal view* of that level (no shared bus above it), with one
+request queue and one request port per unit (``read_queue`` and ``frontend_ratio`` scaled by
+the units per channel). Power limits (tRRD_S, tFAW) stay per rank among the units of a level.
+
+Subarray-level parallelism (bank units): the bank's subarrays are the banks of a virtual bank
+group per bank unit, replayed on the bank-group view, so that per-subarray tRC overlaps while
+the bank's single column path (tCCD_L) and tRRD_L still bind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from nmp.arch import memview as mv
+from nmp.arch.layout import LevelLayout
+from nmp.arch.placement import FlatLookups, Placement
+from nmp.arch.spec import LEVELS, ArchSpec
+
+SALP_TRACKED_SUBARRAYS = 8  # open subarrays tracked per bank (beyond this tCCD_L binds anyway)
+
+
+@dataclass
+class LevelStream:
+    level: str
+    addr: np.ndarray  # uint64 [m]
+    node: np.ndarray  # int64 [m]: node of each request
+    view: object  # the MemorySpec the stream is replayed on
+    lookups_per_node: np.ndarray  # int64 [nodes]
+    bytes_per_node: np.ndarray  # float64 [nodes]
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, int(n - 1).bit_length())
+
+
+def _expand(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For items with ``lines[i]`` requests: (item of each request, line index within item)."""
+    item = np.repeat(np.arange(lines.size, dtype=np.int64), lines)
+    starts = np.concatenate([[0], np.cumsum(lines)[:-1]])
+    within = np.arange(item.size, dtype=np.int64) - np.repeat(starts, lines)
+    return item, within
+
+
+def _interleave_order(node: np.ndarray, local_order: np.ndarray) -> np.ndarray:
+    """Permutation that takes item i of every node before item i + 1 of any node; ``local_order``
+    gives each item's sort key within its node."""
+    by_node = np.lexsort((local_order, node))
+    n_sorted = node[by_node]
+    starts = np.searchsorted(n_sorted, n_sorted, side="left")
+    pos = np.empty(node.size, dtype=np.int64)
+    pos[by_node] = np.arange(node.size) - starts
+    return np.lexsort((node, pos))
+
+
+def _locality_key(node: np.ndarray, bank: np.ndarray, page: np.ndarray) -> np.ndarray:
+    """Sort key: (k-th distinct DRAM row of its bank, bank, arrival) within each node."""
+    arrival = np.arange(node.size, dtype=np.int64)
+    o = np.lexsort((arrival, page, bank, node))
+    ns, bs, ps = node[o], bank[o], page[o]
+    new_group = np.ones(o.size, dtype=bool)
+    new_group[1:] = (ns[1:] != ns[:-1]) | (bs[1:] != bs[:-1])
+    new_page = new_group.copy()
+    new_page[1:] |= ps[1:] != ps[:-1]
+    cum = np.cumsum(new_page)
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(o.size), 0))
+    page_rank = np.empty(o.size, dtype=np.int64)
+    page_rank[o] = cum - cum[group_start]
+    key_order = np.lexsort((arrival, bank, page_rank, node))
+    key = np.empty(o.size, dtype=np.int64)
+    key[key_order] = arrival
+    return key
+
+
+def _view(mem, level: str, units_per_channel: int, **org_changes):
+    from nmp.memory import internal_view
+
+    spec = mem.with_org(**org_changes) if org_changes else mem
+    ctrl = dataclasses.replace(
+        spec.controller,
+        read_queue=spec.controller.read_queue * units_per_channel,
+        write_queue=spec.controller.write_queue * units_per_channel,
+        frontend_ratio=spec.controller.frontend_ratio * units_per_channel,
+    )
+    return internal_view(dataclasses.replace(spec, controller=ctrl), level)
+
+
+def _slot_location(slot, nbanks, lpr, lpp, rows):
+    b = slot % nbanks
+    q = slot // nbanks
+    small = lpr <= lpp
+    per_page = np.where(small, lpp // np.maximum(lpr, 1), 1)
+    pages = np.where(small, 1, -(-lpr // lpp))
+    page = np.where(small, q // per_page, q * pages)
+    col = np.where(small, (q % per_page) * lpr, 0)
+    return b, page, col
+
+
+def lower_level(
+    spec: ArchSpec,
+    level: str,
+    lay: LevelLayout,
+    mem,
+    flat: FlatLookups,
+    plc: Placement,
+    order: np.ndarray,
+    write: bool = False,
+) -> LevelStream:
+    """The merged request stream of ``level``'s nodes (horizontal placement)."""
+    from nmp.memory import encode_address
+
+    li = LEVELS.index(level)
+    tx, lpp, rows = mv.tx_bytes(mem), mv.lines_per_page(mem), mv.org(mem, "rows")
+    idx = order[(plc.level[order] == li) & ~plc.hit[order]]
+    node = plc.node[idx]
+    lpr = -(-flat.row_bytes[idx] // tx)
+    b, page, col0 = _slot_location(plc.slot[idx], lay.banks_per_unit, lpr, lpp, rows)
+    if spec.locality_aware_scheduling:
+        # the unit sees the whole batch: it serves each bank's lookups row by row (all hits to
+        # an open row together) and rotates over its banks so their activations overlap
+        local_key = _locality_key(node, b, page)
+    else:
+        local_key = np.arange(idx.size, dtype=np.int64)
+    perm = _interleave_order(node, local_key)
+    idx, node, lpr, b, page, col0 = idx[perm], node[perm], lpr[perm], b[perm], page[perm], col0[
+        perm
+    ]
+    item, within = _expand(lpr)
+    chan, rank, unit = lay.node_coords(node)
+    upc = lay.units * lay.ranks
+    line_page = page[item] + (col0[item] + within) // lpp
+    column = (col0[item] + within) % lpp
+    if level == "bank" and spec.subarray_parallelism:
+        salp = min(_next_pow2(spec.bank.subarrays), SALP_TRACKED_SUBARRAYS)
+        view = _view(
+            mem, "bankgroup", upc, bankgroups=_next_pow2(lay.units), banks=salp
+        )
+        rows_v = mv.org(view, "rows")
+        subarray = (line_page % rows_v) * spec.bank.subarrays // rows_v
+        addr = encode_address(
+            view,
+            channel=chan[item],
+            rank=rank[item],
+            bankgroup=unit[item],
+            bank=subarray % salp,
+            row=line_page % rows_v,
+            column=column,
+        )
+    else:
+        view = _view(mem, level, upc)
+        bg = lay.unit_bg[unit, b]
+        bk = lay.unit_bank[unit, b]
+        addr = encode_address(
+            view,
+            channel=chan[item],
+            rank=rank[item],
+            bankgroup=bg[item],
+            bank=bk[item],
+            row=line_page % rows,
+            column=column,
+        )
+    node_req = node[item]
+    lookups = np.bincount(node, minlength=lay.nodes)
+    bytes_node = np.bincount(node_req, minlength=lay.nodes).astype(np.float64) * tx
+    return LevelStream(level, addr, node_req, view, lookups, bytes_node)
+
+
+def lower_vertical(
+    spec: ArchSpec, lay: LevelLayout, mem, flat: FlatLookups, order: np.ndarray
+) -> LevelStream:
+    """TensorDIMM: each lookup reads its column slice on every rank node (whole bursts)."""
+    from nmp.memory import encode_address
+
+    tx, lpp, rows = mv.tx_bytes(mem), mv.lines_per_page(mem), mv.org(mem, "rows")
+    nodes = lay.nodes
+    slice_bytes = -(-flat.row_bytes[order] // nodes)
+    lpr = -(-slice_bytes // tx)
+    # every node stores every row's slice at slot = global row id
+    b, page, col0 = _slot_location(flat.grow[order], lay.banks_per_unit, lpr, lpp, rows)
+    n = order.size
+    node = np.tile(np.arange(nodes, dtype=np.int64), n)
+    rep = np.repeat(np.arange(n, dtype=np.int64), nodes)
+    item, within = _expand(lpr[rep])
+    src = rep[item]
+    chan, rank, unit = lay.node_coords(node[item])
+    view = _view(mem, "rank", lay.units * lay.ranks)
+    line_page = page[src] + (col0[src] + within) // lpp
+    addr = encode_address(
+        view,
+        channel=chan,
+        rank=rank,
+        bankgroup=lay.unit_bg[unit, b[src]],
+        bank=lay.unit_bank[unit, b[src]],
+        row=line_page % rows,
+        column=(col0[src] + within) % lpp,
+    )
+    node_req = node[item]
+    return LevelStream(
+        "rank",
+        addr,
+        node_req,
+        view,
+        np.full(nodes, n, dtype=np.int64),
+        np.bincount(node_req, minlength=nodes).astype(np.float64) * tx,
+    )
+
+
+def lower_host(
+    mem, flat: FlatLookups, order: np.ndarray, table_rows: list[int], table_row_bytes: list[int]
+) -> np.ndarray:
+    """Physical addresses of a host CPU reading every row (tables packed line-aligned, one
+    after another, folded into the memory's capacity), in issue order."""
+    tx = mv.tx_bytes(mem)
+    t_lpr = -(-np.asarray(table_row_bytes, dtype=np.int64) // tx)
+    t_base = np.concatenate([[0], np.cumsum(np.asarray(table_rows, dtype=np.int64) * t_lpr)])
+    lpr = t_lpr[flat.table[order]]
+    item, within = _expand(lpr)
+    src = order[item]
+    line = t_base[flat.table[src]] + flat.row[src] * t_lpr[flat.table[src]] + within
+    capacity_lines = mem.capacity_bytes // tx
+    return ((line % capacity_lines) * tx).astype(np.uint64)
+
+
+__all__ = ["LevelStream", "lower_host", "lower_level", "lower_vertical"]

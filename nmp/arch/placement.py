@@ -1,0 +1,315 @@
+"""Placement policies: which level and node serves each lookup, and whether SRAM serves it.
+
+* ``horizontal``: whole rows per node; global row id modulo the level's node count.
+* ``vertical`` (TensorDIMM): every row split column-wise over all rank nodes; each lookup
+  reaches every node, which reads its slice (rounded up to whole bursts).
+* ``cross-level`` (ReCross): each row belongs to one level; with ``bandwidth_aware_partition``
+  the share of each frequency class per level comes from the LP of :mod:`nmp.arch.partition`,
+  otherwise from the levels' capacity ratio (frequency-oblivious).
+* ``replicate_hot_rows`` (TRiM): the profile's hottest rows are copied to every node of the
+  finest data level; their lookups go to the least-loaded nodes (water filling).
+* RankCache (RecNMP): per rank unit, rows seen at least ``cache_reuse_threshold`` times in the
+  batch are kept in SRAM after their first read, hottest first while they fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nmp.arch import memview as mv
+from nmp.arch.layout import LevelLayout
+from nmp.arch.partition import PartitionProblem, PartitionResult, solve_partition
+from nmp.arch.profile import MAX_CLASSES, AccessProfile
+from nmp.arch.rowdata import unit_hash
+from nmp.arch.spec import LEVELS, ArchSpec
+from nmp.units import KIB
+
+
+@dataclass
+class FlatLookups:
+    """Every lookup of a batch in one array per field (tables concatenated, table-major)."""
+
+    table: np.ndarray  # int64 [n]
+    row: np.ndarray  # int64 [n]
+    bag: np.ndarray  # int64 [n]
+    weight: np.ndarray | None  # float32 [n]
+    grow: np.ndarray  # global row id: table's first row + row
+    row_bytes: np.ndarray  # int64 [n]
+    batch: int
+    num_tables: int
+
+    @property
+    def n(self) -> int:
+        return int(self.table.size)
+
+
+@dataclass
+class Placement:
+    level: np.ndarray  # int64 [n]: index into LEVELS, -1 for the host
+    node: np.ndarray  # int64 [n]: node within the level (-1: every node, vertical)
+    slot: np.ndarray  # int64 [n]: row slot inside the node
+    hit: np.ndarray  # bool [n]: served from the unit's SRAM cache
+    replicated: np.ndarray  # bool [n]
+    info: dict = field(default_factory=dict)
+
+
+def flatten(batch, row_bytes: list[int], table_rows: list[int]) -> FlatLookups:
+    """Concatenate a LookupBatch's tables (vectorized; loops over tables only)."""
+    tabs, rows, bags, weights = [], [], [], []
+    any_weights = any(t.weights is not None for t in batch.tables)
+    for t, lk in enumerate(batch.tables):
+        tabs.append(np.full(lk.indices.size, t, dtype=np.int64))
+        rows.append(lk.indices.astype(np.int64, copy=False))
+        bags.append(np.repeat(np.arange(lk.batch, dtype=np.int64), np.diff(lk.offsets)))
+        if any_weights:
+            w = lk.weights if lk.weights is not None else np.ones(lk.indices.size, np.float32)
+            weights.append(w)
+    table = np.concatenate(tabs) if tabs else np.empty(0, np.int64)
+    row = np.concatenate(rows) if rows else np.empty(0, np.int64)
+    first_row = np.concatenate([[0], np.cumsum(table_rows)[:-1]]).astype(np.int64)
+    return FlatLookups(
+        table=table,
+        row=row,
+        bag=np.concatenate(bags) if bags else np.empty(0, np.int64),
+        weight=np.concatenate(weights) if any_weights else None,
+        grow=first_row[table] + row,
+        row_bytes=np.asarray(row_bytes, dtype=np.int64)[table],
+        batch=batch.batch,
+        num_tables=len(batch.tables),
+    )
+
+
+def node_capacity_slots(layout: LevelLayout, mem, row_bytes: int) -> int:
+    """Rows of ``row_bytes`` one node of ``layout`` stores."""
+    lpr = -(-row_bytes // mv.tx_bytes(mem))
+    lpp = mv.lines_per_page(mem)
+    per_page = lpp // lpr if lpr <= lpp else 1 / (-(-lpr // lpp))
+    return max(1, int(layout.banks_per_unit * mv.org(mem, "rows") * per_page))
+
+
+def level_node_peak_gbps(name: str, layout: LevelLayout, mem) -> float:
+    """Peak data rate of one node's own data path (the 'internal bandwidth' of the level):
+    rank: its data bus (tx per nBL); bank group: tx per tCCD_L per bank group it spans;
+    bank: tx per tCCD_L (its column path)."""
+    tx, tck = mv.tx_bytes(mem), mv.tck_ns(mem)
+    if name == "rank":
+        return tx / (mv.timing(mem, "nBL") * tck)
+    if name == "bankgroup":
+        return layout.distinct_bankgroups() * tx / (mv.timing(mem, "nCCDL") * tck)
+    return tx / (mv.timing(mem, "nCCDL") * tck)
+
+
+def level_effective_gbps(name: str, layout: LevelLayout, mem, spec: ArchSpec, row_bytes: int):
+    """Sustainable rate of one node for random rows (used only by the partition LP): the data
+    path's peak, and for a bank without subarray parallelism one row per tRC."""
+    peak = level_node_peak_gbps(name, layout, mem)
+    if name == "bank" and not spec.subarray_parallelism:
+        tx, tck = mv.tx_bytes(mem), mv.tck_ns(mem)
+        lpr = -(-row_bytes // tx)
+        per_row_cycles = max(
+            mv.timing(mem, "nRC"),
+            mv.timing(mem, "nRCD") + lpr * mv.timing(mem, "nCCDL") + mv.timing(mem, "nRP"),
+        )
+        return min(peak, lpr * tx / (per_row_cycles * tck))
+    return peak
+
+
+def _water_fill(loads: np.ndarray, extra: int) -> np.ndarray:
+    """Counts to add to ``loads`` so that ``extra`` items raise the minimum loads evenly."""
+    if extra <= 0:
+        return np.zeros_like(loads)
+    srt = np.sort(loads)
+    cum = np.cumsum(srt)
+    k = np.arange(1, loads.size + 1)
+    # level L with sum(max(0, L - loads)) = extra, found on the sorted prefix
+    levels = (extra + cum) / k
+    valid = np.append(levels[:-1] <= srt[1:], True)
+    j = int(np.argmax(valid))
+    level = levels[j]
+    add = np.maximum(0.0, level - loads)
+    out = np.floor(add).astype(np.int64)
+    short = extra - int(out.sum())
+    if short > 0:
+        frac_order = np.argsort(-(add - out), kind="stable")[:short]
+        out[frac_order] += 1
+    return out
+
+
+def solve_cross_level(
+    spec: ArchSpec, layouts: dict[str, LevelLayout], mem, profile: AccessProfile, row_bytes
+) -> tuple[np.ndarray, PartitionResult | None]:
+    """Fractions [tables, classes, data levels] of each frequency class per level."""
+    levels = list(spec.data_levels)
+    ntab = len(row_bytes)
+    caps = np.array(
+        [
+            layouts[lv].capacity_banks
+            * layouts[lv].channels
+            * layouts[lv].ranks
+            * mv.org(mem, "rows")
+            * mv.lines_per_page(mem)
+            * mv.tx_bytes(mem)
+            for lv in levels
+        ],
+        dtype=np.float64,
+    )
+    if not spec.bandwidth_aware_partition:
+        frac = np.broadcast_to(caps / caps.sum(), (ntab, MAX_CLASSES, len(levels))).copy()
+        return frac, None
+    rows_b, freq_b, bytes_b = [], [], []
+    for t in range(ntab):
+        r, f = profile.class_stats(t)
+        rows_b.append(r)
+        freq_b.append(f)
+        bytes_b.append(np.full(MAX_CLASSES, float(row_bytes[t])))
+    rows_a = np.concatenate(rows_b)
+    freq_a = np.concatenate(freq_b)
+    bytes_a = np.concatenate(bytes_b)
+    keep = rows_a > 0
+    tck = mv.tck_ns(mem)
+    ns_per_byte = np.array(
+        [
+            1.0
+            / (
+                level_effective_gbps(lv, layouts[lv], mem, spec, int(np.median(row_bytes)))
+                * layouts[lv].nodes
+            )
+            for lv in levels
+        ]
+    )
+    ranks_total = mv.org(mem, "channels") * mv.org(mem, "ranks")
+    ca = np.array(
+        [
+            0.0
+            if lv == "rank" or spec.instruction.bits_per_lookup == 0
+            else spec.instruction.bits_per_lookup
+            / spec.instruction.dram_ca_bits_per_cycle
+            * tck
+            / ranks_total
+            for lv in levels
+        ]
+    )
+    problem = PartitionProblem(
+        rows=rows_a[keep],
+        freq=freq_a[keep],
+        row_bytes=bytes_a[keep],
+        capacity_bytes=caps,
+        ns_per_byte=ns_per_byte,
+        ca_ns_per_lookup=ca,
+    )
+    result = solve_partition(problem)
+    frac = np.zeros((ntab * MAX_CLASSES, len(levels)))
+    frac[~keep] = caps / caps.sum()  # empty classes: any split
+    frac[keep] = result.fractions
+    return frac.reshape(ntab, MAX_CLASSES, len(levels)), result
+
+
+def place(
+    spec: ArchSpec,
+    layouts: dict[str, LevelLayout],
+    mem,
+    flat: FlatLookups,
+    profile: AccessProfile | None,
+    partition: np.ndarray | None,
+    order: np.ndarray,
+) -> Placement:
+    """Assign every lookup of ``flat`` to a level, node and slot (see the module docstring).
+
+    ``order`` is the issue order (a permutation of the lookups); the RankCache's first read of
+    a row is its first lookup in that order."""
+    n = flat.n
+    level = np.full(n, -1, dtype=np.int64)
+    node = np.full(n, -1, dtype=np.int64)
+    slot = flat.grow.copy()
+    hit = np.zeros(n, dtype=bool)
+    repl = np.zeros(n, dtype=bool)
+    info: dict = {}
+    if spec.policy == "host":
+        return Placement(level, node, slot, hit, repl, info)
+    levels = list(spec.data_levels)
+    if spec.policy == "vertical":
+        level[:] = LEVELS.index("rank")
+        return Placement(level, node, slot, hit, repl, info)
+    if spec.policy == "horizontal" or len(levels) == 1:
+        level[:] = LEVELS.index(levels[0])
+    else:
+        assert partition is not None and profile is not None
+        cls = np.zeros(n, dtype=np.int64)
+        for t in range(flat.num_tables):
+            sel = flat.table == t
+            if sel.any():
+                cls[sel] = profile.row_class(t, flat.row[sel])
+        cum = np.cumsum(partition[flat.table, cls], axis=1)
+        u = unit_hash(flat.grow, 0x5EED)
+        pick = (u[:, None] >= cum[:, :-1]).sum(axis=1)
+        level[:] = np.asarray([LEVELS.index(lv) for lv in levels])[pick]
+    for li, lv in enumerate(LEVELS):
+        sel = level == li
+        if not sel.any():
+            continue
+        lay = layouts[lv]
+        node[sel] = flat.grow[sel] % lay.nodes
+        slot[sel] = flat.grow[sel] // lay.nodes
+    if spec.replicate_hot_rows and profile is not None:
+        finest = levels[-1]
+        lay = layouts[finest]
+        tabs, rows = profile.hottest(spec.replicate_hot_rows)
+        hot_keys = np.sort(
+            np.unique(np.concatenate([[0], np.cumsum(profile.table_rows)[:-1]])[tabs] + rows)
+        )
+        if hot_keys.size:
+            pos = np.minimum(np.searchsorted(hot_keys, flat.grow), hot_keys.size - 1)
+            repl = hot_keys[pos] == flat.grow
+            li = LEVELS.index(finest)
+            cold = (level == li) & ~repl
+            loads = np.bincount(node[cold], minlength=lay.nodes).astype(np.float64)
+            add = _water_fill(loads, int(repl.sum()))
+            idx = np.flatnonzero(repl)
+            level[idx] = li
+            node[idx] = np.repeat(np.arange(lay.nodes), add)
+            # replicas live at the top of every node's slots
+            slot[idx] = node_capacity_slots(lay, mem, int(flat.row_bytes.max())) - 1 - pos[idx]
+            info["replicated_lookups"] = int(idx.size)
+            info["replicated_rows"] = int(hot_keys.size)
+    cache = spec.rank.cache_kib
+    if cache > 0 and "rank" in layouts:
+        li = LEVELS.index("rank")
+        sel = np.flatnonzero(level[order] == li)
+        idx = order[sel]
+        key = node[idx] * (int(flat.grow.max()) + 1) + flat.grow[idx]
+        uniq, first, inv, counts = np.unique(
+            key, return_index=True, return_inverse=True, return_counts=True
+        )
+        unode = node[idx][first]
+        ubytes = flat.row_bytes[idx][first]
+        cand = counts >= spec.rank.cache_reuse_threshold
+        # hottest first within each node, admitted while they fit
+        rank_order = np.lexsort((-counts, unode))
+        csum = np.zeros(uniq.size, dtype=np.float64)
+        cb = np.where(cand[rank_order], ubytes[rank_order], 0).astype(np.float64)
+        csum_sorted = np.cumsum(cb)
+        node_sorted = unode[rank_order]
+        starts = np.searchsorted(node_sorted, node_sorted, side="left")
+        before = np.concatenate([[0.0], csum_sorted])[starts]
+        csum[rank_order] = csum_sorted - before
+        admitted = cand & (csum <= cache * KIB)
+        is_first = np.zeros(idx.size, dtype=bool)
+        is_first[first] = True
+        hit[idx] = admitted[inv] & ~is_first
+        info["cache_hits"] = int(hit.sum())
+        info["cache_rows"] = int(admitted.sum())
+    return Placement(level, node, slot, hit, repl, info)
+
+
+__all__ = [
+    "FlatLookups",
+    "Placement",
+    "flatten",
+    "level_effective_gbps",
+    "level_node_peak_gbps",
+    "node_capacity_slots",
+    "place",
+    "solve_cross_level",
+]

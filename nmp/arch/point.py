@@ -1,0 +1,155 @@
+"""Loading a design on its memory, one design point (``nmp run``), and the catalog rows.
+
+A design point draws one batch of the workload (seeded), executes gather-reduce on the design
+(functionally, so outputs are real), times it with the DRAM engine, and reports latency per
+batch, lookups per second, energy per lookup, area and the breakdown that explains them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nmp.arch.area import design_area_mm2
+from nmp.arch.architecture import Architecture
+from nmp.arch.spec import ArchSpec, load_arch_spec
+from nmp.config import preset_names
+from nmp.errors import NmpError
+from nmp.results import PointResult
+
+
+def load_memory_for(spec: ArchSpec, memory: str | None = None, overrides: dict | None = None):
+    from nmp.memory import load_memory
+
+    return load_memory(
+        memory or spec.memory.preset,
+        channels=spec.memory.channels,
+        ranks=spec.memory.ranks,
+        overrides=overrides or None,
+    )
+
+
+def load_arch(
+    name: str,
+    memory: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    *,
+    memory_overrides: dict[str, Any] | None = None,
+    data_seed: int = 0,
+) -> Architecture:
+    """Preset ``name`` (or a TOML path) with dotted ``overrides`` on ``memory`` (default: the
+    preset's own memory)."""
+    spec = load_arch_spec(name, overrides)
+    return Architecture(spec, load_memory_for(spec, memory, memory_overrides), data_seed=data_seed)
+
+
+def _freeze(d: dict) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in d.items()))
+
+
+def run_design_point(
+    arch: str,
+    workload: str,
+    memory: str | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+    seed: int | None = None,
+    *,
+    functional: bool = True,
+) -> PointResult:
+    """One design point of ``arch`` running ``workload`` (see the module docstring).
+
+    ``overrides = {"arch": {...}, "workload": {...}, "memory": {...}}`` by dotted path."""
+    from nmp.workload import generate_batch, load_workload
+
+    overrides = overrides or {}
+    unknown = set(overrides) - {"arch", "workload", "memory"}
+    if unknown:
+        raise NmpError(f"override group must be arch, workload or memory, got {sorted(unknown)}")
+    wl = load_workload(workload, overrides.get("workload") or None)
+    a_ov = overrides.get("arch") or {}
+    m_ov = overrides.get("memory") or {}
+    # the design (layout, profile, partition) is reused across points of the same inputs
+    arch_obj = _cached_arch_for(arch, memory, a_ov, m_ov)
+    arch_obj.bind(wl)
+    batch = generate_batch(wl, seed=seed)
+    _, op = arch_obj.gather_reduce(batch, functional=functional)
+    lookups = batch.num_lookups
+    latency = op.t_ns
+    area = design_area_mm2(arch_obj)
+    breakdown = dict(op.breakdown)
+    breakdown["energy_pj"] = dict(op.energy_pj)
+    breakdown["bytes_by_level"] = dict(op.bytes_by_level)
+    breakdown["area_mm2"] = area.by_level
+    return PointResult(
+        arch=arch_obj.name,
+        workload=wl.name,
+        memory=arch_obj.mem.name,
+        latency_ns=latency,
+        lookups_per_s=lookups / latency * 1e9 if latency > 0 else 0.0,
+        energy_pj_per_lookup=op.total_energy_pj / lookups if lookups else 0.0,
+        area_mm2=area.total,
+        breakdown=breakdown,
+        extra={"lookups": lookups, "batch": batch.batch, "seed": seed},
+    )
+
+
+def _cached_arch_for(arch: str, memory: str | None, a_ov: dict, m_ov: dict) -> Architecture:
+    # overrides are plain values from --set; repr() makes them hashable for the cache
+    return _cached_arch_impl(arch, memory, _freeze(a_ov), _freeze(m_ov), a_ov, m_ov)
+
+
+_ARCH_CACHE: dict[tuple, Architecture] = {}
+
+
+def _cached_arch_impl(arch, memory, key_a, key_m, a_ov, m_ov) -> Architecture:
+    key = (arch, memory, key_a, key_m)
+    obj = _ARCH_CACHE.get(key)
+    if obj is None:
+        if len(_ARCH_CACHE) > 32:
+            _ARCH_CACHE.clear()
+        obj = load_arch(arch, memory, a_ov, memory_overrides=m_ov)
+        _ARCH_CACHE[key] = obj
+    return obj
+
+
+def catalog_rows() -> list[dict[str, Any]]:
+    """One row per architecture preset for ``nmp models``."""
+    rows = []
+    for name in preset_names("arch"):
+        try:
+            arch = load_arch(name)
+        except NmpError as exc:
+            rows.append({"name": name, "summary": f"invalid: {exc}"})
+            continue
+        s = arch.spec
+        units = "/".join(str(s.level(lv).units) for lv in ("rank", "bankgroup", "bank"))
+        mechs = [
+            m
+            for m, on in (
+                ("SALP", s.subarray_parallelism),
+                ("LP partition", s.bandwidth_aware_partition),
+                ("locality sched", s.locality_aware_scheduling),
+                ("table-aware", s.table_aware_scheduling),
+                (f"RankCache {s.rank.cache_kib:g} KiB", s.rank.cache_kib > 0),
+                (f"hot-row replication {s.replicate_hot_rows}", s.replicate_hot_rows > 0),
+            )
+            if on
+        ]
+        mem = arch.mem
+        rows.append(
+            {
+                "name": name,
+                "summary": (
+                    f"{s.policy}; units rank/BG/bank {units} per rank; "
+                    f"{mem.name} {mem.org.channels}ch x {mem.org.ranks}R"
+                ),
+                "policy": s.policy,
+                "units_rank_bg_bank": units,
+                "memory": f"{mem.name} {mem.org.channels}ch x {mem.org.ranks}R",
+                "mechanisms": ", ".join(mechs) or "-",
+                "area_mm2": round(design_area_mm2(arch).total, 2),
+            }
+        )
+    return rows
+
+
+__all__ = ["catalog_rows", "load_arch", "load_memory_for", "run_design_point"]

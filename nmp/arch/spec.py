@@ -1,0 +1,238 @@
+"""ArchSpec: a memory-side design as data (levels of processing units, placement, instructions).
+
+A design is a tree per memory channel: memory controller -> rank (buffer chip) -> bank group ->
+bank. Each of the three levels may hold processing units (``units`` per rank). The banks of a
+rank are split between the levels that hold data (``capacity_banks``, e.g. ReCross's 16:12:4):
+a level's units own whole banks and gather-reduce only rows stored there; partial sums travel up
+the tree to the rank unit (buffer chip) and then over the channel to the host.
+
+Every value of a preset cites its source in ``models/arch/*.toml``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from nmp.config import KeyedValueError, apply_overrides, find_preset, from_mapping, load_toml
+
+LEVELS = ("rank", "bankgroup", "bank")
+Policy = Literal["host", "horizontal", "vertical", "cross-level"]
+POLICIES = ("host", "horizontal", "vertical", "cross-level")
+
+
+@dataclass(frozen=True)
+class MemorySetup:
+    """The memory the design sits on: a ``models/memory`` preset and its channel/rank count."""
+
+    preset: str
+    channels: int = 1
+    ranks: int = 1
+
+    def validate(self) -> None:
+        if self.channels <= 0:
+            raise KeyedValueError("channels", "must be positive")
+        if self.ranks <= 0:
+            raise KeyedValueError("ranks", "must be positive")
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """The host CPU that issues lookups and (for ``host-cpu``) reduces them itself."""
+
+    cores: int = 16
+    clock_ghz: float = 2.2
+    simd_lanes: int = 16  # FP32 lanes per core per cycle
+    pj_per_flop: float = 20.0  # energy of one FP32 add on the core, with its overheads
+
+    def validate(self) -> None:
+        for name in ("cores", "clock_ghz", "simd_lanes"):
+            if getattr(self, name) <= 0:
+                raise KeyedValueError(name, "must be positive")
+        if self.pj_per_flop < 0:
+            raise KeyedValueError("pj_per_flop", "must be >= 0")
+
+
+@dataclass(frozen=True)
+class UnitSpec:
+    """Processing units of one level. ``units`` is the count per rank (0: no units here).
+
+    ``capacity_banks``: banks per rank whose rows this level serves (-1: all banks of the rank
+    when this is the only data level). ``lanes``: FP32 multiply-add lanes of one unit, summed
+    over the DRAM chips it spans. ``buffer_kib``: SRAM for partial sums (and the cache).
+    ``cache_kib``/``cache_reuse_threshold``: a RecNMP RankCache; rows seen at least that many
+    times in a batch are served from SRAM after their first read. ``area_mm2``: one unit's area
+    on one chip (buffer chip for the rank level, each DRAM chip of the rank otherwise).
+    """
+
+    units: int = 0
+    capacity_banks: int = -1
+    clock_mhz: float = 300.0
+    lanes: int = 16
+    buffer_kib: float = 16.0
+    cache_kib: float = 0.0
+    cache_reuse_threshold: int = 2
+    pj_per_add: float = 0.9
+    pj_per_mul: float = 3.7
+    sram_pj_per_bit: float = 0.16
+    area_mm2: float = 0.0
+    subarrays: int = 1  # subarrays per bank usable in parallel (bank level, with SALP)
+
+    def validate(self) -> None:
+        if self.units < 0:
+            raise KeyedValueError("units", "must be >= 0")
+        if self.capacity_banks < -1:
+            raise KeyedValueError("capacity_banks", "must be >= 0 (or -1: every bank)")
+        for name in ("clock_mhz", "lanes", "subarrays"):
+            if getattr(self, name) <= 0:
+                raise KeyedValueError(name, "must be positive")
+        for name in ("buffer_kib", "cache_kib", "pj_per_add", "pj_per_mul", "sram_pj_per_bit"):
+            if getattr(self, name) < 0:
+                raise KeyedValueError(name, "must be >= 0")
+        if self.area_mm2 < 0:
+            raise KeyedValueError("area_mm2", "must be >= 0")
+        if self.cache_kib > self.buffer_kib:
+            raise KeyedValueError(
+                "cache_kib",
+                f"cache of {self.cache_kib:g} KiB is larger than the unit's SRAM "
+                f"(buffer_kib = {self.buffer_kib:g})",
+            )
+        if self.cache_reuse_threshold < 1:
+            raise KeyedValueError("cache_reuse_threshold", "must be >= 1")
+
+
+@dataclass(frozen=True)
+class InstructionSpec:
+    """Instruction delivery: one NMP instruction per lookup (TRiM: 85 bits).
+
+    ``host_bits_per_cycle``: memory controller -> buffer chip over C/A (+DQ), per channel and
+    DRAM cycle. ``dram_ca_bits_per_cycle``: buffer chip -> DRAM chips over the rank's C/A, per
+    rank and DRAM cycle (only lookups served inside the DRAM chips use it).
+    """
+
+    bits_per_lookup: int = 0
+    host_bits_per_cycle: float = 78.0
+    dram_ca_bits_per_cycle: float = 14.0
+
+    def validate(self) -> None:
+        if self.bits_per_lookup < 0:
+            raise KeyedValueError("bits_per_lookup", "must be >= 0")
+        for name in ("host_bits_per_cycle", "dram_ca_bits_per_cycle"):
+            if getattr(self, name) <= 0:
+                raise KeyedValueError(name, "must be positive")
+
+
+@dataclass(frozen=True)
+class ParitySpec:
+    """In-memory parity: stripes of ``k`` data rows + ``r`` parity rows over the nodes of
+    ``level``; the data's unit computes old XOR new, the parity's unit applies the delta."""
+
+    level: Literal["rank", "bankgroup", "bank"] = "rank"
+    k: int = 4
+    r: int = 1
+    code: Literal["xor", "rs"] = "xor"
+    rotating: bool = True
+    pj_per_byte_xor: float = 0.1  # XOR of one byte in the unit, with its registers
+    unit_area_mm2: float = -1.0  # -1: from nmp.rtl figures when present, else placeholder
+    unit_clock_mhz: float = -1.0
+
+    def validate(self) -> None:
+        if self.k < 1:
+            raise KeyedValueError("k", "must be >= 1")
+        if self.r < 1:
+            raise KeyedValueError("r", "must be >= 1")
+        if self.code == "xor" and self.r != 1:
+            raise KeyedValueError("r", "an XOR code has exactly one parity (r = 1)")
+        if self.pj_per_byte_xor < 0:
+            raise KeyedValueError("pj_per_byte_xor", "must be >= 0")
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """One memory-side design. See the module docstring for the model."""
+
+    name: str
+    memory: MemorySetup
+    policy: str = "horizontal"
+    description: str = ""
+    host: HostSpec = field(default_factory=HostSpec)
+    rank: UnitSpec = field(default_factory=UnitSpec)
+    bankgroup: UnitSpec = field(default_factory=UnitSpec)
+    bank: UnitSpec = field(default_factory=UnitSpec)
+    instruction: InstructionSpec = field(default_factory=InstructionSpec)
+    parity: ParitySpec = field(default_factory=ParitySpec)
+    # mechanisms (switches, so that ablations run with --set arch.<switch>=false)
+    subarray_parallelism: bool = False
+    bandwidth_aware_partition: bool = False
+    locality_aware_scheduling: bool = False
+    table_aware_scheduling: bool = False
+    replicate_hot_rows: int = 0  # hottest rows copied to every node of the finest level
+    profile_seed_offset: int = 1  # the access profile comes from another batch (seed + this)
+
+    def level(self, name: str) -> UnitSpec:
+        return getattr(self, name)
+
+    @property
+    def unit_levels(self) -> tuple[str, ...]:
+        """Levels that hold processing units, coarse to fine."""
+        return tuple(lv for lv in LEVELS if self.level(lv).units > 0)
+
+    @property
+    def data_levels(self) -> tuple[str, ...]:
+        """Levels whose units read rows from DRAM (capacity_banks != 0)."""
+        return tuple(lv for lv in self.unit_levels if self.level(lv).capacity_banks != 0)
+
+    def validate(self) -> None:
+        if self.policy not in POLICIES:
+            raise KeyedValueError(
+                "policy", f"unknown policy '{self.policy}' (known: {', '.join(POLICIES)})"
+            )
+        if self.policy == "host":
+            for lv in LEVELS:
+                if self.level(lv).units:
+                    raise KeyedValueError(f"{lv}.units", "policy 'host' has no NMP units")
+        elif not self.data_levels:
+            raise KeyedValueError("policy", f"policy '{self.policy}' needs a level with units")
+        if self.policy == "vertical" and self.data_levels != ("rank",):
+            raise KeyedValueError("policy", "the vertical (column) split is across ranks only")
+        if self.policy in ("horizontal", "vertical") and len(self.data_levels) > 1:
+            raise KeyedValueError(
+                "policy", "rows on several levels need policy 'cross-level'"
+            )
+        if self.bandwidth_aware_partition and self.policy != "cross-level":
+            raise KeyedValueError(
+                "bandwidth_aware_partition", "only a 'cross-level' design partitions by level"
+            )
+        if self.subarray_parallelism and self.bank.units == 0:
+            raise KeyedValueError("subarray_parallelism", "needs bank units (bank.units > 0)")
+        if self.replicate_hot_rows < 0:
+            raise KeyedValueError("replicate_hot_rows", "must be >= 0")
+        for lv in LEVELS:
+            unit = self.level(lv)
+            if lv != "rank" and unit.cache_kib > 0:
+                raise KeyedValueError(f"{lv}.cache_kib", "the RankCache sits in the buffer chip")
+            if unit.units == 0 and unit.capacity_banks > 0:
+                raise KeyedValueError(f"{lv}.capacity_banks", "a level without units holds no rows")
+
+
+def load_arch_spec(name: str, overrides: dict | None = None) -> ArchSpec:
+    """Load preset ``name`` (or a TOML path) and apply dotted ``overrides``."""
+    path = find_preset("arch", name)
+    data = load_toml(path)
+    spec = from_mapping(ArchSpec, data, file=str(path))
+    if overrides:
+        spec = apply_overrides(spec, overrides, root="arch")
+    return spec
+
+
+__all__ = [
+    "LEVELS",
+    "POLICIES",
+    "ArchSpec",
+    "HostSpec",
+    "InstructionSpec",
+    "MemorySetup",
+    "ParitySpec",
+    "UnitSpec",
+    "load_arch_spec",
+]

@@ -1,0 +1,283 @@
+"""Timing and energy of gather-reduce on a design: DRAM engine replays plus the bounds around them.
+
+Per batch, these run concurrently (pipelined) and the slowest sets the latency:
+
+* each data level: its merged request stream replayed on the level's internal view (the nodes
+  run in parallel, so the replay's drain time is the slowest node's), or its units' arithmetic
+  (lookups x ceil(dim / lanes) cycles of the unit clock), whichever is longer;
+* the rank bus (buffer chip): the rank unit's own reads plus the partial sums that the bank-
+  group and bank units of that rank return over it;
+* instruction delivery: one ``bits_per_lookup`` instruction per lookup over the channel's C/A
+  (+DQ) at ``host_bits_per_cycle``, and for lookups served inside the DRAM chips over the
+  rank's C/A at ``dram_ca_bits_per_cycle``;
+* the channel: instructions plus the ranks' pooled partial sums returned to the host.
+
+Then the reduction tail: the last partial sums climb the tree (one row transfer plus CAS latency
+per hop). The host CPU baseline is the replay of all its reads on the full memory (its FP32 adds
+are overlapped; they are reported and would bound only if slower).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nmp.arch import memview as mv
+from nmp.arch.lowering import LevelStream, lower_host, lower_level, lower_vertical
+from nmp.arch.placement import FlatLookups, Placement, level_node_peak_gbps
+from nmp.arch.spec import LEVELS
+from nmp.arch.tree import TreeTraffic
+from nmp.results import OpResult
+
+
+def replay_stream(addr: np.ndarray, view: Any, write: np.ndarray | bool = False):
+    from nmp.memory import make_requests, replay
+
+    return replay(make_requests(addr, write), view)
+
+
+def dram_energy(mem: Any, stats_list: list, latency_cycles: float) -> dict[str, float]:
+    """DRAM energy of the replays' commands, with background and refresh counted once for the
+    whole memory over the batch (the replays overlap in time)."""
+    from nmp.memory import command_energy_pj
+
+    counts: dict[str, float] = {}
+    for st in stats_list:
+        for k, v in st.cmd_counts.items():
+            if k.upper().startswith("REF"):
+                continue
+            counts[k] = counts.get(k, 0) + v
+    ranks = mv.org(mem, "channels") * mv.org(mem, "ranks")
+    counts["REF"] = ranks * latency_cycles / mv.timing(mem, "nREFI")
+    return command_energy_pj(mem, counts, latency_cycles)
+
+
+def _ns(cycles: float, mem: Any) -> float:
+    return float(cycles) * mv.tck_ns(mem)
+
+
+def time_gather_reduce(
+    arch, flat: FlatLookups, plc: Placement, order: np.ndarray, traffic: TreeTraffic
+) -> OpResult:
+    spec, mem = arch.spec, arch.mem
+    tck = mv.tck_ns(mem)
+    tx = mv.tx_bytes(mem)
+    ch_peak = mv.channel_peak_gbps(mem)
+    channels = mv.org(mem, "channels")
+    n = flat.n
+    dims = np.asarray([t.dim for t in arch.tables], dtype=np.int64)
+    dim_l = dims[flat.table]
+    weighted = flat.weight is not None
+    bd: dict[str, Any] = {}
+    levels_bd: dict[str, dict] = {}
+    energy = {"dram_core": 0.0, "dram_io": 0.0, "units": 0.0, "sram": 0.0}
+    bytes_by_level: dict[str, float] = {}
+    io_pj_bit = float(mem.energy.io_pj_per_bit) if mem.energy is not None else 0.0
+
+    if spec.policy == "host":
+        addr = lower_host(mem, flat, order, arch.table_rows, arch.table_row_bytes)
+        st = replay_stream(addr, mem)
+        t_mem = _ns(st.cycles_drained, mem)
+        h = spec.host
+        flops = float((dim_l * (2 if weighted else 1)).sum())
+        t_cpu = flops / (h.cores * h.simd_lanes * h.clock_ghz)
+        latency = max(t_mem, t_cpu)
+        e = dram_energy(mem, [st], latency / tck)
+        energy["dram_core"] = sum(v for k, v in e.items() if k != "io")
+        energy["dram_io"] = addr.size * tx * 8 * io_pj_bit
+        energy["units"] = flops * h.pj_per_flop
+        bytes_by_level["channel"] = float(addr.size * tx)
+        bd.update(
+            bottleneck="channel" if t_mem >= t_cpu else "host_compute",
+            dram_replay_ns=t_mem,
+            host_compute_ns=t_cpu,
+            channel={
+                "time_ns": t_mem,
+                "bytes": float(addr.size * tx),
+                "achieved_gbps": addr.size * tx / latency,
+                "peak_gbps": ch_peak * channels,
+                "row_hit_rate": _hit_rate(st),
+                "requests": int(addr.size),
+            },
+            load_imbalance=1.0,
+        )
+        return OpResult(latency / tck, latency, energy, bytes_by_level, bd, 1.0)
+
+    bounds: dict[str, float] = {}
+    stats_list = []
+    crossing_bytes = 0.0  # bytes that leave a DRAM chip (chip I/O energy)
+    ranks_total = channels * mv.org(mem, "ranks")
+    imbalance = {}
+    psum_bytes = dims * 4  # partial sums are FP32
+    row_psum = float(psum_bytes[flat.table].mean()) if n else 0.0
+    mean_dim = float(dims[flat.table].mean()) if n else 0.0
+    for li, lv in enumerate(LEVELS):
+        if lv not in arch.layouts:
+            continue
+        lay = arch.layouts[lv]
+        unit = spec.level(lv)
+        sel = plc.level == li
+        if spec.policy == "vertical":
+            stream: LevelStream | None = lower_vertical(spec, lay, mem, flat, order)
+            node_lookups = stream.lookups_per_node.astype(np.float64)
+            lanes_work = np.full(lay.nodes, float((-(-dim_l // (lay.nodes * unit.lanes))).sum()))
+        elif lay.capacity_banks > 0:
+            stream = lower_level(spec, lv, lay, mem, flat, plc, order)
+            node_lookups = np.bincount(plc.node[sel], minlength=lay.nodes).astype(np.float64)
+            lanes_work = np.bincount(
+                plc.node[sel], weights=-(-dim_l[sel] // unit.lanes), minlength=lay.nodes
+            )
+        else:
+            stream = None
+            node_lookups = np.zeros(lay.nodes)
+            lanes_work = np.zeros(lay.nodes)
+        t_dram = 0.0
+        hit_rate = None
+        level_bytes = 0.0
+        if stream is not None and stream.addr.size:
+            st = replay_stream(stream.addr, stream.view)
+            stats_list.append(st)
+            t_dram = _ns(st.cycles_drained, mem)
+            hit_rate = _hit_rate(st)
+            level_bytes = float(stream.addr.size * tx)
+        node_peak = level_node_peak_gbps(lv, lay, mem)
+        # partial sums arriving from the children share this node's data path, and its lanes
+        recv = traffic.recv.get(lv, np.zeros(lay.nodes, dtype=np.int64)).astype(np.float64)
+        recv_bytes = recv * row_psum
+        t_recv = float(recv_bytes.max()) / node_peak if recv.size else 0.0
+        # arithmetic: a lookup (or a child's partial sum) takes ceil(dim / lanes) cycles
+        cyc = lanes_work + recv * np.ceil(mean_dim / unit.lanes)
+        t_comp = float(cyc.max()) * 1000.0 / unit.clock_mhz if cyc.size else 0.0
+        t_level = max(t_dram + t_recv, t_comp)
+        bounds[lv] = t_level
+        mean = float(node_lookups.mean()) if node_lookups.size else 0.0
+        imbalance[lv] = float(node_lookups.max() / mean) if mean > 0 else 1.0
+        levels_bd[lv] = {
+            "nodes": lay.nodes,
+            "lookups": int(node_lookups.sum()) if spec.policy != "vertical" else int(n),
+            "dram_ns": t_dram,
+            "partial_sums_in_ns": t_recv,
+            "compute_ns": t_comp,
+            "time_ns": t_level,
+            "dram_bytes": level_bytes,
+            "partial_sum_bytes_in": float(recv_bytes.sum()),
+            "bytes": level_bytes + float(recv_bytes.sum()),
+            "peak_gbps": node_peak * lay.nodes,
+            "node_peak_gbps": node_peak,
+            "max_node_bytes": float(
+                ((stream.bytes_per_node if stream is not None else 0.0) + recv_bytes).max()
+            ),
+            "load_imbalance": imbalance[lv],
+            "row_hit_rate": hit_rate,
+        }
+        bytes_by_level[lv] = level_bytes + float(recv_bytes.sum())
+        if lv == "rank":
+            # rank-level reads and the children's partial sums leave the DRAM chips
+            crossing_bytes += level_bytes + float(recv_bytes.sum())
+        # unit energy: adds (and multiplies when weighted) + SRAM accumulator read/write
+        flops_add = float(dim_l[sel].sum()) if spec.policy != "vertical" else float(dim_l.sum())
+        flops_add += float(recv_bytes.sum()) / 4
+        energy["units"] += flops_add * unit.pj_per_add + (
+            float(dim_l[sel].sum()) * unit.pj_per_mul if weighted else 0.0
+        )
+        energy["sram"] += 2 * flops_add * 32 * unit.sram_pj_per_bit
+        if lv == "rank" and plc.hit.any():
+            energy["sram"] += float(flat.row_bytes[plc.hit].sum()) * 8 * unit.sram_pj_per_bit
+    # pooled partial sums returned to the host, per channel
+    result_bytes_chan = traffic.host_recv.astype(np.float64) * row_psum
+    if spec.policy == "vertical":
+        result_bytes_chan = result_bytes_chan / arch.layouts["rank"].nodes
+    if "rank" not in arch.layouts:
+        crossing_bytes += float(result_bytes_chan.sum())
+    # instruction delivery
+    ins = spec.instruction
+    per_chan_lookups = np.bincount(_lookup_channel(arch, flat, plc), minlength=channels)
+    t_ins_host = float(per_chan_lookups.max()) * ins.bits_per_lookup / ins.host_bits_per_cycle * tck
+    in_dram = plc.level >= LEVELS.index("bankgroup")
+    if in_dram.any() and ins.bits_per_lookup:
+        rk = _lookup_rank(arch, flat, plc)[in_dram]
+        per_rank_lookups = np.bincount(rk, minlength=ranks_total)
+        t_ca = float(per_rank_lookups.max()) * ins.bits_per_lookup / ins.dram_ca_bits_per_cycle * tck
+    else:
+        t_ca = 0.0
+    t_result = float(result_bytes_chan.max()) / ch_peak
+    t_channel = t_ins_host + t_result
+    bounds["instruction_ca"] = t_ca
+    bounds["channel"] = t_channel
+    # the host adds the ranks' pooled partial sums
+    h = spec.host
+    host_adds = float(result_bytes_chan.sum()) / 4
+    t_host = host_adds / (h.cores * h.simd_lanes * h.clock_ghz)
+    bounds["host_compute"] = t_host
+    energy["units"] += host_adds * h.pj_per_flop
+    channel_bytes = float(per_chan_lookups.sum()) * ins.bits_per_lookup / 8 + float(
+        result_bytes_chan.sum()
+    )
+    bytes_by_level = {"channel": channel_bytes, **bytes_by_level}
+    crossing_bytes += channel_bytes
+    # the reduction tail: last partial sums climb the tree
+    hops = 1 + (1 if any(lv in arch.layouts for lv in ("bankgroup", "bank")) else 0)
+    lines = float(np.ceil(psum_bytes.max() / tx))
+    tail = hops * (lines * mv.timing(mem, "nBL") + mv.timing(mem, "nCL")) * tck
+    bottleneck = max(bounds, key=lambda k: bounds[k])
+    latency = bounds[bottleneck] + tail
+    e = dram_energy(mem, stats_list, latency / tck)
+    energy["dram_core"] = sum(v for k, v in e.items() if k != "io")
+    energy["dram_io"] = crossing_bytes * 8 * io_pj_bit
+    for lv, d in levels_bd.items():
+        d["achieved_gbps"] = d["bytes"] / latency if latency > 0 else 0.0
+        d["utilization"] = d["achieved_gbps"] / d["peak_gbps"] if d["peak_gbps"] else 0.0
+        d["node_achieved_gbps"] = d["max_node_bytes"] / latency if latency > 0 else 0.0
+    li_b = imbalance.get(bottleneck, max(imbalance.values(), default=1.0))
+    bd.update(
+        bottleneck=bottleneck,
+        bounds_ns=dict(bounds),
+        tail_ns=tail,
+        levels=levels_bd,
+        instruction={
+            "bits_per_lookup": ins.bits_per_lookup,
+            "host_ns": t_ins_host,
+            "dram_ca_ns": t_ca,
+        },
+        channel={
+            "time_ns": t_channel,
+            "result_ns": t_result,
+            "bytes": channel_bytes,
+            "achieved_gbps": channel_bytes / latency if latency > 0 else 0.0,
+            "peak_gbps": ch_peak * channels,
+        },
+        compute_ns={lv: d["compute_ns"] for lv, d in levels_bd.items()},
+        load_imbalance=li_b,
+        **plc.info,
+        **arch.partition_info,
+    )
+    return OpResult(latency / tck, latency, energy, bytes_by_level, bd, li_b)
+
+
+def _hit_rate(st) -> float:
+    total = st.row_hits + st.row_misses + st.row_conflicts
+    return float(st.row_hits / total) if total else 0.0
+
+
+def _lookup_rank(arch, flat: FlatLookups, plc: Placement) -> np.ndarray:
+    """Global rank id (channel * ranks + rank) serving each lookup."""
+    rk = np.zeros(flat.n, dtype=np.int64)
+    if arch.spec.policy == "vertical":
+        return rk  # every rank; the channel bound uses per-channel counts below
+    for li, lv in enumerate(LEVELS):
+        m = plc.level == li
+        if m.any():
+            rk[m] = arch.layouts[lv].node_rank_id(plc.node[m])
+    return rk
+
+
+def _lookup_channel(arch, flat: FlatLookups, plc: Placement) -> np.ndarray:
+    if arch.spec.policy == "vertical":
+        # an instruction per lookup reaches every channel (each holds a slice)
+        channels = mv.org(arch.mem, "channels")
+        return np.tile(np.arange(channels), flat.n)
+    return _lookup_rank(arch, flat, plc) // mv.org(arch.mem, "ranks")
+
+
+__all__ = ["dram_energy", "replay_stream", "time_gather_reduce"]

@@ -1,0 +1,111 @@
+"""The reduction tree: bank units -> their bank group's unit (if it has one) -> the rank unit
+(buffer chip) -> the host, with partial sums merged at every node they pass.
+
+A partial sum is one bag's running sum held by one unit. A node merges its own partial sums with
+its children's (one per distinct bag) and sends the merged ones to its parent. The counts of
+sent and received partial sums per node are what the timing charges to the buses between levels;
+the same procedure, run on the values, computes the pooled outputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nmp.arch.functional import reduce_segments, segment_ids
+from nmp.arch.layout import LevelLayout
+from nmp.arch.spec import LEVELS
+
+HOST = len(LEVELS)  # level index of the host
+
+
+def parents(layouts: dict[str, LevelLayout], level: str, ranks: int) -> tuple[np.ndarray, np.ndarray]:
+    """(parent level index, parent node) of every node of ``level``."""
+    lay = layouts[level]
+    nodes = np.arange(lay.nodes, dtype=np.int64)
+    rank_id = lay.node_rank_id(nodes)
+    p_level = np.full(lay.nodes, HOST, dtype=np.int64)
+    p_node = rank_id // ranks  # the host, per channel
+    if level != "rank" and "rank" in layouts:
+        p_level[:] = LEVELS.index("rank")
+        p_node = rank_id.copy()
+    if level == "bank" and "bankgroup" in layouts and layouts["bankgroup"].capacity_banks > 0:
+        bgl = layouts["bankgroup"]
+        nbg = int(max(bgl.unit_bg.max(), lay.unit_bg.max())) + 1
+        owner = np.full(nbg, -1, dtype=np.int64)
+        for u in range(bgl.units):
+            owner[np.unique(bgl.unit_bg[u])] = u
+        _, _, unit = lay.node_coords(nodes)
+        own = owner[lay.unit_bg[unit, 0]]
+        m = own >= 0
+        p_level[m] = LEVELS.index("bankgroup")
+        p_node[m] = rank_id[m] * bgl.units + own[m]
+    return p_level, p_node
+
+
+@dataclass
+class TreeTraffic:
+    send: dict[str, np.ndarray] = field(default_factory=dict)  # partial sums sent per node
+    recv: dict[str, np.ndarray] = field(default_factory=dict)  # partial sums received per node
+    host_recv: np.ndarray | None = None  # partial sums arriving at the host, per channel
+
+
+def tree_reduce(
+    layouts: dict[str, LevelLayout],
+    ranks: int,
+    channels: int,
+    s_level: np.ndarray,
+    s_node: np.ndarray,
+    s_key: np.ndarray,
+    partial: np.ndarray | None,
+    num_keys: int,
+) -> tuple[np.ndarray | None, TreeTraffic]:
+    """Reduce leaf partial sums (level, node, key) up the tree.
+
+    Returns the final sums per key (float32 [num_keys, dim], or None when ``partial`` is None:
+    counting only) and the traffic per node."""
+    traffic = TreeTraffic()
+    lvl, node, key, val = s_level, s_node, s_key, partial
+    for li in range(len(LEVELS) - 1, -1, -1):
+        lv = LEVELS[li]
+        if lv not in layouts:
+            continue
+        lay = layouts[lv]
+        here = lvl == li
+        # merge what sits at this level (own partial sums and those of children)
+        ids, first, n_ids = segment_ids(node[here], key[here])
+        merged_node = node[here][first]
+        merged_key = key[here][first]
+        merged_val = reduce_segments(ids, val[here], n_ids) if val is not None else None
+        traffic.send[lv] = np.bincount(merged_node, minlength=lay.nodes)
+        p_level, p_node = parents(layouts, lv, ranks)
+        up_level = p_level[merged_node]
+        up_node = p_node[merged_node]
+        for pli in np.unique(up_level):
+            if pli == HOST:
+                continue
+            plv = LEVELS[int(pli)]
+            m = up_level == pli
+            prev = traffic.recv.get(plv, np.zeros(layouts[plv].nodes, dtype=np.int64))
+            traffic.recv[plv] = prev + np.bincount(up_node[m], minlength=layouts[plv].nodes)
+        to_host = up_level == HOST
+        if to_host.any():
+            prev = traffic.host_recv if traffic.host_recv is not None else np.zeros(
+                channels, dtype=np.int64
+            )
+            traffic.host_recv = prev + np.bincount(up_node[to_host], minlength=channels)
+        keep = ~here
+        lvl = np.concatenate([lvl[keep], up_level])
+        node = np.concatenate([node[keep], up_node])
+        key = np.concatenate([key[keep], merged_key])
+        if val is not None:
+            val = np.concatenate([val[keep], merged_val])
+    if traffic.host_recv is None:
+        traffic.host_recv = np.zeros(channels, dtype=np.int64)
+    if val is None:
+        return None, traffic
+    return reduce_segments(key, val, num_keys), traffic
+
+
+__all__ = ["HOST", "TreeTraffic", "parents", "tree_reduce"]

@@ -1,0 +1,226 @@
+"""Run a sweep into a run folder: plan, skip what is done, execute, log, analyze, report.
+
+A run folder (``reports/<run>/``) holds:
+
+- ``sweep.toml``: the sweep file as run; ``plan.json``: every point with its key;
+- ``environment.json``: versions, git commit, host, executor of each session (first run and
+  every ``--resume``);
+- ``results.jsonl``: one line per finished point, appended as points finish (see
+  :mod:`nmp.evaluate.store`); ``errors.jsonl``: points that raised (re-run by ``--resume``);
+- ``summary.json``, ``report.md``, ``results.csv`` and the PNG plots, written at the end.
+
+``--resume`` re-reads ``results.jsonl`` and runs only the planned points whose key is not in it,
+so an interrupted sweep completes with every point exactly once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nmp.errors import NmpError
+from nmp.evaluate.analysis import analyze
+from nmp.evaluate.environment import environment
+from nmp.evaluate.executor import Executor, PointFn, SerialExecutor
+from nmp.evaluate.store import JsonlLog, atomic_write_json, atomic_write_text, read_jsonl
+from nmp.evaluate.sweep import Point, SweepSpec
+
+RESULTS = "results.jsonl"
+ERRORS = "errors.jsonl"
+LATEST = "latest"
+
+
+class Progress:
+    """Hooks the runner calls while points finish (the console one is in nmp.report)."""
+
+    def start(self, total: int, done: int) -> None: ...
+
+    def point(self, label: str, ok: bool, detail: str) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def default_run_name(sweep: SweepSpec) -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{sweep.name}-{stamp}"
+
+
+def resolve_run_dir(base: Path, run: str | None, *, resume: bool, sweep: SweepSpec) -> Path:
+    """The run folder: ``base/<run>``; for ``--resume`` without ``--run``, the one ``latest``
+    points to."""
+    if run == LATEST and not resume:
+        raise NmpError(f"'{LATEST}' is reserved for the link to the newest run; pick another --run")
+    if run:
+        path = base / run
+        return path.resolve() if path.is_symlink() else path
+    if resume:
+        link = base / LATEST
+        if not link.exists():
+            raise NmpError(f"nothing to resume: {link} does not exist (give --run NAME)")
+        return link.resolve()
+    return base / default_run_name(sweep)
+
+
+def point_fn_default(point: Point) -> Any:
+    from nmp.evaluate.point import run_point
+
+    return run_point(point.arch, point.workload, point.memory, point.overrides, seed=point.seed)
+
+
+def update_latest(base: Path, run_dir: Path) -> Path:
+    """Point ``base/latest`` at ``run_dir``: a relative symlink replaced atomically; where
+    symlinks are not allowed, a copy of the run folder."""
+    link = base / LATEST
+    tmp = base / f".{LATEST}.{os.getpid()}"
+    try:
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        os.symlink(os.path.relpath(run_dir, base), tmp, target_is_directory=True)
+        if link.exists() and not link.is_symlink():
+            shutil.rmtree(link)
+        os.replace(tmp, link)
+    except OSError:
+        if link.is_symlink():
+            link.unlink()
+        elif link.exists():
+            shutil.rmtree(link)
+        shutil.copytree(run_dir, link)
+    return link
+
+
+def run_sweep(
+    sweep: SweepSpec,
+    keyed: list[tuple[Point, str]],
+    run_dir: Path,
+    *,
+    sweep_text: str = "",
+    point_fn: PointFn | None = None,
+    executor: Executor | None = None,
+    resume: bool = False,
+    fail_fast: bool = False,
+    progress: Progress | None = None,
+    write_reports: Callable[[Path, dict[str, Any]], list[str]] | None = None,
+) -> dict[str, Any]:
+    """Run the planned ``keyed`` points of ``sweep`` into ``run_dir``; returns the summary.
+
+    ``point_fn(point) -> PointResult | dict`` defaults to the real models; it must be picklable
+    (a module-level function) for the process and Dask executors.
+    """
+    point_fn = point_fn or point_fn_default
+    executor = executor or SerialExecutor()
+    progress = progress or Progress()
+    run_dir = Path(run_dir)
+    results_path = run_dir / RESULTS
+    if resume:
+        if not results_path.exists() and not (run_dir / "plan.json").exists():
+            raise NmpError(f"nothing to resume in {run_dir}")
+    elif results_path.exists() and results_path.stat().st_size > 0:
+        raise NmpError(f"{run_dir} already holds results: add --resume, or pick another --run")
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    # One entry per distinct configuration: a point configured twice runs once.
+    plan: dict[str, Point] = {}
+    for point, key in keyed:
+        plan.setdefault(key, point)
+    atomic_write_text(run_dir / "sweep.toml", sweep_text)
+    atomic_write_json(
+        run_dir / "plan.json",
+        {"sweep": sweep.name, "points": [{"key": k, **p.to_json()} for k, p in plan.items()]},
+    )
+    env_path = run_dir / "environment.json"
+    sessions = []
+    if resume and env_path.exists():
+        import json
+
+        try:
+            sessions = json.loads(env_path.read_text()).get("sessions", [])
+        except ValueError:
+            sessions = []
+    sessions.append(environment({"executor": executor.describe(), "resume": resume}))
+    atomic_write_json(env_path, {"sessions": sessions})
+
+    done: dict[str, dict[str, Any]] = {}
+    for record in read_jsonl(results_path, repair=True):
+        done.setdefault(record.get("key", ""), record)
+    reused = sum(1 for k in plan if k in done)
+    todo = [(k, p) for k, p in plan.items() if k not in done]
+
+    t0 = time.perf_counter()
+    failures: list[dict[str, Any]] = []
+    progress.start(len(plan), reused)
+    try:
+        with JsonlLog(results_path) as log, JsonlLog(run_dir / ERRORS) as errlog:
+            for i, outcome in executor.run(point_fn, [p for _, p in todo]):
+                key, point = todo[i]
+                record = {
+                    "key": key,
+                    **point.to_json(),
+                    "wall_s": round(outcome.get("wall_s", 0.0), 6),
+                    "finished_utc": _now(),
+                }
+                if outcome["ok"]:
+                    record["result"] = outcome["result"]
+                    log.append(record)
+                    done[key] = record
+                    res = outcome["result"]
+                    detail = f"{res['lookups_per_s']:.4g} lookups/s"
+                else:
+                    record["error"] = outcome["error"]
+                    record["traceback"] = outcome.get("traceback", "")
+                    errlog.append(record)
+                    failures.append(record)
+                    detail = outcome["error"]
+                progress.point(f"{point.label()} on {point.workload}", outcome["ok"], detail)
+                if failures and fail_fast:
+                    break
+    finally:
+        progress.finish()
+    wall_s = time.perf_counter() - t0
+
+    # Rows follow the current plan (labels and order), whichever session produced them.
+    records = [
+        {**done[k], **p.to_json(), "key": k, "result": done[k]["result"]}
+        for k, p in plan.items()
+        if k in done
+    ]
+    summary: dict[str, Any] = {
+        "sweep": sweep.name,
+        "description": sweep.description,
+        "run_dir": str(run_dir),
+        "points": len(plan),
+        "completed": len(records),
+        "ran": len(records) - reused,
+        "reused": reused,
+        "failed": [
+            {"key": f["key"], "point": f"{f['design']} on {f['workload']}", "error": f["error"]}
+            for f in failures
+        ],
+        "wall_s": round(wall_s, 3),
+        "executor": executor.describe(),
+    }
+    if records:
+        summary.update(analyze(records, baseline=sweep.baseline_label, objectives=sweep.objectives))
+    else:
+        summary.update(
+            {
+                "baseline": sweep.baseline_label,
+                "objectives": sweep.objectives,
+                "rows": [],
+                "groups": [],
+            }
+        )
+    files = ["summary.json"]
+    if write_reports is not None and records:
+        files += write_reports(run_dir, summary)
+    summary["files"] = [str(run_dir / f) for f in files]
+    atomic_write_json(run_dir / "summary.json", summary)
+    return summary

@@ -1,0 +1,126 @@
+"""Crash-safe files of a sweep run: atomic whole-file writes and an append-only JSONL log.
+
+A run folder holds ``results.jsonl``: one self-contained JSON object per finished point, appended
+by the one collecting process as points finish, each line flushed and fsynced before the next
+point is counted. A process killed mid-write leaves at most one torn last line; reading the log
+for ``--resume`` drops it (and truncates it away, so the next append starts on a clean line). A
+malformed line anywhere else is corruption, not a crash, and raises an error naming the line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nmp.errors import NmpError
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and
+    ``os.replace``: readers see the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # Leave nothing half-written behind, whatever interrupted us.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+class JsonlLog:
+    """An append-only log of JSON objects, one per line, each durable once ``append`` returns."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._fh: Any = None
+
+    def __enter__(self) -> JsonlLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, separators=(",", ":"), allow_nan=True)
+        if "\n" in line:  # json.dumps never emits a raw newline; keep the invariant explicit
+            raise ValueError("record serialized across lines")
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (kept open)
+        self._fh.write(line + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def read_jsonl(path: str | Path, *, repair: bool = False) -> list[dict[str, Any]]:
+    """The records of a JSONL log. A torn last line (no newline, or not valid JSON) is what a
+    killed writer leaves: it is ignored, and with ``repair`` cut off the file. A bad line
+    before the last raises :class:`NmpError` naming the file and line."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    records: list[dict[str, Any]] = []
+    good_end = 0  # byte offset just after the last good line
+    lines = list(_split_lines(raw))
+    for i, (start, end, complete) in enumerate(lines):
+        text = raw[start:end].strip()
+        is_last = i == len(lines) - 1
+        if not text:
+            good_end = end + (1 if complete else 0)
+            continue
+        try:
+            record = json.loads(text)
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
+            if not complete:
+                raise ValueError("no newline: the writer died mid-line")
+        except ValueError as exc:
+            if is_last:
+                break
+            raise NmpError(f"corrupt line ({exc})", file=str(path), line=i + 1) from None
+        records.append(record)
+        good_end = end + 1
+    if repair and good_end < len(raw):
+        with open(path, "r+b") as fh:
+            fh.truncate(good_end)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return records
+
+
+def _split_lines(raw: bytes) -> Iterator[tuple[int, int, bool]]:
+    """(start, end, ends_with_newline) of each line of ``raw``."""
+    start = 0
+    while start < len(raw):
+        nl = raw.find(b"\n", start)
+        if nl < 0:
+            yield start, len(raw), False
+            return
+        yield start, nl, True
+        start = nl + 1

@@ -1,0 +1,414 @@
+"""Sweep files: which designs, memories and workloads to cross, over which spec fields.
+
+A sweep file is TOML (see ``workloads/sweeps/default.toml``)::
+
+    name = "batch-size"
+    workloads = ["recross-eval"]
+    archs = ["host-cpu", "recnmp", "recross"]     # designs that are plain presets
+    memories = []                                 # memory presets to cross; [] = each arch's own
+    baseline = "host-cpu"                         # speedup and energy saving are over this design
+    sampling = "grid"                             # or "random" with samples = N and seed
+    objectives = { lookups_per_s = "max", energy_pj_per_lookup = "min", area_mm2 = "min" }
+
+    [axes]                                        # crossed with every design
+    workload.batch = [1, 32, 128]
+
+    [[designs]]                                   # a named preset + fixed overrides (+ own axes)
+    name = "recross-no-salp"
+    arch = "recross"
+    set = { "arch.bank.subarray_parallelism" = false }
+    axes = { "arch.bank.units" = [4, 8] }
+
+An axis is a dotted path rooted at ``arch``, ``workload`` or ``memory`` (``arch.bank.units``);
+TOML's dotted keys (``workload.batch = [...]``) and quoted keys (``"workload.batch" = [...]``)
+are the same thing here. This module checks the file's own structure and expands it into
+:class:`Point` s; :mod:`nmp.evaluate.validate` checks it against the presets.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from nmp.config import KeyedValueError, from_mapping, load_toml, project_root
+from nmp.errors import SpecError
+
+ROOTS = ("arch", "workload", "memory")
+# PointResult fields that can be objectives, and the direction that is better for each.
+METRICS = {
+    "lookups_per_s": "max",
+    "energy_pj_per_lookup": "min",
+    "area_mm2": "min",
+    "latency_ns": "min",
+}
+DEFAULT_OBJECTIVES = {"lookups_per_s": "max", "energy_pj_per_lookup": "min", "area_mm2": "min"}
+
+
+@dataclass(frozen=True)
+class DesignSpec:
+    """A design of the sweep: an architecture preset with fixed overrides and its own axes."""
+
+    arch: str
+    name: str = ""
+    memory: str = ""  # "" = cross the sweep's memories (or the arch's own memory)
+    set: dict[str, Any] = field(default_factory=dict)
+    axes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.arch
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A sweep file, as loaded (axes flattened to dotted paths, designs merged)."""
+
+    name: str
+    workloads: tuple[str, ...]
+    archs: tuple[str, ...] = ()
+    designs: tuple[DesignSpec, ...] = ()
+    memories: tuple[str, ...] = ()
+    baseline: str = ""
+    axes: dict[str, Any] = field(default_factory=dict)
+    sampling: Literal["grid", "random"] = "grid"
+    samples: int = 0
+    seed: int = 0
+    lookup_seed: int | None = None
+    objectives: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_OBJECTIVES))
+    description: str = ""
+
+    def validate(self) -> None:
+        if not self.workloads:
+            raise KeyedValueError("workloads", "must name at least one workload")
+        if not self.archs and not self.designs:
+            raise KeyedValueError("archs", "the sweep names no design (archs or [[designs]])")
+        for key, value in self.objectives.items():
+            if key not in METRICS:
+                raise KeyedValueError(
+                    f"objectives.{key}", f"unknown metric (known: {', '.join(METRICS)})"
+                )
+            if value not in ("max", "min"):
+                raise KeyedValueError(f"objectives.{key}", f"must be 'max' or 'min', got {value!r}")
+        if not self.objectives:
+            raise KeyedValueError("objectives", "must name at least one metric")
+        if self.sampling == "random" and self.samples <= 0:
+            raise KeyedValueError("samples", "random sampling needs samples = N > 0")
+        if self.sampling == "grid" and self.samples:
+            raise KeyedValueError("samples", "only used with sampling = 'random'")
+
+    @property
+    def all_designs(self) -> tuple[DesignSpec, ...]:
+        return tuple(DesignSpec(arch=a) for a in self.archs) + self.designs
+
+    @property
+    def baseline_label(self) -> str:
+        return self.baseline or self.all_designs[0].label
+
+
+@dataclass(frozen=True)
+class Point:
+    """One design point of a sweep, before it is resolved against the presets."""
+
+    index: int
+    design: str
+    arch: str
+    workload: str
+    memory: str | None
+    overrides: dict[str, Any]
+    axes: dict[str, Any]  # the sweep-wide axis values of this point
+    design_axes: dict[str, Any]  # the design's own axis values
+    seed: int | None = None
+
+    def label(self) -> str:
+        values = {**self.axes, **self.design_axes}
+        inner = ", ".join(f"{k.split('.', 1)[1]}={v}" for k, v in values.items())
+        mem = f" @{self.memory}" if self.memory else ""
+        return f"{self.design}{mem}" + (f" [{inner}]" if inner else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "design": self.design,
+            "arch": self.arch,
+            "workload": self.workload,
+            "memory": self.memory,
+            "overrides": self.overrides,
+            "axes": self.axes,
+            "design_axes": self.design_axes,
+            "seed": self.seed,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def find_sweep(name_or_path: str | Path) -> Path:
+    """A sweep file by path, or by name in ``workloads/sweeps/``."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        if not path.is_file():
+            raise SpecError("no such sweep file", file=str(path))
+        return path
+    return _find_named(str(name_or_path))
+
+
+def _find_named(name: str) -> Path:
+    folder = project_root() / "workloads" / "sweeps"
+    path = folder / f"{name}.toml"
+    if path.is_file():
+        return path
+    known = ", ".join(sorted(p.stem for p in folder.glob("*.toml"))) or "none"
+    raise SpecError(f"unknown sweep '{name}' (known: {known})")
+
+
+def load_sweep(name_or_path: str | Path) -> tuple[SweepSpec, Path]:
+    """Parse and structurally check a sweep file; returns the spec and its path."""
+    path = find_sweep(name_or_path)
+    return parse_sweep(load_toml(path), file=str(path)), path
+
+
+def parse_sweep(data: dict[str, Any], *, file: str | None = None) -> SweepSpec:
+    data = dict(data)
+    data.setdefault("name", Path(file).stem if file else "sweep")
+    axes = _flatten_axes(data.get("axes", {}), "axes", file)
+    data["axes"] = axes
+    designs = []
+    for i, d in enumerate(data.get("designs", []) or []):
+        if not isinstance(d, dict):
+            raise SpecError("must be a table", file=file, key=f"designs[{i}]")
+        d = dict(d)
+        if "set" in d:
+            d["set"] = _flatten(d["set"], f"designs[{i}].set", file)
+            for key in d["set"]:
+                _check_root(key, f"designs[{i}].set.{key}", file)
+        if "axes" in d:
+            d["axes"] = _flatten_axes(d["axes"], f"designs[{i}].axes", file)
+        designs.append(d)
+    if designs:
+        data["designs"] = designs
+    spec = from_mapping(SweepSpec, data, file=file)
+    _check_labels(spec, file)
+    return spec
+
+
+def _flatten(table: Any, prefix: str, file: str | None) -> dict[str, Any]:
+    """``{"arch": {"bank": {"units": 8}}}`` -> ``{"arch.bank.units": 8}``."""
+    if not isinstance(table, dict):
+        raise SpecError("must be a table", file=file, key=prefix)
+    out: dict[str, Any] = {}
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        for key, value in node.items():
+            sub = f"{path}.{key}" if path else key
+            if isinstance(value, dict):
+                walk(value, sub)
+            else:
+                out[sub] = value
+
+    walk(table, "")
+    return out
+
+
+def _flatten_axes(table: Any, prefix: str, file: str | None) -> dict[str, list[Any]]:
+    flat = _flatten(table, prefix, file)
+    for key, values in flat.items():
+        full = f"{prefix}.{key}"
+        _check_root(key, full, file)
+        if not isinstance(values, list):
+            raise SpecError(
+                f"an axis must be an array of values, got {values!r}", file=file, key=full
+            )
+        if not values:
+            raise SpecError("empty axis: give at least one value", file=file, key=full)
+        seen = []
+        for v in values:
+            if v in seen:
+                raise SpecError(f"duplicate value {v!r} in axis", file=file, key=full)
+            seen.append(v)
+    return flat
+
+
+def _check_root(key: str, full: str, file: str | None) -> None:
+    root, _, rest = key.partition(".")
+    if root not in ROOTS or not rest:
+        raise SpecError(
+            f"field path must start with one of {', '.join(r + '.' for r in ROOTS)}",
+            file=file,
+            key=full,
+        )
+
+
+def _check_labels(spec: SweepSpec, file: str | None) -> None:
+    seen: dict[str, str] = {}
+    keys = [f"archs[{i}]" for i in range(len(spec.archs))]
+    keys += [f"designs[{i}]" for i in range(len(spec.designs))]
+    for key, design in zip(keys, spec.all_designs, strict=True):
+        if design.label in seen:
+            raise SpecError(
+                f"design '{design.label}' appears twice (also {seen[design.label]}); "
+                "give [[designs]] distinct names",
+                file=file,
+                key=key,
+            )
+        seen[design.label] = key
+        for axis in design.axes:
+            if axis in spec.axes:
+                raise SpecError(
+                    "axis is also a sweep-wide axis", file=file, key=f"{key}.axes.{axis}"
+                )
+    if spec.baseline and spec.baseline not in seen:
+        raise SpecError(
+            f"baseline '{spec.baseline}' is not a design of the sweep (designs: {', '.join(seen)})",
+            file=file,
+            key="baseline",
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# expansion
+
+
+@dataclass(frozen=True)
+class _Block:
+    """All points of one (design, memory, workload): the product of its axes."""
+
+    design: DesignSpec
+    memory: str | None
+    workload: str
+    axis_keys: tuple[str, ...]
+    axis_values: tuple[tuple[Any, ...], ...]
+    n_global: int  # the first n_global axes are sweep-wide, the rest the design's own
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.axis_values)
+
+    def point(self, index: int, offset: int, seed: int | None) -> Point:
+        """The ``offset``-th combination (mixed radix, last axis fastest)."""
+        picks = []
+        for values in reversed(self.axis_values):
+            offset, digit = divmod(offset, len(values))
+            picks.append(values[digit])
+        picks.reverse()
+        chosen = dict(zip(self.axis_keys, picks, strict=True))
+        glob = dict(list(chosen.items())[: self.n_global])
+        own = dict(list(chosen.items())[self.n_global :])
+        overrides = {**self.design.set, **chosen}
+        return Point(
+            index=index,
+            design=self.design.label,
+            arch=self.design.arch,
+            workload=self.workload,
+            memory=self.memory,
+            overrides=overrides,
+            axes=glob,
+            design_axes=own,
+            seed=seed,
+        )
+
+
+def _blocks(spec: SweepSpec, own_memory: Callable[[str], bool] | None = None) -> list[_Block]:
+    blocks = []
+    for design in spec.all_designs:
+        memories: list[str | None]
+        if design.memory:
+            memories = [design.memory]
+        elif own_memory is not None and own_memory(design.arch):
+            memories = [None]  # a GPU: its HBM is part of its preset, not crossed
+        else:
+            memories = list(spec.memories) or [None]
+        keys = tuple(spec.axes) + tuple(design.axes)
+        values = tuple(tuple(v) for v in spec.axes.values()) + tuple(
+            tuple(v) for v in design.axes.values()
+        )
+        for memory, workload in itertools.product(memories, spec.workloads):
+            blocks.append(_Block(design, memory, workload, keys, values, len(spec.axes)))
+    return blocks
+
+
+def grid_size(spec: SweepSpec, own_memory: Callable[[str], bool] | None = None) -> int:
+    return sum(b.size for b in _blocks(spec, own_memory))
+
+
+def expand(spec: SweepSpec, own_memory: Callable[[str], bool] | None = None) -> list[Point]:
+    """The points of the sweep, in a deterministic order.
+
+    Grid: every combination, design by design (then memory, workload, axes with the last axis
+    fastest). Random: ``samples`` distinct combinations drawn uniformly from that grid with
+    ``seed``, in grid order, plus the baseline point of every drawn context (same workload,
+    memory and sweep-wide axis values) so that each point has a speedup.
+
+    ``own_memory(arch)`` says whether a design's memory is part of its preset (a GPU's HBM):
+    such a design is not crossed with the sweep's ``memories``.
+    """
+    blocks = _blocks(spec, own_memory)
+    sizes = np.array([b.size for b in blocks], dtype=np.int64)
+    total = int(sizes.sum())
+    if spec.sampling == "grid":
+        flat = range(total)
+    else:
+        n = min(spec.samples, total)
+        rng = np.random.default_rng(spec.seed)
+        flat = sorted(int(i) for i in rng.choice(total, size=n, replace=False))
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    points: list[Point] = []
+    for flat_index in flat:
+        b = int(np.searchsorted(starts, flat_index, side="right")) - 1
+        points.append(blocks[b].point(len(points), flat_index - int(starts[b]), spec.lookup_seed))
+    if spec.sampling == "random":
+        points = _add_baselines(spec, blocks, points)
+    return points
+
+
+def _context(point: Point) -> tuple[str, str | None, str]:
+    return point.workload, point.memory, repr(sorted(point.axes.items()))
+
+
+def _add_baselines(spec: SweepSpec, blocks: list[_Block], points: list[Point]) -> list[Point]:
+    base = spec.baseline_label
+    have = {_context(p) for p in points if p.design == base and _first_own(p, blocks)}
+    out = list(points)
+    for p in points:
+        ctx = _context(p)
+        if ctx in have:
+            continue
+        block = next(
+            (
+                b
+                for b in blocks
+                if b.design.label == base and b.workload == p.workload and b.memory == p.memory
+            ),
+            None,
+        )
+        if block is None:  # the baseline has a fixed memory of its own: match on the rest
+            block = next(b for b in blocks if b.design.label == base and b.workload == p.workload)
+        offset = _offset_of(block, p.axes)
+        out.append(block.point(len(out), offset, spec.lookup_seed))
+        have.add(ctx)
+    return out
+
+
+def _first_own(point: Point, blocks: list[_Block]) -> bool:
+    """Whether the point takes the first value of each of its design's own axes (the one a
+    baseline counterpart uses)."""
+    block = next(b for b in blocks if b.design.label == point.design)
+    own_keys = block.axis_keys[block.n_global :]
+    own_first = {
+        k: v[0] for k, v in zip(own_keys, block.axis_values[block.n_global :], strict=True)
+    }
+    return point.design_axes == own_first
+
+
+def _offset_of(block: _Block, glob: dict[str, Any]) -> int:
+    offset = 0
+    for i, (key, values) in enumerate(zip(block.axis_keys, block.axis_values, strict=True)):
+        digit = values.index(glob[key]) if i < block.n_global else 0
+        offset = offset * len(values) + digit
+    return offset

@@ -1,0 +1,260 @@
+"""Check a sweep against the presets before anything runs, and resolve each point's key.
+
+Every preset the sweep names is loaded, every axis and ``set`` path is looked up in the spec it
+is rooted at (``arch.*`` in each design's architecture or GPU spec, ``memory.*`` in its DRAM
+spec, ``workload.*`` in each workload spec), and every point's overrides are applied, so that an
+unknown field, a missing preset or a value the spec rejects fails at once, naming the key,
+rather than an hour into the sweep.
+
+A point's key is a hash of its fully resolved configuration (the architecture, memory and
+workload specs after overrides, the lookup seed and the design's label): the same
+configuration always has the same key, whichever sweep file produced it, and editing a preset
+changes the keys of the points that use it, so ``--resume`` never reuses a stale result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from nmp.config import apply_overrides, field_exists, split_overrides, to_mapping
+from nmp.errors import NmpError, SpecError
+from nmp.evaluate.sweep import ROOTS, Point, SweepSpec, expand
+
+
+class SpecProvider(Protocol):
+    """Loads the specs a sweep refers to (the real one reads the presets)."""
+
+    def workload(self, name: str) -> Any: ...
+
+    def memory(self, name: str) -> Any: ...
+
+    def arch(self, name: str, memory: str | None) -> Any:
+        """The architecture or GPU spec, with memory preset ``memory`` replacing its own."""
+        ...
+
+    def memory_for(self, arch_spec: Any) -> Any:
+        """The DRAM spec a (possibly overridden) architecture spec runs on; None for none."""
+        ...
+
+    def own_memory(self, name: str) -> bool:
+        """Whether design ``name``'s memory is part of its preset (not crossed with memories)."""
+        ...
+
+
+class PresetProvider:
+    """Specs from the presets in ``models/`` and ``workloads/`` (cached per name)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, ...], Any] = {}
+
+    def _cached(self, key: tuple[str, ...], load: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = load()
+        return self._cache[key]
+
+    def workload(self, name: str) -> Any:
+        from nmp.workload import load_workload
+
+        return self._cached(("workload", name), lambda: load_workload(name))
+
+    def memory(self, name: str) -> Any:
+        from nmp.memory import load_memory
+
+        return self._cached(("memory", name), lambda: load_memory(name))
+
+    def arch(self, name: str, memory: str | None) -> Any:
+        from nmp.evaluate.point import load_design_spec
+
+        return self._cached(("arch", name, memory or ""), lambda: load_design_spec(name, memory))
+
+    def own_memory(self, name: str) -> bool:
+        from nmp.evaluate.point import is_gpu
+
+        return is_gpu(name)
+
+    def memory_for(self, arch_spec: Any) -> Any:
+        from nmp.evaluate.point import design_memory_args
+
+        args = design_memory_args(arch_spec)
+        if args is None:
+            return None
+        preset, kwargs = args
+        key = ("memory_for", preset, repr(sorted(kwargs.items())))
+
+        def load() -> Any:
+            from nmp.memory import load_memory
+
+            return load_memory(preset, **kwargs)
+
+        return self._cached(key, load)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def point_key(resolved: dict[str, Any]) -> str:
+    """16 hex digits of SHA-256 over the canonical JSON of a resolved configuration."""
+    text = json.dumps(resolved, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def resolve_point(point: Point, provider: SpecProvider) -> dict[str, Any]:
+    """The point's full configuration: specs after its overrides, as plain data."""
+    grouped = split_overrides(point.overrides, ROOTS)
+    workload = apply_overrides(
+        provider.workload(point.workload), grouped["workload"], root="workload"
+    )
+    arch_spec = provider.arch(point.arch, point.memory)
+    arch_spec = apply_overrides(arch_spec, grouped["arch"], root="arch")
+    memory_spec = provider.memory_for(arch_spec)
+    if memory_spec is not None:
+        memory_spec = apply_overrides(memory_spec, grouped["memory"], root="memory")
+    elif grouped["memory"]:
+        first = next(iter(grouped["memory"]))
+        raise SpecError(f"'{point.arch}' has no DRAM memory spec", key=f"memory.{first}")
+    return {
+        "design": point.design,
+        "arch": to_mapping(arch_spec),
+        "memory": to_mapping(memory_spec),
+        "workload": to_mapping(workload),
+        "seed": point.seed,
+    }
+
+
+def describe_point(point: Point) -> dict[str, Any]:
+    """A configuration from the point's names and overrides alone (no presets): for tests and
+    point functions that do not read presets."""
+    data = point.to_json()
+    data.pop("index")
+    return data
+
+
+def _rekey(exc: NmpError, file: str | None, key: str, prefix: str = "") -> SpecError:
+    detail = exc.message if exc.key is None else f"{exc.key}: {exc.message}"
+    if exc.file and exc.file != file:
+        detail = f"{exc.file}: {detail}"
+    return SpecError(f"{prefix}{detail}", file=file, key=key)
+
+
+def _missing_field(spec: Any, path: str) -> str:
+    """Why ``path`` names no field of ``spec``: the deepest part that exists and its fields."""
+    obj = spec
+    parts = path.split(".")
+    for i, part in enumerate(parts):
+        if dataclasses.is_dataclass(obj):
+            names = [f.name for f in dataclasses.fields(obj)]
+            if part not in names:
+                where = ".".join(parts[:i]) or type(spec).__name__
+                return f"no field '{part}' in {where} (fields: {', '.join(names)})"
+            obj = getattr(obj, part)
+        elif isinstance(obj, dict) and part in obj:
+            obj = obj[part]
+        elif isinstance(obj, list | tuple) and part.isdigit() and int(part) < len(obj):
+            obj = obj[int(part)]
+        else:
+            return f"cannot descend into '{part}'"
+    return "not a field"
+
+
+def validate_sweep(
+    spec: SweepSpec, *, file: str | None = None, provider: SpecProvider | None = None
+) -> list[tuple[Point, str]]:
+    """Check every preset, field path and point of the sweep; returns (point, key) pairs.
+
+    Raises :class:`SpecError` naming the sweep file and the offending key
+    (``workloads[1]``, ``axes.arch.bank.units``, ``designs[0].set.arch.variant``...).
+    """
+    provider = provider or PresetProvider()
+    workloads = {}
+    for i, name in enumerate(spec.workloads):
+        try:
+            workloads[name] = provider.workload(name)
+        except NmpError as exc:
+            raise _rekey(exc, file, f"workloads[{i}]") from None
+    memories = {}
+    for i, name in enumerate(spec.memories):
+        try:
+            memories[name] = provider.memory(name)
+        except NmpError as exc:
+            raise _rekey(exc, file, f"memories[{i}]") from None
+
+    design_keys = [f"archs[{i}]" for i in range(len(spec.archs))]
+    design_keys += [f"designs[{i}]" for i in range(len(spec.designs))]
+    for dkey, design in zip(design_keys, spec.all_designs, strict=True):
+        own_key = dkey if dkey.startswith("archs") else f"{dkey}.arch"
+        if design.memory:
+            mem_choices: list[str | None] = [design.memory]
+        elif provider.own_memory(design.arch):
+            mem_choices = [None]
+        else:
+            mem_choices = list(spec.memories) or [None]
+        paths = [(f"axes.{p}", p) for p in spec.axes]
+        paths += [(f"{dkey}.axes.{p}", p) for p in design.axes]
+        paths += [(f"{dkey}.set.{p}", p) for p in design.set]
+        for memory in mem_choices:
+            try:
+                arch_spec = provider.arch(design.arch, memory)
+                memory_spec = provider.memory_for(arch_spec)
+            except NmpError as exc:
+                key = f"{dkey}.memory" if design.memory and "memory" in exc.message else own_key
+                raise _rekey(exc, file, key) from None
+            for key, path in paths:
+                root, _, rest = path.partition(".")
+                if root == "workload":
+                    targets = [(f"workload '{w}'", s) for w, s in workloads.items()]
+                elif root == "arch":
+                    targets = [(f"arch '{design.arch}'", arch_spec)]
+                else:
+                    where = f"memory '{memory}'" if memory else f"the memory of '{design.arch}'"
+                    if memory_spec is None:
+                        raise SpecError(
+                            f"design '{design.label}' ({design.arch}) has no DRAM memory spec",
+                            file=file,
+                            key=key,
+                        )
+                    targets = [(where, memory_spec)]
+                for what, target in targets:
+                    if not field_exists(target, rest):
+                        raise SpecError(
+                            f"{_missing_field(target, rest)} of {what}", file=file, key=key
+                        )
+    # Every point: apply its overrides; a value a spec rejects fails now, naming the point.
+    design_key = {d.label: k for k, d in zip(design_keys, spec.all_designs, strict=True)}
+    out = []
+    for point in expand(spec, provider.own_memory):
+        try:
+            key = point_key(resolve_point(point, provider))
+        except NmpError as exc:
+            prefix = f"point {point.index} ({point.label()} on {point.workload}): "
+            where = _sweep_key(spec, design_key[point.design], point.design, exc.key)
+            if where is None:  # the spec objected elsewhere: keep its key in the message
+                raise _rekey(exc, file, exc.key or "axes", prefix) from None
+            raise SpecError(prefix + exc.message, file=file, key=where) from None
+        out.append((point, key))
+    return out
+
+
+def _sweep_key(spec: SweepSpec, dkey: str, label: str, key: str | None) -> str | None:
+    """The key of the sweep file that set spec field ``key`` (an axis or a design's set)."""
+    if key is None:
+        return None
+    design = next(d for d in spec.all_designs if d.label == label)
+    if key in spec.axes:
+        return f"axes.{key}"
+    if key in design.axes:
+        return f"{dkey}.axes.{key}"
+    if key in design.set:
+        return f"{dkey}.set.{key}"
+    return None
+
+
+def keyed_points(
+    spec: SweepSpec, resolve: Callable[[Point], dict[str, Any]] | None = None
+) -> list[tuple[Point, str]]:
+    """(point, key) pairs with a custom resolver (no preset validation)."""
+    resolve = resolve or describe_point
+    return [(p, point_key(resolve(p))) for p in expand(spec)]

@@ -1,0 +1,299 @@
+"""The embedding stage on a GPU: one EmbeddingBag kernel per table, back to back on one stream.
+
+For each table the kernel's real access stream (from the batch's indices) goes through the SMs'
+sectored L1s and the shared L2 (:mod:`nmp.gpu.stream`); L1s are invalidated at every kernel
+launch, the L2 keeps its content across kernels (and holds the pinned hot rows throughout when
+pinning is on). Each kernel's time is the larger of its latency bound and its bandwidth bounds
+(:mod:`nmp.gpu.timing`); the stage's time is their sum.
+
+HBM traffic besides the rows: the indices (read once per table: the four warps of a bag share
+them through L1), the offsets, and the pooled output (written once); these streams are not put
+through the caches (no reuse) and are charged at the calibrated efficiency of 128-B fetches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from nmp.gpu.cache import CacheState, StampClock
+from nmp.gpu.hbm import HbmCalibration, hbm_calibration
+from nmp.gpu.kernel import KernelConfig, kernel_config
+from nmp.gpu.spec import GpuSpec
+from nmp.gpu.stream import LEVEL_HBM, LEVEL_L1, LEVEL_L2, KernelLayout, run_kernel_stream
+from nmp.gpu.timing import STALL_KEYS, kernel_timing
+from nmp.results import OpResult
+
+TABLE_ALIGN_BYTES = 2 * 1024 * 1024  # tables start on 2-MiB (large page) boundaries
+
+
+@dataclass(frozen=True)
+class Latencies:
+    """Load-to-use latencies (SM cycles) and the HBM one's DRAM part (ns)."""
+
+    l1_cycles: float
+    l2_cycles: float
+    hbm_cycles: float
+    dram_ns: float
+
+
+def latencies(gpu: GpuSpec, cal: HbmCalibration) -> Latencies:
+    hbm_ns = gpu.hbm.fabric_latency_ns + cal.dram_latency_ns
+    return Latencies(
+        l1_cycles=gpu.l1.hit_cycles,
+        l2_cycles=gpu.l2.hit_cycles,
+        hbm_cycles=hbm_ns / gpu.sm.cycle_ns,
+        dram_ns=cal.dram_latency_ns,
+    )
+
+
+def table_bases(batch, elem_bytes: list[int]) -> list[int]:
+    bases, addr = [], 0
+    for t, lookups in enumerate(batch.tables):
+        bases.append(addr)
+        size = lookups.num_rows * lookups.dim * elem_bytes[t]
+        addr += -(-size // TABLE_ALIGN_BYTES) * TABLE_ALIGN_BYTES
+    return bases
+
+
+def hot_rows(profile, k: int) -> list[tuple[int, np.ndarray]]:
+    """The ``k`` most accessed rows over all tables of ``profile``: [(table, rows)], hottest
+    first within a table; ties go to the lower (table, row)."""
+    counts, tables, rows = [], [], []
+    for t, lookups in enumerate(profile.tables):
+        c = np.bincount(lookups.indices, minlength=lookups.num_rows)
+        nz = np.flatnonzero(c)
+        counts.append(c[nz])
+        rows.append(nz)
+        tables.append(np.full(nz.shape[0], t, dtype=np.int64))
+    if not counts:
+        return []
+    c = np.concatenate(counts)
+    tb = np.concatenate(tables)
+    rw = np.concatenate(rows)
+    order = np.lexsort((rw, tb, -c))[:k]
+    return [(t, rw[order][tb[order] == t]) for t in range(len(profile.tables))]
+
+
+def pin_lines(pinned: list[tuple[int, np.ndarray]], bases, row_bytes, line_bytes) -> np.ndarray:
+    """Line addresses of the pinned rows (every line a row touches)."""
+    out = []
+    for t, rows in pinned:
+        if rows.size == 0:
+            continue
+        start = bases[t] + rows * row_bytes[t]
+        first = start // line_bytes
+        last = (start + row_bytes[t] - 1) // line_bytes
+        n = int((last - first).max()) + 1
+        lines = first[:, None] + np.arange(n)[None, :]
+        keep = lines <= last[:, None]
+        out.append(lines[keep])
+    return np.concatenate(out) if out else np.empty(0, dtype=np.int64)
+
+
+def embedding_stage(gpu: GpuSpec, batch, *, elem_bytes: list[int] | None = None,
+                    pin_profile=None) -> OpResult:
+    """Model ``batch`` (a :class:`nmp.workload.LookupBatch`) on ``gpu`` (its ``variant``).
+
+    ``elem_bytes`` per table (default 4: fp32); ``pin_profile`` is the batch whose access counts
+    choose the pinned rows (default: ``batch`` itself).
+    """
+    cfg = kernel_config(gpu)
+    cal = hbm_calibration(gpu.hbm)
+    lat = latencies(gpu, cal)
+    n_tables = len(batch.tables)
+    elem_bytes = elem_bytes or [4] * n_tables
+    row_bytes = [lk.dim * elem_bytes[t] for t, lk in enumerate(batch.tables)]
+    bases = table_bases(batch, elem_bytes)
+    l1c, l2c, sm = gpu.l1, gpu.l2, gpu.sm
+    k = gpu.sim.line_sample
+    # Under line sampling each L1 keeps 1/k of its sets (see SimSpec); the L2 keeps all of its
+    # sets and only the sampled ones see traffic.
+    l1 = CacheState.empty(sm.count, l1c.sets // k, l1c.ways, hashed=False,
+                          sectors_per_line=l1c.sectors_per_line)
+    l2 = CacheState.empty(1, l2c.sets, l2c.ways, hashed=True,
+                          sectors_per_line=l2c.sectors_per_line)
+    clock = StampClock()
+    pin_info = {"rows": 0, "lines": 0, "lines_pinned": 0, "bytes": 0, "prefetch_ns": 0.0}
+    if gpu.uses_pinning and gpu.pinning.rows > 0:
+        chosen = hot_rows(pin_profile if pin_profile is not None else batch, gpu.pinning.rows)
+        lines = pin_lines(chosen, bases, row_bytes, l2c.line_bytes)
+        pin_ways = int(math.floor(gpu.pinning.max_fraction * l2c.ways))
+        pinned = l2.pin(lines, pin_ways)
+        pin_bytes = pinned * l2c.line_bytes
+        pin_info = {
+            "rows": int(sum(r.size for _, r in chosen)),
+            "lines": int(lines.size),
+            "lines_pinned": int(pinned),
+            "bytes": int(pin_bytes),
+            # One-time pre-kernel (prefetch.global.L2::evict_last over the hot rows): the rows
+            # stay across batches, so it is reported, not charged per batch.
+            "prefetch_ns": pin_bytes
+            / (gpu.hbm.peak_bandwidth_gbps * cal.efficiency_for(l2c.line_bytes)),
+        }
+
+    clk_ghz = sm.clock_mhz / 1000.0
+    peak = gpu.hbm.peak_bandwidth_gbps
+    sector = l2c.sector_bytes
+    totals = dict.fromkeys(
+        ("l1_sectors", "l1_sector_hits", "l2_sectors", "l2_sector_hits", "hbm_sectors",
+         "hbm_stream_bytes", "units", "instructions", "hbm_fetches"), 0.0)
+    stall = dict.fromkeys(STALL_KEYS, 0.0)
+    level_units = np.zeros(3)
+    tables_out = []
+    t_total = 0.0
+    hbm_row_time_ns = 0.0
+    for t, lookups in enumerate(batch.tables):
+        layout = KernelLayout(
+            row_bytes=row_bytes[t], elem_bytes=elem_bytes[t], dim=lookups.dim,
+            base_bytes=bases[t], block_y=gpu.kernel.block_y, grid_blocks=gpu.kernel.grid_blocks,
+            sms=sm.count, blocks_per_sm=cfg.blocks_per_sm, line_bytes=l1c.line_bytes,
+            sector_bytes=l1c.sector_bytes,
+        )
+        l1.reset()  # L1 is invalidated at each kernel launch
+        ks, _ = run_kernel_stream(
+            lookups.indices, lookups.offsets, layout, l1, l2,
+            sample=k,
+            lat_cycles=(lat.l1_cycles, lat.l2_cycles, lat.hbm_cycles), clock=clock,
+        )
+        c = ks.counts
+        # Rates of the sampled lines stand for every request (all of them when k = 1).
+        l1_rate = c["l1_sector_hits"] / c["l1_sectors"] if c["l1_sectors"] else 0.0
+        l2_rate = c["l2_sector_hits"] / c["l2_sectors"] if c["l2_sectors"] else 0.0
+        l1_sectors = c["l1_sectors_all"]
+        l2_sectors = l1_sectors * (1.0 - l1_rate)
+        hbm_sectors = l2_sectors * (1.0 - l2_rate)
+        missed = c["l2_lines"] - c["l2_line_hits"]
+        sampled_hbm_sectors = c["l2_sectors"] - c["l2_sector_hits"]
+        fetch_bytes = sampled_hbm_sectors * sector / missed if missed else float(sector)
+        lv = ks.level_units.astype(float)
+        known = lv[LEVEL_L1] + lv[LEVEL_L2] + lv[LEVEL_HBM]
+        share = lv[:3] / known if known else np.array([1.0, 0.0, 0.0])
+        lat_levels = np.array([lat.l1_cycles, lat.l2_cycles, lat.hbm_cycles])
+        mean_unsampled = float(share @ lat_levels)
+        warp_lat = ks.lat_cycles + ks.unsampled * mean_unsampled
+        units_lv = lv[:3] + lv[3] * share
+        level_units += units_lv
+        level_cycles = {
+            "l1_hit": units_lv[0] * lat.l1_cycles,
+            "l2_hit": units_lv[1] * lat.l2_cycles,
+            "hbm_latency": units_lv[2] * lat.hbm_cycles,
+        }
+        eff_rows = cal.efficiency_for(fetch_bytes)
+        eff_stream = cal.efficiency_for(l2c.line_bytes)
+        n = lookups.num_lookups
+        stream_bytes = (n + lookups.batch + 1) * gpu.kernel.index_bytes + (
+            lookups.batch * row_bytes[t]
+        )
+        t_hbm_rows = hbm_sectors * sector / (peak * eff_rows)
+        units = float(ks.units.sum())
+        instructions = units * cfg.instructions_per_lookup
+        bounds = {
+            "hbm_bandwidth": t_hbm_rows + stream_bytes / (peak * eff_stream),
+            "l2_bandwidth": l2_sectors * sector / (l2c.bytes_per_cycle * clk_ghz),
+            "l1_bandwidth": l1_sectors * sector / (l1c.bytes_per_cycle * sm.count * clk_ghz),
+            "issue": instructions / (sm.count * sm.schedulers * clk_ghz),
+        }
+        index_cycles = lat.l1_cycles + lat.hbm_cycles * gpu.kernel.index_bytes / l1c.line_bytes
+        kt = kernel_timing(
+            warp_lat_cycles=warp_lat, warp_units=ks.units.astype(float),
+            level_cycles=level_cycles, index_cycles_per_unit=index_cycles,
+            loads_in_flight=cfg.loads_in_flight, warps_per_block=cfg.warps_per_block,
+            slots=sm.count * cfg.blocks_per_sm, cycle_ns=sm.cycle_ns, bounds_ns=bounds,
+        )
+        t_total += kt.t_ns
+        hbm_row_time_ns += t_hbm_rows
+        for key, value in kt.stall_ns.items():
+            stall[key] += value
+        totals["l1_sectors"] += l1_sectors
+        totals["l1_sector_hits"] += l1_sectors * l1_rate
+        totals["hbm_fetches"] += hbm_sectors * sector / fetch_bytes
+        totals["l2_sectors"] += l2_sectors
+        totals["l2_sector_hits"] += l2_sectors * l2_rate
+        totals["hbm_sectors"] += hbm_sectors
+        totals["hbm_stream_bytes"] += stream_bytes
+        totals["units"] += units
+        totals["instructions"] += instructions
+        tables_out.append(
+            {"t_ns": kt.t_ns, "t_latency_ns": kt.t_latency_ns, "bound": kt.bound,
+             "bounds_ns": kt.bounds_ns, "hbm_efficiency": eff_rows,
+             "hbm_fetch_bytes": fetch_bytes}
+        )
+    return _result(gpu, cfg, cal, lat, batch, t_total, totals, stall, level_units, tables_out,
+                   pin_info)
+
+
+def _result(gpu, cfg: KernelConfig, cal, lat: Latencies, batch, t_ns, totals, stall,
+            level_units, tables_out, pin_info) -> OpResult:
+    sector = gpu.l2.sector_bytes
+    hbm_bytes = totals["hbm_sectors"] * sector + totals["hbm_stream_bytes"]
+    l2_bytes = totals["l2_sectors"] * sector
+    l1_bytes = totals["l1_sectors"] * sector
+    e = gpu.energy
+    fetches = totals["hbm_fetches"]
+    fetch = totals["hbm_sectors"] * sector / fetches if fetches else float(gpu.l2.line_bytes)
+    energy = {
+        "hbm_dynamic": totals["hbm_sectors"] * cal.pj_per_sector_for(fetch)
+        + totals["hbm_stream_bytes"] / sector * cal.pj_per_sector_for(128.0),
+        "hbm_background": cal.background_w_per_channel * gpu.hbm.channels * t_ns * 1e3,
+        "l1": totals["l1_sectors"] * e.l1_pj_per_sector,
+        "l2": totals["l2_sectors"] * e.l2_pj_per_sector,
+        "sm_instructions": totals["instructions"] * e.pj_per_instruction,
+        "static": e.static_power_w * t_ns * 1e3,
+    }
+    achieved = hbm_bytes / t_ns if t_ns > 0 else 0.0
+    units = totals["units"]
+    breakdown = {
+        "variant": gpu.variant,
+        "kernel": {
+            "regs_per_thread": cfg.regs_per_thread,
+            "blocks_per_sm": cfg.blocks_per_sm,
+            "warps_per_sm": cfg.resident_warps_per_sm,
+            "occupancy": cfg.occupancy,
+            "occupancy_limited_by": cfg.limited_by,
+            "loads_in_flight_per_warp": cfg.loads_in_flight,
+            "mlp_lines_in_flight": cfg.mlp_lines(gpu.sm.count),
+            "waves_per_table": gpu.kernel.grid_blocks / (gpu.sm.count * cfg.blocks_per_sm),
+        },
+        "l1_hit_rate": totals["l1_sector_hits"] / totals["l1_sectors"] if totals["l1_sectors"]
+        else 0.0,
+        "l2_hit_rate": totals["l2_sector_hits"] / totals["l2_sectors"] if totals["l2_sectors"]
+        else 0.0,
+        "loads_served_by": {
+            "l1": level_units[0] / units if units else 0.0,
+            "l2": level_units[1] / units if units else 0.0,
+            "hbm": level_units[2] / units if units else 0.0,
+        },
+        "hbm_bytes": hbm_bytes,
+        "l2_bytes": l2_bytes,
+        "l1_bytes": l1_bytes,
+        "achieved_hbm_bandwidth_gbps": achieved,
+        "hbm_peak_bandwidth_gbps": gpu.hbm.peak_bandwidth_gbps,
+        "hbm_bandwidth_utilization": achieved / gpu.hbm.peak_bandwidth_gbps,
+        "stall_ns": stall,
+        "stall_fraction": {k: (v / t_ns if t_ns else 0.0) for k, v in stall.items()},
+        "tables_bound_by": {
+            b: sum(1 for x in tables_out if x["bound"] == b)
+            for b in sorted({x["bound"] for x in tables_out})
+        },
+        "per_table_ns": [x["t_ns"] for x in tables_out],
+        "latency_ns": {
+            "l1_hit": lat.l1_cycles * gpu.sm.cycle_ns,
+            "l2_hit": lat.l2_cycles * gpu.sm.cycle_ns,
+            "hbm": lat.hbm_cycles * gpu.sm.cycle_ns,
+            "hbm_dram_part": lat.dram_ns,
+        },
+        "hbm_efficiency_random": cal.efficiency,
+        "hbm_calibrated_against": cal.calibrated_against,
+        "pinning": pin_info,
+        "line_sample": gpu.sim.line_sample,
+    }
+    return OpResult(
+        cycles=t_ns / gpu.sm.cycle_ns,
+        t_ns=t_ns,
+        energy_pj=energy,
+        bytes_by_level={"hbm": hbm_bytes, "l2": l2_bytes, "l1": l1_bytes},
+        breakdown=breakdown,
+    )

@@ -1,0 +1,301 @@
+"""GPU specs: SMs, sectored L1/L2, HBM, the EmbeddingBag kernel's resources, and the variant.
+
+A GPU preset (``models/gpu/<name>.toml``) becomes a frozen :class:`GpuSpec`. Clocks: every
+``*_cycles`` value counts cycles of the SM clock (``sm.clock_mhz``); HBM timing comes from the
+``nmp.memory`` HBM preset named in ``hbm.memory_preset``, scaled to the part's data rate (see
+:mod:`nmp.gpu.hbm`).
+
+``variant`` selects what the embedding kernel does (``--set arch.variant=...``):
+
+* ``baseline``: the stock PyTorch kernel at its own register count, one row load in flight.
+* ``occupancy``: compiled with ``-maxrregcount`` (42): more resident warps.
+* ``prefetch``: software prefetch of the next ``prefetch_distance`` lookups' rows.
+* ``pinning``: the hottest ``pinning.rows`` rows are pinned in L2 (never evicted).
+* ``combined``: all three.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from nmp.config import (
+    KeyedValueError,
+    apply_overrides,
+    find_preset,
+    from_mapping,
+    load_toml,
+    preset_names,
+)
+
+Variant = Literal["baseline", "occupancy", "prefetch", "pinning", "combined"]
+VARIANTS: tuple[str, ...] = ("baseline", "occupancy", "prefetch", "pinning", "combined")
+
+
+@dataclass(frozen=True)
+class SmSpec:
+    """Streaming multiprocessors: count, clock and the per-SM limits that set occupancy."""
+
+    count: int
+    clock_mhz: float
+    max_warps: int = 64
+    max_blocks: int = 32
+    registers: int = 65536
+    # Registers are allocated per warp in units of this many (CUDA occupancy calculator).
+    reg_alloc_unit: int = 256
+    max_regs_per_thread: int = 255
+    schedulers: int = 4
+
+    def validate(self) -> None:
+        for key in ("count", "max_warps", "max_blocks", "registers", "reg_alloc_unit",
+                    "max_regs_per_thread", "schedulers"):
+            if getattr(self, key) < 1:
+                raise KeyedValueError(key, "must be >= 1")
+        if self.clock_mhz <= 0:
+            raise KeyedValueError("clock_mhz", "must be > 0")
+
+    @property
+    def cycle_ns(self) -> float:
+        return 1000.0 / self.clock_mhz
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    """A sectored set-associative cache level (LRU): ``line_bytes`` lines of ``sector_bytes``
+    sectors; a miss fetches only the missing sectors. ``hit_cycles`` is load-to-use latency of
+    a hit (SM clock); ``bytes_per_cycle`` its bandwidth (per SM for L1, total for L2)."""
+
+    size_bytes: int
+    ways: int
+    hit_cycles: float
+    bytes_per_cycle: float
+    line_bytes: int = 128
+    sector_bytes: int = 32
+    slices: int = 1
+
+    def validate(self) -> None:
+        if self.size_bytes < 1:
+            raise KeyedValueError("size_bytes", "must be >= 1")
+        if self.ways < 1:
+            raise KeyedValueError("ways", "must be >= 1")
+        if self.line_bytes < 1 or self.sector_bytes < 1 or self.line_bytes % self.sector_bytes:
+            raise KeyedValueError("sector_bytes", "must divide line_bytes")
+        if self.line_bytes // self.sector_bytes > 8:
+            raise KeyedValueError("sector_bytes", "at most 8 sectors per line are modeled")
+        if self.size_bytes % (self.line_bytes * self.ways):
+            raise KeyedValueError("size_bytes", "must be a multiple of line_bytes x ways")
+        if self.hit_cycles < 0 or self.bytes_per_cycle <= 0:
+            raise KeyedValueError("bytes_per_cycle", "latency >= 0 and bandwidth > 0 required")
+        if self.slices < 1:
+            raise KeyedValueError("slices", "must be >= 1")
+
+    @property
+    def sets(self) -> int:
+        return self.size_bytes // (self.line_bytes * self.ways)
+
+    @property
+    def sectors_per_line(self) -> int:
+        return self.line_bytes // self.sector_bytes
+
+
+@dataclass(frozen=True)
+class HbmSpec:
+    """The GPU's HBM: stacks, channels, pin rate, peak bandwidth and miss latency.
+
+    ``memory_preset`` names the nmp.memory preset whose timing (in ns) is scaled to
+    ``data_rate_gbps`` (:mod:`nmp.gpu.hbm`). The load-to-use latency of an L2 miss is
+    ``fabric_latency_ns`` (L2 lookup, crossbar, memory controller: on chip) plus the DRAM part
+    (tRCD + CL + BL) of that derived spec.
+    """
+
+    standard: str
+    memory_preset: str
+    data_rate_gbps: float
+    stacks: int
+    channels_per_stack: int
+    pseudo_channels: int
+    bus_bits_per_stack: int
+    peak_bandwidth_gbps: float
+    fabric_latency_ns: float
+    capacity_gib: int
+    # Memory-controller view used when calibrating on the DRAM engine (nmp.gpu.hbm).
+    read_queue: int = 128
+    channel_interleave_bytes: int = 128
+
+    def validate(self) -> None:
+        for key in ("stacks", "channels_per_stack", "pseudo_channels", "bus_bits_per_stack",
+                    "capacity_gib"):
+            if getattr(self, key) < 1:
+                raise KeyedValueError(key, "must be >= 1")
+        if self.data_rate_gbps <= 0:
+            raise KeyedValueError("data_rate_gbps", "must be > 0")
+        if self.read_queue < 1:
+            raise KeyedValueError("read_queue", "must be >= 1")
+        if self.channel_interleave_bytes < 32 or self.channel_interleave_bytes & (
+            self.channel_interleave_bytes - 1
+        ):
+            raise KeyedValueError("channel_interleave_bytes", "must be a power of two >= 32")
+        if self.fabric_latency_ns < 0:
+            raise KeyedValueError("fabric_latency_ns", "must be >= 0")
+        pins = self.stacks * self.bus_bits_per_stack
+        computed = pins * self.data_rate_gbps / 8
+        if not math.isclose(computed, self.peak_bandwidth_gbps, rel_tol=0.01):
+            raise KeyedValueError(
+                "peak_bandwidth_gbps",
+                f"{self.peak_bandwidth_gbps} GB/s disagrees with stacks x bus x rate = "
+                f"{computed:.1f} GB/s",
+            )
+
+    @property
+    def channels(self) -> int:
+        return self.stacks * self.channels_per_stack
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """The stock PyTorch EmbeddingBag forward kernel (sum/mean) and its variants' resources.
+
+    ``EmbeddingBag_updateOutputKernel_sum_mean`` (aten/src/ATen/native/cuda/EmbeddingBag.cu):
+    block (32, 8), grid 1024; warp ``threadIdx.y`` of block ``b`` handles "chunk"
+    ``b*8 + y`` (grid-stride ``1024*8``), a chunk being one bag x 32 features; each thread sums
+    one feature over the bag's lookups, so a warp loads one 32-element slice of a row per lookup.
+    """
+
+    block_x: int = 32
+    block_y: int = 8
+    grid_blocks: int = 1024
+    regs_per_thread: int = 56
+    maxrregcount: int = 42
+    loads_in_flight: int = 1
+    prefetch_distance: int = 2
+    prefetch_regs_per_lookup: int = 3
+    instructions_per_lookup: float = 12.0
+    prefetch_instructions_per_lookup: float = 4.0
+    index_bytes: int = 8
+
+    def validate(self) -> None:
+        for key in ("block_x", "block_y", "grid_blocks", "regs_per_thread", "maxrregcount",
+                    "loads_in_flight", "index_bytes"):
+            if getattr(self, key) < 1:
+                raise KeyedValueError(key, "must be >= 1")
+        if self.block_x != 32:
+            raise KeyedValueError("block_x", "the modeled kernel maps one warp to 32 features")
+        if self.prefetch_distance < 0 or self.prefetch_regs_per_lookup < 0:
+            raise KeyedValueError("prefetch_distance", "must be >= 0")
+        if self.instructions_per_lookup <= 0 or self.prefetch_instructions_per_lookup < 0:
+            raise KeyedValueError("instructions_per_lookup", "must be > 0")
+
+
+@dataclass(frozen=True)
+class PinningSpec:
+    """L2 pinning: a pre-kernel prefetches the ``rows`` hottest rows with ``evict_last`` so
+    they stay; at most ``max_fraction`` of each L2 set may hold pinned lines (the persisting
+    carve-out limit)."""
+
+    rows: int = 60_000
+    max_fraction: float = 0.75
+
+    def validate(self) -> None:
+        if self.rows < 0:
+            raise KeyedValueError("rows", "must be >= 0")
+        if not 0.0 <= self.max_fraction <= 1.0:
+            raise KeyedValueError("max_fraction", "must lie in [0, 1]")
+
+
+@dataclass(frozen=True)
+class EnergySpec:
+    """Energy per event (pJ) on chip, and static power; HBM energy comes from nmp.memory."""
+
+    l1_pj_per_sector: float
+    l2_pj_per_sector: float
+    pj_per_instruction: float
+    static_power_w: float
+
+    def validate(self) -> None:
+        for key in ("l1_pj_per_sector", "l2_pj_per_sector", "pj_per_instruction",
+                    "static_power_w"):
+            if getattr(self, key) < 0:
+                raise KeyedValueError(key, "must be >= 0")
+
+
+@dataclass(frozen=True)
+class SimSpec:
+    """How the caches are simulated. ``line_sample`` = k simulates only the lines whose L2 set
+    index is a multiple of k: the L2 sees exactly the traffic of those sets (set sampling), and
+    each SM's L1 is simulated with 1/k of its sets so that its sets see the real per-set
+    traffic; hit rates and latencies of the sample stand for all requests. 1 = exact."""
+
+    line_sample: int = 1
+
+    def validate(self) -> None:
+        if self.line_sample < 1:
+            raise KeyedValueError("line_sample", "must be >= 1")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """A GPU running the embedding stage (see the module docstring)."""
+
+    name: str
+    sm: SmSpec
+    l1: CacheSpec
+    l2: CacheSpec
+    hbm: HbmSpec
+    die_area_mm2: float
+    kernel: KernelSpec = field(default_factory=KernelSpec)
+    pinning: PinningSpec = field(default_factory=PinningSpec)
+    energy: EnergySpec = field(
+        default_factory=lambda: EnergySpec(
+            l1_pj_per_sector=0.0, l2_pj_per_sector=0.0, pj_per_instruction=0.0,
+            static_power_w=0.0,
+        )
+    )
+    sim: SimSpec = field(default_factory=SimSpec)
+    variant: Variant = "baseline"
+    description: str = ""
+
+    def validate(self) -> None:
+        if self.die_area_mm2 <= 0:
+            raise KeyedValueError("die_area_mm2", "must be > 0")
+        if self.l2.sector_bytes != self.l1.sector_bytes or self.l2.line_bytes != self.l1.line_bytes:
+            raise KeyedValueError("l2.line_bytes", "L1 and L2 must share line and sector sizes")
+        k = self.sim.line_sample
+        if self.l2.sets % k or self.l1.sets % k:
+            raise KeyedValueError(
+                "sim.line_sample",
+                f"must divide the L1's {self.l1.sets} and the L2's {self.l2.sets} sets",
+            )
+
+    # --- what the variant turns on -------------------------------------------------------
+
+    @property
+    def uses_maxrregcount(self) -> bool:
+        return self.variant in ("occupancy", "combined")
+
+    @property
+    def uses_prefetch(self) -> bool:
+        return self.variant in ("prefetch", "combined")
+
+    @property
+    def uses_pinning(self) -> bool:
+        return self.variant in ("pinning", "combined")
+
+
+def gpu_from_mapping(data: dict[str, Any], *, file: str | None = None) -> GpuSpec:
+    return from_mapping(GpuSpec, data, file=file)
+
+
+def load_gpu(name_or_path: str | Path, overrides: dict[str, Any] | None = None) -> GpuSpec:
+    """Load GPU preset ``name`` (``models/gpu/<name>.toml``) or a TOML path, then apply
+    ``overrides`` (dotted paths relative to the GPU: ``{"variant": "combined"}``)."""
+    path = find_preset("gpu", str(name_or_path))
+    data = load_toml(path)
+    data.setdefault("name", path.stem)
+    spec = gpu_from_mapping(data, file=str(path))
+    return apply_overrides(spec, overrides or {}, root="arch")
+
+
+def gpu_names() -> list[str]:
+    return preset_names("gpu")

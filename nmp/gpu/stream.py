@@ -1,0 +1,267 @@
+"""The EmbeddingBag kernel's memory access stream, run through the sectored L1s and the L2.
+
+How the stock kernel maps work (``EmbeddingBag_updateOutputKernel_sum_mean`` in PyTorch's
+aten/src/ATen/native/cuda/EmbeddingBag.cu, block (32, 8), grid 1024): a *chunk* is one bag x 32
+features; chunk ``c`` goes to warp ``y = c % 8`` of block ``(c // 8) % grid``, which processes its
+chunks in order (grid stride ``grid * 8``). For every lookup of the bag the warp loads the
+32-feature slice of the row (128 B at fp32: one line, four sectors), so a row of ``dim`` elements
+is read by ``ceil(dim / 32)`` warps. One (warp, lookup) pair is a *unit*; its load may touch one
+or two lines (two when a slice straddles a line boundary).
+
+Order of the stream (stated approximation; the real interleaving is cycle-level): blocks are
+dispatched in waves of ``SMs x blocks_per_SM`` (block ``b`` on SM ``b % SMs``); within a wave
+the resident warps advance in lock step, so the stream is lookup-step major: step 0 of every
+warp of the wave (in block, warp order), then step 1, ... Each SM's L1 sees its own warps'
+requests in that order; the L2 sees the L1 misses of all SMs in the same global order.
+
+Everything here runs in one numba-compiled pass per kernel, with no per-access Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from nmp.gpu.cache import access, set_of
+
+# Level at which a unit's load was served.
+LEVEL_L1, LEVEL_L2, LEVEL_HBM, LEVEL_UNSAMPLED = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class KernelLayout:
+    """Geometry of one EmbeddingBag launch on one table."""
+
+    row_bytes: int
+    elem_bytes: int
+    dim: int
+    base_bytes: int
+    block_y: int
+    grid_blocks: int
+    sms: int
+    blocks_per_sm: int
+    line_bytes: int
+    sector_bytes: int
+
+    @property
+    def chunks_per_bag(self) -> int:
+        return -(-self.dim // 32)
+
+
+@dataclass
+class KernelStream:
+    """What one kernel's stream did in the caches.
+
+    Per warp (``grid_blocks * block_y``): ``units`` (loads issued), ``lat_cycles`` (sum of the
+    known units' load latencies, cycles) and ``unsampled`` (units whose L2 outcome was not
+    simulated under set sampling: their latency is filled in with the sampled mean).
+    ``counts`` holds sector and line totals per level; ``level_units`` units per serving level.
+    """
+
+    units: np.ndarray
+    lat_cycles: np.ndarray
+    unsampled: np.ndarray
+    counts: dict[str, int]
+    level_units: np.ndarray
+
+
+# Indices of the counters array filled by the compiled pass. "_all" counts every request;
+# the others only the sampled lines (all of them when line_sample = 1).
+_COUNTER_NAMES = (
+    "l1_sectors",        # sectors requested from L1 (sampled lines)
+    "l1_sector_hits",
+    "l1_lines",          # line requests to L1 (sampled)
+    "l1_line_hits",      # line requests whose every sector hit
+    "l2_sectors",        # sectors requested from L2 (the L1 misses)
+    "l2_sector_hits",
+    "l2_lines",
+    "l2_line_hits",
+    "l1_sectors_all",    # every request, sampled or not
+    "l1_lines_all",
+)
+
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+
+
+@nb.njit(cache=True)
+def _warp_units(offsets, n_index, cpb, block_y, grid_blocks):
+    """CSR of each warp's units: (index position, slice) in processing order."""
+    batch = offsets.shape[0] - 1
+    n_chunks = batch * cpb
+    n_warps = grid_blocks * block_y
+    stride = n_warps
+    counts = np.zeros(n_warps, dtype=np.int64)
+    for c in range(n_chunks):
+        bag = c // cpb
+        end = offsets[bag + 1] if bag + 1 <= batch else n_index
+        counts[c % stride] += end - offsets[bag]
+    ptr = np.zeros(n_warps + 1, dtype=np.int64)
+    for w in range(n_warps):
+        ptr[w + 1] = ptr[w] + counts[w]
+    pos = np.empty(ptr[n_warps], dtype=np.int64)
+    slc = np.empty(ptr[n_warps], dtype=np.int32)
+    fill = ptr[:-1].copy()
+    # Chunk c belongs to warp c % stride; a warp takes its chunks in increasing c.
+    for c in range(n_chunks):
+        w = c % stride
+        bag = c // cpb
+        s = c % cpb
+        for e in range(offsets[bag], offsets[bag + 1]):
+            pos[fill[w]] = e
+            slc[fill[w]] = s
+            fill[w] += 1
+    return ptr, pos, slc
+
+
+@nb.njit(cache=True)
+def _run(
+    indices, ptr, pos, slc,
+    row_bytes, elem_bytes, dim, base_bytes, block_y, grid_blocks, sms, blocks_per_sm,
+    line_bytes, sector_bytes,
+    l1_ent, l2_ent, sample, lat_l1, lat_l2, lat_hbm, t0,
+    emit, out_lines, out_masks, out_sms,
+):
+    n_warps = grid_blocks * block_y
+    units = np.zeros(n_warps, dtype=np.int64)
+    lat = np.zeros(n_warps, dtype=np.float64)
+    unsampled = np.zeros(n_warps, dtype=np.int64)
+    counters = np.zeros(10, dtype=np.int64)
+    level_units = np.zeros(4, dtype=np.int64)
+    resident = sms * blocks_per_sm
+    t = t0
+    n_emit = 0
+    l2_sets = l2_ent.shape[1]
+    for wave_start in range(0, grid_blocks, resident):
+        wave_end = min(wave_start + resident, grid_blocks)
+        max_len = 0
+        for w in range(wave_start * block_y, wave_end * block_y):
+            max_len = max(max_len, ptr[w + 1] - ptr[w])
+        for step in range(max_len):
+            for b in range(wave_start, wave_end):
+                sm = b % sms
+                for y in range(block_y):
+                    w = b * block_y + y
+                    k = ptr[w] + step
+                    if k >= ptr[w + 1]:
+                        continue
+                    first_el = slc[k] * 32
+                    n_el = min(32, dim - first_el)
+                    start = base_bytes + indices[pos[k]] * row_bytes + first_el * elem_bytes
+                    end = start + n_el * elem_bytes
+                    level = -1
+                    line = start // line_bytes
+                    while line * line_bytes < end:
+                        lo = max(start, line * line_bytes) - line * line_bytes
+                        hi = min(end, (line + 1) * line_bytes) - line * line_bytes
+                        mask = np.int64(0)
+                        for sec in range(lo // sector_bytes, (hi - 1) // sector_bytes + 1):
+                            mask |= np.int64(1) << sec
+                        if emit:
+                            out_lines[n_emit] = line
+                            out_masks[n_emit] = mask
+                            out_sms[n_emit] = sm
+                            n_emit += 1
+                        t += 1
+                        nreq = _POPCOUNT[mask]
+                        counters[8] += nreq
+                        counters[9] += 1
+                        l2_set = set_of(line, l2_sets, True)
+                        if l2_set % sample != 0:
+                            line += 1
+                            continue
+                        hit1 = np.int64(access(l1_ent, sm, line, mask, t, False))
+                        nhit1 = _POPCOUNT[hit1]
+                        counters[0] += nreq
+                        counters[1] += nhit1
+                        counters[2] += 1
+                        this = LEVEL_L1
+                        if nhit1 == nreq:
+                            counters[3] += 1
+                        else:
+                            miss1 = mask & ~hit1
+                            nmiss1 = nreq - nhit1
+                            hit2 = np.int64(access(l2_ent, 0, line, miss1, t, True))
+                            nhit2 = _POPCOUNT[hit2]
+                            counters[4] += nmiss1
+                            counters[5] += nhit2
+                            counters[6] += 1
+                            if nhit2 == nmiss1:
+                                counters[7] += 1
+                                this = LEVEL_L2
+                            else:
+                                this = LEVEL_HBM
+                        level = max(level, this)
+                        line += 1
+                    units[w] += 1
+                    if level < 0:
+                        level = LEVEL_UNSAMPLED
+                    level_units[level] += 1
+                    if level == LEVEL_L1:
+                        lat[w] += lat_l1
+                    elif level == LEVEL_L2:
+                        lat[w] += lat_l2
+                    elif level == LEVEL_HBM:
+                        lat[w] += lat_hbm
+                    else:
+                        unsampled[w] += 1
+    return units, lat, unsampled, counters, level_units, t, n_emit
+
+
+def line_requests_upper_bound(n_units: int, layout: KernelLayout) -> int:
+    """Most line requests ``n_units`` loads can make (a slice touches at most this many)."""
+    slice_bytes = 32 * layout.elem_bytes
+    per_unit = -(-slice_bytes // layout.line_bytes) + 1
+    return n_units * per_unit
+
+
+def run_kernel_stream(
+    indices: np.ndarray,
+    offsets: np.ndarray,
+    layout: KernelLayout,
+    l1,
+    l2,
+    *,
+    sample: int,
+    lat_cycles: tuple[float, float, float],
+    clock,
+    emit: bool = False,
+) -> tuple[KernelStream, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+    """Run one kernel's stream through the L1 bank ``l1`` (one cache per SM) and ``l2``.
+
+    ``sample`` = k simulates only the lines whose L2 set index is a multiple of k (line
+    sampling; 1 = every line). For the L2 that is exact set sampling; each L1 must then have
+    1/k of the real sets (the caller sizes it) so that its sets see the real per-set traffic.
+
+    ``lat_cycles`` = (L1 hit, L2 hit, HBM) load latency; ``clock`` is the LRU time shared with
+    other kernels. With ``emit`` the line stream (lines, masks, SM) is returned too, in stream
+    order (tests replay it through :func:`nmp.gpu.cache.simulate_trace`).
+    """
+    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    ptr, pos, slc = _warp_units(offsets, indices.shape[0], layout.chunks_per_bag,
+                                layout.block_y, layout.grid_blocks)
+    n_out = line_requests_upper_bound(int(ptr[-1]), layout) if emit else 0
+    out_lines = np.empty(n_out, dtype=np.int64)
+    out_masks = np.empty(n_out, dtype=np.uint8)
+    out_sms = np.empty(n_out, dtype=np.int64)
+    units, lat, unsampled, counters, level_units, t_end, n_emit = _run(
+        indices, ptr, pos, slc,
+        layout.row_bytes, layout.elem_bytes, layout.dim, layout.base_bytes, layout.block_y,
+        layout.grid_blocks, layout.sms, layout.blocks_per_sm, layout.line_bytes,
+        layout.sector_bytes,
+        l1.ent, l2.ent, sample,
+        float(lat_cycles[0]), float(lat_cycles[1]), float(lat_cycles[2]), clock.t,
+        emit, out_lines, out_masks, out_sms,
+    )
+    clock.t = int(t_end)
+    stream = KernelStream(
+        units=units,
+        lat_cycles=lat,
+        unsampled=unsampled,
+        counts={name: int(v) for name, v in zip(_COUNTER_NAMES, counters, strict=True)},
+        level_units=level_units,
+    )
+    emitted = (out_lines[:n_emit], out_masks[:n_emit], out_sms[:n_emit]) if emit else None
+    return stream, emitted

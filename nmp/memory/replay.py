@@ -1,0 +1,181 @@
+"""``replay(trace_or_requests, spec) -> MemStats``: lower requests to the engine and back."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+
+from nmp.errors import NmpError, TraceError
+from nmp.memory import engine
+from nmp.memory.mapping import decode_address
+from nmp.memory.spec import MemorySpec
+from nmp.memory.standards import COMMANDS, build_table
+from nmp.memory.stats import MemStats, command_energy_pj
+from nmp.memory.trace import REQUEST_DTYPE, read_trace
+from nmp.units import log2_exact
+
+
+@functools.lru_cache(maxsize=32)
+def _table_arrays(standard: str, timing: tuple[tuple[str, int], ...], bus_level: str):
+    tab = build_table(standard, dict(timing), bus_level)
+    scope = np.tile(tab.scope, (4, 1))
+    tab_i = np.ascontiguousarray(np.stack([tab.start, tab.end, tab.sstart, tab.send, scope]))
+    return tab_i, tab.nxt, tab.lat, tab.win
+
+
+def engine_inputs(requests: np.ndarray, spec: MemorySpec) -> tuple:
+    """Split lines into transactions (HBM: 64 B -> addr, addr+32), decode, flatten node ids."""
+    k = spec.requests_per_line
+    tx = spec.org.tx_bytes
+    addr = np.asarray(requests["addr"], np.uint64)
+    write = np.asarray(requests["write"], bool)
+    if k > 1:
+        offs = np.arange(k, dtype=np.uint64) * np.uint64(tx)
+        addr = (addr[:, None] + offs[None, :]).ravel()
+        write = np.repeat(write, k)
+    f = decode_address(addr, spec)
+    o = spec.org
+    rank = f["channel"] * o.ranks + f["rank"]
+    bg = rank * o.bankgroups + f["bankgroup"]
+    bank = bg * o.banks + f["bank"]
+    key = (addr >> np.uint64(log2_exact(tx))).astype(np.int64)
+    return (
+        np.ascontiguousarray(f["channel"]),
+        np.ascontiguousarray(rank),
+        np.ascontiguousarray(bg),
+        np.ascontiguousarray(bank),
+        np.ascontiguousarray(f["row"]),
+        write.astype(np.int8),
+        key,
+    )
+
+
+def run_engine(
+    inputs: tuple, spec: MemorySpec, *, drain: bool = True, jump: bool = True, log_size: int = 0
+):
+    o, c = spec.org, spec.controller
+    tab_i, nxt, lat, win = _table_arrays(
+        spec.standard, tuple(sorted(spec.timing.items())), spec.bus_level
+    )
+    params = np.array(
+        [
+            o.channels,
+            o.ranks,
+            o.bankgroups,
+            o.banks,
+            c.read_queue,
+            c.write_queue,
+            c.frontend_ratio,
+            spec.timing["nREFI"],
+            spec.read_latency_cycles,
+            int(c.dual_issue),
+            int(c.row_policy == "closed"),
+            int(c.refresh == "all-bank"),
+            int(drain),
+            1,  # skip_blocked: a PRE that would close an active-buffer row is not eligible (README §4)
+            int(jump),
+        ],
+        np.int64,
+    )
+    wm = np.array(
+        [c.wr_high_watermark * c.write_queue, c.wr_low_watermark * c.write_queue], np.float64
+    )
+    log = np.full((log_size, 5), -1, np.int64)
+    out = engine.simulate(*inputs, params, wm, tab_i, nxt, lat, win, log)
+    return (*out, log) if log_size else out
+
+
+def _counts(cnt: np.ndarray) -> dict[str, int]:
+    d = {name: int(cnt[i]) for i, name in enumerate(COMMANDS)}
+    return {
+        "ACT": d["ACT"],
+        "PRE": d["PREpb"] + d["PREab"],
+        "PREpb": d["PREpb"],
+        "PREab": d["PREab"],
+        "RD": d["RD"] + d["RDA"],
+        "WR": d["WR"] + d["WRA"],
+        "REF": d["REFab"],
+    }
+
+
+def _as_requests(trace_or_requests) -> np.ndarray:
+    if isinstance(trace_or_requests, str | os.PathLike | Path):
+        return read_trace(trace_or_requests)
+    arr = np.asarray(trace_or_requests)
+    if arr.dtype.names is None or not {"addr", "write"} <= set(arr.dtype.names):
+        raise TraceError(f"requests must be a structured array with fields {REQUEST_DTYPE.names}")
+    return arr
+
+
+def replay(trace_or_requests, spec: MemorySpec, *, drain: bool = True) -> MemStats:
+    """Replay a trace file or a request array on ``spec`` and return its statistics.
+
+    ``drain=False`` stops when the last request is accepted (Ramulator's end point) and skips
+    the drained figures (faster, ``cycles_drained`` then equals ``cycles``).
+    """
+    requests = _as_requests(trace_or_requests)
+    inputs = engine_inputs(requests, spec)
+    status, cycles, clk_end, snap, final, arrive, depart, done, fwd, active, _ = run_engine(
+        inputs, spec, drain=drain
+    )
+    if status != 0:
+        raise NmpError(f"the controller deadlocked at cycle {clk_end} (no command can ever issue)")
+    n = len(inputs[0])
+    is_w = inputs[5].astype(bool)
+    cycles = int(cycles)
+    E = engine
+    # Ramulator's avg_read_latency: reads whose data returned by `cycles` (forwarded ones with
+    # latency 1), over the RD commands issued by then.
+    rd_mask = (~is_w) & (depart >= 0) & (depart <= cycles)
+    lat_sum = int((depart[rd_mask] - arrive[rd_mask]).sum())
+    counts = _counts(snap)
+    avg_lat = lat_sum / counts["RD"] if counts["RD"] else 0.0
+    drained_cycles = int(max(done.max(initial=0), cycles)) if drain else cycles
+    final_counts = _counts(final if drain else snap)
+    energy = command_energy_pj(spec, final_counts, drained_cycles, float(active.sum()))
+    t_ns = cycles * spec.tck_ns
+    t_dr = drained_cycles * spec.tck_ns
+    moved = (final_counts["RD"] + final_counts["WR"]) * spec.org.tx_bytes
+    bw = moved / t_dr if t_dr > 0 else 0.0
+    reads_all = (~is_w)
+    all_lat = depart[reads_all & (depart >= 0)] - arrive[reads_all & (depart >= 0)]
+    drained = {
+        "cmd_counts": final_counts,
+        "row_hits": int(final[E.C_HIT_R] + final[E.C_HIT_W]),
+        "row_misses": int(final[E.C_MISS_R] + final[E.C_MISS_W]),
+        "row_conflicts": int(final[E.C_CONF_R] + final[E.C_CONF_W]),
+        "avg_read_latency_cycles": float(all_lat.mean()) if all_lat.size else 0.0,
+        "active_cycles": int(active.sum()),
+    }
+    return MemStats(
+        memory=spec.name,
+        cycles=cycles,
+        cycles_drained=drained_cycles,
+        t_ns=t_ns,
+        t_drained_ns=t_dr,
+        lines=len(requests),
+        requests=n,
+        reads=int((~is_w).sum()),
+        writes=int(is_w.sum()),
+        cmd_counts=counts,
+        row_hits=int(snap[E.C_HIT_R] + snap[E.C_HIT_W]),
+        row_misses=int(snap[E.C_MISS_R] + snap[E.C_MISS_W]),
+        row_conflicts=int(snap[E.C_CONF_R] + snap[E.C_CONF_W]),
+        read_row_hits=int(snap[E.C_HIT_R]),
+        read_row_misses=int(snap[E.C_MISS_R]),
+        read_row_conflicts=int(snap[E.C_CONF_R]),
+        write_row_hits=int(snap[E.C_HIT_W]),
+        write_row_misses=int(snap[E.C_MISS_W]),
+        write_row_conflicts=int(snap[E.C_CONF_W]),
+        reads_forwarded=int(snap[E.C_FWD]),
+        writes_coalesced=int(snap[E.C_COAL]),
+        avg_read_latency_cycles=avg_lat,
+        bandwidth_gbps=bw,
+        bandwidth_utilization=bw / spec.peak_bandwidth_gbps if spec.peak_bandwidth_gbps else 0.0,
+        energy_pj=float(sum(energy.values())),
+        energy_breakdown_pj=energy,
+        drained=drained,
+    )

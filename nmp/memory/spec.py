@@ -1,0 +1,280 @@
+"""Memory specs: a DRAM standard + timing + organization + controller + energy, as one frozen
+dataclass loaded from a TOML preset in ``models/memory/``.
+
+A preset names its ``standard`` (``DDR4``, ``DDR5``, ``HBM2``, ``HBM3``); the standard's timing
+rules live in ``models/memory/standards/<standard>.toml`` and become the constraint table of
+:mod:`nmp.memory.standards`. All timings are in cycles of the memory clock (``tck_ps``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from nmp.config import (
+    KeyedValueError,
+    apply_overrides,
+    find_preset,
+    from_mapping,
+    load_toml,
+    preset_names,
+)
+from nmp.errors import SpecError
+from nmp.units import is_power_of_two
+
+BUS_LEVELS = ("channel", "rank", "bankgroup", "bank")
+
+
+@dataclass(frozen=True)
+class Organization:
+    """Counts per level. ``ranks`` are pseudo channels on HBM. ``columns`` are device columns per
+    row; ``columns // prefetch`` column addresses of ``tx_bytes`` each make one row (page)."""
+
+    channels: int
+    ranks: int
+    bankgroups: int
+    banks: int
+    rows: int
+    columns: int
+    prefetch: int
+    channel_width_bits: int
+    device_width_bits: int
+    tx_bytes: int
+
+    def validate(self) -> None:
+        for name in ("channels", "ranks", "bankgroups", "banks", "rows", "columns", "prefetch"):
+            value = getattr(self, name)
+            if value < 1 or not is_power_of_two(value):
+                raise KeyedValueError(name, f"must be a positive power of two, got {value}")
+        if self.columns % self.prefetch:
+            raise KeyedValueError("prefetch", "must divide columns")
+        if self.channel_width_bits // 8 * self.prefetch != self.tx_bytes:
+            raise KeyedValueError(
+                "tx_bytes",
+                f"inconsistent organization: channel_width_bits/8 x prefetch = "
+                f"{self.channel_width_bits // 8 * self.prefetch}, not {self.tx_bytes}",
+            )
+
+    @property
+    def column_addrs(self) -> int:
+        """Column addresses (of ``tx_bytes``) per row."""
+        return self.columns // self.prefetch
+
+    @property
+    def banks_per_rank(self) -> int:
+        return self.bankgroups * self.banks
+
+    @property
+    def banks_per_channel(self) -> int:
+        return self.ranks * self.bankgroups * self.banks
+
+
+@dataclass(frozen=True)
+class Controller:
+    """Controller parameters (README §1, §4): buffer sizes, write-drain watermarks, row policy,
+    refresh, command slots per cycle and the frontend's offer rate."""
+
+    read_queue: int = 32
+    write_queue: int = 32
+    priority_queue: int = 1568
+    wr_high_watermark: float = 0.8
+    wr_low_watermark: float = 0.2
+    row_policy: Literal["open", "closed"] = "open"
+    refresh: Literal["all-bank", "none"] = "all-bank"
+    dual_issue: bool = False
+    frontend_ratio: int = 1
+    channel_interleave_bits: int = 0
+    line_bytes: int = 64
+
+    def validate(self) -> None:
+        for name in ("read_queue", "write_queue", "frontend_ratio", "line_bytes"):
+            if getattr(self, name) < 1:
+                raise KeyedValueError(name, "must be at least 1")
+        if not 0.0 <= self.wr_low_watermark <= self.wr_high_watermark <= 1.0:
+            raise KeyedValueError("wr_low_watermark", "need 0 <= low <= high <= 1")
+        if self.channel_interleave_bits < 0:
+            raise KeyedValueError("channel_interleave_bits", "must be >= 0")
+
+
+@dataclass(frozen=True)
+class Energy:
+    """IDD currents (mA per device) and VDD for the DRAMsim3-style energy formulas of PAPERS.md;
+    ``devices`` scales a device's current to one rank / pseudo channel; ``io_pj_per_bit`` is the
+    off-chip I/O energy, reported separately."""
+
+    vdd_v: float
+    idd0_ma: float
+    idd2n_ma: float
+    idd3n_ma: float
+    idd4r_ma: float
+    idd4w_ma: float
+    idd5ab_ma: float
+    devices: float
+    io_pj_per_bit: float
+
+
+@dataclass(frozen=True)
+class MemorySpec:
+    """One modeled memory system. ``timing`` holds the standard's parameters in cycles.
+
+    ``bus_level`` names the level whose nodes own a private data path: ``"channel"`` is a normal
+    memory system; ``"rank"``, ``"bankgroup"`` or ``"bank"`` give the internal view an NMP unit at
+    that level sees (see :func:`nmp.memory.internal_view`).
+    """
+
+    name: str
+    standard: str
+    description: str
+    rate_mtps: int
+    tck_ps: int
+    mapping: str
+    timing: dict[str, int]
+    org: Organization
+    controller: Controller = field(default_factory=Controller)
+    energy: Energy | None = None
+    bus_level: Literal["channel", "rank", "bankgroup", "bank"] = "channel"
+
+    def validate(self) -> None:
+        from nmp.memory.mapping import parse_mapping
+        from nmp.memory.standards import load_standard
+
+        std = load_standard(self.standard)
+        missing = sorted(std.parameters() - set(self.timing))
+        if missing:
+            raise KeyedValueError(f"timing.{missing[0]}", f"missing for standard {std.name}")
+        if "nREFI" not in self.timing or "nRFC" not in self.timing:
+            raise KeyedValueError("timing", "needs nREFI and nRFC")
+        if self.controller.line_bytes % self.org.tx_bytes:
+            raise KeyedValueError(
+                "controller.line_bytes", f"must be a multiple of tx_bytes ({self.org.tx_bytes})"
+            )
+        try:
+            parse_mapping(self.mapping)
+        except SpecError as exc:
+            raise KeyedValueError("mapping", exc.message) from None
+
+    # ---- derived figures -------------------------------------------------------------------
+    @property
+    def tck_ns(self) -> float:
+        return self.tck_ps / 1000.0
+
+    @property
+    def read_latency_cycles(self) -> int:
+        """RD issue to last data beat: nCL + nBL (README §4)."""
+        return self.timing["nCL"] + self.timing["nBL"]
+
+    @property
+    def page_bytes(self) -> int:
+        """Bytes of one row of one rank / pseudo channel."""
+        return self.org.column_addrs * self.org.tx_bytes
+
+    @property
+    def capacity_bytes(self) -> int:
+        o = self.org
+        return o.channels * o.banks_per_channel * o.rows * self.page_bytes
+
+    @property
+    def peak_bandwidth_gbps(self) -> float:
+        """Data-bus peak: tx_bytes per nBL cycles per data bus (a channel on DDR, a pseudo
+        channel on HBM), in GB/s."""
+        buses = self.org.channels * (self.org.ranks if self.standard.startswith("HBM") else 1)
+        return buses * self.org.tx_bytes / (self.timing["nBL"] * self.tck_ns)
+
+    @property
+    def requests_per_line(self) -> int:
+        return self.controller.line_bytes // self.org.tx_bytes
+
+    def with_org(self, **changes: Any) -> MemorySpec:
+        """This spec with organization fields replaced (validated), e.g. ``with_org(ranks=1)``."""
+        return apply_overrides(self, {f"org.{k}": v for k, v in changes.items()})
+
+    def replace(self, **changes: Any) -> MemorySpec:
+        return dataclasses.replace(self, **changes)
+
+
+def internal_view(spec: MemorySpec, level: str) -> MemorySpec:
+    """The spec an NMP unit at ``level`` (``rank``, ``bankgroup`` or ``bank``) sees.
+
+    The unit reads through its own data path, so the constraints of the shared buses above it
+    are dropped from the timing table (see :func:`nmp.memory.standards.build_table`):
+    ``rank`` drops the channel data-bus rules and the rank-switch (sibling) rules;
+    ``bankgroup`` also drops the rank-level column-to-column rules (tCCD_S, turnarounds), so a
+    bank group is bounded by tCCD_L / tRRD_L / tWTR_L of its own; ``bank`` also turns the bank
+    group's column-to-column rules into per-bank rules (each bank has its own column path,
+    still at most one column access per tCCD_L). tRRD/tFAW (power) stay per rank.
+    Combine with ``spec.with_org(ranks=1)`` etc. to time a stream confined to one node.
+    """
+    if level not in BUS_LEVELS:
+        raise SpecError(f"unknown level '{level}' (expected one of {', '.join(BUS_LEVELS)})")
+    return dataclasses.replace(spec, bus_level=level)
+
+
+def _canonical(name: str) -> str:
+    """Preset names match case-insensitively (README §8)."""
+    lowered = name.lower()
+    for known in preset_names("memory"):
+        if known.lower() == lowered:
+            return known
+    return name
+
+
+@functools.lru_cache(maxsize=64)
+def _load_base(name: str) -> MemorySpec:
+    path = find_preset("memory", _canonical(name))
+    data = load_toml(path)
+    return from_mapping(MemorySpec, data, file=str(path))
+
+
+def load_memory(
+    preset: str | MemorySpec,
+    *,
+    channels: int | None = None,
+    ranks: int | None = None,
+    mapping: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> MemorySpec:
+    """Load a memory preset (name, case-insensitive, or a TOML path) and apply CLI-style changes.
+
+    ``overrides`` are dotted paths (``{"timing.nCL": 24, "controller.row_policy": "closed"}``).
+    """
+    spec = preset if isinstance(preset, MemorySpec) else _load_base(str(preset))
+    changes: dict[str, Any] = {}
+    if channels is not None:
+        changes["org.channels"] = channels
+    if ranks is not None:
+        changes["org.ranks"] = ranks
+    if mapping is not None:
+        from nmp.memory.mapping import parse_mapping
+
+        changes["mapping"] = parse_mapping(mapping).name
+    changes.update(overrides or {})
+    if changes:
+        spec = apply_overrides(spec, changes)
+    return spec
+
+
+def catalog_rows() -> list[dict[str, Any]]:
+    """One row per memory preset for ``nmp models``."""
+    rows = []
+    for name in preset_names("memory"):
+        s = load_memory(name)
+        t = s.timing
+        trcd = t.get("nRCD", t.get("nRCDRD"))
+        o = s.org
+        level = "PC" if s.standard.startswith("HBM") else "rank"
+        rows.append(
+            {
+                "name": name,
+                "standard": s.standard,
+                "data_rate": f"{s.rate_mtps} MT/s",
+                "tCK_ns": round(s.tck_ns, 4),
+                "CL-tRCD-tRP": f"{t['nCL']}-{trcd}-{t['nRP']}",
+                "org": f"{o.channels}ch x {o.ranks}{level} x {o.bankgroups}BG x {o.banks}",
+                "peak_GB/s": round(s.peak_bandwidth_gbps, 1),
+                "capacity_GiB": round(s.capacity_bytes / 2**30, 2),
+                "summary": s.description,
+            }
+        )
+    return rows

@@ -1,0 +1,208 @@
+"""DRAM standards as data: timing-constraint rules generated from a preset's timing parameters.
+
+A standard (``models/memory/standards/<name>.toml``) lists rules the way Ramulator 2 states
+them: at a ``level`` (channel / rank or pseudo channel / bank group / bank), a command in
+``following`` may issue on a node only ``latency`` cycles after the last command in
+``preceding`` on the same node (``window = 4``: after the 4th-last, i.e. tFAW); ``sibling``
+rules apply to the *other* nodes of that level (rank switching). Latencies are formulas
+(``"nCWL + nBL + nWTRS"``) over the preset's parameters; multi-cycle commands (DDR5 ACT/RD/WR,
+HBM ACT) shift them by +1 after and -1 before such a command (README §3).
+
+:func:`build_table` turns a :class:`~nmp.memory.spec.MemorySpec` into the flat arrays the engine
+uses; :func:`constraint_rows` gives the same table as readable rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from nmp.config import load_toml, preset_dir
+from nmp.errors import SpecError
+
+COMMANDS = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab", "REFpb")
+CMD = {name: i for i, name in enumerate(COMMANDS)}
+NCMD = len(COMMANDS)
+COLUMN_CMDS = frozenset({"RD", "WR", "RDA", "WRA"})
+LEVEL_INDEX = {"channel": 0, "rank": 1, "pseudochannel": 1, "bankgroup": 2, "bank": 3}
+LEVEL_NAMES = ("channel", "rank", "bankgroup", "bank")
+# Lowest level a command's readiness is checked at (Ramulator's command scope; row/column are
+# not nodes): all-bank commands stop at the rank, the others reach the bank.
+SCOPE = np.array([3, 3, 1, 3, 3, 3, 3, 1, 3], dtype=np.int64)
+MAX_WINDOW = 4
+
+_TOKEN = re.compile(r"\s*([+-])?\s*([A-Za-z_][A-Za-z0-9_]*|\d+)\s*")
+
+
+@dataclass(frozen=True)
+class Rule:
+    level: str
+    preceding: tuple[str, ...]
+    following: tuple[str, ...]
+    latency: str
+    window: int = 1
+    sibling: bool = False
+    adjust: bool = True
+
+
+@dataclass(frozen=True)
+class Standard:
+    name: str
+    levels: tuple[str, ...]
+    rank_level_name: str
+    multi_cycle: dict[str, int]
+    rules: tuple[Rule, ...]
+    file: str
+
+    def parameters(self) -> set[str]:
+        """Timing parameter names the rules use."""
+        names: set[str] = set()
+        for rule in self.rules:
+            names.update(t for _, t in _TOKEN.findall(rule.latency) if not t.isdigit())
+        return names
+
+
+def evaluate(formula: str, timing: dict[str, int], *, where: str = "") -> int:
+    """Value of a ``+``/``-`` formula over timing parameter names and integers."""
+    pos, total = 0, 0
+    text = formula.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m or (pos > 0 and not m.group(1)):
+            raise SpecError(f"bad latency formula '{formula}'", file=where or None)
+        sign = -1 if m.group(1) == "-" else 1
+        tok = m.group(2)
+        if tok.isdigit():
+            val = int(tok)
+        elif tok in timing:
+            val = int(timing[tok])
+        else:
+            raise SpecError(f"latency '{formula}' uses unknown parameter '{tok}'", key="timing")
+        total += sign * val
+        pos = m.end()
+    return total
+
+
+@functools.lru_cache(maxsize=16)
+def load_standard(name: str) -> Standard:
+    path = preset_dir("memory") / "standards" / f"{name.lower()}.toml"
+    if not path.is_file():
+        known = sorted(p.stem.upper() for p in path.parent.glob("*.toml"))
+        raise SpecError(f"unknown DRAM standard '{name}' (known: {', '.join(known)})")
+    data = load_toml(path)
+    rules = []
+    for i, r in enumerate(data.get("rules", [])):
+        key = f"rules[{i}]"
+        if r.get("level") not in LEVEL_INDEX:
+            raise SpecError(f"unknown level {r.get('level')!r}", file=str(path), key=key)
+        for c in (*r["preceding"], *r["following"]):
+            if c not in CMD:
+                raise SpecError(f"unknown command {c!r}", file=str(path), key=key)
+        rules.append(
+            Rule(
+                level=r["level"],
+                preceding=tuple(r["preceding"]),
+                following=tuple(r["following"]),
+                latency=str(r["latency"]),
+                window=int(r.get("window", 1)),
+                sibling=bool(r.get("sibling", False)),
+                adjust=bool(r.get("adjust", True)),
+            )
+        )
+    return Standard(
+        name=data["name"],
+        levels=tuple(data["levels"]),
+        rank_level_name=data.get("rank_level_name", "rank"),
+        multi_cycle={k: int(v) for k, v in data.get("multi_cycle", {}).items()},
+        rules=tuple(rules),
+        file=str(path),
+    )
+
+
+def constraint_rows(
+    standard: str, timing: dict[str, int], bus_level: str = "channel"
+) -> list[tuple[str, str, str, int, int, bool]]:
+    """The enforced table, one row per (level, preceding, following) command pair:
+    ``(level, preceding, following, latency, window, sibling)``, multi-cycle adjusted and
+    filtered for ``bus_level`` (see :func:`nmp.memory.spec.internal_view`)."""
+    std = load_standard(standard)
+    drop_above = LEVEL_NAMES.index(bus_level)
+    rows = []
+    for rule in std.rules:
+        base = evaluate(rule.latency, timing, where=std.file)
+        level = LEVEL_INDEX[rule.level]
+        for pre in rule.preceding:
+            for fol in rule.following:
+                lat = base
+                if rule.adjust:
+                    lat += std.multi_cycle.get(pre, 1) - 1
+                    lat -= std.multi_cycle.get(fol, 1) - 1
+                lvl = level
+                column_pair = pre in COLUMN_CMDS and fol in COLUMN_CMDS
+                # Data paths private below bus_level: shared-bus rules above it go away.
+                if drop_above >= 1 and (
+                    (lvl == 0 and column_pair) or (lvl == 1 and rule.sibling)
+                ):
+                    continue
+                if drop_above >= 2 and lvl == 1 and column_pair:
+                    continue
+                if drop_above >= 3 and lvl == 2 and column_pair:
+                    lvl = 3
+                rows.append((LEVEL_NAMES[lvl], pre, fol, lat, rule.window, rule.sibling))
+    return rows
+
+
+@dataclass(frozen=True)
+class ConstraintTable:
+    """Flat arrays for the engine. Rules of (level L, preceding command p) are
+    ``[start[L, p], end[L, p])`` in ``nxt/lat/win``; sibling rules in ``sstart/send``."""
+
+    start: np.ndarray
+    end: np.ndarray
+    sstart: np.ndarray
+    send: np.ndarray
+    nxt: np.ndarray
+    lat: np.ndarray
+    win: np.ndarray
+    scope: np.ndarray
+
+
+def build_table(
+    standard: str, timing: dict[str, int], bus_level: str = "channel"
+) -> ConstraintTable:
+    rows = constraint_rows(standard, timing, bus_level)
+    # Same pair twice (e.g. HBM2 nBL and nCCDS rows): keep the larger distance.
+    merged: dict[tuple[int, int, int, int, bool], int] = {}
+    for level, pre, fol, lat, win, sib in rows:
+        key = (LEVEL_NAMES.index(level), CMD[pre], CMD[fol], win, sib)
+        merged[key] = max(merged.get(key, -(10**9)), lat)
+    start = np.zeros((4, NCMD), np.int64)
+    end = np.zeros((4, NCMD), np.int64)
+    sstart = np.zeros((4, NCMD), np.int64)
+    send = np.zeros((4, NCMD), np.int64)
+    nxt, lat_l, win_l = [], [], []
+    for level in range(4):
+        for p in range(NCMD):
+            for sib, (s_arr, e_arr) in ((False, (start, end)), (True, (sstart, send))):
+                s_arr[level, p] = len(nxt)
+                for (lv, pc, fc, win, sb), val in sorted(merged.items()):
+                    if lv == level and pc == p and sb == sib:
+                        nxt.append(fc)
+                        lat_l.append(val)
+                        win_l.append(win)
+                e_arr[level, p] = len(nxt)
+    if any(w > MAX_WINDOW for w in win_l):
+        raise SpecError(f"window above {MAX_WINDOW} is not supported")
+    return ConstraintTable(
+        start=start,
+        end=end,
+        sstart=sstart,
+        send=send,
+        nxt=np.array(nxt, np.int64),
+        lat=np.array(lat_l, np.int64),
+        win=np.array(win_l, np.int64),
+        scope=SCOPE.copy(),
+    )

@@ -1,0 +1,108 @@
+"""Replay statistics (:class:`MemStats`) and DRAM energy from command counts.
+
+Energy follows DRAMsim3's IDD formulas (PAPERS.md), V x mA x cycles x tCK(ns) = pJ:
+
+- ACT (+ its PRE): ``VDD * (IDD0*tRC - (IDD3N*tRAS + IDD2N*tRP)) * devices``
+- RD / WR burst: ``VDD * (IDD4R|IDD4W - IDD3N) * nBL * devices``
+- REFab: ``VDD * (IDD5AB - IDD3N) * tRFC * devices``
+- background per rank / pseudo channel: ``VDD * (IDD3N * active + IDD2N * precharged) * devices``
+  per cycle, where *active* cycles are those with any bank open.
+
+Off-chip I/O energy (``io_pj_per_bit`` x bits of RD/WR data) is reported separately as ``io``:
+near-memory processing avoids it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nmp.memory.spec import MemorySpec
+
+
+def command_energy_pj(
+    spec: MemorySpec,
+    cmd_counts: dict[str, int],
+    cycles: float,
+    active_cycles: float | None = None,
+) -> dict[str, float]:
+    """Energy breakdown (pJ) of ``cmd_counts`` (keys ACT, RD, WR, REF; RDA/WRA/REFab accepted)
+    over ``cycles`` of every rank / pseudo channel of ``spec``.
+
+    ``active_cycles`` is the sum over ranks of cycles with a bank open; ``None`` takes every
+    rank as active (IDD3N), an upper bound for the open-row policy.
+    """
+    e = spec.energy
+    if e is None:
+        return {k: 0.0 for k in ("act", "rd", "wr", "ref", "background", "io")}
+    t = spec.timing
+    tck = spec.tck_ns
+    scale = e.vdd_v * e.devices * tck
+    trcd = t.get("nRCD", t.get("nRCDRD", 0))
+    tras = t.get("nRAS", 0)
+    trc = t.get("nRC", tras + t.get("nRP", 0))
+    del trcd
+    e_act = scale * (e.idd0_ma * trc - (e.idd3n_ma * tras + e.idd2n_ma * t["nRP"]))
+    e_rd = scale * (e.idd4r_ma - e.idd3n_ma) * t["nBL"]
+    e_wr = scale * (e.idd4w_ma - e.idd3n_ma) * t["nBL"]
+    e_ref = scale * (e.idd5ab_ma - e.idd3n_ma) * t["nRFC"]
+    n_rd = cmd_counts.get("RD", 0) + cmd_counts.get("RDA", 0)
+    n_wr = cmd_counts.get("WR", 0) + cmd_counts.get("WRA", 0)
+    n_ref = cmd_counts.get("REF", cmd_counts.get("REFab", 0))
+    ranks = spec.org.channels * spec.org.ranks
+    total_cycles = cycles * ranks
+    active = total_cycles if active_cycles is None else min(active_cycles, total_cycles)
+    background = scale * (e.idd3n_ma * active + e.idd2n_ma * (total_cycles - active))
+    io = e.io_pj_per_bit * (n_rd + n_wr) * spec.org.tx_bytes * 8
+    return {
+        "act": e_act * cmd_counts.get("ACT", 0),
+        "rd": e_rd * n_rd,
+        "wr": e_wr * n_wr,
+        "ref": e_ref * n_ref,
+        "background": background,
+        "io": io,
+    }
+
+
+@dataclass
+class MemStats:
+    """Result of one replay.
+
+    ``cycles`` is Ramulator 2's: memory ticks done when the last request was accepted; the
+    command counts, row statistics and ``avg_read_latency_cycles`` are counted up to that point
+    too, so they compare with Ramulator's. ``cycles_drained`` runs until every request has
+    completed (read data returned, write issued): what NMP timing uses; ``drained`` holds the
+    counts of that complete run, and bandwidth and energy are computed over it.
+    """
+
+    memory: str
+    cycles: int
+    cycles_drained: int
+    t_ns: float
+    t_drained_ns: float
+    lines: int
+    requests: int
+    reads: int
+    writes: int
+    cmd_counts: dict[str, int]
+    row_hits: int
+    row_misses: int
+    row_conflicts: int
+    read_row_hits: int
+    read_row_misses: int
+    read_row_conflicts: int
+    write_row_hits: int
+    write_row_misses: int
+    write_row_conflicts: int
+    reads_forwarded: int
+    writes_coalesced: int
+    avg_read_latency_cycles: float
+    bandwidth_gbps: float
+    bandwidth_utilization: float
+    energy_pj: float
+    energy_breakdown_pj: dict[str, float]
+    drained: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

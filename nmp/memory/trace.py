@@ -1,0 +1,129 @@
+"""Memory traces: Ramulator ``LD 0x..``/``ST 0x..`` and DRAMsim3 ``0x.. READ|WRITE cycle``,
+plain or gzip, read and written; requests are a numpy structured array (:data:`REQUEST_DTYPE`).
+
+One trace line is one 64-B transaction (README §6). DRAMsim3's arrival cycle is read and
+checked but not kept: the engine offers requests at the frontend rate of the memory spec.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from nmp.errors import TraceError
+
+REQUEST_DTYPE = np.dtype([("addr", "<u8"), ("write", "?")])
+
+_RAMULATOR = re.compile(r"\s*(LD|ST)\s+(0[xX][0-9a-fA-F]+|\d+)\s*")
+_DRAMSIM3 = re.compile(r"\s*(0[xX][0-9a-fA-F]+|\d+)\s+(READ|WRITE|R|W)\s+(\d+)\s*", re.IGNORECASE)
+
+
+def make_requests(addr, write=False) -> np.ndarray:
+    """Requests from byte addresses (and a bool or bool array of writes)."""
+    a = np.atleast_1d(np.asarray(addr))
+    if a.size and (a.dtype.kind == "f" or (a.dtype.kind == "i" and a.min() < 0)):
+        raise TraceError("addresses must be non-negative integers")
+    out = np.empty(a.shape[0], REQUEST_DTYPE)
+    out["addr"] = a.astype(np.uint64)
+    out["write"] = np.broadcast_to(np.asarray(write, dtype=bool), a.shape)
+    return out
+
+
+def _open_text(path: Path) -> str:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+        if head == b"\x1f\x8b":
+            with gzip.open(path, "rb") as fh:
+                data = fh.read()
+        else:
+            data = path.read_bytes()
+    except FileNotFoundError:
+        raise TraceError("no such file", file=str(path)) from None
+    except (OSError, EOFError) as exc:
+        raise TraceError(f"cannot read: {exc}", file=str(path)) from None
+    try:
+        return data.decode("ascii")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise TraceError("not a text trace (non-ASCII byte)", file=str(path), line=line) from None
+
+
+def read_trace(path: str | os.PathLike) -> np.ndarray:
+    """Read a Ramulator LoadStore or DRAMsim3 trace (format detected from the first line).
+
+    Blank lines and lines starting with ``#`` are skipped. A malformed line raises
+    :class:`TraceError` with the file and line number.
+    """
+    path = Path(path)
+    text = _open_text(path)
+    lines = text.split("\n")
+    first = next((ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), None)
+    if first is None:
+        raise TraceError("empty trace", file=str(path))
+    fmt = "ramulator" if first.lstrip()[:2].upper() in ("LD", "ST") else "dramsim3"
+    pattern = _RAMULATOR if fmt == "ramulator" else _DRAMSIM3
+    matches = [pattern.fullmatch(ln) for ln in lines]
+    if not all(matches):
+        for i, (ln, m) in enumerate(zip(lines, matches, strict=True)):
+            if m is None and ln.strip() and not ln.lstrip().startswith("#"):
+                expect = "'LD|ST 0x<addr>'" if fmt == "ramulator" else "'0x<addr> READ|WRITE <cycle>'"
+                raise TraceError(
+                    f"malformed {fmt} trace line {ln.strip()[:60]!r} (expected {expect})",
+                    file=str(path),
+                    line=i + 1,
+                )
+        matches = [m for m in matches if m is not None]
+    if fmt == "ramulator":
+        ops = [m.group(1) for m in matches]
+        addrs = [m.group(2) for m in matches]
+        write = np.fromiter((o == "ST" for o in ops), bool, len(ops))
+    else:
+        addrs = [m.group(1) for m in matches]
+        write = np.fromiter((m.group(2)[0] in "Ww" for m in matches), bool, len(matches))
+    try:
+        addr = np.fromiter((int(a, 0) for a in addrs), np.uint64, len(addrs))
+    except OverflowError:
+        raise TraceError("address does not fit 64 bits", file=str(path)) from None
+    out = np.empty(addr.shape[0], REQUEST_DTYPE)
+    out["addr"] = addr
+    out["write"] = write
+    return out
+
+
+def write_trace(
+    requests: np.ndarray,
+    path: str | os.PathLike,
+    fmt: Literal["ramulator", "dramsim3"] = "ramulator",
+) -> None:
+    """Write requests as a trace (gzip if the name ends in ``.gz``), atomically.
+
+    DRAMsim3 lines get arrival cycle = index (one per cycle)."""
+    path = Path(path)
+    addr = np.asarray(requests["addr"], np.uint64)
+    write = np.asarray(requests["write"], bool)
+    if fmt == "ramulator":
+        ops = np.where(write, "ST", "LD")
+        body = "\n".join(f"{o} {a:#x}" for o, a in zip(ops.tolist(), addr.tolist(), strict=True))
+    elif fmt == "dramsim3":
+        ops = np.where(write, "WRITE", "READ")
+        body = "\n".join(
+            f"{a:#x} {o} {i}" for i, (o, a) in enumerate(zip(ops.tolist(), addr.tolist(), strict=True))
+        )
+    else:
+        raise TraceError(f"unknown trace format '{fmt}' (ramulator or dramsim3)")
+    data = (body + "\n").encode("ascii") if len(addr) else b""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,177 @@
+"""Report files of a sweep run: ``report.md``, ``results.csv`` and the PNG plots.
+
+Input is the summary dict built by ``nmp.evaluate.analysis`` (plain data: this package does not
+import the evaluator). Every file is written atomically (temporary name, then ``os.replace``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from nmp.report.format import fmt_num, fmt_ratio
+
+CSV_METRICS = (
+    "latency_ns",
+    "lookups_per_s",
+    "energy_pj_per_lookup",
+    "area_mm2",
+    "speedup",
+    "energy_saving",
+)
+MAX_MD_ROWS = 60
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def axis_columns(rows: list[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(k for row in rows for k in row["axes"]))
+
+
+def results_csv(summary: dict[str, Any]) -> str:
+    rows = summary["rows"]
+    axes = axis_columns(rows)
+    head = ["key", "index", "group", "design", "arch", "workload", "memory", *axes]
+    head += [*CSV_METRICS, "bottleneck", "pareto", "is_baseline"]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(head)
+    for r in rows:
+        line = [r["key"], r["index"], r["group"], r["design"], r["arch"], r["workload"]]
+        line += [r["memory"], *(r["axes"].get(a, "") for a in axes)]
+        line += ["" if r[m] is None else repr(float(r[m])) for m in CSV_METRICS]
+        line += [r["bottleneck"], int(r["pareto"]), int(r["is_baseline"])]
+        writer.writerow(line)
+    return buf.getvalue()
+
+
+def _md_table(header: list[str], lines: list[list[str]]) -> list[str]:
+    def esc(cell: str) -> str:
+        return str(cell).replace("|", "\\|")
+
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(esc(c) for c in line) + " |" for line in lines]
+    return out
+
+
+def _point_cells(r: dict[str, Any]) -> list[str]:
+    marks = ("P" if r["pareto"] else "") + ("B" if r["is_baseline"] else "")
+    return [
+        r["label"],
+        fmt_num(r["lookups_per_s"]),
+        fmt_ratio(r["speedup"]),
+        fmt_num(r["energy_pj_per_lookup"]),
+        fmt_ratio(r["energy_saving"]),
+        fmt_num(r["area_mm2"]),
+        fmt_num(r["latency_ns"] / 1e3),
+        r["bottleneck"],
+        marks,
+    ]
+
+
+POINT_HEADER = [
+    "design",
+    "lookups/s",
+    "speedup",
+    "energy (pJ/lookup)",
+    "energy saving",
+    "area (mm²)",
+    "latency (µs)",
+    "dominant bottleneck",
+    "",
+]
+
+
+def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
+    rows = summary["rows"]
+    by_key = {r["key"]: r for r in rows}
+    objectives = ", ".join(
+        f"{k} ({'higher' if v == 'max' else 'lower'} is better)"
+        for k, v in summary["objectives"].items()
+    )
+    out = [f"# Sweep `{summary['sweep']}`", ""]
+    if summary.get("description"):
+        out += [summary["description"], ""]
+    env = summary.get("environment") or {}
+    git = env.get("git") or {}
+    out += [
+        f"- points: {summary['completed']} of {summary['points']} completed "
+        f"({summary['ran']} run now, {summary['reused']} from an earlier session), "
+        f"{len(summary['failed'])} failed",
+        f"- baseline: `{summary['baseline']}` (speedup = lookups/s over the baseline's; energy "
+        "saving = the baseline's energy per lookup over the point's, on the same workload)",
+        f"- objectives of the Pareto sets: {objectives}",
+        f"- executor: {summary['executor']}; wall time {summary['wall_s']:.1f} s",
+    ]
+    if env:
+        commit = git.get("commit", "unknown")[:12] + (" (dirty)" if git.get("dirty") else "")
+        out.append(f"- nmp {env.get('nmp')} at commit {commit}, host {env.get('host')}")
+    out += [
+        "",
+        "Marks: P = on the Pareto set of its workload, B = baseline. The dominant bottleneck is "
+        "the model's own verdict, else the largest part of the point's time breakdown.",
+        "",
+        "## Best points",
+        "",
+    ]
+    best_lines = []
+    for g in summary["groups"]:
+        for metric, key in g["best"].items():
+            r = by_key[key]
+            best_lines.append([g["group"], metric, r["label"], fmt_num(r[metric])])
+    out += _md_table(["workload", "best by", "design", "value"], best_lines)
+    for g in summary["groups"]:
+        grows = [r for r in rows if r["group"] == g["group"]]
+        out += ["", f"## {g['group']}", ""]
+        pareto = [by_key[k] for k in g["pareto"]]
+        pareto.sort(key=lambda r: -r["lookups_per_s"])
+        out += [f"Pareto set ({len(pareto)} of {len(grows)} points):", ""]
+        out += _md_table(POINT_HEADER, [_point_cells(r) for r in pareto])
+        if len(grows) <= MAX_MD_ROWS:
+            out += ["", "All points:", ""]
+            out += _md_table(POINT_HEADER, [_point_cells(r) for r in grows])
+        else:
+            out += ["", f"{len(grows)} points: see results.csv for all of them."]
+    if summary["failed"]:
+        out += ["", "## Failed points", ""]
+        out += _md_table(
+            ["key", "point", "error"],
+            [[f["key"], f["point"], f["error"]] for f in summary["failed"]],
+        )
+    if plots:
+        out += ["", "## Plots", ""]
+        out += [f"![{Path(p).stem}]({p})" for p in plots]
+    return "\n".join(out) + "\n"
+
+
+def write_report_files(run_dir: str | Path, summary: dict[str, Any]) -> list[str]:
+    """Write report.md, results.csv and the plots into ``run_dir``; returns their names."""
+    from nmp.report.plots import write_plots
+
+    run_dir = Path(run_dir)
+    env_path = run_dir / "environment.json"
+    if env_path.exists() and "environment" not in summary:
+        import json
+
+        sessions = json.loads(env_path.read_text()).get("sessions") or [{}]
+        summary = {**summary, "environment": sessions[-1]}
+    _atomic_write(run_dir / "results.csv", results_csv(summary))
+    plots = write_plots(run_dir, summary)
+    _atomic_write(run_dir / "report.md", report_markdown(summary, plots))
+    return ["report.md", "results.csv", *plots]

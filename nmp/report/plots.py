@@ -1,0 +1,234 @@
+"""PNG plots of a sweep (matplotlib, Agg backend: no display needed).
+
+- ``speedup.png``: speedup over the baseline per design, one bar per workload.
+- ``pareto.png``: lookups/s against energy per lookup per workload, Pareto set highlighted.
+- ``breakdown.png``: how each design's time and energy split by component.
+
+Labels are horizontal bar labels or legends, never text placed among data points, so they do
+not overlap however many designs a sweep has.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import EngFormatter, LogFormatter  # noqa: E402
+
+OBJECTIVE_NAMES = {
+    "lookups_per_s": "throughput",
+    "energy_pj_per_lookup": "energy/lookup",
+    "area_mm2": "area",
+    "latency_ns": "latency",
+}
+MAX_BARS = 30  # labels per axis before the plot keeps only the best point of each design
+MAX_GROUPS = 6  # workload groups per figure
+DPI = 120
+
+
+class _EngLogFormatter(LogFormatter):
+    """Log-axis tick labels in engineering notation (200M, 1G), on the ticks that
+    matplotlib's LogFormatter chooses to label (minor ones only on short ranges)."""
+
+    _eng = EngFormatter(sep="", places=None)
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return self._eng.format_eng(x)
+
+
+def _save(fig: Figure, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=DPI, bbox_inches="tight")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    finally:
+        plt.close(fig)
+
+
+def _groups(summary: dict[str, Any]) -> list[str]:
+    return [g["group"] for g in summary["groups"]][:MAX_GROUPS]
+
+
+def _bar_entries(rows: list[dict[str, Any]], groups: list[str]) -> tuple[list[str], bool]:
+    """Labels to draw: every point label, or one per design (its fastest point) when there
+    are too many."""
+    labels = list(dict.fromkeys(r["label"] for r in rows if r["group"] in groups))
+    if len(labels) <= MAX_BARS:
+        return labels, False
+    return list(dict.fromkeys(r["design"] for r in rows if r["group"] in groups)), True
+
+
+def _pick(rows: list[dict[str, Any]], group: str, label: str, per_design: bool) -> Any:
+    cands = [
+        r
+        for r in rows
+        if r["group"] == group and (r["design"] if per_design else r["label"]) == label
+    ]
+    return max(cands, key=lambda r: r["lookups_per_s"]) if cands else None
+
+
+def _colors(n: int) -> list[Any]:
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def plot_speedup(summary: dict[str, Any], path: Path) -> None:
+    rows, groups = summary["rows"], _groups(summary)
+    labels, per_design = _bar_entries(rows, groups)
+    n_lab, n_grp = len(labels), len(groups)
+    height = 0.8 / n_grp
+    fig, ax = plt.subplots(figsize=(9, 1.2 + max(2.5, n_lab * (0.22 * n_grp + 0.18))))
+    values = []
+    for gi, (group, color) in enumerate(zip(groups, _colors(n_grp), strict=True)):
+        ys, xs = [], []
+        for li, label in enumerate(labels):
+            r = _pick(rows, group, label, per_design)
+            if r is None or r["speedup"] is None:
+                continue
+            ys.append(li + (gi - (n_grp - 1) / 2) * height)
+            xs.append(r["speedup"])
+        values += xs
+        bars = ax.barh(ys, xs, height=height * 0.95, color=color, label=group)
+        if n_lab * n_grp <= 40:
+            ax.bar_label(bars, labels=[f"{x:.3g}x" for x in xs], padding=2, fontsize=7)
+    ax.axvline(1.0, color="black", lw=0.8, ls="--")
+    ax.set_yticks(range(n_lab), labels)
+    ax.invert_yaxis()
+    if values and max(values) / max(min(values), 1e-12) > 30:
+        ax.set_xscale("log")
+    ax.set_xlabel(f"speedup over {summary['baseline']} (lookups/s ratio, x)")
+    what = "fastest point of each design" if per_design else "each design"
+    ax.set_title(f"Speedup of {what} over {summary['baseline']} (dashed line = 1x)")
+    ax.legend(
+        title="workload", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title_fontsize=8
+    )
+    ax.margins(x=0.12)
+    ax.grid(axis="x", alpha=0.3)
+    _save(fig, path)
+
+
+def plot_pareto(summary: dict[str, Any], path: Path) -> None:
+    rows, groups = summary["rows"], _groups(summary)
+    designs = list(dict.fromkeys(r["design"] for r in rows))
+    color = dict(zip(designs, _colors(len(designs)), strict=True))
+    markers = "os^Dv<>pPX*h"
+    marker = {d: markers[i % len(markers)] for i, d in enumerate(designs)}
+    ncols = min(len(groups), 3)
+    nrows = (len(groups) + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 4.2 * nrows), squeeze=False)
+    for ax, group in zip(axes.flat, groups, strict=False):
+        grows = [r for r in rows if r["group"] == group]
+        for d in designs:
+            pts = [r for r in grows if r["design"] == d]
+            if not pts:
+                continue
+            ax.scatter(
+                [r["lookups_per_s"] for r in pts],
+                [r["energy_pj_per_lookup"] for r in pts],
+                s=[75 if r["pareto"] else 40 for r in pts],
+                c=[color[d]],
+                marker=marker[d],
+                edgecolors=["black" if r["pareto"] else "none" for r in pts],
+                linewidths=1.2,
+                alpha=0.85,
+                label=d,
+                zorder=3,
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(_EngLogFormatter(labelOnlyBase=False))
+            axis.set_minor_formatter(_EngLogFormatter(labelOnlyBase=False))
+        ax.set_xlabel("throughput (lookups/s)")
+        ax.set_ylabel("energy per lookup (pJ)")
+        ax.set_title(group, fontsize=10)
+        ax.margins(0.08)
+        ax.grid(alpha=0.3, which="both")
+    for ax in list(axes.flat)[len(groups) :]:
+        ax.set_visible(False)
+    handles, labels = [], []
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    fig.legend(handles, labels, title="design", loc="center left", bbox_to_anchor=(1.0, 0.5))
+    objectives = ", ".join(
+        f"{OBJECTIVE_NAMES.get(k, k)} {'up' if v == 'max' else 'down'}"
+        for k, v in summary["objectives"].items()
+    )
+    fig.suptitle(
+        f"Throughput vs energy per workload; larger, black-edged = Pareto set ({objectives})",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def _split_panel(
+    ax: Any, entries: list[tuple[str, dict[str, float], float]], title: str, unit: str
+) -> None:
+    comps = list(dict.fromkeys(c for _, split, _ in entries for c in split))
+    colors = dict(zip(comps, _colors(len(comps)), strict=True))
+    for yi, (_, split, total) in enumerate(entries):
+        s = sum(v for v in split.values() if v > 0)
+        left = 0.0
+        for c in comps:
+            share = max(split.get(c, 0.0), 0.0) / s * 100 if s > 0 else 0.0
+            ax.barh(yi, share, left=left, color=colors[c], label=c if yi == 0 else None)
+            left += share
+        if s <= 0:
+            ax.text(2, yi, "no breakdown", va="center", fontsize=7, color="gray")
+        ax.text(101, yi, f"{total:.3g} {unit}", va="center", fontsize=7)
+    ax.set_yticks(range(len(entries)), [lab for lab, _, _ in entries])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 118)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.set_xlabel("share of the total (%)")
+    ax.set_title(title, fontsize=10)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[c]) for c in comps]
+    ax.legend(
+        handles, comps, title="component", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8
+    )
+
+
+def plot_breakdown(summary: dict[str, Any], path: Path) -> None:
+    rows = summary["rows"]
+    group = summary["groups"][0]["group"]
+    labels, per_design = _bar_entries(rows, [group])
+    picked = [r for r in (_pick(rows, group, lab, per_design) for lab in labels) if r]
+    time_entries = [(r["label"], r["time_split_ns"], r["latency_ns"] / 1e3) for r in picked]
+    energy_entries = [(r["label"], r["energy_split_pj"], r["energy_pj_per_lookup"]) for r in picked]
+    fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(13, 1.6 + 0.32 * len(picked)), sharey=True)
+    _split_panel(ax_t, time_entries, "time per batch by component (total: µs)", "µs")
+    _split_panel(ax_e, energy_entries, "energy by component (total: pJ/lookup)", "pJ")
+    fig.suptitle(f"Where time and energy go: {group}", fontsize=11)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def write_plots(run_dir: Path, summary: dict[str, Any]) -> list[str]:
+    """Draw the three plots into ``run_dir``; returns the file names."""
+    if not summary["rows"]:
+        return []
+    out = []
+    for name, fn in (
+        ("speedup.png", plot_speedup),
+        ("pareto.png", plot_pareto),
+        ("breakdown.png", plot_breakdown),
+    ):
+        fn(summary, Path(run_dir) / name)
+        out.append(name)
+    return out

@@ -1,0 +1,167 @@
+"""Area and clock of the parity unit: yosys cell count, PyRTL area estimate, PyRTL timing.
+
+All figures are for the datapath *without* the parity memory (an SRAM macro, sized by the
+memory model): :func:`~nmp.rtl.parity.build_datapath`. PyRTL's estimates are calibrated to a
+130 nm standard-cell library (vsclib013); :meth:`RtlFigures.at_node` rescales them by Dennard
+scaling (area x s^2, delay x s), which is optimistic below ~65 nm (no wire delay).
+
+:func:`parity_unit_figures` is what the architecture models call: it answers from the small
+cache ``nmp/rtl/data/parity_report.json`` (kept current by a test) and computes on a miss.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+import pyrtl
+
+from nmp.errors import NmpError
+from nmp.rtl.parity import ParityUnitConfig, build_datapath
+
+PYRTL_TECH_NM = 130.0
+CACHE_PATH = Path(__file__).with_name("data") / "parity_report.json"
+REPORT_WIDTHS = (64, 128, 256, 512)
+REPORT_DEPTH = 1024  # parity words per unit; sets only the address width of the datapath
+REPORT_STAGES = 2
+
+
+@dataclass(frozen=True)
+class RtlFigures:
+    """Synthesis and timing figures of one parity-unit datapath (memory excluded)."""
+
+    width: int
+    depth: int
+    stages: int
+    gf: bool
+    input_mode: str
+    cells: int | None  # yosys `synth; stat` cell count (None: yosys not run)
+    pyrtl_area_mm2: float  # PyRTL area estimate of the logic, at tech_nm
+    critical_path_ps: float  # PyRTL timing analysis, at tech_nm
+    fmax_mhz: float  # 1 / (critical path + flip-flop setup and clock-to-q), at tech_nm
+    tech_nm: float = PYRTL_TECH_NM
+
+    @property
+    def key(self) -> str:
+        return _key(self.width, self.depth, self.stages, self.gf, self.input_mode)
+
+    def at_node(self, tech_nm: float) -> RtlFigures:
+        """The same design at another node by Dennard scaling (area s^2, delay s)."""
+        s = tech_nm / self.tech_nm
+        return replace(
+            self,
+            pyrtl_area_mm2=self.pyrtl_area_mm2 * s * s,
+            critical_path_ps=self.critical_path_ps * s,
+            fmax_mhz=self.fmax_mhz / s,
+            tech_nm=tech_nm,
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _key(width: int, depth: int, stages: int, gf: bool, input_mode: str) -> str:
+    return f"{'gf' if gf else 'xor'}-{input_mode}-w{width}-d{depth}-s{stages}"
+
+
+def yosys_available() -> bool:
+    return shutil.which("yosys") is not None
+
+
+def yosys_cells(cfg: ParityUnitConfig) -> tuple[int, dict[str, int]]:
+    """``yosys synth -top <name>; stat`` on the datapath: total cells and cells per type."""
+    if not yosys_available():
+        raise NmpError("yosys is not installed; it is needed for the cell count")
+    from nmp.rtl.verilog import _fresh_names
+
+    _fresh_names()
+    buf = io.StringIO()
+    pyrtl.output_to_verilog(buf, block=build_datapath(cfg), module_name=cfg.name)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "datapath.v"
+        src.write_text(buf.getvalue())
+        stat = Path(tmp) / "stat.txt"
+        cmd = f"read_verilog {src}; synth -top {cfg.name}; tee -q -o {stat} stat"
+        proc = subprocess.run(["yosys", "-q", "-p", cmd], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise NmpError(f"yosys failed on {cfg.name}: {proc.stderr.strip()[-500:]}")
+        text = stat.read_text()
+    total = re.search(r"Number of cells:\s+(\d+)", text)
+    if total is None:
+        raise NmpError(f"no cell count in yosys stat output for {cfg.name}")
+    types = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s+(\$\S+)\s+(\d+)\s*$", text, re.M)}
+    return int(total.group(1)), types
+
+
+def pyrtl_figures(cfg: ParityUnitConfig) -> tuple[float, float, float]:
+    """(logic area mm^2, critical path ps, fmax MHz) at 130 nm from PyRTL's analyses."""
+    block = build_datapath(cfg)
+    logic_mm2, _ = pyrtl.area_estimation(tech_in_nm=PYRTL_TECH_NM, block=block)
+    timing = pyrtl.TimingAnalysis(block)
+    return float(logic_mm2), float(timing.max_length()), float(timing.max_freq(PYRTL_TECH_NM))
+
+
+def measure(cfg: ParityUnitConfig, *, with_yosys: bool = True) -> RtlFigures:
+    """Compute the figures of ``cfg`` now (yosys takes ~1-10 s per configuration)."""
+    cells = yosys_cells(cfg)[0] if with_yosys else None
+    area, cp, fmax = pyrtl_figures(cfg)
+    return RtlFigures(
+        cfg.width, cfg.depth, cfg.stages, cfg.gf, cfg.input_mode, cells, area, cp, fmax
+    )
+
+
+def default_configs() -> list[ParityUnitConfig]:
+    """The configurations whose figures are cached: every report width, XOR and GF."""
+    return [
+        ParityUnitConfig(width=w, depth=REPORT_DEPTH, stages=REPORT_STAGES, gf=gf)
+        for gf in (False, True)
+        for w in REPORT_WIDTHS
+    ]
+
+
+@lru_cache(maxsize=1)
+def _load_cache() -> dict[str, dict]:
+    if not CACHE_PATH.exists():
+        return {}
+    return json.loads(CACHE_PATH.read_text())["figures"]
+
+
+def write_cache(figures: list[RtlFigures], path: Path = CACHE_PATH) -> None:
+    doc = {
+        "about": "nmp rtl report figures of the parity-unit datapath (no parity memory); "
+        "regenerate with `python -m nmp.rtl.synth`; tests/rtl checks it is current",
+        "figures": {f.key: f.to_dict() for f in figures},
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+    _load_cache.cache_clear()
+
+
+def parity_unit_figures(
+    width: int = 64,
+    *,
+    gf: bool = False,
+    depth: int = REPORT_DEPTH,
+    stages: int = REPORT_STAGES,
+    input_mode: str = "delta",
+    tech_nm: float = PYRTL_TECH_NM,
+) -> RtlFigures:
+    """Area and clock of one parity unit (cached figures; computed on a miss, which needs
+    yosys for the cell count: without it ``cells`` is None)."""
+    cfg = ParityUnitConfig(width=width, depth=depth, stages=stages, gf=gf, input_mode=input_mode)
+    hit = _load_cache().get(_key(width, depth, stages, gf, input_mode))
+    fig = RtlFigures(**hit) if hit else measure(cfg, with_yosys=yosys_available())
+    return fig if tech_nm == fig.tech_nm else fig.at_node(tech_nm)
+
+
+if __name__ == "__main__":  # regenerate the cache
+    write_cache([measure(c) for c in default_configs()])
+    print(f"wrote {CACHE_PATH}")

@@ -1,0 +1,103 @@
+"""Training configuration: one frozen spec, built from a workload preset plus training knobs.
+
+The workload preset (``nmp.workload``) gives the tables (rows, dim), batch, pooling and the
+access skew. A training run on a CPU in seconds needs smaller tables, so rows are capped at
+``max_rows`` per table (ids are hashed into the capped table, like DLRM's ``--max-ind-range``);
+everything else keeps the preset's values unless set. Every knob can be changed with
+``--set train.<field>=value``.
+
+The defaults below are chosen, not measured, and say why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from nmp.config import KeyedValueError, apply_overrides
+
+Strategy = Literal["ecrec", "checkpoint", "cpr-mfu", "cpr-ssu", "none", "failure-free"]
+STRATEGIES: tuple[str, ...] = ("ecrec", "checkpoint", "cpr-mfu", "cpr-ssu", "none")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    workload: str = "criteo-kaggle"
+    # --- model and data -----------------------------------------------------------------------
+    steps: int = 600  # enough for the synthetic teacher's AUC to climb well above 0.5
+    batch: int = 0  # 0: the workload's batch (criteo-kaggle: 128)
+    max_rows: int = 2000  # rows per table cap for CPU runs (criteo-kaggle has 10M-row tables)
+    max_tables: int = 0  # 0: every table of the workload
+    max_pooling: int = 4  # cap of the lookups per bag (recross-eval's 80 is slow on a CPU)
+    dim: int = 0  # 0: the workload's dim
+    # MLP widths after the input; the bottom must end at dim. Chosen: PAPERS.md's Criteo Kaggle
+    # bottom 13-512-256-64-16 / top 512-256-1 divided by 8 so a step takes milliseconds on one
+    # CPU core; the paper sizes are --set train.bottom=[512,256,64] train.top=[512,256].
+    bottom: tuple[int, ...] = (64, 32)
+    top: tuple[int, ...] = (64, 32)
+    optimizer: Literal["sgd", "adagrad"] = "adagrad"  # row-wise Adagrad as in DLRM/torchrec
+    lr_embedding: float = 0.05  # chosen: stable for row-wise Adagrad on the synthetic data
+    lr_dense: float = 0.1  # chosen: SGD on the MLP, as dlrm_s_pytorch's default optimizer
+    zipf_alpha: float = 0.0  # 0: the workload's alpha (1.05 for Criteo presets)
+    eval_batches: int = 32  # held-out batches for AUC/logloss/accuracy (4096 samples at 128)
+    seed: int = 0
+    data: str = ""  # a Criteo TSV file; empty: the synthetic teacher stream
+    # --- memory nodes and parity --------------------------------------------------------------
+    nodes: int = 5  # PAPERS.md: ECRec evaluated with 5 servers; here memory nodes
+    code: Literal["xor", "rs", "float-sum"] = "xor"
+    parities: int = 1  # r; with code = "rs" r = 2 survives two concurrent failures
+    two_phase: bool = True  # two-phase commit of data update and parity delta
+    rebuild_ranges: int = 10  # PAPERS.md: the ECRec code rebuilds in 10 ranges
+    # Chosen: the background rebuild may add up to this fraction of a step's time per step
+    # (it shares the memory nodes with training instead of stopping it).
+    rebuild_share: float = 0.5
+    dense_replicas: int = 2  # dense MLP replicated on two nodes (ECRec)
+    # --- hardware cost model ------------------------------------------------------------------
+    arch: str = "recnmp"
+    memory: str = ""  # empty: the architecture preset's memory
+    cost_sample: int = 25  # run the architecture's timing model on every n-th step's batch
+    # Chosen: dense compute of the MLP on the host at 1 TFLOP/s (a CPU socket with AVX-512).
+    host_flops: float = 1.0e12
+    # --- checkpoints and failures -------------------------------------------------------------
+    storage_gbps: float = 2.0  # chosen: one NVMe SSD's sequential write bandwidth
+    restart_s: float = 0.0  # rescheduling time of a global restart (CPR's fourth part)
+    interval: Literal["young", "daly"] = "young"
+    # MTBF in steps of modeled time: a CPU-sized run lasts milliseconds of modeled time, so the
+    # failure rate is stated per step; Young/Daly convert it with the modeled step time.
+    mtbf_steps: float = 600.0
+    cpr_fraction: float = 0.1  # rows saved by each CPR partial save (MFU top-k, SSU sampled)
+    cpr_partials: int = 4  # partial saves per full-checkpoint interval
+    ssu_sample: float = 0.05  # fraction of each batch's samples whose rows SSU records
+    ckpt_dir: str = ""  # empty: a temporary folder removed after the run
+
+    def validate(self) -> None:
+        positive = ("steps", "max_rows", "max_pooling", "nodes", "rebuild_ranges", "eval_batches")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise KeyedValueError(name, "must be >= 1")
+        for name in ("batch", "max_tables", "dim"):
+            if getattr(self, name) < 0:
+                raise KeyedValueError(name, "must be >= 0")
+        if self.parities < 1:
+            raise KeyedValueError("parities", "must be >= 1")
+        if self.code in ("xor", "float-sum") and self.parities != 1:
+            raise KeyedValueError("parities", f"code '{self.code}' has one parity; use code rs")
+        if self.nodes <= self.parities:
+            raise KeyedValueError("nodes", f"must exceed parities ({self.parities})")
+        if not 0.0 < self.rebuild_share:
+            raise KeyedValueError("rebuild_share", "must be > 0")
+        for name in ("storage_gbps", "host_flops", "mtbf_steps", "lr_embedding", "lr_dense"):
+            if getattr(self, name) <= 0:
+                raise KeyedValueError(name, "must be > 0")
+        if not 0.0 < self.cpr_fraction <= 1.0:
+            raise KeyedValueError("cpr_fraction", "must be in (0, 1]")
+        if not 0.0 < self.ssu_sample <= 1.0:
+            raise KeyedValueError("ssu_sample", "must be in (0, 1]")
+        if self.cpr_partials < 0:
+            raise KeyedValueError("cpr_partials", "must be >= 0")
+        if self.dense_replicas < 1 or self.dense_replicas > self.nodes:
+            raise KeyedValueError("dense_replicas", f"must be in 1..{self.nodes}")
+
+
+def with_overrides(cfg: TrainConfig, overrides: dict) -> TrainConfig:
+    return apply_overrides(cfg, overrides, root="train")

@@ -1,0 +1,178 @@
+"""Modeled time and energy of a training run on the near-memory hardware.
+
+Every part of a step is charged from a hardware model:
+
+- gather-reduce of the batch's lookups and the update of the touched rows (with in-memory
+  parity maintenance where the strategy keeps parity, a plain write of the new rows where it
+  does not) come from :mod:`nmp.arch` (``gather_reduce`` and ``parity_update``: DRAM timing and
+  energy of the data and parity units and the traffic between nodes) — see
+  :mod:`nmp.train.hwcost` for the adapter and its fallback;
+- degraded reads and the rebuild decode ``k`` surviving shards per lost row: charged as ``k`` row
+  reads at the gather's measured cost per lookup plus one row write at the update's cost per row;
+- dense compute of the MLP (forward + backward, 6 flops per weight per sample) at
+  ``host_flops``;
+- checkpoint writes and loads at ``storage_gbps``.
+
+The architecture's timing model runs on every ``cost_sample``-th step's real batch and touched
+rows; the other steps are charged at the running mean cost per lookup and per updated row (the
+batch size and pooling are fixed, so steps differ only in which rows they touch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nmp.train.config import TrainConfig
+
+CATEGORIES = (
+    "gather",
+    "update",
+    "dense",
+    "degraded_decode",
+    "rebuild",
+    "ckpt_write",
+    "ckpt_load",
+    "reexec",
+    "restart",
+    "reinit",
+)
+
+
+@dataclass
+class CostLedger:
+    """Modeled time (ns) and energy (pJ) by category."""
+
+    t_ns: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0.0))
+    energy_pj: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 0.0))
+    reexec_until: int = -1  # steps below this are re-executions (charged to "reexec")
+    step_ns: list[float] = field(default_factory=list)  # per executed step, every category
+
+    def add(self, category: str, t_ns: float, energy_pj: float = 0.0) -> None:
+        self.t_ns[category] += float(t_ns)
+        self.energy_pj[category] += float(energy_pj)
+
+    @property
+    def total_ns(self) -> float:
+        return float(sum(self.t_ns.values()))
+
+    @property
+    def total_energy_pj(self) -> float:
+        return float(sum(self.energy_pj.values()))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "total_ns": self.total_ns,
+            "total_energy_pj": self.total_energy_pj,
+            "t_ns": dict(self.t_ns),
+            "energy_pj": dict(self.energy_pj),
+        }
+
+
+class CostModel:
+    """Charges modeled time/energy to a ledger (see module docstring)."""
+
+    def __init__(self, cfg: TrainConfig, geo, store) -> None:
+        from nmp.train.hwcost import make_backend
+
+        self.cfg = cfg
+        self.geo = geo
+        self.store = store
+        self.backend = make_backend(cfg, geo, store)
+        self._sums = np.zeros(8)  # gather ns, pJ, lookups, update ns, pJ, rows, samples, -
+        self._last_decoded = 0
+        params = _mlp_weights(geo)
+        self.dense_ns_per_step = 6.0 * params * geo.batch / cfg.host_flops * 1e9
+
+    # -- rates -------------------------------------------------------------------------------
+
+    def _sample(self, batch, rows: np.ndarray) -> None:
+        g_ns, g_pj = self.backend.gather(batch)
+        u_ns, u_pj = self.backend.update(rows)
+        self._sums += [g_ns, g_pj, batch.ids.size, u_ns, u_pj, max(1, len(rows)), 1, 0]
+
+    @property
+    def ns_per_lookup(self) -> float:
+        return self._sums[0] / max(1.0, self._sums[2])
+
+    @property
+    def pj_per_lookup(self) -> float:
+        return self._sums[1] / max(1.0, self._sums[2])
+
+    @property
+    def ns_per_update(self) -> float:
+        return self._sums[3] / max(1.0, self._sums[5])
+
+    @property
+    def pj_per_update(self) -> float:
+        return self._sums[4] / max(1.0, self._sums[5])
+
+    def calibrate(self, batch, rows: np.ndarray) -> None:
+        if self._sums[6] == 0:
+            self._sample(batch, rows)
+
+    # -- charges -------------------------------------------------------------------------------
+
+    def charge_step(self, ledger: CostLedger, step: int, batch, rows: np.ndarray) -> None:
+        if self._sums[6] == 0 or step % self.cfg.cost_sample == 0:
+            self._sample(batch, rows)
+        lookups = batch.ids.size
+        parts = {
+            "gather": (lookups * self.ns_per_lookup, lookups * self.pj_per_lookup),
+            "update": (len(rows) * self.ns_per_update, len(rows) * self.pj_per_update),
+            "dense": (self.dense_ns_per_step, 0.0),
+        }
+        decoded = self.store.counters["decoded_rows"] - self._last_decoded
+        self._last_decoded = self.store.counters["decoded_rows"]
+        if decoded:
+            parts["degraded_decode"] = self.decode_cost(decoded)
+        total = sum(t for t, _ in parts.values())
+        if step < ledger.reexec_until:
+            ledger.add("reexec", total, sum(e for _, e in parts.values()))
+        else:
+            for cat, (t, e) in parts.items():
+                ledger.add(cat, t, e)
+        ledger.step_ns.append(total)
+
+    def decode_cost(self, rows: int) -> tuple[float, float]:
+        """Reading the ``k`` surviving shards of each of ``rows`` lost rows (for degraded reads
+        the decoded row goes to the requesting unit, not back to memory)."""
+        k = self.store.k
+        return rows * k * self.ns_per_lookup, rows * k * self.pj_per_lookup
+
+    def rebuild_cost(self, positions: int) -> tuple[float, float]:
+        """Decoding ``positions`` lost positions and writing them to the replacement node."""
+        t, e = self.decode_cost(positions)
+        return t + positions * self.ns_per_update, e + positions * self.pj_per_update
+
+    def storage_ns(self, bytes_: float) -> float:
+        return bytes_ / self.cfg.storage_gbps  # GB/s is bytes per ns
+
+    def write_rows_cost(self, rows: int) -> tuple[float, float]:
+        """Writing ``rows`` records into memory (checkpoint reload, re-initialization)."""
+        return rows * self.ns_per_update, rows * self.pj_per_update
+
+    def copy_bytes_cost(self, nbytes: float) -> tuple[float, float]:
+        """Copying ``nbytes`` between nodes, at the update's cost per record byte."""
+        rows = nbytes / self.store.record_bytes
+        return rows * self.ns_per_update, rows * self.pj_per_update
+
+    def baseline_step_ns(self) -> float:
+        """Modeled time of one failure-free step (for converting step counts to time)."""
+        lookups = self.geo.batch * self.geo.pooling * len(self.geo.table_rows)
+        rows = self._sums[5] / max(1.0, self._sums[6])
+        return lookups * self.ns_per_lookup + rows * self.ns_per_update + self.dense_ns_per_step
+
+
+def _mlp_weights(geo) -> int:
+    from nmp.train.data import NUM_DENSE
+    from nmp.train.model import interaction_dim
+
+    sizes_b = (NUM_DENSE, *geo.bottom)
+    sizes_t = (interaction_dim(len(geo.table_rows), geo.dim), *geo.top)
+    n = 0
+    for sizes in (sizes_b, sizes_t):
+        n += sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+    return n

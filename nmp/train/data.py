@@ -1,0 +1,201 @@
+"""Training data: a synthetic Criteo-like stream with a hidden teacher, and a Criteo TSV reader.
+
+Both yield :class:`Batch` objects: 13 dense features, one fixed-size bag of ids per sparse
+feature (pooling ``P``; Criteo itself is one-hot, ``P = 1``) and a 0/1 label.
+
+The synthetic stream draws ids from a power law (rank ``r`` has probability ∝ ``(r+1)^-alpha``,
+ranks scattered over the table by a fixed permutation so hot rows land on every memory node) and
+sets the label from a hidden teacher: a logistic model over the dense features, one scalar
+weight per (table, row) and dot products of hidden per-row vectors for a few table pairs. A
+DLRM can learn all three terms, so the AUC rises well above 0.5, and losing the learned rows of
+one memory node costs a measurable amount of AUC. Batch ``s`` is a pure function of
+``(seed, s)``: re-executing a step after a rollback sees exactly the same data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from nmp.errors import NmpError
+
+NUM_DENSE = 13
+NUM_SPARSE_CRITEO = 26
+EVAL_STREAM = 1 << 40  # step ids of the held-out stream never collide with training steps
+
+
+@dataclass
+class Batch:
+    """One mini-batch. ``ids`` [T, B, P] int64 are row numbers within each table."""
+
+    dense: np.ndarray  # float32 [B, 13]
+    ids: np.ndarray  # int64 [T, B, P]
+    label: np.ndarray  # float32 [B]
+
+    @property
+    def size(self) -> int:
+        return int(self.label.shape[0])
+
+
+class SyntheticCriteo:
+    """Power-law ids plus a hidden teacher (see module docstring)."""
+
+    def __init__(
+        self,
+        table_rows: tuple[int, ...],
+        *,
+        batch: int,
+        pooling: int = 1,
+        alpha: float = 1.05,
+        teacher_dim: int = 4,
+        teacher_pairs: int = 8,
+        teacher_scale: float = 1.5,
+        seed: int = 0,
+    ) -> None:
+        if batch <= 0 or pooling <= 0:
+            raise NmpError(f"batch and pooling must be positive, got {batch}, {pooling}")
+        self.table_rows = tuple(int(r) for r in table_rows)
+        self.batch = batch
+        self.pooling = pooling
+        self.seed = seed
+        rng = np.random.default_rng([seed, 0xDA7A])
+        self._cdf: list[np.ndarray] = []
+        self._perm: list[np.ndarray] = []
+        for rows in self.table_rows:
+            p = (np.arange(rows, dtype=np.float64) + 1.0) ** -alpha
+            self._cdf.append(np.cumsum(p / p.sum()))
+            self._perm.append(rng.permutation(rows))
+        t = len(self.table_rows)
+        # Teacher: per-row scalar weight, per-row hidden vector for pairwise terms, dense weights.
+        self._w = [rng.standard_normal(rows) * teacher_scale / np.sqrt(t) for rows in table_rows]
+        self._u = [rng.standard_normal((rows, teacher_dim)) for rows in table_rows]
+        pairs = rng.choice(t * (t - 1) // 2, size=min(teacher_pairs, t * (t - 1) // 2), replace=False)
+        ii, jj = np.tril_indices(t, k=-1)
+        self._pairs = list(zip(ii[pairs].tolist(), jj[pairs].tolist(), strict=True))
+        self._pair_scale = teacher_scale / np.sqrt(max(1, len(self._pairs)) * teacher_dim)
+        self._v = rng.standard_normal(NUM_DENSE) * teacher_scale / np.sqrt(NUM_DENSE)
+        self._bias = -0.6  # about a 1:3 click ratio, like Criteo's 25 % positives
+
+    def _draw(self, stream: int) -> Batch:
+        rng = np.random.default_rng([self.seed, stream])
+        b, p = self.batch, self.pooling
+        dense = rng.standard_normal((b, NUM_DENSE)).astype(np.float32)
+        ids = np.empty((len(self.table_rows), b, p), dtype=np.int64)
+        logit = dense.astype(np.float64) @ self._v + self._bias
+        for t, rows in enumerate(self.table_rows):
+            ranks = np.searchsorted(self._cdf[t], rng.random((b, p)), side="right")
+            ids[t] = self._perm[t][np.minimum(ranks, rows - 1)]
+            logit += self._w[t][ids[t]].sum(axis=1) / p
+        for i, j in self._pairs:
+            ui = self._u[i][ids[i]].mean(axis=1)
+            uj = self._u[j][ids[j]].mean(axis=1)
+            logit += self._pair_scale * np.einsum("bd,bd->b", ui, uj)
+        prob = 1.0 / (1.0 + np.exp(-logit))
+        label = (rng.random(b) < prob).astype(np.float32)
+        return Batch(dense=dense, ids=ids, label=label)
+
+    def batch_at(self, step: int) -> Batch:
+        """Training batch of ``step`` (a pure function of seed and step)."""
+        return self._draw(step)
+
+    def eval_batches(self, count: int) -> list[Batch]:
+        """The held-out split: ``count`` batches from a stream no training step draws."""
+        return [self._draw(EVAL_STREAM + i) for i in range(count)]
+
+
+class CriteoTSV:
+    """Criteo TSV (``label \\t I1..I13 \\t C1..C26``) with ids hashed into the table sizes.
+
+    Empty integers read as 0 and dense values become ``log(1 + max(x, 0))`` as in the DLRM
+    reference; categoricals are 8-hex-digit hashes (empty reads as 0) taken modulo the table's
+    row count. The last ``eval_fraction`` of the lines form the held-out split.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        table_rows: tuple[int, ...],
+        *,
+        batch: int,
+        eval_fraction: float = 0.1,
+        max_lines: int | None = None,
+    ) -> None:
+        if len(table_rows) != NUM_SPARSE_CRITEO:
+            raise NmpError(f"Criteo TSV has 26 sparse features; the model has {len(table_rows)}")
+        self.table_rows = tuple(table_rows)
+        self.batch = batch
+        self.pooling = 1
+        dense, cats, labels = read_criteo_tsv(path, max_lines=max_lines)
+        rows = np.asarray(self.table_rows, dtype=np.uint64)
+        ids = (cats % rows[None, :]).astype(np.int64)  # [N, 26]
+        n = labels.shape[0]
+        n_eval = max(batch, int(n * eval_fraction))
+        if n - n_eval < batch:
+            raise NmpError(f"{path}: {n} lines are too few for batch {batch} plus a held-out split")
+        self._dense, self._ids, self._label = dense, ids, labels
+        self._n_train = n - n_eval
+
+    def _slice(self, lo: int, hi: int) -> Batch:
+        ids = self._ids[lo:hi].T[:, :, None].copy()
+        return Batch(dense=self._dense[lo:hi], ids=ids, label=self._label[lo:hi])
+
+    def batch_at(self, step: int) -> Batch:
+        per_epoch = self._n_train // self.batch
+        lo = (step % per_epoch) * self.batch
+        return self._slice(lo, lo + self.batch)
+
+    def eval_batches(self, count: int) -> list[Batch]:
+        lo = self._n_train
+        n = self._label.shape[0]
+        out = []
+        while lo < n and len(out) < count:
+            out.append(self._slice(lo, min(n, lo + self.batch)))
+            lo += self.batch
+        return out
+
+
+def read_criteo_tsv(
+    path: str | Path, *, max_lines: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Parse a Criteo TSV file -> (dense float32 [N,13], categorical uint64 [N,26], label [N]).
+
+    A malformed line raises :class:`NmpError` naming the file and line.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise NmpError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    lines = text.splitlines()
+    if max_lines is not None:
+        lines = lines[:max_lines]
+    n = len(lines)
+    width = 1 + NUM_DENSE + NUM_SPARSE_CRITEO
+    fields = [line.split("\t") for line in lines]
+    for i, f in enumerate(fields):
+        if len(f) != width:
+            raise NmpError(f"expected {width} tab-separated fields, got {len(f)}", file=str(path), line=i + 1)
+    # Column-wise conversion keeps the per-value work inside numpy/C.
+    cols = list(zip(*fields, strict=True)) if n else [()] * width
+    try:
+        label = np.asarray(cols[0], dtype=np.float32)
+        dense = np.stack(
+            [np.asarray([v or "0" for v in cols[1 + j]], dtype=np.float64) for j in range(NUM_DENSE)],
+            axis=1,
+        )
+        cats = np.stack(
+            [
+                np.asarray([int(v, 16) if v else 0 for v in cols[1 + NUM_DENSE + j]], dtype=np.uint64)
+                for j in range(NUM_SPARSE_CRITEO)
+            ],
+            axis=1,
+        )
+    except ValueError as exc:
+        raise NmpError(f"malformed value: {exc}", file=str(path)) from None
+    if not np.isin(label, (0.0, 1.0)).all():
+        bad = int(np.flatnonzero(~np.isin(label, (0.0, 1.0)))[0])
+        raise NmpError("label must be 0 or 1", file=str(path), line=bad + 1)
+    dense = np.log1p(np.maximum(dense, 0.0)).astype(np.float32)
+    return dense, cats.reshape(n, NUM_SPARSE_CRITEO), label

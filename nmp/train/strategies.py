@@ -1,0 +1,429 @@
+"""Recovery strategies: what happens when a memory node fails during training.
+
+- ``ecrec``: erasure-coded store; training never pauses. Lost rows are decoded from survivors
+  on read; a background rebuild restores the node range by range (updates to the range in
+  flight are buffered and applied after); the two-phase commit's log rolls a half-done update
+  forward when a node fails between data write and parity delta.
+- ``checkpoint``: full recovery. Checkpoints to real files every τ (Young or Daly with the
+  modeled write time and the MTBF); a failure rolls every node back to the last checkpoint and
+  re-executes the lost steps.
+- ``cpr-mfu`` / ``cpr-ssu``: partial recovery (CPR). Only the failed node's rows reload from the
+  last checkpoint; between full checkpoints, partial saves refresh the most-frequently-used rows
+  (MFU: a counter per row, top-k) or the rows touched by a sample of the inputs (SSU).
+- ``none``: the failed node's rows are re-initialized.
+- ``failure-free``: no protection (the baseline that overheads are measured against).
+
+The dense MLP is replicated on ``dense_replicas`` nodes in every strategy: a failure of one
+replica's node costs a copy from a survivor, never a rollback.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nmp.errors import NmpError
+from nmp.train.checkpoint import daly_interval, load_npz, save_npz, young_interval
+from nmp.train.config import TrainConfig
+from nmp.train.failures import Failure
+
+
+class Strategy:
+    name = "failure-free"
+    uses_parity = False
+
+    def __init__(self, cfg: TrainConfig) -> None:
+        self.cfg = cfg
+        self.events: list[dict[str, Any]] = []
+        self.recovery_ns = 0.0  # modeled time training stood still because of failures
+        self.redundancy_ns: list[float | None] = []  # per failure: until fully protected again
+        self.extra_memory_bytes = 0
+
+    def attach(self, trainer) -> None:
+        self.t = trainer
+        self.store = trainer.store
+        self.cost = trainer.cost
+        self.ledger = trainer.ledger
+        b0 = trainer.data.batch_at(0)
+        self.cost.calibrate(b0, np.unique(trainer.global_rows(b0)))
+
+    def before_step(self) -> None:
+        pass
+
+    def after_step(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+    def on_failure(self, f: Failure, pending_commit=None) -> None:
+        raise NmpError(f"strategy '{self.name}' was given a failure (node {f.node})")
+
+    def _dense_failure(self, node: int) -> None:
+        """Re-replicate the MLP from a surviving replica onto the replacement node."""
+        if node in self.t.dense_alive:
+            self.t.fail_dense_replica(node)
+            t_ns, e_pj = self.cost.copy_bytes_cost(self.t.dense_bytes())
+            self.ledger.add("rebuild", t_ns, e_pj)
+            self.t.dense_alive.add(node)
+
+    def _event(self, f: Failure, **kw: Any) -> dict[str, Any]:
+        ev = {"step": f.step, "node": f.node, "phase": f.phase, "at_ns": self.ledger.total_ns}
+        ev.update(kw)
+        self.events.append(ev)
+        return ev
+
+    def memory_overhead(self) -> float:
+        """Extra memory of the protection over the unprotected model (fraction)."""
+        t = self.t
+        base = t.store.data_bytes + t.dense_bytes()
+        extra = (self.cfg.dense_replicas - 1) * t.dense_bytes() + self.extra_memory_bytes
+        if self.uses_parity:
+            extra += t.store.parity_bytes
+        return extra / base
+
+    def summary(self) -> dict[str, Any]:
+        red = [r for r in self.redundancy_ns if r is not None]
+        return {
+            "recovery_ns": self.recovery_ns,
+            "time_to_full_redundancy_ns": max(red) if red else None,
+            "redundancy_restored": all(r is not None for r in self.redundancy_ns),
+            "memory_overhead": self.memory_overhead(),
+        }
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+class ECRec(Strategy):
+    name = "ecrec"
+    uses_parity = True
+
+    def attach(self, trainer) -> None:
+        super().attach(trainer)
+        self.queue: list[int] = []
+        self.failed_at: dict[int, float] = {}
+        self.range_left = 0  # steps until the range in flight commits
+        self.range_ns = 0.0
+        self.range_pj = 0.0
+        self.ranges_done = 0
+
+    def on_failure(self, f: Failure, pending_commit=None) -> None:
+        store = self.store
+        if pending_commit is not None and not self.cfg.two_phase:
+            # Without a commit log, the deltas of rows whose data unit just died die with it.
+            keep = store.node_of_row(pending_commit.rows) != f.node
+            pending_commit.rows = pending_commit.rows[keep]
+            pending_commit.old = pending_commit.old[keep]
+            pending_commit.new = pending_commit.new[keep]
+        self._dense_failure(f.node)
+        inflight = store.inflight
+        if inflight is not None and inflight.node == f.node:
+            self.range_left = 0  # the replacement died: its range restarts with the others
+        store.fail_node(f.node)
+        if f.node not in self.queue:
+            self.queue.append(f.node)
+        self.failed_at[f.node] = self.ledger.total_ns
+        self._event(f, lost_rows=int(len(store.rows_on_node(f.node))))
+        self.redundancy_ns.append(None)
+        self._slot = len(self.redundancy_ns) - 1
+
+    def _range_stripes(self, node: int) -> np.ndarray:
+        lost = self.store.lost_positions(node)
+        size = math.ceil(self.store.stripes / self.cfg.rebuild_ranges)
+        return lost[:size]
+
+    def before_step(self) -> None:
+        store = self.store
+        while store.inflight is None and self.queue:
+            node = self.queue[0]
+            stripes = self._range_stripes(node)
+            if len(stripes) == 0:
+                self.queue.pop(0)
+                self._restored(node)
+                continue
+            store.start_range(node, stripes)
+            self.range_ns, self.range_pj = self.cost.rebuild_cost(len(stripes))
+            budget = self.cfg.rebuild_share * self.cost.baseline_step_ns()
+            self.range_left = max(1, math.ceil(self.range_ns / budget))
+            self._range_steps = self.range_left
+
+    def after_step(self) -> None:
+        if self.store.inflight is None:
+            return
+        self.ledger.add("rebuild", self.range_ns / self._range_steps, self.range_pj / self._range_steps)
+        self.range_left -= 1
+        if self.range_left <= 0:
+            self.store.commit_range()
+            self.ranges_done += 1
+            node = self.queue[0]
+            if len(self.store.lost_positions(node)) == 0:
+                self.queue.pop(0)
+                self._restored(node)
+
+    def _restored(self, node: int) -> None:
+        t0 = self.failed_at.pop(node, None)
+        if t0 is None:
+            return
+        dt = self.ledger.total_ns - t0
+        for i in range(len(self.redundancy_ns)):
+            if self.redundancy_ns[i] is None:
+                self.redundancy_ns[i] = dt
+                break
+        self.events.append({"rebuilt_node": node, "at_ns": self.ledger.total_ns, "after_ns": dt})
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out["code"] = self.cfg.code
+        out["parities"] = self.store.r
+        out["rebuild_ranges_done"] = self.ranges_done
+        out["degraded_decoded_rows"] = self.store.counters["decoded_rows"]
+        if self.store.scheme is not None and not self.store.scheme.exact and not self.store.lost_nodes():
+            out["float_sum_drift"] = float_sum_drift(self.store)
+        return out
+
+
+def float_sum_drift(store) -> dict[str, float]:
+    """How far a float-sum parity has drifted: maintained parity vs a fresh sum, and the error
+    of rows decoded from it (max abs, fraction of elements not bit-equal)."""
+    fresh = store.scheme.encode(store.data)
+    par = store.parity
+    diff = np.abs(par - fresh)
+    k = store.k
+    worst, bad, n = 0.0, 0, 0
+    for j in range(k):
+        others = np.delete(store.data, j, axis=1)
+        dec = store.scheme.decode(
+            np.concatenate([others[:, :j], np.zeros_like(store.data[:, :1]), others[:, j:]], axis=1),
+            par,
+            [j],
+        )[:, j]
+        err = np.abs(dec - store.data[:, j])
+        worst = max(worst, float(err.max()))
+        bad += int(np.count_nonzero(dec.view(np.uint32) != store.data[:, j].view(np.uint32)))
+        n += dec.size
+    return {
+        "parity_max_abs": float(diff.max()),
+        "parity_mismatch_fraction": float(np.count_nonzero(diff) / diff.size),
+        "decode_max_abs": worst,
+        "decode_mismatch_fraction": bad / n,
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+class _Checkpointing(Strategy):
+    """Shared by full (checkpoint) and partial (CPR) recovery: the files and the interval."""
+
+    def attach(self, trainer) -> None:
+        super().attach(trainer)
+        if self.cfg.ckpt_dir:
+            self.dir = Path(self.cfg.ckpt_dir)
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._own_dir = False
+        else:
+            self.dir = Path(tempfile.mkdtemp(prefix=f"nmp-train-{self.name}-"))
+            self._own_dir = True
+        self.ckpt_bytes = self.store.data_bytes + trainer.dense_bytes()
+        delta_ns = self.cost.storage_ns(self.ckpt_bytes)
+        step_ns = self.cost.baseline_step_ns()
+        mtbf_ns = self.cfg.mtbf_steps * step_ns
+        fn = young_interval if self.cfg.interval == "young" else daly_interval
+        self.tau_ns = fn(delta_ns, mtbf_ns)
+        self.interval_steps = max(1, round(self.tau_ns / step_ns))
+        self.delta_ns = delta_ns
+        self.write_wall_s: list[float] = []
+        self.full_path = self.dir / "full.npz"
+        self.full_step = -1
+        self._save_full()
+
+    def _save_full(self) -> None:
+        t = self.t
+        arrays = {"records": self.store.snapshot_all(), "step": np.int64(t.step)}
+        arrays.update(t.dense_state())
+        self.write_wall_s.append(save_npz(self.full_path, **arrays))
+        self.full_step = t.step
+        self.ledger.add("ckpt_write", self.delta_ns)
+
+    def after_step(self) -> None:
+        if self.t.step % self.interval_steps == 0:
+            self._save_full()
+
+    def finish(self) -> None:
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out.update(
+            interval_steps=self.interval_steps,
+            interval_rule=self.cfg.interval,
+            checkpoint_bytes=self.ckpt_bytes,
+            checkpoint_write_ns=self.delta_ns,
+            checkpoints_written=len(self.write_wall_s),
+            checkpoint_write_wall_s_mean=float(np.mean(self.write_wall_s)),
+        )
+        return out
+
+
+class FullCheckpoint(_Checkpointing):
+    name = "checkpoint"
+
+    def on_failure(self, f: Failure, pending_commit=None) -> None:
+        t = self.t
+        self._dense_failure(f.node)
+        self.store.fail_node(f.node)
+        z = load_npz(self.full_path)
+        self.store.load_all(z["records"])
+        t.load_dense_state(z)
+        back_to = int(z["step"])
+        load_ns = self.cost.storage_ns(self.ckpt_bytes)
+        w_ns, w_pj = self.cost.write_rows_cost(self.store.total_rows)
+        self.ledger.add("ckpt_load", load_ns + w_ns, w_pj)
+        self.ledger.add("restart", self.cfg.restart_s * 1e9)
+        lost_steps = t.step - back_to
+        self.ledger.reexec_until = max(self.ledger.reexec_until, t.step)
+        # The stall is load + restart + re-execution; the re-executed steps' time is added by
+        # the ledger as they run ("reexec"), so the total is completed in summary().
+        self._stall_fixed += load_ns + w_ns + self.cfg.restart_s * 1e9
+        self._event(f, rolled_back_to=back_to, reexecuted_steps=lost_steps)
+        t.step = back_to
+
+    def attach(self, trainer) -> None:
+        self._stall_fixed = 0.0
+        super().attach(trainer)
+
+    def summary(self) -> dict[str, Any]:
+        failures = [e for e in self.events if "rolled_back_to" in e]
+        self.recovery_ns = self._stall_fixed + self.ledger.t_ns["reexec"]
+        # Full recovery restores everything once the lost steps are re-executed.
+        self.redundancy_ns = [self.recovery_ns] if failures else []
+        out = super().summary()
+        out["reexecuted_steps"] = int(sum(e["reexecuted_steps"] for e in failures))
+        return out
+
+
+class CPR(_Checkpointing):
+    """Partial recovery; ``mode`` is ``mfu`` (counters, top-k) or ``ssu`` (sampled inputs)."""
+
+    def __init__(self, cfg: TrainConfig, mode: str) -> None:
+        super().__init__(cfg)
+        self.mode = mode
+        self.name = f"cpr-{mode}"
+
+    def attach(self, trainer) -> None:
+        n = trainer.store.total_rows
+        self.counts = np.zeros(n, dtype=np.int64)  # MFU: accesses per row
+        self.marked = np.zeros(n, dtype=bool)  # SSU: rows touched by sampled inputs
+        self.partials: list[Path] = []
+        super().attach(trainer)
+        self.extra_memory_bytes = n * 4 if self.mode == "mfu" else -(-n // 8)
+        self.partial_every = max(1, self.interval_steps // (self.cfg.cpr_partials + 1))
+        self.top_k = max(1, int(self.cfg.cpr_fraction * n))
+
+    def _save_full(self) -> None:
+        super()._save_full()
+        for p in self.partials:
+            p.unlink(missing_ok=True)
+        self.partials = []
+
+    def after_step(self) -> None:
+        t = self.t
+        b = t.last_batch
+        g = t.global_rows(b)
+        if self.mode == "mfu":
+            self.counts += np.bincount(g.ravel(), minlength=len(self.counts))
+        else:
+            rng = np.random.default_rng([self.cfg.seed, 0x55, t.step])
+            take = max(1, round(self.cfg.ssu_sample * b.size))
+            samples = rng.choice(b.size, size=take, replace=False)
+            self.marked[g[:, samples].ravel()] = True
+        if t.step % self.interval_steps == 0:
+            self._save_full()
+        elif self.cfg.cpr_partials and t.step % self.partial_every == 0:
+            self._save_partial()
+
+    def _save_partial(self) -> None:
+        if self.mode == "mfu":
+            rows = np.sort(np.argsort(-self.counts, kind="stable")[: self.top_k])
+        else:
+            rows = np.flatnonzero(self.marked)
+            self.marked[:] = False
+        path = self.dir / f"partial-{len(self.partials):04d}.npz"
+        recs = self.store.read(rows)
+        self.write_wall_s.append(save_npz(path, rows=rows, records=recs))
+        self.partials.append(path)
+        self.ledger.add("ckpt_write", self.cost.storage_ns(rows.nbytes + recs.nbytes))
+
+    def on_failure(self, f: Failure, pending_commit=None) -> None:
+        self._dense_failure(f.node)
+        store = self.store
+        store.fail_node(f.node)
+        rows = store.rows_on_node(f.node)
+        full = load_npz(self.full_path)["records"]
+        recs = full[rows]
+        nbytes = recs.nbytes
+        for p in self.partials:  # newer partial saves override older values
+            z = load_npz(p)
+            pos = np.searchsorted(rows, z["rows"])
+            pos = np.minimum(pos, len(rows) - 1)
+            hit = rows[pos] == z["rows"]
+            recs[pos[hit]] = z["records"][hit]
+            nbytes += int(hit.sum()) * recs.shape[1] * 4
+        store.restore_rows(rows, recs)
+        load_ns = self.cost.storage_ns(nbytes)
+        w_ns, w_pj = self.cost.write_rows_cost(len(rows))
+        self.ledger.add("ckpt_load", load_ns + w_ns, w_pj)
+        self.recovery_ns += load_ns + w_ns
+        self.redundancy_ns.append(load_ns + w_ns)
+        self._event(f, reloaded_rows=int(len(rows)), partial_files=len(self.partials))
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out.update(partial_every_steps=self.partial_every, partial_saves=self.partials and len(self.partials))
+        return out
+
+
+class Reinit(Strategy):
+    name = "none"
+
+    def on_failure(self, f: Failure, pending_commit=None) -> None:
+        from nmp.train.trainer import init_records
+
+        self._dense_failure(f.node)
+        store = self.store
+        store.fail_node(f.node)
+        rows = store.rows_on_node(f.node)
+        seed = self.cfg.seed + 7919 * (len(self.events) + 1)
+        store.restore_rows(rows, init_records(self.t.geo, store.width, seed, rows))
+        w_ns, w_pj = self.cost.write_rows_cost(len(rows))
+        self.ledger.add("reinit", w_ns, w_pj)
+        self.recovery_ns += w_ns
+        self.redundancy_ns.append(None)
+        self._event(f, reinitialized_rows=int(len(rows)))
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out["time_to_full_redundancy_ns"] = None  # the lost state is never restored
+        return out
+
+
+def make_strategy(name: str, cfg: TrainConfig) -> Strategy:
+    if name == "ecrec":
+        return ECRec(cfg)
+    if name == "checkpoint":
+        return FullCheckpoint(cfg)
+    if name in ("cpr-mfu", "cpr-ssu"):
+        return CPR(cfg, name.split("-")[1])
+    if name == "none":
+        return Reinit(cfg)
+    if name == "failure-free":
+        return Strategy(cfg)
+    known = "ecrec, checkpoint, cpr-mfu, cpr-ssu, none, failure-free"
+    raise NmpError(f"unknown strategy '{name}' (known: {known})")

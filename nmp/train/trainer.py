@@ -1,0 +1,292 @@
+"""The training loop: DLRM whose embeddings live in the near-memory store.
+
+One step: read the touched records from the store (decoding rows of failed nodes), sum-pool
+them per bag (what the memory-side units return), run the dense DLRM in torch, turn the pooled
+gradients into per-row gradients, apply the sparse optimizer, and write the new records with the
+two-phase commit (phase 1 data, phase 2 parity deltas). A :class:`~nmp.train.strategies.Strategy`
+hooks in before and after each step and at failures. The cost model charges modeled time to
+each part (see :mod:`nmp.train.cost`).
+
+Determinism: batch ``s`` is a pure function of (seed, s); torch runs single-threaded with
+deterministic algorithms; the store's reductions run in a fixed order. Two runs that read the
+same bits therefore write the same bits, which is what lets a recovered run be compared with the
+failure-free one by a hash of the final state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from nmp.errors import NmpError
+from nmp.train import optim
+from nmp.train.config import TrainConfig
+from nmp.train.cost import CostLedger, CostModel
+from nmp.train.data import NUM_DENSE, Batch, CriteoTSV, SyntheticCriteo
+from nmp.train.failures import Failure
+from nmp.train.metrics import all_metrics
+from nmp.train.model import DenseDLRM
+from nmp.train.store import StripedStore
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Resolved model shape: the capped tables of the workload and the MLPs."""
+
+    table_rows: tuple[int, ...]
+    dim: int
+    batch: int
+    pooling: int
+    alpha: float
+    bottom: tuple[int, ...]
+    top: tuple[int, ...]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.table_rows)]).astype(np.int64)
+
+    @property
+    def total_rows(self) -> int:
+        return int(sum(self.table_rows))
+
+
+def resolve_geometry(cfg: TrainConfig) -> Geometry:
+    from nmp.workload import load_workload
+
+    spec = load_workload(cfg.workload)
+    tables = spec.tables[: cfg.max_tables] if cfg.max_tables else spec.tables
+    dim = cfg.dim or tables[0].dim
+    rows = tuple(min(t.rows, cfg.max_rows) for t in tables)
+    from nmp.workload.spec import as_pooling
+
+    pooling = max(1, min(cfg.max_pooling, round(as_pooling(spec.pooling).mean_lookups)))
+    alpha = cfg.zipf_alpha or (spec.alpha if spec.alpha else 1.05)
+    return Geometry(
+        table_rows=rows,
+        dim=dim,
+        batch=cfg.batch or spec.batch,
+        pooling=pooling,
+        alpha=float(alpha),
+        bottom=(*cfg.bottom, dim),
+        top=(*cfg.top, 1),
+    )
+
+
+def init_records(geo: Geometry, width: int, seed: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Initial records of ``rows`` (all rows by default): values uniform in ±sqrt(1/rows_t)
+    as DLRM initializes its tables, optimizer state zero. A pure function of (seed, row)."""
+    offsets = geo.offsets
+    rows = np.arange(geo.total_rows, dtype=np.int64) if rows is None else np.asarray(rows)
+    table = np.searchsorted(offsets, rows, side="right") - 1
+    bound = np.sqrt(1.0 / np.asarray(geo.table_rows, dtype=np.float64))[table]
+    # Counter-based draw per row, so re-initializing any subset gives the same values as at start.
+    out = np.zeros((len(rows), width), dtype=np.float32)
+    for lo in range(0, len(rows), 1 << 16):
+        sl = slice(lo, lo + (1 << 16))
+        keys = rows[sl].astype(np.uint64)[:, None] * np.uint64(geo.dim) + np.arange(
+            geo.dim, dtype=np.uint64
+        )
+        u = _uniform_hash(keys, np.uint64(seed))
+        out[sl, : geo.dim] = ((2.0 * u - 1.0) * bound[sl, None]).astype(np.float32)
+    return out
+
+
+def _uniform_hash(keys: np.ndarray, seed: np.uint64) -> np.ndarray:
+    salt = np.uint64((int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E5) % (1 << 64))
+    z = keys + salt
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+
+@dataclass
+class RunResult:
+    strategy: str
+    steps: int
+    metrics: dict[str, float]
+    final_state_sha256: str
+    ledger: CostLedger
+    events: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    trainer: Any = field(default=None, repr=False)  # the finished run (store, model) for checks
+
+
+class Trainer:
+    """Owns the model, the store, the data stream and the cost model of one run."""
+
+    def __init__(self, cfg: TrainConfig, *, parity: bool, cost: CostModel | None = None) -> None:
+        torch.manual_seed(cfg.seed)
+        torch.set_num_threads(1)
+        self.cfg = cfg
+        self.geo = resolve_geometry(cfg)
+        geo = self.geo
+        if cfg.data:
+            self.data = CriteoTSV(cfg.data, geo.table_rows, batch=geo.batch)
+            if geo.pooling != 1:
+                self.geo = geo = Geometry(**{**geo.__dict__, "pooling": 1})
+        else:
+            self.data = SyntheticCriteo(
+                geo.table_rows, batch=geo.batch, pooling=geo.pooling, alpha=geo.alpha, seed=cfg.seed
+            )
+        self.dense = DenseDLRM(NUM_DENSE, len(geo.table_rows), geo.dim, geo.bottom, geo.top)
+        self.dense_params = list(self.dense.parameters())
+        self.width = geo.dim + optim.state_width(cfg.optimizer)
+        scheme = None
+        if parity:
+            from nmp.train.codes import make_scheme
+
+            scheme = make_scheme(cfg.code, cfg.nodes, cfg.parities)
+        self.store = StripedStore(geo.total_rows, self.width, cfg.nodes, scheme, seed=cfg.seed)
+        self.store.load_all(init_records(geo, self.width, cfg.seed))
+        self.cost = cost or CostModel(cfg, geo, self.store)
+        self.ledger = CostLedger()
+        self.step = 0
+        self.eval_set = self.data.eval_batches(cfg.eval_batches)
+        self.dense_alive = set(range(cfg.dense_replicas))  # nodes holding an MLP replica
+
+    # -- one step -------------------------------------------------------------------------------
+
+    def global_rows(self, b: Batch) -> np.ndarray:
+        return b.ids + self.geo.offsets[:-1, None, None]
+
+    def pooled(self, b: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Gather-reduce through the store: (pooled [B, T, dim], unique rows, their records,
+        inverse index of each lookup)."""
+        g = self.global_rows(b)
+        uniq, inv = np.unique(g.ravel(), return_inverse=True)
+        rec = self.store.read(uniq)
+        t, bsz, p = g.shape
+        vals = rec[inv, : self.geo.dim].reshape(t, bsz, p, self.geo.dim)
+        pooled = vals[:, :, 0].copy()
+        for i in range(1, p):  # fixed summation order: the units' sequential accumulate
+            pooled += vals[:, :, i]
+        return pooled.transpose(1, 0, 2), uniq, rec, inv
+
+    def train_step(self, between_hook=None) -> float:
+        """One optimizer step on batch ``self.step``; returns the loss."""
+        b = self.data.batch_at(self.step)
+        self.last_batch = b
+        pooled, uniq, rec, inv = self.pooled(b)
+        pooled_t = torch.from_numpy(np.ascontiguousarray(pooled)).requires_grad_(True)
+        logit = self.dense(torch.from_numpy(b.dense), pooled_t)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logit, torch.from_numpy(b.label))
+        for prm in self.dense_params:
+            prm.grad = None
+        loss.backward()
+        with torch.no_grad():  # plain SGD (torch.optim would pull in torch._dynamo: 3 s)
+            for prm in self.dense_params:
+                prm.add_(prm.grad, alpha=-self.cfg.lr_dense)
+        grad = pooled_t.grad.numpy().transpose(1, 0, 2)  # [T, B, dim]
+        t, bsz, p = b.ids.shape
+        per_lookup = np.broadcast_to(grad[:, :, None, :], (t, bsz, p, self.geo.dim)).reshape(
+            -1, self.geo.dim
+        )
+        # Per-row gradient: sum of the lookups' gradients in lookup order (sorted segments).
+        order = np.argsort(inv, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(inv[order]) != 0])
+        row_grad = np.add.reduceat(per_lookup[order], starts, axis=0)
+        new = optim.apply_rows(self.cfg.optimizer, rec, row_grad, lr=self.cfg.lr_embedding)
+        pending = self.store.write_phase1(uniq, rec, new)
+        if between_hook is not None:
+            between_hook(pending)
+        self.store.write_phase2(pending)
+        self.cost.charge_step(self.ledger, self.step, b, uniq)
+        self.step += 1
+        return float(loss.detach())
+
+    # -- evaluation and state --------------------------------------------------------------------
+
+    def evaluate(self) -> dict[str, float]:
+        labels, probs = [], []
+        with torch.no_grad():
+            for b in self.eval_set:
+                pooled, *_ = self.pooled(b)
+                logit = self.dense(torch.from_numpy(b.dense), torch.from_numpy(pooled))
+                probs.append(torch.sigmoid(logit).numpy())
+                labels.append(b.label)
+        return all_metrics(np.concatenate(labels), np.concatenate(probs))
+
+    def dense_state(self) -> dict[str, np.ndarray]:
+        return {f"dense.{k}": v.detach().numpy().copy() for k, v in self.dense.state_dict().items()}
+
+    def load_dense_state(self, arrays: dict[str, np.ndarray]) -> None:
+        sd = {k[len("dense.") :]: torch.from_numpy(v.copy()) for k, v in arrays.items() if k.startswith("dense.")}
+        self.dense.load_state_dict(sd)
+
+    def state_sha256(self) -> str:
+        """SHA-256 of every embedding record (values and optimizer state) and MLP weight."""
+        h = hashlib.sha256()
+        h.update(np.ascontiguousarray(self.store.snapshot_all()).tobytes())
+        for k, v in sorted(self.dense_state().items()):
+            h.update(k.encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+        return h.hexdigest()
+
+    def fail_dense_replica(self, node: int) -> None:
+        if node in self.dense_alive:
+            self.dense_alive.discard(node)
+            if not self.dense_alive:
+                raise NmpError(f"node {node} held the last replica of the dense MLP; it is lost")
+
+    def dense_bytes(self) -> int:
+        return int(sum(p.numel() * 4 for p in self.dense.parameters()))
+
+
+def run(
+    cfg: TrainConfig,
+    strategy: str,
+    failures: list[Failure],
+    *,
+    cost: CostModel | None = None,
+) -> RunResult:
+    """Train ``cfg.steps`` steps under ``strategy`` with ``failures`` injected."""
+    from nmp.train.strategies import make_strategy
+
+    strat = make_strategy(strategy, cfg)
+    trainer = Trainer(cfg, parity=strat.uses_parity, cost=cost)
+    strat.attach(trainer)
+    pending = sorted(failures)
+    if not strat.uses_parity:
+        # Without parity there is no commit to split: a failure between the phases of step s
+        # is a failure after step s.
+        pending = sorted(
+            Failure(f.step + 1, f.node) if f.phase == "between" else f for f in pending
+        )
+    while trainer.step < cfg.steps:
+        s = trainer.step
+        now = [f for f in pending if f.step == s and f.phase == "before"]
+        for f in now:
+            pending.remove(f)
+            strat.on_failure(f)
+        if trainer.step != s:  # a rollback moved the clock back; the loop re-executes
+            continue
+        between = [f for f in pending if f.step == s and f.phase == "between"]
+        hook = None
+        if between:
+            for f in between:
+                pending.remove(f)
+
+            def hook(p, fs=between):
+                for f in fs:
+                    strat.on_failure(f, pending_commit=p)
+
+        strat.before_step()
+        trainer.train_step(hook)
+        strat.after_step()
+    strat.finish()
+    metrics = trainer.evaluate()
+    return RunResult(
+        strategy=strategy,
+        steps=cfg.steps,
+        metrics=metrics,
+        final_state_sha256=trainer.state_sha256(),
+        ledger=trainer.ledger,
+        events=strat.events,
+        extra=strat.summary(),
+        trainer=trainer,
+    )

@@ -1,0 +1,107 @@
+"""Compiled inner loops of the samplers (numba, cached): one pass per element, no temporaries.
+
+Imported lazily by :mod:`nmp.workload.sampling`, so loading specs does not import numba. The
+random numbers are always drawn by numpy's Generator outside; these kernels only transform them,
+so results equal the pure-numpy reference functions in the tests bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+
+
+@njit(cache=True)
+def _mix64(z):
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True)
+def permute_kernel(ranks, rows, half, mask, keys):
+    """Feistel bijection of [0, 2^(2 half)) with cycle walking into [0, rows)."""
+    out = np.empty(ranks.shape[0], dtype=np.int64)
+    limit = np.uint64(rows)
+    sh = np.uint64(half)
+    for i in range(ranks.shape[0]):
+        v = np.uint64(ranks[i])
+        while True:
+            left = v >> sh
+            right = v & mask
+            for j in range(keys.shape[0]):
+                t = right
+                right = left ^ (_mix64(right ^ keys[j]) & mask)
+                left = t
+            v = (left << sh) | right
+            if v < limit:
+                break
+        out[i] = np.int64(v)
+    return out
+
+
+@njit(cache=True)
+def _helper1(x):
+    if abs(x) > 1e-8:
+        return math.log1p(x) / x
+    return 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x))
+
+
+@njit(cache=True)
+def _helper2(x):
+    if abs(x) > 1e-8:
+        return math.expm1(x) / x
+    return 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x))
+
+
+@njit(cache=True)
+def zipf_kernel(u01, rows, a, h_x1, h_n, s, out, accepted):
+    """Rejection-inversion step on uniforms ``u01``: ``out[i]`` the rank (0-based) and
+    ``accepted[i]`` whether it stands; returns the number rejected."""
+    rejected = 0
+    for i in range(u01.shape[0]):
+        u = h_n + u01[i] * (h_x1 - h_n)
+        t = max(u * (1.0 - a), -1.0)
+        x = math.exp(_helper1(t) * u)
+        k = math.floor(x + 0.5)
+        k = min(max(k, 1.0), float(rows))
+        ok = k - x <= s
+        if not ok:
+            lk = math.log(k + 0.5)
+            ok = u >= _helper2((1.0 - a) * lk) * lk - math.exp(-a * math.log(k))
+        out[i] = np.int64(k) - 1
+        accepted[i] = ok
+        if not ok:
+            rejected += 1
+    return rejected
+
+
+@njit(cache=True)
+def reuse_kernel(u01, hot_fraction, hot_members, rows, bitmap, out):
+    """One uniform per access: u < p picks hot member floor(u / p * H); otherwise row
+    floor((u - p) / (1 - p) * rows), left as -1 (to redraw) when that row is hot.
+    Returns the number left to redraw."""
+    p = hot_fraction
+    hot = hot_members.shape[0]
+    redraw = 0
+    for i in range(u01.shape[0]):
+        u = u01[i]
+        if u < p:
+            k = min(np.int64(u / p * hot), hot - 1)
+            out[i] = hot_members[k]
+        else:
+            r = min(np.int64((u - p) / (1.0 - p) * rows), rows - 1)
+            if (bitmap[r >> 3] >> (r & 7)) & 1:
+                out[i] = -1
+                redraw += 1
+            else:
+                out[i] = r
+    return redraw

@@ -1,0 +1,263 @@
+"""Lookup batches in the EmbeddingBag convention, and their generation from a WorkloadSpec.
+
+Per table, ``indices`` (int64 [n]) and ``offsets`` (int64 [batch + 1], offsets[0] = 0,
+offsets[-1] = n, non-decreasing): bag b pools ``indices[offsets[b]:offsets[b + 1]]``. This is
+torchrec's KeyedJaggedTensor / FBGEMM convention and what ``torch.nn.EmbeddingBag(mode="sum",
+include_last_offset=True)`` takes as is (with the default ``include_last_offset=False`` pass
+``offsets[:-1]``). ``weights`` (float32 [n]) are per-sample weights, or None.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from nmp.errors import NmpError
+from nmp.workload import sampling
+from nmp.workload.spec import WorkloadSpec
+
+
+@dataclass(frozen=True, eq=False)
+class TableLookups:
+    """The lookups of one table for one batch (CSR: indices + offsets)."""
+
+    indices: np.ndarray
+    offsets: np.ndarray
+    weights: np.ndarray | None
+    num_rows: int
+    dim: int
+
+    @property
+    def batch(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    @property
+    def num_lookups(self) -> int:
+        return int(self.indices.shape[0])
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Lookups per bag (int64 [batch])."""
+        return np.diff(self.offsets)
+
+    def bag_ids(self) -> np.ndarray:
+        """The bag of each lookup (int64 [n]), e.g. for ``np.add.at`` style reductions."""
+        return np.repeat(np.arange(self.batch, dtype=np.int64), self.lengths)
+
+    def check(self, where: str = "lookups") -> None:
+        """Raise :class:`NmpError` unless this is valid EmbeddingBag input (see module doc)."""
+        problem = lookup_problem(self.indices, self.offsets, self.weights, self.num_rows)
+        if problem:
+            raise NmpError(f"{where}: {problem}")
+        if self.dim < 1:
+            raise NmpError(f"{where}: dim must be >= 1, got {self.dim}")
+
+
+def lookup_problem(
+    indices: np.ndarray, offsets: np.ndarray, weights: np.ndarray | None, num_rows: int | None
+) -> str | None:
+    """What makes (indices, offsets, weights) invalid EmbeddingBag input, or None."""
+    if indices.ndim != 1 or indices.dtype != np.int64:
+        return f"indices must be a 1-D int64 array, got {indices.dtype} {indices.shape}"
+    if offsets.ndim != 1 or offsets.dtype != np.int64:
+        return f"offsets must be a 1-D int64 array, got {offsets.dtype} {offsets.shape}"
+    if offsets.shape[0] < 1:
+        return "offsets must have batch + 1 >= 1 entries"
+    if offsets[0] != 0:
+        return f"offsets[0] must be 0, got {offsets[0]}"
+    if offsets[-1] != indices.shape[0]:
+        return f"offsets[-1] must equal len(indices) = {indices.shape[0]}, got {offsets[-1]}"
+    drops = np.flatnonzero(np.diff(offsets) < 0)
+    if drops.size:
+        i = int(drops[0])
+        return (
+            f"offsets must be non-decreasing: offsets[{i}] = {offsets[i]} > "
+            f"offsets[{i + 1}] = {offsets[i + 1]}"
+        )
+    if indices.size:
+        lo, hi = int(indices.min()), int(indices.max())
+        if lo < 0:
+            return f"index {lo} at position {int(np.argmin(indices))} is negative"
+        if num_rows is not None and hi >= num_rows:
+            return (
+                f"index {hi} at position {int(np.argmax(indices))} is out of range "
+                f"for a table of {num_rows} rows"
+            )
+    if weights is not None:
+        if weights.ndim != 1 or weights.dtype != np.float32:
+            return f"weights must be a 1-D float32 array, got {weights.dtype} {weights.shape}"
+        if weights.shape[0] != indices.shape[0]:
+            return f"weights has {weights.shape[0]} entries, indices {indices.shape[0]}"
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class LookupBatch:
+    """One batch over all tables of a workload."""
+
+    tables: tuple[TableLookups, ...]
+
+    @property
+    def batch(self) -> int:
+        return self.tables[0].batch if self.tables else 0
+
+    @property
+    def num_lookups(self) -> int:
+        return sum(t.num_lookups for t in self.tables)
+
+    def __len__(self) -> int:
+        return len(self.tables)
+
+    def __iter__(self) -> Iterator[TableLookups]:
+        return iter(self.tables)
+
+    def __getitem__(self, i: int) -> TableLookups:
+        return self.tables[i]
+
+    def check(self, where: str = "batch") -> None:
+        for t, lookups in enumerate(self.tables):
+            lookups.check(f"{where} table {t}")
+            if lookups.batch != self.batch:
+                raise NmpError(f"{where} table {t}: {lookups.batch} bags, table 0 has {self.batch}")
+
+
+def generate_table(spec: WorkloadSpec, table: int, seed: int | None = None) -> TableLookups:
+    """Lookups of table ``table`` for one batch of ``spec``.
+
+    The draw depends on (``seed`` or ``spec.seed``, table); the rank->row permutation on
+    (``spec.seed``, table) only, so batches drawn with different seeds share their hot rows.
+    """
+    tspec = spec.tables[table]
+    batch_seed = spec.seed if seed is None else int(seed)
+    if batch_seed < 0:
+        raise NmpError(f"seed must be >= 0, got {batch_seed}")
+    rng = np.random.default_rng([batch_seed, table])
+    lengths = sampling.pooling_lengths(rng, spec.table_pooling(table), spec.batch)
+    offsets = np.zeros(spec.batch + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    n = int(offsets[-1])
+    rows = tspec.rows
+    dist = spec.distribution
+    if dist == "uniform":
+        indices = rng.integers(0, rows, n, dtype=np.int64)
+    else:
+        if dist == "zipf":
+            ranks = sampling.zipf_ranks(rng, n, rows, spec.effective_alpha)
+        elif dist == "pareto":
+            ranks = sampling.pareto_ranks(rng, n, rows, spec.effective_alpha)
+        else:
+            ranks = None
+        indices = (
+            _reuse_rows(spec, table, rng, n) if ranks is None else ranked_rows(spec, table, ranks)
+        )
+    weights = rng.random(n, dtype=np.float32) if spec.weighted else None
+    return TableLookups(indices, offsets, weights, rows, tspec.dim)
+
+
+# Ranks below this are mapped through a cached table (the hot head of every skewed
+# distribution lands there); only rarer ranks pay for the Feistel permutation.
+_HEAD_RANKS = 1 << 16
+
+
+@functools.lru_cache(maxsize=128)
+def _head_rows(seed: int, table: int, rows: int, head: int) -> np.ndarray:
+    keys = sampling.permutation_keys(seed, table)
+    out = sampling.permute(np.arange(head, dtype=np.int64), rows, keys)
+    out.setflags(write=False)
+    return out
+
+
+def ranked_rows(spec: WorkloadSpec, table: int, ranks: np.ndarray | int) -> np.ndarray:
+    """The rows of the given popularity ranks (0 = hottest by construction) of ``table``.
+
+    ``ranks`` may be an int k, meaning ranks 0..k-1: ``ranked_rows(spec, t, 60_000)`` are the
+    60K rows the generator makes hottest (for zipf, pareto and reuse; any rows for uniform).
+    With ``scatter`` the map is a seeded bijection of the table's rows that depends on
+    (``spec.seed``, table) only; without, rank r is row r.
+    """
+    rows = spec.tables[table].rows
+    if isinstance(ranks, int | np.integer):
+        ranks = np.arange(min(int(ranks), rows), dtype=np.int64)
+    ranks = np.asarray(ranks, dtype=np.int64)
+    if not spec.scatter:
+        return ranks.copy()
+    head = min(rows, _HEAD_RANKS)
+    head_rows = _head_rows(spec.seed, table, rows, head)
+    if head == rows:
+        return head_rows[ranks]
+    out = head_rows[np.minimum(ranks, head - 1)]
+    tail = np.flatnonzero(ranks >= head)
+    if tail.size:
+        keys = sampling.permutation_keys(spec.seed, table)
+        out[tail] = sampling.permute(ranks[tail], rows, keys)
+    return out
+
+
+def _reuse_rows(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int) -> np.ndarray:
+    """Rows under the hot-set distribution: a hot access is a uniform (or Zipf(hot_alpha))
+    rank of the hot set mapped by :func:`ranked_rows`; a cold access is uniform over the rows
+    outside the hot set (drawn over the table, hot rows redrawn), which needs no permutation."""
+    rows = spec.tables[table].rows
+    hot_rows, hot_fraction = spec.hot_set(table)
+    if hot_rows <= 0 or hot_fraction <= 0.0:
+        # No hot set: uniform over the table, which any permutation leaves uniform.
+        return rng.integers(0, rows, n, dtype=np.int64)
+    if not spec.scatter or 2 * hot_rows > rows:
+        ranks = sampling.reuse_ranks(rng, n, rows, hot_rows, hot_fraction, spec.hot_alpha)
+        return ranked_rows(spec, table, ranks)
+    members = _hot_members(spec.seed, table, rows, hot_rows)
+    bitmap = _hot_bitmap(spec.seed, table, rows, hot_rows)
+    out = np.empty(n, dtype=np.int64)
+    if spec.hot_alpha > 0:
+        hot = rng.random(n) < hot_fraction
+        n_hot = int(np.count_nonzero(hot))
+        out[hot] = members[sampling.zipf_ranks(rng, n_hot, hot_rows, spec.hot_alpha)]
+        todo = np.flatnonzero(~hot)
+    else:
+        from nmp.workload._kernels import reuse_kernel
+
+        redraw = reuse_kernel(rng.random(n), hot_fraction, members, rows, bitmap, out)
+        todo = np.flatnonzero(out < 0) if redraw else np.empty(0, dtype=np.int64)
+    while todo.size:
+        draw = rng.integers(0, rows, todo.size, dtype=np.int64)
+        is_hot = ((bitmap[draw >> 3] >> (draw & 7).astype(np.uint8)) & 1).astype(bool)
+        out[todo[~is_hot]] = draw[~is_hot]
+        todo = todo[is_hot]
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _hot_members(seed: int, table: int, rows: int, hot_rows: int) -> np.ndarray:
+    """Rows of ranks 0..hot_rows-1 (the hot set, in rank order)."""
+    head = min(rows, _HEAD_RANKS)
+    if hot_rows <= head:
+        return _head_rows(seed, table, rows, head)[:hot_rows]
+    keys = sampling.permutation_keys(seed, table)
+    members = sampling.permute(np.arange(hot_rows, dtype=np.int64), rows, keys)
+    members.setflags(write=False)
+    return members
+
+
+@functools.lru_cache(maxsize=64)
+def _hot_bitmap(seed: int, table: int, rows: int, hot_rows: int) -> np.ndarray:
+    """Membership bitmap (one bit per table row, little-endian in each byte) of the hot set."""
+    mask = np.zeros(rows, dtype=bool)
+    mask[_hot_members(seed, table, rows, hot_rows)] = True
+    bitmap = np.packbits(mask, bitorder="little")
+    bitmap.setflags(write=False)
+    return bitmap
+
+
+def generate_batch(spec: WorkloadSpec, seed: int | None = None) -> LookupBatch:
+    """One batch of lookups for every table of ``spec`` (deterministic in ``seed``, which
+    defaults to ``spec.seed``)."""
+    return LookupBatch(tuple(generate_table(spec, t, seed) for t in range(len(spec.tables))))
+
+
+def generate_batches(spec: WorkloadSpec, count: int, seed: int | None = None) -> list[LookupBatch]:
+    """``count`` successive batches with seeds seed, seed + 1, ... (same hot rows)."""
+    base = spec.seed if seed is None else int(seed)
+    return [generate_batch(spec, base + i) for i in range(count)]

@@ -1,0 +1,186 @@
+"""User index files: a batch of lookups saved as ``.npz``.
+
+Format (``np.savez``; no pickled objects, the file is opened with ``allow_pickle=False``):
+
+* ``indices_<t>`` int [n_t] and ``offsets_<t>`` int [batch + 1] for tables t = 0..T-1
+  (contiguous), EmbeddingBag convention: offsets[0] = 0, non-decreasing, offsets[-1] = n_t;
+* optional ``weights_<t>`` float [n_t] (per-sample weights);
+* optional ``num_rows`` int [T] and ``dims`` int [T] (written by :func:`save_index_file`).
+* A single-table file may use the bare keys ``indices``, ``offsets``, ``weights``.
+
+Integer arrays of any integer dtype are accepted and converted to int64, weights to float32.
+Table sizes come from ``num_rows``/``dims`` or from the ``workload`` argument (both given: they
+must agree); with neither, ``num_rows`` is taken as max index + 1 and ``dims`` is required.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from nmp.errors import NmpError, TraceError
+from nmp.workload.batch import LookupBatch, TableLookups, lookup_problem
+from nmp.workload.spec import WorkloadSpec
+
+_KEY = re.compile(r"^(indices|offsets|weights)_(\d+)$")
+
+
+def _int_array(arr: np.ndarray, file: str, key: str) -> np.ndarray:
+    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+        raise TraceError(
+            f"must be a 1-D integer array, got {arr.dtype} {arr.shape}", file=file, key=key
+        )
+    if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise TraceError("value does not fit in int64", file=file, key=key)
+    return arr.astype(np.int64, copy=False)
+
+
+def load_index_file(path: str | Path, workload: WorkloadSpec | None = None) -> LookupBatch:
+    """Read an index file (see the module docstring) into a validated :class:`LookupBatch`.
+    Every problem raises :class:`~nmp.errors.TraceError` naming the file and the key."""
+    file = str(path)
+    try:
+        npz = np.load(file, allow_pickle=False)
+    except FileNotFoundError:
+        raise TraceError("no such file", file=file) from None
+    except ValueError as exc:
+        # allow_pickle=False refuses object arrays with a ValueError.
+        raise TraceError(f"cannot read as .npz without pickled objects: {exc}", file=file) from None
+    except (OSError, EOFError) as exc:
+        raise TraceError(f"not a readable .npz file: {exc}", file=file) from None
+    if not hasattr(npz, "files"):
+        raise TraceError("not an .npz archive (a single .npy array?)", file=file)
+    with npz:
+        try:
+            arrays = {k: npz[k] for k in npz.files}
+        except ValueError as exc:
+            raise TraceError(f"object arrays are not accepted: {exc}", file=file) from None
+    return _from_arrays(arrays, file, workload)
+
+
+def _from_arrays(
+    arrays: dict[str, np.ndarray], file: str, workload: WorkloadSpec | None
+) -> LookupBatch:
+    if "indices" in arrays or "offsets" in arrays:
+        renamed = {}
+        for k, v in arrays.items():
+            renamed[f"{k}_0" if k in ("indices", "offsets", "weights") else k] = v
+        arrays = renamed
+    known = {"num_rows", "dims"}
+    tables: dict[int, dict[str, np.ndarray]] = {}
+    for key, arr in arrays.items():
+        m = _KEY.match(key)
+        if m:
+            tables.setdefault(int(m.group(2)), {})[m.group(1)] = arr
+        elif key not in known:
+            raise TraceError(
+                "unknown key (expected indices_<t>, offsets_<t>, weights_<t>, num_rows, dims)",
+                file=file,
+                key=key,
+            )
+    if not tables:
+        raise TraceError("no tables: expected keys indices_0, offsets_0, ...", file=file)
+    count = max(tables) + 1
+    for t in range(count):
+        for part in ("indices", "offsets"):
+            if part not in tables.get(t, {}):
+                raise TraceError(
+                    "missing (tables must be numbered 0..T-1)", file=file, key=f"{part}_{t}"
+                )
+    if workload is not None and len(workload.tables) != count:
+        raise TraceError(
+            f"file has {count} tables, workload '{workload.name}' has {len(workload.tables)}",
+            file=file,
+        )
+    sizes: dict[str, np.ndarray | None] = {}
+    for key in ("num_rows", "dims"):
+        arr = arrays.get(key)
+        if arr is not None:
+            arr = _int_array(np.atleast_1d(arr), file, key)
+            if arr.shape[0] != count:
+                raise TraceError(f"must have one entry per table ({count})", file=file, key=key)
+            if (arr < 1).any():
+                raise TraceError("entries must be >= 1", file=file, key=key)
+        sizes[key] = arr
+    out = []
+    batch = None
+    for t in range(count):
+        parts = tables[t]
+        indices = _int_array(parts["indices"], file, f"indices_{t}")
+        offsets = _int_array(parts["offsets"], file, f"offsets_{t}")
+        weights = parts.get("weights")
+        if weights is not None:
+            if weights.ndim != 1 or not np.issubdtype(weights.dtype, np.floating):
+                raise TraceError(
+                    f"must be a 1-D float array, got {weights.dtype}", file=file, key=f"weights_{t}"
+                )
+            weights = weights.astype(np.float32, copy=False)
+        num_rows, dim = _table_size(t, indices, sizes, workload, file)
+        problem = lookup_problem(indices, offsets, weights, num_rows)
+        if problem:
+            key = (
+                f"offsets_{t}"
+                if problem.startswith("offsets")
+                else f"weights_{t}"
+                if problem.startswith("weights")
+                else f"indices_{t}"
+            )
+            raise TraceError(problem, file=file, key=key)
+        if batch is None:
+            batch = offsets.shape[0] - 1
+        elif offsets.shape[0] - 1 != batch:
+            raise TraceError(
+                f"{offsets.shape[0] - 1} bags, table 0 has {batch}", file=file, key=f"offsets_{t}"
+            )
+        out.append(TableLookups(indices, offsets, weights, num_rows, dim))
+    return LookupBatch(tuple(out))
+
+
+def _table_size(t, indices, sizes, workload, file) -> tuple[int, int]:
+    rows = None if sizes["num_rows"] is None else int(sizes["num_rows"][t])
+    dim = None if sizes["dims"] is None else int(sizes["dims"][t])
+    if workload is not None:
+        spec = workload.tables[t]
+        for key, mine, theirs in (("num_rows", rows, spec.rows), ("dims", dim, spec.dim)):
+            if mine is not None and mine != theirs:
+                raise TraceError(
+                    f"table {t}: file says {mine}, workload '{workload.name}' says {theirs}",
+                    file=file,
+                    key=key,
+                )
+        return spec.rows, spec.dim
+    if dim is None:
+        raise TraceError("missing: give dims in the file or pass a workload", file=file, key="dims")
+    if rows is None:
+        rows = int(indices.max()) + 1 if indices.size else 1
+    return rows, dim
+
+
+def save_index_file(batch: LookupBatch, path: str | Path) -> None:
+    """Write ``batch`` in the format :func:`load_index_file` reads (atomically: a temporary
+    file in the same folder, then ``os.replace``)."""
+    batch.check("save_index_file")
+    arrays: dict[str, np.ndarray] = {
+        "num_rows": np.array([t.num_rows for t in batch.tables], dtype=np.int64),
+        "dims": np.array([t.dim for t in batch.tables], dtype=np.int64),
+    }
+    for i, t in enumerate(batch.tables):
+        arrays[f"indices_{i}"] = t.indices
+        arrays[f"offsets_{i}"] = t.offsets
+        if t.weights is not None:
+            arrays[f"weights_{i}"] = t.weights
+    path = Path(path)
+    if path.suffix != ".npz":
+        raise NmpError("index files end in .npz", file=str(path))
+    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=path.parent or ".", prefix=f".{path.stem}-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

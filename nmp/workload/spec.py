@@ -1,0 +1,420 @@
+"""Workload specs: the embedding tables of a DLRM, its batch, pooling and access distribution.
+
+A workload is data (TOML in ``workloads/``), loaded into a frozen :class:`WorkloadSpec`.
+Tables come in one of two forms:
+
+* compact: ``rows`` (an int with ``num_tables``, or a list with one entry per table, as for
+  Criteo's 26 cardinalities) plus a common ``dim`` and ``dtype``;
+* explicit: ``[[tables]]`` entries with their own ``rows``, ``dim``, ``dtype`` (and optionally
+  ``pooling``). A non-zero global ``dim`` (or a non-empty ``dtype``) then overrides every table's,
+  which is how ``--set workload.dim=32`` sweeps vector length on any workload.
+
+Either way ``spec.tables`` is the resolved tuple of :class:`TableSpec`.
+
+Access distributions (per table, rows drawn independently with replacement):
+
+* ``uniform``: every row equally likely.
+* ``zipf``: bounded Zipf, p(rank i) ∝ i^-alpha for i = 1..rows, sampled exactly by
+  rejection-inversion; ranks go through a fixed seeded permutation so hot rows are scattered
+  (as the DRAM reference generator does).
+* ``pareto``: torchrec's multi-hot generator: rank = floor(Lomax(alpha)) mod rows, alpha 0.25 by
+  default (``np.random.pareto(a=0.25)`` in torchrec's ``Multihot``).
+* ``reuse``: a hot set of ``hot_rows`` rows receives a fraction ``hot_fraction`` of the accesses
+  (uniform in the hot set, or Zipf with ``hot_alpha``), the rest go uniformly to the other rows.
+  ``reuse = high|medium|low|random`` selects the levels of :data:`REUSE_LEVELS`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from nmp.config import (
+    KeyedValueError,
+    apply_overrides,
+    find_preset,
+    from_mapping,
+    load_toml,
+    preset_names,
+)
+from nmp.errors import SpecError
+from nmp.units import MIB
+
+Dtype = Literal["float32", "float16", "bfloat16", "int8"]
+DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
+
+Distribution = Literal["uniform", "zipf", "pareto", "reuse"]
+ReuseLevel = Literal["", "high", "medium", "low", "random"]
+
+# Hot-set levels for the ``reuse`` distribution: (hot rows per table, fraction of accesses to
+# them). The paper's own hot-set sizes are not in the sources; these are chosen to reproduce the
+# spirit of the MICRO'24 GPU paper's access sets on gpu-micro24 (12 tables x 500K rows x 512 B;
+# A100 L2 = 40 MB; the paper pins the hottest 60K rows = 30.7 MB):
+#   high:   2K hot rows/table (24K rows = 12.3 MB in all), 90 % of accesses: the hot set fits
+#           in L2 with room to spare, so plain LRU already keeps it; pinning adds little.
+#   medium: 5K hot rows/table (60K rows = 30.7 MB, exactly the pinned set), 70 %: fits in L2
+#           only if nothing evicts it; the 30 % cold stream makes LRU lose part of it, pinning
+#           keeps all of it.
+#   low:    20K hot rows/table (240K rows = 123 MB, 3x the L2), 50 %: LRU thrashes; pinning
+#           holds a quarter of the hot set.
+#   random: no hot set, uniform over the table: nothing to reuse, pinning cannot help.
+REUSE_LEVELS: dict[str, tuple[int, float]] = {
+    "high": (2_000, 0.9),
+    "medium": (5_000, 0.7),
+    "low": (20_000, 0.5),
+    "random": (0, 0.0),
+}
+
+# Zipf exponent when a spec says ``distribution = "zipf"`` without ``alpha``: chosen slightly
+# above 1 so the hottest rows keep a stable share as tables grow (for alpha > 1 the head mass
+# converges as rows -> infinity), the regime reported for Criteo-like categorical features.
+DEFAULT_ZIPF_ALPHA = 1.05
+# torchrec's Multihot: np.random.pareto(a=0.25, ...).astype(np.int32) % num_embeddings.
+DEFAULT_PARETO_ALPHA = 0.25
+
+
+@dataclass(frozen=True)
+class PoolingSpec:
+    """Lookups per bag (pooling factor) drawn per sample.
+
+    ``fixed``: every bag has ``value`` lookups. ``uniform``: an integer in [low, high].
+    ``normal``: round(N(mean, std)) clipped to [low, high]. ``low`` may be 0 (empty bags are
+    valid EmbeddingBag input and pool to zeros).
+    """
+
+    dist: Literal["fixed", "uniform", "normal"] = "fixed"
+    value: int = 1
+    low: int = 1
+    high: int = 1
+    mean: float = 0.0
+    std: float = 0.0
+
+    def validate(self) -> None:
+        if self.dist == "fixed" and self.value < 0:
+            raise KeyedValueError("value", "must be >= 0")
+        if self.dist in ("uniform", "normal"):
+            if self.low < 0:
+                raise KeyedValueError("low", "must be >= 0")
+            if self.high < self.low:
+                raise KeyedValueError("high", f"must be >= low ({self.low})")
+        if self.dist == "normal":
+            if self.std < 0:
+                raise KeyedValueError("std", "must be >= 0")
+            if not self.low <= self.mean <= self.high:
+                raise KeyedValueError(
+                    "mean", f"must lie in [low, high] = [{self.low}, {self.high}]"
+                )
+
+    @property
+    def mean_lookups(self) -> float:
+        """Expected lookups per bag (the clipped normal is taken at its mean)."""
+        if self.dist == "fixed":
+            return float(self.value)
+        if self.dist == "uniform":
+            return (self.low + self.high) / 2
+        return float(self.mean)
+
+    def describe(self) -> str:
+        if self.dist == "fixed":
+            return str(self.value)
+        if self.dist == "uniform":
+            return f"U[{self.low},{self.high}]"
+        return f"N({self.mean:g},{self.std:g})[{self.low},{self.high}]"
+
+
+Pooling = int | PoolingSpec
+
+
+def as_pooling(pooling: Pooling) -> PoolingSpec:
+    return pooling if isinstance(pooling, PoolingSpec) else PoolingSpec("fixed", value=pooling)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One embedding table: ``rows`` x ``dim`` elements of ``dtype``; ``pooling`` overrides the
+    workload's pooling for this table when given."""
+
+    rows: int
+    dim: int
+    dtype: Dtype = "float32"
+    pooling: Pooling | None = None
+
+    def validate(self) -> None:
+        if self.rows < 1:
+            raise KeyedValueError("rows", "must be >= 1")
+        if self.dim < 1:
+            raise KeyedValueError("dim", "must be >= 1")
+        if isinstance(self.pooling, int) and self.pooling < 0:
+            raise KeyedValueError("pooling", "must be >= 0")
+
+    @property
+    def row_bytes(self) -> int:
+        return self.dim * DTYPE_BYTES[self.dtype]
+
+    @property
+    def bytes_(self) -> int:
+        return self.rows * self.row_bytes
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A DLRM embedding workload (see the module docstring for the fields' meaning)."""
+
+    name: str
+    tables: tuple[TableSpec, ...] = ()
+    # Compact form: num_tables x rows (int), or one table per entry of rows (list).
+    num_tables: int = 0
+    rows: int | tuple[int, ...] = 0
+    # Global dim/dtype: required in the compact form; in the explicit form a non-zero / non-empty
+    # value overrides every table's.
+    dim: int = 0
+    dtype: Literal["", "float32", "float16", "bfloat16", "int8"] = ""
+    batch: int = 1
+    pooling: Pooling = 1
+    distribution: Distribution = "uniform"
+    alpha: float | None = None
+    reuse: ReuseLevel = ""
+    hot_rows: int | None = None
+    hot_fraction: float | None = None
+    hot_alpha: float = 0.0
+    # Scatter ranks through a seeded permutation of the table (hot rows spread over the rows).
+    scatter: bool = True
+    # Per-sample weights (float32 uniform in [0, 1)) as for weighted features.
+    weighted: bool = False
+    seed: int = 0
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        # Overrides rebuild the spec one field at a time, so an intermediate state may be
+        # inconsistent (rows set before num_tables); validate() reports what is still wrong.
+        with contextlib.suppress(KeyedValueError):
+            object.__setattr__(self, "tables", self._resolve_tables())
+
+    def _resolve_tables(self) -> tuple[TableSpec, ...]:
+        rows = self.rows
+        compact = (isinstance(rows, tuple) and len(rows) > 0) or (isinstance(rows, int) and rows)
+        if compact:
+            if isinstance(rows, int):
+                if self.num_tables < 1:
+                    raise KeyedValueError("num_tables", "must be >= 1 when rows is one number")
+                rows_list = [rows] * self.num_tables
+            else:
+                if self.num_tables not in (0, len(rows)):
+                    raise KeyedValueError(
+                        "num_tables", f"must be 0 or len(rows) = {len(rows)} when rows is a list"
+                    )
+                rows_list = list(rows)
+            if self.dim < 1:
+                raise KeyedValueError("dim", "must be >= 1 (compact form: rows + dim)")
+            for i, r in enumerate(rows_list):
+                if r < 1:
+                    raise KeyedValueError(
+                        "rows" if isinstance(rows, int) else f"rows[{i}]", "must be >= 1"
+                    )
+            dtype = self.dtype or "float32"
+            return tuple(TableSpec(int(r), self.dim, dtype) for r in rows_list)
+        if not self.tables:
+            raise KeyedValueError(
+                "tables", "no tables: give [[tables]], or rows (+ num_tables) and dim"
+            )
+        if self.num_tables not in (0, len(self.tables)):
+            raise KeyedValueError("num_tables", f"must be 0 or {len(self.tables)} with [[tables]]")
+        tables = self.tables
+        if self.dim < 0:
+            raise KeyedValueError("dim", "must be >= 0")
+        if self.dim:
+            tables = tuple(dataclasses.replace(t, dim=self.dim) for t in tables)
+        if self.dtype:
+            tables = tuple(dataclasses.replace(t, dtype=self.dtype) for t in tables)
+        return tables
+
+    @property
+    def compact(self) -> bool:
+        return bool(self.rows)
+
+    def validate(self) -> None:
+        self._resolve_tables()
+        if not self.name:
+            raise KeyedValueError("name", "must not be empty")
+        if self.batch < 1:
+            raise KeyedValueError("batch", "must be >= 1")
+        if isinstance(self.pooling, int) and self.pooling < 0:
+            raise KeyedValueError("pooling", "must be >= 0")
+        if self.seed < 0:
+            raise KeyedValueError("seed", "must be >= 0")
+        if self.alpha is not None:
+            if self.alpha <= 0:
+                raise KeyedValueError("alpha", "must be > 0")
+            if self.distribution not in ("zipf", "pareto"):
+                raise KeyedValueError(
+                    "alpha",
+                    f"applies only with distribution = 'zipf' or 'pareto' "
+                    f"(this workload's is '{self.distribution}')",
+                )
+        if self.hot_alpha < 0:
+            raise KeyedValueError("hot_alpha", "must be >= 0")
+        if self.hot_rows is not None and self.hot_rows < 0:
+            raise KeyedValueError("hot_rows", "must be >= 0")
+        if self.hot_fraction is not None and not 0.0 <= self.hot_fraction <= 1.0:
+            raise KeyedValueError("hot_fraction", "must lie in [0, 1]")
+        if self.distribution == "reuse":
+            if not self.reuse and (self.hot_rows is None or self.hot_fraction is None):
+                raise KeyedValueError(
+                    "reuse",
+                    "distribution 'reuse' needs a level (high, medium, low, random) "
+                    "or both hot_rows and hot_fraction",
+                )
+        else:
+            for key in ("reuse", "hot_rows", "hot_fraction"):
+                if getattr(self, key) not in ("", None):
+                    raise KeyedValueError(
+                        key,
+                        f"applies only with distribution = 'reuse' "
+                        f"(this workload's is '{self.distribution}')",
+                    )
+
+    # --- derived figures -----------------------------------------------------------------
+
+    @property
+    def effective_alpha(self) -> float:
+        """Skew parameter of zipf / pareto (defaults: 1.05 and torchrec's 0.25)."""
+        if self.alpha is not None:
+            return self.alpha
+        return DEFAULT_PARETO_ALPHA if self.distribution == "pareto" else DEFAULT_ZIPF_ALPHA
+
+    def hot_set(self, table: int = 0) -> tuple[int, float]:
+        """(hot rows, fraction of accesses to them) of table ``table`` under ``reuse``; explicit
+        ``hot_rows`` / ``hot_fraction`` win over the level's; hot rows are capped at the table."""
+        level_rows, level_frac = REUSE_LEVELS.get(self.reuse, (0, 0.0))
+        rows = level_rows if self.hot_rows is None else self.hot_rows
+        frac = level_frac if self.hot_fraction is None else self.hot_fraction
+        rows = min(rows, self.tables[table].rows)
+        return rows, (frac if rows > 0 else 0.0)
+
+    def table_pooling(self, table: int) -> PoolingSpec:
+        own = self.tables[table].pooling
+        return as_pooling(self.pooling if own is None else own)
+
+    @property
+    def lookups_per_batch(self) -> float:
+        """Expected lookups (indices) in one batch over all tables."""
+        return self.batch * sum(self.table_pooling(t).mean_lookups for t in range(len(self.tables)))
+
+    @property
+    def total_rows(self) -> int:
+        return sum(t.rows for t in self.tables)
+
+    @property
+    def bytes_(self) -> int:
+        return sum(t.bytes_ for t in self.tables)
+
+    def describe_distribution(self) -> str:
+        if self.distribution in ("zipf", "pareto"):
+            return f"{self.distribution}(alpha={self.effective_alpha:g})"
+        if self.distribution == "reuse":
+            level_rows, level_frac = REUSE_LEVELS.get(self.reuse, (0, 0.0))
+            rows = level_rows if self.hot_rows is None else self.hot_rows
+            frac = level_frac if self.hot_fraction is None else self.hot_fraction
+            if rows == 0 or frac == 0:
+                return f"reuse {self.reuse or 'custom'} (uniform)"
+            return f"reuse {self.reuse or 'custom'} ({rows} hot rows/table, {frac:.0%})"
+        return self.distribution
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def workload_from_mapping(data: dict[str, Any], *, file: str | None = None) -> WorkloadSpec:
+    """Build a :class:`WorkloadSpec` from a TOML table; errors name ``file`` and the key."""
+    if data.get("rows") and data.get("tables"):
+        raise SpecError(
+            "give either [[tables]] or the compact rows/dim form, not both", file=file, key="tables"
+        )
+    return from_mapping(WorkloadSpec, data, file=file)
+
+
+def load_workload(
+    name_or_path: str | Path, overrides: dict[str, Any] | None = None
+) -> WorkloadSpec:
+    """Load preset ``name`` from ``workloads/`` (or a ``.toml`` path) and apply ``overrides``.
+
+    ``overrides`` maps dotted paths relative to the workload to values: ``{"batch": 32,
+    "dim": 32, "reuse": "high", "tables.0.rows": 1000}``. Conveniences: ``dim`` / ``dtype``
+    set every table's; setting ``reuse``, ``hot_rows`` or ``hot_fraction`` without
+    ``distribution`` switches the distribution to ``reuse``; setting ``alpha`` without
+    ``distribution`` on a uniform or reuse workload switches it to ``zipf``; parameters of the
+    distribution left behind (``alpha``, ``reuse``, ``hot_*``) are dropped. Override errors
+    name the key as ``workload.<key>``.
+    """
+    path = find_preset("workload", str(name_or_path))
+    data = load_toml(path)
+    data.setdefault("name", path.stem)
+    spec = workload_from_mapping(data, file=str(path))
+    if not overrides:
+        return spec
+    overrides = dict(overrides)
+    for key in overrides:
+        if key.startswith("tables.") or key == "tables":
+            if spec.compact:
+                raise SpecError(
+                    "this workload gives its tables in the compact form; override "
+                    "workload.rows, workload.num_tables, workload.dim or workload.dtype instead",
+                    key=f"workload.{key}",
+                )
+            field = key.split(".")[-1]
+            if (field == "dim" and spec.dim and "dim" not in overrides) or (
+                field == "dtype" and spec.dtype and "dtype" not in overrides
+            ):
+                raise SpecError(
+                    f"the workload's global {field} overrides every table's; "
+                    f"set workload.{field} (or workload.{field}=0/'' first)",
+                    key=f"workload.{key}",
+                )
+    if "distribution" not in overrides:
+        if any(k in overrides for k in ("reuse", "hot_rows", "hot_fraction")):
+            overrides["distribution"] = "reuse"
+        elif "alpha" in overrides and spec.distribution in ("uniform", "reuse"):
+            overrides["distribution"] = "zipf"
+    dist = overrides.get("distribution", spec.distribution)
+    # Switching distribution drops the parameters that no longer apply.
+    if dist != "reuse":
+        for key in ("reuse", "hot_rows", "hot_fraction"):
+            if key not in overrides and getattr(spec, key) not in ("", None):
+                overrides[key] = "" if key == "reuse" else None
+    if dist != spec.distribution and "alpha" not in overrides and spec.alpha is not None:
+        overrides["alpha"] = None
+    return apply_overrides(spec, overrides, root="workload")
+
+
+def catalog_rows() -> list[dict[str, Any]]:
+    """One row per workload preset, for ``nmp models``."""
+    out = []
+    for name in preset_names("workload"):
+        try:
+            spec = load_workload(name)
+        except SpecError as exc:
+            out.append({"name": name, "summary": f"invalid: {exc}"})
+            continue
+        dims = sorted({t.dim for t in spec.tables})
+        dim = str(dims[0]) if len(dims) == 1 else f"{dims[0]}-{dims[-1]}"
+        poolings = sorted({spec.table_pooling(t).describe() for t in range(len(spec.tables))})
+        pooling = poolings[0] if len(poolings) == 1 else ",".join(poolings)
+        size_mib = spec.bytes_ / MIB
+        out.append(
+            {
+                "name": name,
+                "summary": spec.description or f"{len(spec.tables)} tables",
+                "tables": len(spec.tables),
+                "rows_total": spec.total_rows,
+                "dim": dim,
+                "pooling": pooling,
+                "batch": spec.batch,
+                "distribution": spec.describe_distribution(),
+                "size_mib": round(size_mib, 1),
+            }
+        )
+    return out

@@ -1,0 +1,54 @@
+"""The results log survives a writer killed mid-line; whole files are replaced atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nmp.errors import NmpError
+from nmp.evaluate.store import JsonlLog, atomic_write_text, read_jsonl
+
+
+def test_append_and_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    with JsonlLog(path) as log:
+        for i in range(5):
+            log.append({"key": f"k{i}", "v": i})
+    assert [r["v"] for r in read_jsonl(path)] == list(range(5))
+
+
+@pytest.mark.parametrize("tail", [b'{"key": "k9", "v"', b'{"key": "k9", "v": 9}', b"garbage"])
+def test_torn_last_line_is_dropped_and_truncated(tmp_path: Path, tail: bytes) -> None:
+    path = tmp_path / "r.jsonl"
+    with JsonlLog(path) as log:
+        log.append({"key": "k0"})
+        log.append({"key": "k1"})
+    clean_size = path.stat().st_size
+    with open(path, "ab") as fh:  # a writer killed before its newline
+        fh.write(tail)
+    assert [r["key"] for r in read_jsonl(path)] == ["k0", "k1"]
+    assert path.stat().st_size > clean_size  # reading alone changes nothing
+    assert [r["key"] for r in read_jsonl(path, repair=True)] == ["k0", "k1"]
+    assert path.stat().st_size == clean_size
+    with JsonlLog(path) as log:  # the next append starts on a clean line
+        log.append({"key": "k2"})
+    assert [r["key"] for r in read_jsonl(path)] == ["k0", "k1", "k2"]
+
+
+def test_corrupt_line_in_the_middle_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')
+    with pytest.raises(NmpError) as err:
+        read_jsonl(path)
+    assert err.value.line == 2 and err.value.file == str(path)
+
+
+def test_atomic_write_leaves_no_temporary(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "f.json"
+    atomic_write_text(path, json.dumps({"a": 1}))
+    atomic_write_text(path, json.dumps({"a": 2}))
+    assert json.loads(path.read_text()) == {"a": 2}
+    assert os.listdir(path.parent) == ["f.json"]
