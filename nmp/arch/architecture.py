@@ -210,6 +210,24 @@ class Architecture:
         return pooled
 
 
+    # ---- parity ---------------------------------------------------------------------------
+    def parity_update(self, rows: np.ndarray, new_values: np.ndarray, table: int = 0) -> OpResult:
+        """Write rows and update their stripes' parity in place (see :mod:`nmp.arch.parity`)."""
+        from nmp.arch.parity import parity_update
+
+        return parity_update(self, rows, new_values, table)
+
+    def parity_consistent(self, table: int = 0) -> bool:
+        from nmp.arch.parity import parity_consistent
+
+        return parity_consistent(self, table)
+
+    def recover_node(self, lost_node: int, table: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        from nmp.arch.parity import recover_node
+
+        return recover_node(self, lost_node, table)
+
+
 class _AdHocTable:
     """Table shape inferred from a batch when no workload is bound (float32)."""
 

@@ -80,14 +80,21 @@ def _locality_key(node: np.ndarray, bank: np.ndarray, page: np.ndarray) -> np.nd
     return key
 
 
-def _view(mem, level: str, units_per_channel: int, **org_changes):
+def unit_queue(mem, lines_per_lookup: int, overlap: int) -> int:
+    """Request buffer of one unit: two lookups in flight per bank (or subarray) whose
+    activations it can overlap, at most the controller's own buffer (Ramulator's 32)."""
+    return int(min(mem.controller.read_queue, max(8, 2 * lines_per_lookup * overlap)))
+
+
+def _view(mem, level: str, units_per_channel: int, queue: int | None = None, **org_changes):
     from nmp.memory import internal_view
 
     spec = mem.with_org(**org_changes) if org_changes else mem
+    q = spec.controller.read_queue if queue is None else queue
     ctrl = dataclasses.replace(
         spec.controller,
-        read_queue=spec.controller.read_queue * units_per_channel,
-        write_queue=spec.controller.write_queue * units_per_channel,
+        read_queue=q * units_per_channel,
+        write_queue=min(spec.controller.write_queue, q) * units_per_channel,
         frontend_ratio=spec.controller.frontend_ratio * units_per_channel,
     )
     return internal_view(dataclasses.replace(spec, controller=ctrl), level)
@@ -138,10 +145,16 @@ def lower_level(
     upc = lay.units * lay.ranks
     line_page = page[item] + (col0[item] + within) // lpp
     column = (col0[item] + within) % lpp
+    lpr_max = int(lpr.max()) if lpr.size else 1
     if level == "bank" and spec.subarray_parallelism:
         salp = min(_next_pow2(spec.bank.subarrays), SALP_TRACKED_SUBARRAYS)
         view = _view(
-            mem, "bankgroup", upc, bankgroups=_next_pow2(lay.units), banks=salp
+            mem,
+            "bankgroup",
+            upc,
+            unit_queue(mem, lpr_max, salp),
+            bankgroups=_next_pow2(lay.units),
+            banks=salp,
         )
         rows_v = mv.org(view, "rows")
         subarray = (line_page % rows_v) * spec.bank.subarrays // rows_v
@@ -155,7 +168,7 @@ def lower_level(
             column=column,
         )
     else:
-        view = _view(mem, level, upc)
+        view = _view(mem, level, upc, unit_queue(mem, lpr_max, lay.banks_per_unit))
         bg = lay.unit_bg[unit, b]
         bk = lay.unit_bank[unit, b]
         addr = encode_address(

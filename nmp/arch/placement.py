@@ -235,12 +235,13 @@ def place(
     if spec.policy == "horizontal" or len(levels) == 1:
         level[:] = LEVELS.index(levels[0])
     else:
-        assert partition is not None and profile is not None
-        cls = np.zeros(n, dtype=np.int64)
-        for t in range(flat.num_tables):
-            sel = flat.table == t
-            if sel.any():
-                cls[sel] = profile.row_class(t, flat.row[sel])
+        assert partition is not None
+        cls = np.zeros(n, dtype=np.int64)  # without a profile every class has the same split
+        if profile is not None:
+            for t in range(flat.num_tables):
+                sel = flat.table == t
+                if sel.any():
+                    cls[sel] = profile.row_class(t, flat.row[sel])
         cum = np.cumsum(partition[flat.table, cls], axis=1)
         u = unit_hash(flat.grow, 0x5EED)
         pick = (u[:, None] >= cum[:, :-1]).sum(axis=1)

@@ -184,6 +184,12 @@ def time_gather_reduce(
         energy["sram"] += 2 * flops_add * 32 * unit.sram_pj_per_bit
         if lv == "rank" and plc.hit.any():
             energy["sram"] += float(flat.row_bytes[plc.hit].sum()) * 8 * unit.sram_pj_per_bit
+    # activation power window: every level's units in a rank draw from the same chips, so the
+    # rank's ACTs, whichever level issued them, fit max(tRRD_S, tFAW / 4) apart (the replays
+    # enforce it per level only; here it is enforced across levels, ranks taken as balanced)
+    acts = float(sum(st.cmd_counts.get("ACT", 0) for st in stats_list))
+    act_gap = max(mv.timing(mem, "nRRDS"), mv.timing(mem, "nFAW") / 4)
+    bounds["act_window"] = acts / ranks_total * act_gap * tck
     # pooled partial sums returned to the host, per channel
     result_bytes_chan = traffic.host_recv.astype(np.float64) * row_psum
     if spec.policy == "vertical":

@@ -96,7 +96,9 @@ class _SystematicCode:
     def _check_erased(self, shards: np.ndarray, erased: Iterable[int]) -> tuple[np.ndarray, list]:
         shards = _as_u8(shards, "shards")
         if shards.ndim != 2 or shards.shape[0] != self.n_shards:
-            raise CodingError(f"shards must have shape [k+r={self.n_shards}, n], got {shards.shape}")
+            raise CodingError(
+                f"shards must have shape [k+r={self.n_shards}, n], got {shards.shape}"
+            )
         lost = sorted({int(e) for e in erased})
         bad = [e for e in lost if not 0 <= e < self.n_shards]
         if bad:
@@ -106,6 +108,21 @@ class _SystematicCode:
                 f"{len(lost)} shards lost ({lost}) but the code tolerates only {self.r}"
             )
         return shards, lost
+
+    def decode_lost(self, shards: np.ndarray, erased: Iterable[int]) -> np.ndarray:
+        """Only the lost *data* rows, ``uint8 [e, n]`` in ascending row order (no copy of the
+        surviving data): what a degraded read of missing rows needs."""
+        shards, lost = self._check_erased(shards, erased)
+        lost_data = [e for e in lost if e < self.k]
+        out = np.zeros((len(lost_data), shards.shape[1]), dtype=np.uint8)
+        if lost_data:
+            survivors = tuple(i for i in range(self.n_shards) if i not in lost)[: self.k]
+            # rows of inv(G_S) spread over all k + r shards (zero for unused ones), so the
+            # kernel reads the survivors in place
+            coefs = np.zeros((len(lost_data), self.n_shards), dtype=np.uint8)
+            coefs[:, list(survivors)] = _decode_matrix(self, survivors)[lost_data]
+            kernels.gf_mac(coefs, shards, out)
+        return out
 
     def decode(self, shards: np.ndarray, erased: Iterable[int]) -> np.ndarray:
         """Data ``uint8 [k, n]`` rebuilt from the surviving rows of ``shards [k + r, n]``.
@@ -117,14 +134,8 @@ class _SystematicCode:
         shards, lost = self._check_erased(shards, erased)
         data = shards[: self.k].copy()
         lost_data = [e for e in lost if e < self.k]
-        if not lost_data:
-            return data
-        survivors = tuple(i for i in range(self.n_shards) if i not in lost)[: self.k]
-        inv = _decode_matrix(self, survivors)
-        rows = inv[lost_data]  # [len(lost_data), k] over the survivors
-        out = np.zeros((len(lost_data), shards.shape[1]), dtype=np.uint8)
-        kernels.gf_mac(rows, shards[list(survivors)], out)
-        data[lost_data] = out
+        if lost_data:
+            data[lost_data] = self.decode_lost(shards, lost)
         return data
 
     def reconstruct(self, shards: np.ndarray, erased: Iterable[int]) -> np.ndarray:

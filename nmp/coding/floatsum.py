@@ -190,7 +190,9 @@ def measure_float_sum_drift(
             rec_ulp = max(rec_ulp, int(ulp_distance(got, data[s, j]).max()))
             rec_bad += int(np.count_nonzero(got.view(np.uint32) != data[s, j].view(np.uint32)))
             got_fresh = code.decode(fresh_shards, [j])[j]
-            fresh_bad += int(np.count_nonzero(got_fresh.view(np.uint32) != data[s, j].view(np.uint32)))
+            fresh_bad += int(
+                np.count_nonzero(got_fresh.view(np.uint32) != data[s, j].view(np.uint32))
+            )
             got_xor = xor.decode(xor_shards, [j])[j]
             xor_bad += int(np.count_nonzero(got_xor != as_bytes(data[s, j])))
     total = stripes * k * dim

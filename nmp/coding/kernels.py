@@ -1,11 +1,11 @@
 """Bulk byte kernels (numba, compiled once and cached): XOR and GF(2^8) multiply-accumulate.
 
 GF(2^8) products are computed eight bytes at a time in a ``uint64`` ("SWAR"): ``x * 2`` for all
-eight byte lanes is ``((x & 0x7f..) << 1) ^ (((x >> 7) & 0x01..) * 0x1d)``, and ``c * x`` is the
-XOR of the doublings ``x * 2^b`` for the set bits ``b`` of ``c``. Work is blocked so that a block
-of each source row and of each destination row stays in L1 while its 8 doublings are formed; the
-innermost loops run over contiguous words and vectorize. The wrappers split every row into a
-``uint64`` body and a < 8 byte tail, which goes through the 64 KiB product table.
+eight byte lanes is ``((x & 0x7f..) << 1) ^ (0x1d in every lane whose top bit was set)``, and
+``c * x`` is built from such doublings and XORs. Work is blocked (4 KiB of each row) so the
+rows being combined stay in cache, and the innermost loops run over contiguous words, which
+LLVM vectorizes (AVX2/AVX-512). The wrappers split every row into a ``uint64`` body and a
+< 8 byte tail, which goes through the 64 KiB product table.
 """
 
 from __future__ import annotations
@@ -15,50 +15,65 @@ import numpy as np
 
 from nmp.coding.gf256 import MUL
 
-BLOCK_WORDS = 512  # 4 KiB per row block: sources + destinations + scratch fit in L1
+BLOCK_WORDS = 512  # 4 KiB per row block: the block of every source row stays in L1/L2
 _LO7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 _HI1 = np.uint64(0x0101010101010101)
-_RED = np.uint64(0x1D)
-_SEVEN = np.uint64(7)
+_RED = np.uint64(0x1D1D1D1D1D1D1D1D)
 _ONE = np.uint64(1)
+_SEVEN = np.uint64(7)
+_EIGHT = np.uint64(8)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _xtime(v):  # pragma: no cover - compiled
+    """x * 2 in all 8 byte lanes; the 0x1d reduction mask is (m << 8) - m = 0xff per set lane
+    (no 64-bit multiply, which AVX2 lacks)."""
+    m = (v >> _SEVEN) & _HI1
+    return ((v & _LO7) << _ONE) ^ (((m << _EIGHT) - m) & _RED)
 
 
 @numba.njit(cache=True, nogil=True)
 def _gf_mac_words(coefs, src, dst):  # pragma: no cover - compiled
-    """dst[i] ^= XOR_j coefs[i, j] * src[j], on uint64 words (8 byte lanes each)."""
+    """dst[i] ^= XOR_j coefs[i, j] * src[j], on uint64 words (8 byte lanes each).
+
+    Horner's rule over coefficient bits: ``acc = 2 * acc ^ XOR_{j: bit b of c_ij} src_j`` from
+    the top bit down, so each output row needs at most 7 doublings whatever k is.
+    """
     p, m = coefs.shape
     nwords = src.shape[1]
-    top = np.full(m, -1, np.int64)  # highest coefficient bit per source row (-1: row unused)
-    for j in range(m):
-        for i in range(p):
-            c = coefs[i, j]
-            b = 7
-            while b > top[j] and not (c >> b) & 1:
-                b -= 1
-            if b > top[j]:
-                top[j] = b
-    x = np.empty(BLOCK_WORDS, np.uint64)
+    top = np.full(p, -1, np.int64)  # highest coefficient bit per output row (-1: all zero)
+    for i in range(p):
+        for j in range(m):
+            for b in range(8):
+                if (coefs[i, j] >> b) & 1 and b > top[i]:
+                    top[i] = b
+    acc = np.empty(BLOCK_WORDS, np.uint64)
     for start in range(0, nwords, BLOCK_WORDS):
         nb = min(BLOCK_WORDS, nwords - start)
-        for j in range(m):
-            if top[j] < 0:
+        for i in range(p):
+            if top[i] < 0:
                 continue
             for w in range(nb):
-                x[w] = src[j, start + w]
-            for b in range(top[j] + 1):
-                for i in range(p):
-                    if (coefs[i, j] >> b) & 1:
-                        for w in range(nb):
-                            dst[i, start + w] ^= x[w]
-                if b < top[j]:
+                acc[w] = 0
+            for b in range(top[i], -1, -1):
+                if b < top[i]:
                     for w in range(nb):
-                        v = x[w]
-                        x[w] = ((v & _LO7) << _ONE) ^ (((v >> _SEVEN) & _HI1) * _RED)
+                        acc[w] = _xtime(acc[w])
+                for j in range(m):
+                    if (coefs[i, j] >> b) & 1:
+                        s = src[j, start : start + nb]
+                        for w in range(nb):
+                            acc[w] ^= s[w]
+            d = dst[i, start : start + nb]
+            for w in range(nb):
+                d[w] ^= acc[w]
 
 
 @numba.njit(cache=True, nogil=True)
 def _gf_update_words(coefs, a, b_, dst, same):  # pragma: no cover - compiled
-    """dst[i] ^= coefs[i] * (a XOR b_) on uint64 words; ``same``: a is the delta, b_ unused."""
+    """dst[i] ^= coefs[i] * (a XOR b_) on uint64 words; ``same``: a is the delta, b_ unused.
+
+    The delta is doubled once per bit and shared by all r parity rows."""
     p = coefs.shape[0]
     nwords = a.shape[0]
     top = -1
@@ -69,21 +84,23 @@ def _gf_update_words(coefs, a, b_, dst, same):  # pragma: no cover - compiled
     x = np.empty(BLOCK_WORDS, np.uint64)
     for start in range(0, nwords, BLOCK_WORDS):
         nb = min(BLOCK_WORDS, nwords - start)
+        sa = a[start : start + nb]
         if same:
             for w in range(nb):
-                x[w] = a[start + w]
+                x[w] = sa[w]
         else:
+            sb = b_[start : start + nb]
             for w in range(nb):
-                x[w] = a[start + w] ^ b_[start + w]
+                x[w] = sa[w] ^ sb[w]
         for bit in range(top + 1):
             for i in range(p):
                 if (coefs[i] >> bit) & 1:
+                    d = dst[i, start : start + nb]
                     for w in range(nb):
-                        dst[i, start + w] ^= x[w]
+                        d[w] ^= x[w]
             if bit < top:
                 for w in range(nb):
-                    v = x[w]
-                    x[w] = ((v & _LO7) << _ONE) ^ (((v >> _SEVEN) & _HI1) * _RED)
+                    x[w] = _xtime(x[w])
 
 
 @numba.njit(cache=True, nogil=True)

@@ -31,7 +31,7 @@ import numpy as np
 _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def set_of(line: np.int64, sets: np.int64, hashed: bool) -> np.int64:
     """Set index of a line address (see the module docstring)."""
     if hashed:
@@ -97,6 +97,11 @@ class CacheState:
         self.ent[..., 0][~pinned] = -1
         self.ent[..., 1] = np.where(pinned, self.ent[..., 1] & (_PINNED | _VALID), 0)
 
+    def unpin_all(self) -> None:
+        """Release every pinned line: it stays cached as the least recently used line."""
+        meta = self.ent[..., 1]
+        self.ent[..., 1] = np.where((meta & _PINNED) != 0, meta & _VALID, meta)
+
     def pin(self, lines: np.ndarray, pin_ways: int) -> int:
         """Install ``lines`` as pinned in cache 0 (all sectors valid), at most ``pin_ways`` per
         set, in the given order (hottest first). Returns how many were pinned."""
@@ -136,7 +141,7 @@ def _pin(ent, lines, pin_ways, hashed, full):
     return done
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def access(ent, c, line, mask, t, hashed):
     """One request to cache ``c``: returns the mask of requested sectors that hit.
 
@@ -172,7 +177,7 @@ def access(ent, c, line, mask, t, hashed):
     return np.uint8(0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _simulate(ent, cache_ids, lines, masks, hashed, t0):
     n = lines.shape[0]
     hits = np.empty(n, dtype=np.uint8)

@@ -5,7 +5,8 @@ The A100's HBM2e (3.186 Gb/s), the A100-40GB's HBM2 (2.43 Gb/s) and the H100's H
 ``hbm2-2000`` / ``hbm3-6400`` (``hbm.memory_preset``) at the part's pin rate: the clock scales
 with the data rate, the burst and column-to-column spacings (nBL, nCCDS, nCCDL: counted in clocks
 by JESD235/JESD238) stay in cycles, every other timing keeps its time in ns (rounded up to whole
-cycles, JEDEC style). The channel count is the GPU's (stacks x channels per stack).
+cycles, JEDEC style). The spec is one stack (the presets' channel count, which must match
+``hbm.channels_per_stack``); the GPU has ``hbm.stacks`` of them.
 
 What the GPU model takes from the DRAM engine (:func:`hbm_calibration`):
 
@@ -28,6 +29,7 @@ The calibration is computed once per (preset, pin rate) and cached in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -89,6 +91,11 @@ def gpu_memory_spec(hbm, *, channels: int | None = None):
     from nmp.memory.spec import load_memory
 
     base = load_memory(hbm.memory_preset)
+    if base.org.channels != hbm.channels_per_stack:
+        raise NmpError(
+            f"{hbm.memory_preset} has {base.org.channels} channels per stack, the GPU's "
+            f"hbm.channels_per_stack is {hbm.channels_per_stack}"
+        )
     rate_mtps = int(round(hbm.data_rate_gbps * 1000))
     tck_ps = int(round(base.tck_ps * base.rate_mtps / rate_mtps))
     timing = scaled_timing(base.timing, base.tck_ps, tck_ps)
@@ -125,15 +132,13 @@ def check_request_granularity(spec, n_addrs: int, stats) -> None:
 def calibrate(hbm, *, fetches: int = CALIBRATION_FETCHES, seed: int = CALIBRATION_SEED):
     """Replay random fetches of each size on one stack of the derived spec (uncached)."""
     from nmp import memory
-
     from nmp.memory.spec import load_memory
 
     spec = load_memory(
         gpu_memory_spec(hbm),
         overrides={
             "controller.line_bytes": 32,
-            "controller.channel_interleave_bits": int(math.log2(hbm.channel_interleave_bytes))
-            - 5,
+            "controller.channel_interleave_bits": int(math.log2(hbm.channel_interleave_bytes)) - 5,
             "controller.read_queue": hbm.read_queue,
         },
     )
@@ -208,9 +213,8 @@ def hbm_calibration(hbm) -> HbmCalibration:
         except ImportError as exc:  # pragma: no cover - nmp.memory is part of the kit
             raise NmpError(f"HBM calibration needs nmp.memory: {exc}") from None
         cache[key] = asdict(cal)
-        try:
+        # A read-only install still works; it just recalibrates in the next process.
+        with contextlib.suppress(OSError):
             _write_cache(cache)
-        except OSError:
-            pass  # a read-only install still works, it just recalibrates next time
     _MEMO[key] = cal
     return cal

@@ -58,23 +58,25 @@ def table_bases(batch, elem_bytes: list[int]) -> list[int]:
     return bases
 
 
-def hot_rows(profile, k: int) -> list[tuple[int, np.ndarray]]:
-    """The ``k`` most accessed rows over all tables of ``profile``: [(table, rows)], hottest
-    first within a table; ties go to the lower (table, row)."""
-    counts, tables, rows = [], [], []
-    for t, lookups in enumerate(profile.tables):
+def hot_rows(profile, k: int, tables: list[int] | None = None) -> list[tuple[int, np.ndarray]]:
+    """The ``k`` most accessed rows over ``tables`` (default all) of ``profile``:
+    [(table, rows)], hottest first within a table; ties go to the lower (table, row)."""
+    tables = list(range(len(profile.tables))) if tables is None else tables
+    counts, owner, rows = [], [], []
+    for t in tables:
+        lookups = profile.tables[t]
         c = np.bincount(lookups.indices, minlength=lookups.num_rows)
         nz = np.flatnonzero(c)
         counts.append(c[nz])
         rows.append(nz)
-        tables.append(np.full(nz.shape[0], t, dtype=np.int64))
+        owner.append(np.full(nz.shape[0], t, dtype=np.int64))
     if not counts:
         return []
     c = np.concatenate(counts)
-    tb = np.concatenate(tables)
+    tb = np.concatenate(owner)
     rw = np.concatenate(rows)
     order = np.lexsort((rw, tb, -c))[:k]
-    return [(t, rw[order][tb[order] == t]) for t in range(len(profile.tables))]
+    return [(t, rw[order][tb[order] == t]) for t in tables]
 
 
 def pin_lines(pinned: list[tuple[int, np.ndarray]], bases, row_bytes, line_bytes) -> np.ndarray:
@@ -93,8 +95,9 @@ def pin_lines(pinned: list[tuple[int, np.ndarray]], bases, row_bytes, line_bytes
     return np.concatenate(out) if out else np.empty(0, dtype=np.int64)
 
 
-def embedding_stage(gpu: GpuSpec, batch, *, elem_bytes: list[int] | None = None,
-                    pin_profile=None) -> OpResult:
+def embedding_stage(
+    gpu: GpuSpec, batch, *, elem_bytes: list[int] | None = None, pin_profile=None
+) -> OpResult:
     """Model ``batch`` (a :class:`nmp.workload.LookupBatch`) on ``gpu`` (its ``variant``).
 
     ``elem_bytes`` per table (default 4: fp32); ``pin_profile`` is the batch whose access counts
@@ -111,35 +114,62 @@ def embedding_stage(gpu: GpuSpec, batch, *, elem_bytes: list[int] | None = None,
     k = gpu.sim.line_sample
     # Under line sampling each L1 keeps 1/k of its sets (see SimSpec); the L2 keeps all of its
     # sets and only the sampled ones see traffic.
-    l1 = CacheState.empty(sm.count, l1c.sets // k, l1c.ways, hashed=False,
-                          sectors_per_line=l1c.sectors_per_line)
-    l2 = CacheState.empty(1, l2c.sets, l2c.ways, hashed=True,
-                          sectors_per_line=l2c.sectors_per_line)
+    l1 = CacheState.empty(
+        sm.count, l1c.sets // k, l1c.ways, hashed=False, sectors_per_line=l1c.sectors_per_line
+    )
+    l2 = CacheState.empty(1, l2c.sets, l2c.ways, hashed=True, sectors_per_line=l2c.sectors_per_line)
     clock = StampClock()
-    pin_info = {"rows": 0, "lines": 0, "lines_pinned": 0, "bytes": 0, "prefetch_ns": 0.0}
-    if gpu.uses_pinning and gpu.pinning.rows > 0:
-        chosen = hot_rows(pin_profile if pin_profile is not None else batch, gpu.pinning.rows)
+    pin_info = {
+        "scope": gpu.pinning.scope,
+        "rows": 0,
+        "lines": 0,
+        "lines_pinned": 0,
+        "bytes": 0,
+        "prefetch_ns": 0.0,
+        "prefetch_charged": False,
+    }
+    pin_ways = int(math.floor(gpu.pinning.max_fraction * l2c.ways))
+    pin_eff = cal.efficiency_for(l2c.line_bytes)
+    profile = pin_profile if pin_profile is not None else batch
+    per_table_pins = gpu.uses_pinning and gpu.pinning.rows > 0 and gpu.pinning.scope == "per_table"
+
+    def pin(tables: list[int] | None) -> float:
+        """Pin the hottest rows of ``tables``; returns the pre-kernel's time (ns)."""
+        chosen = hot_rows(profile, gpu.pinning.rows, tables)
         lines = pin_lines(chosen, bases, row_bytes, l2c.line_bytes)
-        pin_ways = int(math.floor(gpu.pinning.max_fraction * l2c.ways))
         pinned = l2.pin(lines, pin_ways)
         pin_bytes = pinned * l2c.line_bytes
-        pin_info = {
-            "rows": int(sum(r.size for _, r in chosen)),
-            "lines": int(lines.size),
-            "lines_pinned": int(pinned),
-            "bytes": int(pin_bytes),
-            # One-time pre-kernel (prefetch.global.L2::evict_last over the hot rows): the rows
-            # stay across batches, so it is reported, not charged per batch.
-            "prefetch_ns": pin_bytes
-            / (gpu.hbm.peak_bandwidth_gbps * cal.efficiency_for(l2c.line_bytes)),
-        }
+        # The pre-kernel (prefetch.global.L2::evict_last over the rows) streams them from HBM.
+        t_ns = pin_bytes / (gpu.hbm.peak_bandwidth_gbps * pin_eff)
+        pin_info["rows"] += int(sum(r.size for _, r in chosen))
+        pin_info["lines"] += int(lines.size)
+        pin_info["lines_pinned"] += int(pinned)
+        pin_info["bytes"] += int(pin_bytes)
+        pin_info["prefetch_ns"] += t_ns
+        return t_ns
+
+    if gpu.uses_pinning and gpu.pinning.rows > 0 and gpu.pinning.scope == "global":
+        # Pinned once; the rows stay across batches, so the pre-kernel is reported, not charged.
+        pin(None)
+    pin_info["prefetch_charged"] = per_table_pins
 
     clk_ghz = sm.clock_mhz / 1000.0
     peak = gpu.hbm.peak_bandwidth_gbps
     sector = l2c.sector_bytes
     totals = dict.fromkeys(
-        ("l1_sectors", "l1_sector_hits", "l2_sectors", "l2_sector_hits", "hbm_sectors",
-         "hbm_stream_bytes", "units", "instructions", "hbm_fetches"), 0.0)
+        (
+            "l1_sectors",
+            "l1_sector_hits",
+            "l2_sectors",
+            "l2_sector_hits",
+            "hbm_sectors",
+            "hbm_stream_bytes",
+            "units",
+            "instructions",
+            "hbm_fetches",
+        ),
+        0.0,
+    )
     stall = dict.fromkeys(STALL_KEYS, 0.0)
     level_units = np.zeros(3)
     tables_out = []
@@ -147,16 +177,32 @@ def embedding_stage(gpu: GpuSpec, batch, *, elem_bytes: list[int] | None = None,
     hbm_row_time_ns = 0.0
     for t, lookups in enumerate(batch.tables):
         layout = KernelLayout(
-            row_bytes=row_bytes[t], elem_bytes=elem_bytes[t], dim=lookups.dim,
-            base_bytes=bases[t], block_y=gpu.kernel.block_y, grid_blocks=gpu.kernel.grid_blocks,
-            sms=sm.count, blocks_per_sm=cfg.blocks_per_sm, line_bytes=l1c.line_bytes,
+            row_bytes=row_bytes[t],
+            elem_bytes=elem_bytes[t],
+            dim=lookups.dim,
+            base_bytes=bases[t],
+            block_y=gpu.kernel.block_y,
+            grid_blocks=gpu.kernel.grid_blocks,
+            sms=sm.count,
+            blocks_per_sm=cfg.blocks_per_sm,
+            line_bytes=l1c.line_bytes,
             sector_bytes=l1c.sector_bytes,
         )
         l1.reset()  # L1 is invalidated at each kernel launch
+        pre_ns = 0.0
+        if per_table_pins:
+            l2.unpin_all()
+            pre_ns = pin([t])
+            totals["hbm_stream_bytes"] += pre_ns * gpu.hbm.peak_bandwidth_gbps * pin_eff
         ks, _ = run_kernel_stream(
-            lookups.indices, lookups.offsets, layout, l1, l2,
+            lookups.indices,
+            lookups.offsets,
+            layout,
+            l1,
+            l2,
             sample=k,
-            lat_cycles=(lat.l1_cycles, lat.l2_cycles, lat.hbm_cycles), clock=clock,
+            lat_cycles=(lat.l1_cycles, lat.l2_cycles, lat.hbm_cycles),
+            clock=clock,
         )
         c = ks.counts
         # Rates of the sampled lines stand for every request (all of them when k = 1).
@@ -172,8 +218,13 @@ def embedding_stage(gpu: GpuSpec, batch, *, elem_bytes: list[int] | None = None,
         known = lv[LEVEL_L1] + lv[LEVEL_L2] + lv[LEVEL_HBM]
         share = lv[:3] / known if known else np.array([1.0, 0.0, 0.0])
         lat_levels = np.array([lat.l1_cycles, lat.l2_cycles, lat.hbm_cycles])
-        mean_unsampled = float(share @ lat_levels)
-        warp_lat = ks.lat_cycles + ks.unsampled * mean_unsampled
+        # Unsampled loads draw their levels from the sampled mix (multinomial per warp, fixed
+        # seed): the warps keep their spread, which the slowest-warp-per-block rule needs.
+        if ks.unsampled.any():
+            draws = np.random.default_rng(t).multinomial(ks.unsampled, share)
+            warp_lat = ks.lat_cycles + draws @ lat_levels
+        else:
+            warp_lat = ks.lat_cycles
         units_lv = lv[:3] + lv[3] * share
         level_units += units_lv
         level_cycles = {
@@ -198,12 +249,18 @@ def embedding_stage(gpu: GpuSpec, batch, *, elem_bytes: list[int] | None = None,
         }
         index_cycles = lat.l1_cycles + lat.hbm_cycles * gpu.kernel.index_bytes / l1c.line_bytes
         kt = kernel_timing(
-            warp_lat_cycles=warp_lat, warp_units=ks.units.astype(float),
-            level_cycles=level_cycles, index_cycles_per_unit=index_cycles,
-            loads_in_flight=cfg.loads_in_flight, warps_per_block=cfg.warps_per_block,
-            slots=sm.count * cfg.blocks_per_sm, cycle_ns=sm.cycle_ns, bounds_ns=bounds,
+            warp_lat_cycles=warp_lat,
+            warp_units=ks.units.astype(float),
+            level_cycles=level_cycles,
+            index_cycles_per_unit=index_cycles,
+            loads_in_flight=cfg.loads_in_flight,
+            warps_per_block=cfg.warps_per_block,
+            slots=sm.count * cfg.blocks_per_sm,
+            cycle_ns=sm.cycle_ns,
+            bounds_ns=bounds,
         )
-        t_total += kt.t_ns
+        t_total += kt.t_ns + pre_ns
+        stall["pin_prefetch"] += pre_ns
         hbm_row_time_ns += t_hbm_rows
         for key, value in kt.stall_ns.items():
             stall[key] += value
@@ -217,16 +274,33 @@ def embedding_stage(gpu: GpuSpec, batch, *, elem_bytes: list[int] | None = None,
         totals["units"] += units
         totals["instructions"] += instructions
         tables_out.append(
-            {"t_ns": kt.t_ns, "t_latency_ns": kt.t_latency_ns, "bound": kt.bound,
-             "bounds_ns": kt.bounds_ns, "hbm_efficiency": eff_rows,
-             "hbm_fetch_bytes": fetch_bytes}
+            {
+                "t_ns": kt.t_ns + pre_ns,
+                "t_latency_ns": kt.t_latency_ns,
+                "bound": kt.bound,
+                "bounds_ns": kt.bounds_ns,
+                "hbm_efficiency": eff_rows,
+                "hbm_fetch_bytes": fetch_bytes,
+            }
         )
-    return _result(gpu, cfg, cal, lat, batch, t_total, totals, stall, level_units, tables_out,
-                   pin_info)
+    return _result(
+        gpu, cfg, cal, lat, batch, t_total, totals, stall, level_units, tables_out, pin_info
+    )
 
 
-def _result(gpu, cfg: KernelConfig, cal, lat: Latencies, batch, t_ns, totals, stall,
-            level_units, tables_out, pin_info) -> OpResult:
+def _result(
+    gpu,
+    cfg: KernelConfig,
+    cal,
+    lat: Latencies,
+    batch,
+    t_ns,
+    totals,
+    stall,
+    level_units,
+    tables_out,
+    pin_info,
+) -> OpResult:
     sector = gpu.l2.sector_bytes
     hbm_bytes = totals["hbm_sectors"] * sector + totals["hbm_stream_bytes"]
     l2_bytes = totals["l2_sectors"] * sector
@@ -257,9 +331,11 @@ def _result(gpu, cfg: KernelConfig, cal, lat: Latencies, batch, t_ns, totals, st
             "mlp_lines_in_flight": cfg.mlp_lines(gpu.sm.count),
             "waves_per_table": gpu.kernel.grid_blocks / (gpu.sm.count * cfg.blocks_per_sm),
         },
-        "l1_hit_rate": totals["l1_sector_hits"] / totals["l1_sectors"] if totals["l1_sectors"]
+        "l1_hit_rate": totals["l1_sector_hits"] / totals["l1_sectors"]
+        if totals["l1_sectors"]
         else 0.0,
-        "l2_hit_rate": totals["l2_sector_hits"] / totals["l2_sectors"] if totals["l2_sectors"]
+        "l2_hit_rate": totals["l2_sector_hits"] / totals["l2_sectors"]
+        if totals["l2_sectors"]
         else 0.0,
         "loads_served_by": {
             "l1": level_units[0] / units if units else 0.0,

@@ -42,8 +42,8 @@ def run_design_point(
     if overrides.get("memory"):
         key = next(iter(overrides["memory"]))
         raise SpecError(
-            f"memory overrides do not apply to a GPU; use arch.hbm.* (e.g. "
-            f"arch.hbm.data_rate_gbps)", key=f"memory.{key}",
+            "memory overrides do not apply to a GPU; use arch.hbm.* (e.g. arch.hbm.data_rate_gbps)",
+            key=f"memory.{key}",
         )
     wspec = load_workload(workload, overrides.get("workload") or {})
     batch = generate_batch(wspec, seed=seed)

@@ -49,8 +49,15 @@ class SmSpec:
     schedulers: int = 4
 
     def validate(self) -> None:
-        for key in ("count", "max_warps", "max_blocks", "registers", "reg_alloc_unit",
-                    "max_regs_per_thread", "schedulers"):
+        for key in (
+            "count",
+            "max_warps",
+            "max_blocks",
+            "registers",
+            "reg_alloc_unit",
+            "max_regs_per_thread",
+            "schedulers",
+        ):
             if getattr(self, key) < 1:
                 raise KeyedValueError(key, "must be >= 1")
         if self.clock_mhz <= 0:
@@ -125,8 +132,13 @@ class HbmSpec:
     channel_interleave_bytes: int = 128
 
     def validate(self) -> None:
-        for key in ("stacks", "channels_per_stack", "pseudo_channels", "bus_bits_per_stack",
-                    "capacity_gib"):
+        for key in (
+            "stacks",
+            "channels_per_stack",
+            "pseudo_channels",
+            "bus_bits_per_stack",
+            "capacity_gib",
+        ):
             if getattr(self, key) < 1:
                 raise KeyedValueError(key, "must be >= 1")
         if self.data_rate_gbps <= 0:
@@ -176,8 +188,15 @@ class KernelSpec:
     index_bytes: int = 8
 
     def validate(self) -> None:
-        for key in ("block_x", "block_y", "grid_blocks", "regs_per_thread", "maxrregcount",
-                    "loads_in_flight", "index_bytes"):
+        for key in (
+            "block_x",
+            "block_y",
+            "grid_blocks",
+            "regs_per_thread",
+            "maxrregcount",
+            "loads_in_flight",
+            "index_bytes",
+        ):
             if getattr(self, key) < 1:
                 raise KeyedValueError(key, "must be >= 1")
         if self.block_x != 32:
@@ -192,10 +211,17 @@ class KernelSpec:
 class PinningSpec:
     """L2 pinning: a pre-kernel prefetches the ``rows`` hottest rows with ``evict_last`` so
     they stay; at most ``max_fraction`` of each L2 set may hold pinned lines (the persisting
-    carve-out limit)."""
+    carve-out limit).
+
+    ``scope = "global"`` (the paper's): the hottest rows over all tables are pinned once and
+    stay across batches (the pre-kernel is not charged per batch). ``"per_table"``: before each
+    table's kernel the previous pins are released and that table's ``rows`` hottest rows are
+    pinned; that pre-kernel streams them from HBM every batch and is charged.
+    """
 
     rows: int = 60_000
     max_fraction: float = 0.75
+    scope: Literal["global", "per_table"] = "global"
 
     def validate(self) -> None:
         if self.rows < 0:
@@ -214,8 +240,7 @@ class EnergySpec:
     static_power_w: float
 
     def validate(self) -> None:
-        for key in ("l1_pj_per_sector", "l2_pj_per_sector", "pj_per_instruction",
-                    "static_power_w"):
+        for key in ("l1_pj_per_sector", "l2_pj_per_sector", "pj_per_instruction", "static_power_w"):
             if getattr(self, key) < 0:
                 raise KeyedValueError(key, "must be >= 0")
 
@@ -248,7 +273,9 @@ class GpuSpec:
     pinning: PinningSpec = field(default_factory=PinningSpec)
     energy: EnergySpec = field(
         default_factory=lambda: EnergySpec(
-            l1_pj_per_sector=0.0, l2_pj_per_sector=0.0, pj_per_instruction=0.0,
+            l1_pj_per_sector=0.0,
+            l2_pj_per_sector=0.0,
+            pj_per_instruction=0.0,
             static_power_w=0.0,
         )
     )

@@ -70,105 +70,121 @@ class KernelStream:
 # Indices of the counters array filled by the compiled pass. "_all" counts every request;
 # the others only the sampled lines (all of them when line_sample = 1).
 _COUNTER_NAMES = (
-    "l1_sectors",        # sectors requested from L1 (sampled lines)
+    "l1_sectors",  # sectors requested from L1 (sampled lines)
     "l1_sector_hits",
-    "l1_lines",          # line requests to L1 (sampled)
-    "l1_line_hits",      # line requests whose every sector hit
-    "l2_sectors",        # sectors requested from L2 (the L1 misses)
+    "l1_lines",  # line requests to L1 (sampled)
+    "l1_line_hits",  # line requests whose every sector hit
+    "l2_sectors",  # sectors requested from L2 (the L1 misses)
     "l2_sector_hits",
     "l2_lines",
     "l2_line_hits",
-    "l1_sectors_all",    # every request, sampled or not
+    "l1_sectors_all",  # every request, sampled or not
     "l1_lines_all",
 )
 
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
 
-@nb.njit(cache=True)
-def _warp_units(offsets, n_index, cpb, block_y, grid_blocks):
-    """CSR of each warp's units: (index position, slice) in processing order."""
-    batch = offsets.shape[0] - 1
-    n_chunks = batch * cpb
-    n_warps = grid_blocks * block_y
-    stride = n_warps
-    counts = np.zeros(n_warps, dtype=np.int64)
-    for c in range(n_chunks):
-        bag = c // cpb
-        end = offsets[bag + 1] if bag + 1 <= batch else n_index
-        counts[c % stride] += end - offsets[bag]
-    ptr = np.zeros(n_warps + 1, dtype=np.int64)
-    for w in range(n_warps):
-        ptr[w + 1] = ptr[w] + counts[w]
-    pos = np.empty(ptr[n_warps], dtype=np.int64)
-    slc = np.empty(ptr[n_warps], dtype=np.int32)
-    fill = ptr[:-1].copy()
-    # Chunk c belongs to warp c % stride; a warp takes its chunks in increasing c.
-    for c in range(n_chunks):
-        w = c % stride
-        bag = c // cpb
-        s = c % cpb
-        for e in range(offsets[bag], offsets[bag + 1]):
-            pos[fill[w]] = e
-            slc[fill[w]] = s
-            fill[w] += 1
-    return ptr, pos, slc
+@nb.njit(cache=True, error_model="numpy")
+def _next_chunk(c, emb, stop, w, offsets, cpb, n_chunks, stride):
+    """Advance warp ``w`` to its next non-empty chunk at or after ``c[w]``; -1 when done."""
+    chunk = c[w]
+    while chunk < n_chunks:
+        bag = chunk // cpb
+        if offsets[bag + 1] > offsets[bag]:
+            c[w] = chunk
+            emb[w] = offsets[bag]
+            stop[w] = offsets[bag + 1]
+            return True
+        chunk += stride
+    c[w] = -1
+    return False
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _run(
-    indices, ptr, pos, slc,
-    row_bytes, elem_bytes, dim, base_bytes, block_y, grid_blocks, sms, blocks_per_sm,
-    line_bytes, sector_bytes,
-    l1_ent, l2_ent, sample, lat_l1, lat_l2, lat_hbm, t0,
-    emit, out_lines, out_masks, out_sms,
+    indices,
+    offsets,
+    row_bytes,
+    elem_bytes,
+    dim,
+    base_bytes,
+    block_y,
+    grid_blocks,
+    sms,
+    blocks_per_sm,
+    line_bytes,
+    sector_bytes,
+    l1_ent,
+    l2_ent,
+    sample,
+    lat_l1,
+    lat_l2,
+    lat_hbm,
+    t0,
+    emit,
+    out_lines,
+    out_masks,
+    out_sms,
 ):
     n_warps = grid_blocks * block_y
+    cpb = (dim + 31) // 32
+    n_chunks = (offsets.shape[0] - 1) * cpb
     units = np.zeros(n_warps, dtype=np.int64)
     lat = np.zeros(n_warps, dtype=np.float64)
     unsampled = np.zeros(n_warps, dtype=np.int64)
     counters = np.zeros(10, dtype=np.int64)
     level_units = np.zeros(4, dtype=np.int64)
+    # Per warp: current chunk (-1: finished), next lookup position, end of the chunk's bag.
+    cur = np.arange(n_warps, dtype=np.int64)
+    emb = np.zeros(n_warps, dtype=np.int64)
+    stop = np.zeros(n_warps, dtype=np.int64)
     resident = sms * blocks_per_sm
     t = t0
     n_emit = 0
     l2_sets = l2_ent.shape[1]
     for wave_start in range(0, grid_blocks, resident):
         wave_end = min(wave_start + resident, grid_blocks)
-        max_len = 0
+        active = 0
         for w in range(wave_start * block_y, wave_end * block_y):
-            max_len = max(max_len, ptr[w + 1] - ptr[w])
-        for step in range(max_len):
+            if _next_chunk(cur, emb, stop, w, offsets, cpb, n_chunks, n_warps):
+                active += 1
+        while active > 0:
             for b in range(wave_start, wave_end):
                 sm = b % sms
-                for y in range(block_y):
-                    w = b * block_y + y
-                    k = ptr[w] + step
-                    if k >= ptr[w + 1]:
+                for w in range(b * block_y, (b + 1) * block_y):
+                    chunk = cur[w]
+                    if chunk < 0:
                         continue
-                    first_el = slc[k] * 32
+                    first_el = (chunk % cpb) * 32
                     n_el = min(32, dim - first_el)
-                    start = base_bytes + indices[pos[k]] * row_bytes + first_el * elem_bytes
+                    start = base_bytes + indices[emb[w]] * row_bytes + first_el * elem_bytes
                     end = start + n_el * elem_bytes
+                    emb[w] += 1
+                    if emb[w] == stop[w]:
+                        cur[w] = chunk + n_warps
+                        if not _next_chunk(cur, emb, stop, w, offsets, cpb, n_chunks, n_warps):
+                            active -= 1
                     level = -1
                     line = start // line_bytes
                     while line * line_bytes < end:
                         lo = max(start, line * line_bytes) - line * line_bytes
                         hi = min(end, (line + 1) * line_bytes) - line * line_bytes
-                        mask = np.int64(0)
-                        for sec in range(lo // sector_bytes, (hi - 1) // sector_bytes + 1):
-                            mask |= np.int64(1) << sec
+                        first_sec = lo // sector_bytes
+                        last_sec = (hi - 1) // sector_bytes
+                        nreq = last_sec - first_sec + 1
+                        mask = ((np.int64(1) << (last_sec + 1)) - 1) ^ (
+                            (np.int64(1) << first_sec) - 1
+                        )
                         if emit:
                             out_lines[n_emit] = line
                             out_masks[n_emit] = mask
                             out_sms[n_emit] = sm
                             n_emit += 1
                         t += 1
-                        nreq = _POPCOUNT[mask]
                         counters[8] += nreq
                         counters[9] += 1
-                        l2_set = set_of(line, l2_sets, True)
-                        if l2_set % sample != 0:
+                        if sample > 1 and set_of(line, l2_sets, True) % sample != 0:
                             line += 1
                             continue
                         hit1 = np.int64(access(l1_ent, sm, line, mask, t, False))
@@ -240,20 +256,35 @@ def run_kernel_stream(
     """
     indices = np.ascontiguousarray(indices, dtype=np.int64)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    ptr, pos, slc = _warp_units(offsets, indices.shape[0], layout.chunks_per_bag,
-                                layout.block_y, layout.grid_blocks)
-    n_out = line_requests_upper_bound(int(ptr[-1]), layout) if emit else 0
+    n_units = indices.shape[0] * layout.chunks_per_bag
+    n_out = line_requests_upper_bound(n_units, layout) if emit else 0
     out_lines = np.empty(n_out, dtype=np.int64)
     out_masks = np.empty(n_out, dtype=np.uint8)
     out_sms = np.empty(n_out, dtype=np.int64)
     units, lat, unsampled, counters, level_units, t_end, n_emit = _run(
-        indices, ptr, pos, slc,
-        layout.row_bytes, layout.elem_bytes, layout.dim, layout.base_bytes, layout.block_y,
-        layout.grid_blocks, layout.sms, layout.blocks_per_sm, layout.line_bytes,
+        indices,
+        offsets,
+        layout.row_bytes,
+        layout.elem_bytes,
+        layout.dim,
+        layout.base_bytes,
+        layout.block_y,
+        layout.grid_blocks,
+        layout.sms,
+        layout.blocks_per_sm,
+        layout.line_bytes,
         layout.sector_bytes,
-        l1.ent, l2.ent, sample,
-        float(lat_cycles[0]), float(lat_cycles[1]), float(lat_cycles[2]), clock.t,
-        emit, out_lines, out_masks, out_sms,
+        l1.ent,
+        l2.ent,
+        sample,
+        float(lat_cycles[0]),
+        float(lat_cycles[1]),
+        float(lat_cycles[2]),
+        clock.t,
+        emit,
+        out_lines,
+        out_masks,
+        out_sms,
     )
     clock.t = int(t_end)
     stream = KernelStream(

@@ -16,7 +16,8 @@ Kernel time = max(latency bound, bandwidth bounds). Stall breakdown (sums to the
 the latency-bound time with perfect packing split by where the latency went (``index_load``,
 ``l1_hit``, ``l2_hit``, ``hbm_latency``), ``tail`` (the makespan beyond perfect packing), and the
 excess of the binding bandwidth bound over the latency bound (``hbm_bandwidth``,
-``l2_bandwidth``, ``l1_bandwidth``, ``issue``).
+``l2_bandwidth``, ``l1_bandwidth``, ``issue``). ``pin_prefetch`` (the per-table pinning
+pre-kernel) is added by the caller.
 """
 
 from __future__ import annotations
@@ -27,8 +28,16 @@ import numba as nb
 import numpy as np
 
 STALL_KEYS = (
-    "index_load", "l1_hit", "l2_hit", "hbm_latency", "tail",
-    "hbm_bandwidth", "l2_bandwidth", "l1_bandwidth", "issue",
+    "index_load",
+    "l1_hit",
+    "l2_hit",
+    "hbm_latency",
+    "tail",
+    "hbm_bandwidth",
+    "l2_bandwidth",
+    "l1_bandwidth",
+    "issue",
+    "pin_prefetch",
 )
 
 
@@ -92,5 +101,6 @@ def kernel_timing(
     if t > t_lat:
         bound = max(bounds_ns, key=lambda k: bounds_ns[k])
         stall[bound] = t - t_lat
-    return KernelTiming(t_ns=t, t_latency_ns=t_lat, bounds_ns=dict(bounds_ns), stall_ns=stall,
-                        bound=bound)
+    return KernelTiming(
+        t_ns=t, t_latency_ns=t_lat, bounds_ns=dict(bounds_ns), stall_ns=stall, bound=bound
+    )

@@ -3,14 +3,96 @@
 from __future__ import annotations
 
 import argparse
-
-from nmp.errors import NmpError
+import json
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise NmpError("'nmp replay' is not available yet")
+    from nmp.config import parse_set_args
+    from nmp.memory import load_memory, replay
+
+    spec = load_memory(
+        args.memory,
+        channels=args.channels,
+        ranks=args.ranks,
+        mapping=args.mapping,
+        overrides=parse_set_args(args.set),
+    )
+    stats = replay(args.trace, spec, drain=not args.no_drain)
+    if args.json:
+        out = stats.to_json()
+        out["trace"] = str(args.trace)
+        out["avg_read_latency_cycles"] = round(out["avg_read_latency_cycles"], 4)
+        print(json.dumps(out))
+        return 0
+    _print_table(args.trace, spec, stats)
+    return 0
+
+
+def _print_table(trace: str, spec, stats) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    o = spec.org
+    table = Table(
+        title=f"{trace} on {spec.name} ({o.channels} ch x {o.ranks} "
+        f"{'PC' if spec.standard.startswith('HBM') else 'rank'}, {spec.mapping})",
+        title_justify="left",
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    c = stats.cmd_counts
+    rows = [
+        ("requests (reads / writes)", f"{stats.requests} ({stats.reads} / {stats.writes})"),
+        ("cycles (last request accepted)", f"{stats.cycles}"),
+        ("time", f"{stats.t_ns:,.1f} ns"),
+        ("cycles drained (all completed)", f"{stats.cycles_drained}"),
+        ("row hits / misses / conflicts", f"{stats.row_hits} / {stats.row_misses} / "
+         f"{stats.row_conflicts}"),
+        ("ACT / PRE / RD / WR / REF", f"{c['ACT']} / {c['PRE']} / {c['RD']} / {c['WR']} / "
+         f"{c['REF']}"),
+        ("avg read latency", f"{stats.avg_read_latency_cycles:.1f} cycles"),
+        ("bandwidth (drained)", f"{stats.bandwidth_gbps:.2f} GB/s "
+         f"({100 * stats.bandwidth_utilization:.1f} % of {spec.peak_bandwidth_gbps:.1f})"),
+        ("energy (drained)", f"{stats.energy_pj / 1e6:.3f} uJ"),
+    ]  # fmt: skip
+    for name, value in rows:
+        table.add_row(name, value)
+    eb = stats.energy_breakdown_pj
+    table.add_row(
+        "  act / rd / wr / ref / bg / io",
+        " / ".join(f"{eb[k] / 1e6:.3f}" for k in ("act", "rd", "wr", "ref", "background", "io"))
+        + " uJ",
+    )
+    Console().print(table)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("replay", help="replay a memory trace on a modeled DRAM system")
+    p = sub.add_parser(
+        "replay",
+        help="replay a memory trace on a modeled DRAM system",
+        description=(
+            "Replay a Ramulator (LD/ST 0x..) or DRAMsim3 (0x.. READ|WRITE cycle) trace, plain or "
+            "gzip, on a DRAM preset with the Ramulator-2-exact engine. 'cycles' is Ramulator 2's: "
+            "memory cycles until the last request was accepted."
+        ),
+    )
+    p.add_argument("trace", help="trace file (.gz or plain)")
+    p.add_argument(
+        "--memory",
+        default="ddr4-3200aa",
+        help="memory preset (case-insensitive) or a TOML file; see 'nmp models --kind memory'",
+    )
+    p.add_argument("--channels", type=int, help="number of channels")
+    p.add_argument("--ranks", type=int, help="ranks per channel (pseudo channels on HBM)")
+    p.add_argument("--mapping", help="address mapping, e.g. RoBaRaCoCh, RoBaRaCoBgCh, RoCoBaRaCh")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a preset field, e.g. --set timing.nCL=24 --set controller.row_policy=closed",
+    )
+    p.add_argument(
+        "--no-drain", action="store_true", help="stop when the last request is accepted"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run)

@@ -45,7 +45,7 @@ C_HIT_R, C_MISS_R, C_CONF_R, C_HIT_W, C_MISS_W, C_CONF_W, C_FWD, C_COAL = range(
 N_COUNTERS = NCMD + 8
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _apply_target(rdy, hist, node, level, cmd, clk, start, end, nxt, lat, win):
     s = start[level, cmd]
     e = end[level, cmd]
@@ -62,7 +62,7 @@ def _apply_target(rdy, hist, node, level, cmd, clk, start, end, nxt, lat, win):
                 rdy[node, nxt[i]] = t
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _apply_sibling(rdy, node, level, cmd, clk, sstart, send, nxt, lat):
     for i in range(sstart[level, cmd], send[level, cmd]):
         t = clk + lat[i]
@@ -109,7 +109,7 @@ def _update_timing(
     _apply_target(rdy3, h3, b, 3, cmd, clk, start, end, nxt, lat, win)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _ready_time(c, rk, g, b, cmd, scope, rdy0, rdy1, rdy2, rdy3):
     t = rdy0[c, cmd]
     t1 = rdy1[rk, cmd]
@@ -126,7 +126,7 @@ def _ready_time(c, rk, g, b, cmd, scope, rdy0, rdy1, rdy2, rdy3):
     return t
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _next_cmd(q, q_bank, q_row, q_wr, open_row, closed):
     orow = open_row[q_bank[q]]
     if orow == q_row[q]:
@@ -139,6 +139,45 @@ def _next_cmd(q, q_bank, q_row, q_wr, open_row, closed):
 
 
 @nb.njit(cache=True)
+def _channel_wake(
+    c, clk, R, alen, abuf, rlen, rbuf, wlen, wbuf, plen, pbuf, open_cnt, next_ref, ref_on,
+    q_rank, q_bg, q_bank, q_row, q_wr, open_row, closed, scope, rdy0, rdy1, rdy2, rdy3,
+):  # fmt: skip
+    """Earliest cycle after ``clk`` at which channel ``c`` could issue, its state unchanged:
+    the first future ready clock of any queued request's next command, or the next refresh."""
+    t_next = INF
+    if ref_on:
+        t_next = next_ref[c]
+    for i in range(alen[c]):
+        q = abuf[c, i]
+        cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
+        t = _ready_time(c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3)
+        if clk < t < t_next:
+            t_next = t
+    for i in range(rlen[c]):
+        q = rbuf[c, i]
+        cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
+        t = _ready_time(c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3)
+        if clk < t < t_next:
+            t_next = t
+    for i in range(wlen[c]):
+        q = wbuf[c, i]
+        cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
+        t = _ready_time(c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3)
+        if clk < t < t_next:
+            t_next = t
+    if plen[c] > 0:
+        rk = c * R + pbuf[c, 0]
+        cmd = PREAB if open_cnt[rk] > 0 else REFAB
+        t = rdy0[c, cmd]
+        if rdy1[rk, cmd] > t:
+            t = rdy1[rk, cmd]
+        if clk < t < t_next:
+            t_next = t
+    return t_next
+
+
+@nb.njit(cache=True)
 def simulate(
     q_ch,
     q_rank,
@@ -147,6 +186,7 @@ def simulate(
     q_row,
     q_wr,
     q_key,
+    q_arr,
     params,
     wm,
     tab_i,
@@ -155,7 +195,8 @@ def simulate(
     win,
     log,
 ):
-    """Replay requests (already decoded to global node ids) and return
+    """Replay requests (already decoded to global node ids; ``q_arr``: earliest cycle each may be
+    offered, all 0 for a trace injected as fast as the frontend allows) and return
     ``(status, cycles, clk_end, counters_at_cycles, counters_end, arrive, depart, done,
     forwarded, rank_active_cycles)``. ``params``: C, R, G, B, RQ, WQ, F, nREFI, read_latency,
     dual_issue, closed_row, refresh_on, drain, skip_blocked, jump. ``wm``: high and low
@@ -212,6 +253,7 @@ def simulate(
     plen = np.zeros(C, np.int64)
     wmode = np.zeros(C, np.bool_)
     next_ref = np.full(C, nrefi, np.int64)
+    wake = np.zeros(C, np.int64)  # earliest cycle channel c could issue (state unchanged)
 
     arrive = np.full(n, -1, np.int64)
     depart = np.full(n, -1, np.int64)
@@ -231,7 +273,7 @@ def simulate(
 
     # ---- frontend: one offer before the first memory tick -------------------------------
     accepted = False
-    if n > 0:
+    if n > 0 and q_arr[0] <= 0:
         j = 0
         c = q_ch[j]
         ok = False
@@ -271,40 +313,10 @@ def simulate(
         if jump and not issued_any and not accepted:
             t_next = INF
             for c in range(C):
-                if ref_on and next_ref[c] < t_next:
-                    t_next = next_ref[c]
-                for i in range(alen[c]):
-                    q = abuf[c, i]
-                    cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
-                    t = _ready_time(
-                        c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3
-                    )
-                    if clk < t < t_next:
-                        t_next = t
-                for i in range(rlen[c]):
-                    q = rbuf[c, i]
-                    cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
-                    t = _ready_time(
-                        c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3
-                    )
-                    if clk < t < t_next:
-                        t_next = t
-                for i in range(wlen[c]):
-                    q = wbuf[c, i]
-                    cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
-                    t = _ready_time(
-                        c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3
-                    )
-                    if clk < t < t_next:
-                        t_next = t
-                if plen[c] > 0:
-                    rk = c * R + pbuf[c, 0]
-                    cmd = PREAB if open_cnt[rk] > 0 else REFAB
-                    t = rdy0[c, cmd]
-                    if rdy1[rk, cmd] > t:
-                        t = rdy1[rk, cmd]
-                    if clk < t < t_next:
-                        t_next = t
+                if wake[c] < t_next:
+                    t_next = wake[c]
+            if nxt_req < n and clk < q_arr[nxt_req] < t_next:
+                t_next = q_arr[nxt_req]
             if t_next >= INF:
                 status = 1  # nothing can ever issue: a deadlock
                 break
@@ -323,6 +335,10 @@ def simulate(
                     if plen[c] < PQ:
                         pbuf[c, plen[c]] = r
                         plen[c] += 1
+                wake[c] = clk
+            if jump and clk < wake[c]:
+                continue
+            issued_c = False
             # slot 0: the only slot (GenericDDR) or the column slot (HBM12)
             # slot 1: the row slot (HBM12 only)
             nslots = 2 if dual else 1
@@ -369,6 +385,7 @@ def simulate(
                         )  # fmt: skip
                         cnt[cmd] += 1
                         issued_any = True
+                        issued_c = True
                         if c == 0 and nlog < maxlog:
                             log[nlog, 0] = clk
                             log[nlog, 1] = cmd
@@ -438,6 +455,7 @@ def simulate(
                 )  # fmt: skip
                 cnt[cmd] += 1
                 issued_any = True
+                issued_c = True
                 if c == 0 and nlog < maxlog:
                     log[nlog, 0] = clk
                     log[nlog, 1] = cmd
@@ -495,11 +513,22 @@ def simulate(
                             wbuf[c, k] = wbuf[c, k + 1]
                         wlen[c] -= 1
 
+            if issued_c:
+                wake[c] = clk + 1
+            else:
+                wake[c] = _channel_wake(
+                    c, clk, R, alen, abuf, rlen, rbuf, wlen, wbuf, plen, pbuf, open_cnt,
+                    next_ref, ref_on, q_rank, q_bg, q_bank, q_row, q_wr, open_row, closed,
+                    scope, rdy0, rdy1, rdy2, rdy3,
+                )  # fmt: skip
+
         # ---- frontend: up to F offers, strictly in order -------------------------------
         accepted = False
         if nxt_req < n:
             for _ in range(F):
                 j = nxt_req
+                if q_arr[j] > clk:
+                    break
                 c = q_ch[j]
                 ok = False
                 if q_wr[j] == 0:
@@ -517,6 +546,7 @@ def simulate(
                         rbuf[c, rlen[c]] = j
                         rlen[c] += 1
                         arrive[j] = clk
+                        wake[c] = clk + 1
                         ok = True
                 else:
                     for i in range(wlen[c]):
@@ -531,6 +561,7 @@ def simulate(
                         wbuf[c, wlen[c]] = j
                         wlen[c] += 1
                         arrive[j] = clk
+                        wake[c] = clk + 1
                         ok = True
                 if not ok:
                     break

@@ -42,6 +42,12 @@ def engine_inputs(requests: np.ndarray, spec: MemorySpec) -> tuple:
     bg = rank * o.bankgroups + f["bankgroup"]
     bank = bg * o.banks + f["bank"]
     key = (addr >> np.uint64(log2_exact(tx))).astype(np.int64)
+    if requests.dtype.names is not None and "arrival" in requests.dtype.names:
+        arrival = np.repeat(np.asarray(requests["arrival"], np.int64), k)
+        if arrival.size and (np.diff(arrival) < 0).any():
+            raise TraceError("request arrival cycles must be non-decreasing")
+    else:
+        arrival = np.zeros(len(addr), np.int64)
     return (
         np.ascontiguousarray(f["channel"]),
         np.ascontiguousarray(rank),
@@ -50,6 +56,7 @@ def engine_inputs(requests: np.ndarray, spec: MemorySpec) -> tuple:
         np.ascontiguousarray(f["row"]),
         write.astype(np.int8),
         key,
+        arrival,
     )
 
 
@@ -110,8 +117,14 @@ def _as_requests(trace_or_requests) -> np.ndarray:
     return arr
 
 
-def replay(trace_or_requests, spec: MemorySpec, *, drain: bool = True) -> MemStats:
+def replay(
+    trace_or_requests, spec: MemorySpec, *, drain: bool = True, timeline: bool = False
+) -> MemStats:
     """Replay a trace file or a request array on ``spec`` and return its statistics.
+
+    Requests may carry an ``arrival`` field (memory cycle, non-decreasing): a request is not
+    offered before it. ``timeline=True`` keeps per-transaction ``arrive`` (accepted) and
+    ``done`` (data returned / write issued) cycles in ``stats.timeline``.
 
     ``drain=False`` stops when the last request is accepted (Ramulator's end point) and skips
     the drained figures (faster, ``cycles_drained`` then equals ``cycles``).
@@ -178,4 +191,5 @@ def replay(trace_or_requests, spec: MemorySpec, *, drain: bool = True) -> MemSta
         energy_pj=float(sum(energy.values())),
         energy_breakdown_pj=energy,
         drained=drained,
+        timeline={"arrive": arrive, "done": done} if timeline else None,
     )

@@ -103,6 +103,9 @@ class MemStats:
     energy_pj: float
     energy_breakdown_pj: dict[str, float]
     drained: dict[str, Any] = field(default_factory=dict)
+    timeline: dict[str, Any] | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out.pop("timeline")
+        return out

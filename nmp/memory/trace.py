@@ -24,14 +24,21 @@ _RAMULATOR = re.compile(r"\s*(LD|ST)\s+(0[xX][0-9a-fA-F]+|\d+)\s*")
 _DRAMSIM3 = re.compile(r"\s*(0[xX][0-9a-fA-F]+|\d+)\s+(READ|WRITE|R|W)\s+(\d+)\s*", re.IGNORECASE)
 
 
-def make_requests(addr, write=False) -> np.ndarray:
-    """Requests from byte addresses (and a bool or bool array of writes)."""
+ARRIVAL_DTYPE = np.dtype([("addr", "<u8"), ("write", "?"), ("arrival", "<u8")])
+
+
+def make_requests(addr, write=False, arrival=None) -> np.ndarray:
+    """Requests from byte addresses (and a bool or bool array of writes). With ``arrival``
+    (memory cycles, non-decreasing) the array gets an ``arrival`` field: no request is offered
+    to the memory before its cycle."""
     a = np.atleast_1d(np.asarray(addr))
     if a.size and (a.dtype.kind == "f" or (a.dtype.kind == "i" and a.min() < 0)):
         raise TraceError("addresses must be non-negative integers")
-    out = np.empty(a.shape[0], REQUEST_DTYPE)
+    out = np.empty(a.shape[0], REQUEST_DTYPE if arrival is None else ARRIVAL_DTYPE)
     out["addr"] = a.astype(np.uint64)
     out["write"] = np.broadcast_to(np.asarray(write, dtype=bool), a.shape)
+    if arrival is not None:
+        out["arrival"] = np.broadcast_to(np.asarray(arrival, dtype=np.uint64), a.shape)
     return out
 
 

@@ -66,7 +66,14 @@ def _report(args: argparse.Namespace) -> int:
         f"{args.stages} stages, {args.input} input; PyRTL figures at 130 nm)",
         title_justify="left",
     )
-    for col in ("unit", "width b", "cells (yosys)", "area mm2 (PyRTL)", "crit. path ps", "fmax MHz"):
+    for col in (
+        "unit",
+        "width b",
+        "cells (yosys)",
+        "area mm2 (PyRTL)",
+        "crit. path ps",
+        "fmax MHz",
+    ):
         table.add_column(col, justify="right")
     for f in figures:
         table.add_row(

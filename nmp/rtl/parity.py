@@ -164,8 +164,9 @@ def parity_core(
     stage = pipeline_regs("s2", valid=s1["valid"], addr=s1["addr"], delta=scaled)
     word = rd_data
     for p in range(3, cfg.stages + 1):
-        stage = pipeline_regs(f"s{p}", valid=stage["valid"], addr=stage["addr"],
-                              delta=stage["delta"], word=word)
+        stage = pipeline_regs(
+            f"s{p}", valid=stage["valid"], addr=stage["addr"], delta=stage["delta"], word=word
+        )
         word = stage["word"]
 
     # Write history: the writes of the last P - 1 cycles, newest first.

@@ -96,7 +96,9 @@ def yosys_cells(cfg: ParityUnitConfig) -> tuple[int, dict[str, int]]:
     total = re.search(r"Number of cells:\s+(\d+)", text)
     if total is None:
         raise NmpError(f"no cell count in yosys stat output for {cfg.name}")
-    types = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s+(\$\S+)\s+(\d+)\s*$", text, re.M)}
+    types = {
+        m.group(1): int(m.group(2)) for m in re.finditer(r"^\s+(\$\S+)\s+(\d+)\s*$", text, re.M)
+    }
     return int(total.group(1)), types
 
 

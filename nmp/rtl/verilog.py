@@ -105,7 +105,10 @@ def testbench_text(cfg: ParityUnitConfig, stream: UpdateStream, seed: int) -> st
     ]
     for t in range(n):
         old, new = word_to_int(stream.old[t]), word_to_int(stream.new[t])
-        parts = [f"s_valid[{t}] = 1'b{int(stream.valid[t])};", f"s_addr[{t}] = {a}'d{stream.addr[t]};"]
+        parts = [
+            f"s_valid[{t}] = 1'b{int(stream.valid[t])};",
+            f"s_addr[{t}] = {a}'d{stream.addr[t]};",
+        ]
         if delta_mode:
             parts.append(f"s_delta[{t}] = {_hex(old ^ new, w)};")
         else:
@@ -143,12 +146,15 @@ def testbench_text(cfg: ParityUnitConfig, stream: UpdateStream, seed: int) -> st
         '                        errors = errors + 1; $display("MISMATCH clear write %0d", nwr);',
         "                    end",
         "                end else if (nwr - CLEAR < NW) begin",
-        "                    if (wr_addr !== e_addr[nwr - CLEAR] || wr_data !== e_data[nwr - CLEAR]) begin",
+        "                    if (wr_addr !== e_addr[nwr - CLEAR]"
+        " || wr_data !== e_data[nwr - CLEAR]) begin",
         "                        errors = errors + 1;",
-        '                        $display("MISMATCH update write %0d at cycle %0d", nwr - CLEAR, cyc);',
+        "                        $display("
+        '"MISMATCH update write %0d at cycle %0d", nwr - CLEAR, cyc);',
         "                    end",
         "                end else begin",
-        '                    errors = errors + 1; $display("MISMATCH extra write at cycle %0d", cyc);',
+        "                    errors = errors + 1;"
+        ' $display("MISMATCH extra write at cycle %0d", cyc);',
         "                end",
         "                nwr = nwr + 1;",
         "            end",
@@ -157,7 +163,8 @@ def testbench_text(cfg: ParityUnitConfig, stream: UpdateStream, seed: int) -> st
         "        end",
         "        " + " ".join(idle),
         "        if (nwr != CLEAR + NW) begin",
-        '            errors = errors + 1; $display("MISMATCH %0d writes, expected %0d", nwr, CLEAR + NW);',
+        "            errors = errors + 1;"
+        ' $display("MISMATCH %0d writes, expected %0d", nwr, CLEAR + NW);',
         "        end",
         "        for (i = 0; i < NT; i = i + 1) begin",
         "            dbg_addr = f_addr[i]; #1;",
@@ -182,7 +189,9 @@ def word_to_int_bytes(word: bytes) -> int:
 
 def check_identifiers(text: str) -> list[str]:
     """Declared names (ports, regs, wires, modules) that are not legal Verilog identifiers."""
-    decl = re.compile(r"^\s*(?:module|input|output|reg|wire|integer)\b(?:\s*\[[^\]]*\])?\s*([^;(=]+)")
+    decl = re.compile(
+        r"^\s*(?:module|input|output|reg|wire|integer)\b(?:\s*\[[^\]]*\])?\s*([^;(=]+)"
+    )
     bad = []
     for line in text.splitlines():
         m = decl.match(line)

@@ -97,7 +97,10 @@ def _run(args: argparse.Namespace) -> int:
         f"{args.strategy}: {cfg.steps} steps on {cfg.workload}; held-out AUC {m['auc']:.4f}, "
         f"logloss {m['logloss']:.4f}, accuracy {m['accuracy']:.4f}"
     )
-    print(f"  modeled time {res.ledger.total_ns / 1e6:.3f} ms, energy {res.ledger.total_energy_pj / 1e6:.3f} uJ")
+    print(
+        f"  modeled time {res.ledger.total_ns / 1e6:.3f} ms, "
+        f"energy {res.ledger.total_energy_pj / 1e6:.3f} uJ"
+    )
     for ev in res.events:
         print(f"  event: {ev}")
     for k, v in res.extra.items():

@@ -72,7 +72,6 @@ def _fmt_time(ns: float | None) -> str:
 
 
 def print_table(rows: list[dict[str, Any]], title: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
@@ -101,4 +100,13 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
             "yes" if r.get("identical_to_failure_free") else "no",
             r["final_state_sha256"][:12],
         )
-    Console().print(table)
+    _console().print(table)
+
+
+def _console():
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:  # piped into a file: do not truncate to 80 columns
+        console = Console(width=160)
+    return console

@@ -62,6 +62,9 @@ class TrainConfig:
     storage_gbps: float = 2.0  # chosen: one NVMe SSD's sequential write bandwidth
     restart_s: float = 0.0  # rescheduling time of a global restart (CPR's fourth part)
     interval: Literal["young", "daly"] = "young"
+    # δ of Young/Daly: "model" = checkpoint bytes / storage_gbps (reproducible); "measured" =
+    # the wall time of writing the first checkpoint file here (varies from run to run).
+    write_time: Literal["model", "measured"] = "model"
     # MTBF in steps of modeled time: a CPU-sized run lasts milliseconds of modeled time, so the
     # failure rate is stated per step; Young/Daly convert it with the modeled step time.
     mtbf_steps: float = 600.0
@@ -84,7 +87,7 @@ class TrainConfig:
             raise KeyedValueError("parities", f"code '{self.code}' has one parity; use code rs")
         if self.nodes <= self.parities:
             raise KeyedValueError("nodes", f"must exceed parities ({self.parities})")
-        if not 0.0 < self.rebuild_share:
+        if not self.rebuild_share > 0.0:
             raise KeyedValueError("rebuild_share", "must be > 0")
         for name in ("storage_gbps", "host_flops", "mtbf_steps", "lr_embedding", "lr_dense"):
             if getattr(self, name) <= 0:

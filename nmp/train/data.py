@@ -71,7 +71,9 @@ class SyntheticCriteo:
         # Teacher: per-row scalar weight, per-row hidden vector for pairwise terms, dense weights.
         self._w = [rng.standard_normal(rows) * teacher_scale / np.sqrt(t) for rows in table_rows]
         self._u = [rng.standard_normal((rows, teacher_dim)) for rows in table_rows]
-        pairs = rng.choice(t * (t - 1) // 2, size=min(teacher_pairs, t * (t - 1) // 2), replace=False)
+        pairs = rng.choice(
+            t * (t - 1) // 2, size=min(teacher_pairs, t * (t - 1) // 2), replace=False
+        )
         ii, jj = np.tril_indices(t, k=-1)
         self._pairs = list(zip(ii[pairs].tolist(), jj[pairs].tolist(), strict=True))
         self._pair_scale = teacher_scale / np.sqrt(max(1, len(self._pairs)) * teacher_dim)
@@ -176,18 +178,25 @@ def read_criteo_tsv(
     fields = [line.split("\t") for line in lines]
     for i, f in enumerate(fields):
         if len(f) != width:
-            raise NmpError(f"expected {width} tab-separated fields, got {len(f)}", file=str(path), line=i + 1)
+            raise NmpError(
+                f"expected {width} tab-separated fields, got {len(f)}", file=str(path), line=i + 1
+            )
     # Column-wise conversion keeps the per-value work inside numpy/C.
     cols = list(zip(*fields, strict=True)) if n else [()] * width
     try:
         label = np.asarray(cols[0], dtype=np.float32)
         dense = np.stack(
-            [np.asarray([v or "0" for v in cols[1 + j]], dtype=np.float64) for j in range(NUM_DENSE)],
+            [
+                np.asarray([v or "0" for v in cols[1 + j]], dtype=np.float64)
+                for j in range(NUM_DENSE)
+            ],
             axis=1,
         )
         cats = np.stack(
             [
-                np.asarray([int(v, 16) if v else 0 for v in cols[1 + NUM_DENSE + j]], dtype=np.uint64)
+                np.asarray(
+                    [int(v, 16) if v else 0 for v in cols[1 + NUM_DENSE + j]], dtype=np.uint64
+                )
                 for j in range(NUM_SPARSE_CRITEO)
             ],
             axis=1,

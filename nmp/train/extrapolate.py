@@ -144,7 +144,9 @@ def extrapolate(dep: DeploymentSpec) -> list[dict[str, Any]]:
     shard_rows = rows_total / dep.servers * (dep.k + dep.r) / dep.k
     burst = -(-record_bytes // BURST_BYTES) * BURST_BYTES
     per_lookup_ns = gather_ns * dep.servers / ids.size * (burst / (dim * 4))
-    rebuild_traffic_ns = shard_rows * (dep.k * per_lookup_ns + upd_plain_ns * dep.servers / len(g_rows))
+    rebuild_traffic_ns = shard_rows * (
+        dep.k * per_lookup_ns + upd_plain_ns * dep.servers / len(g_rows)
+    )
     rebuild_ns = rebuild_traffic_ns / dep.rebuild_share
     parity_ns = upd_coded_ns - upd_plain_ns
     row(
@@ -174,7 +176,6 @@ def _mlp_weights(tables: int, dim: int, bottom, top) -> int:
 
 
 def print_extrapolation(rows: list[dict[str, Any]], dep: DeploymentSpec) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     r0 = rows[0]
@@ -199,4 +200,6 @@ def print_extrapolation(rows: list[dict[str, Any]], dep: DeploymentSpec) -> None
             s(r["time_to_full_redundancy_s"]),
             f"{r['memory_overhead_pct']:.3g}",
         )
-    Console().print(t)
+    from nmp.train.compare import _console
+
+    _console().print(t)

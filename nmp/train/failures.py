@@ -68,6 +68,4 @@ def check_schedule(failures: list[Failure], steps: int, nodes: int) -> list[Fail
             raise NmpError(f"--fail node={f.node}: the store has nodes 0..{nodes - 1}")
         if f.step >= steps:
             raise NmpError(f"--fail step={f.step}: the run has steps 0..{steps - 1}")
-        if f.step == 0 and f.phase == "before":
-            pass
     return sorted(failures)

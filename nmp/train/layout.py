@@ -1,8 +1,9 @@
-"""Placement of the store's stripes on memory nodes, from ``nmp.coding.StripeLayout``.
+"""Placement of the store's stripes on memory nodes, from :class:`nmp.coding.StripeLayout`.
 
-Returns the arrays the store indexes with: ``stripe_of[row]``, ``slot_of[row]`` and
-``node_of_pos[stripe, position]`` (positions ``0..k-1`` data slots, ``k..k+r-1`` parities).
-Without parity (``r = 0``) rows are striped round-robin over the nodes.
+Returns the arrays the store indexes with: ``stripe_of[row]``, ``slot_of[row]`` (member of the
+stripe, ``0..k-1``) and ``node_of_pos[stripe, position]`` (positions ``0..k-1`` are the data
+members, ``k..k+r-1`` the parities). Without parity (``r = 0``) rows go round-robin over the
+nodes (stripes of ``N`` rows, one per node).
 """
 
 from __future__ import annotations
@@ -18,17 +19,13 @@ def stripe_positions(
         stripes = -(-total_rows // num_nodes)
         node_of_pos = np.tile(np.arange(num_nodes, dtype=np.int64), (stripes, 1))
         return rows // num_nodes, rows % num_nodes, node_of_pos
-    return _coded_positions(total_rows, num_nodes, k, r, rotating)
+    from nmp.coding import StripeLayout
 
-
-def _coded_positions(total_rows, num_nodes, k, r, rotating):
-    stripes = -(-total_rows // k)
-    s = np.arange(stripes, dtype=np.int64)
+    layout = StripeLayout(num_nodes, k, r, rotating=rotating)
+    stripes = layout.num_stripes(total_rows)
+    all_rows = np.arange(stripes * k, dtype=np.int64)  # the last stripe's padding rows too
+    stripe, node, _ = layout.locate(all_rows)
     node_of_pos = np.empty((stripes, k + r), dtype=np.int64)
-    # Parity of stripe s on nodes (N-1-s .. ) rotating (RAID-5 left-symmetric); data on the rest.
-    base = (num_nodes - r - s % num_nodes) % num_nodes if rotating else np.full(stripes, k)
-    order = (base[:, None] + np.arange(num_nodes)[None, :]) % num_nodes
-    node_of_pos[:, k:] = order[:, :r]
-    node_of_pos[:, :k] = order[:, r : r + k]
-    rows = np.arange(total_rows, dtype=np.int64)
+    node_of_pos[:, :k] = node.reshape(stripes, k)
+    node_of_pos[:, k:] = layout.parity_nodes(np.arange(stripes))
     return rows // k, rows % k, node_of_pos

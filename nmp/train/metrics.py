@@ -28,4 +28,8 @@ def accuracy(label: np.ndarray, prob: np.ndarray) -> float:
 
 
 def all_metrics(label: np.ndarray, prob: np.ndarray) -> dict[str, float]:
-    return {"auc": auc(label, prob), "logloss": logloss(label, prob), "accuracy": accuracy(label, prob)}
+    return {
+        "auc": auc(label, prob),
+        "logloss": logloss(label, prob),
+        "accuracy": accuracy(label, prob),
+    }

@@ -39,7 +39,12 @@ class DenseDLRM(nn.Module):
     """Bottom MLP, dot interaction, top MLP; the embeddings come from outside."""
 
     def __init__(
-        self, num_dense: int, num_tables: int, dim: int, bottom: tuple[int, ...], top: tuple[int, ...]
+        self,
+        num_dense: int,
+        num_tables: int,
+        dim: int,
+        bottom: tuple[int, ...],
+        top: tuple[int, ...],
     ) -> None:
         super().__init__()
         if bottom[-1] != dim:

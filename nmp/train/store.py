@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nmp.errors import NmpError
-from nmp.train.codes import ParityScheme
+from nmp.train.codes import ParityScheme, XorScheme
 from nmp.train.layout import stripe_positions
 
 VALID, LOST, INFLIGHT = 0, 1, 2
@@ -215,6 +215,9 @@ class StripedStore:
         """Phase 1: the data units store the new records (rows unique). Returns the log entry."""
         s, j = self.stripe_of[rows], self.slot_of[rows]
         st = self.state[s, j]
+        if not st.any():
+            self.data[s, j] = new
+            return Pending(rows=rows, old=old, new=new)
         ok = st == VALID
         self.data[s[ok], j[ok]] = new[ok]
         fl = st == INFLIGHT
@@ -230,6 +233,9 @@ class StripedStore:
         if self.scheme is None or len(p.rows) == 0:
             return
         s, j = self.stripe_of[p.rows], self.slot_of[p.rows]
+        if self.inflight is None:
+            self._apply_parity(s, j, self.scheme.delta(p.old, p.new))
+            return
         keep = self.state[s, j] != INFLIGHT
         if not keep.all():
             s, j, old, new = s[keep], j[keep], p.old[keep], p.new[keep]
@@ -241,6 +247,17 @@ class StripedStore:
         # Rows of one slot hit distinct stripes, so per slot the scatter has no duplicates:
         # k vectorized passes instead of a per-row loop or an unbuffered ufunc.at.
         scheme = self.scheme
+        if isinstance(scheme, XorScheme) and not self.state[:, self.k].any():
+            # XOR with every parity valid: fold the deltas of one stripe together (XOR is
+            # associative), then one scatter; uint64 words throughout.
+            order = np.argsort(s, kind="stable")
+            ss = s[order]
+            starts = np.flatnonzero(np.r_[True, ss[1:] != ss[:-1]])
+            d64 = np.ascontiguousarray(delta).view(np.uint64)[order]
+            folded = np.bitwise_xor.reduceat(d64, starts, axis=0)
+            p64 = self.parity.view(np.uint64)
+            p64[ss[starts], 0] ^= folded
+            return
         for slot in range(self.k):
             sel = np.flatnonzero(j == slot)
             if len(sel) == 0:
@@ -285,9 +302,9 @@ class StripedStore:
                 )
         garbage = self._garbage
         ds, dj = np.nonzero(new_lost[:, : self.k])
-        self.data[ds, dj] = garbage.integers(0, 2**32, size=(len(ds), self.width), dtype=np.uint32).view(
-            np.float32
-        )
+        self.data[ds, dj] = garbage.integers(
+            0, 2**32, size=(len(ds), self.width), dtype=np.uint32
+        ).view(np.float32)
         if self.r:
             ps, pj = np.nonzero(new_lost[:, self.k :])
             nbytes = self.parity.shape[2] * self.parity.itemsize

@@ -80,6 +80,8 @@ class Strategy:
 
     def memory_overhead(self) -> float:
         """Extra memory of the protection over the unprotected model (fraction)."""
+        if self.name == "failure-free":
+            return 0.0  # the unprotected baseline itself
         t = self.t
         base = t.store.data_bytes + t.dense_bytes()
         extra = (self.cfg.dense_replicas - 1) * t.dense_bytes() + self.extra_memory_bytes
@@ -122,6 +124,7 @@ class ECRec(Strategy):
             pending_commit.old = pending_commit.old[keep]
             pending_commit.new = pending_commit.new[keep]
         self._dense_failure(f.node)
+        rebuilding = list(self.queue)
         inflight = store.inflight
         if inflight is not None and inflight.node == f.node:
             self.range_left = 0  # the replacement died: its range restarts with the others
@@ -129,9 +132,8 @@ class ECRec(Strategy):
         if f.node not in self.queue:
             self.queue.append(f.node)
         self.failed_at[f.node] = self.ledger.total_ns
-        self._event(f, lost_rows=int(len(store.rows_on_node(f.node))))
+        self._event(f, lost_rows=int(len(store.rows_on_node(f.node))), during_rebuild_of=rebuilding)
         self.redundancy_ns.append(None)
-        self._slot = len(self.redundancy_ns) - 1
 
     def _range_stripes(self, node: int) -> np.ndarray:
         lost = self.store.lost_positions(node)
@@ -156,7 +158,9 @@ class ECRec(Strategy):
     def after_step(self) -> None:
         if self.store.inflight is None:
             return
-        self.ledger.add("rebuild", self.range_ns / self._range_steps, self.range_pj / self._range_steps)
+        self.ledger.add(
+            "rebuild", self.range_ns / self._range_steps, self.range_pj / self._range_steps
+        )
         self.range_left -= 1
         if self.range_left <= 0:
             self.store.commit_range()
@@ -183,7 +187,11 @@ class ECRec(Strategy):
         out["parities"] = self.store.r
         out["rebuild_ranges_done"] = self.ranges_done
         out["degraded_decoded_rows"] = self.store.counters["decoded_rows"]
-        if self.store.scheme is not None and not self.store.scheme.exact and not self.store.lost_nodes():
+        if (
+            self.store.scheme is not None
+            and not self.store.scheme.exact
+            and not self.store.lost_nodes()
+        ):
             out["float_sum_drift"] = float_sum_drift(self.store)
         return out
 
@@ -199,7 +207,9 @@ def float_sum_drift(store) -> dict[str, float]:
     for j in range(k):
         others = np.delete(store.data, j, axis=1)
         dec = store.scheme.decode(
-            np.concatenate([others[:, :j], np.zeros_like(store.data[:, :1]), others[:, j:]], axis=1),
+            np.concatenate(
+                [others[:, :j], np.zeros_like(store.data[:, :1]), others[:, j:]], axis=1
+            ),
             par,
             [j],
         )[:, j]
@@ -231,17 +241,22 @@ class _Checkpointing(Strategy):
             self.dir = Path(tempfile.mkdtemp(prefix=f"nmp-train-{self.name}-"))
             self._own_dir = True
         self.ckpt_bytes = self.store.data_bytes + trainer.dense_bytes()
-        delta_ns = self.cost.storage_ns(self.ckpt_bytes)
-        step_ns = self.cost.baseline_step_ns()
-        mtbf_ns = self.cfg.mtbf_steps * step_ns
-        fn = young_interval if self.cfg.interval == "young" else daly_interval
-        self.tau_ns = fn(delta_ns, mtbf_ns)
-        self.interval_steps = max(1, round(self.tau_ns / step_ns))
-        self.delta_ns = delta_ns
         self.write_wall_s: list[float] = []
         self.full_path = self.dir / "full.npz"
         self.full_step = -1
+        self.partial_count = 0
+        # δ: the write time of one full checkpoint, modeled (bytes / storage bandwidth) or the
+        # measured wall time of writing the initial checkpoint file on this machine.
+        self.delta_ns = self.cost.storage_ns(self.ckpt_bytes)
         self._save_full()
+        if self.cfg.write_time == "measured":
+            self.delta_ns = self.write_wall_s[0] * 1e9
+            self.ledger.t_ns["ckpt_write"] = self.delta_ns
+        step_ns = self.cost.baseline_step_ns()
+        mtbf_ns = self.cfg.mtbf_steps * step_ns
+        fn = young_interval if self.cfg.interval == "young" else daly_interval
+        self.tau_ns = fn(self.delta_ns, mtbf_ns)
+        self.interval_steps = max(1, round(self.tau_ns / step_ns))
 
     def _save_full(self) -> None:
         t = self.t
@@ -264,6 +279,7 @@ class _Checkpointing(Strategy):
         out.update(
             interval_steps=self.interval_steps,
             interval_rule=self.cfg.interval,
+            write_time_source=self.cfg.write_time,
             checkpoint_bytes=self.ckpt_bytes,
             checkpoint_write_ns=self.delta_ns,
             checkpoints_written=len(self.write_wall_s),
@@ -359,6 +375,7 @@ class CPR(_Checkpointing):
         recs = self.store.read(rows)
         self.write_wall_s.append(save_npz(path, rows=rows, records=recs))
         self.partials.append(path)
+        self.partial_count += 1
         self.ledger.add("ckpt_write", self.cost.storage_ns(rows.nbytes + recs.nbytes))
 
     def on_failure(self, f: Failure, pending_commit=None) -> None:
@@ -386,7 +403,10 @@ class CPR(_Checkpointing):
 
     def summary(self) -> dict[str, Any]:
         out = super().summary()
-        out.update(partial_every_steps=self.partial_every, partial_saves=self.partials and len(self.partials))
+        out.update(
+            partial_every_steps=self.partial_every,
+            partial_saves=self.partial_count,
+        )
         return out
 
 

@@ -76,7 +76,9 @@ def resolve_geometry(cfg: TrainConfig) -> Geometry:
     )
 
 
-def init_records(geo: Geometry, width: int, seed: int, rows: np.ndarray | None = None) -> np.ndarray:
+def init_records(
+    geo: Geometry, width: int, seed: int, rows: np.ndarray | None = None
+) -> np.ndarray:
     """Initial records of ``rows`` (all rows by default): values uniform in ±sqrt(1/rows_t)
     as DLRM initializes its tables, optimizer state zero. A pure function of (seed, row)."""
     offsets = geo.offsets
@@ -161,10 +163,14 @@ class Trainer:
         uniq, inv = np.unique(g.ravel(), return_inverse=True)
         rec = self.store.read(uniq)
         t, bsz, p = g.shape
-        vals = rec[inv, : self.geo.dim].reshape(t, bsz, p, self.geo.dim)
-        pooled = vals[:, :, 0].copy()
-        for i in range(1, p):  # fixed summation order: the units' sequential accumulate
-            pooled += vals[:, :, i]
+        emb = rec[:, : self.geo.dim]
+        if p == 1:
+            pooled = emb[inv].reshape(t, bsz, self.geo.dim)
+        else:
+            vals = emb[inv].reshape(t, bsz, p, self.geo.dim)
+            pooled = vals[:, :, 0].copy()
+            for i in range(1, p):  # fixed summation order: the units' sequential accumulate
+                pooled += vals[:, :, i]
         return pooled.transpose(1, 0, 2), uniq, rec, inv
 
     def train_step(self, between_hook=None) -> float:
@@ -174,7 +180,9 @@ class Trainer:
         pooled, uniq, rec, inv = self.pooled(b)
         pooled_t = torch.from_numpy(np.ascontiguousarray(pooled)).requires_grad_(True)
         logit = self.dense(torch.from_numpy(b.dense), pooled_t)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logit, torch.from_numpy(b.label))
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(
+            logit, torch.from_numpy(b.label)
+        )
         for prm in self.dense_params:
             prm.grad = None
         loss.backward()
@@ -186,10 +194,11 @@ class Trainer:
         per_lookup = np.broadcast_to(grad[:, :, None, :], (t, bsz, p, self.geo.dim)).reshape(
             -1, self.geo.dim
         )
-        # Per-row gradient: sum of the lookups' gradients in lookup order (sorted segments).
-        order = np.argsort(inv, kind="stable")
-        starts = np.flatnonzero(np.r_[True, np.diff(inv[order]) != 0])
-        row_grad = np.add.reduceat(per_lookup[order], starts, axis=0)
+        # Per-row gradient: the lookups' gradients summed in lookup order (index_add_ on CPU
+        # accumulates sequentially, so the sum is deterministic).
+        row_grad_t = torch.zeros((len(uniq), self.geo.dim), dtype=torch.float32)
+        row_grad_t.index_add_(0, torch.from_numpy(inv.reshape(-1)), torch.from_numpy(per_lookup))
+        row_grad = row_grad_t.numpy()
         new = optim.apply_rows(self.cfg.optimizer, rec, row_grad, lr=self.cfg.lr_embedding)
         pending = self.store.write_phase1(uniq, rec, new)
         if between_hook is not None:
@@ -215,7 +224,11 @@ class Trainer:
         return {f"dense.{k}": v.detach().numpy().copy() for k, v in self.dense.state_dict().items()}
 
     def load_dense_state(self, arrays: dict[str, np.ndarray]) -> None:
-        sd = {k[len("dense.") :]: torch.from_numpy(v.copy()) for k, v in arrays.items() if k.startswith("dense.")}
+        sd = {
+            k[len("dense.") :]: torch.from_numpy(v.copy())
+            for k, v in arrays.items()
+            if k.startswith("dense.")
+        }
         self.dense.load_state_dict(sd)
 
     def state_sha256(self) -> str:

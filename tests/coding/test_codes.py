@@ -68,9 +68,7 @@ def test_any_tolerated_erasure_pattern_decodes_exactly(code, n, seed, data_):
     rng = np.random.default_rng(seed)
     data = rng.integers(0, 256, (code.k, n), dtype=np.uint8)
     shards = np.concatenate([data, code.encode(data)])
-    erased = data_.draw(
-        st.lists(st.integers(0, code.n_shards - 1), max_size=code.r, unique=True)
-    )
+    erased = data_.draw(st.lists(st.integers(0, code.n_shards - 1), max_size=code.r, unique=True))
     damaged = shards.copy()
     damaged[erased] = rng.integers(0, 256, (len(erased), n), dtype=np.uint8)  # garbage
     assert np.array_equal(code.decode(damaged, erased), data)
@@ -100,7 +98,9 @@ def special_float32_rows(rng, k, dim):
     return rows
 
 
-@pytest.mark.parametrize("code", [XorCode(4), ReedSolomonCode(4, 2), ReedSolomonCode(3, 4, "cauchy")])
+@pytest.mark.parametrize(
+    "code", [XorCode(4), ReedSolomonCode(4, 2), ReedSolomonCode(3, 4, "cauchy")]
+)
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8", "float16"])
 def test_bit_exact_recovery_of_typed_rows(code, dtype):
     rng = np.random.default_rng(11)

@@ -16,8 +16,15 @@ def all_locations(layout, rows):
 
 @pytest.mark.parametrize(
     "n,k,r,rot",
-    [(5, 4, 1, True), (5, 2, 1, True), (6, 2, 1, True), (8, 4, 2, True), (5, 3, 1, False),
-     (6, 2, 2, False), (4, 3, 1, False)],
+    [
+        (5, 4, 1, True),
+        (5, 2, 1, True),
+        (6, 2, 1, True),
+        (8, 4, 2, True),
+        (5, 3, 1, False),
+        (6, 2, 2, False),
+        (4, 3, 1, False),
+    ],
 )
 def test_slots_unique_and_stripes_on_distinct_nodes(n, k, r, rot):
     layout = StripeLayout(n, k, r, rotating=rot)

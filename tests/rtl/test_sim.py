@@ -69,7 +69,8 @@ def test_gf_lanes_exhaustive():
 
 
 @pytest.mark.parametrize(
-    "field,value", [("width", 32), ("width", 72 + 1), ("depth", 1), ("stages", 1), ("input_mode", "x")]
+    "field,value",
+    [("width", 32), ("width", 72 + 1), ("depth", 1), ("stages", 1), ("input_mode", "x")],
 )
 def test_bad_config(field, value):
     with pytest.raises(SpecError, match=field):

@@ -16,8 +16,8 @@ from nmp.rtl.verilog import (
     check_identifiers,
     export,
     module_text,
-    testbench_text,
 )
+from nmp.rtl.verilog import testbench_text as make_testbench
 
 from .conftest import require_tool
 
@@ -63,7 +63,7 @@ def test_export_is_deterministic_and_names_are_legal():
     build_unit(VARIANTS[2])  # advances PyRTL's global name counters
     assert module_text(cfg) == first
     stream = random_stream(cfg, 50, seed=1)
-    tb = testbench_text(cfg, stream, 1)
+    tb = make_testbench(cfg, stream, 1)
     assert check_identifiers(first) == [] and check_identifiers(tb) == []
     assert f"module {cfg.name}(" in first and f"module {cfg.name}_tb;" in tb
     assert check_identifiers("wire [3:0] 9bad;") == ["9bad"]
@@ -107,9 +107,23 @@ def verilator_bins(exported):
     for cfg in VERILATOR_VARIANTS:
         mdir = exported / f"obj_{cfg.name}"
         cmd = [
-            "verilator", "--binary", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-            "--top-module", f"{cfg.name}_tb", "-Mdir", str(mdir), "-o", "sim",
-            str(exported / f"{cfg.name}.v"), str(exported / f"{cfg.name}_tb.v"),
+            "verilator",
+            "--binary",
+            "--timing",
+            "-Wno-fatal",
+            "-Wno-lint",
+            "-Wno-style",
+            # the C++ compile dominates; -O0 halves it and the runs are short
+            "-MAKEFLAGS",
+            "OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0",
+            "--top-module",
+            f"{cfg.name}_tb",
+            "-Mdir",
+            str(mdir),
+            "-o",
+            "sim",
+            str(exported / f"{cfg.name}.v"),
+            str(exported / f"{cfg.name}_tb.v"),
         ]
         subprocess.run(cmd, check=True, capture_output=True)
         bins[cfg.name] = mdir / "sim"
@@ -118,7 +132,9 @@ def verilator_bins(exported):
 
 @pytest.mark.parametrize("cfg", VERILATOR_VARIANTS, ids=lambda c: c.name)
 def test_verilator_matches_pyrtl(verilator_bins, cfg):
-    run = subprocess.run([str(verilator_bins[cfg.name])], capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [str(verilator_bins[cfg.name])], capture_output=True, text=True, check=True
+    )
     cycles, readback, passed = parse_run(run.stdout)
     assert passed, run.stdout[-2000:]
     assert (cycles, readback) == pyrtl_run(cfg)

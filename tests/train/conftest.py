@@ -24,6 +24,12 @@ def tiny(**kw) -> TrainConfig:
 
 
 @pytest.fixture(scope="session")
+def tiny_cfg():
+    """``tiny_cfg(**overrides)`` -> a small TrainConfig."""
+    return tiny
+
+
+@pytest.fixture(scope="session")
 def failure_free():
     from nmp.train.trainer import run
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from nmp.train.failures import Failure
 from nmp.train.store import DataLossError
 from nmp.train.trainer import run
-
-from .conftest import tiny
 
 
 def _check_consistent(res):
@@ -23,16 +20,16 @@ def test_failure_free_learns(failure_free):
     assert res.metrics["auc"] > 0.62  # the teacher's signal is learned (0.5 = chance)
 
 
-def test_ecrec_xor_is_bit_identical_after_failure(failure_free):
-    res = run(tiny(), "ecrec", [Failure(40, 1)])
+def test_ecrec_xor_is_bit_identical_after_failure(failure_free, tiny_cfg):
+    res = run(tiny_cfg(), "ecrec", [Failure(40, 1)])
     assert res.final_state_sha256 == failure_free().final_state_sha256
     assert res.extra["degraded_decoded_rows"] > 0  # lost rows really were decoded on read
     assert res.extra["redundancy_restored"]
     _check_consistent(res)
 
 
-def test_checkpoint_rollback_reexecutes_to_the_same_state(failure_free, tmp_path):
-    cfg = tiny(ckpt_dir=str(tmp_path))
+def test_checkpoint_rollback_reexecutes_to_the_same_state(failure_free, tiny_cfg, tmp_path):
+    cfg = tiny_cfg(ckpt_dir=str(tmp_path))
     res = run(cfg, "checkpoint", [Failure(70, 2)])
     assert res.final_state_sha256 == failure_free().final_state_sha256
     assert res.extra["reexecuted_steps"] > 0
@@ -41,8 +38,8 @@ def test_checkpoint_rollback_reexecutes_to_the_same_state(failure_free, tmp_path
 
 
 @pytest.mark.parametrize("two_phase", [True, False])
-def test_failure_between_commit_phases(failure_free, two_phase):
-    res = run(tiny(two_phase=two_phase), "ecrec", [Failure(50, 2, "between")])
+def test_failure_between_commit_phases(failure_free, tiny_cfg, two_phase):
+    res = run(tiny_cfg(two_phase=two_phase), "ecrec", [Failure(50, 2, "between")])
     same = res.final_state_sha256 == failure_free().final_state_sha256
     # With the commit log the half-done update rolls forward; without it the deltas of the
     # rows on the dead node are lost and their decoded values go back in time.
@@ -50,37 +47,47 @@ def test_failure_between_commit_phases(failure_free, two_phase):
     _check_consistent(res)
 
 
-def test_failure_during_rebuild(failure_free):
-    cfg = tiny(rebuild_share=0.05)  # a slow rebuild, so the second failure lands inside it
-    res = run(cfg, "ecrec", [Failure(30, 3), Failure(34, 3)])
-    assert res.final_state_sha256 == failure_free().final_state_sha256
+@pytest.mark.parametrize(
+    ("code", "parities", "second"),
+    [("xor", 1, 3), ("rs", 2, 0)],  # the replacement node itself / another node (r = 2)
+)
+def test_failure_during_rebuild(failure_free, tiny_cfg, code, parities, second):
+    cfg = tiny_cfg(code=code, parities=parities, rebuild_share=0.1, steps=200)  # slow rebuild
+    res = run(cfg, "ecrec", [Failure(30, 3), Failure(36, second)])
+    assert res.events[1]["during_rebuild_of"] == [3]  # the second failure hit the rebuild
+    assert res.final_state_sha256 == failure_free(steps=200).final_state_sha256
     _check_consistent(res)
 
 
-def test_two_concurrent_failures_with_rs2(failure_free):
-    cfg = tiny(code="rs", parities=2)
+def test_two_concurrent_failures_with_rs2(failure_free, tiny_cfg):
+    cfg = tiny_cfg(code="rs", parities=2)
     res = run(cfg, "ecrec", [Failure(30, 1), Failure(30, 3)])
     assert res.final_state_sha256 == failure_free().final_state_sha256
     _check_consistent(res)
 
 
-def test_two_concurrent_failures_exceed_xor():
+def test_two_concurrent_failures_exceed_xor(tiny_cfg):
     with pytest.raises(DataLossError):
-        run(tiny(), "ecrec", [Failure(30, 1), Failure(30, 3)])
+        run(tiny_cfg(), "ecrec", [Failure(30, 1), Failure(30, 3)])
 
 
-def test_float_sum_parity_recovers_approximately_and_reports_drift(failure_free):
-    res = run(tiny(code="float-sum"), "ecrec", [Failure(40, 1)])
+def test_float_sum_parity_recovers_approximately_and_reports_drift(failure_free, tiny_cfg):
+    res = run(tiny_cfg(code="float-sum"), "ecrec", [Failure(40, 1)])
     assert res.final_state_sha256 != failure_free().final_state_sha256
     drift = res.extra["float_sum_drift"]
     assert drift["parity_mismatch_fraction"] > 0
     assert abs(res.metrics["auc"] - failure_free().metrics["auc"]) < 0.01
 
 
-def test_partial_recovery_loses_a_little_auc_none_loses_more(failure_free):
-    base = failure_free(steps=200)["auc"] if False else failure_free(steps=200).metrics["auc"]
+def test_partial_recovery_loses_a_little_auc_none_loses_more(failure_free, tiny_cfg):
+    base = failure_free(steps=200).metrics["auc"]
     fails = [Failure(150, 1)]
-    got = {s: run(tiny(steps=200), s, fails).metrics["auc"] - base for s in ("cpr-mfu", "cpr-ssu", "none")}
-    print(got)
-    assert got["none"] < min(got["cpr-mfu"], got["cpr-ssu"]) - 0.002
-    assert min(got["cpr-mfu"], got["cpr-ssu"]) > -0.01
+    got = {
+        s: run(tiny_cfg(steps=200), s, fails).metrics["auc"] - base
+        for s in ("cpr-mfu", "cpr-ssu", "none")
+    }
+    # Measured (seed 0): cpr-mfu +0.0024, cpr-ssu +0.0019, none -0.0140. Reloading a shard
+    # that is a few dozen steps stale moves the AUC by noise-level amounts; re-initializing it
+    # costs clearly more.
+    assert all(abs(got[s]) < 0.006 for s in ("cpr-mfu", "cpr-ssu"))
+    assert got["none"] < min(got["cpr-mfu"], got["cpr-ssu"]) - 0.008

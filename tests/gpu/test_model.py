@@ -1,0 +1,189 @@
+"""The GPU embedding-stage model: occupancy, physical sanity, the variants' expected effects,
+set-sampled vs exact simulation, the HBM derivation and calibration, the design-point contract."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+
+from nmp.errors import NmpError, SpecError
+from nmp.evaluate.point import run_point
+from nmp.gpu import VARIANTS, catalog_rows, load_gpu, run_design_point
+from nmp.gpu.hbm import CALIBRATION_FILE, _key, calibrate, gpu_memory_spec, hbm_calibration
+from nmp.gpu.kernel import kernel_config
+from nmp.memory.spec import load_memory
+
+# gpu-micro24 cut down: 2 tables x 60K rows, batch 256 (the full one is in benchmarks/gpu.py).
+SMALL = {"num_tables": 2, "rows": 60_000, "batch": 256}
+# All 12 tables of 500K rows (6M rows: the 60K pinned rows are 1 % of them), a small batch.
+WIDE = {"batch": 64}
+WORKLOADS = {"small": SMALL, "wide": WIDE}
+REQUIRED_KEYS = {
+    "arch",
+    "workload",
+    "memory",
+    "latency_ns",
+    "lookups_per_s",
+    "energy_pj_per_lookup",
+    "area_mm2",
+    "breakdown",
+}
+
+
+@functools.cache
+def point(arch: str, variant: str, reuse: str, wl_key: str = "small", **extra):
+    wl = dict(WORKLOADS[wl_key], reuse=reuse)
+    arch_over = {"variant": variant}
+    for key, value in extra.items():
+        arch_over[key.replace("__", ".")] = value
+    return run_design_point(arch, "gpu-micro24", overrides={"arch": arch_over, "workload": wl})
+
+
+def test_occupancy_follows_the_register_file():
+    gpu = load_gpu("a100-80gb")
+    for variant, regs, loads in [
+        ("baseline", 56, 1),
+        ("occupancy", 42, 1),
+        ("prefetch", 62, 3),
+        ("combined", 42, 3),
+    ]:
+        cfg = kernel_config(load_gpu("a100-80gb", {"variant": variant}))
+        # Per warp: regs x 32 rounded up to 256; an SM holds whole 8-warp blocks.
+        per_warp = math.ceil(regs * 32 / 256) * 256
+        blocks = min(65536 // per_warp // 8, 64 // 8, 32)
+        assert (cfg.regs_per_thread, cfg.blocks_per_sm, cfg.loads_in_flight) == (
+            regs,
+            blocks,
+            loads,
+        )
+        assert cfg.mlp_lines(gpu.sm.count) == 108 * blocks * 8 * loads
+    assert kernel_config(gpu).occupancy == 0.5
+    assert kernel_config(load_gpu("a100-80gb", {"variant": "occupancy"})).occupancy == 0.625
+
+
+@pytest.mark.parametrize("reuse", ["high", "random"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_physical_sanity(variant, reuse):
+    r = point("a100-40gb", variant, reuse)
+    b = r.breakdown
+    peak = b["hbm_peak_bandwidth_gbps"]
+    assert 0 < b["achieved_hbm_bandwidth_gbps"] <= peak
+    # No schedule beats moving its HBM bytes at peak bandwidth.
+    assert r.latency_ns >= b["hbm_bytes"] / peak
+    assert sum(b["stall_ns"].values()) == pytest.approx(r.latency_ns, rel=1e-9)
+    assert all(v >= -1e-9 for v in b["stall_ns"].values())
+    assert 0.0 <= b["l1_hit_rate"] <= 1.0 and 0.0 <= b["l2_hit_rate"] <= 1.0
+    assert sum(b["loads_served_by"].values()) == pytest.approx(1.0)
+    assert r.lookups_per_s == pytest.approx(b["lookups"] / r.latency_ns * 1e9)
+    assert r.energy_pj_per_lookup > 0 and r.area_mm2 == 826.0
+
+
+def test_without_reuse_pinning_gives_no_gain():
+    # Uniform lookups over 6M rows: the pinned 1 % of rows (chosen on another batch) serve ~1 %
+    # of the lookups, and take L2 ways from everything else. (On small tables a pinned set
+    # that is a large share of all rows does serve lookups: that is footprint, not reuse.)
+    base = point("a100-80gb", "baseline", "random", "wide")
+    pinned = point("a100-80gb", "pinning", "random", "wide")
+    assert pinned.breakdown["pinning"]["lines_pinned"] > 200_000
+    assert pinned.latency_ns >= 0.99 * base.latency_ns
+    assert pinned.breakdown["l2_hit_rate"] < base.breakdown["l2_hit_rate"] + 0.01
+
+
+def test_reuse_and_pinning_and_mlp_act_where_the_model_says():
+    rand = point("a100-80gb", "baseline", "random")
+    high = point("a100-80gb", "baseline", "high")
+    assert high.breakdown["l2_hit_rate"] > rand.breakdown["l2_hit_rate"] + 0.3
+    assert high.latency_ns < rand.latency_ns
+    # Medium reuse: 2 x 5K hot rows all fit in the pinned set: pinning removes their misses.
+    med, med_pin = point("a100-80gb", "baseline", "medium"), point("a100-80gb", "pinning", "medium")
+    assert med_pin.breakdown["l2_hit_rate"] > med.breakdown["l2_hit_rate"]
+    assert med_pin.latency_ns < med.latency_ns
+    # More loads in flight shorten a latency-bound kernel.
+    pre = point("a100-80gb", "prefetch", "random")
+    assert rand.breakdown["tables_bound_by"] == {"latency": 2}
+    assert pre.latency_ns < rand.latency_ns
+
+
+def test_line_sampling_matches_the_exact_simulation():
+    exact = point("a100-80gb", "pinning", "high")
+    sampled = point("a100-80gb", "pinning", "high", "small", sim__line_sample=4)
+    for key in ("l1_hit_rate", "l2_hit_rate"):
+        assert sampled.breakdown[key] == pytest.approx(exact.breakdown[key], abs=0.01)
+    assert sampled.latency_ns == pytest.approx(exact.latency_ns, rel=0.03)
+    assert sampled.breakdown["line_sample"] == 4
+
+
+def test_hbm_spec_is_the_memory_preset_at_the_parts_data_rate():
+    for name in ("a100-40gb", "a100-80gb", "h100-sxm"):
+        hbm = load_gpu(name).hbm
+        spec = gpu_memory_spec(hbm)  # one stack
+        assert spec.org.channels == hbm.channels_per_stack
+        assert spec.peak_bandwidth_gbps * hbm.stacks == pytest.approx(
+            hbm.peak_bandwidth_gbps, rel=0.01
+        )
+        base = load_memory(hbm.memory_preset)
+        for key in ("nCL", "nRCDRD", "nRP", "nRAS", "nFAW"):
+            ns_base = base.timing[key] * base.tck_ns
+            ns_new = spec.timing[key] * spec.tck_ns
+            assert ns_base <= ns_new + 1e-9 < ns_base + spec.tck_ns
+        assert spec.timing["nBL"] == base.timing["nBL"]
+
+
+def test_calibration_cache_is_what_the_dram_engine_gives():
+    hbm = load_gpu("a100-80gb").hbm
+    cached = hbm_calibration(hbm)
+    assert CALIBRATION_FILE.is_file() and _key(hbm) in CALIBRATION_FILE.read_text()
+    fresh = calibrate(hbm)
+    assert fresh == cached
+    eff = [cached.efficiency[k] for k in ("32", "64", "128")]
+    assert 0 < eff[0] < eff[1] < eff[2] <= 1.0
+
+
+def test_design_point_contract_and_dispatch():
+    data = run_point(
+        "a100-80gb",
+        "gpu-micro24",
+        None,
+        {
+            "arch.variant": "combined",
+            **{f"workload.{k}": v for k, v in SMALL.items()},
+            "workload.reuse": "low",
+        },
+    ).to_json()
+    assert set(data) >= REQUIRED_KEYS
+    assert data["variant"] == "combined" and data["memory"] == "hbm2e-3186"
+    b = data["breakdown"]
+    for key in (
+        "achieved_hbm_bandwidth_gbps",
+        "l1_hit_rate",
+        "l2_hit_rate",
+        "stall_ns",
+        "kernel",
+        "pinning",
+    ):
+        assert key in b
+
+
+def test_bad_input_names_the_key():
+    with pytest.raises(SpecError, match="arch.variant"):
+        load_gpu("a100-80gb", {"variant": "turbo"})
+    with pytest.raises(SpecError, match="memory"):
+        run_design_point("a100-80gb", "gpu-micro24", memory="ddr4-3200aa")
+    with pytest.raises(SpecError, match="memory.channels"):
+        run_design_point("a100-80gb", "gpu-micro24", overrides={"memory": {"channels": 2}})
+    with pytest.raises(SpecError, match="sim.line_sample"):
+        load_gpu("a100-80gb", {"sim.line_sample": 7})
+    with pytest.raises(SpecError, match="unknown gpu preset"):
+        load_gpu("a200")
+    with pytest.raises(NmpError, match="peak_bandwidth_gbps"):
+        load_gpu("h100-sxm", {"hbm.data_rate_gbps": 3.0})
+
+
+def test_catalog_lists_every_preset():
+    rows = {r["name"]: r for r in catalog_rows()}
+    assert set(rows) == {"a100-40gb", "a100-80gb", "h100-sxm"}
+    assert rows["h100-sxm"]["SMs"] == 132 and rows["a100-40gb"]["peak_GB/s"] == 1555.2
+    assert all(np.isfinite(r["die_mm2"]) for r in rows.values())

@@ -1,0 +1,87 @@
+"""DLRM pieces: the store's pooling equals torch EmbeddingBag and the architecture's
+gather-reduce; metrics; the Criteo TSV reader; checkpoint intervals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from nmp.errors import NmpError
+from nmp.train.checkpoint import daly_interval, young_interval
+from nmp.train.data import CriteoTSV, read_criteo_tsv
+from nmp.train.failures import parse_failure
+from nmp.train.metrics import auc, logloss
+from nmp.train.trainer import Trainer
+
+
+def test_pooled_equals_embedding_bag_and_arch_gather_reduce(tiny_cfg):
+    from nmp.arch.point import load_arch
+    from nmp.train.hwcost import ArchBackend
+    from nmp.workload.spec import TableSpec
+
+    tr = Trainer(tiny_cfg(max_pooling=3, workload="recross-eval", dim=16), parity=True)
+    assert tr.geo.pooling == 3
+    b = tr.data.batch_at(0)
+    pooled, *_ = tr.pooled(b)  # [B, T, dim]
+    values = tr.store.snapshot_all()[:, : tr.geo.dim]
+    off = tr.geo.offsets
+    arch = load_arch("recnmp")
+    tables = [TableSpec(rows=n, dim=tr.geo.dim) for n in tr.geo.table_rows]
+    arch.bind(tables)
+    for t in range(len(tables)):
+        arch.store.write(t, np.arange(tables[t].rows), values[off[t] : off[t + 1]])
+    lb = ArchBackend.lookup_batch(tr.cost.backend, b)
+    arch_pooled, _ = arch.gather_reduce(lb, tables)
+    for t in range(len(tables)):
+        bag = torch.nn.EmbeddingBag.from_pretrained(
+            torch.from_numpy(values[off[t] : off[t + 1]].copy()), mode="sum"
+        )
+        ref = bag(torch.from_numpy(b.ids[t])).numpy()  # [B, P] input: fixed-size bags
+        np.testing.assert_allclose(pooled[:, t], ref, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(arch_pooled[t], ref, rtol=1e-5, atol=1e-6)
+
+
+def test_auc_and_logloss_against_definitions():
+    rng = np.random.default_rng(1)
+    y = rng.random(300) < 0.3
+    s = rng.random(300) + 0.3 * y
+    pairs = (s[y][:, None] > s[~y][None, :]).mean() + 0.5 * (s[y][:, None] == s[~y][None, :]).mean()
+    assert auc(y, s) == pytest.approx(pairs)
+    assert logloss([1, 0], [0.9, 0.2]) == pytest.approx(-(math.log(0.9) + math.log(0.8)) / 2)
+
+
+def test_criteo_tsv_reader_hashes_ids_and_reports_bad_lines(tmp_path):
+    dense = "\t".join(["3", "", "0"] + ["1"] * 10)
+    cats = "\t".join(["68fd1e64", ""] + ["0000000a"] * 24)
+    good = tmp_path / "day.tsv"
+    good.write_text("\n".join(f"{i % 2}\t{dense}\t{cats}" for i in range(40)) + "\n")
+    d, c, y = read_criteo_tsv(good)
+    assert d.shape == (40, 13) and c.shape == (40, 26)
+    assert d[0, 0] == pytest.approx(math.log(4.0)) and d[0, 1] == 0.0
+    rows = (1000,) * 26
+    ds = CriteoTSV(good, rows, batch=8, eval_fraction=0.2)
+    b = ds.batch_at(0)
+    assert b.ids.shape == (26, 8, 1)
+    assert b.ids[0, 0, 0] == 0x68FD1E64 % 1000 and b.ids[1, 0, 0] == 0
+    bad = tmp_path / "bad.tsv"
+    bad.write_text(f"1\t{dense}\t{cats}\n1\t2\n")
+    with pytest.raises(NmpError, match=r"bad.tsv:2"):
+        read_criteo_tsv(bad)
+
+
+def test_young_and_daly_intervals():
+    assert young_interval(2.0, 100.0) == pytest.approx(20.0)
+    # Daly adds the higher-order terms and subtracts the write time
+    x = 2.0 / 200.0
+    assert daly_interval(2.0, 100.0) == pytest.approx(20.0 * (1 + math.sqrt(x) / 3 + x / 9) - 2.0)
+    assert daly_interval(300.0, 100.0) == 100.0
+
+
+def test_failure_spec_parsing():
+    f = parse_failure("step=300,node=1,phase=between")
+    assert (f.step, f.node, f.phase) == (300, 1, "between")
+    with pytest.raises(NmpError, match="unknown key"):
+        parse_failure("step=3,nod=1")
