@@ -7,7 +7,9 @@ MLP, per-row gradients, row-wise Adagrad on records, two-phase commit with the p
 (XOR on uint64 words) in every step. The cost model's architecture timing is reported apart
 (it runs on sampled steps and is not part of the functional path).
 
-Prints both rates and the overhead; target overhead <= 25 %.
+Prints both rates and the overhead; target overhead <= 25 %. Rates are steps per second of this
+process's CPU time (``time.process_time``, one thread), so other load on the machine does not
+skew the ratio.
 """
 
 from __future__ import annotations
@@ -69,10 +71,10 @@ def plain_torch(cfg: TrainConfig, batches) -> float:
 
     for b in prepared[:WARMUP]:
         step(*b)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for b in prepared[WARMUP:]:
         step(*b)
-    return (len(prepared) - WARMUP) / (time.perf_counter() - t0)
+    return (len(prepared) - WARMUP) / (time.process_time() - t0)
 
 
 def modeled(cfg: TrainConfig, batches) -> tuple[float, float]:
@@ -80,16 +82,16 @@ def modeled(cfg: TrainConfig, batches) -> tuple[float, float]:
     trainer.data.batch_at = lambda s: batches[s]  # the same pre-generated batches
     for _ in range(WARMUP):
         trainer.train_step()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     while trainer.step < len(batches):
         trainer.train_step()
-    rate = (len(batches) - WARMUP) / (time.perf_counter() - t0)
+    rate = (len(batches) - WARMUP) / (time.process_time() - t0)
     assert trainer.store.parity_consistent()
     # The cost model on its own: one architecture timing call (what cost_sample amortizes).
     _COST_CACHE.clear()
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     trainer.cost._sample(batches[0], np.unique(trainer.global_rows(batches[0])))
-    return rate, time.perf_counter() - t0
+    return rate, time.process_time() - t0
 
 
 def main() -> None:
@@ -103,18 +105,32 @@ def main() -> None:
         f"{geo.dim}, batch {geo.batch}, pooling {geo.pooling}; {cfg.nodes} nodes, XOR parity; "
         f"one thread; {STEPS - WARMUP} timed steps"
     )
-    plain = plain_torch(cfg, batches)
-    ours, arch_call_s = modeled(cfg, batches)
-    print(f"plain torch (fused EmbeddingBag, rw Adagrad):  {plain:8.1f} steps/s")
-    print(f"modeled store + parity maintenance (ecrec):    {ours:8.1f} steps/s")
+    # Alternate the two (best of three each): other processes on the machine shift the rates.
+    plains, ours_l, calls = [], [], []
+    for _ in range(3):
+        plains.append(plain_torch(cfg, batches))
+        rate, call_s = modeled(cfg, batches)
+        ours_l.append(rate)
+        calls.append(call_s)
+    plain, ours, arch_call_s = max(plains), max(ours_l), min(calls)
+    print(
+        f"plain torch (fused EmbeddingBag, rw Adagrad): {plain:8.1f} steps/s  (runs {_r(plains)})"
+    )
+    print(f"modeled store + parity maintenance (ecrec):   {ours:8.1f} steps/s  (runs {_r(ours_l)})")
     print(
         f"ratio modeled/plain: {ours / plain:.3f}  "
         f"(overhead {100 * (plain / ours - 1):.1f} %, target <= 25 %)"
     )
+    with_cost = 1.0 / (1.0 / ours + arch_call_s / 25)
     print(
-        f"cost model: one architecture timing call ({cfg.arch}) takes {arch_call_s * 1e3:.1f} ms; "
-        f"at train.cost_sample = 25 it adds {arch_call_s / 25 * 1e3:.2f} ms per step"
+        f"cost model apart: one architecture timing call ({cfg.arch}: gather_reduce + "
+        f"parity_update) takes {arch_call_s * 1e3:.1f} ms; at train.cost_sample = 25 the "
+        f"run with cost accounting does {with_cost:.1f} steps/s"
     )
+
+
+def _r(xs) -> str:
+    return ", ".join(f"{x:.1f}" for x in xs)
 
 
 if __name__ == "__main__":

@@ -109,6 +109,12 @@ class Architecture:
                 self.spec, self.layouts, self.mem, self._profile, self.table_row_bytes
             )
             self._partition = frac
+            if result is not None and self.spec.partition_calibration:
+                calib = self._calibrate(batch)
+                frac, result = solve_cross_level(
+                    self.spec, self.layouts, self.mem, self._profile, self.table_row_bytes, calib
+                )
+                self._partition = frac
             if result is not None:
                 self.partition_info = {
                     "lp_solve_s": result.solve_s,
@@ -117,6 +123,24 @@ class Architecture:
                     ),
                     "lp_buckets": int(result.fractions.shape[0]),
                 }
+
+    def _calibrate(self, batch) -> dict[str, tuple[float, float]]:
+        """Time the first partition on a profiling batch: per level, measured ns per DRAM byte
+        (whole level: its slowest node, row misses, refresh) and the fixed time of the partial
+        sums it receives."""
+        from nmp.arch.timing import time_gather_reduce
+
+        probe = _calibration_batch(self.workload, self.spec.profile_seed_offset, batch)
+        flat = flatten(probe, self.table_row_bytes, self.table_rows)
+        order = self.issue_order(flat)
+        plc = place(self.spec, self.layouts, self.mem, flat, self._profile, self._partition, order)
+        op = time_gather_reduce(self, flat, plc, order, self.tree_traffic(flat, plc))
+        out = {}
+        for lv, d in op.breakdown["levels"].items():
+            dram_time = max(d["dram_ns"], d["compute_ns"])
+            per_byte = dram_time / d["dram_bytes"] if d["dram_bytes"] > 0 else 0.0
+            out[lv] = (per_byte, d["partial_sums_in_ns"])
+        return out
 
     # ---- gather-reduce -----------------------------------------------------------------
     def issue_order(self, flat: FlatLookups) -> np.ndarray:
@@ -130,11 +154,11 @@ class Architecture:
         if tables is not None:
             self.bind(tables)
         elif self._tables is None:
-            self.bind(
-                [_AdHocTable(t.num_rows, t.dim) for t in batch.tables]
-            )
+            self.bind([_AdHocTable(t.num_rows, t.dim) for t in batch.tables])
         if len(batch.tables) != len(self.tables):
-            raise NmpError(f"batch has {len(batch.tables)} tables, the design holds {len(self.tables)}")
+            raise NmpError(
+                f"batch has {len(batch.tables)} tables, the design holds {len(self.tables)}"
+            )
         self._ensure_profile(batch)
         flat = flatten(batch, self.table_row_bytes, self.table_rows)
         order = self.issue_order(flat)
@@ -161,12 +185,19 @@ class Architecture:
             lay = self.layouts["rank"]
             n_bags = len(np.unique(flat.table * flat.batch + flat.bag))
             send = np.full(lay.nodes, n_bags, dtype=np.int64)
-            host = np.bincount(lay.node_rank_id(np.arange(lay.nodes)) // ranks, weights=send,
-                               minlength=channels).astype(np.int64)
+            host = np.bincount(
+                lay.node_rank_id(np.arange(lay.nodes)) // ranks, weights=send, minlength=channels
+            ).astype(np.int64)
             return TreeTraffic({"rank": send}, {}, host)
         _, traffic = tree_reduce(
-            self.layouts, ranks, channels, plc.level, plc.node,
-            flat.table * flat.batch + flat.bag, None, flat.num_tables * flat.batch,
+            self.layouts,
+            ranks,
+            channels,
+            plc.level,
+            plc.node,
+            flat.table * flat.batch + flat.bag,
+            None,
+            flat.num_tables * flat.batch,
         )
         return traffic
 
@@ -193,7 +224,12 @@ class Architecture:
                 step = -(-dim // nodes)
                 parts = [
                     gather_segments(
-                        bag, uinv, w, values, flat.batch, (min(n * step, dim), min((n + 1) * step, dim))
+                        bag,
+                        uinv,
+                        w,
+                        values,
+                        flat.batch,
+                        (min(n * step, dim), min((n + 1) * step, dim)),
                     )
                     for n in range(nodes)
                 ]
@@ -203,12 +239,17 @@ class Architecture:
                 seg, first, nseg = segment_ids(level, node, bag)
                 partial = gather_segments(seg, uinv, w, values, nseg)
                 out, _ = tree_reduce(
-                    self.layouts, ranks, channels, level[first], node[first], bag[first],
-                    partial, flat.batch,
+                    self.layouts,
+                    ranks,
+                    channels,
+                    level[first],
+                    node[first],
+                    bag[first],
+                    partial,
+                    flat.batch,
                 )
                 pooled.append(out)
         return pooled
-
 
     # ---- parity ---------------------------------------------------------------------------
     def parity_update(self, rows: np.ndarray, new_values: np.ndarray, table: int = 0) -> OpResult:
@@ -246,6 +287,14 @@ def _profile_for(workload, offset: int, batch) -> AccessProfile:
         # no workload to sample from: profile the batch itself (an oracle profile)
         return build_profile([batch], [t.num_rows for t in batch.tables])
     return _cached_profile(workload, offset)
+
+
+def _calibration_batch(workload, offset: int, batch):
+    if workload is None or not hasattr(workload, "seed"):
+        return batch
+    from nmp.workload import generate_batch
+
+    return generate_batch(workload, seed=workload.seed + offset * 1_000_003 + 7919 * 97)
 
 
 @functools.lru_cache(maxsize=16)

@@ -31,7 +31,8 @@ class AreaReport:
 def parity_unit_figures(width_bits: int = 64) -> tuple[float, float, str]:
     """(area mm^2, clock MHz, source) of one parity unit at 40 nm."""
     try:
-        from nmp.rtl.synth import CACHE_PATH, parity_unit_figures as rtl_figures
+        from nmp.rtl.synth import CACHE_PATH
+        from nmp.rtl.synth import parity_unit_figures as rtl_figures
 
         if CACHE_PATH.exists():
             fig = rtl_figures(width_bits, tech_nm=UNIT_TECH_NM)

@@ -88,7 +88,9 @@ def build_layout(spec: ArchSpec, mem) -> dict[str, LevelLayout]:
             key=key,
         )
     if spec.rank.units > 1:
-        raise SpecError("one rank unit per rank (it sits in the buffer chip)", key="arch.rank.units")
+        raise SpecError(
+            "one rank unit per rank (it sits in the buffer chip)", key="arch.rank.units"
+        )
     free = np.ones((bgs, banks), dtype=bool)
     out: dict[str, LevelLayout] = {}
     for lv in reversed(LEVELS):  # finest first
@@ -118,8 +120,10 @@ def build_layout(spec: ArchSpec, mem) -> dict[str, LevelLayout]:
             raise SpecError("not enough free banks for this level", key=f"arch.{lv}.capacity_banks")
         for g, b in taken:
             free[g, b] = False
-        arr = np.array(taken, dtype=np.int64).reshape(unit.units, per, 2) if cap else np.zeros(
-            (unit.units, 0, 2), dtype=np.int64
+        arr = (
+            np.array(taken, dtype=np.int64).reshape(unit.units, per, 2)
+            if cap
+            else np.zeros((unit.units, 0, 2), dtype=np.int64)
         )
         if lv == "bankgroup" and per and per > banks and per % banks:
             raise SpecError(

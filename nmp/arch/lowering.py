@@ -2,11 +2,11 @@
 
 Every lookup becomes ``ceil(row_bytes / tx_bytes)`` requests (the row's bursts, consecutive
 columns of one page), at addresses built with ``nmp.memory.encode_address`` so that the row lands
-on the bank(s) of the node that owns it. The nodes of a level work concurrently; their streams
-are merged by interleaving (request i of every node before request i + 1 of any), and the level
-is replayed on the memory's *internal view* of that level (no shared bus above it), with one
-request queue and one request port per unit (``read_queue`` and ``frontend_ratio`` scaled by
-the units per channel). Power limits (tRRD_S, tFAW) stay per rank among the units of a level.
+on the bank(s) of the node that owns it. The nodes of a level work concurrently, each
+with its own request buffer and command issue: each node's stream is replayed on its own on the
+memory's *internal view* of that level (no shared bus above it); the level takes as long as its
+slowest node. Power limits across the units of a rank (tRRD_S, tFAW) are a bound of the timing
+layer, over all levels at once.
 
 Subarray-level parallelism (bank units): the bank's subarrays are the banks of a virtual bank
 group per bank unit, replayed on the bank-group view, so that per-subarray tRC overlaps while
@@ -62,19 +62,18 @@ def _interleave_order(node: np.ndarray, local_order: np.ndarray) -> np.ndarray:
 
 
 def _locality_key(node: np.ndarray, bank: np.ndarray, page: np.ndarray) -> np.ndarray:
-    """Sort key: (k-th distinct DRAM row of its bank, bank, arrival) within each node."""
+    """Sort key within each node: every bank's lookups in DRAM-row order (hits to an open row
+    back to back), the banks taken in turn lookup by lookup (their activations and bursts
+    overlap)."""
     arrival = np.arange(node.size, dtype=np.int64)
     o = np.lexsort((arrival, page, bank, node))
-    ns, bs, ps = node[o], bank[o], page[o]
+    ns, bs = node[o], bank[o]
     new_group = np.ones(o.size, dtype=bool)
     new_group[1:] = (ns[1:] != ns[:-1]) | (bs[1:] != bs[:-1])
-    new_page = new_group.copy()
-    new_page[1:] |= ps[1:] != ps[:-1]
-    cum = np.cumsum(new_page)
     group_start = np.maximum.accumulate(np.where(new_group, np.arange(o.size), 0))
-    page_rank = np.empty(o.size, dtype=np.int64)
-    page_rank[o] = cum - cum[group_start]
-    key_order = np.lexsort((arrival, bank, page_rank, node))
+    rank_in_bank = np.empty(o.size, dtype=np.int64)
+    rank_in_bank[o] = np.arange(o.size) - group_start
+    key_order = np.lexsort((arrival, bank, rank_in_bank, node))
     key = np.empty(o.size, dtype=np.int64)
     key[key_order] = arrival
     return key
@@ -86,16 +85,21 @@ def unit_queue(mem, lines_per_lookup: int, overlap: int) -> int:
     return int(min(mem.controller.read_queue, max(8, 2 * lines_per_lookup * overlap)))
 
 
-def _view(mem, level: str, units_per_channel: int, queue: int | None = None, **org_changes):
+def _view(mem, level: str, queue: int | None = None, **org_changes):
+    """The memory as one unit sees it: a channel of its own (its own request buffer, command
+    issue and data path) with one rank, and the constraints of the shared buses above ``level``
+    dropped (``nmp.memory.internal_view``). Each node's stream is replayed on it separately;
+    activation power limits across the units of a rank are enforced by the timing layer
+    (``act_window``)."""
     from nmp.memory import internal_view
 
-    spec = mem.with_org(**org_changes) if org_changes else mem
-    q = spec.controller.read_queue if queue is None else queue
+    q = mem.controller.read_queue if queue is None else queue
+    spec = mem.with_org(channels=1, ranks=1, **org_changes)
     ctrl = dataclasses.replace(
         spec.controller,
-        read_queue=q * units_per_channel,
-        write_queue=min(spec.controller.write_queue, q) * units_per_channel,
-        frontend_ratio=spec.controller.frontend_ratio * units_per_channel,
+        read_queue=q,
+        write_queue=min(spec.controller.write_queue, q),
+        channel_interleave_bits=0,
     )
     return internal_view(dataclasses.replace(spec, controller=ctrl), level)
 
@@ -137,44 +141,37 @@ def lower_level(
     else:
         local_key = np.arange(idx.size, dtype=np.int64)
     perm = _interleave_order(node, local_key)
-    idx, node, lpr, b, page, col0 = idx[perm], node[perm], lpr[perm], b[perm], page[perm], col0[
-        perm
-    ]
+    idx, node, lpr, b, page, col0 = (
+        idx[perm],
+        node[perm],
+        lpr[perm],
+        b[perm],
+        page[perm],
+        col0[perm],
+    )
     item, within = _expand(lpr)
-    chan, rank, unit = lay.node_coords(node)
-    upc = lay.units * lay.ranks
+    _, _, unit = lay.node_coords(node)
     line_page = page[item] + (col0[item] + within) // lpp
     column = (col0[item] + within) % lpp
     lpr_max = int(lpr.max()) if lpr.size else 1
     if level == "bank" and spec.subarray_parallelism:
         salp = min(_next_pow2(spec.bank.subarrays), SALP_TRACKED_SUBARRAYS)
-        view = _view(
-            mem,
-            "bankgroup",
-            upc,
-            unit_queue(mem, lpr_max, salp),
-            bankgroups=_next_pow2(lay.units),
-            banks=salp,
-        )
+        view = _view(mem, "bankgroup", unit_queue(mem, lpr_max, salp), bankgroups=1, banks=salp)
         rows_v = mv.org(view, "rows")
         subarray = (line_page % rows_v) * spec.bank.subarrays // rows_v
         addr = encode_address(
             view,
-            channel=chan[item],
-            rank=rank[item],
-            bankgroup=unit[item],
+            bankgroup=0,
             bank=subarray % salp,
             row=line_page % rows_v,
             column=column,
         )
     else:
-        view = _view(mem, level, upc, unit_queue(mem, lpr_max, lay.banks_per_unit))
+        view = _view(mem, level, unit_queue(mem, lpr_max, lay.banks_per_unit))
         bg = lay.unit_bg[unit, b]
         bk = lay.unit_bank[unit, b]
         addr = encode_address(
             view,
-            channel=chan[item],
-            rank=rank[item],
             bankgroup=bg[item],
             bank=bk[item],
             row=line_page % rows,
@@ -203,13 +200,11 @@ def lower_vertical(
     rep = np.repeat(np.arange(n, dtype=np.int64), nodes)
     item, within = _expand(lpr[rep])
     src = rep[item]
-    chan, rank, unit = lay.node_coords(node[item])
-    view = _view(mem, "rank", lay.units * lay.ranks)
+    _, _, unit = lay.node_coords(node[item])
+    view = _view(mem, "rank")
     line_page = page[src] + (col0[src] + within) // lpp
     addr = encode_address(
         view,
-        channel=chan,
-        rank=rank,
         bankgroup=lay.unit_bg[unit, b[src]],
         bank=lay.unit_bank[unit, b[src]],
         row=line_page % rows,

@@ -22,8 +22,8 @@ import numpy as np
 
 from nmp.arch import memview as mv
 from nmp.arch.area import parity_unit_figures
-from nmp.arch.lowering import _interleave_order, _slot_location, _view, unit_queue
-from nmp.arch.timing import dram_energy, replay_stream
+from nmp.arch.lowering import _slot_location, _view, unit_queue
+from nmp.arch.timing import dram_energy
 from nmp.errors import NmpError
 from nmp.results import OpResult
 
@@ -213,29 +213,42 @@ def _time_parity(arch, table, rows, stripe, node, slot) -> OpResult:
     upd_slot = np.concatenate([slot, pslot.ravel()])
     upd_id = np.concatenate([np.arange(n), np.repeat(np.arange(n), r)])
     is_parity = np.concatenate([np.zeros(n, bool), np.ones(n * r, bool)])
-    b, page, col0 = _slot_location(upd_slot, banks_per_node, np.full(upd_slot.size, lpr), lpp,
-                                   nrows_dram)
+    b, page, col0 = _slot_location(
+        upd_slot, banks_per_node, np.full(upd_slot.size, lpr), lpp, nrows_dram
+    )
     # each access = lpr reads then lpr writes of the same lines
     acc = np.repeat(np.arange(upd_node.size), 2 * lpr)
     within = np.tile(np.concatenate([np.arange(lpr), np.arange(lpr)]), upd_node.size)
     is_write = np.tile(np.concatenate([np.zeros(lpr, bool), np.ones(lpr, bool)]), upd_node.size)
     coords = _node_coords(arch, exec_level, upd_node[acc], b[acc])
-    view = _parity_view(arch, exec_level, nodes, unit_queue(mem, 2 * lpr, banks_per_node))
+    view, unit_of = _parity_view(arch, exec_level, unit_queue(mem, 2 * lpr, banks_per_node))
+    unit_id = unit_of(upd_node[acc], coords)
     addr = encode_address(
         view,
-        channel=coords[0],
-        rank=coords[1],
+        channel=0 if exec_level != "host" else coords[0],
+        rank=0 if exec_level != "host" else coords[1],
         bankgroup=coords[2],
         bank=coords[3],
         row=(page[acc] + (col0[acc] + within) // lpp) % nrows_dram,
         column=(col0[acc] + within) % lpp,
     )
-    # nodes work concurrently: interleave their streams, each in update order
-    perm = _interleave_order(upd_node[acc], upd_id[acc] * 2 * lpr * (r + 1) + np.arange(acc.size))
+    # units work concurrently, each on its own stream in update order
     from nmp.memory import replay
 
-    stt = replay(make_requests(addr[perm], is_write[perm]), view)
-    t_dram = stt.cycles_drained * tck
+    if exec_level == "host":
+        perm = np.argsort(upd_id[acc] * 2 * lpr * (r + 1) + np.arange(acc.size), kind="stable")
+        stats = [replay(make_requests(addr[perm], is_write[perm]), view)]
+    else:
+        perm = np.lexsort((np.arange(acc.size), upd_id[acc], unit_id))
+        u_sorted = unit_id[perm]
+        bounds_idx = np.flatnonzero(np.diff(u_sorted)) + 1
+        stats = [
+            replay(make_requests(addr[seg], is_write[seg]), view)
+            for seg in np.split(perm, bounds_idx)
+            if seg.size
+        ]
+    t_dram = max(st_.cycles_drained for st_ in stats) * tck
+    stt = _merge_stats(stats)
     # the delta's trip from the data node to each parity node
     ranks_per_ch = mv.org(mem, "ranks")
     d_rank = _node_rank(arch, exec_level, node)
@@ -261,7 +274,11 @@ def _time_parity(arch, table, rows, stripe, node, slot) -> OpResult:
     t_chan = float(chan_bytes.max()) / peak
     # XOR throughput: data unit XORs old/new, parity unit XORs the delta into the parity
     area, clock, _ = parity_unit_figures()
-    clock = p.unit_clock_mhz if p.unit_clock_mhz > 0 else clock
+    # the parity datapath runs in its host's clock domain: the unit's, or the CPU's
+    domain = (
+        spec.host.clock_ghz * 1000.0 if exec_level == "host" else spec.level(exec_level).clock_mhz
+    )
+    clock = p.unit_clock_mhz if p.unit_clock_mhz > 0 else min(clock, domain)
     xor_bytes = np.bincount(upd_node, minlength=nodes).astype(np.float64) * rb
     t_xor = float(xor_bytes.max()) / XOR_WIDTH_BYTES * 1000.0 / clock
     bounds = {"dram": t_dram, "rank_bus": t_rank_bus, "channel": t_chan, "xor": t_xor}
@@ -285,7 +302,10 @@ def _time_parity(arch, table, rows, stripe, node, slot) -> OpResult:
         "bounds_ns": bounds,
         "executing_level": exec_level,
         "updates": int(n),
-        "data_side": {"bytes": 2.0 * n * lpr * tx, "dram_energy_pj": energy["dram_core"] * data_share},
+        "data_side": {
+            "bytes": 2.0 * n * lpr * tx,
+            "dram_energy_pj": energy["dram_core"] * data_share,
+        },
         "parity_side": {
             "bytes": 2.0 * n * r * lpr * tx,
             "dram_energy_pj": energy["dram_core"] * (1 - data_share),
@@ -328,14 +348,33 @@ def _node_rank(arch, level: str, node: np.ndarray) -> np.ndarray:
     return ch * mv.org(arch.mem, "ranks") + rk
 
 
-def _parity_view(arch, exec_level: str, nodes: int, queue: int):
+def _parity_view(arch, exec_level: str, queue: int):
+    """(view, function giving the unit of each access): each unit replays on a view of its own;
+    the host uses the memory itself."""
     mem = arch.mem
     if exec_level == "host":
-        return mem
-    per_channel = max(1, nodes // mv.org(mem, "channels"))
+        return mem, lambda node, coords: np.zeros_like(node)
+    ranks = mv.org(mem, "ranks")
     if exec_level == "rank":
-        per_channel, queue = mv.org(mem, "ranks"), mem.controller.read_queue
-    return _view(mem, exec_level, per_channel, queue)
+        return _view(mem, "rank"), lambda node, coords: coords[0] * ranks + coords[1]
+    return _view(mem, exec_level, queue), lambda node, coords: node
+
+
+class _Merged:
+    """Command and row-buffer counts summed over several replays."""
+
+    def __init__(self, stats: list) -> None:
+        self.cmd_counts: dict[str, int] = {}
+        for st in stats:
+            for key, v in st.cmd_counts.items():
+                self.cmd_counts[key] = self.cmd_counts.get(key, 0) + v
+        self.row_hits = sum(st.row_hits for st in stats)
+        self.row_misses = sum(st.row_misses for st in stats)
+        self.row_conflicts = sum(st.row_conflicts for st in stats)
+
+
+def _merge_stats(stats: list) -> _Merged:
+    return _Merged(stats)
 
 
 __all__ = ["parity_consistent", "parity_update", "recover_node"]

@@ -8,10 +8,15 @@ level's capacity and to the instruction bandwidth that the in-DRAM levels share:
 
     min T   s.t.   sum_l x[b, l] = 1                                  (every row placed)
                    sum_b rows_b * bytes_b * x[b, l] <= capacity_l         (capacity)
-                   sum_b freq_b * bytes_b * x[b, l] * ns_per_byte_l <= T  (bandwidth)
+                   sum_b freq_b * bytes_b * x[b, l] * ns_per_byte_l + fixed_l <= T
+                                                                          (bandwidth)
                    sum_b freq_b * x[b, l in shared] * ns_per_lookup <= T  (instruction C/A)
 
 HiGHS (scipy.optimize.linprog) solves it; a vertex solution splits at most a few buckets.
+``ns_per_byte`` starts from each level's peak; a calibration pass (see
+:func:`nmp.arch.placement.solve_cross_level`) replaces it by the level's measured time per byte
+and adds the measured time of work that does not scale with its rows (the partial sums that
+bank-group and bank units return over the rank bus) as ``fixed``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ class PartitionProblem:
     capacity_bytes: np.ndarray  # per level (float64 [L])
     ns_per_byte: np.ndarray  # per level: 1 / aggregate bandwidth (float64 [L])
     ca_ns_per_lookup: np.ndarray  # per level: shared instruction time per lookup (0: none)
+    fixed_ns: np.ndarray | None = None  # per level: time not proportional to its rows
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,8 @@ def solve_partition(p: PartitionProblem) -> PartitionResult:
     rows_ub.append(nl + np.arange(nl))
     cols_ub.append(np.full(nl, nvar - 1))
     vals_ub.append(-np.ones(nl))
-    b_ub.extend([0.0] * nl)
+    fixed = np.zeros(nl) if p.fixed_ns is None else np.asarray(p.fixed_ns, dtype=np.float64)
+    b_ub.extend((-fixed / t_scale).tolist())
     nrows = 2 * nl
     shared = p.ca_ns_per_lookup > 0
     if shared.any():
@@ -105,7 +112,7 @@ def solve_partition(p: PartitionProblem) -> PartitionResult:
         raise NmpError(f"cross-level partition LP failed: {res.message} (do the tables fit?)")
     x = np.clip(res.x[:-1].reshape(nb, nl), 0.0, 1.0)
     x /= x.sum(axis=1, keepdims=True)
-    level_t = (load[:, None] * x).sum(axis=0) * p.ns_per_byte
+    level_t = (load[:, None] * x).sum(axis=0) * p.ns_per_byte + fixed
     return PartitionResult(x, float(res.x[-1] * t_scale), level_t, solve_s)
 
 

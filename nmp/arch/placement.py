@@ -138,9 +138,17 @@ def _water_fill(loads: np.ndarray, extra: int) -> np.ndarray:
 
 
 def solve_cross_level(
-    spec: ArchSpec, layouts: dict[str, LevelLayout], mem, profile: AccessProfile, row_bytes
+    spec: ArchSpec,
+    layouts: dict[str, LevelLayout],
+    mem,
+    profile: AccessProfile,
+    row_bytes,
+    calibration: dict[str, tuple[float, float]] | None = None,
 ) -> tuple[np.ndarray, PartitionResult | None]:
-    """Fractions [tables, classes, data levels] of each frequency class per level."""
+    """Fractions [tables, classes, data levels] of each frequency class per level.
+
+    ``calibration`` maps a level to (measured ns per DRAM byte of the whole level, measured
+    fixed ns), from a timed run of a previous partition on a profiling batch."""
     levels = list(spec.data_levels)
     ntab = len(row_bytes)
     caps = np.array(
@@ -179,6 +187,13 @@ def solve_cross_level(
             for lv in levels
         ]
     )
+    fixed = np.zeros(len(levels))
+    if calibration:
+        for i, lv in enumerate(levels):
+            if lv in calibration:
+                measured, fixed[i] = calibration[lv]
+                if measured > 0:
+                    ns_per_byte[i] = measured
     ranks_total = mv.org(mem, "channels") * mv.org(mem, "ranks")
     ca = np.array(
         [
@@ -198,6 +213,7 @@ def solve_cross_level(
         capacity_bytes=caps,
         ns_per_byte=ns_per_byte,
         ca_ns_per_lookup=ca,
+        fixed_ns=fixed,
     )
     result = solve_partition(problem)
     frac = np.zeros((ntab * MAX_CLASSES, len(levels)))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nmp.arch.area import design_area_mm2
 from nmp.arch.architecture import Architecture
+from nmp.arch.area import design_area_mm2
 from nmp.arch.spec import ArchSpec, load_arch_spec
 from nmp.config import preset_names
 from nmp.errors import NmpError
@@ -139,13 +139,9 @@ def catalog_rows() -> list[dict[str, Any]]:
             {
                 "name": name,
                 "summary": (
-                    f"{s.policy}; units rank/BG/bank {units} per rank; "
-                    f"{mem.name} {mem.org.channels}ch x {mem.org.ranks}R"
+                    f"{s.policy}, units {units} (rank/BG/bank per rank), {mem.name} "
+                    f"{mem.org.channels}ch x {mem.org.ranks}R; {', '.join(mechs) or '-'}"
                 ),
-                "policy": s.policy,
-                "units_rank_bg_bank": units,
-                "memory": f"{mem.name} {mem.org.channels}ch x {mem.org.ranks}R",
-                "mechanisms": ", ".join(mechs) or "-",
                 "area_mm2": round(design_area_mm2(arch).total, 2),
             }
         )

@@ -55,9 +55,7 @@ class AccessProfile:
         """The ``count`` most looked-up rows over all tables: (table ids, rows)."""
         if count <= 0:
             return np.empty(0, np.int64), np.empty(0, np.int64)
-        tabs = np.concatenate(
-            [np.full(k.size, t, dtype=np.int64) for t, k in enumerate(self.keys)]
-        )
+        tabs = np.concatenate([np.full(k.size, t, dtype=np.int64) for t, k in enumerate(self.keys)])
         rows = np.concatenate(self.keys)
         counts = np.concatenate(self.counts)
         order = np.lexsort((rows, tabs, -counts))[:count]

@@ -111,7 +111,6 @@ class RowStore:
         return self.read(table, np.arange(self.num_rows[table], dtype=np.int64))
 
 
-
 @njit(cache=True)
 def _unit_hash(keys, seed):  # pragma: no cover - compiled
     out = np.empty(keys.shape[0], dtype=np.float64)
@@ -125,5 +124,6 @@ def _unit_hash(keys, seed):  # pragma: no cover - compiled
 def unit_hash(keys: np.ndarray, seed: int) -> np.ndarray:
     """A deterministic uniform number in [0, 1) per non-negative int64 key."""
     return _unit_hash(np.ascontiguousarray(keys, dtype=np.int64), np.uint64(seed))
+
 
 __all__ = ["RowStore", "base_rows", "unit_hash"]

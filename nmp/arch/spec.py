@@ -166,6 +166,7 @@ class ArchSpec:
     bandwidth_aware_partition: bool = False
     locality_aware_scheduling: bool = False
     table_aware_scheduling: bool = False
+    partition_calibration: bool = True  # re-solve the LP with measured per-level costs
     replicate_hot_rows: int = 0  # hottest rows copied to every node of the finest level
     profile_seed_offset: int = 1  # the access profile comes from another batch (seed + this)
 
@@ -196,9 +197,7 @@ class ArchSpec:
         if self.policy == "vertical" and self.data_levels != ("rank",):
             raise KeyedValueError("policy", "the vertical (column) split is across ranks only")
         if self.policy in ("horizontal", "vertical") and len(self.data_levels) > 1:
-            raise KeyedValueError(
-                "policy", "rows on several levels need policy 'cross-level'"
-            )
+            raise KeyedValueError("policy", "rows on several levels need policy 'cross-level'")
         if self.bandwidth_aware_partition and self.policy != "cross-level":
             raise KeyedValueError(
                 "bandwidth_aware_partition", "only a 'cross-level' design partitions by level"

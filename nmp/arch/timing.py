@@ -135,11 +135,15 @@ def time_gather_reduce(
         t_dram = 0.0
         hit_rate = None
         level_bytes = 0.0
+        node_t = np.zeros(lay.nodes)
         if stream is not None and stream.addr.size:
-            st = replay_stream(stream.addr, stream.view)
-            stats_list.append(st)
-            t_dram = _ns(st.cycles_drained, mem)
-            hit_rate = _hit_rate(st)
+            node_stats = replay_nodes(stream, lay.nodes)
+            stats_list.extend(s_ for s_ in node_stats if s_ is not None)
+            node_t = np.array(
+                [_ns(s_.cycles_drained, mem) if s_ is not None else 0.0 for s_ in node_stats]
+            )
+            t_dram = float(node_t.max())
+            hit_rate = _hit_rate_many([s_ for s_ in node_stats if s_ is not None])
             level_bytes = float(stream.addr.size * tx)
         node_peak = level_node_peak_gbps(lv, lay, mem)
         # partial sums arriving from the children share this node's data path, and its lanes
@@ -151,8 +155,10 @@ def time_gather_reduce(
         t_comp = float(cyc.max()) * 1000.0 / unit.clock_mhz if cyc.size else 0.0
         t_level = max(t_dram + t_recv, t_comp)
         bounds[lv] = t_level
-        mean = float(node_lookups.mean()) if node_lookups.size else 0.0
-        imbalance[lv] = float(node_lookups.max() / mean) if mean > 0 else 1.0
+        # load imbalance: slowest node over the mean node (DRAM time, else lookups)
+        basis = node_t if node_t.max() > 0 else node_lookups
+        mean = float(basis.mean()) if basis.size else 0.0
+        imbalance[lv] = float(basis.max() / mean) if mean > 0 else 1.0
         levels_bd[lv] = {
             "nodes": lay.nodes,
             "lookups": int(node_lookups.sum()) if spec.policy != "vertical" else int(n),
@@ -204,7 +210,9 @@ def time_gather_reduce(
     if in_dram.any() and ins.bits_per_lookup:
         rk = _lookup_rank(arch, flat, plc)[in_dram]
         per_rank_lookups = np.bincount(rk, minlength=ranks_total)
-        t_ca = float(per_rank_lookups.max()) * ins.bits_per_lookup / ins.dram_ca_bits_per_cycle * tck
+        t_ca = (
+            float(per_rank_lookups.max()) * ins.bits_per_lookup / ins.dram_ca_bits_per_cycle * tck
+        )
     else:
         t_ca = 0.0
     t_result = float(result_bytes_chan.max()) / ch_peak
@@ -231,7 +239,7 @@ def time_gather_reduce(
     e = dram_energy(mem, stats_list, latency / tck)
     energy["dram_core"] = sum(v for k, v in e.items() if k != "io")
     energy["dram_io"] = crossing_bytes * 8 * io_pj_bit
-    for lv, d in levels_bd.items():
+    for d in levels_bd.values():
         d["achieved_gbps"] = d["bytes"] / latency if latency > 0 else 0.0
         d["utilization"] = d["achieved_gbps"] / d["peak_gbps"] if d["peak_gbps"] else 0.0
         d["node_achieved_gbps"] = d["max_node_bytes"] / latency if latency > 0 else 0.0
@@ -259,6 +267,24 @@ def time_gather_reduce(
         **arch.partition_info,
     )
     return OpResult(latency / tck, latency, energy, bytes_by_level, bd, li_b)
+
+
+def replay_nodes(stream: LevelStream, nodes: int) -> list:
+    """Replay each node's requests on its own (units run concurrently); None for idle nodes."""
+    order = np.argsort(stream.node, kind="stable")
+    counts = np.bincount(stream.node, minlength=nodes)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    out = []
+    for k in range(nodes):
+        seg = order[starts[k] : starts[k + 1]]
+        out.append(replay_stream(stream.addr[seg], stream.view) if seg.size else None)
+    return out
+
+
+def _hit_rate_many(stats: list) -> float:
+    hits = sum(s.row_hits for s in stats)
+    total = sum(s.row_hits + s.row_misses + s.row_conflicts for s in stats)
+    return float(hits / total) if total else 0.0
 
 
 def _hit_rate(st) -> float:

@@ -20,7 +20,9 @@ from nmp.arch.spec import LEVELS
 HOST = len(LEVELS)  # level index of the host
 
 
-def parents(layouts: dict[str, LevelLayout], level: str, ranks: int) -> tuple[np.ndarray, np.ndarray]:
+def parents(
+    layouts: dict[str, LevelLayout], level: str, ranks: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(parent level index, parent node) of every node of ``level``."""
     lay = layouts[level]
     nodes = np.arange(lay.nodes, dtype=np.int64)
@@ -91,8 +93,10 @@ def tree_reduce(
             traffic.recv[plv] = prev + np.bincount(up_node[m], minlength=layouts[plv].nodes)
         to_host = up_level == HOST
         if to_host.any():
-            prev = traffic.host_recv if traffic.host_recv is not None else np.zeros(
-                channels, dtype=np.int64
+            prev = (
+                traffic.host_recv
+                if traffic.host_recv is not None
+                else np.zeros(channels, dtype=np.int64)
             )
             traffic.host_recv = prev + np.bincount(up_node[to_host], minlength=channels)
         keep = ~here

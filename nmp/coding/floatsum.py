@@ -60,22 +60,27 @@ class FloatSumParity:
             raise CodingError(f"data must have shape [k={self.k}, n], got {data.shape}")
         return _seq_sum(data)[None, :]
 
-    def _check(self, parity: np.ndarray, j: int) -> np.ndarray:
+    def _check(self, parity: np.ndarray, j: int, *rows: np.ndarray) -> np.ndarray:
         if not 0 <= int(j) < self.k:
             raise CodingError(f"data row index j={j} outside 0..{self.k - 1}")
         parity = _f32(parity, "parity")
         if parity.ndim != 2 or parity.shape[0] != 1:
             raise CodingError(f"parity must be float32 [1, n], got {parity.shape}")
+        for row in rows:
+            if np.shape(row) != parity.shape[1:]:
+                raise CodingError(
+                    f"row of shape {np.shape(row)} does not match parity {parity.shape}"
+                )
         return parity
 
     def update(self, parity: np.ndarray, j: int, old: np.ndarray, new: np.ndarray) -> None:
         """In place: ``parity += (new - old)``, the applied delta of data row ``j``."""
-        parity = self._check(parity, j)
+        parity = self._check(parity, j, old, new)
         parity[0] += _f32(new, "new") - _f32(old, "old")
 
     def update_delta(self, parity: np.ndarray, j: int, delta: np.ndarray) -> None:
         """In place: ``parity += delta`` (the delta the data server applied to row ``j``)."""
-        parity = self._check(parity, j)
+        parity = self._check(parity, j, delta)
         parity[0] += _f32(delta, "delta")
 
     def decode(self, shards: np.ndarray, erased: Iterable[int]) -> np.ndarray:

@@ -67,3 +67,13 @@ def design_memory_args(spec: Any) -> tuple[str, dict[str, Any]] | None:
     if not isinstance(preset, str):
         return None
     return preset, {"channels": setup.channels, "ranks": setup.ranks}
+
+
+def check_design(spec: Any, memory_spec: Any) -> None:
+    """Build an NMP design on its memory, which checks what needs both (a unit count that does
+    not divide the banks of its level...); a GPU spec is checked on load."""
+    if memory_spec is None:
+        return
+    from nmp.arch.architecture import Architecture
+
+    Architecture(spec, memory_spec)

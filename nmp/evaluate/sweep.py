@@ -217,22 +217,57 @@ def _flatten(table: Any, prefix: str, file: str | None) -> dict[str, Any]:
 
 
 def _flatten_axes(table: Any, prefix: str, file: str | None) -> dict[str, list[Any]]:
+    """Axes by dotted path; a *linked* axis (a name, not a path, whose values are tables of
+    dotted paths) sets several fields together at each step."""
     flat = _flatten(table, prefix, file)
+    out: dict[str, list[Any]] = {}
     for key, values in flat.items():
         full = f"{prefix}.{key}"
-        _check_root(key, full, file)
         if not isinstance(values, list):
             raise SpecError(
                 f"an axis must be an array of values, got {values!r}", file=file, key=full
             )
         if not values:
             raise SpecError("empty axis: give at least one value", file=file, key=full)
+        if key.partition(".")[0] not in ROOTS and all(isinstance(v, dict) for v in values):
+            values = [_flatten(v, f"{full}[{i}]", file) for i, v in enumerate(values)]
+            for i, v in enumerate(values):
+                if not v:
+                    raise SpecError("empty table in a linked axis", file=file, key=f"{full}[{i}]")
+                for path in v:
+                    _check_root(path, f"{full}[{i}].{path}", file)
+                if set(v) != set(values[0]):
+                    raise SpecError(
+                        f"every step of a linked axis must set the same fields "
+                        f"({', '.join(values[0])})",
+                        file=file,
+                        key=f"{full}[{i}]",
+                    )
+        else:
+            _check_root(key, full, file)
         seen = []
         for v in values:
             if v in seen:
                 raise SpecError(f"duplicate value {v!r} in axis", file=file, key=full)
             seen.append(v)
-    return flat
+        out[key] = values
+    return out
+
+
+def is_linked(values: list[Any]) -> bool:
+    return bool(values) and all(isinstance(v, dict) for v in values)
+
+
+def axis_assignments(key: str, values: list[Any]) -> list[dict[str, Any]]:
+    """Each step of an axis as {dotted path: value}."""
+    return [dict(v) for v in values] if is_linked(values) else [{key: v} for v in values]
+
+
+def axis_paths(key: str, values: list[Any]) -> list[tuple[str, str]]:
+    """(sweep-file key suffix, dotted field path) of every field an axis sets."""
+    if is_linked(values):
+        return [(f"{key}[0].{path}", path) for path in values[0]]
+    return [(key, key)]
 
 
 def _check_root(key: str, full: str, file: str | None) -> None:
@@ -258,11 +293,15 @@ def _check_labels(spec: SweepSpec, file: str | None) -> None:
                 key=key,
             )
         seen[design.label] = key
-        for axis in design.axes:
-            if axis in spec.axes:
-                raise SpecError(
-                    "axis is also a sweep-wide axis", file=file, key=f"{key}.axes.{axis}"
-                )
+        sweep_paths = {p for k, v in spec.axes.items() for _, p in axis_paths(k, v)}
+        for axis, values in design.axes.items():
+            for suffix, path in axis_paths(axis, values):
+                if path in sweep_paths:
+                    raise SpecError(
+                        f"'{path}' is also set by a sweep-wide axis",
+                        file=file,
+                        key=f"{key}.axes.{suffix}",
+                    )
     if spec.baseline and spec.baseline not in seen:
         raise SpecError(
             f"baseline '{spec.baseline}' is not a design of the sweep (designs: {', '.join(seen)})",
@@ -283,7 +322,7 @@ class _Block:
     memory: str | None
     workload: str
     axis_keys: tuple[str, ...]
-    axis_values: tuple[tuple[Any, ...], ...]
+    axis_values: tuple[tuple[dict[str, Any], ...], ...]  # each step as {path: value}
     n_global: int  # the first n_global axes are sweep-wide, the rest the design's own
 
     @property
@@ -297,10 +336,11 @@ class _Block:
             offset, digit = divmod(offset, len(values))
             picks.append(values[digit])
         picks.reverse()
-        chosen = dict(zip(self.axis_keys, picks, strict=True))
-        glob = dict(list(chosen.items())[: self.n_global])
-        own = dict(list(chosen.items())[self.n_global :])
-        overrides = {**self.design.set, **chosen}
+        glob: dict[str, Any] = {}
+        own: dict[str, Any] = {}
+        for i, pick in enumerate(picks):
+            (glob if i < self.n_global else own).update(pick)
+        overrides = {**self.design.set, **glob, **own}
         return Point(
             index=index,
             design=self.design.label,
@@ -325,8 +365,9 @@ def _blocks(spec: SweepSpec, own_memory: Callable[[str], bool] | None = None) ->
         else:
             memories = list(spec.memories) or [None]
         keys = tuple(spec.axes) + tuple(design.axes)
-        values = tuple(tuple(v) for v in spec.axes.values()) + tuple(
-            tuple(v) for v in design.axes.values()
+        values = tuple(
+            tuple(axis_assignments(k, v))
+            for k, v in list(spec.axes.items()) + list(design.axes.items())
         )
         for memory, workload in itertools.product(memories, spec.workloads):
             blocks.append(_Block(design, memory, workload, keys, values, len(spec.axes)))
@@ -399,16 +440,17 @@ def _first_own(point: Point, blocks: list[_Block]) -> bool:
     """Whether the point takes the first value of each of its design's own axes (the one a
     baseline counterpart uses)."""
     block = next(b for b in blocks if b.design.label == point.design)
-    own_keys = block.axis_keys[block.n_global :]
-    own_first = {
-        k: v[0] for k, v in zip(own_keys, block.axis_values[block.n_global :], strict=True)
-    }
+    own_first: dict[str, Any] = {}
+    for values in block.axis_values[block.n_global :]:
+        own_first.update(values[0])
     return point.design_axes == own_first
 
 
 def _offset_of(block: _Block, glob: dict[str, Any]) -> int:
     offset = 0
-    for i, (key, values) in enumerate(zip(block.axis_keys, block.axis_values, strict=True)):
-        digit = values.index(glob[key]) if i < block.n_global else 0
+    for i, values in enumerate(block.axis_values):
+        digit = 0
+        if i < block.n_global:
+            digit = next(j for j, v in enumerate(values) if all(glob[k] == x for k, x in v.items()))
         offset = offset * len(values) + digit
     return offset

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from nmp.config import apply_overrides, field_exists, split_overrides, to_mapping
 from nmp.errors import NmpError, SpecError
-from nmp.evaluate.sweep import ROOTS, Point, SweepSpec, expand
+from nmp.evaluate.sweep import ROOTS, Point, SweepSpec, axis_paths, expand, is_linked
 
 
 class SpecProvider(Protocol):
@@ -42,6 +42,10 @@ class SpecProvider(Protocol):
 
     def own_memory(self, name: str) -> bool:
         """Whether design ``name``'s memory is part of its preset (not crossed with memories)."""
+        ...
+
+    def check_design(self, arch_spec: Any, memory_spec: Any) -> None:
+        """Raise :class:`SpecError` if the design cannot be built on that memory."""
         ...
 
 
@@ -76,6 +80,11 @@ class PresetProvider:
 
         return is_gpu(name)
 
+    def check_design(self, arch_spec: Any, memory_spec: Any) -> None:
+        from nmp.evaluate.point import check_design
+
+        check_design(arch_spec, memory_spec)
+
     def memory_for(self, arch_spec: Any) -> Any:
         from nmp.evaluate.point import design_memory_args
 
@@ -104,6 +113,18 @@ def point_key(resolved: dict[str, Any]) -> str:
 
 def resolve_point(point: Point, provider: SpecProvider) -> dict[str, Any]:
     """The point's full configuration: specs after its overrides, as plain data."""
+    arch_spec, memory_spec, workload = resolve_specs(point, provider)
+    return {
+        "design": point.design,
+        "arch": to_mapping(arch_spec),
+        "memory": to_mapping(memory_spec),
+        "workload": to_mapping(workload),
+        "seed": point.seed,
+    }
+
+
+def resolve_specs(point: Point, provider: SpecProvider) -> tuple[Any, Any, Any]:
+    """(architecture spec, memory spec or None, workload spec) after the point's overrides."""
     grouped = split_overrides(point.overrides, ROOTS)
     workload = apply_overrides(
         provider.workload(point.workload), grouped["workload"], root="workload"
@@ -116,13 +137,7 @@ def resolve_point(point: Point, provider: SpecProvider) -> dict[str, Any]:
     elif grouped["memory"]:
         first = next(iter(grouped["memory"]))
         raise SpecError(f"'{point.arch}' has no DRAM memory spec", key=f"memory.{first}")
-    return {
-        "design": point.design,
-        "arch": to_mapping(arch_spec),
-        "memory": to_mapping(memory_spec),
-        "workload": to_mapping(workload),
-        "seed": point.seed,
-    }
+    return arch_spec, memory_spec, workload
 
 
 def describe_point(point: Point) -> dict[str, Any]:
@@ -192,8 +207,10 @@ def validate_sweep(
             mem_choices = [None]
         else:
             mem_choices = list(spec.memories) or [None]
-        paths = [(f"axes.{p}", p) for p in spec.axes]
-        paths += [(f"{dkey}.axes.{p}", p) for p in design.axes]
+        paths = [(f"axes.{k}", p) for a, v in spec.axes.items() for k, p in axis_paths(a, v)]
+        paths += [
+            (f"{dkey}.axes.{k}", p) for a, v in design.axes.items() for k, p in axis_paths(a, v)
+        ]
         paths += [(f"{dkey}.set.{p}", p) for p in design.set]
         for memory in mem_choices:
             try:
@@ -224,13 +241,28 @@ def validate_sweep(
                         )
     # Every point: apply its overrides; a value a spec rejects fails now, naming the point.
     design_key = {d.label: k for k, d in zip(design_keys, spec.all_designs, strict=True)}
+    checked: set[str] = set()
     out = []
     for point in expand(spec, provider.own_memory):
         try:
-            key = point_key(resolve_point(point, provider))
+            arch_spec, memory_spec, workload = resolve_specs(point, provider)
+            resolved = {
+                "design": point.design,
+                "arch": to_mapping(arch_spec),
+                "memory": to_mapping(memory_spec),
+                "workload": to_mapping(workload),
+                "seed": point.seed,
+            }
+            key = point_key(resolved)
+            # Checks that need the design built on its memory (unit counts that do not divide
+            # the organization...), once per distinct design configuration.
+            design_id = point_key({"arch": resolved["arch"], "memory": resolved["memory"]})
+            if design_id not in checked:
+                provider.check_design(arch_spec, memory_spec)
+                checked.add(design_id)
         except NmpError as exc:
             prefix = f"point {point.index} ({point.label()} on {point.workload}): "
-            where = _sweep_key(spec, design_key[point.design], point.design, exc.key)
+            where = _sweep_key(spec, design_key[point.design], point, exc.key)
             if where is None:  # the spec objected elsewhere: keep its key in the message
                 raise _rekey(exc, file, exc.key or "axes", prefix) from None
             raise SpecError(prefix + exc.message, file=file, key=where) from None
@@ -238,15 +270,26 @@ def validate_sweep(
     return out
 
 
-def _sweep_key(spec: SweepSpec, dkey: str, label: str, key: str | None) -> str | None:
+def _sweep_key(spec: SweepSpec, dkey: str, point: Point, key: str | None) -> str | None:
     """The key of the sweep file that set spec field ``key`` (an axis or a design's set)."""
     if key is None:
         return None
-    design = next(d for d in spec.all_designs if d.label == label)
-    if key in spec.axes:
-        return f"axes.{key}"
-    if key in design.axes:
-        return f"{dkey}.axes.{key}"
+    design = next(d for d in spec.all_designs if d.label == point.design)
+    for prefix, axes in (("axes", spec.axes), (f"{dkey}.axes", design.axes)):
+        for axis, values in axes.items():
+            if is_linked(values):
+                step = next(
+                    (
+                        j
+                        for j, v in enumerate(values)
+                        if all(point.overrides.get(k) == x for k, x in v.items())
+                    ),
+                    0,
+                )
+                if key in values[step]:
+                    return f"{prefix}.{axis}[{step}].{key}"
+            elif axis == key:
+                return f"{prefix}.{key}"
     if key in design.set:
         return f"{dkey}.set.{key}"
     return None

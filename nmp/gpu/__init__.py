@@ -37,15 +37,14 @@ def catalog_rows() -> list[dict[str, Any]]:
             {
                 "name": name,
                 "SMs": g.sm.count,
-                "clock_MHz": g.sm.clock_mhz,
-                "L1_KiB/SM": g.l1.size_bytes // 1024,
                 "L2_MB": round(g.l2.size_bytes / 2**20, 1),
-                "HBM": f"{g.hbm.standard} {g.hbm.data_rate_gbps:g} Gb/s x {g.hbm.channels} ch",
+                "HBM": f"{g.hbm.standard} x{g.hbm.channels}ch",
                 "peak_GB/s": g.hbm.peak_bandwidth_gbps,
                 "die_mm2": g.die_area_mm2,
-                "stock_occupancy": f"{base.occupancy:.0%}",
-                "variants": ", ".join(VARIANTS),
-                "summary": g.description,
+                "summary": (
+                    f"{g.description}; stock EmbeddingBag occupancy {base.occupancy:.0%}; "
+                    f"variants {', '.join(VARIANTS)}"
+                ),
             }
         )
     return rows

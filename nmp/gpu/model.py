@@ -75,6 +75,14 @@ def hot_rows(profile, k: int, tables: list[int] | None = None) -> list[tuple[int
     c = np.concatenate(counts)
     tb = np.concatenate(owner)
     rw = np.concatenate(rows)
+    if k < c.size:
+        # The k-th largest count; rows above it all go in, ties fill up in (table, row) order
+        # (the arrays are in that order). Avoids sorting millions of counts.
+        kth = np.partition(c, c.size - k)[c.size - k]
+        above = np.flatnonzero(c > kth)
+        ties = np.flatnonzero(c == kth)[: k - above.size]
+        keep = np.concatenate([above, ties])
+        c, tb, rw = c[keep], tb[keep], rw[keep]
     order = np.lexsort((rw, tb, -c))[:k]
     return [(t, rw[order][tb[order] == t]) for t in tables]
 

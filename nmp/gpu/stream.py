@@ -12,7 +12,12 @@ Order of the stream (stated approximation; the real interleaving is cycle-level)
 dispatched in waves of ``SMs x blocks_per_SM`` (block ``b`` on SM ``b % SMs``); within a wave
 the resident warps advance in lock step, so the stream is lookup-step major: step 0 of every
 warp of the wave (in block, warp order), then step 1, ... Each SM's L1 sees its own warps'
-requests in that order; the L2 sees the L1 misses of all SMs in the same global order.
+requests in that order; the L2 sees the L1 misses of all SMs in the same global order. (Empty
+bags are skipped; a warp that runs out of chunks drops out of the step loop.)
+
+Line sampling (``sample = k > 1``): only lines whose L2 set index is a multiple of k go through
+the caches; the others are counted (requests, sectors) but their level is unknown (unit level
+``LEVEL_UNSAMPLED``, filled in by the caller from the sampled mix).
 
 Everything here runs in one numba-compiled pass per kernel, with no per-access Python.
 """
@@ -56,7 +61,7 @@ class KernelStream:
 
     Per warp (``grid_blocks * block_y``): ``units`` (loads issued), ``lat_cycles`` (sum of the
     known units' load latencies, cycles) and ``unsampled`` (units whose L2 outcome was not
-    simulated under set sampling: their latency is filled in with the sampled mean).
+    simulated under line sampling: the caller draws their levels from the sampled mix).
     ``counts`` holds sector and line totals per level; ``level_units`` units per serving level.
     """
 
@@ -101,6 +106,29 @@ def _next_chunk(c, emb, stop, w, offsets, cpb, n_chunks, stride):
     return False
 
 
+@nb.njit(cache=True)
+def _flush(g_w, g_lv, g_n, units, lat, unsampled, level_units, lat_l1, lat_l2, lat_hbm):
+    """Record the units of one lookup group (see :func:`_run`)."""
+    known = -1
+    for i in range(g_n):
+        known = max(known, g_lv[i])
+    for i in range(g_n):
+        w = g_w[i]
+        level = g_lv[i] if g_lv[i] >= 0 else known
+        units[w] += 1
+        if level < 0:
+            level = LEVEL_UNSAMPLED
+        level_units[level] += 1
+        if level == LEVEL_L1:
+            lat[w] += lat_l1
+        elif level == LEVEL_L2:
+            lat[w] += lat_l2
+        elif level == LEVEL_HBM:
+            lat[w] += lat_hbm
+        else:
+            unsampled[w] += 1
+
+
 @nb.njit(cache=True, error_model="numpy")
 def _run(
     indices,
@@ -143,6 +171,10 @@ def _run(
     t = t0
     n_emit = 0
     l2_sets = l2_ent.shape[1]
+    g_w = np.empty(cpb, dtype=np.int64)
+    g_lv = np.empty(cpb, dtype=np.int64)
+    g_n = 0
+    g_e = -1
     for wave_start in range(0, grid_blocks, resident):
         wave_end = min(wave_start + resident, grid_blocks)
         active = 0
@@ -158,7 +190,8 @@ def _run(
                         continue
                     first_el = (chunk % cpb) * 32
                     n_el = min(32, dim - first_el)
-                    start = base_bytes + indices[emb[w]] * row_bytes + first_el * elem_bytes
+                    e_cur = emb[w]
+                    start = base_bytes + indices[e_cur] * row_bytes + first_el * elem_bytes
                     end = start + n_el * elem_bytes
                     emb[w] += 1
                     if emb[w] == stop[w]:
@@ -210,18 +243,28 @@ def _run(
                                 this = LEVEL_HBM
                         level = max(level, this)
                         line += 1
-                    units[w] += 1
-                    if level < 0:
-                        level = LEVEL_UNSAMPLED
-                    level_units[level] += 1
-                    if level == LEVEL_L1:
-                        lat[w] += lat_l1
-                    elif level == LEVEL_L2:
-                        lat[w] += lat_l2
-                    elif level == LEVEL_HBM:
-                        lat[w] += lat_hbm
-                    else:
-                        unsampled[w] += 1
+                    # The slices of one lookup (the same row, loaded at the same step by
+                    # the cpb warps of its bag) share their fate: an unsampled slice takes
+                    # the level of a sampled sibling (resolved when the lookup's group ends).
+                    if e_cur != g_e:
+                        _flush(
+                            g_w,
+                            g_lv,
+                            g_n,
+                            units,
+                            lat,
+                            unsampled,
+                            level_units,
+                            lat_l1,
+                            lat_l2,
+                            lat_hbm,
+                        )
+                        g_e = e_cur
+                        g_n = 0
+                    g_w[g_n] = w
+                    g_lv[g_n] = level
+                    g_n += 1
+    _flush(g_w, g_lv, g_n, units, lat, unsampled, level_units, lat_l1, lat_l2, lat_hbm)
     return units, lat, unsampled, counters, level_units, t, n_emit
 
 

@@ -51,9 +51,9 @@ def _print_table(trace: str, spec, stats) -> None:
         ("ACT / PRE / RD / WR / REF", f"{c['ACT']} / {c['PRE']} / {c['RD']} / {c['WR']} / "
          f"{c['REF']}"),
         ("avg read latency", f"{stats.avg_read_latency_cycles:.1f} cycles"),
-        ("bandwidth (drained)", f"{stats.bandwidth_gbps:.2f} GB/s "
+        ("bandwidth", f"{stats.bandwidth_gbps:.2f} GB/s "
          f"({100 * stats.bandwidth_utilization:.1f} % of {spec.peak_bandwidth_gbps:.1f})"),
-        ("energy (drained)", f"{stats.energy_pj / 1e6:.3f} uJ"),
+        ("energy", f"{stats.energy_pj / 1e6:.3f} uJ"),
     ]  # fmt: skip
     for name, value in rows:
         table.add_row(name, value)
@@ -91,8 +91,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="override a preset field, e.g. --set timing.nCL=24 --set controller.row_policy=closed",
     )
-    p.add_argument(
-        "--no-drain", action="store_true", help="stop when the last request is accepted"
-    )
+    p.add_argument("--no-drain", action="store_true", help="stop when the last request is accepted")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run)

@@ -110,74 +110,6 @@ def _update_timing(
 
 
 @nb.njit(cache=True)
-def _ready_time(c, rk, g, b, cmd, scope, rdy0, rdy1, rdy2, rdy3):
-    t = rdy0[c, cmd]
-    t1 = rdy1[rk, cmd]
-    if t1 > t:
-        t = t1
-    if scope[0, cmd] >= 2:
-        t2 = rdy2[g, cmd]
-        if t2 > t:
-            t = t2
-        if scope[0, cmd] >= 3:
-            t3 = rdy3[b, cmd]
-            if t3 > t:
-                t = t3
-    return t
-
-
-@nb.njit(cache=True)
-def _next_cmd(q, q_bank, q_row, q_wr, open_row, closed):
-    orow = open_row[q_bank[q]]
-    if orow == q_row[q]:
-        if q_wr[q]:
-            return WRA if closed else WR
-        return RDA if closed else RD
-    if orow < 0:
-        return ACT
-    return PREPB
-
-
-@nb.njit(cache=True)
-def _channel_wake(
-    c, clk, R, alen, abuf, rlen, rbuf, wlen, wbuf, plen, pbuf, open_cnt, next_ref, ref_on,
-    q_rank, q_bg, q_bank, q_row, q_wr, open_row, closed, scope, rdy0, rdy1, rdy2, rdy3,
-):  # fmt: skip
-    """Earliest cycle after ``clk`` at which channel ``c`` could issue, its state unchanged:
-    the first future ready clock of any queued request's next command, or the next refresh."""
-    t_next = INF
-    if ref_on:
-        t_next = next_ref[c]
-    for i in range(alen[c]):
-        q = abuf[c, i]
-        cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
-        t = _ready_time(c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3)
-        if clk < t < t_next:
-            t_next = t
-    for i in range(rlen[c]):
-        q = rbuf[c, i]
-        cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
-        t = _ready_time(c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3)
-        if clk < t < t_next:
-            t_next = t
-    for i in range(wlen[c]):
-        q = wbuf[c, i]
-        cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
-        t = _ready_time(c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3)
-        if clk < t < t_next:
-            t_next = t
-    if plen[c] > 0:
-        rk = c * R + pbuf[c, 0]
-        cmd = PREAB if open_cnt[rk] > 0 else REFAB
-        t = rdy0[c, cmd]
-        if rdy1[rk, cmd] > t:
-            t = rdy1[rk, cmd]
-        if clk < t < t_next:
-            t_next = t
-    return t_next
-
-
-@nb.njit(cache=True)
 def simulate(
     q_ch,
     q_rank,
@@ -219,9 +151,18 @@ def simulate(
     jump = params[14] != 0
     wm_hi = wm[0]
     wm_lo = wm[1]
-    scope = tab_i[4]
 
     n = q_ch.shape[0]
+    # one row per request (bank node, row, rank node, bank-group node, write, arrive): the
+    # scans below read one cache line per queued request
+    qi = np.empty((n, 6), np.int64)
+    for j in range(n):
+        qi[j, 0] = q_bank[j]
+        qi[j, 1] = q_row[j]
+        qi[j, 2] = q_rank[j]
+        qi[j, 3] = q_bg[j]
+        qi[j, 4] = q_wr[j]
+        qi[j, 5] = -1
     NR = C * R
     NG = NR * G
     NB = NG * B
@@ -282,12 +223,14 @@ def simulate(
                 rbuf[c, rlen[c]] = j
                 rlen[c] += 1
                 arrive[j] = 0
+                qi[j, 5] = 0
                 ok = True
         else:
             if wlen[c] < WQ:
                 wbuf[c, wlen[c]] = j
                 wlen[c] += 1
                 arrive[j] = 0
+                qi[j, 5] = 0
                 ok = True
         if ok:
             nxt_req = 1
@@ -339,6 +282,9 @@ def simulate(
             if jump and clk < wake[c]:
                 continue
             issued_c = False
+            # earliest future ready clock among the commands this tick considered: if nothing
+            # issues, nothing can change in this channel before it (or the next refresh)
+            fut = next_ref[c] if ref_on else INF
             # slot 0: the only slot (GenericDDR) or the column slot (HBM12)
             # slot 1: the row slot (HBM12 only)
             nslots = 2 if dual else 1
@@ -354,12 +300,19 @@ def simulate(
                     best_arr = INF
                     for i in range(alen[c]):
                         q = abuf[c, i]
-                        cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
-                        t = _ready_time(
-                            c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3
-                        )
-                        if t <= clk and arrive[q] < best_arr:
-                            best_arr = arrive[q]
+                        bq = qi[q, 0]
+                        # an active-buffer request's row is open: its column command is next
+                        cmd = (WRA if closed else WR) if qi[q, 4] else (RDA if closed else RD)
+                        t = rdy0[c, cmd]
+                        t1 = rdy1[qi[q, 2], cmd]
+                        t2 = rdy2[qi[q, 3], cmd]
+                        t3 = rdy3[bq, cmd]
+                        t = max(max(t, t1), max(t2, t3))
+                        if t > clk:
+                            if t < fut:
+                                fut = t
+                        elif qi[q, 5] < best_arr:
+                            best_arr = qi[q, 5]
                             sel_q = q
                             sel_cmd = cmd
                             sel_pos = i
@@ -376,6 +329,8 @@ def simulate(
                         if rdy1[rk, cmd] > t:
                             t = rdy1[rk, cmd]
                         if t > clk:
+                            if t < fut:
+                                fut = t
                             continue
                         if cmd == PREAB and act_rank[rk] > 0:
                             continue
@@ -413,21 +368,31 @@ def simulate(
                             wmode[c] = False
                     use_w = wmode[c]
                     blen = wlen[c] if use_w else rlen[c]
+                    buf = wbuf if use_w else rbuf
+                    col_cmd = (WRA if closed else WR) if use_w else (RDA if closed else RD)
                     for i in range(blen):
-                        q = wbuf[c, i] if use_w else rbuf[c, i]
-                        cmd = _next_cmd(q, q_bank, q_row, q_wr, open_row, closed)
-                        is_col = cmd >= RD
-                        if want_col and not is_col:
-                            continue
-                        if want_row and is_col:
-                            continue
-                        t = _ready_time(
-                            c, q_rank[q], q_bg[q], q_bank[q], cmd, scope, rdy0, rdy1, rdy2, rdy3
-                        )
+                        q = buf[c, i]
+                        bq = qi[q, 0]
+                        orow = open_row[bq]
+                        if orow == qi[q, 1]:
+                            cmd = col_cmd
+                            if want_row:
+                                continue
+                        else:
+                            cmd = ACT if orow < 0 else PREPB
+                            if want_col:
+                                continue
+                        t = rdy0[c, cmd]
+                        t1 = rdy1[qi[q, 2], cmd]
+                        t2 = rdy2[qi[q, 3], cmd]
+                        t3 = rdy3[bq, cmd]
+                        t = max(max(t, t1), max(t2, t3))
                         if t > clk:
+                            if t < fut:
+                                fut = t
                             continue
-                        closing = cmd == PREPB or cmd == RDA or cmd == WRA
-                        if closing and act_bank[q_bank[q]] > 0:
+                        closing = cmd == PREPB or cmd == RDA or cmd == WRA  # noqa: SIM109 (numba)
+                        if closing and act_bank[bq] > 0:
                             if skip_blocked:
                                 continue
                             break
@@ -488,7 +453,7 @@ def simulate(
                         active_cycles[rk] += clk - open_since[rk]
                 else:
                     # final column command: the request retires
-                    if cmd == RDA or cmd == WRA:
+                    if cmd == RDA or cmd == WRA:  # noqa: SIM109 (numba)
                         open_row[bk] = -1
                         open_cnt[rk] -= 1
                         if open_cnt[rk] == 0:
@@ -513,14 +478,7 @@ def simulate(
                             wbuf[c, k] = wbuf[c, k + 1]
                         wlen[c] -= 1
 
-            if issued_c:
-                wake[c] = clk + 1
-            else:
-                wake[c] = _channel_wake(
-                    c, clk, R, alen, abuf, rlen, rbuf, wlen, wbuf, plen, pbuf, open_cnt,
-                    next_ref, ref_on, q_rank, q_bg, q_bank, q_row, q_wr, open_row, closed,
-                    scope, rdy0, rdy1, rdy2, rdy3,
-                )  # fmt: skip
+            wake[c] = clk + 1 if issued_c else fut
 
         # ---- frontend: up to F offers, strictly in order -------------------------------
         accepted = False
@@ -546,6 +504,7 @@ def simulate(
                         rbuf[c, rlen[c]] = j
                         rlen[c] += 1
                         arrive[j] = clk
+                        qi[j, 5] = clk
                         wake[c] = clk + 1
                         ok = True
                 else:
@@ -561,6 +520,7 @@ def simulate(
                         wbuf[c, wlen[c]] = j
                         wlen[c] += 1
                         arrive[j] = clk
+                        qi[j, 5] = clk
                         wake[c] = clk + 1
                         ok = True
                 if not ok:

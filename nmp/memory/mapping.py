@@ -33,7 +33,14 @@ if TYPE_CHECKING:
     from nmp.memory.spec import MemorySpec
 
 FIELDS = ("channel", "rank", "bankgroup", "bank", "row", "column")
-_TOKENS = {"Ro": "row", "Ba": "bank", "Bg": "bankgroup", "Ra": "rank", "Co": "column", "Ch": "channel"}
+_TOKENS = {
+    "Ro": "row",
+    "Ba": "bank",
+    "Bg": "bankgroup",
+    "Ra": "rank",
+    "Co": "column",
+    "Ch": "channel",
+}
 
 
 @dataclass(frozen=True)

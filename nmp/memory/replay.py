@@ -82,7 +82,7 @@ def run_engine(
             int(c.row_policy == "closed"),
             int(c.refresh == "all-bank"),
             int(drain),
-            1,  # skip_blocked: a PRE that would close an active-buffer row is not eligible (README §4)
+            1,  # skip_blocked: a PRE closing an active-buffer row is not eligible (README §4)
             int(jump),
         ],
         np.int64,
@@ -126,8 +126,10 @@ def replay(
     offered before it. ``timeline=True`` keeps per-transaction ``arrive`` (accepted) and
     ``done`` (data returned / write issued) cycles in ``stats.timeline``.
 
-    ``drain=False`` stops when the last request is accepted (Ramulator's end point) and skips
-    the drained figures (faster, ``cycles_drained`` then equals ``cycles``).
+    ``drain=True`` (default) runs until every request has completed: the counts, latency,
+    bandwidth and energy then cover the whole work, ``cycles_drained`` is its length and
+    ``at_cycles`` holds the counts at Ramulator's end point ``cycles``. ``drain=False`` stops
+    at ``cycles``: every figure is then Ramulator's.
     """
     requests = _as_requests(trace_or_requests)
     inputs = engine_inputs(requests, spec)
@@ -140,29 +142,31 @@ def replay(
     is_w = inputs[5].astype(bool)
     cycles = int(cycles)
     E = engine
-    # Ramulator's avg_read_latency: reads whose data returned by `cycles` (forwarded ones with
-    # latency 1), over the RD commands issued by then.
+    # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded
+    # ones with latency 1), over the RD commands issued by then.
     rd_mask = (~is_w) & (depart >= 0) & (depart <= cycles)
+    snap_counts = _counts(snap)
     lat_sum = int((depart[rd_mask] - arrive[rd_mask]).sum())
-    counts = _counts(snap)
-    avg_lat = lat_sum / counts["RD"] if counts["RD"] else 0.0
+    at_cycles = {
+        "cmd_counts": snap_counts,
+        "row_hits": int(snap[E.C_HIT_R] + snap[E.C_HIT_W]),
+        "row_misses": int(snap[E.C_MISS_R] + snap[E.C_MISS_W]),
+        "row_conflicts": int(snap[E.C_CONF_R] + snap[E.C_CONF_W]),
+        "avg_read_latency_cycles": lat_sum / snap_counts["RD"] if snap_counts["RD"] else 0.0,
+    }
+    cnt = final if drain else snap
+    counts = _counts(cnt)
+    if drain:
+        served = (~is_w) & (depart >= 0)
+        avg_lat = float((depart[served] - arrive[served]).mean()) if served.any() else 0.0
+    else:
+        avg_lat = at_cycles["avg_read_latency_cycles"]
     drained_cycles = int(max(done.max(initial=0), cycles)) if drain else cycles
-    final_counts = _counts(final if drain else snap)
-    energy = command_energy_pj(spec, final_counts, drained_cycles, float(active.sum()))
+    energy = command_energy_pj(spec, counts, drained_cycles, float(active.sum()))
     t_ns = cycles * spec.tck_ns
     t_dr = drained_cycles * spec.tck_ns
-    moved = (final_counts["RD"] + final_counts["WR"]) * spec.org.tx_bytes
+    moved = (counts["RD"] + counts["WR"]) * spec.org.tx_bytes
     bw = moved / t_dr if t_dr > 0 else 0.0
-    reads_all = (~is_w)
-    all_lat = depart[reads_all & (depart >= 0)] - arrive[reads_all & (depart >= 0)]
-    drained = {
-        "cmd_counts": final_counts,
-        "row_hits": int(final[E.C_HIT_R] + final[E.C_HIT_W]),
-        "row_misses": int(final[E.C_MISS_R] + final[E.C_MISS_W]),
-        "row_conflicts": int(final[E.C_CONF_R] + final[E.C_CONF_W]),
-        "avg_read_latency_cycles": float(all_lat.mean()) if all_lat.size else 0.0,
-        "active_cycles": int(active.sum()),
-    }
     return MemStats(
         memory=spec.name,
         cycles=cycles,
@@ -174,22 +178,23 @@ def replay(
         reads=int((~is_w).sum()),
         writes=int(is_w.sum()),
         cmd_counts=counts,
-        row_hits=int(snap[E.C_HIT_R] + snap[E.C_HIT_W]),
-        row_misses=int(snap[E.C_MISS_R] + snap[E.C_MISS_W]),
-        row_conflicts=int(snap[E.C_CONF_R] + snap[E.C_CONF_W]),
-        read_row_hits=int(snap[E.C_HIT_R]),
-        read_row_misses=int(snap[E.C_MISS_R]),
-        read_row_conflicts=int(snap[E.C_CONF_R]),
-        write_row_hits=int(snap[E.C_HIT_W]),
-        write_row_misses=int(snap[E.C_MISS_W]),
-        write_row_conflicts=int(snap[E.C_CONF_W]),
-        reads_forwarded=int(snap[E.C_FWD]),
-        writes_coalesced=int(snap[E.C_COAL]),
+        row_hits=int(cnt[E.C_HIT_R] + cnt[E.C_HIT_W]),
+        row_misses=int(cnt[E.C_MISS_R] + cnt[E.C_MISS_W]),
+        row_conflicts=int(cnt[E.C_CONF_R] + cnt[E.C_CONF_W]),
+        read_row_hits=int(cnt[E.C_HIT_R]),
+        read_row_misses=int(cnt[E.C_MISS_R]),
+        read_row_conflicts=int(cnt[E.C_CONF_R]),
+        write_row_hits=int(cnt[E.C_HIT_W]),
+        write_row_misses=int(cnt[E.C_MISS_W]),
+        write_row_conflicts=int(cnt[E.C_CONF_W]),
+        reads_forwarded=int(cnt[E.C_FWD]),
+        writes_coalesced=int(cnt[E.C_COAL]),
         avg_read_latency_cycles=avg_lat,
         bandwidth_gbps=bw,
         bandwidth_utilization=bw / spec.peak_bandwidth_gbps if spec.peak_bandwidth_gbps else 0.0,
         energy_pj=float(sum(energy.values())),
         energy_breakdown_pj=energy,
-        drained=drained,
+        at_cycles=at_cycles,
+        active_cycles=int(active.sum()),
         timeline={"arrive": arrive, "done": done} if timeline else None,
     )

@@ -143,9 +143,7 @@ def constraint_rows(
                 lvl = level
                 column_pair = pre in COLUMN_CMDS and fol in COLUMN_CMDS
                 # Data paths private below bus_level: shared-bus rules above it go away.
-                if drop_above >= 1 and (
-                    (lvl == 0 and column_pair) or (lvl == 1 and rule.sibling)
-                ):
+                if drop_above >= 1 and ((lvl == 0 and column_pair) or (lvl == 1 and rule.sibling)):
                     continue
                 if drop_above >= 2 and lvl == 1 and column_pair:
                     continue

@@ -69,11 +69,12 @@ def command_energy_pj(
 class MemStats:
     """Result of one replay.
 
-    ``cycles`` is Ramulator 2's: memory ticks done when the last request was accepted; the
-    command counts, row statistics and ``avg_read_latency_cycles`` are counted up to that point
-    too, so they compare with Ramulator's. ``cycles_drained`` runs until every request has
-    completed (read data returned, write issued): what NMP timing uses; ``drained`` holds the
-    counts of that complete run, and bandwidth and energy are computed over it.
+    ``cycles`` is Ramulator 2's: memory ticks done when the last request was accepted.
+    ``cycles_drained`` runs until every request has completed (read data returned, write
+    issued): what NMP timing uses. Counts, latency, bandwidth and energy cover the simulated
+    run: the whole work by default (``replay(..., drain=True)``), or up to ``cycles`` with
+    ``drain=False``. ``at_cycles`` always holds the command counts, row statistics and
+    Ramulator's ``avg_read_latency`` at ``cycles``.
     """
 
     memory: str
@@ -102,7 +103,8 @@ class MemStats:
     bandwidth_utilization: float
     energy_pj: float
     energy_breakdown_pj: dict[str, float]
-    drained: dict[str, Any] = field(default_factory=dict)
+    at_cycles: dict[str, Any] = field(default_factory=dict)
+    active_cycles: int = 0
     timeline: dict[str, Any] | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:

@@ -80,7 +80,9 @@ def read_trace(path: str | os.PathLike) -> np.ndarray:
     if not all(matches):
         for i, (ln, m) in enumerate(zip(lines, matches, strict=True)):
             if m is None and ln.strip() and not ln.lstrip().startswith("#"):
-                expect = "'LD|ST 0x<addr>'" if fmt == "ramulator" else "'0x<addr> READ|WRITE <cycle>'"
+                expect = (
+                    "'LD|ST 0x<addr>'" if fmt == "ramulator" else "'0x<addr> READ|WRITE <cycle>'"
+                )
                 raise TraceError(
                     f"malformed {fmt} trace line {ln.strip()[:60]!r} (expected {expect})",
                     file=str(path),
@@ -121,7 +123,8 @@ def write_trace(
     elif fmt == "dramsim3":
         ops = np.where(write, "WRITE", "READ")
         body = "\n".join(
-            f"{a:#x} {o} {i}" for i, (o, a) in enumerate(zip(ops.tolist(), addr.tolist(), strict=True))
+            f"{a:#x} {o} {i}"
+            for i, (o, a) in enumerate(zip(ops.tolist(), addr.tolist(), strict=True))
         )
     else:
         raise TraceError(f"unknown trace format '{fmt}' (ramulator or dramsim3)")

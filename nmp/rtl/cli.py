@@ -33,7 +33,11 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.entries < 1:
         raise NmpError("--entries must be >= 1")
-    for path in export(_config(args), args.out, entries=args.entries, seed=args.seed):
+    try:
+        paths = export(_config(args), args.out, entries=args.entries, seed=args.seed)
+    except OSError as exc:
+        raise NmpError(f"cannot write to {args.out}: {exc.strerror or exc}") from exc
+    for path in paths:
         print(path)
     return 0
 

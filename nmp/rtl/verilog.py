@@ -24,6 +24,17 @@ from nmp.rtl.stream import UpdateStream, random_stream, reference_writes, word_t
 DEFAULT_ENTRIES = 512
 DEFAULT_SEED = 0
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+# SystemVerilog (IEEE 1800) keywords that a generated name could plausibly collide with
+_SV_KEYWORDS = frozenset(
+    (  # noqa: SIM905 - a word list reads better as text
+        "always and assign begin bit break byte case class clocking const continue default do "
+        "edge else end endcase endmodule event final for force function generate if initial "
+        "inout input int integer interface logic longint module new nor not null or output "
+        "package parameter priority program property real reg return shortint signed static "
+        "string struct super table task this time type unique var virtual void wait while wire "
+        "with xor xnor"
+    ).split()
+)
 
 
 def _fresh_names() -> None:
@@ -188,7 +199,8 @@ def word_to_int_bytes(word: bytes) -> int:
 
 
 def check_identifiers(text: str) -> list[str]:
-    """Declared names (ports, regs, wires, modules) that are not legal Verilog identifiers."""
+    """Declared names (ports, regs, wires, modules) that are not legal Verilog identifiers or
+    are SystemVerilog keywords."""
     decl = re.compile(
         r"^\s*(?:module|input|output|reg|wire|integer)\b(?:\s*\[[^\]]*\])?\s*([^;(=]+)"
     )
@@ -199,7 +211,7 @@ def check_identifiers(text: str) -> list[str]:
             continue
         for name in m.group(1).split(","):
             name = name.strip().split("[")[0].strip()
-            if name and not _IDENT.match(name):
+            if name and (not _IDENT.match(name) or name in _SV_KEYWORDS):
                 bad.append(name)
     return bad
 

@@ -32,7 +32,7 @@ def apply_rows(
         out[:, :dim] -= np.float32(lr) * grad
         return out
     if name == "adagrad":
-        acc = records[:, dim] + np.mean(grad * grad, axis=1, dtype=np.float32)
+        acc = records[:, dim] + np.einsum("ij,ij->i", grad, grad) / np.float32(dim)
         out[:, dim] = acc
         scale = np.float32(lr) / (np.sqrt(acc) + np.float32(eps))
         out[:, :dim] -= scale[:, None] * grad

@@ -31,6 +31,7 @@ import numpy as np
 
 from nmp.errors import NmpError
 from nmp.train.codes import ParityScheme, XorScheme
+from nmp.train.kernels import xor_scatter
 from nmp.train.layout import stripe_positions
 
 VALID, LOST, INFLIGHT = 0, 1, 2
@@ -90,6 +91,9 @@ class StripedStore:
             scheme.empty_parity(self.stripes, self.width) if scheme else np.zeros((self.stripes, 0))
         )
         self.state = np.zeros((self.stripes, self.k + self.r), dtype=np.uint8)
+        # Row g is member g % k of stripe g // k, so data viewed as [S * k, W] is indexed by row.
+        self._flat = self.data.reshape(-1, self.width)
+        self._all_valid = True  # no lost or in-flight position anywhere: the fast paths
         self.inflight: RangeInFlight | None = None
         self._garbage = np.random.default_rng([seed, 0x6A2BA6E])
         # What the store did, for the cost model (row counts; bytes = rows * record bytes).
@@ -132,6 +136,7 @@ class StripedStore:
             self.parity[:] = self.scheme.encode(self.data)
         self.state[:] = VALID
         self.inflight = None
+        self._all_valid = True
 
     def snapshot_all(self) -> np.ndarray:
         """Every record's current value (decoding lost ones) as float32 [total_rows, width]."""
@@ -141,6 +146,8 @@ class StripedStore:
 
     def read(self, rows: np.ndarray) -> np.ndarray:
         """Current records of global ``rows`` (float32 [n, width]); never returns garbage."""
+        if self._all_valid:
+            return self._flat[rows]
         s, j = self.stripe_of[rows], self.slot_of[rows]
         out = self.data[s, j]
         st = self.state[s, j]
@@ -213,6 +220,9 @@ class StripedStore:
 
     def write_phase1(self, rows: np.ndarray, old: np.ndarray, new: np.ndarray) -> Pending:
         """Phase 1: the data units store the new records (rows unique). Returns the log entry."""
+        if self._all_valid:
+            self._flat[rows] = new
+            return Pending(rows=rows, old=old, new=new)
         s, j = self.stripe_of[rows], self.slot_of[rows]
         st = self.state[s, j]
         if not st.any():
@@ -247,16 +257,11 @@ class StripedStore:
         # Rows of one slot hit distinct stripes, so per slot the scatter has no duplicates:
         # k vectorized passes instead of a per-row loop or an unbuffered ufunc.at.
         scheme = self.scheme
-        if isinstance(scheme, XorScheme) and not self.state[:, self.k].any():
-            # XOR with every parity valid: fold the deltas of one stripe together (XOR is
-            # associative), then one scatter; uint64 words throughout.
-            order = np.argsort(s, kind="stable")
-            ss = s[order]
-            starts = np.flatnonzero(np.r_[True, ss[1:] != ss[:-1]])
-            d64 = np.ascontiguousarray(delta).view(np.uint64)[order]
-            folded = np.bitwise_xor.reduceat(d64, starts, axis=0)
-            p64 = self.parity.view(np.uint64)
-            p64[ss[starts], 0] ^= folded
+        if isinstance(scheme, XorScheme) and (self._all_valid or not self.state[:, self.k].any()):
+            # XOR with every parity valid: one compiled pass of 64-bit XORs into the parity
+            # words (duplicate stripes accumulate; XOR is associative and commutative).
+            d64 = np.ascontiguousarray(delta).view(np.uint64)
+            xor_scatter(self.parity.view(np.uint64)[:, 0], s, d64)
             return
         for slot in range(self.k):
             sel = np.flatnonzero(j == slot)
@@ -311,6 +316,7 @@ class StripedStore:
             raw = garbage.integers(0, 256, size=(len(ps), nbytes), dtype=np.uint8)
             self.parity[ps, pj] = raw.view(self.parity.dtype)
         self.state[on & (self.state == VALID)] = LOST
+        self._all_valid = False
 
     def _abort_inflight(self) -> None:
         f = self.inflight
@@ -365,6 +371,7 @@ class StripedStore:
             )
         self.state[f.stripes, f.pos] = VALID
         self.inflight = None
+        self._all_valid = not self.state.any()
         idx = np.flatnonzero(d & f.buf_has)
         if len(idx):
             self._apply_parity(
@@ -379,6 +386,7 @@ class StripedStore:
         s, j = self.stripe_of[rows], self.slot_of[rows]
         self.data[s, j] = records
         self.state[s, j] = VALID
+        self._all_valid = not self.state.any()
 
     def replace_node(self, node: int) -> None:
         """Mark a node's positions valid again (after every row of it was restored)."""
@@ -386,6 +394,7 @@ class StripedStore:
         if self.r:
             raise NmpError("replace_node is for stores without parity; parity stores rebuild")
         self.state[on] = VALID
+        self._all_valid = not self.state.any()
 
     # -- consistency check (tests, end of run) ---------------------------------------------------
 

@@ -150,17 +150,29 @@ class Trainer:
         self.step = 0
         self.eval_set = self.data.eval_batches(cfg.eval_batches)
         self.dense_alive = set(range(cfg.dense_replicas))  # nodes holding an MLP replica
+        self._mark = np.zeros(geo.total_rows, dtype=bool)
+        self._pos = np.zeros(geo.total_rows, dtype=np.int64)
 
     # -- one step -------------------------------------------------------------------------------
 
     def global_rows(self, b: Batch) -> np.ndarray:
         return b.ids + self.geo.offsets[:-1, None, None]
 
+    def _unique(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted distinct rows and each lookup's index into them (``np.unique`` with
+        ``return_inverse``, by a mark over the row space instead of a sort)."""
+        mark = self._mark
+        mark[g] = True
+        uniq = np.flatnonzero(mark)
+        mark[uniq] = False
+        self._pos[uniq] = np.arange(len(uniq))
+        return uniq, self._pos[g]
+
     def pooled(self, b: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Gather-reduce through the store: (pooled [B, T, dim], unique rows, their records,
         inverse index of each lookup)."""
         g = self.global_rows(b)
-        uniq, inv = np.unique(g.ravel(), return_inverse=True)
+        uniq, inv = self._unique(g.ravel())
         rec = self.store.read(uniq)
         t, bsz, p = g.shape
         emb = rec[:, : self.geo.dim]

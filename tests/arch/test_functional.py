@@ -75,6 +75,11 @@ def test_units_really_reduce_through_the_tree(small_workload):
     arch.store.write(t, np.array([row]), arch.store.read(t, np.array([row])) + 1.0)
     after, _ = arch.gather_reduce(batch)
     lk = batch.tables[t]
-    uses = np.array([np.count_nonzero(lk.indices[lk.offsets[i]:lk.offsets[i + 1]] == row)
-                     for i in range(lk.batch)], dtype=np.float32)
+    uses = np.array(
+        [
+            np.count_nonzero(lk.indices[lk.offsets[i] : lk.offsets[i + 1]] == row)
+            for i in range(lk.batch)
+        ],
+        dtype=np.float32,
+    )
     assert np.allclose(after[t] - before[t], uses[:, None], atol=1e-4)

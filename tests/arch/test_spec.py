@@ -41,8 +41,10 @@ def test_unknown_field_and_bad_toml(tmp_path):
     with pytest.raises(SpecError, match="arch.bank.speed"):
         load_arch_spec("recross", {"bank.speed": 1})
     bad = tmp_path / "bad.toml"
-    bad.write_text('name = "x"\npolicy = "horizontal"\n[memory]\npreset = "ddr5-4800an"\n'
-                   "[rank]\nunits = 1\ncache_kib = 64.0\nbuffer_kib = 16.0\n")
+    bad.write_text(
+        'name = "x"\npolicy = "horizontal"\n[memory]\npreset = "ddr5-4800an"\n'
+        "[rank]\nunits = 1\ncache_kib = 64.0\nbuffer_kib = 16.0\n"
+    )
     with pytest.raises(SpecError) as exc:
         load_arch_spec(str(bad))
     assert "bad.toml" in str(exc.value) and "rank.cache_kib" in str(exc.value)

@@ -67,6 +67,12 @@ class ToyProvider:
     def own_memory(self, name: str) -> bool:
         return False
 
+    def check_design(self, arch_spec: Any, memory_spec: Any) -> None:
+        from nmp.errors import SpecError
+
+        if arch_spec.name == "c" and arch_spec.bank.units == 1:
+            raise SpecError("1 unit cannot serve 4 banks", key="arch.bank.units")
+
 
 def _unit(point: Point, salt: str) -> float:
     text = json.dumps([point.design, point.workload, point.overrides, salt], sort_keys=True)

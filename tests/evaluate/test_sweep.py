@@ -138,3 +138,34 @@ def test_parse_sweep_defaults() -> None:
         "energy_pj_per_lookup": "min",
         "area_mm2": "min",
     }
+
+
+def test_linked_axis_sets_fields_together() -> None:
+    linked = [
+        {"arch": {"bank": {"units": 4}, "speed": 1.0}},
+        {"arch": {"bank": {"units": 8}, "speed": 2.0}},
+    ]
+    spec = toy_sweep(designs=[{"name": "x", "arch": "c", "axes": {"bank": linked}}])
+    points = [p for p in expand(spec) if p.design == "x" and p.workload == "w1"]
+    assert [p.design_axes for p in points] == [
+        {"arch.bank.units": 4, "arch.speed": 1.0},
+        {"arch.bank.units": 8, "arch.speed": 2.0},
+    ] * 3  # x 3 batch sizes, the design's own axis fastest
+    assert points[1].overrides == {"workload.batch": 1, "arch.bank.units": 8, "arch.speed": 2.0}
+    validate_sweep(spec, provider=ToyProvider())
+
+
+def test_linked_axis_errors_name_the_step() -> None:
+    bad = [{"arch.bank.units": 4}, {"arch.speed": 2.0}]
+    with pytest.raises(SpecError) as err:
+        toy_sweep(axes={"bank": bad})
+    assert err.value.key == "axes.bank[1]" and "same fields" in err.value.message
+    spec = toy_sweep(
+        axes={"bank": [{"arch.bank.units": 4}, {"arch.bank.units": 1}]},
+        archs=["a", "c"],
+        designs=[],
+    )
+    with pytest.raises(SpecError) as err:  # rejected when the design is built (check_design)
+        validate_sweep(spec, file="toy.toml", provider=ToyProvider())
+    assert err.value.key == "axes.bank[1].arch.bank.units"
+    assert "cannot serve" in err.value.message

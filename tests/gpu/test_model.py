@@ -36,7 +36,7 @@ REQUIRED_KEYS = {
 @functools.cache
 def point(arch: str, variant: str, reuse: str, wl_key: str = "small", **extra):
     wl = dict(WORKLOADS[wl_key], reuse=reuse)
-    arch_over = {"variant": variant}
+    arch_over = {"variant": variant, "sim.line_sample": 1}  # exact unless a test samples
     for key, value in extra.items():
         arch_over[key.replace("__", ".")] = value
     return run_design_point(arch, "gpu-micro24", overrides={"arch": arch_over, "workload": wl})
@@ -114,6 +114,34 @@ def test_line_sampling_matches_the_exact_simulation():
         assert sampled.breakdown[key] == pytest.approx(exact.breakdown[key], abs=0.01)
     assert sampled.latency_ns == pytest.approx(exact.latency_ns, rel=0.03)
     assert sampled.breakdown["line_sample"] == 4
+
+
+def test_per_table_pinning_charges_its_prefetch():
+    base = point("a100-80gb", "baseline", "medium")
+    per_table = point("a100-80gb", "pinning", "medium", "small", pinning__scope="per_table")
+    pin = per_table.breakdown["pinning"]
+    assert pin["scope"] == "per_table" and pin["prefetch_charged"]
+    stall = per_table.breakdown["stall_ns"]["pin_prefetch"]
+    assert stall == pytest.approx(pin["prefetch_ns"]) and stall > 0
+    assert per_table.breakdown["hbm_bytes"] > base.breakdown["hbm_bytes"]
+    b = per_table.breakdown
+    assert per_table.latency_ns >= b["hbm_bytes"] / b["hbm_peak_bandwidth_gbps"]
+
+
+def test_hot_rows_are_the_most_counted_rows():
+    from nmp.gpu.model import hot_rows
+    from nmp.workload import generate_batch, load_workload
+
+    batch = generate_batch(load_workload("gpu-micro24", dict(SMALL, reuse="low")), seed=3)
+    ranked = []
+    for t, lookups in enumerate(batch.tables):
+        c = np.bincount(lookups.indices, minlength=lookups.num_rows)
+        ranked += [(-int(c[r]), t, int(r)) for r in np.flatnonzero(c)]
+    ranked.sort()
+    for k in (1, 777, 5000):
+        got = hot_rows(batch, k)
+        expect = {t: [r for _, tt, r in ranked[:k] if tt == t] for t in range(2)}
+        assert {t: rows.tolist() for t, rows in got} == expect
 
 
 def test_hbm_spec_is_the_memory_preset_at_the_parts_data_rate():

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from memref import dram_ref_dir, load_cases
 
 from nmp.cli import main
-from memref import dram_ref_dir, load_cases
 
 CASES = load_cases()
 

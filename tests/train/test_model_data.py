@@ -85,3 +85,12 @@ def test_failure_spec_parsing():
     assert (f.step, f.node, f.phase) == (300, 1, "between")
     with pytest.raises(NmpError, match="unknown key"):
         parse_failure("step=3,nod=1")
+
+
+def test_random_failures_follow_the_mtbf_and_the_seed():
+    from nmp.train.failures import random_failures
+
+    a = random_failures(100_000, 5, 1000.0, seed=3)
+    assert a == random_failures(100_000, 5, 1000.0, seed=3)
+    assert 80 <= len(a) <= 120  # Poisson with mean 100
+    assert {f.node for f in a} == set(range(5))

@@ -1,0 +1,117 @@
+"""Speed of the architecture models (printed, not asserted).
+
+1. Design points per second on ``recross-eval`` (one core): ``run_design_point`` with a new seed
+   per point, after one warm-up point (numba compilation, access profile, partition LP), with
+   the share of time spent inside the DRAM engine's ``replay``.
+2. Functional gather-reduce lookups per second: the units' gather, per-unit partial sums and
+   tree reduction of :class:`nmp.arch.Architecture` (rows generated from the seeded hash,
+   as for Criteo-size tables), beside ``torch.nn.EmbeddingBag(mode="sum")`` on the same
+   materialized tables and batch, in the same run, one thread each.
+
+Usage: ``python benchmarks/arch.py [--points N] [--arch recross]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+
+def design_points(arch: str, n: int) -> None:
+    import nmp.memory.replay as replay_mod
+    from nmp.arch import run_design_point
+
+    spent = {"replay_s": 0.0}
+    inner = replay_mod.replay
+
+    def timed_replay(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent["replay_s"] += time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    run_design_point(arch, "recross-eval", seed=0)
+    warm = time.perf_counter() - t0
+    import nmp.memory
+
+    nmp.memory.replay = timed_replay  # timing.replay_stream imports it at call time
+    try:
+        t0 = time.perf_counter()
+        for i in range(n):
+            r = run_design_point(arch, "recross-eval", seed=1 + i)
+        elapsed = time.perf_counter() - t0
+    finally:
+        nmp.memory.replay = inner
+    print(f"design points: {arch} on recross-eval, {n} points after a {warm:.2f} s warm-up")
+    print(f"  {n / elapsed:.2f} points/s ({elapsed / n * 1e3:.0f} ms per point; target >= 20/s)")
+    print(
+        f"  inside the DRAM engine (nmp.memory.replay): {spent['replay_s'] / elapsed:.0%} "
+        f"of the time; the architecture model itself: "
+        f"{(elapsed - spent['replay_s']) / n * 1e3:.1f} ms per point"
+    )
+    print(f"  last point: {r.lookups_per_s:.3g} lookups/s, latency {r.latency_ns / 1e3:.1f} us")
+
+
+def functional(rows: int, tables: int, dim: int, batch: int, pooling: int, repeat: int) -> None:
+    import numpy as np
+    import torch
+
+    from nmp.arch import load_arch
+    from nmp.workload import generate_batch, load_workload
+
+    torch.set_num_threads(1)
+    wl = load_workload(
+        "recross-eval",
+        {"rows": [rows] * tables, "dim": dim, "batch": batch, "pooling": pooling},
+    )
+    arch = load_arch("recross")
+    arch.bind(wl)
+    batch_ = generate_batch(wl, seed=1)
+    flat, plc, _ = arch.prepare(batch_)
+    arch._execute(flat, plc)  # compile
+    n = batch_.num_lookups
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        ours = arch._execute(flat, plc)
+    t_ours = (time.perf_counter() - t0) / repeat
+    weights = [torch.from_numpy(arch.store.dense_table(t)) for t in range(tables)]
+    bags = [torch.nn.EmbeddingBag.from_pretrained(w, mode="sum") for w in weights]
+    idx = [torch.from_numpy(lk.indices) for lk in batch_.tables]
+    off = [torch.from_numpy(lk.offsets[:-1]) for lk in batch_.tables]
+    with torch.no_grad():
+        for b, i, o in zip(bags, idx, off, strict=True):
+            b(i, o)
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            ref = [b(i, o) for b, i, o in zip(bags, idx, off, strict=True)]
+        t_torch = (time.perf_counter() - t0) / repeat
+    err = max(
+        float(np.abs(a - r.numpy()).max() / np.abs(r.numpy()).max())
+        for a, r in zip(ours, ref, strict=True)
+    )
+    print(
+        f"functional gather-reduce: {tables} tables x {rows} rows, dim {dim}, batch {batch}, "
+        f"pooling {pooling} ({n} lookups), recross placement (3 levels, 18 units, tree reduce)"
+    )
+    print(f"  nmp.arch: {n / t_ours:.3g} lookups/s (rows generated on demand from the hash)")
+    print(f"  torch.nn.EmbeddingBag(mode='sum'): {n / t_torch:.3g} lookups/s (materialized)")
+    print(f"  ratio nmp/torch: {t_torch / t_ours:.2f}x (target >= 0.5x); max rel. err {err:.1e}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=5)
+    ap.add_argument("--arch", default="recross")
+    args = ap.parse_args()
+    functional(rows=200_000, tables=8, dim=64, batch=2048, pooling=100, repeat=3)
+    design_points(args.arch, args.points)
+
+
+if __name__ == "__main__":
+    main()

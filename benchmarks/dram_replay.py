@@ -1,0 +1,81 @@
+"""DRAM engine speed on the reference traces, beside Ramulator 2's recorded speed.
+
+For every case of ``../shared/reference/dram/cases.json`` (or $NMP_SHARED): the trace is read
+first; the timed part is ``replay(requests, spec, drain=False)`` (address decoding included),
+which stops where Ramulator's ``sim.run()`` stops (last request accepted), best of ``--repeat``
+runs after one warm-up run that also compiles the engine. Requests are Ramulator's (HBM2: 32-B
+halves). Prints requests/s of both and the ratio, then the median and overall figures.
+
+    python benchmarks/dram_replay.py [--repeat 3] [--filter ddr4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+from nmp.memory import load_memory, read_trace, replay
+
+
+def _ref_dir() -> Path:
+    env = os.environ.get("NMP_SHARED")
+    base = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
+    return base / "reference" / "dram"
+
+
+def _spec(args: list[str]):
+    def opt(name):
+        return int(args[args.index(name) + 1]) if name in args else None
+
+    return load_memory(
+        args[args.index("--memory") + 1],
+        channels=opt("--channels"),
+        ranks=opt("--ranks"),
+        mapping=args[args.index("--mapping") + 1] if "--mapping" in args else None,
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--filter", default="", help="only cases whose id contains this")
+    a = ap.parse_args()
+    ref = _ref_dir()
+    cases = [c for c in json.loads((ref / "cases.json").read_text())["cases"] if a.filter in c["id"]]
+    print(f"{'case':46s} {'requests':>9s} {'engine req/s':>13s} {'Ramulator2':>11s} {'ratio':>7s}")
+    ratios, total_req, total_s, total_ram_s = [], 0, 0.0, 0.0
+    for case in cases:
+        spec = _spec(case["memory_args"])
+        requests = read_trace(ref / case["trace"])
+        stats = replay(requests, spec, drain=False)  # warm-up (and compile on the first case)
+        assert stats.cycles == case["ramulator2"]["cycles"], case["id"]
+        best = float("inf")
+        for _ in range(a.repeat):
+            t0 = time.perf_counter()
+            replay(requests, spec, drain=False)
+            best = min(best, time.perf_counter() - t0)
+        n = stats.requests
+        rate = n / best
+        ram = case["ramulator2"]["requests_per_s"]
+        ratios.append(rate / ram)
+        total_req += n
+        total_s += best
+        total_ram_s += case["ramulator2"]["wall_s"]
+        print(f"{case['id']:46s} {n:9d} {rate:13,.0f} {ram:11,.0f} {rate / ram:7.1f}x")
+    if not ratios:
+        print("no case selected")
+        return
+    print(
+        f"\n{len(ratios)} cases: median ratio {statistics.median(ratios):.1f}x "
+        f"(min {min(ratios):.1f}x, max {max(ratios):.1f}x); overall {total_req / total_s:,.0f} "
+        f"requests/s against Ramulator 2's {total_req / total_ram_s:,.0f} "
+        f"({total_ram_s / total_s:.1f}x)"
+    )
+
+
+if __name__ == "__main__":
+    main()

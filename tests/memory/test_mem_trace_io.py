@@ -1,0 +1,55 @@
+"""Trace I/O: both formats, plain and gzip, round trip; malformed lines name file and line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nmp.errors import TraceError
+from nmp.memory import make_requests, read_trace, write_trace
+
+
+@pytest.mark.parametrize("fmt", ["ramulator", "dramsim3"])
+@pytest.mark.parametrize("name", ["t.trace", "t.trace.gz"])
+def test_round_trip(tmp_path, fmt, name):
+    rng = np.random.default_rng(3)
+    reqs = make_requests(rng.integers(0, 2**33, 1000) * 64, write=rng.random(1000) < 0.4)
+    path = tmp_path / name
+    write_trace(reqs, path, fmt=fmt)
+    back = read_trace(path)
+    np.testing.assert_array_equal(back["addr"], reqs["addr"])
+    np.testing.assert_array_equal(back["write"], reqs["write"])
+    raw = path.read_bytes()
+    assert (raw[:2] == b"\x1f\x8b") == name.endswith(".gz")
+
+
+def test_formats_read(tmp_path):
+    p = tmp_path / "a.trace"
+    p.write_text("# comment\nLD 0x40\n\nST 0x80\nLD 192\n")
+    r = read_trace(p)
+    assert list(r["addr"]) == [64, 128, 192] and list(r["write"]) == [False, True, False]
+    q = tmp_path / "b.trace"
+    q.write_text("0x40 READ 0\n0x80 WRITE 5\n")
+    r = read_trace(q)
+    assert list(r["addr"]) == [64, 128] and list(r["write"]) == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [("LD 0x40\nLD 0x80\nLX 0x10\n", 3), ("LD 0x40\nST\n", 2), ("0x40 READ 1\n0x80 FETCH 2\n", 2),
+     ("LD 0x40\nLD 0xZZ\n", 2)],
+)  # fmt: skip
+def test_malformed_line_names_line(tmp_path, text, line):
+    p = tmp_path / "bad.trace"
+    p.write_text(text)
+    with pytest.raises(TraceError) as err:
+        read_trace(p)
+    assert f"bad.trace:{line}:" in str(err.value)
+
+
+def test_missing_and_empty(tmp_path):
+    with pytest.raises(TraceError, match="no such file"):
+        read_trace(tmp_path / "nope.trace")
+    (tmp_path / "e.trace").write_text("\n")
+    with pytest.raises(TraceError, match="empty"):
+        read_trace(tmp_path / "e.trace")
