@@ -71,6 +71,10 @@ def bench_codes(total: int, reps: int) -> None:
             "update": best_time(update_all, reps),
             "update_delta": best_time(update_delta_all, reps),
             "decode": best_time(lambda code=code, s=shards, lost=lost: code.decode(s, lost), reps),
+            # only the lost rows (no copy of the survivors into a new [k, n] array)
+            "decode_lost": best_time(
+                lambda code=code, s=shards, lost=lost: code.decode_lost(s, lost), reps
+            ),
         }
         peer = peer_times(code, data, lost, reps) if isinstance(code, ReedSolomonCode) else {}
         for op, t in figures.items():

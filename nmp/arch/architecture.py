@@ -1,9 +1,10 @@
 """An architecture instance: a design (ArchSpec) on a memory (MemorySpec), holding table data.
 
 ``gather_reduce(batch)`` executes SparseLengthsSum on the design: every unit gathers the rows it
-owns and accumulates per-bag partial sums; rank units (buffer chips) add their children's partial
-sums; the host adds the ranks'. The same placement is lowered to DRAM request streams and timed
-by the DRAM engine (:mod:`nmp.arch.timing`). ``parity_update`` lives in :mod:`nmp.arch.parity`.
+owns and accumulates per-bag partial sums; bank units hand theirs to their bank group's unit,
+rank units (buffer chips) add their children's partial sums, the host adds the ranks'. The same
+placement is lowered to DRAM request streams and timed by the DRAM engine
+(:mod:`nmp.arch.timing`). ``parity_update`` lives in :mod:`nmp.arch.parity`.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from typing import Any
 import numpy as np
 
 from nmp.arch import memview as mv
-from nmp.arch.functional import gather_segments, segment_ids
+from nmp.arch.functional import dedupe, gather_segments, gather_tree, gather_tree_basis
 from nmp.arch.layout import LevelLayout, build_layout
 from nmp.arch.placement import FlatLookups, Placement, flatten, place, solve_cross_level
 from nmp.arch.profile import AccessProfile, build_profile
 from nmp.arch.rowdata import RowStore
-from nmp.arch.spec import ArchSpec
-from nmp.arch.tree import TreeTraffic, tree_reduce
+from nmp.arch.spec import LEVELS, ArchSpec
+from nmp.arch.tree import HOST, TreeTraffic, parents, tree_reduce
 from nmp.errors import NmpError
 from nmp.results import OpResult
 
@@ -55,8 +56,16 @@ class Architecture:
             workload = tables
             tables = tables.tables
         tables = tuple(tables)
-        if self._tables == tables and self.workload is workload:
-            return
+        if self._tables == tables and self.workload == workload:
+            return  # same tables and workload: keep the profile and partition
+        need = sum(t.rows * t.dim * _dtype_bytes(t) for t in tables)
+        cap = self.mem.capacity_bytes
+        if need > cap:
+            raise NmpError(
+                f"the tables ({need / 2**30:.2f} GiB) do not fit in {self.mem.name} "
+                f"({cap / 2**30:.2f} GiB with {mv.org(self.mem, 'channels')} channels x "
+                f"{mv.org(self.mem, 'ranks')} ranks)"
+            )
         self._tables = tables
         self.workload = workload
         self.store = RowStore(
@@ -65,16 +74,9 @@ class Architecture:
             [getattr(t, "dtype", "float32") for t in tables],
             [t.rows for t in tables],
         )
-        need = self.table_bytes
-        cap = self.mem.capacity_bytes
-        if need > cap:
-            raise NmpError(
-                f"the tables ({need / 2**30:.2f} GiB) do not fit in {self.mem.name} "
-                f"({cap / 2**30:.2f} GiB with {mv.org(self.mem, 'channels')} channels x "
-                f"{mv.org(self.mem, 'ranks')} ranks)"
-            )
         self._profile = None
         self._partition = None
+        self.partition_info = {}
         self._parity_state = None
 
     @property
@@ -89,9 +91,7 @@ class Architecture:
 
     @property
     def table_row_bytes(self) -> list[int]:
-        from nmp.workload.spec import DTYPE_BYTES
-
-        return [t.dim * DTYPE_BYTES[getattr(t, "dtype", "float32")] for t in self.tables]
+        return [t.dim * _dtype_bytes(t) for t in self.tables]
 
     @property
     def table_bytes(self) -> int:
@@ -151,6 +151,7 @@ class Architecture:
         return np.lexsort((flat.table, flat.bag)).astype(np.int64)
 
     def prepare(self, batch, tables: Any = None) -> tuple[FlatLookups, Placement, np.ndarray]:
+        """Flatten ``batch``, place every lookup; returns (lookups, placement, issue order)."""
         if tables is not None:
             self.bind(tables)
         elif self._tables is None:
@@ -201,24 +202,58 @@ class Architecture:
         )
         return traffic
 
+    def _global_nodes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first global node id of each level (index by LEVELS), parent id of each global
+        node or -1 for the host). Ids grow down the tree (rank, then bank-group, then bank
+        nodes), so children come after their parents."""
+        ranks = mv.org(self.mem, "ranks")
+        offsets, start = {}, 0
+        for lv in LEVELS:
+            if lv in self.layouts:
+                offsets[lv] = start
+                start += self.layouts[lv].nodes
+        parent = np.full(start, -1, dtype=np.int64)
+        base = np.zeros(len(LEVELS) + 1, dtype=np.int64)
+        for lv, off in offsets.items():
+            base[LEVELS.index(lv)] = off
+        for lv, off in offsets.items():
+            p_level, p_node = parents(self.layouts, lv, ranks)
+            up = np.flatnonzero(p_level != HOST)
+            parent[off + up] = base[p_level[up]] + p_node[up]
+        return base, parent
+
     def _execute(self, flat: FlatLookups, plc: Placement) -> list[np.ndarray]:
         """The functional gather-reduce: units accumulate per-bag partial sums of the rows they
         own, the tree adds them up (bank -> bank group -> rank -> host)."""
         assert self.store is not None
-        mem = self.mem
-        ranks, channels = mv.org(mem, "ranks"), mv.org(mem, "channels")
         pooled: list[np.ndarray] = []
         starts = np.searchsorted(flat.table, np.arange(flat.num_tables + 1))
+        vertical = self.spec.policy == "vertical"
+        if self.spec.policy == "host" or vertical:
+            base, parent = np.zeros(len(LEVELS) + 1, dtype=np.int64), np.full(1, -1, np.int64)
+            level, node = np.full(flat.n, len(LEVELS), np.int64), np.zeros(flat.n, np.int64)
+        else:
+            base, parent = self._global_nodes()
+            level, node = plc.level, plc.node
+        no_w = np.empty(0, dtype=np.float32)
         for t in range(flat.num_tables):
             a, b = int(starts[t]), int(starts[t + 1])
             dim = self.tables[t].dim
-            uniq, uinv = np.unique(flat.row[a:b], return_inverse=True)
+            rows = np.ascontiguousarray(flat.row[a:b])
+            bag = np.ascontiguousarray(flat.bag[a:b])
+            w = no_w if flat.weight is None else np.ascontiguousarray(flat.weight[a:b])
+            basis = self.store.basis(t)
+            if basis is not None and not vertical:
+                # rows read in place from the store (no gathered copy)
+                pooled.append(
+                    gather_tree_basis(
+                        level[a:b], node[a:b], base, bag, rows, w, *basis, parent, flat.batch
+                    )
+                )
+                continue
+            uniq, uinv = dedupe(rows, self.tables[t].rows)
             values = self.store.read(t, uniq)
-            bag = flat.bag[a:b]
-            w = None if flat.weight is None else flat.weight[a:b]
-            if self.spec.policy == "host":
-                pooled.append(gather_segments(bag, uinv, w, values, flat.batch))
-            elif self.spec.policy == "vertical":
+            if vertical:
                 # each rank core reduces its column slice; the host concatenates the slices
                 nodes = self.layouts["rank"].nodes
                 step = -(-dim // nodes)
@@ -226,7 +261,7 @@ class Architecture:
                     gather_segments(
                         bag,
                         uinv,
-                        w,
+                        None if flat.weight is None else w,
                         values,
                         flat.batch,
                         (min(n * step, dim), min((n + 1) * step, dim)),
@@ -235,20 +270,18 @@ class Architecture:
                 ]
                 pooled.append(np.concatenate(parts, axis=1))
             else:
-                level, node = plc.level[a:b], plc.node[a:b]
-                seg, first, nseg = segment_ids(level, node, bag)
-                partial = gather_segments(seg, uinv, w, values, nseg)
-                out, _ = tree_reduce(
-                    self.layouts,
-                    ranks,
-                    channels,
-                    level[first],
-                    node[first],
-                    bag[first],
-                    partial,
-                    flat.batch,
+                pooled.append(
+                    gather_tree(
+                        base[level[a:b]] + node[a:b],
+                        bag,
+                        uinv,
+                        w,
+                        values,
+                        parent,
+                        parent.size,
+                        flat.batch,
+                    )
                 )
-                pooled.append(out)
         return pooled
 
     # ---- parity ---------------------------------------------------------------------------
@@ -259,14 +292,22 @@ class Architecture:
         return parity_update(self, rows, new_values, table)
 
     def parity_consistent(self, table: int = 0) -> bool:
+        """Whether the parity equals a fresh encode of the current rows, bit for bit."""
         from nmp.arch.parity import parity_consistent
 
         return parity_consistent(self, table)
 
     def recover_node(self, lost_node: int, table: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Rows a lost node held (in stripes with parity), decoded from the survivors."""
         from nmp.arch.parity import recover_node
 
         return recover_node(self, lost_node, table)
+
+
+def _dtype_bytes(table) -> int:
+    from nmp.workload.spec import DTYPE_BYTES
+
+    return DTYPE_BYTES[getattr(table, "dtype", "float32")]
 
 
 class _AdHocTable:

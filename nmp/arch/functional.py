@@ -40,6 +40,155 @@ def _reduce_segments(parent, partial, nparent):  # pragma: no cover
     return out
 
 
+@njit(cache=True)
+def dedupe(keys, key_space=-1):  # pragma: no cover - compiled
+    """(distinct keys in first-seen order, index of each key among them) in linear time: a
+    direct index when the keys lie in [0, key_space) and that space is small, else open
+    addressing."""
+    n = keys.shape[0]
+    if 0 < key_space <= 8 * n + 4096:
+        where = np.full(key_space, -1, dtype=np.int64)
+        uniq = np.empty(n, dtype=np.int64)
+        inv = np.empty(n, dtype=np.int64)
+        m = 0
+        for i in range(n):
+            k = keys[i]
+            s = where[k]
+            if s == -1:
+                where[k] = m
+                uniq[m] = k
+                s = m
+                m += 1
+            inv[i] = s
+        return uniq[:m], inv
+    size = 1
+    while size < 2 * n + 2:
+        size *= 2
+    mask = size - 1
+    slots = np.full(size, -1, dtype=np.int64)
+    uniq = np.empty(n, dtype=np.int64)
+    inv = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        k = keys[i]
+        h = (np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)
+        j = np.int64(h) & mask
+        while True:
+            s = slots[j]
+            if s == -1:
+                slots[j] = m
+                uniq[m] = k
+                inv[i] = m
+                m += 1
+                break
+            if uniq[s] == k:
+                inv[i] = s
+                break
+            j = (j + 1) & mask
+    return uniq[:m], inv
+
+
+@njit(cache=True)
+def gather_tree(node, bag, uinv, weights, values, parent, n_nodes, batch):  # pragma: no cover
+    """Bag by bag: every unit (``node``) accumulates the partial sum of its rows of the bag;
+    then, children before parents (node ids decrease up the tree), each partial sum is added
+    into its parent's; the roots' (parent -1) are added by the host. Lookups of a bag are
+    contiguous (EmbeddingBag order). Returns float32 [batch, dim]."""
+    dim = values.shape[1]
+    out = np.zeros((batch, dim), dtype=np.float32)
+    acc = np.zeros((n_nodes, dim), dtype=np.float32)
+    touched = np.zeros(n_nodes, dtype=np.bool_)
+    weighted = weights.shape[0] > 0
+    n = node.shape[0]
+    i = 0
+    while i < n:
+        b = bag[i]
+        j = i
+        while j < n and bag[j] == b:
+            nd = node[j]
+            u = uinv[j]
+            w = weights[j] if weighted else np.float32(1.0)
+            if touched[nd]:
+                for c in range(dim):
+                    acc[nd, c] += w * values[u, c]
+            else:
+                touched[nd] = True
+                for c in range(dim):
+                    acc[nd, c] = w * values[u, c]
+            j += 1
+        for nd in range(n_nodes - 1, -1, -1):
+            if not touched[nd]:
+                continue
+            touched[nd] = False
+            p = parent[nd]
+            if p < 0:
+                for c in range(dim):
+                    out[b, c] += acc[nd, c]
+            elif touched[p]:
+                for c in range(dim):
+                    acc[p, c] += acc[nd, c]
+            else:
+                touched[p] = True
+                for c in range(dim):
+                    acc[p, c] = acc[nd, c]
+        i = j
+    return out
+
+
+@njit(cache=True, fastmath=True)
+def gather_tree_basis(
+    level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch
+):  # pragma: no cover
+    """:func:`gather_tree` reading each row in place as :mod:`nmp.arch.rowdata` stores it
+    (``A[r mod |A|] + B[(r div |A|) mod |B|]``); a lookup's unit is ``base[level] + node``."""
+    na, nb = basis_a.shape[0], basis_b.shape[0]
+    dim = basis_a.shape[1]
+    n_nodes = parent.shape[0]
+    out = np.zeros((batch, dim), dtype=np.float32)
+    acc = np.zeros((n_nodes, dim), dtype=np.float32)
+    touched = np.zeros(n_nodes, dtype=np.bool_)
+    weighted = weights.shape[0] > 0
+    n = node.shape[0]
+    i = 0
+    while i < n:
+        b = bag[i]
+        j = i
+        while j < n and bag[j] == b:
+            nd = base[level[j]] + node[j]
+            r = rows[j]
+            ia = r % na
+            ib = (r // na) % nb
+            if not touched[nd]:
+                touched[nd] = True
+                for c in range(dim):
+                    acc[nd, c] = 0.0
+            if weighted:
+                w = weights[j]
+                for c in range(dim):
+                    acc[nd, c] += w * (basis_a[ia, c] + basis_b[ib, c])
+            else:
+                for c in range(dim):
+                    acc[nd, c] += basis_a[ia, c] + basis_b[ib, c]
+            j += 1
+        for nd in range(n_nodes - 1, -1, -1):
+            if not touched[nd]:
+                continue
+            touched[nd] = False
+            p = parent[nd]
+            if p < 0:
+                for c in range(dim):
+                    out[b, c] += acc[nd, c]
+            elif touched[p]:
+                for c in range(dim):
+                    acc[p, c] += acc[nd, c]
+            else:
+                touched[p] = True
+                for c in range(dim):
+                    acc[p, c] = acc[nd, c]
+        i = j
+    return out
+
+
 _NO_WEIGHTS = np.empty(0, dtype=np.float32)
 
 
@@ -90,4 +239,11 @@ def segment_ids(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     return inv.astype(np.int64), first.astype(np.int64), int(uniq.size)
 
 
-__all__ = ["gather_segments", "reduce_segments", "segment_ids"]
+__all__ = [
+    "dedupe",
+    "gather_segments",
+    "gather_tree",
+    "gather_tree_basis",
+    "reduce_segments",
+    "segment_ids",
+]

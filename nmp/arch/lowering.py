@@ -50,17 +50,6 @@ def _expand(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return item, within
 
 
-def _interleave_order(node: np.ndarray, local_order: np.ndarray) -> np.ndarray:
-    """Permutation that takes item i of every node before item i + 1 of any node; ``local_order``
-    gives each item's sort key within its node."""
-    by_node = np.lexsort((local_order, node))
-    n_sorted = node[by_node]
-    starts = np.searchsorted(n_sorted, n_sorted, side="left")
-    pos = np.empty(node.size, dtype=np.int64)
-    pos[by_node] = np.arange(node.size) - starts
-    return np.lexsort((node, pos))
-
-
 def _locality_key(node: np.ndarray, bank: np.ndarray, page: np.ndarray) -> np.ndarray:
     """Sort key within each node: every bank's lookups in DRAM-row order (hits to an open row
     back to back), the banks taken in turn lookup by lookup (their activations and bursts
@@ -140,7 +129,7 @@ def lower_level(
         local_key = _locality_key(node, b, page)
     else:
         local_key = np.arange(idx.size, dtype=np.int64)
-    perm = _interleave_order(node, local_key)
+    perm = np.lexsort((local_key, node))  # grouped by node, each in its issue order
     idx, node, lpr, b, page, col0 = (
         idx[perm],
         node[perm],

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 # Keys of a breakdown that hold time split by component, in order of preference.
-TIME_KEYS = ("time_ns", "t_ns", "stall_ns", "stalls_ns", "time", "stalls")
+TIME_KEYS = ("bounds_ns", "stall_ns", "time_ns", "t_ns", "stalls_ns", "time", "stalls")
 ENERGY_KEYS = ("energy_pj", "energy", "energy_breakdown_pj")
 
 

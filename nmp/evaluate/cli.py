@@ -16,6 +16,24 @@ from pathlib import Path
 from nmp.errors import NmpError
 
 DEFAULT_SWEEP = "default"
+EPILOG = """\
+sweep file (TOML; see workloads/sweeps/*.toml):
+  name = "study"                    workloads = ["recross-eval"]
+  archs = ["host-cpu", "recross"]   memories = []          (memory presets to cross)
+  baseline = "host-cpu"             sampling = "grid"      (or "random", samples = N, seed = S)
+  objectives = { lookups_per_s = "max", energy_pj_per_lookup = "min", area_mm2 = "min" }
+  [axes]                            any spec field by dotted path, crossed with every design:
+  workload.batch = [1, 32, 128]     arch.memory.ranks = [1, 2, 4]
+  [[designs]]                       a preset with fixed overrides and axes of its own:
+  name = "recross-no-salp"   arch = "recross"   set = { "arch.subarray_parallelism" = false }
+  A linked axis sets several fields per step: bank = [{ "arch.bank.units" = 4,
+  "arch.bank.capacity_banks" = 4 }, ...]. Presets, field paths and every point's values are
+  checked before anything runs; errors name the key.
+
+run folder (reports/<run>/): sweep.toml, plan.json, environment.json, results.jsonl (one line
+per finished point; --resume runs only the missing ones), errors.jsonl, summary.json,
+report.md, results.csv, speedup.png, pareto.png, breakdown.png; reports/latest -> newest run.
+"""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -56,6 +74,8 @@ def _run(args: argparse.Namespace) -> int:
 
     # With --json, stdout carries only the JSON document; progress goes to stderr.
     console = Console(stderr=args.json)
+    if not console.is_terminal:
+        console = Console(stderr=args.json, width=120)  # logs: wide enough for the tables
     executor = make_executor(args.jobs, args.scheduler, args.dask_workers)
     run_dir.mkdir(parents=True, exist_ok=True)
     if run_dir.parent.resolve() == base.resolve() and run_dir.name != LATEST:
@@ -75,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(
             f"nmp: finished points are saved in {run_dir}; continue with "
-            f"'nmp evaluate --resume --run {run_dir.name}'",
+            f"'{_resume_command(args, run_dir)}'",
             file=sys.stderr,
         )
         raise
@@ -88,15 +108,22 @@ def _run(args: argparse.Namespace) -> int:
     if summary["failed"]:
         raise NmpError(
             f"{len(summary['failed'])} of {summary['points']} points failed (see "
-            f"{run_dir / 'errors.jsonl'}); fix and continue with 'nmp evaluate --resume "
-            f"--run {run_dir.name}'"
+            f"{run_dir / 'errors.jsonl'}); fix and continue with "
+            f"'{_resume_command(args, run_dir)}'"
         )
     return 0
+
+
+def _resume_command(args: argparse.Namespace, run_dir: Path) -> str:
+    out = "" if args.out == "reports" else f" --out {args.out}"
+    return f"nmp evaluate --resume --run {run_dir.name}{out}"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "evaluate",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
         help="run a design-space sweep and write a report",
         description="Sweep designs x memories x workloads x spec fields (a sweep file, default "
         "workloads/sweeps/default.toml), then report the best points, the Pareto sets, speedup "

@@ -111,8 +111,15 @@ class LocalExecutor(Executor):
                             "finished are saved: run again with --resume"
                         ) from None
                     yield futures[fut], outcome
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:
+            # Interrupted (Ctrl-C, --fail-fast, an error): the points still running would be
+            # lost anyway (--resume re-runs them), so stop the workers instead of waiting.
+            workers_now = list(getattr(pool, "_processes", {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in workers_now:
+                proc.terminate()
+            raise
+        pool.shutdown(wait=True)
 
 
 class DaskExecutor(Executor):

@@ -152,7 +152,8 @@ def run_sweep(
     for record in read_jsonl(results_path, repair=True):
         done.setdefault(record.get("key", ""), record)
     reused = sum(1 for k in plan if k in done)
-    todo = [(k, p) for k, p in plan.items() if k not in done]
+    # Costliest first (longest-processing-time order): the last points to finish are short.
+    todo = sorted(((k, p) for k, p in plan.items() if k not in done), key=lambda kp: -kp[1].weight)
 
     t0 = time.perf_counter()
     failures: list[dict[str, Any]] = []

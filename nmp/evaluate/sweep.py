@@ -124,6 +124,9 @@ class Point:
     axes: dict[str, Any]  # the sweep-wide axis values of this point
     design_axes: dict[str, Any]  # the design's own axis values
     seed: int | None = None
+    # Expected relative cost (set by validation: lookups per batch); the runner starts the
+    # costliest points first so that workers finish together. Not part of the configuration.
+    weight: float = field(default=1.0, compare=False)
 
     def label(self) -> str:
         values = {**self.axes, **self.design_axes}

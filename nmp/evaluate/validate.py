@@ -266,8 +266,22 @@ def validate_sweep(
             if where is None:  # the spec objected elsewhere: keep its key in the message
                 raise _rekey(exc, file, exc.key or "axes", prefix) from None
             raise SpecError(prefix + exc.message, file=file, key=where) from None
-        out.append((point, key))
+        out.append((dataclasses.replace(point, weight=_lookups(workload)), key))
     return out
+
+
+def _lookups(workload: Any) -> float:
+    """Lookups per batch of a workload spec (an estimate of a point's cost)."""
+    try:
+        from nmp.workload.spec import as_pooling
+
+        total = 0.0
+        for table in workload.tables:
+            pooling = table.pooling if table.pooling is not None else workload.pooling
+            total += as_pooling(pooling).mean_lookups
+        return float(workload.batch * total) or 1.0
+    except (AttributeError, ImportError, TypeError):
+        return 1.0
 
 
 def _sweep_key(spec: SweepSpec, dkey: str, point: Point, key: str | None) -> str | None:

@@ -23,8 +23,9 @@ What the GPU model takes from the DRAM engine (:func:`hbm_calibration`):
   ``background_w_per_channel`` (refresh + background) from the same replay;
 * ``dram_latency_ns``: unloaded closed-row read latency (tRCD + CL + BL) of the derived spec.
 
-The calibration is computed once per (preset, pin rate) and cached in
-``nmp/gpu/data/hbm_calibration.json``; a test replays one entry again and compares.
+The calibration is computed once per (preset, pin rate, queue, interleave) and cached in
+``nmp/gpu/data/hbm_calibration.json``; a test replays one entry again and compares, and
+``python -m nmp.gpu.hbm`` regenerates the file after a change to nmp.memory or a preset.
 """
 
 from __future__ import annotations
@@ -218,3 +219,21 @@ def hbm_calibration(hbm) -> HbmCalibration:
             _write_cache(cache)
     _MEMO[key] = cal
     return cal
+
+
+def recalibrate_all() -> dict[str, Any]:
+    """Recompute the calibration of every GPU preset's HBM and rewrite the cache file."""
+    from nmp.gpu.spec import gpu_names, load_gpu
+
+    _MEMO.clear()
+    data = {}
+    for name in gpu_names():
+        hbm = load_gpu(name).hbm
+        data[_key(hbm)] = asdict(calibrate(hbm))
+    _write_cache(data)
+    return data
+
+
+if __name__ == "__main__":  # python -m nmp.gpu.hbm: after a change to nmp.memory or a preset
+    for key, entry in recalibrate_all().items():
+        print(key, {k: round(v, 3) for k, v in entry["efficiency"].items()})

@@ -9,7 +9,14 @@ Quick use::
     stats.cycles, stats.cycles_drained, stats.row_hits, stats.energy_pj
 
 Requests are 64-B lines (``spec.controller.line_bytes``); on HBM each line becomes
-``line_bytes / tx_bytes`` transactions (addr, addr+32), as in the reference setup.
+``line_bytes / tx_bytes`` transactions (addr, addr+32), as in the reference setup. An optional
+``arrival`` field (``make_requests(addr, write, arrival=cycles)``) holds requests back until
+their memory cycle; without it they are offered at the preset's frontend rate.
+
+``stats.cycles`` is Ramulator 2's (memory cycles when the last request was accepted: exact on
+all 56 reference cases); ``stats.cycles_drained`` is until every request completed (use it for
+NMP timing). By default counts, latency, bandwidth and energy cover the whole (drained) run;
+``stats.at_cycles`` has the counts at ``cycles``; ``replay(..., drain=False)`` stops there.
 
 Timing NMP levels (streams confined to one rank / bank group / bank):
 
@@ -32,7 +39,6 @@ Timing NMP levels (streams confined to one rank / bank group / bank):
 """
 
 from nmp.memory.mapping import decode_address, encode_address, parse_mapping
-from nmp.memory.replay import replay
 from nmp.memory.spec import (
     Controller,
     Energy,
@@ -45,6 +51,17 @@ from nmp.memory.spec import (
 from nmp.memory.standards import build_table, constraint_rows, load_standard
 from nmp.memory.stats import MemStats, command_energy_pj
 from nmp.memory.trace import REQUEST_DTYPE, make_requests, read_trace, write_trace
+
+
+def __getattr__(name: str):
+    # The engine (numba) loads on first use, so that `nmp models` and spec loading stay light.
+    if name == "replay":
+        from nmp.memory.driver import replay
+
+        globals()["replay"] = replay
+        return replay
+    raise AttributeError(f"module 'nmp.memory' has no attribute '{name}'")
+
 
 __all__ = [
     "REQUEST_DTYPE",

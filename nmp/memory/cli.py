@@ -41,6 +41,7 @@ def _print_table(trace: str, spec, stats) -> None:
     table.add_column("metric")
     table.add_column("value", justify="right")
     c = stats.cmd_counts
+    a = stats.at_cycles
     rows = [
         ("requests (reads / writes)", f"{stats.requests} ({stats.reads} / {stats.writes})"),
         ("cycles (last request accepted)", f"{stats.cycles}"),
@@ -48,6 +49,8 @@ def _print_table(trace: str, spec, stats) -> None:
         ("cycles drained (all completed)", f"{stats.cycles_drained}"),
         ("row hits / misses / conflicts", f"{stats.row_hits} / {stats.row_misses} / "
          f"{stats.row_conflicts}"),
+        ("  same, at `cycles` (Ramulator)", f"{a['row_hits']} / {a['row_misses']} / "
+         f"{a['row_conflicts']}"),
         ("ACT / PRE / RD / WR / REF", f"{c['ACT']} / {c['PRE']} / {c['RD']} / {c['WR']} / "
          f"{c['REF']}"),
         ("avg read latency", f"{stats.avg_read_latency_cycles:.1f} cycles"),

@@ -45,68 +45,121 @@ C_HIT_R, C_MISS_R, C_CONF_R, C_HIT_W, C_MISS_W, C_CONF_W, C_FWD, C_COAL = range(
 N_COUNTERS = NCMD + 8
 
 
-@nb.njit(cache=True)
-def _apply_target(rdy, hist, node, level, cmd, clk, start, end, nxt, lat, win):
-    s = start[level, cmd]
-    e = end[level, cmd]
-    if s == e:
-        return
-    for k in range(W - 1, 0, -1):
-        hist[node, cmd, k] = hist[node, cmd, k - 1]
-    hist[node, cmd, 0] = clk
-    for i in range(s, e):
-        past = hist[node, cmd, win[i] - 1]
-        if past >= 0:
-            t = past + lat[i]
-            if t > rdy[node, nxt[i]]:
-                rdy[node, nxt[i]] = t
+# Fields of a buffer slot: one cache line per queued request, no indirection in the scans.
+S_Q, S_BANK, S_ROW, S_RANK, S_BG, S_ARR, S_KEY, S_WR = range(8)
+NS = 8
 
 
 @nb.njit(cache=True)
-def _apply_sibling(rdy, node, level, cmd, clk, sstart, send, nxt, lat):
-    for i in range(sstart[level, cmd], send[level, cmd]):
-        t = clk + lat[i]
-        if t > rdy[node, nxt[i]]:
-            rdy[node, nxt[i]] = t
+def _put(buf, c, p, j, qi, q_key, clk):
+    buf[c, p, S_Q] = j
+    buf[c, p, S_BANK] = qi[j, 0]
+    buf[c, p, S_ROW] = qi[j, 1]
+    buf[c, p, S_RANK] = qi[j, 2]
+    buf[c, p, S_BG] = qi[j, 3]
+    buf[c, p, S_ARR] = clk
+    buf[c, p, S_KEY] = q_key[j]
+    buf[c, p, S_WR] = qi[j, 4]
 
 
 @nb.njit(cache=True)
-def _update_timing(
-    c, rk, g, b, cmd, clk, R, G, B, rdy0, rdy1, rdy2, rdy3, h0, h1, h2, h3, tab_i, nxt, lat, win
-):
+def _remove(buf, c, pos, length):
+    """Remove slot ``pos`` of a buffer holding ``length`` entries, keeping the order."""
+    for k in range(pos, length - 1):
+        for f in range(NS):
+            buf[c, k, f] = buf[c, k + 1, f]
+
+
+@nb.njit(cache=True)
+def _update_timing(c, rk, g, b, cmd, clk, R, G, B, off, rdy, hist, tab_i, nxt, lat, win, work):
+    """Apply the constraint rules of ``cmd`` issued at ``clk`` on the path (channel ``c``, rank
+    node ``rk``, bank-group node ``g``, bank node ``b``; ``g < 0`` for an all-bank command):
+    target nodes push ``clk`` into their issue history and raise the ready clocks of the
+    following commands; sibling nodes (other ranks, ...) get the sibling rules.
+    ``rdy``/``hist`` hold all nodes, level L's node k at row ``off[L] + k``."""
     start = tab_i[0]
     end = tab_i[1]
     sstart = tab_i[2]
     send = tab_i[3]
-    scope = tab_i[4]
-    _apply_target(rdy0, h0, c, 0, cmd, clk, start, end, nxt, lat, win)
+    # work rows: (flat node, level, sibling)
+    nw = 0
+    work[nw, 0] = c
+    work[nw, 1] = 0
+    work[nw, 2] = 0
+    nw += 1
     if send[1, cmd] > sstart[1, cmd]:
         for rr in range(R):
             node = c * R + rr
             if node != rk:
-                _apply_sibling(rdy1, node, 1, cmd, clk, sstart, send, nxt, lat)
-    _apply_target(rdy1, h1, rk, 1, cmd, clk, start, end, nxt, lat, win)
-    if scope[0, cmd] == 1:
-        # All-bank command: every bank group and bank of the rank is a target.
+                work[nw, 0] = off[1] + node
+                work[nw, 1] = 1
+                work[nw, 2] = 1
+                nw += 1
+    work[nw, 0] = off[1] + rk
+    work[nw, 1] = 1
+    work[nw, 2] = 0
+    nw += 1
+    if g < 0:
+        # all-bank command: every bank group and bank of the rank is a target
         if end[2, cmd] > start[2, cmd] or end[3, cmd] > start[3, cmd]:
             for gg in range(G):
                 gnode = rk * G + gg
-                _apply_target(rdy2, h2, gnode, 2, cmd, clk, start, end, nxt, lat, win)
+                work[nw, 0] = off[2] + gnode
+                work[nw, 1] = 2
+                work[nw, 2] = 0
+                nw += 1
                 for bb in range(B):
-                    _apply_target(rdy3, h3, gnode * B + bb, 3, cmd, clk, start, end, nxt, lat, win)
-        return
-    if send[2, cmd] > sstart[2, cmd]:
-        for gg in range(G):
-            gnode = rk * G + gg
-            if gnode != g:
-                _apply_sibling(rdy2, gnode, 2, cmd, clk, sstart, send, nxt, lat)
-    _apply_target(rdy2, h2, g, 2, cmd, clk, start, end, nxt, lat, win)
-    if send[3, cmd] > sstart[3, cmd]:
-        for bb in range(B):
-            bnode = g * B + bb
-            if bnode != b:
-                _apply_sibling(rdy3, bnode, 3, cmd, clk, sstart, send, nxt, lat)
-    _apply_target(rdy3, h3, b, 3, cmd, clk, start, end, nxt, lat, win)
+                    work[nw, 0] = off[3] + gnode * B + bb
+                    work[nw, 1] = 3
+                    work[nw, 2] = 0
+                    nw += 1
+    else:
+        if send[2, cmd] > sstart[2, cmd]:
+            for gg in range(G):
+                gnode = rk * G + gg
+                if gnode != g:
+                    work[nw, 0] = off[2] + gnode
+                    work[nw, 1] = 2
+                    work[nw, 2] = 1
+                    nw += 1
+        work[nw, 0] = off[2] + g
+        work[nw, 1] = 2
+        work[nw, 2] = 0
+        nw += 1
+        if send[3, cmd] > sstart[3, cmd]:
+            for bb in range(B):
+                bnode = g * B + bb
+                if bnode != b:
+                    work[nw, 0] = off[3] + bnode
+                    work[nw, 1] = 3
+                    work[nw, 2] = 1
+                    nw += 1
+        work[nw, 0] = off[3] + b
+        work[nw, 1] = 3
+        work[nw, 2] = 0
+        nw += 1
+    for w in range(nw):
+        node = work[w, 0]
+        level = work[w, 1]
+        if work[w, 2]:
+            for i in range(sstart[level, cmd], send[level, cmd]):
+                t = clk + lat[i]
+                if t > rdy[node, nxt[i]]:
+                    rdy[node, nxt[i]] = t
+            continue
+        s = start[level, cmd]
+        e = end[level, cmd]
+        if s == e:
+            continue
+        for k in range(W - 1, 0, -1):
+            hist[node, cmd, k] = hist[node, cmd, k - 1]
+        hist[node, cmd, 0] = clk
+        for i in range(s, e):
+            past = hist[node, cmd, win[i] - 1]
+            if past >= 0:
+                t = past + lat[i]
+                if t > rdy[node, nxt[i]]:
+                    rdy[node, nxt[i]] = t
 
 
 @nb.njit(cache=True)
@@ -149,34 +202,35 @@ def simulate(
     drain = params[12] != 0
     skip_blocked = params[13] != 0
     jump = params[14] != 0
+    rd_cmd = RDA if closed else RD
+    wr_cmd = WRA if closed else WR
     wm_hi = wm[0]
     wm_lo = wm[1]
 
     n = q_ch.shape[0]
-    # one row per request (bank node, row, rank node, bank-group node, write, arrive): the
-    # scans below read one cache line per queued request
-    qi = np.empty((n, 6), np.int64)
+    # one row per request (bank node, row, rank node, bank-group node, write), copied into a
+    # buffer slot when the request is accepted
+    qi = np.empty((n, 5), np.int64)
     for j in range(n):
         qi[j, 0] = q_bank[j]
         qi[j, 1] = q_row[j]
         qi[j, 2] = q_rank[j]
         qi[j, 3] = q_bg[j]
         qi[j, 4] = q_wr[j]
-        qi[j, 5] = -1
     NR = C * R
     NG = NR * G
     NB = NG * B
     AQ = R * G * B
     PQ = 64 * R
 
-    rdy0 = np.zeros((C, NCMD), np.int64)
-    rdy1 = np.zeros((NR, NCMD), np.int64)
-    rdy2 = np.zeros((NG, NCMD), np.int64)
-    rdy3 = np.zeros((NB, NCMD), np.int64)
-    h0 = np.full((C, NCMD, W), -1, np.int64)
-    h1 = np.full((NR, NCMD, W), -1, np.int64)
-    h2 = np.full((NG, NCMD, W), -1, np.int64)
-    h3 = np.full((NB, NCMD, W), -1, np.int64)
+    # ready clocks and issue histories of all nodes: channels, ranks, bank groups, banks
+    off = np.array([0, C, C + NR, C + NR + NG], np.int64)
+    o1 = off[1]
+    o2 = off[2]
+    o3 = off[3]
+    rdy = np.zeros((C + NR + NG + NB, NCMD), np.int64)
+    hist = np.full((C + NR + NG + NB, NCMD, W), -1, np.int64)
+    work = np.zeros((2 + R + G + G * B, 3), np.int64)
     open_row = np.full(NB, -1, np.int64)
     open_cnt = np.zeros(NR, np.int64)
     open_since = np.zeros(NR, np.int64)
@@ -184,11 +238,11 @@ def simulate(
     act_bank = np.zeros(NB, np.int64)
     act_rank = np.zeros(NR, np.int64)
 
-    rbuf = np.zeros((C, RQ), np.int64)
+    rbuf = np.zeros((C, RQ, NS), np.int64)
     rlen = np.zeros(C, np.int64)
-    wbuf = np.zeros((C, WQ), np.int64)
+    wbuf = np.zeros((C, WQ, NS), np.int64)
     wlen = np.zeros(C, np.int64)
-    abuf = np.zeros((C, AQ), np.int64)
+    abuf = np.zeros((C, AQ, NS), np.int64)
     alen = np.zeros(C, np.int64)
     pbuf = np.zeros((C, PQ), np.int64)
     plen = np.zeros(C, np.int64)
@@ -220,17 +274,15 @@ def simulate(
         ok = False
         if q_wr[j] == 0:
             if rlen[c] < RQ:
-                rbuf[c, rlen[c]] = j
+                _put(rbuf, c, rlen[c], j, qi, q_key, 0)
                 rlen[c] += 1
                 arrive[j] = 0
-                qi[j, 5] = 0
                 ok = True
         else:
             if wlen[c] < WQ:
-                wbuf[c, wlen[c]] = j
+                _put(wbuf, c, wlen[c], j, qi, q_key, 0)
                 wlen[c] += 1
                 arrive[j] = 0
-                qi[j, 5] = 0
                 ok = True
         if ok:
             nxt_req = 1
@@ -299,20 +351,19 @@ def simulate(
                 if not want_row:
                     best_arr = INF
                     for i in range(alen[c]):
-                        q = abuf[c, i]
-                        bq = qi[q, 0]
+                        q = abuf[c, i, S_Q]
                         # an active-buffer request's row is open: its column command is next
-                        cmd = (WRA if closed else WR) if qi[q, 4] else (RDA if closed else RD)
-                        t = rdy0[c, cmd]
-                        t1 = rdy1[qi[q, 2], cmd]
-                        t2 = rdy2[qi[q, 3], cmd]
-                        t3 = rdy3[bq, cmd]
+                        cmd = wr_cmd if abuf[c, i, S_WR] else rd_cmd
+                        t = rdy[c, cmd]
+                        t1 = rdy[o1 + abuf[c, i, S_RANK], cmd]
+                        t2 = rdy[o2 + abuf[c, i, S_BG], cmd]
+                        t3 = rdy[o3 + abuf[c, i, S_BANK], cmd]
                         t = max(max(t, t1), max(t2, t3))
                         if t > clk:
                             if t < fut:
                                 fut = t
-                        elif qi[q, 5] < best_arr:
-                            best_arr = qi[q, 5]
+                        elif abuf[c, i, S_ARR] < best_arr:
+                            best_arr = abuf[c, i, S_ARR]
                             sel_q = q
                             sel_cmd = cmd
                             sel_pos = i
@@ -325,9 +376,9 @@ def simulate(
                         r = pbuf[c, 0]
                         rk = c * R + r
                         cmd = PREAB if open_cnt[rk] > 0 else REFAB
-                        t = rdy0[c, cmd]
-                        if rdy1[rk, cmd] > t:
-                            t = rdy1[rk, cmd]
+                        t = rdy[c, cmd]
+                        if rdy[o1 + rk, cmd] > t:
+                            t = rdy[o1 + rk, cmd]
                         if t > clk:
                             if t < fut:
                                 fut = t
@@ -335,8 +386,8 @@ def simulate(
                         if cmd == PREAB and act_rank[rk] > 0:
                             continue
                         _update_timing(
-                            c, rk, -1, -1, cmd, clk, R, G, B, rdy0, rdy1, rdy2, rdy3,
-                            h0, h1, h2, h3, tab_i, nxt, lat, win,
+                            c, rk, -1, -1, cmd, clk, R, G, B, off, rdy, hist, tab_i, nxt, lat,
+                            win, work,
                         )  # fmt: skip
                         cnt[cmd] += 1
                         issued_any = True
@@ -369,12 +420,12 @@ def simulate(
                     use_w = wmode[c]
                     blen = wlen[c] if use_w else rlen[c]
                     buf = wbuf if use_w else rbuf
-                    col_cmd = (WRA if closed else WR) if use_w else (RDA if closed else RD)
+                    col_cmd = wr_cmd if use_w else rd_cmd
                     for i in range(blen):
-                        q = buf[c, i]
-                        bq = qi[q, 0]
+                        q = buf[c, i, S_Q]
+                        bq = buf[c, i, S_BANK]
                         orow = open_row[bq]
-                        if orow == qi[q, 1]:
+                        if orow == buf[c, i, S_ROW]:
                             cmd = col_cmd
                             if want_row:
                                 continue
@@ -382,10 +433,10 @@ def simulate(
                             cmd = ACT if orow < 0 else PREPB
                             if want_col:
                                 continue
-                        t = rdy0[c, cmd]
-                        t1 = rdy1[qi[q, 2], cmd]
-                        t2 = rdy2[qi[q, 3], cmd]
-                        t3 = rdy3[bq, cmd]
+                        t = rdy[c, cmd]
+                        t1 = rdy[o1 + buf[c, i, S_RANK], cmd]
+                        t2 = rdy[o2 + buf[c, i, S_BG], cmd]
+                        t3 = rdy[o3 + bq, cmd]
                         t = max(max(t, t1), max(t2, t3))
                         if t > clk:
                             if t < fut:
@@ -407,16 +458,16 @@ def simulate(
                 # ---- issue sel_cmd for request sel_q -----------------------------------
                 q = sel_q
                 cmd = sel_cmd
-                bk = q_bank[q]
-                rk = q_rank[q]
+                bk = qi[q, 0]
+                rk = qi[q, 2]
                 if not stat_done[q]:
                     stat_done[q] = True
                     orow = open_row[bk]
                     k = 0 if orow == q_row[q] else (2 if orow >= 0 else 1)
                     cnt[(C_HIT_W if q_wr[q] else C_HIT_R) + k] += 1
                 _update_timing(
-                    c, rk, q_bg[q], bk, cmd, clk, R, G, B, rdy0, rdy1, rdy2, rdy3,
-                    h0, h1, h2, h3, tab_i, nxt, lat, win,
+                    c, rk, qi[q, 3], bk, cmd, clk, R, G, B, off, rdy, hist, tab_i, nxt, lat,
+                    win, work,
                 )  # fmt: skip
                 cnt[cmd] += 1
                 issued_any = True
@@ -434,16 +485,16 @@ def simulate(
                         open_since[rk] = clk
                     open_cnt[rk] += 1
                     # leaves the read/write buffer for the active buffer
+                    src = rbuf if sel_src == 2 else wbuf
+                    for f in range(NS):
+                        abuf[c, alen[c], f] = src[c, sel_pos, f]
+                    alen[c] += 1
                     if sel_src == 2:
-                        for k in range(sel_pos, rlen[c] - 1):
-                            rbuf[c, k] = rbuf[c, k + 1]
+                        _remove(rbuf, c, sel_pos, rlen[c])
                         rlen[c] -= 1
                     else:
-                        for k in range(sel_pos, wlen[c] - 1):
-                            wbuf[c, k] = wbuf[c, k + 1]
+                        _remove(wbuf, c, sel_pos, wlen[c])
                         wlen[c] -= 1
-                    abuf[c, alen[c]] = q
-                    alen[c] += 1
                     act_bank[bk] += 1
                     act_rank[rk] += 1
                 elif cmd == PREPB:
@@ -464,18 +515,15 @@ def simulate(
                         depart[q] = clk + rl
                         done[q] = clk + rl
                     if sel_src == 0:
-                        for k in range(sel_pos, alen[c] - 1):
-                            abuf[c, k] = abuf[c, k + 1]
+                        _remove(abuf, c, sel_pos, alen[c])
                         alen[c] -= 1
                         act_bank[bk] -= 1
                         act_rank[rk] -= 1
                     elif sel_src == 2:
-                        for k in range(sel_pos, rlen[c] - 1):
-                            rbuf[c, k] = rbuf[c, k + 1]
+                        _remove(rbuf, c, sel_pos, rlen[c])
                         rlen[c] -= 1
                     else:
-                        for k in range(sel_pos, wlen[c] - 1):
-                            wbuf[c, k] = wbuf[c, k + 1]
+                        _remove(wbuf, c, sel_pos, wlen[c])
                         wlen[c] -= 1
 
             wake[c] = clk + 1 if issued_c else fut
@@ -491,7 +539,7 @@ def simulate(
                 ok = False
                 if q_wr[j] == 0:
                     for i in range(wlen[c]):
-                        if q_key[wbuf[c, i]] == q_key[j]:
+                        if wbuf[c, i, S_KEY] == q_key[j]:
                             ok = True
                             break
                     if ok:
@@ -501,15 +549,14 @@ def simulate(
                         depart[j] = clk + 1
                         done[j] = clk + 1
                     elif rlen[c] < RQ:
-                        rbuf[c, rlen[c]] = j
+                        _put(rbuf, c, rlen[c], j, qi, q_key, clk)
                         rlen[c] += 1
                         arrive[j] = clk
-                        qi[j, 5] = clk
                         wake[c] = clk + 1
                         ok = True
                 else:
                     for i in range(wlen[c]):
-                        if q_key[wbuf[c, i]] == q_key[j]:
+                        if wbuf[c, i, S_KEY] == q_key[j]:
                             ok = True
                             break
                     if ok:
@@ -517,10 +564,9 @@ def simulate(
                         arrive[j] = clk
                         done[j] = clk
                     elif wlen[c] < WQ:
-                        wbuf[c, wlen[c]] = j
+                        _put(wbuf, c, wlen[c], j, qi, q_key, clk)
                         wlen[c] += 1
                         arrive[j] = clk
-                        qi[j, 5] = clk
                         wake[c] = clk + 1
                         ok = True
                 if not ok:

@@ -274,7 +274,7 @@ def catalog_rows() -> list[dict[str, Any]]:
                 "org": f"{o.channels}ch x {o.ranks}{level} x {o.bankgroups}BG x {o.banks}",
                 "peak_GB/s": round(s.peak_bandwidth_gbps, 1),
                 "capacity_GiB": round(s.capacity_bytes / 2**30, 2),
-                "summary": s.description,
+                "summary": f"{s.standard} {s.rate_mtps} MT/s, {s.peak_bandwidth_gbps:.1f} GB/s",
             }
         )
     return rows

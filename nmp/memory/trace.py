@@ -22,6 +22,12 @@ REQUEST_DTYPE = np.dtype([("addr", "<u8"), ("write", "?")])
 
 _RAMULATOR = re.compile(r"\s*(LD|ST)\s+(0[xX][0-9a-fA-F]+|\d+)\s*")
 _DRAMSIM3 = re.compile(r"\s*(0[xX][0-9a-fA-F]+|\d+)\s+(READ|WRITE|R|W)\s+(\d+)\s*", re.IGNORECASE)
+# Whole-text fast path for well-formed traces: one C-level scan instead of a match per line.
+_RAMULATOR_ALL = re.compile(r"^[ \t]*(LD|ST)[ \t]+0[xX]([0-9a-fA-F]+)[ \t\r]*$", re.MULTILINE)
+_DRAMSIM3_ALL = re.compile(
+    r"^[ \t]*0[xX]([0-9a-fA-F]+)[ \t]+(READ|WRITE)[ \t]+\d+[ \t\r]*$", re.MULTILINE
+)
+_CONTENT = re.compile(r"^[ \t]*[^\s#]", re.MULTILINE)
 
 
 ARRIVAL_DTYPE = np.dtype([("addr", "<u8"), ("write", "?"), ("arrival", "<u8")])
@@ -39,6 +45,66 @@ def make_requests(addr, write=False, arrival=None) -> np.ndarray:
     out["write"] = np.broadcast_to(np.asarray(write, dtype=bool), a.shape)
     if arrival is not None:
         out["arrival"] = np.broadcast_to(np.asarray(arrival, dtype=np.uint64), a.shape)
+    return out
+
+
+_NIBBLE = np.zeros(256, np.uint64)
+for _i, _ch in enumerate("0123456789abcdef"):
+    _NIBBLE[ord(_ch)] = _NIBBLE[ord(_ch.upper())] = _i
+
+
+def _parse_hex(hexes) -> np.ndarray:
+    """Hex digit strings (at most 16 digits, already validated) to uint64, vectorized."""
+    arr = np.asarray(hexes, dtype="S16")
+    if not arr.size:
+        return np.zeros(0, np.uint64)
+    digits = arr.view(np.uint8).reshape(len(arr), 16)
+    length = np.char.str_len(arr)
+    nib = _NIBBLE[digits]
+    val = np.zeros(len(arr), np.uint64)
+    for i in range(16):
+        val = np.where(i < length, (val << np.uint64(4)) | nib[:, i], val)
+    return val
+
+
+_IS_HEX = _NIBBLE.astype(bool)
+_IS_HEX[ord("0")] = True
+
+
+def _parse_canonical_ramulator(data: bytes) -> np.ndarray | None:
+    """Vectorized parse of the canonical Ramulator form: every line exactly ``LD 0x<hex>`` or
+    ``ST 0x<hex>`` (1-16 digits), ``\n``-separated. ``None`` if any line is not canonical."""
+    b = np.frombuffer(data, np.uint8)
+    if b.size == 0:
+        return None
+    if b[-1] != 10:
+        b = np.append(b, np.uint8(10))
+    ends = np.flatnonzero(b == 10)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    length = ends - starts
+    if (length < 6).any() or (length > 21).any():
+        return None
+    c0, c1 = b[starts], b[starts + 1]
+    is_ld = (c0 == ord("L")) & (c1 == ord("D"))
+    is_st = (c0 == ord("S")) & (c1 == ord("T"))
+    ok = (is_ld | is_st) & (b[starts + 2] == ord(" ")) & (b[starts + 3] == ord("0"))
+    ok &= (b[starts + 4] == ord("x")) | (b[starts + 4] == ord("X"))
+    if not ok.all():
+        return None
+    # every byte from start+5 to the newline must be a hex digit
+    bad = np.concatenate(([0], np.cumsum(~_IS_HEX[b])))
+    if (bad[ends] - bad[starts + 5] != 0).any():
+        return None
+    # value = sum (= OR, the bit fields are disjoint) of nibble << 4 * (digits to its right)
+    nd = length - 5
+    first = np.concatenate(([0], np.cumsum(nd)[:-1]))
+    line = np.repeat(np.arange(len(starts)), nd)
+    within = np.arange(int(nd.sum())) - first[line]
+    vals = _NIBBLE[b[starts[line] + 5 + within]] << (4 * (nd[line] - 1 - within)).astype(np.uint64)
+    addr = np.add.reduceat(vals, first)
+    out = np.empty(len(starts), REQUEST_DTYPE)
+    out["addr"] = addr
+    out["write"] = is_st
     return out
 
 
@@ -70,11 +136,31 @@ def read_trace(path: str | os.PathLike) -> np.ndarray:
     """
     path = Path(path)
     text = _open_text(path)
-    lines = text.split("\n")
-    first = next((ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")), None)
-    if first is None:
+    canonical = _parse_canonical_ramulator(text.encode("ascii"))
+    if canonical is not None:
+        return canonical
+    m_first = _CONTENT.search(text)
+    if m_first is None:
         raise TraceError("empty trace", file=str(path))
+    first = text[m_first.start() : text.find("\n", m_first.start()) % (len(text) + 1)]
     fmt = "ramulator" if first.lstrip()[:2].upper() in ("LD", "ST") else "dramsim3"
+    fast = (_RAMULATOR_ALL if fmt == "ramulator" else _DRAMSIM3_ALL).findall(text)
+    n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+    if len(fast) == n_lines or len(fast) == len(_CONTENT.findall(text)):
+        if fmt == "ramulator":
+            ops, hexes = zip(*fast, strict=True) if fast else ((), ())
+            write = np.array(ops, dtype="S2") == b"ST"
+        else:
+            hexes, ops = zip(*fast, strict=True) if fast else ((), ())
+            write = np.array(ops, dtype="S5") == b"WRITE"
+        out = np.empty(len(hexes), REQUEST_DTYPE)
+        hex_arr = np.array(hexes, dtype="S17") if hexes else np.zeros(0, "S17")
+        if hex_arr.size and np.char.str_len(hex_arr).max() > 16:
+            raise TraceError("address does not fit 64 bits", file=str(path))
+        out["addr"] = _parse_hex(hex_arr.astype("S16"))
+        out["write"] = write
+        return out
+    lines = text.split("\n")
     pattern = _RAMULATOR if fmt == "ramulator" else _DRAMSIM3
     matches = [pattern.fullmatch(ln) for ln in lines]
     if not all(matches):

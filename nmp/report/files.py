@@ -98,6 +98,12 @@ POINT_HEADER = [
 ]
 
 
+def _executor(desc: dict[str, Any]) -> str:
+    name = desc.get("executor", "?")
+    rest = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in desc.items() if k != "executor")
+    return f"{name} ({rest})" if rest else name
+
+
 def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
     rows = summary["rows"]
     by_key = {r["key"]: r for r in rows}
@@ -117,7 +123,8 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
         f"- baseline: `{summary['baseline']}` (speedup = lookups/s over the baseline's; energy "
         "saving = the baseline's energy per lookup over the point's, on the same workload)",
         f"- objectives of the Pareto sets: {objectives}",
-        f"- executor: {summary['executor']}; wall time {summary['wall_s']:.1f} s",
+        f"- executor: {_executor(summary['executor'])}; wall time of the last session "
+        f"{summary['wall_s']:.1f} s",
     ]
     if env:
         commit = git.get("commit", "unknown")[:12] + (" (dirty)" if git.get("dirty") else "")

@@ -16,11 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import EngFormatter, LogFormatter  # noqa: E402
+from matplotlib.ticker import (  # noqa: E402
+    EngFormatter,
+    FuncFormatter,
+    LogFormatter,
+    LogLocator,
+    NullFormatter,
+)
 
 OBJECTIVE_NAMES = {
     "lookups_per_s": "throughput",
@@ -41,6 +48,11 @@ class _EngLogFormatter(LogFormatter):
 
     def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
         return self._eng.format_eng(x)
+
+
+def _short(x: float) -> str:
+    """1,079 / 466 / 12.3 / 0.0123: readable totals without exponents."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def _save(fig: Figure, path: Path) -> None:
@@ -99,6 +111,8 @@ def plot_speedup(summary: dict[str, Any], path: Path) -> None:
                 continue
             ys.append(li + (gi - (n_grp - 1) / 2) * height)
             xs.append(r["speedup"])
+        if not xs:  # no baseline point in this group: nothing to compare
+            continue
         values += xs
         bars = ax.barh(ys, xs, height=height * 0.95, color=color, label=group)
         if n_lab * n_grp <= 40:
@@ -108,6 +122,9 @@ def plot_speedup(summary: dict[str, Any], path: Path) -> None:
     ax.invert_yaxis()
     if values and max(values) / max(min(values), 1e-12) > 30:
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.set_xlabel(f"speedup over {summary['baseline']} (lookups/s ratio, x)")
     what = "fastest point of each design" if per_design else "each design"
     ax.set_title(f"Speedup of {what} over {summary['baseline']} (dashed line = 1x)")
@@ -191,7 +208,7 @@ def _split_panel(
             left += share
         if s <= 0:
             ax.text(2, yi, "no breakdown", va="center", fontsize=7, color="gray")
-        ax.text(101, yi, f"{total:.3g} {unit}", va="center", fontsize=7)
+        ax.text(101, yi, f"{_short(total)} {unit}", va="center", fontsize=7)
     ax.set_yticks(range(len(entries)), [lab for lab, _, _ in entries])
     ax.invert_yaxis()
     ax.set_xlim(0, 118)
@@ -204,16 +221,57 @@ def _split_panel(
     )
 
 
+def _time_panel(fig: Figure, ax: Any, picked: list[dict[str, Any]]) -> None:
+    """Heatmap: each resource's time as a share of the point's latency. Resources of an NMP
+    design overlap (each is a bound; the largest is the bottleneck), a GPU's stalls add up."""
+    comps = list(dict.fromkeys(c for r in picked for c in r["time_split_ns"]))
+    data = np.array(
+        [
+            [
+                r["time_split_ns"].get(c, 0.0) / r["latency_ns"] * 100 if r["latency_ns"] else 0.0
+                for c in comps
+            ]
+            for r in picked
+        ]
+    ).reshape(len(picked), len(comps))
+    keep = [j for j in range(len(comps)) if np.any(data[:, j] >= 0.5)]  # drop ~0 columns
+    comps, data = [comps[j] for j in keep], data[:, keep]
+    if not comps:
+        ax.text(0.5, 0.5, "no time breakdown in these results", ha="center", va="center")
+        ax.set_axis_off()
+        return
+    image = ax.imshow(data, cmap="Blues", vmin=0, vmax=max(100.0, float(data.max())), aspect="auto")
+    for (i, j), value in np.ndenumerate(data):
+        color = "white" if value > 60 else "black"
+        ax.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=7, color=color)
+    ax.set_xticks(range(len(comps)), comps, rotation=35, ha="right", fontsize=8)
+    ax.set_yticks(
+        range(len(picked)), [f"{r['label']} ({_short(r['latency_ns'] / 1e3)} µs)" for r in picked]
+    )
+    ax.set_title(
+        "time per resource, % of the point's latency per batch (µs in brackets)\n"
+        "NMP: overlapping bounds, the largest is the bottleneck; GPU: stalls that add up",
+        fontsize=9,
+    )
+    fig.colorbar(image, ax=ax, label="% of latency", fraction=0.04, pad=0.02)
+
+
 def plot_breakdown(summary: dict[str, Any], path: Path) -> None:
     rows = summary["rows"]
     group = summary["groups"][0]["group"]
     labels, per_design = _bar_entries(rows, [group])
     picked = [r for r in (_pick(rows, group, lab, per_design) for lab in labels) if r]
-    time_entries = [(r["label"], r["time_split_ns"], r["latency_ns"] / 1e3) for r in picked]
     energy_entries = [(r["label"], r["energy_split_pj"], r["energy_pj_per_lookup"]) for r in picked]
-    fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(13, 1.6 + 0.32 * len(picked)), sharey=True)
-    _split_panel(ax_t, time_entries, "time per batch by component (total: µs)", "µs")
-    _split_panel(ax_e, energy_entries, "energy by component (total: pJ/lookup)", "pJ")
+    n_comp = len({c for r in picked for c in r["time_split_ns"]})
+    height = 0.42 * len(picked) + 1.6
+    fig, (ax_t, ax_e) = plt.subplots(
+        2,
+        1,
+        figsize=(max(10, 4 + 0.55 * n_comp), 2 * height + 1.2),
+        gridspec_kw={"height_ratios": [height + 0.8, height]},
+    )
+    _time_panel(fig, ax_t, picked)
+    _split_panel(ax_e, energy_entries, "energy by component, % of the total (pJ per lookup)", "pJ")
     fig.suptitle(f"Where time and energy go: {group}", fontsize=11)
     fig.tight_layout()
     _save(fig, path)

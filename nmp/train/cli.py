@@ -5,8 +5,8 @@
     nmp train --extrapolate [--servers 5 --server-mtbf-hours 720]
 
 Training presets: the workload preset's tables are capped at ``train.max_rows`` rows (2000 by
-default, ids hashed into the cap) so that a run takes seconds on one CPU core; every training
-knob is ``--set train.<field>=value`` (see nmp/train/config.py).
+default; synthetic ids are drawn within the cap, Criteo TSV ids hashed into it) so that a run
+takes seconds on one CPU core; every knob is ``--set train.<field>=value`` (nmp/train/config.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 The workload preset (``nmp.workload``) gives the tables (rows, dim), batch, pooling and the
 access skew. A training run on a CPU in seconds needs smaller tables, so rows are capped at
-``max_rows`` per table (ids are hashed into the capped table, like DLRM's ``--max-ind-range``);
+``max_rows`` per table (synthetic ids are drawn within the cap; Criteo TSV ids are hashed into
+it, like DLRM's ``--max-ind-range``);
 everything else keeps the preset's values unless set. Every knob can be changed with
 ``--set train.<field>=value``.
 

@@ -142,10 +142,21 @@ class CostModel:
         k = self.store.k
         return rows * k * self.ns_per_lookup, rows * k * self.pj_per_lookup
 
-    def rebuild_cost(self, positions: int) -> tuple[float, float]:
-        """Decoding ``positions`` lost positions and writing them to the replacement node."""
-        t, e = self.decode_cost(positions)
-        return t + positions * self.ns_per_update, e + positions * self.pj_per_update
+    def rebuild_cost(self, node: int, stripes: np.ndarray) -> tuple[float, float]:
+        """Rebuilding ``node``'s positions in ``stripes``: the survivors' reads timed by the
+        hardware model on their real rows, plus one record write per position.
+
+        A lost data row reads the k - 1 other data rows of its stripe and the parity; a lost
+        parity reads the k data rows. The parity is not a table row of the timing model, so its
+        read is timed as a read of one more record of the stripe (same size, same level).
+        """
+        store = self.store
+        k = store.k
+        rows = stripes[:, None] * k + np.arange(k)[None, :]  # every data row of each stripe
+        rows = np.minimum(rows, store.total_rows - 1)  # the last stripe's padding rows
+        t, e = self.backend.read_records(rows)
+        n = len(stripes)
+        return t + n * self.ns_per_update, e + n * self.pj_per_update
 
     def storage_ns(self, bytes_: float) -> float:
         return bytes_ / self.cfg.storage_gbps  # GB/s is bytes per ns

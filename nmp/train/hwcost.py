@@ -48,6 +48,10 @@ class BandwidthBackend:
         nbytes = batch.ids.size * self.emb_bytes
         return nbytes / (self.nodes * self.node_gbps), 0.0
 
+    def read_records(self, rows: np.ndarray) -> tuple[float, float]:
+        """Reading the records ``rows`` (int64 [bags, per bag]) to the decoding unit."""
+        return rows.size * self.rec_bytes / (self.nodes * self.node_gbps), 0.0
+
     def update(self, rows: np.ndarray) -> tuple[float, float]:
         # Data unit: read old record, write new; parity unit(s): read, write; delta over the bus.
         per_row = 2 * self.rec_bytes * (1 + self.store.r)
@@ -122,6 +126,28 @@ class ArchBackend:
             _, res = self.gather_arch.gather_reduce(
                 self.lookup_batch(batch), self.tables, functional=False
             )
+            hit = (float(res.t_ns), float(res.total_energy_pj))
+            _COST_CACHE[key] = hit
+        return hit
+
+    def read_records(self, rows: np.ndarray) -> tuple[float, float]:
+        """Reading the records ``rows`` (int64 [bags, per bag]) and combining each bag in the
+        units: a gather-reduce over the records table (XOR and sum cost the same adder pass)."""
+        from nmp.workload.batch import LookupBatch, TableLookups
+
+        rows = np.asarray(rows, dtype=np.int64)
+        key = ("records", self.key, hashlib.sha1(rows.tobytes()).digest())
+        hit = _COST_CACHE.get(key)
+        if hit is None:
+            bags, per = rows.shape
+            lookups = TableLookups(
+                indices=np.ascontiguousarray(rows.reshape(-1)),
+                offsets=np.arange(0, bags * per + 1, per, dtype=np.int64),
+                weights=None,
+                num_rows=self.update_arch.tables[0].rows,
+                dim=self.width,
+            )
+            _, res = self.update_arch.gather_reduce(LookupBatch((lookups,)), functional=False)
             hit = (float(res.t_ns), float(res.total_energy_pj))
             _COST_CACHE[key] = hit
         return hit

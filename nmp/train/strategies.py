@@ -109,7 +109,7 @@ class ECRec(Strategy):
     def attach(self, trainer) -> None:
         super().attach(trainer)
         self.queue: list[int] = []
-        self.failed_at: dict[int, float] = {}
+        self.failed_at: dict[int, list[tuple[int, float]]] = {}  # node -> (failure, time)
         self.range_left = 0  # steps until the range in flight commits
         self.range_ns = 0.0
         self.range_pj = 0.0
@@ -131,7 +131,9 @@ class ECRec(Strategy):
         store.fail_node(f.node)
         if f.node not in self.queue:
             self.queue.append(f.node)
-        self.failed_at[f.node] = self.ledger.total_ns
+        self.failed_at.setdefault(f.node, []).append(
+            (len(self.redundancy_ns), self.ledger.total_ns)
+        )
         self._event(f, lost_rows=int(len(store.rows_on_node(f.node))), during_rebuild_of=rebuilding)
         self.redundancy_ns.append(None)
 
@@ -150,7 +152,7 @@ class ECRec(Strategy):
                 self._restored(node)
                 continue
             store.start_range(node, stripes)
-            self.range_ns, self.range_pj = self.cost.rebuild_cost(len(stripes))
+            self.range_ns, self.range_pj = self.cost.rebuild_cost(node, stripes)
             budget = self.cfg.rebuild_share * self.cost.baseline_step_ns()
             self.range_left = max(1, math.ceil(self.range_ns / budget))
             self._range_steps = self.range_left
@@ -171,15 +173,12 @@ class ECRec(Strategy):
                 self._restored(node)
 
     def _restored(self, node: int) -> None:
-        t0 = self.failed_at.pop(node, None)
-        if t0 is None:
-            return
-        dt = self.ledger.total_ns - t0
-        for i in range(len(self.redundancy_ns)):
-            if self.redundancy_ns[i] is None:
-                self.redundancy_ns[i] = dt
-                break
-        self.events.append({"rebuilt_node": node, "at_ns": self.ledger.total_ns, "after_ns": dt})
+        for i, t0 in self.failed_at.pop(node, []):  # every failure of this node is healed
+            self.redundancy_ns[i] = self.ledger.total_ns - t0
+            after = self.redundancy_ns[i]
+            self.events.append(
+                {"rebuilt_node": node, "at_ns": self.ledger.total_ns, "after_ns": after}
+            )
 
     def summary(self) -> dict[str, Any]:
         out = super().summary()

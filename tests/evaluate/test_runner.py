@@ -132,3 +132,24 @@ def test_killed_sweep_resumes_with_every_point_once(tmp_path: Path) -> None:
     assert Counter(keys) == Counter(k for _, k in keyed)
     env = json.loads((run_dir / "environment.json").read_text())
     assert [s["resume"] for s in env["sessions"]] == [False, True]
+
+
+def test_dask_executor_on_a_running_scheduler(tmp_path: Path) -> None:
+    """--scheduler ADDRESS: the executor connects to a cluster it did not start."""
+    import logging
+
+    from distributed import LocalCluster
+
+    spec, keyed = _keyed()
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=False,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as cluster:
+        executor = DaskExecutor(cluster.scheduler_address)
+        run_sweep(spec, keyed, tmp_path / "dask", point_fn=fake_point, executor=executor)
+        assert executor.describe() == {"executor": "dask", "scheduler": cluster.scheduler_address}
+    run_sweep(spec, keyed, tmp_path / "serial", point_fn=fake_point)
+    assert _results(tmp_path / "dask") == _results(tmp_path / "serial")

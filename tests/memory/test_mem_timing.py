@@ -46,7 +46,7 @@ def test_column_spacing_same_and_other_bankgroup(ddr4):
 
 
 def test_fifth_act_waits_for_tfaw(ddr4):
-    from nmp.memory.replay import engine_inputs, run_engine
+    from nmp.memory.driver import engine_inputs, run_engine
     from nmp.memory.standards import CMD
 
     t = ddr4.timing
@@ -107,7 +107,7 @@ def test_closed_row_policy_precharges_every_access(ddr4):
 
 
 def test_event_jump_is_exact():
-    from nmp.memory.replay import engine_inputs, run_engine
+    from nmp.memory.driver import engine_inputs, run_engine
 
     spec = load_memory("ddr4-3200aa", ranks=2)
     rng = np.random.default_rng(7)

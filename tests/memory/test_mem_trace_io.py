@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import numpy as np
 import pytest
 
@@ -21,6 +23,13 @@ def test_round_trip(tmp_path, fmt, name):
     np.testing.assert_array_equal(back["write"], reqs["write"])
     raw = path.read_bytes()
     assert (raw[:2] == b"\x1f\x8b") == name.endswith(".gz")
+    # the vectorized path (canonical lines) and the per-line path (here: a comment) agree
+    plain = tmp_path / "commented.trace"
+    text = gzip.decompress(raw) if name.endswith(".gz") else raw
+    plain.write_bytes(b"# header\n" + text)
+    slow = read_trace(plain)
+    np.testing.assert_array_equal(slow["addr"], reqs["addr"])
+    np.testing.assert_array_equal(slow["write"], reqs["write"])
 
 
 def test_formats_read(tmp_path):

@@ -36,7 +36,7 @@ def test_figures_scale_with_width_and_gf():
         assert len({round(by[w, gf].critical_path_ps) for w in synth.REPORT_WIDTHS}) == 1
     for w in synth.REPORT_WIDTHS:
         assert by[w, True].cells > 2 * by[w, False].cells  # GF lanes cost real logic
-        assert by[w, True].fmax_mhz < by[w, False].fmax_mhz
+        assert by[w, True].fmax_mhz <= by[w, False].fmax_mhz  # flat GF lanes: no slower loop
 
 
 def test_parity_unit_figures_reads_the_cache_and_scales():

@@ -56,6 +56,7 @@ def test_failure_during_rebuild(failure_free, tiny_cfg, code, parities, second):
     res = run(cfg, "ecrec", [Failure(30, 3), Failure(36, second)])
     assert res.events[1]["during_rebuild_of"] == [3]  # the second failure hit the rebuild
     assert res.final_state_sha256 == failure_free(steps=200).final_state_sha256
+    assert res.extra["redundancy_restored"]
     _check_consistent(res)
 
 

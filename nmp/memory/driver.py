@@ -1,4 +1,5 @@
-"""``replay(trace_or_requests, spec) -> MemStats``: lower requests to the engine and back."""
+"""``replay(trace_or_requests, spec) -> MemStats``: lower requests to the engine and back
+(split lines into transactions, decode addresses to node ids, run, collect statistics)."""
 
 from __future__ import annotations
 
