@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from nmp.arch.rowdata import BASIS_A, BASIS_B
+
 
 @njit(cache=True)
 def _gather_segments(seg, uinv, weights, values, nseg, col_lo, col_hi):  # pragma: no cover
@@ -135,13 +137,17 @@ def gather_tree(node, bag, uinv, weights, values, parent, n_nodes, batch):  # pr
     return out
 
 
+_BASIS_A, _BASIS_B = BASIS_A, BASIS_B
+
+
 @njit(cache=True, fastmath=True)
 def gather_tree_basis(
     level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch
 ):  # pragma: no cover
     """:func:`gather_tree` reading each row in place as :mod:`nmp.arch.rowdata` stores it
     (``A[r mod |A|] + B[(r div |A|) mod |B|]``); a lookup's unit is ``base[level] + node``."""
-    na, nb = basis_a.shape[0], basis_b.shape[0]
+    # the basis sizes are compile-time constants, so the divisions become multiplications
+    na, nb = _BASIS_A, _BASIS_B
     dim = basis_a.shape[1]
     n_nodes = parent.shape[0]
     out = np.zeros((batch, dim), dtype=np.float32)

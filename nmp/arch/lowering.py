@@ -83,6 +83,10 @@ def _view(mem, level: str, queue: int | None = None, **org_changes):
     from nmp.memory import internal_view
 
     q = mem.controller.read_queue if queue is None else queue
+    key = (id(mem), level, q, tuple(sorted(org_changes.items())))
+    hit = _VIEWS.get(key)
+    if hit is not None and hit[0] is mem:
+        return hit[1]
     spec = mem.with_org(channels=1, ranks=1, **org_changes)
     ctrl = dataclasses.replace(
         spec.controller,
@@ -90,7 +94,14 @@ def _view(mem, level: str, queue: int | None = None, **org_changes):
         write_queue=min(spec.controller.write_queue, q),
         channel_interleave_bits=0,
     )
-    return internal_view(dataclasses.replace(spec, controller=ctrl), level)
+    view = internal_view(dataclasses.replace(spec, controller=ctrl), level)
+    if len(_VIEWS) > 256:
+        _VIEWS.clear()
+    _VIEWS[key] = (mem, view)
+    return view
+
+
+_VIEWS: dict[tuple, tuple] = {}  # (id(mem), level, queue, org) -> (mem, view): specs are frozen
 
 
 def _slot_location(slot, nbanks, lpr, lpp, rows):
@@ -112,9 +123,9 @@ def lower_level(
     flat: FlatLookups,
     plc: Placement,
     order: np.ndarray,
-    write: bool = False,
 ) -> LevelStream:
-    """The merged request stream of ``level``'s nodes (horizontal placement)."""
+    """The request streams of ``level``'s nodes (rows placed whole), grouped by node, each in
+    the order its unit issues them."""
     from nmp.memory import encode_address
 
     li = LEVELS.index(level)

@@ -90,6 +90,7 @@ def time_gather_reduce(
         bytes_by_level["channel"] = float(addr.size * tx)
         bd.update(
             bottleneck="channel" if t_mem >= t_cpu else "host_compute",
+            bounds_ns={"channel": t_mem, "host_compute": t_cpu},
             dram_replay_ns=t_mem,
             host_compute_ns=t_cpu,
             channel={

@@ -38,7 +38,13 @@ report.md, results.csv, speedup.png, pareto.png, breakdown.png; reports/latest -
 
 def _run(args: argparse.Namespace) -> int:
     from nmp.evaluate.executor import make_executor
-    from nmp.evaluate.runner import LATEST, resolve_run_dir, run_sweep, update_latest
+    from nmp.evaluate.runner import (
+        LATEST,
+        check_run_dir,
+        resolve_run_dir,
+        run_sweep,
+        update_latest,
+    )
     from nmp.evaluate.sweep import load_sweep, parse_sweep
     from nmp.evaluate.validate import validate_sweep
 
@@ -77,6 +83,7 @@ def _run(args: argparse.Namespace) -> int:
     if not console.is_terminal:
         console = Console(stderr=args.json, width=120)  # logs: wide enough for the tables
     executor = make_executor(args.jobs, args.scheduler, args.dask_workers)
+    check_run_dir(run_dir, resume=args.resume)  # before anything is written
     run_dir.mkdir(parents=True, exist_ok=True)
     if run_dir.parent.resolve() == base.resolve() and run_dir.name != LATEST:
         update_latest(base, run_dir)

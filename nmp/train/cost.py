@@ -7,8 +7,10 @@ Every part of a step is charged from a hardware model:
   does not) come from :mod:`nmp.arch` (``gather_reduce`` and ``parity_update``: DRAM timing and
   energy of the data and parity units and the traffic between nodes) — see
   :mod:`nmp.train.hwcost` for the adapter and its fallback;
-- degraded reads and the rebuild decode ``k`` surviving shards per lost row: charged as ``k`` row
-  reads at the gather's measured cost per lookup plus one row write at the update's cost per row;
+- the rebuild of each range: the architecture's gather-reduce over the records of the range's
+  stripes (the ``k`` shards each lost position is decoded from) plus one record write per
+  position; degraded reads during training: ``k`` shard reads per decoded row at the gather's
+  measured cost per lookup (too many small reads to time each one);
 - dense compute of the MLP (forward + backward, 6 flops per weight per sample) at
   ``host_flops``;
 - checkpoint writes and loads at ``storage_gbps``.

@@ -153,3 +153,15 @@ def test_dask_executor_on_a_running_scheduler(tmp_path: Path) -> None:
         assert executor.describe() == {"executor": "dask", "scheduler": cluster.scheduler_address}
     run_sweep(spec, keyed, tmp_path / "serial", point_fn=fake_point)
     assert _results(tmp_path / "dask") == _results(tmp_path / "serial")
+
+
+def test_resume_of_a_missing_run_fails_and_writes_nothing(tmp_path: Path, capsys) -> None:
+    from nmp.cli import main
+
+    out = tmp_path / "reports"
+    assert main(["evaluate", "--resume", "--run", "nope", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nothing to resume" in err[0]
+    assert main(["evaluate", "--resume", "--out", str(out)]) == 1
+    assert "nothing to resume" in capsys.readouterr().err
+    assert not out.exists()

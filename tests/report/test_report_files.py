@@ -41,6 +41,7 @@ def test_files_exist(run: tuple[Path, dict]) -> None:
     names = {p.name for p in run_dir.iterdir()}
     expected = {
         "sweep.toml",
+        "sweep.json",
         "plan.json",
         "environment.json",
         "results.jsonl",
