@@ -156,7 +156,10 @@ def calibrate(hbm, *, fetches: int = CALIBRATION_FETCHES, seed: int = CALIBRATIO
         sectors = addrs.shape[0]
         pj[str(size)] = (e.get("act", 0.0) + e.get("rd", 0.0) + e.get("io", 0.0)) / sectors
         background.append(
-            (e.get("background", 0.0) + e.get("ref", 0.0)) / stats.t_ns / spec.org.channels / 1e3
+            (e.get("background", 0.0) + e.get("ref", 0.0))
+            / stats.t_drained_ns
+            / spec.org.channels
+            / 1e3
         )
     return HbmCalibration(
         preset=hbm.memory_preset,
