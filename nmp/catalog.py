@@ -43,6 +43,9 @@ def _run(args: argparse.Namespace) -> int:
         if not rows:
             continue
         columns = list(dict.fromkeys(k for row in rows for k in row))
+        if len(columns) > 3 and "summary" in columns:
+            # The figure columns already say what the one-line summary says; keep it for --json.
+            columns.remove("summary")
         table = Table(title=f"{kind} presets", title_justify="left")
         for col in columns:
             table.add_column(col, overflow="fold")
