@@ -169,6 +169,11 @@ class ArchSpec:
     partition_calibration: bool = True  # re-solve the LP with measured per-level costs
     replicate_hot_rows: int = 0  # hottest rows copied to every node of the finest level
     profile_seed_offset: int = 1  # the access profile comes from another batch (seed + this)
+    # Per-node request streams longer than this are timed on an evenly spread sample of this
+    # many requests and scaled (nmp.arch.timing.sample_index); 0 replays every request.
+    # Chosen so that recross-eval (<= ~270K requests per stream) is always replayed whole;
+    # tests/arch/test_timing.py bounds the sampling error on dlrm-benchmark-sized streams.
+    replay_sample_requests: int = 262144
 
     def level(self, name: str) -> UnitSpec:
         return getattr(self, name)
@@ -184,6 +189,8 @@ class ArchSpec:
         return tuple(lv for lv in self.unit_levels if self.level(lv).capacity_banks != 0)
 
     def validate(self) -> None:
+        if self.replay_sample_requests < 0:
+            raise KeyedValueError("replay_sample_requests", "must be >= 0 (0 replays everything)")
         if self.policy not in POLICIES:
             raise KeyedValueError(
                 "policy", f"unknown policy '{self.policy}' (known: {', '.join(POLICIES)})"

@@ -19,6 +19,7 @@ are overlapped; they are reported and would bound only if slower).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -30,11 +31,71 @@ from nmp.arch.spec import LEVELS
 from nmp.arch.tree import TreeTraffic
 from nmp.results import OpResult
 
+# A sampled replay times this many evenly spaced contiguous chunks of a long stream: contiguous
+# so that each chunk keeps the stream's row locality and queue occupancy, spread so that every
+# part of the batch (every table, in table-major order) is represented.
+SAMPLE_CHUNKS = 16
 
-def replay_stream(addr: np.ndarray, view: Any, write: np.ndarray | bool = False):
+_SCALED_FIELDS = (
+    "cycles",
+    "cycles_drained",
+    "lines",
+    "requests",
+    "reads",
+    "writes",
+    "row_hits",
+    "row_misses",
+    "row_conflicts",
+    "read_row_hits",
+    "read_row_misses",
+    "read_row_conflicts",
+    "write_row_hits",
+    "write_row_misses",
+    "write_row_conflicts",
+    "reads_forwarded",
+    "writes_coalesced",
+    "active_cycles",
+)
+
+
+def sample_index(n: int, max_requests: int, chunks: int = SAMPLE_CHUNKS) -> np.ndarray:
+    """Indices of ``chunks`` contiguous runs, ``max_requests`` in all, spread evenly over ``n``."""
+    chunks = max(1, min(chunks, max_requests))
+    run = max_requests // chunks
+    starts = np.linspace(0, n - run, chunks).astype(np.int64)
+    return (starts[:, None] + np.arange(run, dtype=np.int64)[None, :]).ravel()
+
+
+def scale_stats(st: Any, factor: float) -> Any:
+    """Counts, cycles and energy of a sampled replay scaled to the whole stream.
+
+    Rates (bandwidth, latency, hit rates) are those of the sample; the fixed drain tail is scaled
+    with the rest, which overstates it by at most one queue's worth of requests.
+    """
+    changes: dict[str, Any] = {f: int(round(getattr(st, f) * factor)) for f in _SCALED_FIELDS}
+    changes["t_ns"] = st.t_ns * factor
+    changes["t_drained_ns"] = st.t_drained_ns * factor
+    changes["cmd_counts"] = {k: int(round(v * factor)) for k, v in st.cmd_counts.items()}
+    changes["energy_pj"] = st.energy_pj * factor
+    changes["energy_breakdown_pj"] = {k: v * factor for k, v in st.energy_breakdown_pj.items()}
+    changes["at_cycles"] = {}
+    changes["timeline"] = None
+    return dataclasses.replace(st, **changes)
+
+
+def replay_stream(
+    addr: np.ndarray, view: Any, write: np.ndarray | bool = False, max_requests: int = 0
+):
+    """Replay ``addr`` on ``view``; streams over ``max_requests`` (when > 0) are timed on a
+    sample of that many requests (:func:`sample_index`) and scaled (:func:`scale_stats`)."""
     from nmp.memory import make_requests, replay
 
-    return replay(make_requests(addr, write), view)
+    if max_requests <= 0 or addr.size <= max_requests:
+        return replay(make_requests(addr, write), view)
+    idx = sample_index(addr.size, max_requests)
+    sampled_write = write if isinstance(write, bool | np.bool_) else np.asarray(write)[idx]
+    st = replay(make_requests(addr[idx], sampled_write), view)
+    return scale_stats(st, addr.size / idx.size)
 
 
 def dram_energy(mem: Any, stats_list: list, latency_cycles: float) -> dict[str, float]:
@@ -77,7 +138,7 @@ def time_gather_reduce(
 
     if spec.policy == "host":
         addr = lower_host(mem, flat, order, arch.table_rows, arch.table_row_bytes)
-        st = replay_stream(addr, mem)
+        st = replay_stream(addr, mem, max_requests=spec.replay_sample_requests)
         t_mem = _ns(st.cycles_drained, mem)
         h = spec.host
         flops = float((dim_l * (2 if weighted else 1)).sum())
@@ -138,7 +199,7 @@ def time_gather_reduce(
         level_bytes = 0.0
         node_t = np.zeros(lay.nodes)
         if stream is not None and stream.addr.size:
-            node_stats = replay_nodes(stream, lay.nodes)
+            node_stats = replay_nodes(stream, lay.nodes, spec.replay_sample_requests)
             stats_list.extend(s_ for s_ in node_stats if s_ is not None)
             node_t = np.array(
                 [_ns(s_.cycles_drained, mem) if s_ is not None else 0.0 for s_ in node_stats]
@@ -270,15 +331,20 @@ def time_gather_reduce(
     return OpResult(latency / tck, latency, energy, bytes_by_level, bd, li_b)
 
 
-def replay_nodes(stream: LevelStream, nodes: int) -> list:
-    """Replay each node's requests on its own (units run concurrently); None for idle nodes."""
+def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list:
+    """Replay each node's requests on its own (units run concurrently); None for idle nodes.
+    A node's stream longer than ``max_requests`` (when > 0) is timed on a sample."""
     order = np.argsort(stream.node, kind="stable")
     counts = np.bincount(stream.node, minlength=nodes)
     starts = np.concatenate([[0], np.cumsum(counts)])
     out = []
     for k in range(nodes):
         seg = order[starts[k] : starts[k + 1]]
-        out.append(replay_stream(stream.addr[seg], stream.view) if seg.size else None)
+        out.append(
+            replay_stream(stream.addr[seg], stream.view, max_requests=max_requests)
+            if seg.size
+            else None
+        )
     return out
 
 

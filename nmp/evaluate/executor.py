@@ -46,6 +46,13 @@ def evaluate_chunk(point_fn: PointFn, points: list[Any]) -> list[dict[str, Any]]
     return [evaluate_one(point_fn, p) for p in points]
 
 
+def chunk_indices(n: int, slots: int) -> list[list[int]]:
+    """Consecutive runs of point positions: about 16 per worker slot, at most MAX_CHUNK points
+    each (small enough for results to stream back and for workers to finish together)."""
+    size = max(1, min(MAX_CHUNK, math.ceil(n / (16 * max(1, slots)))))
+    return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
+
+
 def default_jobs() -> int:
     """One worker per CPU this process may use."""
     try:
@@ -98,19 +105,23 @@ class LocalExecutor(Executor):
         workers = min(self.jobs, len(points))
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
         try:
-            futures = {pool.submit(evaluate_one, point_fn, p): i for i, p in enumerate(points)}
+            # Runs of consecutive points per task: a worker keeps its design's caches warm.
+            futures = {
+                pool.submit(evaluate_chunk, point_fn, [points[i] for i in chunk]): chunk
+                for chunk in chunk_indices(len(points), workers)
+            }
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
                     try:
-                        outcome = fut.result()
+                        outcomes = fut.result()
                     except BrokenProcessPool:
                         raise NmpError(
                             "a worker process died (killed or out of memory); the points that "
                             "finished are saved: run again with --resume"
                         ) from None
-                    yield futures[fut], outcome
+                    yield from zip(futures[fut], outcomes, strict=True)
         except BaseException:
             # Interrupted (Ctrl-C, --fail-fast, an error): the points still running would be
             # lost anyway (--resume re-runs them), so stop the workers instead of waiting.
@@ -168,14 +179,10 @@ class DaskExecutor(Executor):
         except OSError as exc:
             raise NmpError(f"cannot reach the Dask scheduler {self.address}: {exc}") from None
         try:
-            # Dask costs a few ms per task on a small machine: points travel in chunks (about
-            # 16 per worker in all, at most MAX_CHUNK points each) so that overhead stays small
-            # while results still stream back as chunks finish.
+            # Dask costs a few ms per task on a small machine: points travel in chunks so that
+            # overhead stays small while results still stream back as chunks finish.
             slots = max(1, sum(client.nthreads().values())) if self.address else self.workers
-            size = max(1, min(MAX_CHUNK, math.ceil(len(points) / (16 * slots))))
-            chunks = [
-                list(range(i, min(i + size, len(points)))) for i in range(0, len(points), size)
-            ]
+            chunks = chunk_indices(len(points), slots)
             futures = client.map(
                 evaluate_chunk,
                 [point_fn] * len(chunks),

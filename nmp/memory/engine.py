@@ -45,124 +45,21 @@ C_HIT_R, C_MISS_R, C_CONF_R, C_HIT_W, C_MISS_W, C_CONF_W, C_FWD, C_COAL = range(
 N_COUNTERS = NCMD + 8
 
 
-# Fields of a buffer slot: one cache line per queued request, no indirection in the scans.
+# A queued request is one row of ``qb[c, kind, slot]`` (kind: read, write or active buffer), all
+# its fields on one cache line, so a scan never leaves the buffer. S_T is a lower bound on the
+# cycle its next command becomes timing-ready: ready clocks only grow, so the bound holds until
+# the request's next command changes, i.e. until its bank opens or closes; S_V keeps the bank's
+# open/close count the bound was computed at. A scan recomputes a readiness only once the
+# clock has reached its bound.
 S_Q, S_BANK, S_ROW, S_RANK, S_BG, S_ARR, S_KEY, S_WR = range(8)
-NS = 8
+NS = 8  # one cache line of int64
+K_RD, K_WR, K_ACT = 0, 1, 2
+
+# The loop below is one function on purpose: numba reference-counts array arguments of calls
+# and array aliases with atomic operations, which cost more than the scheduling work itself.
 
 
-@nb.njit(cache=True)
-def _put(buf, c, p, j, qi, q_key, clk):
-    buf[c, p, S_Q] = j
-    buf[c, p, S_BANK] = qi[j, 0]
-    buf[c, p, S_ROW] = qi[j, 1]
-    buf[c, p, S_RANK] = qi[j, 2]
-    buf[c, p, S_BG] = qi[j, 3]
-    buf[c, p, S_ARR] = clk
-    buf[c, p, S_KEY] = q_key[j]
-    buf[c, p, S_WR] = qi[j, 4]
-
-
-@nb.njit(cache=True)
-def _remove(buf, c, pos, length):
-    """Remove slot ``pos`` of a buffer holding ``length`` entries, keeping the order."""
-    for k in range(pos, length - 1):
-        for f in range(NS):
-            buf[c, k, f] = buf[c, k + 1, f]
-
-
-@nb.njit(cache=True)
-def _update_timing(c, rk, g, b, cmd, clk, R, G, B, off, rdy, hist, tab_i, nxt, lat, win, work):
-    """Apply the constraint rules of ``cmd`` issued at ``clk`` on the path (channel ``c``, rank
-    node ``rk``, bank-group node ``g``, bank node ``b``; ``g < 0`` for an all-bank command):
-    target nodes push ``clk`` into their issue history and raise the ready clocks of the
-    following commands; sibling nodes (other ranks, ...) get the sibling rules.
-    ``rdy``/``hist`` hold all nodes, level L's node k at row ``off[L] + k``."""
-    start = tab_i[0]
-    end = tab_i[1]
-    sstart = tab_i[2]
-    send = tab_i[3]
-    # work rows: (flat node, level, sibling)
-    nw = 0
-    work[nw, 0] = c
-    work[nw, 1] = 0
-    work[nw, 2] = 0
-    nw += 1
-    if send[1, cmd] > sstart[1, cmd]:
-        for rr in range(R):
-            node = c * R + rr
-            if node != rk:
-                work[nw, 0] = off[1] + node
-                work[nw, 1] = 1
-                work[nw, 2] = 1
-                nw += 1
-    work[nw, 0] = off[1] + rk
-    work[nw, 1] = 1
-    work[nw, 2] = 0
-    nw += 1
-    if g < 0:
-        # all-bank command: every bank group and bank of the rank is a target
-        if end[2, cmd] > start[2, cmd] or end[3, cmd] > start[3, cmd]:
-            for gg in range(G):
-                gnode = rk * G + gg
-                work[nw, 0] = off[2] + gnode
-                work[nw, 1] = 2
-                work[nw, 2] = 0
-                nw += 1
-                for bb in range(B):
-                    work[nw, 0] = off[3] + gnode * B + bb
-                    work[nw, 1] = 3
-                    work[nw, 2] = 0
-                    nw += 1
-    else:
-        if send[2, cmd] > sstart[2, cmd]:
-            for gg in range(G):
-                gnode = rk * G + gg
-                if gnode != g:
-                    work[nw, 0] = off[2] + gnode
-                    work[nw, 1] = 2
-                    work[nw, 2] = 1
-                    nw += 1
-        work[nw, 0] = off[2] + g
-        work[nw, 1] = 2
-        work[nw, 2] = 0
-        nw += 1
-        if send[3, cmd] > sstart[3, cmd]:
-            for bb in range(B):
-                bnode = g * B + bb
-                if bnode != b:
-                    work[nw, 0] = off[3] + bnode
-                    work[nw, 1] = 3
-                    work[nw, 2] = 1
-                    nw += 1
-        work[nw, 0] = off[3] + b
-        work[nw, 1] = 3
-        work[nw, 2] = 0
-        nw += 1
-    for w in range(nw):
-        node = work[w, 0]
-        level = work[w, 1]
-        if work[w, 2]:
-            for i in range(sstart[level, cmd], send[level, cmd]):
-                t = clk + lat[i]
-                if t > rdy[node, nxt[i]]:
-                    rdy[node, nxt[i]] = t
-            continue
-        s = start[level, cmd]
-        e = end[level, cmd]
-        if s == e:
-            continue
-        for k in range(W - 1, 0, -1):
-            hist[node, cmd, k] = hist[node, cmd, k - 1]
-        hist[node, cmd, 0] = clk
-        for i in range(s, e):
-            past = hist[node, cmd, win[i] - 1]
-            if past >= 0:
-                t = past + lat[i]
-                if t > rdy[node, nxt[i]]:
-                    rdy[node, nxt[i]] = t
-
-
-@nb.njit(cache=True)
+@nb.njit(cache=True, boundscheck=False)
 def simulate(
     q_ch,
     q_rank,
@@ -183,10 +80,10 @@ def simulate(
     """Replay requests (already decoded to global node ids; ``q_arr``: earliest cycle each may be
     offered, all 0 for a trace injected as fast as the frontend allows) and return
     ``(status, cycles, clk_end, counters_at_cycles, counters_end, arrive, depart, done,
-    forwarded, rank_active_cycles)``. ``params``: C, R, G, B, RQ, WQ, F, nREFI, read_latency,
-    dual_issue, closed_row, refresh_on, drain, skip_blocked, jump. ``wm``: high and low
-    write-buffer thresholds (entries). ``log`` (int64 [M, 5]): the first M commands of channel 0
-    as (clock, command, rank node, bank node, row); M = 0 records nothing."""
+    forwarded, rank_active_cycles, ticks)``. ``params``: C, R, G, B, RQ, WQ, F, nREFI,
+    read_latency, dual_issue, closed_row, refresh_on, drain, skip_blocked, jump. ``wm``: high
+    and low write-buffer thresholds (entries). ``log`` (int64 [M, 5]): the first M commands of
+    channel 0 as (clock, command, rank node, bank node, row); M = 0 records nothing."""
     C = params[0]
     R = params[1]
     G = params[2]
@@ -208,28 +105,20 @@ def simulate(
     wm_lo = wm[1]
 
     n = q_ch.shape[0]
-    # one row per request (bank node, row, rank node, bank-group node, write), copied into a
-    # buffer slot when the request is accepted
-    qi = np.empty((n, 5), np.int64)
-    for j in range(n):
-        qi[j, 0] = q_bank[j]
-        qi[j, 1] = q_row[j]
-        qi[j, 2] = q_rank[j]
-        qi[j, 3] = q_bg[j]
-        qi[j, 4] = q_wr[j]
     NR = C * R
     NG = NR * G
     NB = NG * B
     AQ = R * G * B
     PQ = 64 * R
+    QM = max(max(RQ, WQ), AQ)
 
     # ready clocks and issue histories of all nodes: channels, ranks, bank groups, banks
-    off = np.array([0, C, C + NR, C + NR + NG], np.int64)
-    o1 = off[1]
-    o2 = off[2]
-    o3 = off[3]
-    rdy = np.zeros((C + NR + NG + NB, NCMD), np.int64)
-    hist = np.full((C + NR + NG + NB, NCMD, W), -1, np.int64)
+    o1 = C
+    o2 = C + NR
+    o3 = C + NR + NG
+    NN = o3 + NB
+    rdy = np.zeros((NN, NCMD), np.int64)
+    hist = np.full((NN, NCMD, W), -1, np.int64)
     work = np.zeros((2 + R + G + G * B, 3), np.int64)
     open_row = np.full(NB, -1, np.int64)
     open_cnt = np.zeros(NR, np.int64)
@@ -238,12 +127,10 @@ def simulate(
     act_bank = np.zeros(NB, np.int64)
     act_rank = np.zeros(NR, np.int64)
 
-    rbuf = np.zeros((C, RQ, NS), np.int64)
-    rlen = np.zeros(C, np.int64)
-    wbuf = np.zeros((C, WQ, NS), np.int64)
-    wlen = np.zeros(C, np.int64)
-    abuf = np.zeros((C, AQ, NS), np.int64)
-    alen = np.zeros(C, np.int64)
+    qb = np.zeros((C, 3, QM, NS), np.int64)
+    bnd = np.zeros((C, 3, QM), np.int64)
+    bnk = np.zeros((C, 3, QM), np.int64)
+    ql = np.zeros((C, 3), np.int64)
     pbuf = np.zeros((C, PQ), np.int64)
     plen = np.zeros(C, np.int64)
     wmode = np.zeros(C, np.bool_)
@@ -265,31 +152,59 @@ def simulate(
     nlog = 0
     ticks = 0
     maxlog = log.shape[0]
-
-    # ---- frontend: one offer before the first memory tick -------------------------------
-    accepted = False
-    if n > 0 and q_arr[0] <= 0:
-        j = 0
-        c = q_ch[j]
-        ok = False
-        if q_wr[j] == 0:
-            if rlen[c] < RQ:
-                _put(rbuf, c, rlen[c], j, qi, q_key, 0)
-                rlen[c] += 1
-                arrive[j] = 0
-                ok = True
-        else:
-            if wlen[c] < WQ:
-                _put(wbuf, c, wlen[c], j, qi, q_key, 0)
-                wlen[c] += 1
-                arrive[j] = 0
-                ok = True
-        if ok:
-            nxt_req = 1
-            accepted = True
-
+    nslots = 2 if dual else 1
+    offers = 1  # one offer before the first memory tick, then F per memory tick
     issued_any = True
+
     while True:
+        # ---- frontend: up to `offers` requests, strictly in order ----------------------
+        accepted = False
+        if nxt_req < n:
+            for _ in range(offers):
+                j = nxt_req
+                if q_arr[j] > clk:
+                    break
+                c = q_ch[j]
+                key = q_key[j]
+                kind = K_WR if q_wr[j] else K_RD
+                hit = False
+                for i in range(ql[c, K_WR]):
+                    if qb[c, K_WR, i, S_KEY] == key:
+                        hit = True
+                        break
+                if hit:
+                    arrive[j] = clk
+                    if kind == K_RD:
+                        forwarded[j] = True
+                        cnt[C_FWD] += 1
+                        depart[j] = clk + 1
+                        done[j] = clk + 1
+                    else:
+                        cnt[C_COAL] += 1
+                        done[j] = clk
+                else:
+                    p = ql[c, kind]
+                    if p >= (WQ if kind == K_WR else RQ):
+                        break
+                    qb[c, kind, p, S_Q] = j
+                    qb[c, kind, p, S_BANK] = q_bank[j]
+                    qb[c, kind, p, S_ROW] = q_row[j]
+                    qb[c, kind, p, S_RANK] = q_rank[j]
+                    qb[c, kind, p, S_BG] = q_bg[j]
+                    qb[c, kind, p, S_ARR] = clk
+                    qb[c, kind, p, S_KEY] = key
+                    qb[c, kind, p, S_WR] = q_wr[j]
+                    bnd[c, kind, p] = 0
+                    bnk[c, kind, p] = q_bank[j]
+                    ql[c, kind] = p + 1
+                    arrive[j] = clk
+                    wake[c] = clk + 1
+                accepted = True
+                nxt_req += 1
+                if nxt_req == n:
+                    break
+        offers = F
+
         if cycles < 0 and nxt_req == n:
             cycles = clk
             cnt_snap[:] = cnt
@@ -298,7 +213,7 @@ def simulate(
         if nxt_req == n:
             empty = True
             for c in range(C):
-                if rlen[c] > 0 or wlen[c] > 0 or alen[c] > 0:
+                if ql[c, 0] > 0 or ql[c, 1] > 0 or ql[c, 2] > 0:
                     empty = False
                     break
             if empty:
@@ -339,136 +254,211 @@ def simulate(
             fut = next_ref[c] if ref_on else INF
             # slot 0: the only slot (GenericDDR) or the column slot (HBM12)
             # slot 1: the row slot (HBM12 only)
-            nslots = 2 if dual else 1
             for slot in range(nslots):
                 want_col = dual and slot == 0
                 want_row = dual and slot == 1
-                sel_q = -1
-                sel_cmd = -1
-                sel_src = -1  # 0 active, 1 priority, 2 read, 3 write
+                sel_kind = -1  # K_RD, K_WR, K_ACT, or 3: the priority buffer head
                 sel_pos = -1
+                cmd = -1
                 # (a) active buffer: the oldest ready column command
                 if not want_row:
                     best_arr = INF
-                    for i in range(alen[c]):
-                        q = abuf[c, i, S_Q]
-                        # an active-buffer request's row is open: its column command is next
-                        cmd = wr_cmd if abuf[c, i, S_WR] else rd_cmd
-                        t = rdy[c, cmd]
-                        t1 = rdy[o1 + abuf[c, i, S_RANK], cmd]
-                        t2 = rdy[o2 + abuf[c, i, S_BG], cmd]
-                        t3 = rdy[o3 + abuf[c, i, S_BANK], cmd]
-                        t = max(max(t, t1), max(t2, t3))
+                    m = ql[c, K_ACT]
+                    mn = INF
+                    for i in range(m):
+                        mn = min(mn, bnd[c, K_ACT, i])
+                    if mn > clk:
+                        fut = min(fut, mn)
+                        m = 0
+                    for i in range(m):
+                        t = bnd[c, K_ACT, i]
                         if t > clk:
                             if t < fut:
                                 fut = t
-                        elif abuf[c, i, S_ARR] < best_arr:
-                            best_arr = abuf[c, i, S_ARR]
-                            sel_q = q
-                            sel_cmd = cmd
+                            continue
+                        # an active-buffer request's row is open: its column command is next
+                        cc = wr_cmd if qb[c, K_ACT, i, S_WR] else rd_cmd
+                        t = rdy[c, cc]
+                        t1 = rdy[o1 + qb[c, K_ACT, i, S_RANK], cc]
+                        t2 = rdy[o2 + qb[c, K_ACT, i, S_BG], cc]
+                        t3 = rdy[o3 + qb[c, K_ACT, i, S_BANK], cc]
+                        t = max(max(t, t1), max(t2, t3))
+                        bnd[c, K_ACT, i] = t
+                        if t > clk:
+                            if t < fut:
+                                fut = t
+                        elif qb[c, K_ACT, i, S_ARR] < best_arr:
+                            best_arr = qb[c, K_ACT, i, S_ARR]
+                            cmd = cc
                             sel_pos = i
-                            sel_src = 0
-                if sel_q < 0:
+                            sel_kind = K_ACT
+                if sel_kind < 0:
                     if plen[c] > 0:
                         # (b) priority buffer head (refresh): never in the column slot
                         if want_col:
                             continue
-                        r = pbuf[c, 0]
-                        rk = c * R + r
+                        rk = c * R + pbuf[c, 0]
                         cmd = PREAB if open_cnt[rk] > 0 else REFAB
-                        t = rdy[c, cmd]
-                        if rdy[o1 + rk, cmd] > t:
-                            t = rdy[o1 + rk, cmd]
+                        t = max(rdy[c, cmd], rdy[o1 + rk, cmd])
                         if t > clk:
                             if t < fut:
                                 fut = t
                             continue
                         if cmd == PREAB and act_rank[rk] > 0:
                             continue
-                        _update_timing(
-                            c, rk, -1, -1, cmd, clk, R, G, B, off, rdy, hist, tab_i, nxt, lat,
-                            win, work,
-                        )  # fmt: skip
-                        cnt[cmd] += 1
-                        issued_any = True
-                        issued_c = True
-                        if c == 0 and nlog < maxlog:
-                            log[nlog, 0] = clk
-                            log[nlog, 1] = cmd
-                            log[nlog, 2] = rk
-                            log[nlog, 3] = -1
-                            log[nlog, 4] = -1
-                            nlog += 1
-                        if cmd == PREAB:
-                            base = rk * G * B
-                            for k in range(G * B):
-                                open_row[base + k] = -1
-                            active_cycles[rk] += clk - open_since[rk]
-                            open_cnt[rk] = 0
-                        else:
-                            for k in range(plen[c] - 1):
-                                pbuf[c, k] = pbuf[c, k + 1]
-                            plen[c] -= 1
-                        continue
-                    # (c) write mode, then the read or the write buffer
-                    if not wmode[c]:
-                        if wlen[c] > wm_hi or rlen[c] == 0:
-                            wmode[c] = True
+                        sel_kind = 3
                     else:
-                        if wlen[c] < wm_lo and rlen[c] != 0:
-                            wmode[c] = False
-                    use_w = wmode[c]
-                    blen = wlen[c] if use_w else rlen[c]
-                    buf = wbuf if use_w else rbuf
-                    col_cmd = wr_cmd if use_w else rd_cmd
-                    for i in range(blen):
-                        q = buf[c, i, S_Q]
-                        bq = buf[c, i, S_BANK]
-                        orow = open_row[bq]
-                        if orow == buf[c, i, S_ROW]:
-                            cmd = col_cmd
-                            if want_row:
-                                continue
+                        # (c) write mode, then the read or the write buffer
+                        if not wmode[c]:
+                            if ql[c, K_WR] > wm_hi or ql[c, K_RD] == 0:
+                                wmode[c] = True
                         else:
-                            cmd = ACT if orow < 0 else PREPB
-                            if want_col:
+                            if ql[c, K_WR] < wm_lo and ql[c, K_RD] != 0:
+                                wmode[c] = False
+                        kind = K_WR if wmode[c] else K_RD
+                        col_cmd = wr_cmd if wmode[c] else rd_cmd
+                        m = ql[c, kind]
+                        mn = INF
+                        for i in range(m):
+                            mn = min(mn, bnd[c, kind, i])
+                        if mn > clk:
+                            # no bound reached: nothing in this buffer can be ready yet
+                            fut = min(fut, mn)
+                            m = 0
+                        for i in range(m):
+                            t = bnd[c, kind, i]
+                            if t > clk:
+                                if t < fut:
+                                    fut = t
                                 continue
-                        t = rdy[c, cmd]
-                        t1 = rdy[o1 + buf[c, i, S_RANK], cmd]
-                        t2 = rdy[o2 + buf[c, i, S_BG], cmd]
-                        t3 = rdy[o3 + bq, cmd]
-                        t = max(max(t, t1), max(t2, t3))
-                        if t > clk:
-                            if t < fut:
-                                fut = t
-                            continue
-                        closing = cmd == PREPB or cmd == RDA or cmd == WRA  # noqa: SIM109 (numba)
-                        if closing and act_bank[bq] > 0:
-                            if skip_blocked:
+                            bq = bnk[c, kind, i]
+                            orow = open_row[bq]
+                            if orow == qb[c, kind, i, S_ROW]:
+                                cc = col_cmd
+                                if want_row:
+                                    continue
+                            else:
+                                cc = ACT if orow < 0 else PREPB
+                                if want_col:
+                                    continue
+                            t = rdy[c, cc]
+                            t1 = rdy[o1 + qb[c, kind, i, S_RANK], cc]
+                            t2 = rdy[o2 + qb[c, kind, i, S_BG], cc]
+                            t3 = rdy[o3 + bq, cc]
+                            t = max(max(t, t1), max(t2, t3))
+                            bnd[c, kind, i] = t
+                            if t > clk:
+                                if t < fut:
+                                    fut = t
                                 continue
+                            closing = cc == PREPB or cc == RDA or cc == WRA  # noqa: SIM109
+                            if closing and act_bank[bq] > 0:
+                                if skip_blocked:
+                                    continue
+                                break
+                            cmd = cc
+                            sel_pos = i
+                            sel_kind = kind
                             break
-                        sel_q = q
-                        sel_cmd = cmd
-                        sel_pos = i
-                        sel_src = 3 if use_w else 2
-                        break
-                    if sel_q < 0:
-                        continue
+                        if sel_kind < 0:
+                            continue
 
-                # ---- issue sel_cmd for request sel_q -----------------------------------
-                q = sel_q
-                cmd = sel_cmd
-                bk = qi[q, 0]
-                rk = qi[q, 2]
-                if not stat_done[q]:
-                    stat_done[q] = True
-                    orow = open_row[bk]
-                    k = 0 if orow == q_row[q] else (2 if orow >= 0 else 1)
-                    cnt[(C_HIT_W if q_wr[q] else C_HIT_R) + k] += 1
-                _update_timing(
-                    c, rk, qi[q, 3], bk, cmd, clk, R, G, B, off, rdy, hist, tab_i, nxt, lat,
-                    win, work,
-                )  # fmt: skip
+                # ---- issue `cmd`: constraint rules on its path (README §3) -----------------
+                if sel_kind == 3:
+                    g = -1
+                    bk = -1
+                    q = -1
+                else:
+                    q = qb[c, sel_kind, sel_pos, S_Q]
+                    rk = qb[c, sel_kind, sel_pos, S_RANK]
+                    g = qb[c, sel_kind, sel_pos, S_BG]
+                    bk = qb[c, sel_kind, sel_pos, S_BANK]
+                    if not stat_done[q]:
+                        stat_done[q] = True
+                        orow = open_row[bk]
+                        k = 0 if orow == q_row[q] else (2 if orow >= 0 else 1)
+                        cnt[(C_HIT_W if q_wr[q] else C_HIT_R) + k] += 1
+                # target nodes push `clk` into their issue history and raise the ready clocks
+                # of the following commands; sibling nodes (other ranks, ...) get the sibling
+                # rules. work rows: (flat node, level, sibling)
+                nw = 0
+                work[nw, 0] = c
+                work[nw, 1] = 0
+                work[nw, 2] = 0
+                nw += 1
+                if tab_i[3, 1, cmd] > tab_i[2, 1, cmd]:
+                    for rr in range(R):
+                        node = c * R + rr
+                        if node != rk:
+                            work[nw, 0] = o1 + node
+                            work[nw, 1] = 1
+                            work[nw, 2] = 1
+                            nw += 1
+                work[nw, 0] = o1 + rk
+                work[nw, 1] = 1
+                work[nw, 2] = 0
+                nw += 1
+                if g < 0:
+                    # all-bank command: every bank group and bank of the rank is a target
+                    if tab_i[1, 2, cmd] > tab_i[0, 2, cmd] or tab_i[1, 3, cmd] > tab_i[0, 3, cmd]:
+                        for gg in range(G):
+                            gnode = rk * G + gg
+                            work[nw, 0] = o2 + gnode
+                            work[nw, 1] = 2
+                            work[nw, 2] = 0
+                            nw += 1
+                            for bb in range(B):
+                                work[nw, 0] = o3 + gnode * B + bb
+                                work[nw, 1] = 3
+                                work[nw, 2] = 0
+                                nw += 1
+                else:
+                    if tab_i[3, 2, cmd] > tab_i[2, 2, cmd]:
+                        for gg in range(G):
+                            gnode = rk * G + gg
+                            if gnode != g:
+                                work[nw, 0] = o2 + gnode
+                                work[nw, 1] = 2
+                                work[nw, 2] = 1
+                                nw += 1
+                    work[nw, 0] = o2 + g
+                    work[nw, 1] = 2
+                    work[nw, 2] = 0
+                    nw += 1
+                    if tab_i[3, 3, cmd] > tab_i[2, 3, cmd]:
+                        for bb in range(B):
+                            bnode = g * B + bb
+                            if bnode != bk:
+                                work[nw, 0] = o3 + bnode
+                                work[nw, 1] = 3
+                                work[nw, 2] = 1
+                                nw += 1
+                    work[nw, 0] = o3 + bk
+                    work[nw, 1] = 3
+                    work[nw, 2] = 0
+                    nw += 1
+                for w in range(nw):
+                    node = work[w, 0]
+                    level = work[w, 1]
+                    if work[w, 2]:
+                        for i in range(tab_i[2, level, cmd], tab_i[3, level, cmd]):
+                            t = clk + lat[i]
+                            if t > rdy[node, nxt[i]]:
+                                rdy[node, nxt[i]] = t
+                        continue
+                    s0 = tab_i[0, level, cmd]
+                    e0 = tab_i[1, level, cmd]
+                    if s0 == e0:
+                        continue
+                    for k in range(W - 1, 0, -1):
+                        hist[node, cmd, k] = hist[node, cmd, k - 1]
+                    hist[node, cmd, 0] = clk
+                    for i in range(s0, e0):
+                        past = hist[node, cmd, win[i] - 1]
+                        if past >= 0:
+                            t = past + lat[i]
+                            if t > rdy[node, nxt[i]]:
+                                rdy[node, nxt[i]] = t
                 cnt[cmd] += 1
                 issued_any = True
                 issued_c = True
@@ -477,24 +467,43 @@ def simulate(
                     log[nlog, 1] = cmd
                     log[nlog, 2] = rk
                     log[nlog, 3] = bk
-                    log[nlog, 4] = q_row[q]
+                    log[nlog, 4] = -1 if q < 0 else q_row[q]
                     nlog += 1
+
+                # ---- state changes -------------------------------------------------------
+                if sel_kind == 3:
+                    if cmd == PREAB:
+                        base = rk * G * B
+                        for k in range(G * B):
+                            open_row[base + k] = -1
+                        for kk in range(2):
+                            for i in range(ql[c, kk]):
+                                bnd[c, kk, i] = 0
+                        active_cycles[rk] += clk - open_since[rk]
+                        open_cnt[rk] = 0
+                    else:
+                        for k in range(plen[c] - 1):
+                            pbuf[c, k] = pbuf[c, k + 1]
+                        plen[c] -= 1
+                    continue
+                if cmd == ACT or cmd == PREPB or cmd == RDA or cmd == WRA:  # noqa: PLR1714, SIM109
+                    # the bank opens or closes: its queued requests get another next command
+                    for kk in range(2):
+                        for i in range(ql[c, kk]):
+                            if bnk[c, kk, i] == bk:
+                                bnd[c, kk, i] = 0
                 if cmd == ACT:
                     open_row[bk] = q_row[q]
                     if open_cnt[rk] == 0:
                         open_since[rk] = clk
                     open_cnt[rk] += 1
                     # leaves the read/write buffer for the active buffer
-                    src = rbuf if sel_src == 2 else wbuf
+                    a = ql[c, K_ACT]
                     for f in range(NS):
-                        abuf[c, alen[c], f] = src[c, sel_pos, f]
-                    alen[c] += 1
-                    if sel_src == 2:
-                        _remove(rbuf, c, sel_pos, rlen[c])
-                        rlen[c] -= 1
-                    else:
-                        _remove(wbuf, c, sel_pos, wlen[c])
-                        wlen[c] -= 1
+                        qb[c, K_ACT, a, f] = qb[c, sel_kind, sel_pos, f]
+                    bnd[c, K_ACT, a] = 0
+                    bnk[c, K_ACT, a] = bk
+                    ql[c, K_ACT] = a + 1
                     act_bank[bk] += 1
                     act_rank[rk] += 1
                 elif cmd == PREPB:
@@ -502,6 +511,7 @@ def simulate(
                     open_cnt[rk] -= 1
                     if open_cnt[rk] == 0:
                         active_cycles[rk] += clk - open_since[rk]
+                    continue
                 else:
                     # final column command: the request retires
                     if cmd == RDA or cmd == WRA:  # noqa: SIM109 (numba)
@@ -514,67 +524,19 @@ def simulate(
                     else:
                         depart[q] = clk + rl
                         done[q] = clk + rl
-                    if sel_src == 0:
-                        _remove(abuf, c, sel_pos, alen[c])
-                        alen[c] -= 1
+                    if sel_kind == K_ACT:
                         act_bank[bk] -= 1
                         act_rank[rk] -= 1
-                    elif sel_src == 2:
-                        _remove(rbuf, c, sel_pos, rlen[c])
-                        rlen[c] -= 1
-                    else:
-                        _remove(wbuf, c, sel_pos, wlen[c])
-                        wlen[c] -= 1
+                # remove the slot, keeping the buffer's order
+                m = ql[c, sel_kind] - 1
+                for k in range(sel_pos, m):
+                    for f in range(NS):
+                        qb[c, sel_kind, k, f] = qb[c, sel_kind, k + 1, f]
+                    bnd[c, sel_kind, k] = bnd[c, sel_kind, k + 1]
+                    bnk[c, sel_kind, k] = bnk[c, sel_kind, k + 1]
+                ql[c, sel_kind] = m
 
             wake[c] = clk + 1 if issued_c else fut
-
-        # ---- frontend: up to F offers, strictly in order -------------------------------
-        accepted = False
-        if nxt_req < n:
-            for _ in range(F):
-                j = nxt_req
-                if q_arr[j] > clk:
-                    break
-                c = q_ch[j]
-                ok = False
-                if q_wr[j] == 0:
-                    for i in range(wlen[c]):
-                        if wbuf[c, i, S_KEY] == q_key[j]:
-                            ok = True
-                            break
-                    if ok:
-                        forwarded[j] = True
-                        cnt[C_FWD] += 1
-                        arrive[j] = clk
-                        depart[j] = clk + 1
-                        done[j] = clk + 1
-                    elif rlen[c] < RQ:
-                        _put(rbuf, c, rlen[c], j, qi, q_key, clk)
-                        rlen[c] += 1
-                        arrive[j] = clk
-                        wake[c] = clk + 1
-                        ok = True
-                else:
-                    for i in range(wlen[c]):
-                        if wbuf[c, i, S_KEY] == q_key[j]:
-                            ok = True
-                            break
-                    if ok:
-                        cnt[C_COAL] += 1
-                        arrive[j] = clk
-                        done[j] = clk
-                    elif wlen[c] < WQ:
-                        _put(wbuf, c, wlen[c], j, qi, q_key, clk)
-                        wlen[c] += 1
-                        arrive[j] = clk
-                        wake[c] = clk + 1
-                        ok = True
-                if not ok:
-                    break
-                accepted = True
-                nxt_req += 1
-                if nxt_req == n:
-                    break
 
     for rk in range(NR):
         if open_cnt[rk] > 0:

@@ -21,6 +21,7 @@ import numpy as np
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import (  # noqa: E402
     EngFormatter,
     FuncFormatter,
@@ -151,18 +152,23 @@ def plot_pareto(summary: dict[str, Any], path: Path) -> None:
             pts = [r for r in grows if r["design"] == d]
             if not pts:
                 continue
-            ax.scatter(
-                [r["lookups_per_s"] for r in pts],
-                [r["energy_pj_per_lookup"] for r in pts],
-                s=[75 if r["pareto"] else 40 for r in pts],
-                c=[color[d]],
-                marker=marker[d],
-                edgecolors=["black" if r["pareto"] else "none" for r in pts],
-                linewidths=1.2,
-                alpha=0.85,
-                label=d,
-                zorder=3,
-            )
+            # Two layers: points off the Pareto set small and pale, on it large and outlined.
+            for on_front in (False, True):
+                sel = [r for r in pts if r["pareto"] == on_front]
+                if not sel:
+                    continue
+                ax.scatter(
+                    [r["lookups_per_s"] for r in sel],
+                    [r["energy_pj_per_lookup"] for r in sel],
+                    s=80 if on_front else 40,
+                    color=color[d],
+                    marker=marker[d],
+                    edgecolors="black" if on_front else color[d],
+                    linewidths=1.4 if on_front else 0.0,
+                    alpha=0.95 if on_front else 0.6,
+                    label=d,
+                    zorder=4 if on_front else 3,
+                )
         ax.set_xscale("log")
         ax.set_yscale("log")
         for axis in (ax.xaxis, ax.yaxis):
@@ -175,19 +181,30 @@ def plot_pareto(summary: dict[str, Any], path: Path) -> None:
         ax.grid(alpha=0.3, which="both")
     for ax in list(axes.flat)[len(groups) :]:
         ax.set_visible(False)
-    handles, labels = [], []
-    for ax in axes.flat:
-        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
+    used = list(dict.fromkeys(r["design"] for r in rows if r["group"] in groups))
+    handles = [Line2D([], [], ls="", marker=marker[d], color=color[d], markersize=8) for d in used]
+    labels = list(used)
+    handles.append(
+        Line2D(
+            [],
+            [],
+            ls="",
+            marker="o",
+            color="lightgray",
+            markeredgecolor="black",
+            markeredgewidth=1.4,
+            markersize=9,
+        )
+    )
+    labels.append("on the Pareto set")
     fig.legend(handles, labels, title="design", loc="center left", bbox_to_anchor=(1.0, 0.5))
     objectives = ", ".join(
         f"{OBJECTIVE_NAMES.get(k, k)} {'up' if v == 'max' else 'down'}"
         for k, v in summary["objectives"].items()
     )
     fig.suptitle(
-        f"Throughput vs energy per workload; larger, black-edged = Pareto set ({objectives})",
+        f"Throughput vs energy per workload: black-edged = Pareto set ({objectives}), "
+        "pale = dominated",
         fontsize=11,
     )
     fig.tight_layout()
