@@ -17,13 +17,16 @@ What it models (README §3-§5 of the reference data):
 
 It is event driven: when a cycle issues nothing and the frontend is blocked (or done), the state
 cannot change before the earliest ready clock of any queued request's next command or the next
-refresh, so the clock jumps there. The result is cycle-exact with ticking every cycle.
+refresh, so the clock jumps there; a channel that cannot issue before a known cycle is skipped
+until then (a request arriving meanwhile wakes it only if it can issue earlier, or if it flips
+the write mode). The result is cycle-exact with ticking every cycle (a test checks it).
 """
 
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from nmp.memory.standards import CMD, NCMD
 
@@ -45,12 +48,12 @@ C_HIT_R, C_MISS_R, C_CONF_R, C_HIT_W, C_MISS_W, C_CONF_W, C_FWD, C_COAL = range(
 N_COUNTERS = NCMD + 8
 
 
-# A queued request is one row of ``qb[c, kind, slot]`` (kind: read, write or active buffer), all
-# its fields on one cache line, so a scan never leaves the buffer. S_T is a lower bound on the
-# cycle its next command becomes timing-ready: ready clocks only grow, so the bound holds until
-# the request's next command changes, i.e. until its bank opens or closes; S_V keeps the bank's
-# open/close count the bound was computed at. A scan recomputes a readiness only once the
-# clock has reached its bound.
+# A queued request is one row of ``qb[c, kind, position]`` (kind: read, write or active buffer;
+# positions in buffer order), its fields on one cache line. ``bnd[c, kind, position]`` is a lower
+# bound on the cycle its next command becomes timing-ready: ready clocks only grow, so the bound
+# holds until that command changes, i.e. until its bank opens or closes (the bounds of the
+# bank's requests are then reset to 0). A scan first builds, branch-free, the mask of positions
+# whose bound the clock has reached and recomputes the readiness of those only, in order.
 S_Q, S_BANK, S_ROW, S_RANK, S_BG, S_ARR, S_KEY, S_WR = range(8)
 NS = 8  # one cache line of int64
 K_RD, K_WR, K_ACT = 0, 1, 2
@@ -130,6 +133,10 @@ def simulate(
     qb = np.zeros((C, 3, QM, NS), np.int64)
     bnd = np.zeros((C, 3, QM), np.int64)
     bnk = np.zeros((C, 3, QM), np.int64)
+    qbf = qb.reshape(-1)
+    bndf = bnd.reshape(-1)
+    bnkf = bnk.reshape(-1)
+    uns = np.uint64(NS)
     ql = np.zeros((C, 3), np.int64)
     pbuf = np.zeros((C, PQ), np.int64)
     plen = np.zeros(C, np.int64)
@@ -198,7 +205,31 @@ def simulate(
                     bnk[c, kind, p] = q_bank[j]
                     ql[c, kind] = p + 1
                     arrive[j] = clk
-                    wake[c] = clk + 1
+                    if wake[c] > clk + 1:
+                        # the channel sleeps until wake[c] (nothing it holds can issue before):
+                        # only the new request, or the write mode its arrival flips, can
+                        # change that
+                        nwq = ql[c, K_WR]
+                        nrq = ql[c, K_RD]
+                        if plen[c] == 0 and (
+                            (not wmode[c] and (nwq > wm_hi or nrq == 0))
+                            or (wmode[c] and nwq < wm_lo and nrq != 0)
+                        ):
+                            wake[c] = clk + 1
+                        else:
+                            bq = q_bank[j]
+                            orow = open_row[bq]
+                            if orow == q_row[j]:
+                                cc = wr_cmd if kind == K_WR else rd_cmd
+                            else:
+                                cc = ACT if orow < 0 else PREPB
+                            t = max(
+                                max(rdy[c, cc], rdy[o1 + q_rank[j], cc]),
+                                max(rdy[o2 + q_bg[j], cc], rdy[o3 + bq, cc]),
+                            )
+                            bnd[c, kind, p] = t
+                            if t < wake[c]:
+                                wake[c] = max(t, clk + 1)
                 accepted = True
                 nxt_req += 1
                 if nxt_req == n:
@@ -264,34 +295,34 @@ def simulate(
                 if not want_row:
                     best_arr = INF
                     m = ql[c, K_ACT]
-                    mn = INF
-                    for i in range(m):
-                        mn = min(mn, bnd[c, K_ACT, i])
-                    if mn > clk:
-                        fut = min(fut, mn)
-                        m = 0
-                    for i in range(m):
-                        t = bnd[c, K_ACT, i]
-                        if t > clk:
-                            if t < fut:
-                                fut = t
-                            continue
-                        # an active-buffer request's row is open: its column command is next
-                        cc = wr_cmd if qb[c, K_ACT, i, S_WR] else rd_cmd
-                        t = rdy[c, cc]
-                        t1 = rdy[o1 + qb[c, K_ACT, i, S_RANK], cc]
-                        t2 = rdy[o2 + qb[c, K_ACT, i, S_BG], cc]
-                        t3 = rdy[o3 + qb[c, K_ACT, i, S_BANK], cc]
-                        t = max(max(t, t1), max(t2, t3))
-                        bnd[c, K_ACT, i] = t
-                        if t > clk:
-                            if t < fut:
-                                fut = t
-                        elif qb[c, K_ACT, i, S_ARR] < best_arr:
-                            best_arr = qb[c, K_ACT, i, S_ARR]
-                            cmd = cc
-                            sel_pos = i
-                            sel_kind = K_ACT
+                    for w0 in range(0, m, 64):
+                        # branch-free pass over the bounds: a mask of the slots whose bound
+                        # the clock has reached (the only ones that can be ready)
+                        due = np.uint64(0)
+                        for i in range(w0, min(m, w0 + 64)):
+                            t = bnd[c, K_ACT, i]
+                            d = t <= clk
+                            due |= np.uint64(1 if d else 0) << np.uint64(i - w0)
+                            fut = min(fut, INF if d else t)
+                        while due != np.uint64(0):
+                            i = w0 + np.int64(trailing_zeros(due))
+                            due &= due - np.uint64(1)
+                            # an active-buffer request's row is open: its column command is next
+                            cc = wr_cmd if qb[c, K_ACT, i, S_WR] else rd_cmd
+                            t = rdy[c, cc]
+                            t1 = rdy[o1 + qb[c, K_ACT, i, S_RANK], cc]
+                            t2 = rdy[o2 + qb[c, K_ACT, i, S_BG], cc]
+                            t3 = rdy[o3 + qb[c, K_ACT, i, S_BANK], cc]
+                            t = max(max(t, t1), max(t2, t3))
+                            bnd[c, K_ACT, i] = t
+                            if t > clk:
+                                if t < fut:
+                                    fut = t
+                            elif qb[c, K_ACT, i, S_ARR] < best_arr:
+                                best_arr = qb[c, K_ACT, i, S_ARR]
+                                cmd = cc
+                                sel_pos = i
+                                sel_kind = K_ACT
                 if sel_kind < 0:
                     if plen[c] > 0:
                         # (b) priority buffer head (refresh): never in the column slot
@@ -318,48 +349,50 @@ def simulate(
                         kind = K_WR if wmode[c] else K_RD
                         col_cmd = wr_cmd if wmode[c] else rd_cmd
                         m = ql[c, kind]
-                        mn = INF
-                        for i in range(m):
-                            mn = min(mn, bnd[c, kind, i])
-                        if mn > clk:
-                            # no bound reached: nothing in this buffer can be ready yet
-                            fut = min(fut, mn)
-                            m = 0
-                        for i in range(m):
-                            t = bnd[c, kind, i]
-                            if t > clk:
-                                if t < fut:
-                                    fut = t
-                                continue
-                            bq = bnk[c, kind, i]
-                            orow = open_row[bq]
-                            if orow == qb[c, kind, i, S_ROW]:
-                                cc = col_cmd
-                                if want_row:
+                        stop = False
+                        for w0 in range(0, m, 64):
+                            due = np.uint64(0)
+                            for i in range(w0, min(m, w0 + 64)):
+                                t = bnd[c, kind, i]
+                                d = t <= clk
+                                due |= np.uint64(1 if d else 0) << np.uint64(i - w0)
+                                fut = min(fut, INF if d else t)
+                            while due != np.uint64(0):
+                                i = w0 + np.int64(trailing_zeros(due))
+                                due &= due - np.uint64(1)
+                                bq = bnk[c, kind, i]
+                                orow = open_row[bq]
+                                if orow == qb[c, kind, i, S_ROW]:
+                                    cc = col_cmd
+                                    if want_row:
+                                        continue
+                                else:
+                                    cc = ACT if orow < 0 else PREPB
+                                    if want_col:
+                                        continue
+                                t = rdy[c, cc]
+                                t1 = rdy[o1 + qb[c, kind, i, S_RANK], cc]
+                                t2 = rdy[o2 + qb[c, kind, i, S_BG], cc]
+                                t3 = rdy[o3 + bq, cc]
+                                t = max(max(t, t1), max(t2, t3))
+                                bnd[c, kind, i] = t
+                                if t > clk:
+                                    if t < fut:
+                                        fut = t
                                     continue
-                            else:
-                                cc = ACT if orow < 0 else PREPB
-                                if want_col:
-                                    continue
-                            t = rdy[c, cc]
-                            t1 = rdy[o1 + qb[c, kind, i, S_RANK], cc]
-                            t2 = rdy[o2 + qb[c, kind, i, S_BG], cc]
-                            t3 = rdy[o3 + bq, cc]
-                            t = max(max(t, t1), max(t2, t3))
-                            bnd[c, kind, i] = t
-                            if t > clk:
-                                if t < fut:
-                                    fut = t
-                                continue
-                            closing = cc == PREPB or cc == RDA or cc == WRA  # noqa: SIM109
-                            if closing and act_bank[bq] > 0:
-                                if skip_blocked:
-                                    continue
+                                closing = cc == PREPB or cc == RDA or cc == WRA  # noqa: SIM109
+                                if closing and act_bank[bq] > 0:
+                                    if skip_blocked:
+                                        continue
+                                    stop = True
+                                    break
+                                cmd = cc
+                                sel_pos = i
+                                sel_kind = kind
+                                stop = True
                                 break
-                            cmd = cc
-                            sel_pos = i
-                            sel_kind = kind
-                            break
+                            if stop:
+                                break
                         if sel_kind < 0:
                             continue
 
@@ -529,11 +562,13 @@ def simulate(
                         act_rank[rk] -= 1
                 # remove the slot, keeping the buffer's order
                 m = ql[c, sel_kind] - 1
-                for k in range(sel_pos, m):
-                    for f in range(NS):
-                        qb[c, sel_kind, k, f] = qb[c, sel_kind, k + 1, f]
-                    bnd[c, sel_kind, k] = bnd[c, sel_kind, k + 1]
-                    bnk[c, sel_kind, k] = bnk[c, sel_kind, k + 1]
+                # (flat, unsigned indices: a plain forward copy the compiler can vectorize)
+                row = np.uint64((c * 3 + sel_kind) * QM)
+                for x in range(row + np.uint64(sel_pos), row + np.uint64(m)):
+                    bndf[x] = bndf[x + np.uint64(1)]
+                    bnkf[x] = bnkf[x + np.uint64(1)]
+                for x in range((row + np.uint64(sel_pos)) * uns, (row + np.uint64(m)) * uns):
+                    qbf[x] = qbf[x + uns]
                 ql[c, sel_kind] = m
 
             wake[c] = clk + 1 if issued_c else fut
