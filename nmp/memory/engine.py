@@ -42,6 +42,7 @@ ACT, PREPB, PREAB, RD, WR, RDA, WRA, REFAB = (
 )
 W = 4  # issue-history depth (largest constraint window: tFAW)
 INF = np.int64(1) << 62
+U = np.uint64  # unsigned indices: numba then skips its negative-index wraparound code
 
 # Counter layout of the ``counters`` arrays returned by simulate().
 C_HIT_R, C_MISS_R, C_CONF_R, C_HIT_W, C_MISS_W, C_CONF_W, C_FWD, C_COAL = range(NCMD, NCMD + 8)
@@ -136,7 +137,7 @@ def simulate(
     qbf = qb.reshape(-1)
     bndf = bnd.reshape(-1)
     bnkf = bnk.reshape(-1)
-    uns = np.uint64(NS)
+    uns = U(NS)
     ql = np.zeros((C, 3), np.int64)
     pbuf = np.zeros((C, PQ), np.int64)
     plen = np.zeros(C, np.int64)
@@ -298,23 +299,26 @@ def simulate(
                     for w0 in range(0, m, 64):
                         # branch-free pass over the bounds: a mask of the slots whose bound
                         # the clock has reached (the only ones that can be ready)
-                        due = np.uint64(0)
-                        for i in range(w0, min(m, w0 + 64)):
-                            t = bnd[c, K_ACT, i]
+                        due = U(0)
+                        row = U((c * 3 + K_ACT) * QM + w0)
+                        for x in range(U(0), U(min(m, w0 + 64) - w0)):
+                            t = bndf[row + x]
                             d = t <= clk
-                            due |= np.uint64(1 if d else 0) << np.uint64(i - w0)
+                            due |= U(1 if d else 0) << x
                             fut = min(fut, INF if d else t)
-                        while due != np.uint64(0):
+                        while due != U(0):
                             i = w0 + np.int64(trailing_zeros(due))
-                            due &= due - np.uint64(1)
+                            due &= due - U(1)
                             # an active-buffer request's row is open: its column command is next
-                            cc = wr_cmd if qb[c, K_ACT, i, S_WR] else rd_cmd
-                            t = rdy[c, cc]
-                            t1 = rdy[o1 + qb[c, K_ACT, i, S_RANK], cc]
-                            t2 = rdy[o2 + qb[c, K_ACT, i, S_BG], cc]
-                            t3 = rdy[o3 + qb[c, K_ACT, i, S_BANK], cc]
+                            sb = (row + U(i - w0)) * uns  # flat index of the slot
+                            cc = wr_cmd if qbf[sb + U(S_WR)] else rd_cmd
+                            ucc = U(cc)
+                            t = rdy[U(c), ucc]
+                            t1 = rdy[U(o1 + qbf[sb + U(S_RANK)]), ucc]
+                            t2 = rdy[U(o2 + qbf[sb + U(S_BG)]), ucc]
+                            t3 = rdy[U(o3 + qbf[sb + U(S_BANK)]), ucc]
                             t = max(max(t, t1), max(t2, t3))
-                            bnd[c, K_ACT, i] = t
+                            bndf[row + U(i - w0)] = t
                             if t > clk:
                                 if t < fut:
                                     fut = t
@@ -351,18 +355,20 @@ def simulate(
                         m = ql[c, kind]
                         stop = False
                         for w0 in range(0, m, 64):
-                            due = np.uint64(0)
-                            for i in range(w0, min(m, w0 + 64)):
-                                t = bnd[c, kind, i]
+                            due = U(0)
+                            row = U((c * 3 + kind) * QM + w0)
+                            for x in range(U(0), U(min(m, w0 + 64) - w0)):
+                                t = bndf[row + x]
                                 d = t <= clk
-                                due |= np.uint64(1 if d else 0) << np.uint64(i - w0)
+                                due |= U(1 if d else 0) << x
                                 fut = min(fut, INF if d else t)
-                            while due != np.uint64(0):
+                            while due != U(0):
                                 i = w0 + np.int64(trailing_zeros(due))
-                                due &= due - np.uint64(1)
-                                bq = bnk[c, kind, i]
-                                orow = open_row[bq]
-                                if orow == qb[c, kind, i, S_ROW]:
+                                due &= due - U(1)
+                                sb = (row + U(i - w0)) * uns  # flat index of the slot
+                                bq = bnkf[row + U(i - w0)]
+                                orow = open_row[U(bq)]
+                                if orow == qbf[sb + U(S_ROW)]:
                                     cc = col_cmd
                                     if want_row:
                                         continue
@@ -370,18 +376,19 @@ def simulate(
                                     cc = ACT if orow < 0 else PREPB
                                     if want_col:
                                         continue
-                                t = rdy[c, cc]
-                                t1 = rdy[o1 + qb[c, kind, i, S_RANK], cc]
-                                t2 = rdy[o2 + qb[c, kind, i, S_BG], cc]
-                                t3 = rdy[o3 + bq, cc]
+                                ucc = U(cc)
+                                t = rdy[U(c), ucc]
+                                t1 = rdy[U(o1 + qbf[sb + U(S_RANK)]), ucc]
+                                t2 = rdy[U(o2 + qbf[sb + U(S_BG)]), ucc]
+                                t3 = rdy[U(o3 + bq), ucc]
                                 t = max(max(t, t1), max(t2, t3))
-                                bnd[c, kind, i] = t
+                                bndf[row + U(i - w0)] = t
                                 if t > clk:
                                     if t < fut:
                                         fut = t
                                     continue
                                 closing = cc == PREPB or cc == RDA or cc == WRA  # noqa: SIM109
-                                if closing and act_bank[bq] > 0:
+                                if closing and act_bank[U(bq)] > 0:
                                     if skip_blocked:
                                         continue
                                     stop = True
@@ -470,28 +477,29 @@ def simulate(
                     work[nw, 1] = 3
                     work[nw, 2] = 0
                     nw += 1
+                ucmd = U(cmd)
                 for w in range(nw):
-                    node = work[w, 0]
-                    level = work[w, 1]
+                    node = U(work[w, 0])
+                    level = U(work[w, 1])
                     if work[w, 2]:
-                        for i in range(tab_i[2, level, cmd], tab_i[3, level, cmd]):
+                        for i in range(U(tab_i[2, level, ucmd]), U(tab_i[3, level, ucmd])):
                             t = clk + lat[i]
-                            if t > rdy[node, nxt[i]]:
-                                rdy[node, nxt[i]] = t
+                            if t > rdy[node, U(nxt[i])]:
+                                rdy[node, U(nxt[i])] = t
                         continue
-                    s0 = tab_i[0, level, cmd]
-                    e0 = tab_i[1, level, cmd]
+                    s0 = U(tab_i[0, level, ucmd])
+                    e0 = U(tab_i[1, level, ucmd])
                     if s0 == e0:
                         continue
                     for k in range(W - 1, 0, -1):
-                        hist[node, cmd, k] = hist[node, cmd, k - 1]
-                    hist[node, cmd, 0] = clk
+                        hist[node, ucmd, U(k)] = hist[node, ucmd, U(k - 1)]
+                    hist[node, ucmd, U(0)] = clk
                     for i in range(s0, e0):
-                        past = hist[node, cmd, win[i] - 1]
+                        past = hist[node, ucmd, U(win[i] - 1)]
                         if past >= 0:
                             t = past + lat[i]
-                            if t > rdy[node, nxt[i]]:
-                                rdy[node, nxt[i]] = t
+                            if t > rdy[node, U(nxt[i])]:
+                                rdy[node, U(nxt[i])] = t
                 cnt[cmd] += 1
                 issued_any = True
                 issued_c = True
@@ -563,11 +571,11 @@ def simulate(
                 # remove the slot, keeping the buffer's order
                 m = ql[c, sel_kind] - 1
                 # (flat, unsigned indices: a plain forward copy the compiler can vectorize)
-                row = np.uint64((c * 3 + sel_kind) * QM)
-                for x in range(row + np.uint64(sel_pos), row + np.uint64(m)):
-                    bndf[x] = bndf[x + np.uint64(1)]
-                    bnkf[x] = bnkf[x + np.uint64(1)]
-                for x in range((row + np.uint64(sel_pos)) * uns, (row + np.uint64(m)) * uns):
+                row = U((c * 3 + sel_kind) * QM)
+                for x in range(row + U(sel_pos), row + U(m)):
+                    bndf[x] = bndf[x + U(1)]
+                    bnkf[x] = bnkf[x + U(1)]
+                for x in range((row + U(sel_pos)) * uns, (row + U(m)) * uns):
                     qbf[x] = qbf[x + uns]
                 ql[c, sel_kind] = m
 
