@@ -16,8 +16,18 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
+    """Nested breakdown dicts as dotted rows (``levels.rank.dram_ns``); short lists inline."""
+    if isinstance(value, dict):
+        rows: list[tuple[str, Any]] = []
+        for key, sub in value.items():
+            rows.extend(_flatten(f"{prefix}.{key}" if prefix else str(key), sub))
+        return rows
+    return [(prefix, value)]
+
+
 def print_point(data: dict[str, Any], console: Console | None = None) -> None:
-    """A design point: headline metrics, then its breakdown (flattened one level)."""
+    """A design point: headline metrics, then its breakdown (flattened to dotted keys)."""
     console = console or Console()
     table = Table(title=f"{data.get('arch')} on {data.get('workload')}", title_justify="left")
     table.add_column("metric")
@@ -31,13 +41,9 @@ def print_point(data: dict[str, Any], console: Console | None = None) -> None:
     if breakdown:
         bt = Table(title="breakdown", title_justify="left")
         bt.add_column("item")
-        bt.add_column("value", justify="right")
-        for key, value in breakdown.items():
-            if isinstance(value, dict):
-                for sub_key, sub_value in value.items():
-                    bt.add_row(f"{key}.{sub_key}", _fmt(sub_value))
-            else:
-                bt.add_row(key, _fmt(value))
+        bt.add_column("value", justify="right", overflow="fold")
+        for key, value in _flatten("", breakdown):
+            bt.add_row(key, _fmt(value))
         console.print(bt)
 
 
