@@ -7,11 +7,12 @@ import functools
 import os
 from pathlib import Path
 
+import numba as nb
 import numpy as np
 
 from nmp.errors import NmpError, TraceError
 from nmp.memory import engine
-from nmp.memory.mapping import decode_address
+from nmp.memory.mapping import FIELDS, _segments, decode_address
 from nmp.memory.spec import MemorySpec
 from nmp.memory.standards import COMMANDS, build_table
 from nmp.memory.stats import MemStats, command_energy_pj
@@ -27,6 +28,32 @@ def _table_arrays(standard: str, timing: tuple[tuple[str, int], ...], bus_level:
     return tab_i, tab.nxt, tab.lat, tab.win
 
 
+@nb.njit(cache=True)
+def _decode_nodes(addr, tx_shift, seg_field, seg_bits, seg_shift, R, G, B):
+    """One pass of :func:`decode_address` (same segments) straight to the engine's global node
+    ids: channel, rank, bank group, bank, row, and the transaction key (address / tx_bytes)."""
+    n = addr.shape[0]
+    out = np.empty((6, n), np.int64)
+    fv = np.zeros(6, np.int64)
+    for j in range(n):
+        x = addr[j] >> tx_shift
+        out[5, j] = np.int64(x)
+        fv[:] = 0
+        for s in range(seg_field.shape[0]):
+            fv[seg_field[s]] |= (
+                np.int64(x & ((np.uint64(1) << seg_bits[s]) - np.uint64(1))) << (seg_shift[s])
+            )
+            x = x >> seg_bits[s]
+        rank = fv[0] * R + fv[1]
+        bg = rank * G + fv[2]
+        out[0, j] = fv[0]
+        out[1, j] = rank
+        out[2, j] = bg
+        out[3, j] = bg * B + fv[3]
+        out[4, j] = fv[4]
+    return out
+
+
 def engine_inputs(requests: np.ndarray, spec: MemorySpec) -> tuple:
     """Split lines into transactions (HBM: 64 B -> addr, addr+32), decode, flatten node ids."""
     k = spec.requests_per_line
@@ -37,28 +64,29 @@ def engine_inputs(requests: np.ndarray, spec: MemorySpec) -> tuple:
         offs = np.arange(k, dtype=np.uint64) * np.uint64(tx)
         addr = (addr[:, None] + offs[None, :]).ravel()
         write = np.repeat(write, k)
-    f = decode_address(addr, spec)
     o = spec.org
-    rank = f["channel"] * o.ranks + f["rank"]
-    bg = rank * o.bankgroups + f["bankgroup"]
-    bank = bg * o.banks + f["bank"]
-    key = (addr >> np.uint64(log2_exact(tx))).astype(np.int64)
+    if addr.size and int(addr.max()) >= spec.capacity_bytes:
+        decode_address(addr, spec)  # raises the TraceError naming the address
+    segs = [(FIELDS.index(f), nbits, shift) for f, nbits, shift in _segments(spec) if nbits]
+    seg = np.array(segs, np.int64).reshape(-1, 3)
+    nodes = _decode_nodes(
+        addr,
+        np.uint64(log2_exact(tx)),
+        seg[:, 0].copy(),
+        seg[:, 1].astype(np.uint64),
+        seg[:, 2].copy(),
+        o.ranks,
+        o.bankgroups,
+        o.banks,
+    )
+    channel, rank, bg, bank, row, key = nodes
     if requests.dtype.names is not None and "arrival" in requests.dtype.names:
         arrival = np.repeat(np.asarray(requests["arrival"], np.int64), k)
         if arrival.size and (np.diff(arrival) < 0).any():
             raise TraceError("request arrival cycles must be non-decreasing")
     else:
         arrival = np.zeros(len(addr), np.int64)
-    return (
-        np.ascontiguousarray(f["channel"]),
-        np.ascontiguousarray(rank),
-        np.ascontiguousarray(bg),
-        np.ascontiguousarray(bank),
-        np.ascontiguousarray(f["row"]),
-        write.astype(np.int8),
-        key,
-        arrival,
-    )
+    return (channel, rank, bg, bank, row, write.astype(np.int8), key, arrival)
 
 
 def run_engine(

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
-from numba.cpython.unsafe.numbers import trailing_zeros
 
 from nmp.memory.standards import CMD, NCMD
 
@@ -43,6 +42,21 @@ ACT, PREPB, PREAB, RD, WR, RDA, WRA, REFAB = (
 W = 4  # issue-history depth (largest constraint window: tFAW)
 INF = np.int64(1) << 62
 U = np.uint64  # unsigned indices: numba then skips its negative-index wraparound code
+
+try:  # numba's count-trailing-zeros intrinsic (one instruction)
+    from numba.cpython.unsafe.numbers import trailing_zeros
+except ImportError:  # pragma: no cover - an internal module; a portable fallback
+    _DEBRUIJN = np.array(
+        [((0x03F79D71B4CB0A89 << i) & ((1 << 64) - 1)) >> 58 for i in range(64)], np.int64
+    )
+    _CTZ = np.zeros(64, np.int64)
+    _CTZ[_DEBRUIJN] = np.arange(64)
+
+    @nb.njit(cache=True)
+    def trailing_zeros(x):
+        low = x & (~x + U(1))
+        return U(_CTZ[(low * U(0x03F79D71B4CB0A89)) >> U(58)])
+
 
 # Counter layout of the ``counters`` arrays returned by simulate().
 C_HIT_R, C_MISS_R, C_CONF_R, C_HIT_W, C_MISS_W, C_CONF_W, C_FWD, C_COAL = range(NCMD, NCMD + 8)
@@ -162,6 +176,7 @@ def simulate(
     maxlog = log.shape[0]
     nslots = 2 if dual else 1
     offers = 1  # one offer before the first memory tick, then F per memory tick
+    checked = -1  # request already searched for in the write buffer, without a match
     issued_any = True
 
     while True:
@@ -176,10 +191,14 @@ def simulate(
                 key = q_key[j]
                 kind = K_WR if q_wr[j] else K_RD
                 hit = False
-                for i in range(ql[c, K_WR]):
-                    if qb[c, K_WR, i, S_KEY] == key:
-                        hit = True
-                        break
+                if j != checked:
+                    for i in range(ql[c, K_WR]):
+                        if qb[c, K_WR, i, S_KEY] == key:
+                            hit = True
+                            break
+                    # while request j is refused nothing enters the write buffer, so no later
+                    # offer of j can find a match either: skip the search when offered again
+                    checked = j
                 if hit:
                     arrive[j] = clk
                     if kind == K_RD:
