@@ -22,7 +22,7 @@ import numpy as np
 
 from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout
-from nmp.arch.placement import FlatLookups, Placement
+from nmp.arch.placement import FlatLookups, Placement, divmod_nonneg
 from nmp.arch.spec import LEVELS, ArchSpec
 
 SALP_TRACKED_SUBARRAYS = 8  # open subarrays tracked per bank (beyond this tCCD_L binds anyway)
@@ -44,28 +44,51 @@ def _next_pow2(n: int) -> int:
 
 def _expand(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For items with ``lines[i]`` requests: (item of each request, line index within item)."""
+    if lines.size and lines.min() == lines.max():
+        per = int(lines[0])  # every item the same size (one table width): no prefix sums
+        item = np.repeat(np.arange(lines.size, dtype=np.int64), per)
+        return item, np.tile(np.arange(per, dtype=np.int64), lines.size)
     item = np.repeat(np.arange(lines.size, dtype=np.int64), lines)
     starts = np.concatenate([[0], np.cumsum(lines)[:-1]])
     within = np.arange(item.size, dtype=np.int64) - np.repeat(starts, lines)
     return item, within
 
 
-def _locality_key(node: np.ndarray, bank: np.ndarray, page: np.ndarray) -> np.ndarray:
-    """Sort key within each node: every bank's lookups in DRAM-row order (hits to an open row
-    back to back), the banks taken in turn lookup by lookup (their activations and bursts
-    overlap)."""
+def _bits(a: np.ndarray) -> int:
+    """Bits of the largest value; 64 (no packing) if any is negative."""
+    if not a.size:
+        return 0
+    return 64 if int(a.min()) < 0 else int(a.max()).bit_length()
+
+
+def _sort_order(*keys: np.ndarray) -> np.ndarray:
+    """``np.lexsort(keys[::-1])`` (first key most significant) for non-negative int64 keys
+    whose last key is unique: the keys packed into one int64 when they fit in 63 bits (one
+    plain sort instead of a sort per key; the same order, as no two packed keys are equal)."""
+    widths = [_bits(k) for k in keys]
+    if sum(widths) > 63:
+        return np.lexsort(keys[::-1])
+    packed = np.zeros(keys[0].size, dtype=np.int64)
+    for k, w in zip(keys, widths, strict=True):
+        packed <<= w
+        packed |= k
+    return np.argsort(packed)
+
+
+def _locality_order(node: np.ndarray, bank: np.ndarray, page: np.ndarray) -> np.ndarray:
+    """Issue order, grouped by node: every bank's lookups in DRAM-row order (hits to an open
+    row back to back), the banks taken in turn lookup by lookup (their activations and bursts
+    overlap); ties in arrival order."""
     arrival = np.arange(node.size, dtype=np.int64)
-    o = np.lexsort((arrival, page, bank, node))
+    o = _sort_order(node, bank, page, arrival)
     ns, bs = node[o], bank[o]
     new_group = np.ones(o.size, dtype=bool)
     new_group[1:] = (ns[1:] != ns[:-1]) | (bs[1:] != bs[:-1])
-    group_start = np.maximum.accumulate(np.where(new_group, np.arange(o.size), 0))
+    group_start = np.maximum.accumulate(np.where(new_group, arrival, 0))
     rank_in_bank = np.empty(o.size, dtype=np.int64)
-    rank_in_bank[o] = np.arange(o.size) - group_start
-    key_order = np.lexsort((arrival, bank, rank_in_bank, node))
-    key = np.empty(o.size, dtype=np.int64)
-    key[key_order] = arrival
-    return key
+    rank_in_bank[o] = arrival - group_start
+    # (node, rank in bank, bank) is unique per lookup: arrival never breaks a tie here
+    return _sort_order(node, rank_in_bank, bank, arrival)
 
 
 def unit_queue(mem, lines_per_lookup: int, overlap: int) -> int:
@@ -105,8 +128,13 @@ _VIEWS: dict[tuple, tuple] = {}  # (id(mem), level, queue, org) -> (mem, view): 
 
 
 def _slot_location(slot, nbanks, lpr, lpp, rows):
-    b = slot % nbanks
-    q = slot // nbanks
+    q, b = divmod_nonneg(slot, nbanks)
+    if lpr.size and lpr.min() == lpr.max():
+        r = int(lpr[0])  # one row size: the same arithmetic on scalars
+        if r <= lpp:
+            page, within = divmod_nonneg(q, lpp // max(r, 1))
+            return b, page, within * r
+        return b, q * -(-r // lpp), np.zeros_like(q)
     small = lpr <= lpp
     per_page = np.where(small, lpp // np.maximum(lpr, 1), 1)
     pages = np.where(small, 1, -(-lpr // lpp))
@@ -137,10 +165,9 @@ def lower_level(
     if spec.locality_aware_scheduling:
         # the unit sees the whole batch: it serves each bank's lookups row by row (all hits to
         # an open row together) and rotates over its banks so their activations overlap
-        local_key = _locality_key(node, b, page)
+        perm = _locality_order(node, b, page)
     else:
-        local_key = np.arange(idx.size, dtype=np.int64)
-    perm = np.lexsort((local_key, node))  # grouped by node, each in its issue order
+        perm = np.argsort(node, kind="stable")  # grouped by node, each in its issue order
     idx, node, lpr, b, page, col0 = (
         idx[perm],
         node[perm],
@@ -151,36 +178,80 @@ def lower_level(
     )
     item, within = _expand(lpr)
     _, _, unit = lay.node_coords(node)
-    line_page = page[item] + (col0[item] + within) // lpp
-    column = (col0[item] + within) % lpp
     lpr_max = int(lpr.max()) if lpr.size else 1
+    # no row straddles a page: all lines of a lookup share its page (per-lookup fields)
+    one_page = bool(lpr.size) and int((col0 + lpr).max()) <= lpp
     if level == "bank" and spec.subarray_parallelism:
         salp = min(_next_pow2(spec.bank.subarrays), SALP_TRACKED_SUBARRAYS)
         view = _view(mem, "bankgroup", unit_queue(mem, lpr_max, salp), bankgroups=1, banks=salp)
         rows_v = mv.org(view, "rows")
-        subarray = (line_page % rows_v) * spec.bank.subarrays // rows_v
-        addr = encode_address(
-            view,
-            bankgroup=0,
-            bank=subarray % salp,
-            row=line_page % rows_v,
-            column=column,
-        )
+        if one_page:
+            row_v = page % rows_v
+            bank = row_v * spec.bank.subarrays // rows_v % salp
+            addr = _encode_lines(view, item, col0, lpr, within, bank=bank, row=row_v)
+        else:
+            line_page = page[item] + (col0[item] + within) // lpp
+            row_v = line_page % rows_v
+            subarray = row_v * spec.bank.subarrays // rows_v
+            addr = encode_address(
+                view,
+                bankgroup=0,
+                bank=subarray % salp,
+                row=row_v,
+                column=(col0[item] + within) % lpp,
+            )
     else:
         view = _view(mem, level, unit_queue(mem, lpr_max, lay.banks_per_unit))
         bg = lay.unit_bg[unit, b]
         bk = lay.unit_bank[unit, b]
-        addr = encode_address(
-            view,
-            bankgroup=bg[item],
-            bank=bk[item],
-            row=line_page % rows,
-            column=column,
-        )
+        if one_page:
+            addr = _encode_lines(
+                view, item, col0, lpr, within, bankgroup=bg, bank=bk, row=page % rows
+            )
+        else:
+            line_page = page[item] + (col0[item] + within) // lpp
+            addr = encode_address(
+                view,
+                bankgroup=bg[item],
+                bank=bk[item],
+                row=line_page % rows,
+                column=(col0[item] + within) % lpp,
+            )
     node_req = node[item]
     lookups = np.bincount(node, minlength=lay.nodes)
     bytes_node = np.bincount(node_req, minlength=lay.nodes).astype(np.float64) * tx
     return LevelStream(level, addr, node_req, view, lookups, bytes_node)
+
+
+def _encode_lines(
+    view,
+    item: np.ndarray,
+    col0: np.ndarray,
+    lpr: np.ndarray,
+    within: np.ndarray,
+    **fields: np.ndarray,
+) -> np.ndarray:
+    """``encode_address`` of requests whose fields other than the column are those of their
+    lookup (``fields``, per lookup) and whose column is ``col0[item] + within`` (``within`` <
+    ``lpr[item]``).
+
+    An address mapping places each field in bits of its own (``nmp.memory.mapping``), so the
+    address is the lookup's address at column 0 OR'ed with the column's bits: encoded per
+    lookup and per distinct column instead of per request. Checked against a direct encode
+    on a sample of the requests; a mapping that mixes fields falls back to encoding all."""
+    from nmp.memory import encode_address
+
+    column = col0[item] + within
+    cols = int((col0 + lpr).max())  # the columns used: 0 .. max(col0 + lpr) - 1
+    base = encode_address(view, **fields)
+    addr = base[item] | encode_address(view, column=np.arange(cols, dtype=np.int64))[column]
+    probe = np.unique(np.linspace(0, addr.size - 1, min(addr.size, 97)).astype(np.int64))
+    direct = encode_address(
+        view, column=column[probe], **{k: v[item[probe]] for k, v in fields.items()}
+    )
+    if np.array_equal(direct, addr[probe]):
+        return addr
+    return encode_address(view, column=column, **{k: v[item] for k, v in fields.items()})
 
 
 def lower_vertical(

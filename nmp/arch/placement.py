@@ -81,6 +81,15 @@ def flatten(batch, row_bytes: list[int], table_rows: list[int]) -> FlatLookups:
     )
 
 
+def divmod_nonneg(a: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.divmod(a, d)`` of non-negative int64 ``a``: a shift and a mask when ``d`` is a
+    power of two (node and bank counts usually are; int64 division is slow)."""
+    d = int(d)
+    if d > 0 and d & (d - 1) == 0:
+        return a >> (d.bit_length() - 1), a & (d - 1)
+    return np.divmod(a, d)
+
+
 def node_capacity_slots(layout: LevelLayout, mem, row_bytes: int) -> int:
     """Rows of ``row_bytes`` one node of ``layout`` stores."""
     lpr = -(-row_bytes // mv.tx_bytes(mem))
@@ -254,23 +263,24 @@ def place(
         level[:] = LEVELS.index(levels[0])
     else:
         assert partition is not None
-        cls = np.zeros(n, dtype=np.int64)  # without a profile every class has the same split
         if profile is not None:
-            for t in range(flat.num_tables):
-                sel = flat.table == t
-                if sel.any():
-                    cls[sel] = profile.row_class(t, flat.row[sel])
-        cum = np.cumsum(partition[flat.table, cls], axis=1)
+            cls = profile.row_classes(flat.table, flat.row)
+        else:
+            cls = np.zeros(n, dtype=np.int64)  # without a profile every class has the same split
+        # level = number of cumulative shares (of the lookup's table and class) below u
+        cum = np.cumsum(partition, axis=2).reshape(-1, partition.shape[2])
+        cell = flat.table * partition.shape[1] + cls
         u = unit_hash(flat.grow, 0x5EED)
-        pick = (u[:, None] >= cum[:, :-1]).sum(axis=1)
+        pick = np.zeros(n, dtype=np.int64)
+        for j in range(partition.shape[2] - 1):
+            pick += u >= cum[cell, j]
         level[:] = np.asarray([LEVELS.index(lv) for lv in levels])[pick]
     for li, lv in enumerate(LEVELS):
         sel = level == li
         if not sel.any():
             continue
         lay = layouts[lv]
-        node[sel] = flat.grow[sel] % lay.nodes
-        slot[sel] = flat.grow[sel] // lay.nodes
+        slot[sel], node[sel] = divmod_nonneg(flat.grow[sel], lay.nodes)
     if spec.replicate_hot_rows and profile is not None:
         finest = levels[-1]
         lay = layouts[finest]
@@ -325,6 +335,7 @@ def place(
 __all__ = [
     "FlatLookups",
     "Placement",
+    "divmod_nonneg",
     "flatten",
     "level_effective_gbps",
     "level_node_peak_gbps",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 MAX_CLASSES = 48
+_DENSE_ROWS = 1 << 26  # rows of all tables up to which row classes are kept as a dense map
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,46 @@ class AccessProfile:
             hit = keys[pos] == rows
             cls[hit] = 1 + np.floor(np.log2(counts[pos[hit]])).astype(np.int64)
         return np.minimum(cls, MAX_CLASSES - 1)
+
+    def _class_map(self) -> np.ndarray | None:
+        """Class of every row of every table (int8, rows of all tables end to end), or None
+        when the tables are too large for a dense map. The profile is immutable: the map is
+        built once and kept for the last few profiles used (memory stays bounded in sweeps)."""
+        hit = _CLASS_MAPS.get(id(self))
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        total = int(sum(self.table_rows))
+        fits = total <= _DENSE_ROWS and MAX_CLASSES <= 127
+        fits = fits and all(
+            not k.size or (int(k[0]) >= 0 and int(k[-1]) < r)
+            for k, r in zip(self.keys, self.table_rows, strict=True)
+        )
+        out = None
+        if fits:
+            first = np.concatenate([[0], np.cumsum(self.table_rows)[:-1]]).astype(np.int64)
+            out = np.zeros(total, dtype=np.int8)
+            for t, (k, c) in enumerate(zip(self.keys, self.counts, strict=True)):
+                out[first[t] + k] = np.minimum(1 + np.floor(np.log2(c)).astype(np.int64), 127)
+            np.minimum(out, MAX_CLASSES - 1, out=out)
+        if len(_CLASS_MAPS) >= 2:
+            _CLASS_MAPS.clear()
+        _CLASS_MAPS[id(self)] = (self, out)
+        return out
+
+    def row_classes(self, tables: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Frequency class of every (table, row) pair, as :meth:`row_class` per table."""
+        cmap = self._class_map()
+        if cmap is not None and rows.size:
+            limit = np.asarray(self.table_rows, dtype=np.int64)
+            first = np.concatenate([[0], np.cumsum(limit)[:-1]])
+            if int(rows.min()) >= 0 and bool((rows < limit[tables]).all()):
+                return cmap[first[tables] + rows].astype(np.int64)
+        cls = np.zeros(rows.size, dtype=np.int64)
+        for t in range(len(self.keys)):
+            sel = tables == t
+            if sel.any():
+                cls[sel] = self.row_class(t, rows[sel])
+        return cls
 
     def class_stats(self, table: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, expected lookups per batch) of each class of ``table`` (float64 [C])."""
@@ -60,6 +101,9 @@ class AccessProfile:
         counts = np.concatenate(self.counts)
         order = np.lexsort((rows, tabs, -counts))[:count]
         return tabs[order], rows[order]
+
+
+_CLASS_MAPS: dict[int, tuple[AccessProfile, np.ndarray | None]] = {}  # id -> (profile, map)
 
 
 def build_profile(batches: list, table_rows: list[int]) -> AccessProfile:

@@ -187,8 +187,9 @@ def time_gather_reduce(
         elif lay.capacity_banks > 0:
             stream = lower_level(spec, lv, lay, mem, flat, plc, order)
             node_lookups = np.bincount(plc.node[sel], minlength=lay.nodes).astype(np.float64)
+            cycles_per_lookup = -(-dims // unit.lanes)  # per table
             lanes_work = np.bincount(
-                plc.node[sel], weights=-(-dim_l[sel] // unit.lanes), minlength=lay.nodes
+                plc.node[sel], weights=cycles_per_lookup[flat.table[sel]], minlength=lay.nodes
             )
         else:
             stream = None
@@ -266,11 +267,12 @@ def time_gather_reduce(
         crossing_bytes += float(result_bytes_chan.sum())
     # instruction delivery
     ins = spec.instruction
-    per_chan_lookups = np.bincount(_lookup_channel(arch, flat, plc), minlength=channels)
+    lookup_rank = _lookup_rank(arch, flat, plc)
+    per_chan_lookups = np.bincount(_lookup_channel(arch, flat, lookup_rank), minlength=channels)
     t_ins_host = float(per_chan_lookups.max()) * ins.bits_per_lookup / ins.host_bits_per_cycle * tck
     in_dram = plc.level >= LEVELS.index("bankgroup")
     if in_dram.any() and ins.bits_per_lookup:
-        rk = _lookup_rank(arch, flat, plc)[in_dram]
+        rk = lookup_rank[in_dram]
         per_rank_lookups = np.bincount(rk, minlength=ranks_total)
         t_ca = (
             float(per_rank_lookups.max()) * ins.bits_per_lookup / ins.dram_ca_bits_per_cycle * tck
@@ -334,16 +336,16 @@ def time_gather_reduce(
 def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list:
     """Replay each node's requests on its own (units run concurrently); None for idle nodes.
     A node's stream longer than ``max_requests`` (when > 0) is timed on a sample."""
-    order = np.argsort(stream.node, kind="stable")
     counts = np.bincount(stream.node, minlength=nodes)
     starts = np.concatenate([[0], np.cumsum(counts)])
+    grouped = bool((stream.node[1:] >= stream.node[:-1]).all())
+    # lower_level emits the requests grouped by node: each node's are then a slice
+    addr = stream.addr if grouped else stream.addr[np.argsort(stream.node, kind="stable")]
     out = []
     for k in range(nodes):
-        seg = order[starts[k] : starts[k + 1]]
+        a, b = int(starts[k]), int(starts[k + 1])
         out.append(
-            replay_stream(stream.addr[seg], stream.view, max_requests=max_requests)
-            if seg.size
-            else None
+            replay_stream(addr[a:b], stream.view, max_requests=max_requests) if b > a else None
         )
     return out
 
@@ -361,22 +363,25 @@ def _hit_rate(st) -> float:
 
 def _lookup_rank(arch, flat: FlatLookups, plc: Placement) -> np.ndarray:
     """Global rank id (channel * ranks + rank) serving each lookup."""
-    rk = np.zeros(flat.n, dtype=np.int64)
     if arch.spec.policy == "vertical":
-        return rk  # every rank; the channel bound uses per-channel counts below
+        return np.zeros(flat.n, dtype=np.int64)  # every rank; the channel bound uses channels
+    # node ids count units rank by rank at every level: rank id = node // units of its level
+    units = np.ones(len(LEVELS) + 1, dtype=np.int64)
     for li, lv in enumerate(LEVELS):
-        m = plc.level == li
-        if m.any():
-            rk[m] = arch.layouts[lv].node_rank_id(plc.node[m])
-    return rk
+        if lv in arch.layouts:
+            units[li] = arch.layouts[lv].units
+    placed = plc.level >= 0
+    if placed.all():
+        return plc.node // units[plc.level]
+    return np.where(placed, np.maximum(plc.node, 0) // units[plc.level], 0)
 
 
-def _lookup_channel(arch, flat: FlatLookups, plc: Placement) -> np.ndarray:
+def _lookup_channel(arch, flat: FlatLookups, lookup_rank: np.ndarray) -> np.ndarray:
     if arch.spec.policy == "vertical":
         # an instruction per lookup reaches every channel (each holds a slice)
         channels = mv.org(arch.mem, "channels")
         return np.tile(np.arange(channels), flat.n)
-    return _lookup_rank(arch, flat, plc) // mv.org(arch.mem, "ranks")
+    return lookup_rank // mv.org(arch.mem, "ranks")
 
 
 __all__ = ["dram_energy", "replay_stream", "time_gather_reduce"]

@@ -76,10 +76,14 @@ def tree_reduce(
         lay = layouts[lv]
         here = lvl == li
         # merge what sits at this level (own partial sums and those of children)
-        ids, first, n_ids = segment_ids(node[here], key[here])
-        merged_node = node[here][first]
-        merged_key = key[here][first]
-        merged_val = reduce_segments(ids, val[here], n_ids) if val is not None else None
+        if val is None:
+            merged_node, merged_key = _distinct_pairs(node[here], key[here])
+            merged_val = None
+        else:
+            ids, first, n_ids = segment_ids(node[here], key[here])
+            merged_node = node[here][first]
+            merged_key = key[here][first]
+            merged_val = reduce_segments(ids, val[here], n_ids)
         traffic.send[lv] = np.bincount(merged_node, minlength=lay.nodes)
         p_level, p_node = parents(layouts, lv, ranks)
         up_level = p_level[merged_node]
@@ -110,6 +114,25 @@ def tree_reduce(
     if val is None:
         return None, traffic
     return reduce_segments(key, val, num_keys), traffic
+
+
+_DENSE_LIMIT = 1 << 24  # largest node x key grid marked in a dense table (16 MB of bools)
+
+
+def _distinct_pairs(node: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (node, key) pairs in lexicographic order, as ``segment_ids`` orders them:
+    marked in a dense node x key table when it is small (no sort), else by sorting."""
+    if node.size == 0:
+        return node[:0], key[:0]
+    span = int(key.max()) + 1
+    cells = (int(node.max()) + 1) * span
+    if cells > _DENSE_LIMIT or min(int(node.min()), int(key.min())) < 0:
+        _, first, _ = segment_ids(node, key)
+        return node[first], key[first]
+    seen = np.zeros(cells, dtype=bool)
+    seen[node * span + key] = True
+    pairs = np.flatnonzero(seen)
+    return pairs // span, pairs % span
 
 
 __all__ = ["HOST", "TreeTraffic", "parents", "tree_reduce"]

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 # Knuth's multiplicative constant (2^64 / golden ratio), as uint64.
 _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
@@ -50,6 +53,34 @@ def set_index(lines: np.ndarray, sets: int, hashed: bool) -> np.ndarray:
     return lines % sets
 
 
+@intrinsic
+def _prefetch(typingctx, arr, flat_index):
+    """``llvm.prefetch`` of element ``flat_index`` of a C-contiguous array: a hint that pulls its
+    host cache line early, with no effect on any value (and no fault if out of range)."""
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        i8p = ir.IntType(8).as_pointer()
+        ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), i8p)
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], fnty)
+        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])  # read, keep in all levels, data
+        return context.get_dummy_value()
+
+    return types.void(arr, flat_index), codegen
+
+
+@nb.njit(cache=True)
+def prefetch_set(ent, c, s):
+    """Start loading set ``s`` of cache ``c`` into the host's caches before :func:`access` needs
+    it (the simulator is bound by host cache misses on the state, not by arithmetic)."""
+    ways = ent.shape[3]
+    first = (c * ent.shape[1] + s) * ways * 2
+    for k in range(0, ways * 2 + 7, 8):  # one prefetch per 64-B host line
+        _prefetch(ent, first + k)
+
+
 _VALID = np.int64(0xFF)
 _PINNED = np.int64(0x100)
 _STAMP_SHIFT = np.int64(9)
@@ -57,9 +88,10 @@ _STAMP_SHIFT = np.int64(9)
 
 @dataclass
 class CacheState:
-    """State of a bank of ``n`` identical caches, packed for locality: ``ent[n, sets, ways, 2]``
-    holds per way its tag (-1 = empty) and a meta word ``stamp << 9 | pinned << 8 | valid``
-    (LRU stamp, pinned flag, valid-sector mask), so a set is one contiguous run of memory."""
+    """State of a bank of ``n`` identical caches, packed for locality: ``ent[n, sets, 0, ways]``
+    holds the ways' tags (-1 = empty) and ``ent[n, sets, 1, ways]`` their meta words
+    ``stamp << 9 | pinned << 8 | valid`` (LRU stamp, pinned flag, valid-sector mask), so a set is
+    one contiguous run of memory and its tags are searched as one contiguous vector."""
 
     ent: np.ndarray
     hashed: bool
@@ -67,8 +99,8 @@ class CacheState:
 
     @classmethod
     def empty(cls, n: int, sets: int, ways: int, *, hashed: bool, sectors_per_line: int):
-        ent = np.zeros((n, sets, ways, 2), dtype=np.int64)
-        ent[..., 0] = -1
+        ent = np.zeros((n, sets, 2, ways), dtype=np.int64)
+        ent[:, :, 0, :] = -1
         return cls(ent=ent, hashed=hashed, sectors_per_line=sectors_per_line)
 
     @property
@@ -77,30 +109,30 @@ class CacheState:
 
     @property
     def ways(self) -> int:
-        return self.ent.shape[2]
+        return self.ent.shape[3]
 
     @property
     def tags(self) -> np.ndarray:
-        return self.ent[..., 0]
+        return self.ent[:, :, 0, :]
 
     @property
     def pinned(self) -> np.ndarray:
-        return (self.ent[..., 1] & _PINNED) != 0
+        return (self.ent[:, :, 1, :] & _PINNED) != 0
 
     @property
     def valid(self) -> np.ndarray:
-        return (self.ent[..., 1] & _VALID).astype(np.uint8)
+        return (self.ent[:, :, 1, :] & _VALID).astype(np.uint8)
 
     def reset(self) -> None:
         """Invalidate every unpinned line (as L1 is at a kernel boundary); stamps restart."""
         pinned = self.pinned
-        self.ent[..., 0][~pinned] = -1
-        self.ent[..., 1] = np.where(pinned, self.ent[..., 1] & (_PINNED | _VALID), 0)
+        self.ent[:, :, 0, :][~pinned] = -1
+        self.ent[:, :, 1, :] = np.where(pinned, self.ent[:, :, 1, :] & (_PINNED | _VALID), 0)
 
     def unpin_all(self) -> None:
         """Release every pinned line: it stays cached as the least recently used line."""
-        meta = self.ent[..., 1]
-        self.ent[..., 1] = np.where((meta & _PINNED) != 0, meta & _VALID, meta)
+        meta = self.ent[:, :, 1, :]
+        self.ent[:, :, 1, :] = np.where((meta & _PINNED) != 0, meta & _VALID, meta)
 
     def pin(self, lines: np.ndarray, pin_ways: int) -> int:
         """Install ``lines`` as pinned in cache 0 (all sectors valid), at most ``pin_ways`` per
@@ -112,11 +144,11 @@ class CacheState:
 @nb.njit(cache=True)
 def _pin(ent, lines, pin_ways, hashed, full):
     sets = ent.shape[1]
-    ways = ent.shape[2]
+    ways = ent.shape[3]
     count = np.zeros(sets, dtype=np.int64)
     for s in range(sets):
         for w in range(ways):
-            if ent[0, s, w, 1] & _PINNED:
+            if ent[0, s, 1, w] & _PINNED:
                 count[s] += 1
     done = 0
     for i in range(lines.shape[0]):
@@ -126,19 +158,47 @@ def _pin(ent, lines, pin_ways, hashed, full):
             continue
         present = False
         for w in range(ways):
-            if ent[0, s, w, 0] == line and ent[0, s, w, 1] & _PINNED:
+            if ent[0, s, 0, w] == line and ent[0, s, 1, w] & _PINNED:
                 present = True
                 break
         if present:
             continue
         for w in range(ways):
-            if not ent[0, s, w, 1] & _PINNED:
-                ent[0, s, w, 0] = line
-                ent[0, s, w, 1] = _PINNED | full
+            if not ent[0, s, 1, w] & _PINNED:
+                ent[0, s, 0, w] = line
+                ent[0, s, 1, w] = _PINNED | full
                 count[s] += 1
                 done += 1
                 break
     return done
+
+
+@nb.njit(cache=True, error_model="numpy")
+def access_set(ent, c, s, line, mask, t):
+    """:func:`access` with the set index ``s`` of ``line`` already known."""
+    ways = ent.shape[3]
+    m = np.int64(mask)
+    for w in range(ways):
+        if ent[c, s, 0, w] == line:
+            meta = ent[c, s, 1, w]
+            ent[c, s, 1, w] = (t << _STAMP_SHIFT) | (meta & _PINNED) | (meta & _VALID) | m
+            return np.uint8(meta & m)
+    victim = -1
+    oldest = np.int64(0x7FFFFFFFFFFFFFFF)
+    for w in range(ways):
+        meta = ent[c, s, 1, w]
+        if meta & _PINNED:
+            continue
+        if ent[c, s, 0, w] == -1:
+            victim = w
+            break
+        if meta < oldest:
+            oldest = meta
+            victim = w
+    if victim >= 0:
+        ent[c, s, 0, victim] = line
+        ent[c, s, 1, victim] = (t << _STAMP_SHIFT) | m
+    return np.uint8(0)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -149,32 +209,7 @@ def access(ent, c, line, mask, t, hashed):
     a line miss replaces an empty way if any, else the least recently used unpinned way. If every
     way is pinned the line is not allocated (it bypasses the cache).
     """
-    sets = ent.shape[1]
-    ways = ent.shape[2]
-    s = set_of(line, sets, hashed)
-    m = np.int64(mask)
-    for w in range(ways):
-        if ent[c, s, w, 0] == line:
-            meta = ent[c, s, w, 1]
-            hit = meta & m
-            ent[c, s, w, 1] = (t << _STAMP_SHIFT) | (meta & _PINNED) | (meta & _VALID) | m
-            return np.uint8(hit)
-    victim = -1
-    oldest = np.int64(0x7FFFFFFFFFFFFFFF)
-    for w in range(ways):
-        meta = ent[c, s, w, 1]
-        if meta & _PINNED:
-            continue
-        if ent[c, s, w, 0] == -1:
-            victim = w
-            break
-        if meta < oldest:
-            oldest = meta
-            victim = w
-    if victim >= 0:
-        ent[c, s, victim, 0] = line
-        ent[c, s, victim, 1] = (t << _STAMP_SHIFT) | m
-    return np.uint8(0)
+    return access_set(ent, c, set_of(line, ent.shape[1], hashed), line, mask, t)
 
 
 @nb.njit(cache=True, error_model="numpy")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from nmp.gpu.cache import access, set_of
+from nmp.gpu.cache import access_set, prefetch_set, set_of
 
 # Level at which a unit's load was served.
 LEVEL_L1, LEVEL_L2, LEVEL_HBM, LEVEL_UNSAMPLED = 0, 1, 2, 3
@@ -88,6 +88,39 @@ _COUNTER_NAMES = (
 )
 
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+
+
+@nb.njit(cache=True)
+def _log2_exact(d):
+    """log2(d) when d is a power of two (a divide becomes a shift), else -1."""
+    k = 0
+    while (np.int64(1) << k) < d:
+        k += 1
+    return k if (np.int64(1) << k) == d else -1
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _div(x, d, shift):
+    """``x // d`` (floor, as Python's), by an arithmetic shift when ``shift`` >= 0."""
+    return x >> shift if shift >= 0 else x // d
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _mod(x, d, shift):
+    """``x % d`` (floor, as Python's), by a mask when ``shift`` >= 0."""
+    return x & (d - 1) if shift >= 0 else x % d
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _mod_by_recip(x, d, inv_d):
+    """``x % d`` for ``d`` > 0 (floor, as Python's) without a 64-bit divide: the quotient from a
+    float multiply by ``inv_d`` = 1 / d, corrected until the remainder lies in [0, d)."""
+    r = x - np.int64(np.float64(x) * inv_d) * d
+    while r < 0:
+        r += d
+    while r >= d:
+        r -= d
+    return r
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -171,12 +204,21 @@ def _run(
     t = t0
     n_emit = 0
     l2_sets = l2_ent.shape[1]
+    l1_sets = l1_ent.shape[1]
+    ahead = 8
+    # Power-of-two divisors (the usual case) become shifts and masks; same values either way.
+    ls = _log2_exact(line_bytes)
+    ss = _log2_exact(sector_bytes)
+    ks = _log2_exact(sample)
+    cs = _log2_exact(cpb)
+    inv_l1_sets = 1.0 / l1_sets
     g_w = np.empty(cpb, dtype=np.int64)
     g_lv = np.empty(cpb, dtype=np.int64)
     g_n = 0
     g_e = -1
     for wave_start in range(0, grid_blocks, resident):
         wave_end = min(wave_start + resident, grid_blocks)
+        w_end = wave_end * block_y
         active = 0
         for w in range(wave_start * block_y, wave_end * block_y):
             if _next_chunk(cur, emb, stop, w, offsets, cpb, n_chunks, n_warps):
@@ -185,10 +227,28 @@ def _run(
             for b in range(wave_start, wave_end):
                 sm = b % sms
                 for w in range(b * block_y, (b + 1) * block_y):
+                    # Warp w + ahead is served a few units later: start loading its first
+                    # line's cache sets now (a host-cache hint; no effect on any result).
+                    wp = w + ahead
+                    if wp < w_end and cur[wp] >= 0:
+                        p_start = (
+                            base_bytes
+                            + indices[emb[wp]] * row_bytes
+                            + _mod(cur[wp], cpb, cs) * 32 * elem_bytes
+                        )
+                        p_line = _div(p_start, line_bytes, ls)
+                        p_s2 = set_of(p_line, l2_sets, True)
+                        if _mod(p_s2, sample, ks) == 0:
+                            prefetch_set(
+                                l1_ent,
+                                (wp // block_y) % sms,
+                                _mod_by_recip(p_line, l1_sets, inv_l1_sets),
+                            )
+                            prefetch_set(l2_ent, 0, p_s2)
                     chunk = cur[w]
                     if chunk < 0:
                         continue
-                    first_el = (chunk % cpb) * 32
+                    first_el = _mod(chunk, cpb, cs) * 32
                     n_el = min(32, dim - first_el)
                     e_cur = emb[w]
                     start = base_bytes + indices[e_cur] * row_bytes + first_el * elem_bytes
@@ -199,12 +259,12 @@ def _run(
                         if not _next_chunk(cur, emb, stop, w, offsets, cpb, n_chunks, n_warps):
                             active -= 1
                     level = -1
-                    line = start // line_bytes
+                    line = _div(start, line_bytes, ls)
                     while line * line_bytes < end:
                         lo = max(start, line * line_bytes) - line * line_bytes
                         hi = min(end, (line + 1) * line_bytes) - line * line_bytes
-                        first_sec = lo // sector_bytes
-                        last_sec = (hi - 1) // sector_bytes
+                        first_sec = _div(lo, sector_bytes, ss)
+                        last_sec = _div(hi - 1, sector_bytes, ss)
                         nreq = last_sec - first_sec + 1
                         mask = ((np.int64(1) << (last_sec + 1)) - 1) ^ (
                             (np.int64(1) << first_sec) - 1
@@ -217,10 +277,15 @@ def _run(
                         t += 1
                         counters[8] += nreq
                         counters[9] += 1
-                        if sample > 1 and set_of(line, l2_sets, True) % sample != 0:
+                        s2 = set_of(line, l2_sets, True)
+                        if sample > 1 and _mod(s2, sample, ks) != 0:
                             line += 1
                             continue
-                        hit1 = np.int64(access(l1_ent, sm, line, mask, t, False))
+                        hit1 = np.int64(
+                            access_set(
+                                l1_ent, sm, _mod_by_recip(line, l1_sets, inv_l1_sets), line, mask, t
+                            )
+                        )
                         nhit1 = _POPCOUNT[hit1]
                         counters[0] += nreq
                         counters[1] += nhit1
@@ -231,7 +296,7 @@ def _run(
                         else:
                             miss1 = mask & ~hit1
                             nmiss1 = nreq - nhit1
-                            hit2 = np.int64(access(l2_ent, 0, line, miss1, t, True))
+                            hit2 = np.int64(access_set(l2_ent, 0, s2, line, miss1, t))
                             nhit2 = _POPCOUNT[hit2]
                             counters[4] += nmiss1
                             counters[5] += nhit2
