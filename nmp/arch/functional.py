@@ -90,6 +90,29 @@ def dedupe(keys, key_space=-1):  # pragma: no cover - compiled
     return uniq[:m], inv
 
 
+@njit(cache=True, inline="always")
+def _reduce_up_tree(acc, touched, parent, out, b):  # pragma: no cover
+    """Children before parents (node ids decrease up the tree): each touched unit's partial sum
+    of bag ``b`` is added into its parent's, the roots' (parent -1) into ``out[b]``; clears
+    ``touched`` for the next bag."""
+    dim = acc.shape[1]
+    for nd in range(acc.shape[0] - 1, -1, -1):
+        if not touched[nd]:
+            continue
+        touched[nd] = False
+        p = parent[nd]
+        if p < 0:
+            for c in range(dim):
+                out[b, c] += acc[nd, c]
+        elif touched[p]:
+            for c in range(dim):
+                acc[p, c] += acc[nd, c]
+        else:
+            touched[p] = True
+            for c in range(dim):
+                acc[p, c] = acc[nd, c]
+
+
 @njit(cache=True)
 def gather_tree(node, bag, uinv, weights, values, parent, n_nodes, batch):  # pragma: no cover
     """Bag by bag: every unit (``node``) accumulates the partial sum of its rows of the bag;
@@ -118,21 +141,7 @@ def gather_tree(node, bag, uinv, weights, values, parent, n_nodes, batch):  # pr
                 for c in range(dim):
                     acc[nd, c] = w * values[u, c]
             j += 1
-        for nd in range(n_nodes - 1, -1, -1):
-            if not touched[nd]:
-                continue
-            touched[nd] = False
-            p = parent[nd]
-            if p < 0:
-                for c in range(dim):
-                    out[b, c] += acc[nd, c]
-            elif touched[p]:
-                for c in range(dim):
-                    acc[p, c] += acc[nd, c]
-            else:
-                touched[p] = True
-                for c in range(dim):
-                    acc[p, c] = acc[nd, c]
+        _reduce_up_tree(acc, touched, parent, out, b)
         i = j
     return out
 
@@ -176,21 +185,7 @@ def gather_tree_basis(
                 for c in range(dim):
                     acc[nd, c] += basis_a[ia, c] + basis_b[ib, c]
             j += 1
-        for nd in range(n_nodes - 1, -1, -1):
-            if not touched[nd]:
-                continue
-            touched[nd] = False
-            p = parent[nd]
-            if p < 0:
-                for c in range(dim):
-                    out[b, c] += acc[nd, c]
-            elif touched[p]:
-                for c in range(dim):
-                    acc[p, c] += acc[nd, c]
-            else:
-                touched[p] = True
-                for c in range(dim):
-                    acc[p, c] = acc[nd, c]
+        _reduce_up_tree(acc, touched, parent, out, b)
         i = j
     return out
 
