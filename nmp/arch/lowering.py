@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout
@@ -176,7 +177,6 @@ def lower_level(
         page[perm],
         col0[perm],
     )
-    item, within = _expand(lpr)
     _, _, unit = lay.node_coords(node)
     lpr_max = int(lpr.max()) if lpr.size else 1
     # no row straddles a page: all lines of a lookup share its page (per-lookup fields)
@@ -188,8 +188,9 @@ def lower_level(
         if one_page:
             row_v = page % rows_v
             bank = row_v * spec.bank.subarrays // rows_v % salp
-            addr = _encode_lines(view, item, col0, lpr, within, bank=bank, row=row_v)
+            addr, node_req = _encode_lines(view, node, col0, lpr, bank=bank, row=row_v)
         else:
+            item, within = _expand(lpr)
             line_page = page[item] + (col0[item] + within) // lpp
             row_v = line_page % rows_v
             subarray = row_v * spec.bank.subarrays // rows_v
@@ -200,15 +201,17 @@ def lower_level(
                 row=row_v,
                 column=(col0[item] + within) % lpp,
             )
+            node_req = node[item]
     else:
         view = _view(mem, level, unit_queue(mem, lpr_max, lay.banks_per_unit))
         bg = lay.unit_bg[unit, b]
         bk = lay.unit_bank[unit, b]
         if one_page:
-            addr = _encode_lines(
-                view, item, col0, lpr, within, bankgroup=bg, bank=bk, row=page % rows
+            addr, node_req = _encode_lines(
+                view, node, col0, lpr, bankgroup=bg, bank=bk, row=page % rows
             )
         else:
+            item, within = _expand(lpr)
             line_page = page[item] + (col0[item] + within) // lpp
             addr = encode_address(
                 view,
@@ -217,41 +220,77 @@ def lower_level(
                 row=line_page % rows,
                 column=(col0[item] + within) % lpp,
             )
-    node_req = node[item]
+            node_req = node[item]
     lookups = np.bincount(node, minlength=lay.nodes)
-    bytes_node = np.bincount(node_req, minlength=lay.nodes).astype(np.float64) * tx
+    bytes_node = np.bincount(node, weights=lpr, minlength=lay.nodes) * tx
     return LevelStream(level, addr, node_req, view, lookups, bytes_node)
+
+
+@njit(cache=True)
+def _or_lines(base, colenc, col0, lpr, node):  # pragma: no cover - compiled
+    """Every lookup's ``lpr`` requests, in order: ``base | colenc[col0 + line]``, and the
+    node of each request."""
+    total = 0
+    for i in range(lpr.shape[0]):
+        total += lpr[i]
+    addr = np.empty(total, dtype=np.uint64)
+    node_req = np.empty(total, dtype=np.int64)
+    k = 0
+    for i in range(lpr.shape[0]):
+        b, c0, nd = base[i], col0[i], node[i]
+        for w in range(lpr[i]):
+            addr[k] = b | colenc[c0 + w]
+            node_req[k] = nd
+            k += 1
+    return addr, node_req
 
 
 def _encode_lines(
     view,
-    item: np.ndarray,
+    node: np.ndarray,
     col0: np.ndarray,
     lpr: np.ndarray,
-    within: np.ndarray,
     **fields: np.ndarray,
-) -> np.ndarray:
-    """``encode_address`` of requests whose fields other than the column are those of their
-    lookup (``fields``, per lookup) and whose column is ``col0[item] + within`` (``within`` <
-    ``lpr[item]``).
+) -> tuple[np.ndarray, np.ndarray]:
+    """(addresses, node) of every request, lookup by lookup: a lookup's ``lpr`` requests have
+    its ``fields`` (all but the column) and columns ``col0 .. col0 + lpr - 1``.
 
     An address mapping places each field in bits of its own (``nmp.memory.mapping``), so the
     address is the lookup's address at column 0 OR'ed with the column's bits: encoded per
     lookup and per distinct column instead of per request. Checked against a direct encode
-    on a sample of the requests; a mapping that mixes fields falls back to encoding all."""
+    of every request of a sample of the lookups; a mapping that mixes fields falls back to
+    encoding all."""
     from nmp.memory import encode_address
 
-    column = col0[item] + within
     cols = int((col0 + lpr).max())  # the columns used: 0 .. max(col0 + lpr) - 1
     base = encode_address(view, **fields)
-    addr = base[item] | encode_address(view, column=np.arange(cols, dtype=np.int64))[column]
-    probe = np.unique(np.linspace(0, addr.size - 1, min(addr.size, 97)).astype(np.int64))
-    direct = encode_address(
-        view, column=column[probe], **{k: v[item[probe]] for k, v in fields.items()}
+    colenc = encode_address(view, column=np.arange(cols, dtype=np.int64))
+    lpr = np.ascontiguousarray(lpr, dtype=np.int64)
+    addr, node_req = _or_lines(
+        np.ascontiguousarray(base, dtype=np.uint64),
+        colenc,
+        np.ascontiguousarray(col0, dtype=np.int64),
+        lpr,
+        np.ascontiguousarray(node, dtype=np.int64),
     )
-    if np.array_equal(direct, addr[probe]):
-        return addr
-    return encode_address(view, column=column, **{k: v[item] for k, v in fields.items()})
+    first = np.cumsum(lpr) - lpr  # each lookup's first request
+    probe = np.unique(np.linspace(0, lpr.size - 1, min(lpr.size, 97)).astype(np.int64))
+    p_item, p_within = _expand(lpr[probe])
+    p_item = probe[p_item]
+    direct = encode_address(
+        view,
+        column=col0[p_item] + p_within,
+        **{k: np.broadcast_to(v, lpr.shape)[p_item] for k, v in fields.items()},
+    )
+    if np.array_equal(direct, addr[first[p_item] + p_within]):
+        return addr, node_req
+    item, within = _expand(lpr)
+    addr = encode_address(
+        view,
+        column=col0[item] + within,
+        **{k: np.broadcast_to(v, lpr.shape)[item] for k, v in fields.items()},
+    )
+    return addr, node[item]
 
 
 def lower_vertical(

@@ -83,3 +83,27 @@ def test_units_really_reduce_through_the_tree(small_workload):
         dtype=np.float32,
     )
     assert np.allclose(after[t] - before[t], uses[:, None], atol=1e-4)
+
+
+@pytest.mark.parametrize(("dim", "weighted"), [(64, True), (48, False)])
+def test_basis_kernel_every_width_and_weighting(dim, weighted):
+    """The in-place row kernel (compiled per width for common widths, at run time otherwise)
+    equals a plain per-bag sum of the same rows, with and without per-lookup weights."""
+    from nmp.arch.functional import gather_tree_basis
+    from nmp.arch.rowdata import _basis, base_rows
+
+    rng = np.random.default_rng(7)
+    n, batch = 3000, 40
+    bag = np.sort(rng.integers(0, batch, n)).astype(np.int64)
+    rows = rng.integers(0, 5_000_000, n).astype(np.int64)  # beyond one basis period
+    parent = np.array([-1, 0, 0, 1, 1, 2], dtype=np.int64)  # a 3-level tree of 6 units
+    base = np.array([0, 1, 3], dtype=np.int64)
+    level = rng.integers(0, 3, n).astype(np.int64)
+    node = np.where(level == 0, 0, rng.integers(0, 2, n)).astype(np.int64)
+    w = rng.random(n).astype(np.float32) if weighted else np.empty(0, np.float32)
+    got = gather_tree_basis(level, node, base, bag, rows, w, *_basis(3, 1, dim), parent, batch)
+    vals = base_rows(3, 1, rows, dim) * (w[:, None] if weighted else 1.0)
+    ref = np.zeros((batch, dim), np.float64)
+    np.add.at(ref, bag, vals.astype(np.float64))
+    assert got.shape == (batch, dim) and got.dtype == np.float32
+    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
