@@ -6,7 +6,9 @@ which stops where Ramulator's ``sim.run()`` stops (last request accepted), best 
 runs after one warm-up run that also compiles the engine, timed in CPU time of this process
 (``time.process_time``: the figure does not depend on other load on a shared machine; on an idle
 machine wall time is the same). Requests are Ramulator's (HBM2: 32-B halves). Prints requests/s
-of both and the ratio, then the median and overall figures.
+of both and the ratio, then the median and overall figures. Where the time goes: ``ticks/req``
+is the memory cycles the engine evaluated per request (cycles it jumped over cost nothing) and
+``cmds/req`` the DRAM commands it issued per request.
 
     python benchmarks/dram_replay.py [--repeat 3] [--filter ddr4]
 """
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 
 from nmp.memory import load_memory, read_trace, replay
+from nmp.memory.driver import engine_inputs, run_engine
 
 
 def _ref_dir() -> Path:
@@ -50,8 +53,11 @@ def main() -> None:
     cases = [
         c for c in json.loads((ref / "cases.json").read_text())["cases"] if a.filter in c["id"]
     ]
-    print(f"{'case':46s} {'requests':>9s} {'engine req/s':>13s} {'Ramulator2':>11s} {'ratio':>7s}")
-    ratios, total_req, total_s, total_ram_s = [], 0, 0.0, 0.0
+    print(
+        f"{'case':46s} {'requests':>9s} {'engine req/s':>13s} {'Ramulator2':>11s} {'ratio':>7s}"
+        f" {'ticks/req':>9s} {'cmds/req':>8s}"
+    )
+    ratios, total_req, total_s, total_ram_s, total_ticks, total_cmds = [], 0, 0.0, 0.0, 0, 0
     for case in cases:
         spec = _spec(case["memory_args"])
         requests = read_trace(ref / case["trace"])
@@ -63,13 +69,20 @@ def main() -> None:
             replay(requests, spec, drain=False)
             best = min(best, time.process_time() - t0)
         n = stats.requests
+        out = run_engine(engine_inputs(requests, spec), spec, drain=False)  # untimed: counts
+        ticks, cmds = int(out[10]), sum(stats.cmd_counts[k] for k in ("ACT", "PRE", "RD", "WR"))
+        total_ticks += ticks
+        total_cmds += cmds
         rate = n / best
         ram = case["ramulator2"]["requests_per_s"]
         ratios.append(rate / ram)
         total_req += n
         total_s += best
         total_ram_s += case["ramulator2"]["wall_s"]
-        print(f"{case['id']:46s} {n:9d} {rate:13,.0f} {ram:11,.0f} {rate / ram:7.1f}x")
+        print(
+            f"{case['id']:46s} {n:9d} {rate:13,.0f} {ram:11,.0f} {rate / ram:7.1f}x"
+            f" {ticks / n:9.2f} {cmds / n:8.2f}"
+        )
     if not ratios:
         print("no case selected")
         return
@@ -78,6 +91,11 @@ def main() -> None:
         f"(min {min(ratios):.1f}x, max {max(ratios):.1f}x); overall {total_req / total_s:,.0f} "
         f"requests/s against Ramulator 2's {total_req / total_ram_s:,.0f} "
         f"({total_ram_s / total_s:.1f}x)"
+    )
+    print(
+        f"per request: {total_ticks / total_req:.2f} evaluated memory cycles, "
+        f"{total_cmds / total_req:.2f} commands; {1e9 * total_s / total_ticks:.0f} ns per "
+        f"evaluated cycle"
     )
 
 
