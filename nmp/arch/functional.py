@@ -156,9 +156,13 @@ SPECIALIZED_DIMS = (16, 32, 64, 128, 256)
 
 def _make_gather_tree_basis(fixed_dim: int, weighted: bool):
     """The kernel of :func:`gather_tree_basis` for rows of ``fixed_dim`` elements (0: any),
-    with or without per-lookup weights (separate kernels keep the branch out of the loop)."""
+    with or without per-lookup weights (separate kernels keep the branch out of the loop).
 
-    @njit(cache=True, fastmath=True)
+    Not cached on disk: numba's cache keeps all variants of a closure in one index, and worker
+    processes writing it at once left entries whose reload failed ("NRT_adapt_ndarray_to_python:
+    'descr' is NULL"); compiling a variant takes about 1 s, once per process."""
+
+    @njit(cache=False, fastmath=True)
     def kernel(
         level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch
     ):  # pragma: no cover

@@ -76,10 +76,8 @@ def _sort_order(*keys: np.ndarray) -> np.ndarray:
     return np.argsort(packed)
 
 
-def _locality_order(node: np.ndarray, bank: np.ndarray, page: np.ndarray) -> np.ndarray:
-    """Issue order, grouped by node: every bank's lookups in DRAM-row order (hits to an open
-    row back to back), the banks taken in turn lookup by lookup (their activations and bursts
-    overlap); ties in arrival order."""
+def _locality_order_reference(node: np.ndarray, bank: np.ndarray, page: np.ndarray) -> np.ndarray:
+    """Pure-numpy :func:`_locality_order` (two packed-key sorts), the kernel's test oracle."""
     arrival = np.arange(node.size, dtype=np.int64)
     o = _sort_order(node, bank, page, arrival)
     ns, bs = node[o], bank[o]
@@ -90,6 +88,86 @@ def _locality_order(node: np.ndarray, bank: np.ndarray, page: np.ndarray) -> np.
     rank_in_bank[o] = arrival - group_start
     # (node, rank in bank, bank) is unique per lookup: arrival never breaks a tie here
     return _sort_order(node, rank_in_bank, bank, arrival)
+
+
+@njit(cache=True)
+def _locality_kernel(node, bank, page, nodes, banks):  # pragma: no cover - compiled
+    """Counting sort into (node, bank) groups (arrival order kept), a stable sort by page
+    inside each group, then per node the banks taken in turn: the i-th lookup of every bank
+    before the (i+1)-th of any."""
+    n = node.shape[0]
+    groups = nodes * banks
+    start = np.zeros(groups + 1, dtype=np.int64)
+    for i in range(n):
+        start[node[i] * banks + bank[i] + 1] += 1
+    for g in range(groups):
+        start[g + 1] += start[g]
+    fill = start[:-1].copy()
+    grouped = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        g = node[i] * banks + bank[i]
+        grouped[fill[g]] = i
+        fill[g] += 1
+    shift = 0
+    while (1 << shift) < n:
+        shift += 1
+    pmax = 0
+    for i in range(n):
+        pmax = max(pmax, page[i])
+    packed_fits = pmax < (1 << (62 - shift))
+    for g in range(groups):
+        a, b = start[g], start[g + 1]
+        if b - a > 1:
+            members = grouped[a:b].copy()
+            if packed_fits:
+                # (page, arrival) packed into one key: one plain sort, ties impossible
+                key = np.empty(b - a, dtype=np.int64)
+                for k in range(b - a):
+                    key[k] = (page[members[k]] << shift) | members[k]
+                key.sort()
+                mask = (1 << shift) - 1
+                for k in range(b - a):
+                    grouped[a + k] = key[k] & mask
+            else:
+                o = np.argsort(page[members], kind="mergesort")
+                for k in range(b - a):
+                    grouped[a + k] = members[o[k]]
+    out = np.empty(n, dtype=np.int64)
+    k = 0
+    for nd in range(nodes):
+        longest = 0
+        for bk in range(banks):
+            g = nd * banks + bk
+            longest = max(longest, start[g + 1] - start[g])
+        for r in range(longest):
+            for bk in range(banks):
+                g = nd * banks + bk
+                if start[g] + r < start[g + 1]:
+                    out[k] = grouped[start[g] + r]
+                    k += 1
+    return out
+
+
+def _locality_order(
+    node: np.ndarray, bank: np.ndarray, page: np.ndarray, nodes: int = 0, banks: int = 0
+) -> np.ndarray:
+    """Issue order, grouped by node: every bank's lookups in DRAM-row order (hits to an open
+    row back to back), the banks taken in turn lookup by lookup (their activations and bursts
+    overlap); ties in arrival order. ``nodes`` and ``banks`` bound the node and bank ids
+    (taken from the data when 0)."""
+    if not node.size:
+        return np.empty(0, dtype=np.int64)
+    if min(int(node.min()), int(bank.min())) < 0:
+        return _locality_order_reference(node, bank, page)
+    nodes = max(nodes, int(node.max()) + 1)
+    banks = max(banks, int(bank.max()) + 1)
+    return _locality_kernel(
+        np.ascontiguousarray(node, dtype=np.int64),
+        np.ascontiguousarray(bank, dtype=np.int64),
+        np.ascontiguousarray(page, dtype=np.int64),
+        nodes,
+        banks,
+    )
 
 
 def unit_queue(mem, lines_per_lookup: int, overlap: int) -> int:
@@ -144,6 +222,144 @@ def _slot_location(slot, nbanks, lpr, lpp, rows):
     return b, page, col
 
 
+@njit(cache=True)
+def _shift_of(d):  # pragma: no cover - compiled
+    """log2(d) when ``d`` is a power of two, else -1 (divide then)."""
+    if d > 0 and (d & (d - 1)) == 0:
+        sh = 0
+        while (1 << sh) < d:
+            sh += 1
+        return sh
+    return -1
+
+
+@njit(cache=True)
+def _level_lookups(
+    order, level, hit, node_all, slot_all, row_bytes, li, tx, nbanks, lpp, nodes
+):  # pragma: no cover - compiled
+    """The level's lookups in issue order (not SRAM hits): their node, lines per row, bank in
+    the node, page and first column (as :func:`_slot_location`), and per node the lookups and
+    lines. Divisions by powers of two are shifts (slots are non-negative)."""
+    m = 0
+    for i in range(order.shape[0]):
+        j = order[i]
+        if level[j] == li and not hit[j]:
+            m += 1
+    node = np.empty(m, dtype=np.int64)
+    lpr = np.empty(m, dtype=np.int64)
+    bank = np.empty(m, dtype=np.int64)
+    page = np.empty(m, dtype=np.int64)
+    col0 = np.empty(m, dtype=np.int64)
+    lookups = np.zeros(nodes, dtype=np.int64)
+    lines = np.zeros(nodes, dtype=np.int64)
+    b_sh = _shift_of(nbanks)
+    last_bytes, r, per_page, p_sh, span = -1, 1, 1, 0, 1
+    k = 0
+    for i in range(order.shape[0]):
+        j = order[i]
+        if level[j] != li or hit[j]:
+            continue
+        if row_bytes[j] != last_bytes:  # rows of one table share these
+            last_bytes = row_bytes[j]
+            r = -(-last_bytes // tx)
+            per_page = lpp // max(r, 1) if r <= lpp else 1
+            p_sh = _shift_of(per_page)
+            span = -(-r // lpp)
+        s = slot_all[j]
+        if b_sh >= 0:
+            q = s >> b_sh
+            bank[k] = s - (q << b_sh)
+        else:
+            q = s // nbanks
+            bank[k] = s - q * nbanks
+        if r <= lpp:
+            pg = q >> p_sh if p_sh >= 0 else q // per_page
+            page[k] = pg
+            col0[k] = (q - pg * per_page) * r
+        else:
+            page[k] = q * span
+            col0[k] = 0
+        nd = node_all[j]
+        node[k], lpr[k] = nd, r
+        lookups[nd] += 1
+        lines[nd] += r
+        k += 1
+    return node, lpr, bank, page, col0, lookups, lines
+
+
+@njit(cache=True)
+def _emit_lines(
+    perm,
+    node,
+    bank,
+    page,
+    col0,
+    lpr,
+    units,
+    unit_bg,
+    unit_bank,
+    rows_mod,
+    salp,
+    subarrays,
+    e_bg,
+    e_bank,
+    e_row,
+    e_col,
+):  # pragma: no cover - compiled
+    """Every lookup's requests, lookup by lookup in ``perm`` order: the address OR of its
+    fields' encodings (bank group, bank, DRAM row, column ``col0 + line``) and its node. With
+    ``salp`` > 0 the bank is the row's subarray (bank group 0), else the node's bank."""
+    total = 0
+    for j in range(perm.shape[0]):
+        total += lpr[perm[j]]
+    addr = np.empty(total, dtype=np.uint64)
+    node_req = np.empty(total, dtype=np.int64)
+    r_sh, u_sh = _shift_of(rows_mod), _shift_of(units)
+    k = 0
+    for j in range(perm.shape[0]):
+        i = perm[j]
+        row = page[i] & (rows_mod - 1) if r_sh >= 0 else page[i] % rows_mod
+        if salp > 0:
+            # the row's subarray, folded onto the tracked ones (salp is a power of two)
+            sub = (row * subarrays) >> r_sh if r_sh >= 0 else row * subarrays // rows_mod
+            base = e_bg[0] | e_bank[sub & (salp - 1)] | e_row[row]
+        else:
+            u = node[i] & (units - 1) if u_sh >= 0 else node[i] % units
+            base = e_bg[unit_bg[u, bank[i]]] | e_bank[unit_bank[u, bank[i]]] | e_row[row]
+        nd = node[i]
+        for w in range(lpr[i]):
+            addr[k] = base | e_col[col0[i] + w]
+            node_req[k] = nd
+            k += 1
+    return addr, node_req
+
+
+def _field_codes(view) -> tuple[np.ndarray, ...]:
+    """Encodings of every bank group, bank, row and column of ``view`` alone (the others 0).
+    Specs are frozen: kept per view."""
+    from nmp.memory import encode_address
+
+    hit = _FIELD_CODES.get(id(view))
+    if hit is not None and hit[0] is view:
+        return hit[1]
+    codes = tuple(
+        encode_address(view, **{f: np.arange(mv.org(view, lim), dtype=np.int64)})
+        for f, lim in (
+            ("bankgroup", "bankgroups"),
+            ("bank", "banks"),
+            ("row", "rows"),
+            ("column", "column_addrs"),
+        )
+    )
+    if len(_FIELD_CODES) > 64:
+        _FIELD_CODES.clear()
+    _FIELD_CODES[id(view)] = (view, codes)
+    return codes
+
+
+_FIELD_CODES: dict[int, tuple] = {}
+
+
 def lower_level(
     spec: ArchSpec,
     level: str,
@@ -155,142 +371,97 @@ def lower_level(
 ) -> LevelStream:
     """The request streams of ``level``'s nodes (rows placed whole), grouped by node, each in
     the order its unit issues them."""
-    from nmp.memory import encode_address
-
     li = LEVELS.index(level)
     tx, lpp, rows = mv.tx_bytes(mem), mv.lines_per_page(mem), mv.org(mem, "rows")
-    idx = order[(plc.level[order] == li) & ~plc.hit[order]]
-    node = plc.node[idx]
-    lpr = -(-flat.row_bytes[idx] // tx)
-    b, page, col0 = _slot_location(plc.slot[idx], lay.banks_per_unit, lpr, lpp, rows)
+    node, lpr, b, page, col0, lookups, lines = _level_lookups(
+        np.ascontiguousarray(order, dtype=np.int64),
+        np.ascontiguousarray(plc.level, dtype=np.int64),
+        np.ascontiguousarray(plc.hit, dtype=np.bool_),
+        np.ascontiguousarray(plc.node, dtype=np.int64),
+        np.ascontiguousarray(plc.slot, dtype=np.int64),
+        np.ascontiguousarray(flat.row_bytes, dtype=np.int64),
+        li,
+        tx,
+        max(lay.banks_per_unit, 1),
+        lpp,
+        lay.nodes,
+    )
     if spec.locality_aware_scheduling:
         # the unit sees the whole batch: it serves each bank's lookups row by row (all hits to
         # an open row together) and rotates over its banks so their activations overlap
-        perm = _locality_order(node, b, page)
+        perm = _locality_order(node, b, page, lay.nodes, lay.banks_per_unit)
     else:
         perm = np.argsort(node, kind="stable")  # grouped by node, each in its issue order
-    idx, node, lpr, b, page, col0 = (
-        idx[perm],
-        node[perm],
-        lpr[perm],
-        b[perm],
-        page[perm],
-        col0[perm],
-    )
-    _, _, unit = lay.node_coords(node)
     lpr_max = int(lpr.max()) if lpr.size else 1
     # no row straddles a page: all lines of a lookup share its page (per-lookup fields)
     one_page = bool(lpr.size) and int((col0 + lpr).max()) <= lpp
-    if level == "bank" and spec.subarray_parallelism:
+    salp_level = level == "bank" and spec.subarray_parallelism
+    if salp_level:
         salp = min(_next_pow2(spec.bank.subarrays), SALP_TRACKED_SUBARRAYS)
         view = _view(mem, "bankgroup", unit_queue(mem, lpr_max, salp), bankgroups=1, banks=salp)
-        rows_v = mv.org(view, "rows")
-        if one_page:
-            row_v = page % rows_v
-            bank = row_v * spec.bank.subarrays // rows_v % salp
-            addr, node_req = _encode_lines(view, node, col0, lpr, bank=bank, row=row_v)
-        else:
-            item, within = _expand(lpr)
-            line_page = page[item] + (col0[item] + within) // lpp
-            row_v = line_page % rows_v
-            subarray = row_v * spec.bank.subarrays // rows_v
-            addr = encode_address(
-                view,
-                bankgroup=0,
-                bank=subarray % salp,
-                row=row_v,
-                column=(col0[item] + within) % lpp,
-            )
-            node_req = node[item]
     else:
+        salp = 0
         view = _view(mem, level, unit_queue(mem, lpr_max, lay.banks_per_unit))
-        bg = lay.unit_bg[unit, b]
-        bk = lay.unit_bank[unit, b]
-        if one_page:
-            addr, node_req = _encode_lines(
-                view, node, col0, lpr, bankgroup=bg, bank=bk, row=page % rows
-            )
-        else:
-            item, within = _expand(lpr)
-            line_page = page[item] + (col0[item] + within) // lpp
-            addr = encode_address(
-                view,
-                bankgroup=bg[item],
-                bank=bk[item],
-                row=line_page % rows,
-                column=(col0[item] + within) % lpp,
-            )
-            node_req = node[item]
-    lookups = np.bincount(node, minlength=lay.nodes)
-    bytes_node = np.bincount(node, weights=lpr, minlength=lay.nodes) * tx
-    return LevelStream(level, addr, node_req, view, lookups, bytes_node)
+    rows_mod = mv.org(view, "rows") if salp_level else rows
+    if one_page:
+        e_bg, e_bank, e_row, e_col = _field_codes(view)
+        if rows_mod <= e_row.size and lpp <= e_col.size:
+            addr, node_req = _emit_lines(
+                perm, node, b, page, col0, lpr, lay.units, lay.unit_bg, lay.unit_bank,
+                rows_mod, salp, spec.bank.subarrays, e_bg, e_bank, e_row, e_col,
+            )  # fmt: skip
+            if _probe_ok(
+                view, perm, node, b, page, col0, lpr, lay, lpp, rows_mod, salp, spec, addr
+            ):
+                return LevelStream(level, addr, node_req, view, lookups, lines * float(tx))
+    addr, node_req = _lower_direct(
+        spec, lay, view, perm, node, b, page, col0, lpr, lpp, rows_mod, salp
+    )
+    return LevelStream(level, addr, node_req, view, lookups, lines * float(tx))
 
 
-@njit(cache=True)
-def _or_lines(base, colenc, col0, lpr, node):  # pragma: no cover - compiled
-    """Every lookup's ``lpr`` requests, in order: ``base | colenc[col0 + line]``, and the
-    node of each request."""
-    total = 0
-    for i in range(lpr.shape[0]):
-        total += lpr[i]
-    addr = np.empty(total, dtype=np.uint64)
-    node_req = np.empty(total, dtype=np.int64)
-    k = 0
-    for i in range(lpr.shape[0]):
-        b, c0, nd = base[i], col0[i], node[i]
-        for w in range(lpr[i]):
-            addr[k] = b | colenc[c0 + w]
-            node_req[k] = nd
-            k += 1
-    return addr, node_req
+def _direct_fields(lay, perm, node, b, page, col0, lpr, lpp, rows_mod, salp, spec):
+    """(item of each request, fields of each request) of the lookups ``perm``, for a direct
+    ``encode_address`` of every request."""
+    node, b, page, col0, lpr = node[perm], b[perm], page[perm], col0[perm], lpr[perm]
+    item, within = _expand(lpr)
+    line_page = page[item] + (col0[item] + within) // lpp
+    row = line_page % rows_mod
+    column = (col0[item] + within) % lpp
+    if salp:
+        fields = dict(bankgroup=0, bank=row * spec.bank.subarrays // rows_mod % salp)
+    else:
+        unit = node % lay.units
+        fields = dict(bankgroup=lay.unit_bg[unit, b][item], bank=lay.unit_bank[unit, b][item])
+    return node[item], dict(fields, row=row, column=column)
 
 
-def _encode_lines(
-    view,
-    node: np.ndarray,
-    col0: np.ndarray,
-    lpr: np.ndarray,
-    **fields: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(addresses, node) of every request, lookup by lookup: a lookup's ``lpr`` requests have
-    its ``fields`` (all but the column) and columns ``col0 .. col0 + lpr - 1``.
-
-    An address mapping places each field in bits of its own (``nmp.memory.mapping``), so the
-    address is the lookup's address at column 0 OR'ed with the column's bits: encoded per
-    lookup and per distinct column instead of per request. Checked against a direct encode
-    of every request of a sample of the lookups; a mapping that mixes fields falls back to
-    encoding all."""
+def _lower_direct(spec, lay, view, perm, node, b, page, col0, lpr, lpp, rows_mod, salp):
+    """Every request encoded on its own (rows that straddle pages, or a mapping whose fields
+    share bits)."""
     from nmp.memory import encode_address
 
-    cols = int((col0 + lpr).max())  # the columns used: 0 .. max(col0 + lpr) - 1
-    base = encode_address(view, **fields)
-    colenc = encode_address(view, column=np.arange(cols, dtype=np.int64))
-    lpr = np.ascontiguousarray(lpr, dtype=np.int64)
-    addr, node_req = _or_lines(
-        np.ascontiguousarray(base, dtype=np.uint64),
-        colenc,
-        np.ascontiguousarray(col0, dtype=np.int64),
-        lpr,
-        np.ascontiguousarray(node, dtype=np.int64),
+    node_req, fields = _direct_fields(
+        lay, perm, node, b, page, col0, lpr, lpp, rows_mod, salp, spec
     )
-    first = np.cumsum(lpr) - lpr  # each lookup's first request
-    probe = np.unique(np.linspace(0, lpr.size - 1, min(lpr.size, 97)).astype(np.int64))
-    p_item, p_within = _expand(lpr[probe])
-    p_item = probe[p_item]
-    direct = encode_address(
-        view,
-        column=col0[p_item] + p_within,
-        **{k: np.broadcast_to(v, lpr.shape)[p_item] for k, v in fields.items()},
+    return encode_address(view, **fields), node_req
+
+
+def _probe_ok(view, perm, node, b, page, col0, lpr, lay, lpp, rows_mod, salp, spec, addr) -> bool:
+    """Whether the OR of per-field encodings equals a direct ``encode_address`` on every
+    request of a sample of the lookups (an address mapping places each field in bits of its
+    own, which this checks)."""
+    from nmp.memory import encode_address
+
+    probe = np.unique(np.linspace(0, perm.size - 1, min(perm.size, 97)).astype(np.int64))
+    first = np.cumsum(lpr[perm]) - lpr[perm]  # each lookup's first request
+    _, fields = _direct_fields(
+        lay, perm[probe], node, b, page, col0, lpr, lpp, rows_mod, salp, spec
     )
-    if np.array_equal(direct, addr[first[p_item] + p_within]):
-        return addr, node_req
-    item, within = _expand(lpr)
-    addr = encode_address(
-        view,
-        column=col0[item] + within,
-        **{k: np.broadcast_to(v, lpr.shape)[item] for k, v in fields.items()},
+    p_item, p_within = _expand(lpr[perm[probe]])
+    return bool(
+        np.array_equal(encode_address(view, **fields), addr[first[probe][p_item] + p_within])
     )
-    return addr, node[item]
 
 
 def lower_vertical(

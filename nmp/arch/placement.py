@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout
@@ -233,6 +234,40 @@ def solve_cross_level(
     return frac.reshape(ntab, MAX_CLASSES, len(levels)), result
 
 
+@njit(cache=True)
+def _pick_levels(table, cls, u, cum, classes, level_ids, level):  # pragma: no cover - compiled
+    """Level of every lookup: the number of cumulative shares of its (table, class) cell that
+    lie at or below its hash ``u`` picks the level."""
+    for i in range(table.shape[0]):
+        cell = table[i] * classes + cls[i]
+        pick = 0
+        for j in range(cum.shape[1] - 1):
+            if u[i] >= cum[cell, j]:
+                pick += 1
+        level[i] = level_ids[pick]
+
+
+@njit(cache=True)
+def _node_slot(level, grow, nodes_of, node, slot):  # pragma: no cover - compiled
+    """Rows interleaved over the nodes of their level: node = grow mod nodes, slot = grow div
+    nodes (non-negative ``grow``); lookups without a level keep their node and slot."""
+    shifts = np.full(nodes_of.shape[0], -1, dtype=np.int64)
+    for li in range(nodes_of.shape[0]):
+        d = nodes_of[li]
+        if d > 0 and (d & (d - 1)) == 0:
+            shifts[li] = 0
+            while (1 << shifts[li]) < d:
+                shifts[li] += 1
+    for i in range(level.shape[0]):
+        li = level[i]
+        if li < 0:
+            continue
+        d, g = nodes_of[li], grow[i]
+        q = g >> shifts[li] if shifts[li] >= 0 else g // d  # node counts are usually 2^k
+        node[i] = g - q * d
+        slot[i] = q
+
+
 def place(
     spec: ArchSpec,
     layouts: dict[str, LevelLayout],
@@ -268,19 +303,31 @@ def place(
         else:
             cls = np.zeros(n, dtype=np.int64)  # without a profile every class has the same split
         # level = number of cumulative shares (of the lookup's table and class) below u
-        cum = np.cumsum(partition, axis=2).reshape(-1, partition.shape[2])
-        cell = flat.table * partition.shape[1] + cls
+        cum = np.ascontiguousarray(np.cumsum(partition, axis=2).reshape(-1, partition.shape[2]))
         u = unit_hash(flat.grow, 0x5EED)
-        pick = np.zeros(n, dtype=np.int64)
-        for j in range(partition.shape[2] - 1):
-            pick += u >= cum[cell, j]
-        level[:] = np.asarray([LEVELS.index(lv) for lv in levels])[pick]
+        level_ids = np.asarray([LEVELS.index(lv) for lv in levels], dtype=np.int64)
+        _pick_levels(
+            np.ascontiguousarray(flat.table, dtype=np.int64),
+            np.ascontiguousarray(cls, dtype=np.int64),
+            u,
+            cum,
+            partition.shape[1],
+            level_ids,
+            level,
+        )
+    nodes_of = np.zeros(len(LEVELS), dtype=np.int64)
     for li, lv in enumerate(LEVELS):
-        sel = level == li
-        if not sel.any():
-            continue
-        lay = layouts[lv]
-        slot[sel], node[sel] = divmod_nonneg(flat.grow[sel], lay.nodes)
+        if lv in layouts:
+            nodes_of[li] = layouts[lv].nodes
+    if flat.n and int(flat.grow.min()) >= 0:
+        _node_slot(level, np.ascontiguousarray(flat.grow, dtype=np.int64), nodes_of, node, slot)
+    else:
+        for li, lv in enumerate(LEVELS):
+            sel = level == li
+            if not sel.any():
+                continue
+            lay = layouts[lv]
+            slot[sel], node[sel] = divmod_nonneg(flat.grow[sel], lay.nodes)
     if spec.replicate_hot_rows and profile is not None:
         finest = levels[-1]
         lay = layouts[finest]

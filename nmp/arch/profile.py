@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 MAX_CLASSES = 48
 _DENSE_ROWS = 1 << 26  # rows of all tables up to which row classes are kept as a dense map
@@ -67,8 +68,12 @@ class AccessProfile:
         if cmap is not None and rows.size:
             limit = np.asarray(self.table_rows, dtype=np.int64)
             first = np.concatenate([[0], np.cumsum(limit)[:-1]])
-            if int(rows.min()) >= 0 and bool((rows < limit[tables]).all()):
-                return cmap[first[tables] + rows].astype(np.int64)
+            cls = np.empty(rows.size, dtype=np.int64)
+            tables = np.ascontiguousarray(tables, dtype=np.int64)
+            rows = np.ascontiguousarray(rows, dtype=np.int64)
+            in_range = int(tables.min()) >= 0 and int(tables.max()) < limit.size
+            if in_range and _lookup_classes(cmap, first, limit, tables, rows, cls):
+                return cls
         cls = np.zeros(rows.size, dtype=np.int64)
         for t in range(len(self.keys)):
             sel = tables == t
@@ -115,6 +120,18 @@ def build_profile(batches: list, table_rows: list[int]) -> AccessProfile:
         keys.append(k.astype(np.int64))
         counts.append(c.astype(np.float64))
     return AccessProfile(tuple(keys), tuple(counts), tuple(table_rows), len(batches))
+
+
+@njit(cache=True)
+def _lookup_classes(cmap, first, limit, tables, rows, out):  # pragma: no cover - compiled
+    """``out = cmap[first[tables] + rows]``; False (out unfinished) when a row is out of its
+    table's range."""
+    for i in range(rows.shape[0]):
+        t, r = tables[i], rows[i]
+        if r < 0 or r >= limit[t]:
+            return False
+        out[i] = cmap[first[t] + r]
+    return True
 
 
 __all__ = ["AccessProfile", "build_profile"]

@@ -23,6 +23,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from nmp.arch import memview as mv
 from nmp.arch.lowering import LevelStream, lower_host, lower_level, lower_vertical
@@ -128,7 +129,6 @@ def time_gather_reduce(
     channels = mv.org(mem, "channels")
     n = flat.n
     dims = np.asarray([t.dim for t in arch.tables], dtype=np.int64)
-    dim_l = dims[flat.table]
     weighted = flat.weight is not None
     bd: dict[str, Any] = {}
     levels_bd: dict[str, dict] = {}
@@ -137,6 +137,7 @@ def time_gather_reduce(
     io_pj_bit = float(mem.energy.io_pj_per_bit) if mem.energy is not None else 0.0
 
     if spec.policy == "host":
+        dim_l = dims[flat.table]
         addr = lower_host(mem, flat, order, arch.table_rows, arch.table_row_bytes)
         st = replay_stream(addr, mem, max_requests=spec.replay_sample_requests)
         t_mem = _ns(st.cycles_drained, mem)
@@ -172,25 +173,25 @@ def time_gather_reduce(
     ranks_total = channels * mv.org(mem, "ranks")
     imbalance = {}
     psum_bytes = dims * 4  # partial sums are FP32
-    row_psum = float(psum_bytes[flat.table].mean()) if n else 0.0
-    mean_dim = float(dims[flat.table].mean()) if n else 0.0
+    sums = _per_level_sums(arch, flat, plc, dims)
+    # means of integers over the lookups: exact sums, so equal to a mean over every lookup
+    row_psum = float((psum_bytes * sums.table_lookups).sum() / n) if n else 0.0
+    mean_dim = float((dims * sums.table_lookups).sum() / n) if n else 0.0
     for li, lv in enumerate(LEVELS):
         if lv not in arch.layouts:
             continue
         lay = arch.layouts[lv]
         unit = spec.level(lv)
-        sel = plc.level == li
         if spec.policy == "vertical":
             stream: LevelStream | None = lower_vertical(spec, lay, mem, flat, order)
             node_lookups = stream.lookups_per_node.astype(np.float64)
+            dim_l = dims[flat.table]
             lanes_work = np.full(lay.nodes, float((-(-dim_l // (lay.nodes * unit.lanes))).sum()))
         elif lay.capacity_banks > 0:
             stream = lower_level(spec, lv, lay, mem, flat, plc, order)
-            node_lookups = np.bincount(plc.node[sel], minlength=lay.nodes).astype(np.float64)
-            cycles_per_lookup = -(-dims // unit.lanes)  # per table
-            lanes_work = np.bincount(
-                plc.node[sel], weights=cycles_per_lookup[flat.table[sel]], minlength=lay.nodes
-            )
+            node_lookups = sums.node_lookups[li, : lay.nodes].astype(np.float64)
+            # a lookup takes ceil(dim / lanes) cycles of its unit
+            lanes_work = sums.lanes_cycles[li, : lay.nodes].copy()
         else:
             stream = None
             node_lookups = np.zeros(lay.nodes)
@@ -245,10 +246,11 @@ def time_gather_reduce(
             # rank-level reads and the children's partial sums leave the DRAM chips
             crossing_bytes += level_bytes + float(recv_bytes.sum())
         # unit energy: adds (and multiplies when weighted) + SRAM accumulator read/write
-        flops_add = float(dim_l[sel].sum()) if spec.policy != "vertical" else float(dim_l.sum())
+        level_dims = float(sums.dim_sum[li])  # elements the level's lookups add
+        flops_add = level_dims if spec.policy != "vertical" else float(sums.dim_sum.sum())
         flops_add += float(recv_bytes.sum()) / 4
         energy["units"] += flops_add * unit.pj_per_add + (
-            float(dim_l[sel].sum()) * unit.pj_per_mul if weighted else 0.0
+            level_dims * unit.pj_per_mul if weighted else 0.0
         )
         energy["sram"] += 2 * flops_add * 32 * unit.sram_pj_per_bit
         if lv == "rank" and plc.hit.any():
@@ -267,13 +269,20 @@ def time_gather_reduce(
         crossing_bytes += float(result_bytes_chan.sum())
     # instruction delivery
     ins = spec.instruction
-    lookup_rank = _lookup_rank(arch, flat, plc)
-    per_chan_lookups = np.bincount(_lookup_channel(arch, flat, lookup_rank), minlength=channels)
+    if sums.rank_lookups is not None:
+        ranks = mv.org(mem, "ranks")
+        per_chan_lookups = sums.rank_lookups.reshape(channels, ranks).sum(axis=1)
+        any_in_dram = bool(sums.rank_dram_lookups.any())
+        per_rank_dram = sums.rank_dram_lookups
+    else:
+        lookup_rank = _lookup_rank(arch, flat, plc)
+        per_chan_lookups = np.bincount(_lookup_channel(arch, flat, lookup_rank), minlength=channels)
+        in_dram = plc.level >= LEVELS.index("bankgroup")
+        any_in_dram = bool(in_dram.any())
+        per_rank_dram = np.bincount(lookup_rank[in_dram], minlength=ranks_total)
     t_ins_host = float(per_chan_lookups.max()) * ins.bits_per_lookup / ins.host_bits_per_cycle * tck
-    in_dram = plc.level >= LEVELS.index("bankgroup")
-    if in_dram.any() and ins.bits_per_lookup:
-        rk = lookup_rank[in_dram]
-        per_rank_lookups = np.bincount(rk, minlength=ranks_total)
+    if any_in_dram and ins.bits_per_lookup:
+        per_rank_lookups = per_rank_dram
         t_ca = (
             float(per_rank_lookups.max()) * ins.bits_per_lookup / ins.dram_ca_bits_per_cycle * tck
         )
@@ -333,6 +342,85 @@ def time_gather_reduce(
     return OpResult(latency / tck, latency, energy, bytes_by_level, bd, li_b)
 
 
+@dataclasses.dataclass
+class _LevelSums:
+    table_lookups: np.ndarray  # int64 [tables]
+    node_lookups: np.ndarray  # int64 [levels, max nodes]
+    lanes_cycles: np.ndarray  # float64 [levels, max nodes]: unit cycles of the node's lookups
+    dim_sum: np.ndarray  # int64 [levels]: elements added by the level's lookups
+    rank_lookups: np.ndarray | None  # int64 [ranks]: lookups per global rank (all levels)
+    rank_dram_lookups: np.ndarray | None  # int64 [ranks]: those served inside the DRAM chips
+
+
+@njit(cache=True)
+def _level_sums_kernel(
+    level, node, table, dims, cycles, units, nodes, ranks_total, dram_level, with_ranks
+):  # pragma: no cover - compiled
+    """One pass over the lookups: the per-table, per-level and per-node counts that the timing
+    reads (all integers, so the sums are exact whatever their order)."""
+    nlev, max_nodes = cycles.shape[0], max(nodes, 1)
+    for i in range(node.shape[0]):
+        max_nodes = max(max_nodes, node[i] + 1)
+    table_lookups = np.zeros(dims.shape[0], dtype=np.int64)
+    node_lookups = np.zeros((nlev, max_nodes), dtype=np.int64)
+    lanes = np.zeros((nlev, max_nodes), dtype=np.float64)
+    dim_sum = np.zeros(nlev, dtype=np.int64)
+    rank_all = np.zeros(ranks_total, dtype=np.int64)
+    rank_dram = np.zeros(ranks_total, dtype=np.int64)
+    shifts = np.full(units.shape[0], -1, dtype=np.int64)  # unit counts are usually 2^k
+    for li in range(units.shape[0]):
+        u = units[li]
+        if u > 0 and (u & (u - 1)) == 0:
+            shifts[li] = 0
+            while (1 << shifts[li]) < u:
+                shifts[li] += 1
+    for i in range(level.shape[0]):
+        t, li, nd = table[i], level[i], node[i]
+        table_lookups[t] += 1
+        if li < 0:
+            continue
+        dim_sum[li] += dims[t]
+        if nd < 0:
+            continue
+        node_lookups[li, nd] += 1
+        lanes[li, nd] += cycles[li, t]
+        if with_ranks:
+            u = units[li]
+            rk = nd >> shifts[li] if shifts[li] >= 0 else nd // u
+            rank_all[rk] += 1
+            if li >= dram_level:
+                rank_dram[rk] += 1
+    return table_lookups, node_lookups, lanes, dim_sum, rank_all, rank_dram
+
+
+def _per_level_sums(arch, flat: FlatLookups, plc: Placement, dims: np.ndarray) -> _LevelSums:
+    spec = arch.spec
+    units = np.ones(len(LEVELS) + 1, dtype=np.int64)
+    cycles = np.zeros((len(LEVELS), dims.size), dtype=np.float64)
+    for li, lv in enumerate(LEVELS):
+        if lv in arch.layouts:
+            units[li] = arch.layouts[lv].units
+            cycles[li] = -(-dims // spec.level(lv).lanes)  # ceil(dim / lanes) per table
+    ranks_total = mv.org(arch.mem, "channels") * mv.org(arch.mem, "ranks")
+    # per-rank counts when every lookup has a node (as _lookup_rank computes them)
+    with_ranks = spec.policy != "vertical" and bool(flat.n) and int(plc.level.min()) >= 0
+    tl, nl, lanes, dsum, r_all, r_dram = _level_sums_kernel(
+        np.ascontiguousarray(plc.level, dtype=np.int64),
+        np.ascontiguousarray(plc.node, dtype=np.int64),
+        np.ascontiguousarray(flat.table, dtype=np.int64),
+        dims,
+        cycles,
+        units,
+        max((lay.nodes for lay in arch.layouts.values()), default=1),
+        ranks_total,
+        LEVELS.index("bankgroup"),
+        with_ranks,
+    )
+    return _LevelSums(
+        tl, nl, lanes, dsum, r_all if with_ranks else None, r_dram if with_ranks else None
+    )
+
+
 def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list:
     """Replay each node's requests on its own (units run concurrently); None for idle nodes.
     A node's stream longer than ``max_requests`` (when > 0) is timed on a sample."""
@@ -342,6 +430,16 @@ def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list
     # lower_level emits the requests grouped by node: each node's are then a slice
     addr = stream.addr if grouped else stream.addr[np.argsort(stream.node, kind="stable")]
     out = []
+    if max_requests <= 0 or int(counts.max(initial=0)) <= max_requests:
+        # no node is sampled: the requests built once, each node replaying its slice (as
+        # replay_stream would, without a request array per node)
+        from nmp.memory import make_requests, replay
+
+        requests = make_requests(addr)
+        for k in range(nodes):
+            a, b = int(starts[k]), int(starts[k + 1])
+            out.append(replay(requests[a:b], stream.view) if b > a else None)
+        return out
     for k in range(nodes):
         a, b = int(starts[k]), int(starts[k + 1])
         out.append(

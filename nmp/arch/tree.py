@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from nmp.arch.functional import reduce_segments, segment_ids
 from nmp.arch.layout import LevelLayout
@@ -67,6 +68,10 @@ def tree_reduce(
 
     Returns the final sums per key (float32 [num_keys, dim], or None when ``partial`` is None:
     counting only) and the traffic per node."""
+    if partial is None:
+        counted = _count_tree(layouts, ranks, channels, s_level, s_node, s_key, num_keys)
+        if counted is not None:
+            return None, counted
     traffic = TreeTraffic()
     lvl, node, key, val = s_level, s_node, s_key, partial
     for li in range(len(LEVELS) - 1, -1, -1):
@@ -114,6 +119,94 @@ def tree_reduce(
     if val is None:
         return None, traffic
     return reduce_segments(key, val, num_keys), traffic
+
+
+def _count_tree(
+    layouts: dict[str, LevelLayout],
+    ranks: int,
+    channels: int,
+    s_level: np.ndarray,
+    s_node: np.ndarray,
+    s_key: np.ndarray,
+    num_keys: int,
+) -> TreeTraffic | None:
+    """:func:`tree_reduce` counting only, on a dense (global node, key) table: None when the
+    table would be too large or an id is out of range (the sorting path handles those)."""
+    nlev = len(LEVELS)
+    base = np.zeros(nlev + 1, dtype=np.int64)
+    nodes = np.zeros(nlev + 1, dtype=np.int64)
+    nodes[nlev] = channels  # the host: one per channel
+    total = 0
+    for li, lv in enumerate(LEVELS):
+        if lv in layouts:
+            base[li], nodes[li] = total, layouts[lv].nodes
+            total += layouts[lv].nodes
+    base[nlev] = total
+    p_level = np.empty(total, dtype=np.int64)
+    p_node = np.empty(total, dtype=np.int64)
+    for li, lv in enumerate(LEVELS):
+        if lv in layouts:
+            pl, pn = parents(layouts, lv, ranks)
+            p_level[base[li] : base[li] + nodes[li]] = pl
+            p_node[base[li] : base[li] + nodes[li]] = pn
+    if (total + channels) * max(num_keys, 1) > _DENSE_LIMIT or not s_level.size:
+        return None
+    s_level = np.ascontiguousarray(s_level, dtype=np.int64)
+    s_node = np.ascontiguousarray(s_node, dtype=np.int64)
+    s_key = np.ascontiguousarray(s_key, dtype=np.int64)
+    in_tree = np.array([lv in layouts for lv in LEVELS] + [False])
+    lv_ok = (s_level >= 0) & (s_level < nlev)
+    if not lv_ok.all() or not in_tree[s_level].all():
+        return None
+    if int(s_node.min()) < 0 or bool((s_node >= nodes[s_level]).any()):
+        return None
+    if int(s_key.min()) < 0 or int(s_key.max()) >= num_keys:
+        return None
+    counts, reached = _count_tree_kernel(
+        s_level, s_node, s_key, num_keys, base, nodes, p_level, p_node, in_tree
+    )
+    traffic = TreeTraffic()
+    for li in range(nlev - 1, -1, -1):  # the order tree_reduce fills them in
+        lv = LEVELS[li]
+        if lv in layouts:
+            traffic.send[lv] = counts[0, base[li] : base[li] + nodes[li]].copy()
+    for li in range(nlev - 1, -1, -1):
+        lv = LEVELS[li]
+        if lv in layouts and reached[li]:
+            traffic.recv[lv] = counts[1, base[li] : base[li] + nodes[li]].copy()
+    traffic.host_recv = counts[1, total : total + channels].copy()
+    return traffic
+
+
+@njit(cache=True)
+def _count_tree_kernel(
+    s_level, s_node, s_key, num_keys, base, nodes, p_level, p_node, in_tree
+):  # pragma: no cover - compiled
+    """Mark every (node, key) pair holding a partial sum, finest level first, each marking
+    its parent's pair: a node sends one partial sum per marked pair; its parent receives it.
+    Returns counts [sent, received] per global node (the host's after the tree's nodes) and
+    which levels received any."""
+    nlev = in_tree.shape[0] - 1
+    total = base[nlev]
+    slots = total + nodes[nlev]
+    seen = np.zeros((slots, num_keys), dtype=np.bool_)
+    for i in range(s_level.shape[0]):
+        seen[base[s_level[i]] + s_node[i], s_key[i]] = True
+    counts = np.zeros((2, slots), dtype=np.int64)
+    reached = np.zeros(nlev + 1, dtype=np.bool_)
+    for li in range(nlev - 1, -1, -1):
+        if not in_tree[li]:
+            continue
+        for g in range(base[li], base[li] + nodes[li]):
+            pl = p_level[g]
+            pg = base[pl] + p_node[g]
+            for k in range(num_keys):
+                if seen[g, k]:
+                    counts[0, g] += 1
+                    counts[1, pg] += 1
+                    seen[pg, k] = True
+                    reached[pl] = True
+    return counts, reached
 
 
 _DENSE_LIMIT = 1 << 24  # largest node x key grid marked in a dense table (16 MB of bools)

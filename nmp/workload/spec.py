@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -351,6 +352,35 @@ def load_workload(
     name the key as ``workload.<key>``.
     """
     path = find_preset("workload", str(name_or_path))
+    # a spec is frozen: the same file (path, mtime, size) and overrides give the same one
+    items = list((overrides or {}).items())
+    if not all(_plain(v) for _, v in items):
+        return _load_workload(path, overrides)
+    st = path.stat()
+    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, repr(items))
+    hit = _LOADED.get(key)
+    if hit is not None:
+        return hit
+    spec = _load_workload(path, overrides)
+    if len(_LOADED) >= 64:
+        _LOADED.clear()
+    _LOADED[key] = spec
+    return spec
+
+
+_LOADED: dict[tuple, WorkloadSpec] = {}  # (file, mtime, size, overrides) -> spec
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``repr(value)`` identifies it (plain scalars and lists of them)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return False
+
+
+def _load_workload(path: Path, overrides: dict[str, Any] | None) -> WorkloadSpec:
     data = load_toml(path)
     data.setdefault("name", path.stem)
     spec = workload_from_mapping(data, file=str(path))

@@ -198,3 +198,18 @@ def test_alpha_with_a_distribution_that_ignores_it_is_an_error(tmp_path):
     with pytest.raises(SpecError) as info:
         load_workload(str(path))
     assert info.value.key == "alpha" and "only with" in info.value.message
+
+
+def test_loaded_spec_follows_its_file(tmp_path):
+    """Loads are reused only while the file keeps its mtime and size."""
+    import os
+
+    path = tmp_path / "w.toml"
+    path.write_text('name = "w"\nrows = [100]\ndim = 8\nbatch = 4\npooling = 2\n')
+    first = load_workload(str(path))
+    assert load_workload(str(path)) is first
+    assert load_workload(str(path), {"batch": 2}).batch == 2
+    path.write_text('name = "w"\nrows = [100]\ndim = 8\nbatch = 16\npooling = 2\n')
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert load_workload(str(path)).batch == 16
