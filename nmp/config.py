@@ -33,6 +33,14 @@ class KeyedValueError(ValueError):
         super().__init__(f"{key}: {message}")
 
 
+def require_at_least(obj: Any, minimum: int, *keys: str) -> None:
+    """Raise :class:`KeyedValueError` for the first of ``keys`` whose value on ``obj`` is below
+    ``minimum`` (the check every spec's ``validate`` makes of its counts and energies)."""
+    for key in keys:
+        if getattr(obj, key) < minimum:
+            raise KeyedValueError(key, f"must be >= {minimum}")
+
+
 def project_root() -> Path:
     """The folder that holds ``models/`` and ``workloads/``.
 

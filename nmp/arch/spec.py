@@ -14,7 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from nmp.config import KeyedValueError, apply_overrides, find_preset, from_mapping, load_toml
+from nmp.config import (
+    KeyedValueError,
+    apply_overrides,
+    find_preset,
+    from_mapping,
+    load_toml,
+    require_at_least,
+)
 
 LEVELS = ("rank", "bankgroup", "bank")
 Policy = Literal["host", "horizontal", "vertical", "cross-level"]
@@ -86,9 +93,9 @@ class UnitSpec:
         for name in ("clock_mhz", "lanes", "subarrays"):
             if getattr(self, name) <= 0:
                 raise KeyedValueError(name, "must be positive")
-        for name in ("buffer_kib", "cache_kib", "pj_per_add", "pj_per_mul", "sram_pj_per_bit"):
-            if getattr(self, name) < 0:
-                raise KeyedValueError(name, "must be >= 0")
+        require_at_least(
+            self, 0, "buffer_kib", "cache_kib", "pj_per_add", "pj_per_mul", "sram_pj_per_bit"
+        )
         if self.area_mm2 < 0:
             raise KeyedValueError("area_mm2", "must be >= 0")
         if self.cache_kib > self.buffer_kib:

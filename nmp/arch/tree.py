@@ -142,6 +142,8 @@ def _count_tree(
             base[li], nodes[li] = total, layouts[lv].nodes
             total += layouts[lv].nodes
     base[nlev] = total
+    if (total + channels) * max(num_keys, 1) > _DENSE_LIMIT or not s_level.size:
+        return None
     p_level = np.empty(total, dtype=np.int64)
     p_node = np.empty(total, dtype=np.int64)
     for li, lv in enumerate(LEVELS):
@@ -149,8 +151,6 @@ def _count_tree(
             pl, pn = parents(layouts, lv, ranks)
             p_level[base[li] : base[li] + nodes[li]] = pl
             p_node[base[li] : base[li] + nodes[li]] = pn
-    if (total + channels) * max(num_keys, 1) > _DENSE_LIMIT or not s_level.size:
-        return None
     s_level = np.ascontiguousarray(s_level, dtype=np.int64)
     s_node = np.ascontiguousarray(s_node, dtype=np.int64)
     s_key = np.ascontiguousarray(s_key, dtype=np.int64)

@@ -28,6 +28,7 @@ from nmp.config import (
     from_mapping,
     load_toml,
     preset_names,
+    require_at_least,
 )
 
 Variant = Literal["baseline", "occupancy", "prefetch", "pinning", "combined"]
@@ -49,7 +50,9 @@ class SmSpec:
     schedulers: int = 4
 
     def validate(self) -> None:
-        for key in (
+        require_at_least(
+            self,
+            1,
             "count",
             "max_warps",
             "max_blocks",
@@ -57,9 +60,7 @@ class SmSpec:
             "reg_alloc_unit",
             "max_regs_per_thread",
             "schedulers",
-        ):
-            if getattr(self, key) < 1:
-                raise KeyedValueError(key, "must be >= 1")
+        )
         if self.clock_mhz <= 0:
             raise KeyedValueError("clock_mhz", "must be > 0")
 
@@ -132,15 +133,15 @@ class HbmSpec:
     channel_interleave_bytes: int = 128
 
     def validate(self) -> None:
-        for key in (
+        require_at_least(
+            self,
+            1,
             "stacks",
             "channels_per_stack",
             "pseudo_channels",
             "bus_bits_per_stack",
             "capacity_gib",
-        ):
-            if getattr(self, key) < 1:
-                raise KeyedValueError(key, "must be >= 1")
+        )
         if self.data_rate_gbps <= 0:
             raise KeyedValueError("data_rate_gbps", "must be > 0")
         if self.read_queue < 1:
@@ -188,7 +189,9 @@ class KernelSpec:
     index_bytes: int = 8
 
     def validate(self) -> None:
-        for key in (
+        require_at_least(
+            self,
+            1,
             "block_x",
             "block_y",
             "grid_blocks",
@@ -196,9 +199,7 @@ class KernelSpec:
             "maxrregcount",
             "loads_in_flight",
             "index_bytes",
-        ):
-            if getattr(self, key) < 1:
-                raise KeyedValueError(key, "must be >= 1")
+        )
         if self.block_x != 32:
             raise KeyedValueError("block_x", "the modeled kernel maps one warp to 32 features")
         if self.prefetch_distance < 0 or self.prefetch_regs_per_lookup < 0:
@@ -240,9 +241,14 @@ class EnergySpec:
     static_power_w: float
 
     def validate(self) -> None:
-        for key in ("l1_pj_per_sector", "l2_pj_per_sector", "pj_per_instruction", "static_power_w"):
-            if getattr(self, key) < 0:
-                raise KeyedValueError(key, "must be >= 0")
+        require_at_least(
+            self,
+            0,
+            "l1_pj_per_sector",
+            "l2_pj_per_sector",
+            "pj_per_instruction",
+            "static_power_w",
+        )
 
 
 @dataclass(frozen=True)

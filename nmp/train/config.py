@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from nmp.config import KeyedValueError, apply_overrides
+from nmp.config import KeyedValueError, apply_overrides, require_at_least
 
 Strategy = Literal["ecrec", "checkpoint", "cpr-mfu", "cpr-ssu", "none", "failure-free"]
 STRATEGIES: tuple[str, ...] = ("ecrec", "checkpoint", "cpr-mfu", "cpr-ssu", "none")
@@ -75,13 +75,10 @@ class TrainConfig:
     ckpt_dir: str = ""  # empty: a temporary folder removed after the run
 
     def validate(self) -> None:
-        positive = ("steps", "max_rows", "max_pooling", "nodes", "rebuild_ranges", "eval_batches")
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise KeyedValueError(name, "must be >= 1")
-        for name in ("batch", "max_tables", "dim"):
-            if getattr(self, name) < 0:
-                raise KeyedValueError(name, "must be >= 0")
+        require_at_least(
+            self, 1, "steps", "max_rows", "max_pooling", "nodes", "rebuild_ranges", "eval_batches"
+        )
+        require_at_least(self, 0, "batch", "max_tables", "dim")
         if self.parities < 1:
             raise KeyedValueError("parities", "must be >= 1")
         if self.code in ("xor", "float-sum") and self.parities != 1:
