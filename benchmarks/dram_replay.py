@@ -1,9 +1,10 @@
 """DRAM engine speed on the reference traces, beside Ramulator 2's recorded speed.
 
-For every case of ``../shared/reference/dram/cases.json`` (or $NMP_SHARED): the trace is read
-first; the timed part is ``replay(requests, spec, drain=False)`` (address decoding included),
-which stops where Ramulator's ``sim.run()`` stops (last request accepted), best of ``--repeat``
-runs after one warm-up run that also compiles the engine, timed in CPU time of this process
+For every case of ``shared/reference/dram/cases.json`` (located by :mod:`nmp.reference`): the
+trace is read first; the timed part is ``replay(requests, spec, drain=False)`` (address
+decoding included), which stops where Ramulator's ``sim.run()`` stops (last request
+accepted), best of ``--repeat`` runs after one warm-up run that also compiles the engine, timed
+in CPU time of this process
 (``time.process_time``: the figure does not depend on other load on a shared machine; on an idle
 machine wall time is the same). Requests are Ramulator's (HBM2: 32-B halves). Prints requests/s
 of both and the ratio, then the median and overall figures. Where the time goes: ``ticks/req``
@@ -17,19 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
-from pathlib import Path
 
 from nmp.memory import load_memory, read_trace, replay
 from nmp.memory.driver import engine_inputs, run_engine
-
-
-def _ref_dir() -> Path:
-    env = os.environ.get("NMP_SHARED")
-    base = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
-    return base / "reference" / "dram"
+from nmp.reference import dram_reference_dir
 
 
 def _spec(args: list[str]):
@@ -49,7 +43,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--filter", default="", help="only cases whose id contains this")
     a = ap.parse_args()
-    ref = _ref_dir()
+    ref = dram_reference_dir()
     cases = [
         c for c in json.loads((ref / "cases.json").read_text())["cases"] if a.filter in c["id"]
     ]

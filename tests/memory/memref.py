@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def shared_dir() -> Path:
-    """Reference data: $NMP_SHARED, else <repo>/../shared (COMMON.md)."""
-    env = os.environ.get("NMP_SHARED")
-    return Path(env) if env else REPO.parent / "shared"
-
-
-def dram_ref_dir() -> Path:
-    return shared_dir() / "reference" / "dram"
+from nmp.reference import dram_reference_dir as dram_ref_dir
 
 
 def load_cases() -> list[dict]:

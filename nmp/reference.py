@@ -1,0 +1,51 @@
+"""Where the shared reference data (``shared/reference/``: measured DRAM cycle counts, traces,
+PAPERS.md) lives: it is kept outside the repository, beside the checkout."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from nmp.config import project_root
+
+_ORIGIN_URL = re.compile(r'\[remote "origin"\][^\[]*?^\s*url\s*=\s*(.+?)\s*$', re.M | re.S)
+
+
+def _origin_checkout(repo: Path) -> Path | None:
+    """The local checkout ``repo`` was cloned from (``git clone /path/to/nmp``), if any."""
+    try:
+        text = (repo / ".git" / "config").read_text()
+    except OSError:
+        return None
+    m = _ORIGIN_URL.search(text)
+    if not m:
+        return None
+    url = m.group(1).removeprefix("file://")
+    if not os.path.isabs(url):
+        return None  # a remote (https, ssh): no folder beside it here
+    path = Path(url).resolve()
+    return path.parent if path.name == ".git" else path
+
+
+def shared_dir() -> Path:
+    """``$NMP_SHARED``; else ``shared/`` beside the checkout; else, in a clone of a local
+    checkout (a scratch clone, as CI makes), ``shared/`` beside that checkout. The first
+    candidate that exists, or ``shared/`` beside the checkout when none does (the error then
+    names the expected place)."""
+    env = os.environ.get("NMP_SHARED")
+    if env:
+        return Path(env)
+    repo = project_root()
+    beside = repo.parent / "shared"
+    if beside.is_dir():
+        return beside
+    origin = _origin_checkout(repo)
+    if origin is not None and (origin.parent / "shared").is_dir():
+        return origin.parent / "shared"
+    return beside
+
+
+def dram_reference_dir() -> Path:
+    """``shared/reference/dram``: traces and the cycle counts Ramulator 2 and DRAMsim3 measured."""
+    return shared_dir() / "reference" / "dram"
