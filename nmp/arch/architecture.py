@@ -17,7 +17,14 @@ import numpy as np
 from nmp.arch import memview as mv
 from nmp.arch.functional import dedupe, gather_segments, gather_tree, gather_tree_basis
 from nmp.arch.layout import LevelLayout, build_layout
-from nmp.arch.placement import FlatLookups, Placement, flatten, place, solve_cross_level
+from nmp.arch.placement import (
+    FlatLookups,
+    Placement,
+    bag_major_order,
+    flatten,
+    place,
+    solve_cross_level,
+)
 from nmp.arch.profile import AccessProfile, build_profile
 from nmp.arch.rowdata import RowStore
 from nmp.arch.spec import LEVELS, ArchSpec
@@ -148,7 +155,7 @@ class Architecture:
         scheduling), otherwise sample by sample across tables."""
         if self.spec.policy == "host" or self.spec.table_aware_scheduling:
             return np.arange(flat.n, dtype=np.int64)
-        return np.lexsort((flat.table, flat.bag)).astype(np.int64)
+        return bag_major_order(flat)
 
     def prepare(self, batch, tables: Any = None) -> tuple[FlatLookups, Placement, np.ndarray]:
         """Flatten ``batch``, place every lookup; returns (lookups, placement, issue order)."""

@@ -16,6 +16,7 @@ the bank's single column path (tCCD_L) and tRRD_L still bind.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,20 +24,46 @@ from numba import njit
 
 from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout
+from nmp.arch.locality import _locality_order
 from nmp.arch.placement import FlatLookups, Placement, divmod_nonneg
 from nmp.arch.spec import LEVELS, ArchSpec
 
 SALP_TRACKED_SUBARRAYS = 8  # open subarrays tracked per bank (beyond this tCCD_L binds anyway)
+
+# Work arrays of the timing path (valid until the same thread lowers again) are kept per thread
+# up to this many elements each, rather than freshly mapped (page faults) at every batch.
+SCRATCH_MAX = 1 << 22
+_SCRATCH = threading.local()
+
+
+def _scratch(name: str, size: int, dtype=np.int64) -> np.ndarray:
+    """``size`` elements of this thread's buffer ``name`` (a fresh array if above SCRATCH_MAX)."""
+    if size > SCRATCH_MAX:
+        return np.empty(size, dtype=dtype)
+    buf = _SCRATCH.__dict__.get(name)
+    if buf is None or buf.size < size:
+        buf = np.empty(max(size + size // 4, 1 << 12), dtype=dtype)  # headroom: sizes vary
+        _SCRATCH.__dict__[name] = buf
+    return buf[:size]
 
 
 @dataclass
 class LevelStream:
     level: str
     addr: np.ndarray  # uint64 [m]
-    node: np.ndarray  # int64 [m]: node of each request
+    node: np.ndarray | None  # int64 [m]: node of each request (None: see node_lines)
     view: object  # the MemorySpec the stream is replayed on
     lookups_per_node: np.ndarray  # int64 [nodes]
     bytes_per_node: np.ndarray  # float64 [nodes]
+    # int64 [nodes]: requests per node when the stream is grouped by node (node 0's first)
+    node_lines: np.ndarray | None = None
+
+    def node_ids(self) -> np.ndarray:
+        """The node of each request."""
+        if self.node is not None:
+            return self.node
+        assert self.node_lines is not None
+        return np.repeat(np.arange(self.node_lines.size, dtype=np.int64), self.node_lines)
 
 
 def _next_pow2(n: int) -> int:
@@ -53,121 +80,6 @@ def _expand(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts = np.concatenate([[0], np.cumsum(lines)[:-1]])
     within = np.arange(item.size, dtype=np.int64) - np.repeat(starts, lines)
     return item, within
-
-
-def _bits(a: np.ndarray) -> int:
-    """Bits of the largest value; 64 (no packing) if any is negative."""
-    if not a.size:
-        return 0
-    return 64 if int(a.min()) < 0 else int(a.max()).bit_length()
-
-
-def _sort_order(*keys: np.ndarray) -> np.ndarray:
-    """``np.lexsort(keys[::-1])`` (first key most significant) for non-negative int64 keys
-    whose last key is unique: the keys packed into one int64 when they fit in 63 bits (one
-    plain sort instead of a sort per key; the same order, as no two packed keys are equal)."""
-    widths = [_bits(k) for k in keys]
-    if sum(widths) > 63:
-        return np.lexsort(keys[::-1])
-    packed = np.zeros(keys[0].size, dtype=np.int64)
-    for k, w in zip(keys, widths, strict=True):
-        packed <<= w
-        packed |= k
-    return np.argsort(packed)
-
-
-def _locality_order_reference(node: np.ndarray, bank: np.ndarray, page: np.ndarray) -> np.ndarray:
-    """Pure-numpy :func:`_locality_order` (two packed-key sorts), the kernel's test oracle."""
-    arrival = np.arange(node.size, dtype=np.int64)
-    o = _sort_order(node, bank, page, arrival)
-    ns, bs = node[o], bank[o]
-    new_group = np.ones(o.size, dtype=bool)
-    new_group[1:] = (ns[1:] != ns[:-1]) | (bs[1:] != bs[:-1])
-    group_start = np.maximum.accumulate(np.where(new_group, arrival, 0))
-    rank_in_bank = np.empty(o.size, dtype=np.int64)
-    rank_in_bank[o] = arrival - group_start
-    # (node, rank in bank, bank) is unique per lookup: arrival never breaks a tie here
-    return _sort_order(node, rank_in_bank, bank, arrival)
-
-
-@njit(cache=True)
-def _locality_kernel(node, bank, page, nodes, banks):  # pragma: no cover - compiled
-    """Counting sort into (node, bank) groups (arrival order kept), a stable sort by page
-    inside each group, then per node the banks taken in turn: the i-th lookup of every bank
-    before the (i+1)-th of any."""
-    n = node.shape[0]
-    groups = nodes * banks
-    start = np.zeros(groups + 1, dtype=np.int64)
-    for i in range(n):
-        start[node[i] * banks + bank[i] + 1] += 1
-    for g in range(groups):
-        start[g + 1] += start[g]
-    fill = start[:-1].copy()
-    grouped = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        g = node[i] * banks + bank[i]
-        grouped[fill[g]] = i
-        fill[g] += 1
-    shift = 0
-    while (1 << shift) < n:
-        shift += 1
-    pmax = 0
-    for i in range(n):
-        pmax = max(pmax, page[i])
-    packed_fits = pmax < (1 << (62 - shift))
-    for g in range(groups):
-        a, b = start[g], start[g + 1]
-        if b - a > 1:
-            members = grouped[a:b].copy()
-            if packed_fits:
-                # (page, arrival) packed into one key: one plain sort, ties impossible
-                key = np.empty(b - a, dtype=np.int64)
-                for k in range(b - a):
-                    key[k] = (page[members[k]] << shift) | members[k]
-                key.sort()
-                mask = (1 << shift) - 1
-                for k in range(b - a):
-                    grouped[a + k] = key[k] & mask
-            else:
-                o = np.argsort(page[members], kind="mergesort")
-                for k in range(b - a):
-                    grouped[a + k] = members[o[k]]
-    out = np.empty(n, dtype=np.int64)
-    k = 0
-    for nd in range(nodes):
-        longest = 0
-        for bk in range(banks):
-            g = nd * banks + bk
-            longest = max(longest, start[g + 1] - start[g])
-        for r in range(longest):
-            for bk in range(banks):
-                g = nd * banks + bk
-                if start[g] + r < start[g + 1]:
-                    out[k] = grouped[start[g] + r]
-                    k += 1
-    return out
-
-
-def _locality_order(
-    node: np.ndarray, bank: np.ndarray, page: np.ndarray, nodes: int = 0, banks: int = 0
-) -> np.ndarray:
-    """Issue order, grouped by node: every bank's lookups in DRAM-row order (hits to an open
-    row back to back), the banks taken in turn lookup by lookup (their activations and bursts
-    overlap); ties in arrival order. ``nodes`` and ``banks`` bound the node and bank ids
-    (taken from the data when 0)."""
-    if not node.size:
-        return np.empty(0, dtype=np.int64)
-    if min(int(node.min()), int(bank.min())) < 0:
-        return _locality_order_reference(node, bank, page)
-    nodes = max(nodes, int(node.max()) + 1)
-    banks = max(banks, int(bank.max()) + 1)
-    return _locality_kernel(
-        np.ascontiguousarray(node, dtype=np.int64),
-        np.ascontiguousarray(bank, dtype=np.int64),
-        np.ascontiguousarray(page, dtype=np.int64),
-        nodes,
-        banks,
-    )
 
 
 def unit_queue(mem, lines_per_lookup: int, overlap: int) -> int:
@@ -234,30 +146,41 @@ def _shift_of(d):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _level_lookups(
-    order, level, hit, node_all, slot_all, row_bytes, li, tx, nbanks, lpp, nodes
+def _split_levels(
+    order, level, hit, node_all, slot_all, row_bytes, want, tx, nbanks, lpp, max_nodes, buf
 ):  # pragma: no cover - compiled
-    """The level's lookups in issue order (not SRAM hits): their node, lines per row, bank in
-    the node, page and first column (as :func:`_slot_location`), and per node the lookups and
-    lines. Divisions by powers of two are shifts (slots are non-negative)."""
-    m = 0
+    """The lookups of every wanted level in issue order (not SRAM hits), levels one after
+    another (``offsets``): their node, lines per row, bank in the node, page and first column
+    (as :func:`_slot_location`; the m lookups' fields one after another in ``buf``, at least
+    5 m long), and per level and node the lookups and lines. Divisions by powers of two are
+    shifts (slots are non-negative)."""
+    nlev = want.shape[0]
+    offsets = np.zeros(nlev + 1, dtype=np.int64)
+    whole = order.shape[0] == level.shape[0]  # an order of every lookup: count in place
     for i in range(order.shape[0]):
-        j = order[i]
-        if level[j] == li and not hit[j]:
-            m += 1
-    node = np.empty(m, dtype=np.int64)
-    lpr = np.empty(m, dtype=np.int64)
-    bank = np.empty(m, dtype=np.int64)
-    page = np.empty(m, dtype=np.int64)
-    col0 = np.empty(m, dtype=np.int64)
-    lookups = np.zeros(nodes, dtype=np.int64)
-    lines = np.zeros(nodes, dtype=np.int64)
-    b_sh = _shift_of(nbanks)
+        j = i if whole else order[i]
+        li = level[j]
+        if li >= 0 and want[li] and not hit[j]:
+            offsets[li + 1] += 1
+    for li in range(nlev):
+        offsets[li + 1] += offsets[li]
+    m = offsets[nlev]
+    node = buf[:m]
+    lpr = buf[m : 2 * m]
+    bank = buf[2 * m : 3 * m]
+    page = buf[3 * m : 4 * m]
+    col0 = buf[4 * m : 5 * m]
+    lookups = np.zeros((nlev, max_nodes), dtype=np.int64)
+    lines = np.zeros((nlev, max_nodes), dtype=np.int64)
+    b_sh = np.empty(nlev, dtype=np.int64)
+    for li in range(nlev):
+        b_sh[li] = _shift_of(nbanks[li])
+    fill = offsets[:-1].copy()
     last_bytes, r, per_page, p_sh, span = -1, 1, 1, 0, 1
-    k = 0
     for i in range(order.shape[0]):
         j = order[i]
-        if level[j] != li or hit[j]:
+        li = level[j]
+        if li < 0 or not want[li] or hit[j]:
             continue
         if row_bytes[j] != last_bytes:  # rows of one table share these
             last_bytes = row_bytes[j]
@@ -265,13 +188,15 @@ def _level_lookups(
             per_page = lpp // max(r, 1) if r <= lpp else 1
             p_sh = _shift_of(per_page)
             span = -(-r // lpp)
+        k = fill[li]
+        fill[li] = k + 1
         s = slot_all[j]
-        if b_sh >= 0:
-            q = s >> b_sh
-            bank[k] = s - (q << b_sh)
+        if b_sh[li] >= 0:
+            q = s >> b_sh[li]
+            bank[k] = s - (q << b_sh[li])
         else:
-            q = s // nbanks
-            bank[k] = s - q * nbanks
+            q = s // nbanks[li]
+            bank[k] = s - q * nbanks[li]
         if r <= lpp:
             pg = q >> p_sh if p_sh >= 0 else q // per_page
             page[k] = pg
@@ -281,10 +206,77 @@ def _level_lookups(
             col0[k] = 0
         nd = node_all[j]
         node[k], lpr[k] = nd, r
-        lookups[nd] += 1
-        lines[nd] += r
-        k += 1
-    return node, lpr, bank, page, col0, lookups, lines
+        lookups[li, nd] += 1
+        lines[li, nd] += r
+    return offsets, lookups, lines
+
+
+@dataclass
+class LevelLookups:
+    """Every data level's lookups in issue order (:func:`split_levels`), levels one after
+    another: level ``li``'s are ``offsets[li]:offsets[li + 1]``."""
+
+    offsets: np.ndarray
+    node: np.ndarray
+    lpr: np.ndarray  # lines per row
+    bank: np.ndarray  # bank within the node
+    page: np.ndarray
+    col0: np.ndarray  # first column
+    lookups: np.ndarray  # int64 [levels, max nodes]
+    lines: np.ndarray  # int64 [levels, max nodes]
+
+    def level(self, li: int, nodes: int) -> tuple[np.ndarray, ...]:
+        a, b = int(self.offsets[li]), int(self.offsets[li + 1])
+        return (
+            self.node[a:b],
+            self.lpr[a:b],
+            self.bank[a:b],
+            self.page[a:b],
+            self.col0[a:b],
+            self.lookups[li, :nodes],
+            self.lines[li, :nodes],
+        )
+
+
+def split_levels(
+    layouts: dict[str, LevelLayout],
+    mem,
+    flat: FlatLookups,
+    plc: Placement,
+    order: np.ndarray,
+    levels: tuple[str, ...] | None = None,
+    *,
+    scratch: bool = False,
+) -> LevelLookups:
+    """One pass over the lookups in issue order, split by level (``levels``: those of
+    ``layouts`` by default) for :func:`lower_level`. ``scratch``: the arrays are views of
+    this thread's work buffers, valid until its next ``scratch`` lowering."""
+    want = np.zeros(len(LEVELS), dtype=np.bool_)
+    nbanks = np.ones(len(LEVELS), dtype=np.int64)
+    for li, lv in enumerate(LEVELS):
+        if lv in layouts and (levels is None or lv in levels):
+            want[li] = True
+            nbanks[li] = max(layouts[lv].banks_per_unit, 1)
+    max_nodes = max((layouts[lv].nodes for lv in layouts), default=1)
+    n = 5 * int(order.size)  # room for every lookup's five fields
+    buf = _scratch("split", n) if scratch else np.empty(n, dtype=np.int64)
+    offsets, lookups, lines = _split_levels(
+        np.ascontiguousarray(order, dtype=np.int64),
+        np.ascontiguousarray(plc.level, dtype=np.int64),
+        np.ascontiguousarray(plc.hit, dtype=np.bool_),
+        np.ascontiguousarray(plc.node, dtype=np.int64),
+        np.ascontiguousarray(plc.slot, dtype=np.int64),
+        np.ascontiguousarray(flat.row_bytes, dtype=np.int64),
+        want,
+        mv.tx_bytes(mem),
+        nbanks,
+        mv.lines_per_page(mem),
+        max_nodes,
+        buf,
+    )
+    m = int(offsets[-1])
+    fields = [buf[f * m : (f + 1) * m] for f in range(5)]
+    return LevelLookups(offsets, *fields, lookups, lines)
 
 
 @njit(cache=True)
@@ -305,56 +297,75 @@ def _emit_lines(
     e_bank,
     e_row,
     e_col,
+    row_code_shift,
+    addr,
 ):  # pragma: no cover - compiled
-    """Every lookup's requests, lookup by lookup in ``perm`` order: the address OR of its
-    fields' encodings (bank group, bank, DRAM row, column ``col0 + line``) and its node. With
-    ``salp`` > 0 the bank is the row's subarray (bank group 0), else the node's bank."""
-    total = 0
-    for j in range(perm.shape[0]):
-        total += lpr[perm[j]]
-    addr = np.empty(total, dtype=np.uint64)
-    node_req = np.empty(total, dtype=np.int64)
+    """Every lookup's requests into ``addr``, lookup by lookup in ``perm`` order: the address
+    OR of its fields' encodings (bank group, bank, DRAM row, column ``col0 + line``). With
+    ``salp`` > 0 the bank is the row's subarray (bank group 0), else the node's bank. With
+    ``row_code_shift`` >= 0 a row's code is ``row << row_code_shift`` (equal to ``e_row[row]``,
+    without reading the large table)."""
     r_sh, u_sh = _shift_of(rows_mod), _shift_of(units)
     k = 0
     for j in range(perm.shape[0]):
         i = perm[j]
         row = page[i] & (rows_mod - 1) if r_sh >= 0 else page[i] % rows_mod
+        if row_code_shift >= 0:
+            row_code = np.uint64(row) << np.uint64(row_code_shift)
+        else:
+            row_code = e_row[row]
         if salp > 0:
             # the row's subarray, folded onto the tracked ones (salp is a power of two)
             sub = (row * subarrays) >> r_sh if r_sh >= 0 else row * subarrays // rows_mod
-            base = e_bg[0] | e_bank[sub & (salp - 1)] | e_row[row]
+            base = e_bg[0] | e_bank[sub & (salp - 1)] | row_code
         else:
             u = node[i] & (units - 1) if u_sh >= 0 else node[i] % units
-            base = e_bg[unit_bg[u, bank[i]]] | e_bank[unit_bank[u, bank[i]]] | e_row[row]
-        nd = node[i]
+            base = e_bg[unit_bg[u, bank[i]]] | e_bank[unit_bank[u, bank[i]]] | row_code
         for w in range(lpr[i]):
             addr[k] = base | e_col[col0[i] + w]
-            node_req[k] = nd
             k += 1
-    return addr, node_req
 
 
-def _field_codes(view) -> tuple[np.ndarray, ...]:
-    """Encodings of every bank group, bank, row and column of ``view`` alone (the others 0).
-    Specs are frozen: kept per view."""
+def _field_codes(view) -> tuple[tuple[np.ndarray, ...], bool, int]:
+    """Encodings of every bank group, bank, row and column of ``view`` alone (the others 0),
+    whether addresses are the OR of their fields' codes, and s if every row's code is
+    ``row << s`` (else -1). Specs are frozen: kept per view."""
     from nmp.memory import encode_address
 
     hit = _FIELD_CODES.get(id(view))
     if hit is not None and hit[0] is view:
         return hit[1]
+    fields = (
+        ("bankgroup", "bankgroups"),
+        ("bank", "banks"),
+        ("row", "rows"),
+        ("column", "column_addrs"),
+    )
     codes = tuple(
         encode_address(view, **{f: np.arange(mv.org(view, lim), dtype=np.int64)})
-        for f, lim in (
-            ("bankgroup", "bankgroups"),
-            ("bank", "banks"),
-            ("row", "rows"),
-            ("column", "column_addrs"),
-        )
+        for f, lim in fields
     )
+    # an address mapping places each field in bits of its own, so that an address is the OR of
+    # its fields' codes: checked on the extremes and a seeded sample of field tuples
+    rng = np.random.default_rng(0)
+    sample = {
+        f: np.concatenate([[0, c.size - 1], rng.integers(0, c.size, 253)])
+        for (f, _), c in zip(fields, codes, strict=True)
+    }
+    ored = np.zeros(255, dtype=np.uint64)
+    for (f, _), c in zip(fields, codes, strict=True):
+        ored |= c[sample[f]]
+    composes = bool(np.array_equal(encode_address(view, **sample), ored))
+    e_row = codes[2]
+    row_shift = int(e_row[1]).bit_length() - 1 if e_row.size > 1 else -1
+    if row_shift < 0 or not np.array_equal(
+        e_row, np.arange(e_row.size, dtype=np.uint64) << np.uint64(row_shift)
+    ):
+        row_shift = -1
     if len(_FIELD_CODES) > 64:
         _FIELD_CODES.clear()
-    _FIELD_CODES[id(view)] = (view, codes)
-    return codes
+    _FIELD_CODES[id(view)] = (view, (codes, composes, row_shift))
+    return codes, composes, row_shift
 
 
 _FIELD_CODES: dict[int, tuple] = {}
@@ -368,24 +379,19 @@ def lower_level(
     flat: FlatLookups,
     plc: Placement,
     order: np.ndarray,
+    split: LevelLookups | None = None,
+    *,
+    scratch: bool = False,
 ) -> LevelStream:
     """The request streams of ``level``'s nodes (rows placed whole), grouped by node, each in
-    the order its unit issues them."""
+    the order its unit issues them. ``split``: :func:`split_levels` of these lookups, done once
+    for all levels (else done here for this one). ``scratch``: the addresses are a view of
+    this thread's work buffer, valid until its next ``scratch`` lowering."""
     li = LEVELS.index(level)
     tx, lpp, rows = mv.tx_bytes(mem), mv.lines_per_page(mem), mv.org(mem, "rows")
-    node, lpr, b, page, col0, lookups, lines = _level_lookups(
-        np.ascontiguousarray(order, dtype=np.int64),
-        np.ascontiguousarray(plc.level, dtype=np.int64),
-        np.ascontiguousarray(plc.hit, dtype=np.bool_),
-        np.ascontiguousarray(plc.node, dtype=np.int64),
-        np.ascontiguousarray(plc.slot, dtype=np.int64),
-        np.ascontiguousarray(flat.row_bytes, dtype=np.int64),
-        li,
-        tx,
-        max(lay.banks_per_unit, 1),
-        lpp,
-        lay.nodes,
-    )
+    if split is None:
+        split = split_levels({level: lay}, mem, flat, plc, order)
+    node, lpr, b, page, col0, lookups, lines = split.level(li, lay.nodes)
     if spec.locality_aware_scheduling:
         # the unit sees the whole batch: it serves each bank's lookups row by row (all hits to
         # an open row together) and rotates over its banks so their activations overlap
@@ -403,21 +409,22 @@ def lower_level(
         salp = 0
         view = _view(mem, level, unit_queue(mem, lpr_max, lay.banks_per_unit))
     rows_mod = mv.org(view, "rows") if salp_level else rows
+    # the requests come grouped by node (perm is), `lines[k]` of node k
     if one_page:
-        e_bg, e_bank, e_row, e_col = _field_codes(view)
-        if rows_mod <= e_row.size and lpp <= e_col.size:
-            addr, node_req = _emit_lines(
+        (e_bg, e_bank, e_row, e_col), composes, row_shift = _field_codes(view)
+        if composes and rows_mod <= e_row.size and lpp <= e_col.size:
+            total = int(lpr.sum())
+            addr = _scratch("addr", total, np.uint64) if scratch else np.empty(total, np.uint64)
+            _emit_lines(
                 perm, node, b, page, col0, lpr, lay.units, lay.unit_bg, lay.unit_bank,
-                rows_mod, salp, spec.bank.subarrays, e_bg, e_bank, e_row, e_col,
+                rows_mod, salp, spec.bank.subarrays, e_bg, e_bank, e_row, e_col, row_shift,
+                addr,
             )  # fmt: skip
-            if _probe_ok(
-                view, perm, node, b, page, col0, lpr, lay, lpp, rows_mod, salp, spec, addr
-            ):
-                return LevelStream(level, addr, node_req, view, lookups, lines * float(tx))
+            return LevelStream(level, addr, None, view, lookups, lines * float(tx), lines)
     addr, node_req = _lower_direct(
         spec, lay, view, perm, node, b, page, col0, lpr, lpp, rows_mod, salp
     )
-    return LevelStream(level, addr, node_req, view, lookups, lines * float(tx))
+    return LevelStream(level, addr, node_req, view, lookups, lines * float(tx), lines)
 
 
 def _direct_fields(lay, perm, node, b, page, col0, lpr, lpp, rows_mod, salp, spec):
@@ -445,23 +452,6 @@ def _lower_direct(spec, lay, view, perm, node, b, page, col0, lpr, lpp, rows_mod
         lay, perm, node, b, page, col0, lpr, lpp, rows_mod, salp, spec
     )
     return encode_address(view, **fields), node_req
-
-
-def _probe_ok(view, perm, node, b, page, col0, lpr, lay, lpp, rows_mod, salp, spec, addr) -> bool:
-    """Whether the OR of per-field encodings equals a direct ``encode_address`` on every
-    request of a sample of the lookups (an address mapping places each field in bits of its
-    own, which this checks)."""
-    from nmp.memory import encode_address
-
-    probe = np.unique(np.linspace(0, perm.size - 1, min(perm.size, 97)).astype(np.int64))
-    first = np.cumsum(lpr[perm]) - lpr[perm]  # each lookup's first request
-    _, fields = _direct_fields(
-        lay, perm[probe], node, b, page, col0, lpr, lpp, rows_mod, salp, spec
-    )
-    p_item, p_within = _expand(lpr[perm[probe]])
-    return bool(
-        np.array_equal(encode_address(view, **fields), addr[first[probe][p_item] + p_within])
-    )
 
 
 def lower_vertical(
@@ -518,4 +508,11 @@ def lower_host(
     return ((line % capacity_lines) * tx).astype(np.uint64)
 
 
-__all__ = ["LevelStream", "lower_host", "lower_level", "lower_vertical"]
+__all__ = [
+    "LevelLookups",
+    "LevelStream",
+    "lower_host",
+    "lower_level",
+    "lower_vertical",
+    "split_levels",
+]

@@ -56,30 +56,110 @@ class Placement:
     info: dict = field(default_factory=dict)
 
 
+@njit(cache=True)
+def _flatten_kernel(row, n_start, offsets, off_start, first_row, rb):  # pragma: no cover
+    """Table, bag, global row and row bytes of every lookup (tables one after another from
+    ``n_start``, each bag's lookups in order); ``ok`` False when some table's offsets are not
+    valid CSR over its lookups."""
+    n = row.shape[0]
+    table = np.empty(n, dtype=np.int64)
+    bag = np.empty(n, dtype=np.int64)
+    grow = np.empty(n, dtype=np.int64)
+    row_bytes = np.empty(n, dtype=np.int64)
+    j = 0
+    for t in range(off_start.shape[0] - 1):
+        a, b = off_start[t], off_start[t + 1]
+        if b <= a or offsets[a] != 0 or offsets[b - 1] != n_start[t + 1] - n_start[t]:
+            return table, bag, grow, row_bytes, False
+        for k in range(a, b - 1):
+            lo, hi = offsets[k], offsets[k + 1]
+            if hi < lo or j + hi - lo > n:
+                return table, bag, grow, row_bytes, False
+            for _ in range(hi - lo):
+                table[j] = t
+                bag[j] = k - a
+                grow[j] = first_row[t] + row[j]
+                row_bytes[j] = rb[t]
+                j += 1
+    return table, bag, grow, row_bytes, j == n
+
+
 def flatten(batch, row_bytes: list[int], table_rows: list[int]) -> FlatLookups:
-    """Concatenate a LookupBatch's tables (vectorized; loops over tables only)."""
-    tabs, rows, bags, weights = [], [], [], []
-    any_weights = any(t.weights is not None for t in batch.tables)
-    for t, lk in enumerate(batch.tables):
+    """Concatenate a LookupBatch's tables (one compiled pass; loops over tables only)."""
+    tables = batch.tables
+    any_weights = any(t.weights is not None for t in tables)
+    weight = None
+    if any_weights:
+        weight = np.concatenate(
+            [
+                lk.weights if lk.weights is not None else np.ones(lk.indices.size, np.float32)
+                for lk in tables
+            ]
+        )
+    first_row = np.concatenate([[0], np.cumsum(table_rows)[:-1]]).astype(np.int64)
+    rb = np.asarray(row_bytes, dtype=np.int64)
+    if tables:
+        row = np.concatenate([lk.indices.astype(np.int64, copy=False) for lk in tables])
+        offsets = np.concatenate([np.asarray(lk.offsets, dtype=np.int64) for lk in tables])
+        off_start = np.zeros(len(tables) + 1, dtype=np.int64)
+        np.cumsum([lk.offsets.size for lk in tables], out=off_start[1:])
+        n_start = np.zeros(len(tables) + 1, dtype=np.int64)
+        np.cumsum([lk.indices.size for lk in tables], out=n_start[1:])
+        table, bag, grow, row_b, ok = _flatten_kernel(
+            row, n_start, offsets, off_start, first_row, rb
+        )
+        if ok:
+            return FlatLookups(table, row, bag, weight, grow, row_b, batch.batch, len(tables))
+    tabs, rows, bags = [], [], []
+    for t, lk in enumerate(tables):
         tabs.append(np.full(lk.indices.size, t, dtype=np.int64))
         rows.append(lk.indices.astype(np.int64, copy=False))
         bags.append(np.repeat(np.arange(lk.batch, dtype=np.int64), np.diff(lk.offsets)))
-        if any_weights:
-            w = lk.weights if lk.weights is not None else np.ones(lk.indices.size, np.float32)
-            weights.append(w)
     table = np.concatenate(tabs) if tabs else np.empty(0, np.int64)
     row = np.concatenate(rows) if rows else np.empty(0, np.int64)
-    first_row = np.concatenate([[0], np.cumsum(table_rows)[:-1]]).astype(np.int64)
     return FlatLookups(
         table=table,
         row=row,
         bag=np.concatenate(bags) if bags else np.empty(0, np.int64),
-        weight=np.concatenate(weights) if any_weights else None,
+        weight=weight,
         grow=first_row[table] + row,
-        row_bytes=np.asarray(row_bytes, dtype=np.int64)[table],
+        row_bytes=rb[table],
         batch=batch.batch,
-        num_tables=len(batch.tables),
+        num_tables=len(tables),
     )
+
+
+@njit(cache=True)
+def _bag_major_kernel(table, bag, batch):  # pragma: no cover - compiled
+    """``np.lexsort((table, bag))`` of table-major lookups: a stable counting sort by bag
+    (ties keep their order, which is table order); ``ok`` False when the lookups are not
+    table-major or a bag is outside [0, batch)."""
+    n = table.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    start = np.zeros(batch + 1, dtype=np.int64)
+    for i in range(n):
+        if bag[i] < 0 or bag[i] >= batch or (i > 0 and table[i] < table[i - 1]):
+            return out, False
+        start[bag[i] + 1] += 1
+    for b in range(batch):
+        start[b + 1] += start[b]
+    for i in range(n):
+        out[start[bag[i]]] = i
+        start[bag[i]] += 1
+    return out, True
+
+
+def bag_major_order(flat: FlatLookups) -> np.ndarray:
+    """Lookups sample by sample, each sample's tables in order (``np.lexsort((table, bag))``)."""
+    if flat.n:
+        out, ok = _bag_major_kernel(
+            np.ascontiguousarray(flat.table, dtype=np.int64),
+            np.ascontiguousarray(flat.bag, dtype=np.int64),
+            max(int(flat.batch), 0),
+        )
+        if ok:
+            return out
+    return np.lexsort((flat.table, flat.bag)).astype(np.int64)
 
 
 def divmod_nonneg(a: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -381,6 +461,7 @@ def place(
 
 __all__ = [
     "FlatLookups",
+    "bag_major_order",
     "Placement",
     "divmod_nonneg",
     "flatten",

@@ -26,7 +26,13 @@ import numpy as np
 from numba import njit
 
 from nmp.arch import memview as mv
-from nmp.arch.lowering import LevelStream, lower_host, lower_level, lower_vertical
+from nmp.arch.lowering import (
+    LevelStream,
+    lower_host,
+    lower_level,
+    lower_vertical,
+    split_levels,
+)
 from nmp.arch.placement import FlatLookups, Placement, level_node_peak_gbps
 from nmp.arch.spec import LEVELS
 from nmp.arch.tree import TreeTraffic
@@ -89,13 +95,15 @@ def replay_stream(
 ):
     """Replay ``addr`` on ``view``; streams over ``max_requests`` (when > 0) are timed on a
     sample of that many requests (:func:`sample_index`) and scaled (:func:`scale_stats`)."""
-    from nmp.memory import make_requests, replay
+    from nmp.memory import make_requests, replay_lines
 
+    if addr.dtype != np.uint64:
+        addr = make_requests(addr)["addr"]  # checks: non-negative integers
     if max_requests <= 0 or addr.size <= max_requests:
-        return replay(make_requests(addr, write), view)
+        return replay_lines(addr, view, write)
     idx = sample_index(addr.size, max_requests)
     sampled_write = write if isinstance(write, bool | np.bool_) else np.asarray(write)[idx]
-    st = replay(make_requests(addr[idx], sampled_write), view)
+    st = replay_lines(addr[idx], view, sampled_write)
     return scale_stats(st, addr.size / idx.size)
 
 
@@ -177,6 +185,10 @@ def time_gather_reduce(
     # means of integers over the lookups: exact sums, so equal to a mean over every lookup
     row_psum = float((psum_bytes * sums.table_lookups).sum() / n) if n else 0.0
     mean_dim = float((dims * sums.table_lookups).sum() / n) if n else 0.0
+    split = None
+    if spec.policy != "vertical":
+        data = tuple(lv for lv, lay in arch.layouts.items() if lay.capacity_banks > 0)
+        split = split_levels(arch.layouts, mem, flat, plc, order, data, scratch=True)
     for li, lv in enumerate(LEVELS):
         if lv not in arch.layouts:
             continue
@@ -188,7 +200,7 @@ def time_gather_reduce(
             dim_l = dims[flat.table]
             lanes_work = np.full(lay.nodes, float((-(-dim_l // (lay.nodes * unit.lanes))).sum()))
         elif lay.capacity_banks > 0:
-            stream = lower_level(spec, lv, lay, mem, flat, plc, order)
+            stream = lower_level(spec, lv, lay, mem, flat, plc, order, split, scratch=True)
             node_lookups = sums.node_lookups[li, : lay.nodes].astype(np.float64)
             # a lookup takes ceil(dim / lanes) cycles of its unit
             lanes_work = sums.lanes_cycles[li, : lay.nodes].copy()
@@ -424,21 +436,22 @@ def _per_level_sums(arch, flat: FlatLookups, plc: Placement, dims: np.ndarray) -
 def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list:
     """Replay each node's requests on its own (units run concurrently); None for idle nodes.
     A node's stream longer than ``max_requests`` (when > 0) is timed on a sample."""
-    counts = np.bincount(stream.node, minlength=nodes)
+    if stream.node_lines is not None:
+        # lower_level emits the requests grouped by node: each node's are then a slice
+        counts, addr = stream.node_lines, stream.addr
+    else:
+        counts = np.bincount(stream.node, minlength=nodes)
+        grouped = bool((stream.node[1:] >= stream.node[:-1]).all())
+        addr = stream.addr if grouped else stream.addr[np.argsort(stream.node, kind="stable")]
     starts = np.concatenate([[0], np.cumsum(counts)])
-    grouped = bool((stream.node[1:] >= stream.node[:-1]).all())
-    # lower_level emits the requests grouped by node: each node's are then a slice
-    addr = stream.addr if grouped else stream.addr[np.argsort(stream.node, kind="stable")]
     out = []
     if max_requests <= 0 or int(counts.max(initial=0)) <= max_requests:
-        # no node is sampled: the requests built once, each node replaying its slice (as
-        # replay_stream would, without a request array per node)
-        from nmp.memory import make_requests, replay
+        # no node is sampled: each node replays its slice of the addresses
+        from nmp.memory import replay_lines
 
-        requests = make_requests(addr)
         for k in range(nodes):
             a, b = int(starts[k]), int(starts[k + 1])
-            out.append(replay(requests[a:b], stream.view) if b > a else None)
+            out.append(replay_lines(addr[a:b], stream.view) if b > a else None)
         return out
     for k in range(nodes):
         a, b = int(starts[k]), int(starts[k + 1])

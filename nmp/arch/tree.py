@@ -155,16 +155,11 @@ def _count_tree(
     s_node = np.ascontiguousarray(s_node, dtype=np.int64)
     s_key = np.ascontiguousarray(s_key, dtype=np.int64)
     in_tree = np.array([lv in layouts for lv in LEVELS] + [False])
-    lv_ok = (s_level >= 0) & (s_level < nlev)
-    if not lv_ok.all() or not in_tree[s_level].all():
-        return None
-    if int(s_node.min()) < 0 or bool((s_node >= nodes[s_level]).any()):
-        return None
-    if int(s_key.min()) < 0 or int(s_key.max()) >= num_keys:
-        return None
-    counts, reached = _count_tree_kernel(
+    counts, reached, ok = _count_tree_kernel(
         s_level, s_node, s_key, num_keys, base, nodes, p_level, p_node, in_tree
     )
+    if not ok:
+        return None
     traffic = TreeTraffic()
     for li in range(nlev - 1, -1, -1):  # the order tree_reduce fills them in
         lv = LEVELS[li]
@@ -184,16 +179,22 @@ def _count_tree_kernel(
 ):  # pragma: no cover - compiled
     """Mark every (node, key) pair holding a partial sum, finest level first, each marking
     its parent's pair: a node sends one partial sum per marked pair; its parent receives it.
-    Returns counts [sent, received] per global node (the host's after the tree's nodes) and
-    which levels received any."""
+    Returns counts [sent, received] per global node (the host's after the tree's nodes),
+    which levels received any, and False (nothing counted) if a level is not in the tree or a
+    node or key is out of range."""
     nlev = in_tree.shape[0] - 1
     total = base[nlev]
     slots = total + nodes[nlev]
     seen = np.zeros((slots, num_keys), dtype=np.bool_)
-    for i in range(s_level.shape[0]):
-        seen[base[s_level[i]] + s_node[i], s_key[i]] = True
     counts = np.zeros((2, slots), dtype=np.int64)
     reached = np.zeros(nlev + 1, dtype=np.bool_)
+    for i in range(s_level.shape[0]):
+        li, nd, k = s_level[i], s_node[i], s_key[i]
+        if li < 0 or li >= nlev or not in_tree[li] or nd < 0 or nd >= nodes[li]:
+            return counts, reached, False
+        if k < 0 or k >= num_keys:
+            return counts, reached, False
+        seen[base[li] + nd, k] = True
     for li in range(nlev - 1, -1, -1):
         if not in_tree[li]:
             continue
@@ -206,7 +207,7 @@ def _count_tree_kernel(
                     counts[1, pg] += 1
                     seen[pg, k] = True
                     reached[pl] = True
-    return counts, reached
+    return counts, reached, True
 
 
 _DENSE_LIMIT = 1 << 24  # largest node x key grid marked in a dense table (16 MB of bools)

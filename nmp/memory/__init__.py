@@ -7,6 +7,7 @@ Quick use::
     spec = load_memory("ddr4-3200aa", ranks=2)
     stats = replay("traces/stream_64k.trace.gz", spec)   # or replay(make_requests(addrs), spec)
     stats.cycles, stats.cycles_drained, stats.row_hits, stats.energy_pj
+    replay_lines(addrs, spec)   # = replay(make_requests(addrs), spec), without a request array
 
 Requests are 64-B lines (``spec.controller.line_bytes``); on HBM each line becomes
 ``line_bytes / tx_bytes`` transactions (addr, addr+32), as in the reference setup. An optional
@@ -55,11 +56,11 @@ from nmp.memory.trace import REQUEST_DTYPE, make_requests, read_trace, write_tra
 
 def __getattr__(name: str):
     # The engine (numba) loads on first use, so that `nmp models` and spec loading stay light.
-    if name == "replay":
-        from nmp.memory.driver import replay
+    if name in ("replay", "replay_lines"):
+        from nmp.memory import driver
 
-        globals()["replay"] = replay
-        return replay
+        globals()[name] = getattr(driver, name)
+        return globals()[name]
     raise AttributeError(f"module 'nmp.memory' has no attribute '{name}'")
 
 
@@ -83,5 +84,6 @@ __all__ = [
     "parse_mapping",
     "read_trace",
     "replay",
+    "replay_lines",
     "write_trace",
 ]

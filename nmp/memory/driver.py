@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from pathlib import Path
 
 import numba as nb
@@ -29,73 +30,173 @@ def _table_arrays(standard: str, timing: tuple[tuple[str, int], ...], bus_level:
 
 
 @nb.njit(cache=True)
-def _decode_nodes(addr, tx_shift, seg_field, seg_bits, seg_shift, R, G, B):
-    """One pass of :func:`decode_address` (same segments) straight to the engine's global node
-    ids: channel, rank, bank group, bank, row, and the transaction key (address / tx_bytes)."""
-    n = addr.shape[0]
-    out = np.empty((6, n), np.int64)
-    fv = np.zeros(6, np.int64)
+def _decode_lines(addr, write, has_write, k, tx, tx_shift, pos, mask, R, G, B, out, wr, full):
+    """One pass over the lines: each split into its ``k`` transactions (addr, addr + tx, ...),
+    decoded as :func:`decode_address` straight to the engine's global node ids (channel, rank,
+    bank group, bank and row each occupy one bit range ``pos``/``mask`` of the transaction
+    number). Fills ``out[i * m + j]`` (m = n * k transactions; i: channel, rank, bank group,
+    bank, row, transaction key (address / tx_bytes), arrival 0; without ``full`` only bank
+    group, bank, row and key) and ``wr[j]`` (the writes); returns the largest address."""
+    n = addr.shape[0] * k
+    top = np.uint64(0)
+    p0, p1, p2, p3, p4 = pos[0], pos[1], pos[2], pos[3], pos[4]
+    m0, m1, m2, m3, m4 = mask[0], mask[1], mask[2], mask[3], mask[4]
     for j in range(n):
-        x = addr[j] >> tx_shift
-        out[5, j] = np.int64(x)
-        fv[:] = 0
-        for s in range(seg_field.shape[0]):
-            fv[seg_field[s]] |= (
-                np.int64(x & ((np.uint64(1) << seg_bits[s]) - np.uint64(1))) << (seg_shift[s])
-            )
-            x = x >> seg_bits[s]
-        rank = fv[0] * R + fv[1]
-        bg = rank * G + fv[2]
-        out[0, j] = fv[0]
-        out[1, j] = rank
-        out[2, j] = bg
-        out[3, j] = bg * B + fv[3]
-        out[4, j] = fv[4]
-    return out
+        i = j // k if k > 1 else j
+        a = addr[i] + np.uint64(j - i * k) * tx
+        top = max(top, a)
+        x = np.int64(a >> tx_shift)
+        rank = ((x >> p0) & m0) * R + ((x >> p1) & m1)
+        bg = rank * G + ((x >> p2) & m2)
+        if full:
+            out[j] = (x >> p0) & m0
+            out[n + j] = rank
+            out[6 * n + j] = 0
+        out[2 * n + j] = bg
+        out[3 * n + j] = bg * B + ((x >> p3) & m3)
+        out[4 * n + j] = (x >> p4) & m4
+        out[5 * n + j] = x
+        wr[j] = 1 if has_write and write[i] else 0
+    return top
+
+
+class _Plan:
+    """What every replay on one (frozen) spec shares: decode segments, engine parameters and
+    the constraint table."""
+
+    def __init__(self, spec: MemorySpec) -> None:
+        o = spec.org
+        # bit range of each field in the transaction number; only the column may be split
+        # (channel interleaving), and the engine needs no column
+        pos = np.zeros(len(FIELDS), np.int64)
+        mask = np.zeros(len(FIELDS), np.int64)
+        low = 0
+        for f, nbits, shift in _segments(spec):
+            if f != "column":
+                assert shift == 0 and mask[FIELDS.index(f)] == 0, "one bit range per field"
+                pos[FIELDS.index(f)] = low
+                mask[FIELDS.index(f)] = (1 << nbits) - 1
+            low += nbits
+        self.spec = spec
+        self.k = spec.requests_per_line
+        self.decode = (
+            self.k,
+            np.uint64(o.tx_bytes),
+            np.uint64(log2_exact(o.tx_bytes)),
+            pos,
+            mask,
+            o.ranks,
+            o.bankgroups,
+            o.banks,
+        )
+        self.capacity = spec.capacity_bytes
+        # one channel and one rank (a node's view): their ids are all 0
+        self.single_rank = o.channels == 1 and o.ranks == 1
+        self.tables = _table_arrays(
+            spec.standard, tuple(sorted(spec.timing.items())), spec.bus_level
+        )
+        self._params: dict[tuple[bool, bool], tuple[np.ndarray, np.ndarray]] = {}
+
+    def engine_params(self, drain: bool, jump: bool) -> tuple[np.ndarray, np.ndarray]:
+        key = (bool(drain), bool(jump))
+        if key not in self._params:
+            self._params[key] = _engine_params(self.spec, *key)
+        return self._params[key]
+
+
+_PLANS: dict[int, _Plan] = {}  # id(spec) -> plan of that spec (specs are frozen)
+
+
+def _plan(spec: MemorySpec) -> _Plan:
+    p = _PLANS.get(id(spec))
+    if p is not None and p.spec is spec:
+        return p
+    if len(_PLANS) > 64:
+        _PLANS.clear()
+    p = _PLANS[id(spec)] = _Plan(spec)
+    return p
+
+
+_NO_WRITE = np.zeros(0, np.bool_)
+
+
+# Engine inputs of replays inside this package are only read while the engine runs: their
+# buffers are kept per thread (up to this many transactions) rather than freshly mapped.
+_SCRATCH_MAX = 1 << 19
+_SCRATCH = threading.local()
+
+
+def _buffers(m: int, scratch: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(int64 [7 m], int8 [m], int64 zeros [>= m] or None): the engine inputs' storage; with
+    ``scratch`` this thread's buffers, and zeros that are never written (engine inputs are only
+    read) for the fields that are 0 throughout."""
+    if not scratch or m > _SCRATCH_MAX:
+        return np.empty(7 * m, np.int64), np.empty(m, np.int8), None
+    buf = getattr(_SCRATCH, "buf", None)
+    if buf is None or buf[1].size < m:
+        size = max(m, 1 << 14)
+        buf = np.empty(7 * size, np.int64), np.empty(size, np.int8), np.zeros(size, np.int64)
+        _SCRATCH.buf = buf
+    return buf
+
+
+def lines_inputs(
+    addr: np.ndarray,
+    spec: MemorySpec,
+    write: np.ndarray | bool = False,
+    arrival: np.ndarray | None = None,
+    *,
+    scratch: bool = False,
+) -> tuple:
+    """:func:`engine_inputs` of plain arrays: line addresses, writes (an array or one bool for
+    all) and optional arrival cycles (non-decreasing). ``scratch``: the arrays are views of
+    this thread's buffers, valid until its next ``scratch`` call."""
+    plan = _plan(spec)
+    addr = np.ascontiguousarray(addr, dtype=np.uint64)
+    if isinstance(write, bool | np.bool_):
+        has_write = bool(write)
+        wr_in = np.ones(addr.shape[0], np.bool_) if has_write else _NO_WRITE
+    else:
+        has_write = True
+        wr_in = np.ascontiguousarray(np.broadcast_to(np.asarray(write, bool), addr.shape))
+    m = addr.shape[0] * plan.k
+    out, wr, zeros = _buffers(m, scratch)
+    full = zeros is None or not plan.single_rank
+    top = _decode_lines(addr, wr_in, has_write, *plan.decode, out, wr, full)
+    nodes = [out[i * m : (i + 1) * m] for i in range(7)]
+    if not full:
+        nodes[0] = nodes[1] = nodes[6] = zeros[:m]
+    elif zeros is not None:
+        nodes[6] = zeros[:m]
+    wr = wr[:m]
+    if addr.size and int(top) >= plan.capacity:
+        k, tx = plan.k, int(plan.decode[1])
+        txs = (addr[:, None] + np.arange(k, dtype=np.uint64)[None, :] * np.uint64(tx)).ravel()
+        decode_address(txs, spec)  # raises the TraceError naming the address
+    channel, rank, bg, bank, row, key, zero = nodes
+    if arrival is not None:
+        arr = np.repeat(np.asarray(arrival, np.int64), plan.k)
+        if arr.size and (np.diff(arr) < 0).any():
+            raise TraceError("request arrival cycles must be non-decreasing")
+    else:
+        arr = zero
+    return (channel, rank, bg, bank, row, wr, key, arr)
 
 
 def engine_inputs(requests: np.ndarray, spec: MemorySpec) -> tuple:
     """Split lines into transactions (HBM: 64 B -> addr, addr+32), decode, flatten node ids."""
-    k = spec.requests_per_line
-    tx = spec.org.tx_bytes
-    addr = np.asarray(requests["addr"], np.uint64)
-    write = np.asarray(requests["write"], bool)
-    if k > 1:
-        offs = np.arange(k, dtype=np.uint64) * np.uint64(tx)
-        addr = (addr[:, None] + offs[None, :]).ravel()
-        write = np.repeat(write, k)
-    o = spec.org
-    if addr.size and int(addr.max()) >= spec.capacity_bytes:
-        decode_address(addr, spec)  # raises the TraceError naming the address
-    segs = [(FIELDS.index(f), nbits, shift) for f, nbits, shift in _segments(spec) if nbits]
-    seg = np.array(segs, np.int64).reshape(-1, 3)
-    nodes = _decode_nodes(
-        addr,
-        np.uint64(log2_exact(tx)),
-        seg[:, 0].copy(),
-        seg[:, 1].astype(np.uint64),
-        seg[:, 2].copy(),
-        o.ranks,
-        o.bankgroups,
-        o.banks,
+    names = requests.dtype.names
+    return lines_inputs(
+        requests["addr"],
+        spec,
+        requests["write"],
+        requests["arrival"] if names is not None and "arrival" in names else None,
     )
-    channel, rank, bg, bank, row, key = nodes
-    if requests.dtype.names is not None and "arrival" in requests.dtype.names:
-        arrival = np.repeat(np.asarray(requests["arrival"], np.int64), k)
-        if arrival.size and (np.diff(arrival) < 0).any():
-            raise TraceError("request arrival cycles must be non-decreasing")
-    else:
-        arrival = np.zeros(len(addr), np.int64)
-    return (channel, rank, bg, bank, row, write.astype(np.int8), key, arrival)
 
 
-def run_engine(
-    inputs: tuple, spec: MemorySpec, *, drain: bool = True, jump: bool = True, log_size: int = 0
-):
+def _engine_params(spec: MemorySpec, drain: bool, jump: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``params`` and ``wm`` of :func:`engine.simulate` for ``spec`` (see its docstring)."""
     o, c = spec.org, spec.controller
-    tab_i, nxt, lat, win = _table_arrays(
-        spec.standard, tuple(sorted(spec.timing.items())), spec.bus_level
-    )
     params = np.array(
         [
             o.channels,
@@ -119,13 +220,25 @@ def run_engine(
     wm = np.array(
         [c.wr_high_watermark * c.write_queue, c.wr_low_watermark * c.write_queue], np.float64
     )
-    log = np.full((log_size, 5), -1, np.int64)
+    return params, wm
+
+
+_NO_LOG = np.full((0, 5), -1, np.int64)
+
+
+def run_engine(
+    inputs: tuple, spec: MemorySpec, *, drain: bool = True, jump: bool = True, log_size: int = 0
+):
+    plan = _plan(spec)
+    tab_i, nxt, lat, win = plan.tables
+    params, wm = plan.engine_params(drain, jump)
+    log = np.full((log_size, 5), -1, np.int64) if log_size else _NO_LOG
     out = engine.simulate(*inputs, params, wm, tab_i, nxt, lat, win, log)
     return (*out, log) if log_size else out
 
 
-def _counts(cnt: np.ndarray) -> dict[str, int]:
-    d = {name: int(cnt[i]) for i, name in enumerate(COMMANDS)}
+def _counts(cnt) -> dict[str, int]:
+    d = dict(zip(COMMANDS, map(int, cnt[: len(COMMANDS)]), strict=True))
     return {
         "ACT": d["ACT"],
         "PRE": d["PREpb"] + d["PREab"],
@@ -146,6 +259,26 @@ def _as_requests(trace_or_requests) -> np.ndarray:
     return arr
 
 
+@nb.njit(cache=True)
+def _read_sums(wr, arrive, depart, done, cycles):
+    """One pass over the transactions: reads; reads whose data returned by ``cycles`` and the
+    sum of their latencies; reads served at all and the sum of theirs; the last done cycle."""
+    reads = at_sum = served = served_sum = 0
+    last = np.int64(0)
+    for j in range(wr.shape[0]):
+        last = max(last, done[j])
+        if wr[j] != 0:
+            continue
+        reads += 1
+        d = depart[j]
+        if d >= 0:
+            served += 1
+            served_sum += d - arrive[j]
+            if d <= cycles:
+                at_sum += d - arrive[j]
+    return reads, at_sum, served, served_sum, last
+
+
 def replay(
     trace_or_requests, spec: MemorySpec, *, drain: bool = True, timeline: bool = False
 ) -> MemStats:
@@ -161,37 +294,61 @@ def replay(
     at ``cycles``: every figure is then Ramulator's.
     """
     requests = _as_requests(trace_or_requests)
-    inputs = engine_inputs(requests, spec)
+    return _replay_inputs(
+        engine_inputs(requests, spec), len(requests), spec, drain=drain, timeline=timeline
+    )
+
+
+def replay_lines(
+    addr: np.ndarray,
+    spec: MemorySpec,
+    write: np.ndarray | bool = False,
+    *,
+    drain: bool = True,
+    timeline: bool = False,
+) -> MemStats:
+    """:func:`replay` of plain line addresses (uint64) and writes, with no request array: what
+    ``replay(make_requests(addr, write), spec)`` returns."""
+    inputs = lines_inputs(addr, spec, write, scratch=True)
+    return _replay_inputs(inputs, len(addr), spec, drain=drain, timeline=timeline)
+
+
+def _replay_inputs(
+    inputs: tuple, lines: int, spec: MemorySpec, *, drain: bool, timeline: bool
+) -> MemStats:
     status, cycles, clk_end, snap, final, arrive, depart, done, fwd, active, _ = run_engine(
         inputs, spec, drain=drain
     )
     if status != 0:
         raise NmpError(f"the controller deadlocked at cycle {clk_end} (no command can ever issue)")
     n = len(inputs[0])
-    is_w = inputs[5].astype(bool)
     cycles = int(cycles)
+    reads, at_sum, served, served_sum, last_done = (
+        int(v) for v in _read_sums(inputs[5], arrive, depart, done, cycles)
+    )
     E = engine
+    snap, final = snap.tolist(), final.tolist()  # Python ints
     # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded
     # ones with latency 1), over the RD commands issued by then.
-    rd_mask = (~is_w) & (depart >= 0) & (depart <= cycles)
     snap_counts = _counts(snap)
-    lat_sum = int((depart[rd_mask] - arrive[rd_mask]).sum())
     at_cycles = {
         "cmd_counts": snap_counts,
         "row_hits": int(snap[E.C_HIT_R] + snap[E.C_HIT_W]),
         "row_misses": int(snap[E.C_MISS_R] + snap[E.C_MISS_W]),
         "row_conflicts": int(snap[E.C_CONF_R] + snap[E.C_CONF_W]),
-        "avg_read_latency_cycles": lat_sum / snap_counts["RD"] if snap_counts["RD"] else 0.0,
+        "avg_read_latency_cycles": at_sum / snap_counts["RD"] if snap_counts["RD"] else 0.0,
     }
     cnt = final if drain else snap
     counts = _counts(cnt)
     if drain:
-        served = (~is_w) & (depart >= 0)
-        avg_lat = float((depart[served] - arrive[served]).mean()) if served.any() else 0.0
+        # the exact integer sum over the count: numpy's mean of these integers (its float64
+        # partial sums are exact below 2^53 cycles)
+        avg_lat = float(served_sum) / served if served else 0.0
     else:
         avg_lat = at_cycles["avg_read_latency_cycles"]
-    drained_cycles = int(max(done.max(initial=0), cycles)) if drain else cycles
-    energy = command_energy_pj(spec, counts, drained_cycles, float(active.sum()))
+    drained_cycles = max(last_done, cycles) if drain else cycles
+    active_sum = int(active.sum())
+    energy = command_energy_pj(spec, counts, drained_cycles, float(active_sum))
     t_ns = cycles * spec.tck_ns
     t_dr = drained_cycles * spec.tck_ns
     moved = (counts["RD"] + counts["WR"]) * spec.org.tx_bytes
@@ -202,10 +359,10 @@ def replay(
         cycles_drained=drained_cycles,
         t_ns=t_ns,
         t_drained_ns=t_dr,
-        lines=len(requests),
+        lines=lines,
         requests=n,
-        reads=int((~is_w).sum()),
-        writes=int(is_w.sum()),
+        reads=reads,
+        writes=n - reads,
         cmd_counts=counts,
         row_hits=int(cnt[E.C_HIT_R] + cnt[E.C_HIT_W]),
         row_misses=int(cnt[E.C_MISS_R] + cnt[E.C_MISS_W]),
@@ -224,6 +381,6 @@ def replay(
         energy_pj=float(sum(energy.values())),
         energy_breakdown_pj=energy,
         at_cycles=at_cycles,
-        active_cycles=int(active.sum()),
+        active_cycles=active_sum,
         timeline={"arrive": arrive, "done": done} if timeline else None,
     )

@@ -27,25 +27,49 @@ def _mix64(z):
 
 
 @njit(cache=True)
+def _permute_one(v, limit, sh, mask, keys):
+    """Feistel bijection of [0, 2^(2 sh)) with cycle walking into [0, limit), of one value."""
+    while True:
+        left = v >> sh
+        right = v & mask
+        for j in range(keys.shape[0]):
+            t = right
+            right = left ^ (_mix64(right ^ keys[j]) & mask)
+            left = t
+        v = (left << sh) | right
+        if v < limit:
+            return np.int64(v)
+
+
+@njit(cache=True)
 def permute_kernel(ranks, rows, half, mask, keys):
     """Feistel bijection of [0, 2^(2 half)) with cycle walking into [0, rows)."""
     out = np.empty(ranks.shape[0], dtype=np.int64)
     limit = np.uint64(rows)
     sh = np.uint64(half)
     for i in range(ranks.shape[0]):
-        v = np.uint64(ranks[i])
-        while True:
-            left = v >> sh
-            right = v & mask
-            for j in range(keys.shape[0]):
-                t = right
-                right = left ^ (_mix64(right ^ keys[j]) & mask)
-                left = t
-            v = (left << sh) | right
-            if v < limit:
-                break
-        out[i] = np.int64(v)
+        out[i] = _permute_one(np.uint64(ranks[i]), limit, sh, mask, keys)
     return out
+
+
+@njit(cache=True)
+def ranked_kernel(ranks, head_rows, rows, half, mask, keys):
+    """Row of each rank: ``head_rows[rank]`` below the cached head, else the Feistel
+    permutation (:func:`permute_kernel`); ``ok`` False (nothing done) if a rank is negative."""
+    n = ranks.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    head = head_rows.shape[0]
+    limit = np.uint64(rows)
+    sh = np.uint64(half)
+    for i in range(n):
+        r = ranks[i]
+        if r < 0:
+            return out, False
+        if r < head:
+            out[i] = head_rows[r]
+        else:
+            out[i] = _permute_one(np.uint64(r), limit, sh, mask, keys)
+    return out, True
 
 
 @njit(cache=True)
@@ -63,25 +87,35 @@ def _helper2(x):
 
 
 @njit(cache=True)
-def zipf_kernel(u01, rows, a, h_x1, h_n, s, out, accepted):
-    """Rejection-inversion step on uniforms ``u01``: ``out[i]`` the rank (0-based) and
-    ``accepted[i]`` whether it stands; returns the number rejected."""
-    rejected = 0
-    for i in range(u01.shape[0]):
-        u = h_n + u01[i] * (h_x1 - h_n)
-        t = max(u * (1.0 - a), -1.0)
-        x = math.exp(_helper1(t) * u)
-        k = math.floor(x + 0.5)
-        k = min(max(k, 1.0), float(rows))
-        ok = k - x <= s
-        if not ok:
-            lk = math.log(k + 0.5)
-            ok = u >= _helper2((1.0 - a) * lk) * lk - math.exp(-a * math.log(k))
-        out[i] = np.int64(k) - 1
-        accepted[i] = ok
-        if not ok:
-            rejected += 1
-    return rejected
+def _zipf_one(u01, rows, a, h_x1, h_n, s):
+    """Rejection-inversion step on one uniform: (rank (0-based), whether it stands)."""
+    u = h_n + u01 * (h_x1 - h_n)
+    t = max(u * (1.0 - a), -1.0)
+    x = math.exp(_helper1(t) * u)
+    k = math.floor(x + 0.5)
+    k = min(max(k, 1.0), float(rows))
+    ok = k - x <= s
+    if not ok:
+        lk = math.log(k + 0.5)
+        ok = u >= _helper2((1.0 - a) * lk) * lk - math.exp(-a * math.log(k))
+    return np.int64(k) - 1, ok
+
+
+@njit(cache=True)
+def zipf_redraw_kernel(u01, todo, rows, a, h_x1, h_n, s, out):
+    """One rejection-inversion round for the positions ``todo`` (ascending), uniform ``u01[i]``
+    for ``todo[i]``: accepted ranks go to ``out``; returns the positions still rejected, in
+    order."""
+    left = np.empty(todo.shape[0], dtype=np.int64)
+    m = 0
+    for i in range(todo.shape[0]):
+        k, ok = _zipf_one(u01[i], rows, a, h_x1, h_n, s)
+        if ok:
+            out[todo[i]] = k
+        else:
+            left[m] = todo[i]
+            m += 1
+    return left[:m]
 
 
 @njit(cache=True)

@@ -188,6 +188,14 @@ def ranked_rows(spec: WorkloadSpec, table: int, ranks: np.ndarray | int) -> np.n
     head_rows = _head_rows(spec.seed, table, rows, head)
     if head == rows:
         return head_rows[ranks]
+    if ranks.ndim == 1:
+        from nmp.workload._kernels import ranked_kernel
+
+        half, mask = sampling._feistel_params(rows)
+        keys = sampling.permutation_keys(spec.seed, table)
+        out, ok = ranked_kernel(ranks, head_rows, rows, half, mask, keys)
+        if ok:  # (negative ranks index from the end, as numpy does, below)
+            return out
     out = head_rows[np.minimum(ranks, head - 1)]
     tail = np.flatnonzero(ranks >= head)
     if tail.size:

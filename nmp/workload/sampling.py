@@ -33,9 +33,13 @@ def _mix64(z: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+@functools.lru_cache(maxsize=1024)
 def permutation_keys(seed: int, table: int, rounds: int = 4) -> np.ndarray:
-    """Round keys of the rank->row permutation of ``table`` under workload ``seed``."""
-    return np.random.SeedSequence([seed, table, 0x5CA77E7]).generate_state(rounds, np.uint64)
+    """Round keys of the rank->row permutation of ``table`` under workload ``seed`` (read-only;
+    kept per (seed, table, rounds))."""
+    keys = np.random.SeedSequence([seed, table, 0x5CA77E7]).generate_state(rounds, np.uint64)
+    keys.setflags(write=False)
+    return keys
 
 
 def _feistel_params(rows: int) -> tuple[int, np.uint64]:
@@ -123,18 +127,13 @@ def zipf_ranks(rng: np.random.Generator, n: int, rows: int, alpha: float) -> np.
     a = float(alpha)
     h_x1, h_n, s = _zipf_constants(rows, a)
 
-    from nmp.workload._kernels import zipf_kernel
+    from nmp.workload._kernels import zipf_redraw_kernel
 
     out = np.empty(n, dtype=np.int64)
-    accepted = np.empty(n, dtype=np.bool_)
-    rejected = zipf_kernel(rng.random(n), rows, a, h_x1, h_n, s, out, accepted)
-    todo = np.flatnonzero(~accepted) if rejected else np.empty(0, dtype=np.int64)
+    # every position drawn once, then the rejected ones again (in order) until all stand
+    todo = zipf_redraw_kernel(rng.random(n), np.arange(n), rows, a, h_x1, h_n, s, out)
     while todo.size:
-        k = np.empty(todo.size, dtype=np.int64)
-        ok = np.empty(todo.size, dtype=np.bool_)
-        zipf_kernel(rng.random(todo.size), rows, a, h_x1, h_n, s, k, ok)
-        out[todo[ok]] = k[ok]
-        todo = todo[~ok]
+        todo = zipf_redraw_kernel(rng.random(todo.size), todo, rows, a, h_x1, h_n, s, out)
     return out
 
 

@@ -6,9 +6,14 @@ import numpy as np
 import pytest
 
 from nmp.arch import load_arch
+from nmp.arch import lowering as low
+from nmp.arch import memview as mv
 from nmp.arch import tree as tree_mod
-from nmp.arch.lowering import _locality_order, _locality_order_reference
-from nmp.workload import generate_batch
+from nmp.arch.locality import _locality_order, _locality_order_reference
+from nmp.arch.placement import bag_major_order, flatten
+from nmp.arch.spec import LEVELS
+from nmp.memory import load_memory, make_requests, replay, replay_lines
+from nmp.workload import LookupBatch, TableLookups, generate_batch
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -19,7 +24,8 @@ def test_locality_kernel_equals_packed_sorts(seed):
         nodes, banks = int(rng.integers(1, 9)), int(rng.integers(1, 17))
         node = rng.integers(0, nodes, n)
         bank = rng.integers(0, banks, n)
-        page = rng.integers(0, int(rng.choice([2, 50, 1 << 40])), n)
+        # pages up to 2^55: (node, bank, page, arrival) then too wide for one packed key
+        page = rng.integers(0, int(rng.choice([2, 50, 1 << 40, 1 << 55])), n)
         got = _locality_order(node, bank, page, nodes, banks)
         assert np.array_equal(got, _locality_order_reference(node, bank, page))
 
@@ -38,3 +44,105 @@ def test_dense_tree_count_equals_the_sorting_path(name, small_workload, monkeypa
     for lv in slow.recv:
         assert np.array_equal(fast.recv[lv], slow.recv[lv])
     assert np.array_equal(fast.host_recv, slow.host_recv)
+
+
+@pytest.mark.parametrize(
+    "name,overrides",
+    [
+        ("recross", {}),  # SALP bank level, locality scheduling
+        ("recross", {"subarray_parallelism": False, "locality_aware_scheduling": False}),
+        ("trim-g", {}),
+        ("recnmp", {}),
+    ],
+)
+def test_emitted_addresses_equal_direct_encoding(name, overrides, small_workload):
+    """The compiled lowering (OR of per-field address codes) equals encode_address of every
+    request's fields, request for request, on every data level; nodes come grouped."""
+    arch = load_arch(name, overrides=overrides)
+    arch.bind(small_workload)
+    flat, plc, order = arch.prepare(generate_batch(small_workload, seed=3))
+    split = low.split_levels(arch.layouts, arch.mem, flat, plc, order)
+    lowered = 0
+    for lv, lay in arch.layouts.items():
+        if lay.capacity_banks <= 0:
+            continue
+        stream = low.lower_level(arch.spec, lv, lay, arch.mem, flat, plc, order, split)
+        alone = low.lower_level(arch.spec, lv, lay, arch.mem, flat, plc, order)
+        assert np.array_equal(stream.addr, alone.addr)
+        assert np.array_equal(stream.node_lines, alone.node_lines)
+        node, lpr, b, page, col0, _, _ = split.level(LEVELS.index(lv), lay.nodes)
+        if arch.spec.locality_aware_scheduling:
+            perm = _locality_order(node, b, page, lay.nodes, lay.banks_per_unit)
+        else:
+            perm = np.argsort(node, kind="stable")
+        salp = 0
+        rows_mod = arch.mem.org.rows
+        if lv == "bank" and arch.spec.subarray_parallelism:
+            salp = min(low._next_pow2(arch.spec.bank.subarrays), low.SALP_TRACKED_SUBARRAYS)
+            rows_mod = stream.view.org.rows
+        lpp = mv.lines_per_page(arch.mem)
+        addr, node_req = low._lower_direct(
+            arch.spec, lay, stream.view, perm, node, b, page, col0, lpr, lpp, rows_mod, salp
+        )
+        assert np.array_equal(stream.addr, addr)
+        assert np.array_equal(stream.node_ids(), node_req)
+        lowered += 1
+    assert lowered
+
+
+def test_flatten_and_bag_major_order_equal_numpy():
+    """The compiled flatten and issue order equal their numpy definitions, also on uneven
+    bags and empty tables; invalid offsets take the numpy path."""
+    rng = np.random.default_rng(1)
+    tables = []
+    for rows in (50, 7, 300):
+        lengths = rng.integers(0, 6, 9)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        idx = rng.integers(0, rows, int(offsets[-1])).astype(np.int64)
+        tables.append(TableLookups(idx, offsets, None, rows, 16))
+    tables.append(TableLookups(np.zeros(0, np.int64), np.zeros(10, np.int64), None, 5, 16))
+    batch = LookupBatch(tuple(tables))
+    flat = flatten(batch, [64, 64, 64, 64], [50, 7, 300, 5])
+    table = np.concatenate([np.full(t.indices.size, i) for i, t in enumerate(tables)])
+    bag = np.concatenate([np.repeat(np.arange(t.batch), np.diff(t.offsets)) for t in tables])
+    assert np.array_equal(flat.table, table) and np.array_equal(flat.bag, bag)
+    assert np.array_equal(flat.grow, np.array([0, 50, 57, 357])[table] + flat.row)
+    assert np.array_equal(bag_major_order(flat), np.lexsort((table, bag)))
+    # offsets that do not start at 0: numpy's repeat semantics, as before
+    odd = TableLookups(np.arange(4, dtype=np.int64), np.array([1, 3, 5]), None, 9, 16)
+    flat = flatten(LookupBatch((odd,)), [64], [9])
+    assert np.array_equal(flat.bag, [0, 0, 1, 1])
+
+
+def test_replay_lines_equals_replay_of_requests():
+    """The request-free replay path returns the same statistics as replay(make_requests())."""
+    rng = np.random.default_rng(2)
+    for preset in ("ddr5-4800-40", "hbm2-2000"):
+        mem = load_memory(preset)
+        addr = rng.integers(0, 1 << 16, 3000).astype(np.uint64) * np.uint64(64)
+        write = rng.random(3000) < 0.2
+        a = replay(make_requests(addr, write), mem)
+        b = replay_lines(addr, mem, write)
+        assert a.to_json() == b.to_json()
+        assert replay(make_requests(addr), mem).to_json() == replay_lines(addr, mem).to_json()
+
+
+@pytest.mark.parametrize("bad", ["level", "node", "key"])
+def test_dense_tree_count_declines_out_of_range_ids(bad, small_workload):
+    """Ids outside the tree leave the counting to the sorting path (None), as before."""
+    arch = load_arch("recross")
+    arch.bind(small_workload)
+    flat, plc, _ = arch.prepare(generate_batch(small_workload, seed=4))
+    level, node = plc.level.copy(), plc.node.copy()
+    key = flat.table * flat.batch + flat.bag
+    num_keys = flat.num_tables * flat.batch
+    args = (arch.layouts, arch.mem.org.ranks, arch.mem.org.channels)
+    assert tree_mod._count_tree(*args, level, node, key, num_keys) is not None
+    if bad == "level":
+        level[3] = len(LEVELS)
+    elif bad == "node":
+        node[3] = arch.layouts[LEVELS[level[3]]].nodes
+    else:
+        key = key.copy()
+        key[3] = num_keys
+    assert tree_mod._count_tree(*args, level, node, key, num_keys) is None
