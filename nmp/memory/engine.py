@@ -101,7 +101,9 @@ def simulate(
     forwarded, rank_active_cycles, ticks)``. ``params``: C, R, G, B, RQ, WQ, F, nREFI,
     read_latency, dual_issue, closed_row, refresh_on, drain, skip_blocked, jump. ``wm``: high
     and low write-buffer thresholds (entries). ``log`` (int64 [M, 5]): the first M commands of
-    channel 0 as (clock, command, rank node, bank node, row); M = 0 records nothing."""
+    channel 0 as (clock, command, rank node, bank node, row); M = 0 records nothing. The
+    request arrays are only read: the driver shares one zeros array among fields that are 0
+    throughout and reuses its buffers between replays."""
     C = params[0]
     R = params[1]
     G = params[2]
