@@ -328,16 +328,24 @@ def _pick_levels(table, cls, u, cum, classes, level_ids, level):  # pragma: no c
 
 
 @njit(cache=True)
+def pow2_shifts(counts):  # pragma: no cover - compiled
+    """log2 of each count that is a power of two, else -1: node and unit counts are usually
+    2^k, so a division by one becomes a shift."""
+    shifts = np.full(counts.shape[0], -1, dtype=np.int64)
+    for i in range(counts.shape[0]):
+        d = counts[i]
+        if d > 0 and (d & (d - 1)) == 0:
+            shifts[i] = 0
+            while (1 << shifts[i]) < d:
+                shifts[i] += 1
+    return shifts
+
+
+@njit(cache=True)
 def _node_slot(level, grow, nodes_of, node, slot):  # pragma: no cover - compiled
     """Rows interleaved over the nodes of their level: node = grow mod nodes, slot = grow div
     nodes (non-negative ``grow``); lookups without a level keep their node and slot."""
-    shifts = np.full(nodes_of.shape[0], -1, dtype=np.int64)
-    for li in range(nodes_of.shape[0]):
-        d = nodes_of[li]
-        if d > 0 and (d & (d - 1)) == 0:
-            shifts[li] = 0
-            while (1 << shifts[li]) < d:
-                shifts[li] += 1
+    shifts = pow2_shifts(nodes_of)
     for i in range(level.shape[0]):
         li = level[i]
         if li < 0:

@@ -33,7 +33,7 @@ from nmp.arch.lowering import (
     lower_vertical,
     split_levels,
 )
-from nmp.arch.placement import FlatLookups, Placement, level_node_peak_gbps
+from nmp.arch.placement import FlatLookups, Placement, level_node_peak_gbps, pow2_shifts
 from nmp.arch.spec import LEVELS
 from nmp.arch.tree import TreeTraffic
 from nmp.results import OpResult
@@ -379,13 +379,7 @@ def _level_sums_kernel(
     dim_sum = np.zeros(nlev, dtype=np.int64)
     rank_all = np.zeros(ranks_total, dtype=np.int64)
     rank_dram = np.zeros(ranks_total, dtype=np.int64)
-    shifts = np.full(units.shape[0], -1, dtype=np.int64)  # unit counts are usually 2^k
-    for li in range(units.shape[0]):
-        u = units[li]
-        if u > 0 and (u & (u - 1)) == 0:
-            shifts[li] = 0
-            while (1 << shifts[li]) < u:
-                shifts[li] += 1
+    shifts = pow2_shifts(units)
     for i in range(level.shape[0]):
         t, li, nd = table[i], level[i], node[i]
         table_lookups[t] += 1
