@@ -53,7 +53,10 @@ def design_points(arch: str, n: int) -> None:
     finally:
         for name, fn in inner.items():
             setattr(nmp.memory, name, fn)
-    print(f"design points: {arch} on recross-eval, {n} points after a {warm:.2f} s warm-up")
+    print(
+        f"design points: {arch} on recross-eval, {n} points after a {warm:.2f} s warm-up "
+        f"(DRAM engine: {nmp.memory.driver.engine_backend()})"
+    )
     print(f"  {n / elapsed:.2f} points/s ({elapsed / n * 1e3:.0f} ms per point; target >= 20/s)")
     print(
         f"  inside the DRAM engine (nmp.memory.replay): {spent['replay_s'] / elapsed:.0%} "

@@ -11,18 +11,22 @@ of both and the ratio, then the median and overall figures. Where the time goes:
 is the memory cycles the engine evaluated per request (cycles it jumped over cost nothing) and
 ``cmds/req`` the DRAM commands it issued per request.
 
-    python benchmarks/dram_replay.py [--repeat 3] [--filter ddr4]
+``--engine`` picks the build (``$NMP_ENGINE``): ``native`` (C, the default when a compiler is
+there) or ``numba`` (the reference); their results are identical.
+
+    python benchmarks/dram_replay.py [--repeat 3] [--filter ddr4] [--engine numba]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
 from nmp.memory import load_memory, read_trace, replay
-from nmp.memory.driver import engine_inputs, run_engine
+from nmp.memory.driver import ENGINES, engine_backend, engine_inputs, run_engine
 from nmp.reference import dram_reference_dir
 
 
@@ -42,7 +46,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--filter", default="", help="only cases whose id contains this")
+    ap.add_argument("--engine", choices=ENGINES, default=None, help="default: $NMP_ENGINE or auto")
     a = ap.parse_args()
+    if a.engine:
+        os.environ["NMP_ENGINE"] = a.engine
+    print(f"engine: {engine_backend()}")
     ref = dram_reference_dir()
     cases = [
         c for c in json.loads((ref / "cases.json").read_text())["cases"] if a.filter in c["id"]

@@ -6,13 +6,14 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import warnings
 from pathlib import Path
 
 import numba as nb
 import numpy as np
 
 from nmp.errors import NmpError, TraceError
-from nmp.memory import engine
+from nmp.memory import engine, native
 from nmp.memory.mapping import FIELDS, _segments, decode_address
 from nmp.memory.spec import MemorySpec
 from nmp.memory.standards import COMMANDS, build_table
@@ -224,6 +225,32 @@ def _engine_params(spec: MemorySpec, drain: bool, jump: bool) -> tuple[np.ndarra
 
 
 _NO_LOG = np.full((0, 5), -1, np.int64)
+ENGINES = ("auto", "native", "numba")
+
+
+def engine_backend() -> str:
+    """Which build of the engine replays run on: ``$NMP_ENGINE``, one of ``auto`` (the default:
+    ``native`` when it can be built, else ``numba``), ``native`` (C, :mod:`nmp.memory.native`)
+    or ``numba`` (:mod:`nmp.memory.engine`, the reference). Both give the same results."""
+    choice = os.environ.get("NMP_ENGINE", "auto").strip().lower() or "auto"
+    if choice not in ENGINES:
+        raise NmpError(f"NMP_ENGINE={choice!r}: expected one of {', '.join(ENGINES)}")
+    if choice == "numba" or native.available():
+        return "numba" if choice == "numba" else "native"
+    if choice == "native":
+        raise NmpError(f"NMP_ENGINE=native: {native.unavailable_reason()}")
+    _warn_fallback()
+    return "numba"
+
+
+@functools.cache
+def _warn_fallback() -> None:
+    warnings.warn(
+        f"the native DRAM engine is not available ({native.unavailable_reason()}); replays run "
+        "on the numba engine: same results, about half the speed",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def run_engine(
@@ -233,7 +260,8 @@ def run_engine(
     tab_i, nxt, lat, win = plan.tables
     params, wm = plan.engine_params(drain, jump)
     log = np.full((log_size, 5), -1, np.int64) if log_size else _NO_LOG
-    out = engine.simulate(*inputs, params, wm, tab_i, nxt, lat, win, log)
+    simulate = native.simulate if engine_backend() == "native" else engine.simulate
+    out = simulate(*inputs, params, wm, tab_i, nxt, lat, win, log)
     return (*out, log) if log_size else out
 
 

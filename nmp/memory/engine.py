@@ -20,6 +20,10 @@ cannot change before the earliest ready clock of any queued request's next comma
 refresh, so the clock jumps there; a channel that cannot issue before a known cycle is skipped
 until then (a request arriving meanwhile wakes it only if it can issue earlier, or if it flips
 the write mode). The result is cycle-exact with ticking every cycle (a test checks it).
+
+``engine.c`` is this function in C (:mod:`nmp.memory.native`), step for step, and the driver's
+default where a C compiler is found. This one is the reference: change both together; the test
+``tests/memory/test_mem_native_engine.py`` compares every output of the two.
 """
 
 from __future__ import annotations

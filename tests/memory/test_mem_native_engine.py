@@ -1,0 +1,164 @@
+"""The native (C) engine against the numba engine, the reference: every output, bit for bit.
+
+Covered: all reference cases (with a log of channel 0's first commands), configurations the
+cases never use (closed rows, no jumps, no drain, no refresh, a blocked PRE that stops the scan,
+queues of 8 / 64 / 100 entries, a frontend of 3 per cycle, dual issue on and off), every memory
+preset with writes and arrival cycles, and the NMP internal views. Then the backend switch.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from memref import dram_ref_dir, load_cases
+
+from nmp.errors import NmpError
+from nmp.memory import driver, engine, internal_view, load_memory, make_requests, native, read_trace
+from nmp.memory.driver import engine_inputs
+
+CASES = load_cases()
+PRESETS = ("ddr4-3200aa", "ddr4-2400", "ddr5-4800an", "ddr5-4800-40", "hbm2-2000", "hbm3-6400")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _native_built():
+    if not native.available():
+        why = native.unavailable_reason()
+        if os.environ.get("NMP_REQUIRE_NATIVE_ENGINE") == "1":
+            pytest.fail(f"the native engine is required (NMP_REQUIRE_NATIVE_ENGINE=1): {why}")
+        pytest.skip(f"the native engine cannot be built here: {why}")
+
+
+def _both(inputs, spec, params=None, log_rows=2000):
+    plan = driver._plan(spec)
+    p, wm = plan.engine_params(True, True)
+    if params:
+        for k, v in params.items():
+            p[k] = v
+        wm = np.array([0.8 * p[5], 0.2 * p[5]])
+    logs = [np.full((log_rows, 5), -1, np.int64) for _ in range(2)]
+    a = engine.simulate(*inputs, p, wm, *plan.tables, logs[0])
+    b = native.simulate(*inputs, p, wm, *plan.tables, logs[1])
+    for k, (x, y) in enumerate(zip(a, b, strict=True)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=f"output {k}")
+    np.testing.assert_array_equal(logs[0], logs[1], err_msg="command log")
+    return a
+
+
+def _case_inputs(case):
+    args = case["memory_args"]
+
+    def opt(name):
+        return int(args[args.index(name) + 1]) if name in args else None
+
+    spec = load_memory(
+        args[args.index("--memory") + 1],
+        channels=opt("--channels"),
+        ranks=opt("--ranks"),
+        mapping=args[args.index("--mapping") + 1] if "--mapping" in args else None,
+    )
+    return engine_inputs(read_trace(dram_ref_dir() / case["trace"]), spec), spec
+
+
+def test_reference_cases_identical(dram_ref):
+    assert CASES
+    for case in CASES:
+        inputs, spec = _case_inputs(case)
+        out = _both(inputs, spec)
+        assert out[0] == 0, case["id"]
+
+
+# params indices: 4 RQ, 5 WQ, 6 frontend ratio, 9 dual issue, 10 closed row, 11 refresh,
+# 12 drain, 13 skip blocked PRE, 14 jump (see engine.simulate)
+VARIANTS = {
+    "closed-row": {10: 1},
+    "blocked-pre-stops-scan": {13: 0},
+    "no-jump": {14: 0},
+    "no-drain": {12: 0},
+    "no-refresh": {11: 0},
+    "queues-8": {4: 8, 5: 8},
+    "queues-64": {4: 64, 5: 64},
+    "queues-100-70": {4: 100, 5: 70},
+    "frontend-3": {6: 3},
+    "closed-row-blocked-pre": {10: 1, 13: 0},
+    "dual-issue-off": {9: 0},
+    "dual-issue-on": {9: 1},
+}
+VARIANT_CASES = ("random_rw50_4g", "rmw_simple_rb64", "one_bank_k1__", "stream_64k")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_unusual_configurations_identical(dram_ref, variant):
+    picked = [c for c in CASES if any(k in c["id"] for k in VARIANT_CASES)]
+    assert picked
+    for case in picked:
+        inputs, spec = _case_inputs(case)
+        _both(tuple(a[:4000] for a in inputs), spec, VARIANTS[variant])
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_presets_with_writes_and_arrivals_identical(preset):
+    rng = np.random.default_rng(11)
+    for ranks in (1, 2):
+        spec = load_memory(preset, ranks=ranks) if "hbm" not in preset else load_memory(preset)
+        n = 3000
+        # a hot region (row hits, forwarding, coalescing) mixed with random lines
+        hot = rng.integers(0, 4096, n) * 64
+        cold = rng.integers(0, spec.capacity_bytes // 64, n) * 64
+        addr = np.where(rng.random(n) < 0.5, hot, cold)
+        arrival = np.cumsum(rng.integers(0, 6, n))
+        reqs = make_requests(addr, write=rng.random(n) < 0.4, arrival=arrival)
+        _both(engine_inputs(reqs, spec), spec)
+
+
+@pytest.mark.parametrize("level", ["rank", "bankgroup", "bank"])
+def test_nmp_internal_views_identical(level):
+    rng = np.random.default_rng(5)
+    for preset in ("ddr4-3200aa", "ddr5-4800-40"):
+        spec = internal_view(load_memory(preset), level)
+        spec = spec.with_org(channels=1, ranks=1)
+        if level != "rank":
+            spec = spec.with_org(bankgroups=1)
+        if level == "bank":
+            spec = spec.with_org(banks=1)
+        rows = rng.integers(0, 64, 4000)
+        addr = (rows * 1024 + rng.integers(0, 16, 4000) * 64) % spec.capacity_bytes
+        _both(engine_inputs(make_requests(addr), spec), spec)
+
+
+def test_backend_switch(monkeypatch):
+    spec = load_memory("ddr4-3200aa")
+    rng = np.random.default_rng(3)
+    reqs = make_requests(rng.integers(0, 1 << 20, 2000) * 64, write=rng.random(2000) < 0.3)
+    from nmp.memory import replay
+
+    monkeypatch.setenv("NMP_ENGINE", "native")
+    assert driver.engine_backend() == "native"
+    a = replay(reqs, spec)
+    monkeypatch.setenv("NMP_ENGINE", "numba")
+    assert driver.engine_backend() == "numba"
+    assert replay(reqs, spec) == a
+    monkeypatch.setenv("NMP_ENGINE", "fast")
+    with pytest.raises(NmpError, match="NMP_ENGINE='fast'"):
+        driver.engine_backend()
+
+
+def test_without_a_compiler_the_numba_engine_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NMP_ENGINE", raising=False)
+    native._function.cache_clear()
+    driver._warn_fallback.cache_clear()
+    try:
+        assert not native.available()
+        assert "no-such-cc" in native.unavailable_reason()
+        with pytest.warns(RuntimeWarning, match="numba engine"):
+            assert driver.engine_backend() == "numba"
+        monkeypatch.setenv("NMP_ENGINE", "native")
+        with pytest.raises(NmpError, match="NMP_ENGINE=native"):
+            driver.engine_backend()
+    finally:
+        native._function.cache_clear()
+        driver._warn_fallback.cache_clear()
