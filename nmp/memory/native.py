@@ -68,10 +68,16 @@ def _build() -> ctypes.CDLL:
     ).hexdigest()[:16]
     lib = cache_dir() / f"engine-{key}.so"
     if not lib.exists():
-        lib.parent.mkdir(parents=True, exist_ok=True)
-        # build under a temporary name, then rename: concurrent processes (test workers) may
-        # build at once, and a reader must never load a half-written library
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=lib.parent)
+        try:
+            lib.parent.mkdir(parents=True, exist_ok=True)
+            # build under a temporary name, then rename: concurrent processes (test workers)
+            # may build at once, and a reader must never load a half-written library
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=lib.parent)
+        except OSError:  # no writable cache (a read-only home): this user's temporary folder
+            user = os.getuid() if hasattr(os, "getuid") else os.getlogin()
+            lib = Path(tempfile.gettempdir()) / f"nmp-{user}" / lib.name
+            lib.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=lib.parent)
         os.close(fd)
         try:
             subprocess.run(

@@ -70,6 +70,23 @@ def test_reference_cases_identical(dram_ref):
         assert out[0] == 0, case["id"]
 
 
+def test_portable_build_identical(dram_ref, monkeypatch, tmp_path):
+    """engine.c has AVX-512 paths; a CPU without AVX-512 runs the plain C loops instead."""
+    monkeypatch.setenv("CC", f"{os.environ.get('CC', 'cc')} -mno-avx512f")
+    monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path))
+    native._function.cache_clear()
+    try:
+        assert native.available(), native.unavailable_reason()
+        for case in CASES[::3]:
+            inputs, spec = _case_inputs(case)
+            _both(tuple(a[:8000] for a in inputs), spec)
+        for variant in ("blocked-pre-stops-scan", "queues-100-70", "closed-row"):
+            inputs, spec = _case_inputs(next(c for c in CASES if "random_rw50" in c["id"]))
+            _both(tuple(a[:4000] for a in inputs), spec, VARIANTS[variant])
+    finally:
+        native._function.cache_clear()
+
+
 # params indices: 4 RQ, 5 WQ, 6 frontend ratio, 9 dual issue, 10 closed row, 11 refresh,
 # 12 drain, 13 skip blocked PRE, 14 jump (see engine.simulate)
 VARIANTS = {
@@ -162,3 +179,14 @@ def test_without_a_compiler_the_numba_engine_runs(monkeypatch, tmp_path):
     finally:
         native._function.cache_clear()
         driver._warn_fallback.cache_clear()
+
+
+def test_unwritable_cache_builds_in_the_temporary_folder(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("NMP_CACHE_DIR", str(blocker / "cache"))  # mkdir fails under a file
+    native._function.cache_clear()
+    try:
+        assert native.available(), native.unavailable_reason()
+    finally:
+        native._function.cache_clear()
