@@ -25,21 +25,9 @@ import os
 import statistics
 import time
 
-from nmp.memory import load_memory, read_trace, replay
+from nmp.memory import read_trace, replay
 from nmp.memory.driver import ENGINES, engine_backend, engine_inputs, run_engine
-from nmp.reference import dram_reference_dir
-
-
-def _spec(args: list[str]):
-    def opt(name):
-        return int(args[args.index(name) + 1]) if name in args else None
-
-    return load_memory(
-        args[args.index("--memory") + 1],
-        channels=opt("--channels"),
-        ranks=opt("--ranks"),
-        mapping=args[args.index("--mapping") + 1] if "--mapping" in args else None,
-    )
+from nmp.reference import case_memory_spec, dram_reference_dir
 
 
 def main() -> None:
@@ -61,7 +49,7 @@ def main() -> None:
     )
     ratios, total_req, total_s, total_ram_s, total_ticks, total_cmds = [], 0, 0.0, 0.0, 0, 0
     for case in cases:
-        spec = _spec(case["memory_args"])
+        spec = case_memory_spec(case["memory_args"])
         requests = read_trace(ref / case["trace"])
         stats = replay(requests, spec, drain=False)  # warm-up (and compile on the first case)
         assert stats.cycles == case["ramulator2"]["cycles"], case["id"]

@@ -49,3 +49,23 @@ def shared_dir() -> Path:
 def dram_reference_dir() -> Path:
     """``shared/reference/dram``: traces and the cycle counts Ramulator 2 and DRAMsim3 measured."""
     return shared_dir() / "reference" / "dram"
+
+
+def case_memory_spec(memory_args: list[str]):
+    """The memory spec of a reference case's ``memory_args`` (``nmp replay``'s flags:
+    ``--memory P [--channels N] [--ranks N] [--mapping M]``)."""
+    from nmp.memory import load_memory
+
+    def flag(name: str) -> str | None:
+        return memory_args[memory_args.index(name) + 1] if name in memory_args else None
+
+    def count(name: str) -> int | None:
+        value = flag(name)
+        return None if value is None else int(value)
+
+    return load_memory(
+        flag("--memory") or "ddr4-3200aa",  # nmp replay's default
+        channels=count("--channels"),
+        ranks=count("--ranks"),
+        mapping=flag("--mapping"),
+    )

@@ -247,7 +247,7 @@ def engine_backend() -> str:
 def _warn_fallback() -> None:
     warnings.warn(
         f"the native DRAM engine is not available ({native.unavailable_reason()}); replays run "
-        "on the numba engine: same results, about half the speed",
+        "on the numba engine: same results, about 1.8x slower",
         RuntimeWarning,
         stacklevel=3,
     )

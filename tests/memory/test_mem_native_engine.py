@@ -17,6 +17,7 @@ from memref import dram_ref_dir, load_cases
 from nmp.errors import NmpError
 from nmp.memory import driver, engine, internal_view, load_memory, make_requests, native, read_trace
 from nmp.memory.driver import engine_inputs
+from nmp.reference import case_memory_spec
 
 CASES = load_cases()
 PRESETS = ("ddr4-3200aa", "ddr4-2400", "ddr5-4800an", "ddr5-4800-40", "hbm2-2000", "hbm3-6400")
@@ -48,17 +49,7 @@ def _both(inputs, spec, params=None, log_rows=2000):
 
 
 def _case_inputs(case):
-    args = case["memory_args"]
-
-    def opt(name):
-        return int(args[args.index(name) + 1]) if name in args else None
-
-    spec = load_memory(
-        args[args.index("--memory") + 1],
-        channels=opt("--channels"),
-        ranks=opt("--ranks"),
-        mapping=args[args.index("--mapping") + 1] if "--mapping" in args else None,
-    )
+    spec = case_memory_spec(case["memory_args"])
     return engine_inputs(read_trace(dram_ref_dir() / case["trace"]), spec), spec
 
 
