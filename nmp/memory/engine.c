@@ -15,8 +15,8 @@
  *    bank-reset pass run over whole blocks (padding never becomes due, never lowers `fut`,
  *    never matches a bank). Removal shifts with inline masked vector moves instead of libc
  *    memmove calls (short copies).
- *  - Class marking in the read/write buffer scan (+13-17% on NMP node streams; 1-5% slower
- *    on the reference traces, where it rarely applies): the queued requests of one bank that all hit (or all miss) its open
+ *  - Class marking in the read/write buffer scan (NMP node streams +13-19% in a slow spell
+ *    of this shared machine, +0-3% in a fast one; reference traces -5% to +2%): the queued requests of one bank that all hit (or all miss) its open
  *    row have the same next command and ready clock; when one is found not ready, the due
  *    ones of its class get that bound at once instead of one evaluation each. An NMP unit
  *    streams 32 queued reads to one open row, which took ~25 evaluations per request.
