@@ -223,27 +223,38 @@ FORCE_INLINE void shift_down(int64_t *restrict a, int64_t n)
 
 #define RUP8(x) (((x) + 7) & ~(int64_t)7)
 
-/* Slots among `pick` (bits of a window of nx slots, nx a multiple of 8) whose bank is bq and
- * whose row equals orow (hit) or not (!hit): the slots of one class, whose next command and
- * hence ready clock are the same. */
-FORCE_INLINE uint64_t same_class(const int64_t *restrict bk, const int64_t *restrict rw,
-                                 int64_t nx, int64_t bq, int64_t orow, int hit, uint64_t pick)
+/* The run of a class: the due slots (bits of `due`, in a window of nx slots, nx a multiple
+ * of 8) of bank bq whose row equals orow (hit) or not (!hit), up to the first due slot of
+ * another class -- slots whose next command, and hence ready clock, is the same. */
+FORCE_INLINE uint64_t class_run(const int64_t *restrict bk, const int64_t *restrict rw,
+                                int64_t nx, int64_t bq, int64_t orow, int hit, uint64_t due)
 {
-    uint64_t m = 0;
 #ifdef __AVX512F__
+    /* whole-window compares pay off on long runs; random traffic rarely has two due slots of
+     * one bank in a row, so look at the next one first */
+    if (!due || bk[__builtin_ctzll(due)] != bq) return 0;
+    uint64_t same = 0;
     const __m512i vb = _mm512_set1_epi64(bq), vr = _mm512_set1_epi64(orow);
     for (int64_t x = 0; x < nx; x += 8) {
         const __mmask8 kb =
             _mm512_cmpeq_epi64_mask(_mm512_loadu_si512((const void *)(bk + x)), vb);
         const __mmask8 kr =
             _mm512_cmpeq_epi64_mask(_mm512_loadu_si512((const void *)(rw + x)), vr);
-        m |= (uint64_t)(__mmask8)(hit ? (kb & kr) : (kb & ~kr)) << x;
+        same |= (uint64_t)(__mmask8)(hit ? (kb & kr) : (kb & ~kr)) << x;
     }
+    same &= due;
+    const uint64_t other = due & ~same;
+    return other ? same & ((other & -other) - 1) : same;
 #else
-    for (int64_t x = 0; x < nx; x++)
-        m |= (uint64_t)(bk[x] == bq && (rw[x] == orow) == hit) << x;
+    (void)nx;
+    uint64_t run = 0;
+    for (; due; due &= due - 1) {
+        const int x = __builtin_ctzll(due);
+        if (bk[x] != bq || (rw[x] == orow) != hit) break;
+        run |= 1ull << x;
+    }
+    return run;
 #endif
-    return m & pick;
 }
 
 /* b[x] = v for the set bits x of m (< 2^nx) */
@@ -579,20 +590,13 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                                      * once -- those before the next due slot of another
                                      * class, which may be ready and end the scan, leaving
                                      * later bounds as they are (so even the evaluated
-                                     * cycles stay those of engine.py). Tried only when the
-                                     * next due slot has the same bank: rarely so in random
-                                     * traffic, almost always in an NMP unit's own stream. */
+                                     * cycles stay those of engine.py) */
                                     const int64_t nx = mn(QP, w0 + 64) - w0;
-                                    const uint64_t same =
-                                        due && Qbk[row + __builtin_ctzll(due)] == bq
-                                            ? same_class(Qbk + row, Qrow + row, nx, bq, orow,
-                                                         cc == col_cmd, due)
-                                            : 0;
-                                    const uint64_t other = due & ~same;
-                                    const uint64_t upto = other ? (other & -other) - 1 : ~0ull;
-                                    if (same & upto) {
-                                        fill_bits(Qbnd + row, nx, same & upto, t);
-                                        due &= ~(same & upto);
+                                    const uint64_t run = class_run(Qbk + row, Qrow + row, nx,
+                                                                   bq, orow, cc == col_cmd, due);
+                                    if (run) {
+                                        fill_bits(Qbnd + row, nx, run, t);
+                                        due &= ~run;
                                     }
                                     continue;
                                 }
