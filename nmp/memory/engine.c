@@ -16,10 +16,12 @@
  *    never matches a bank). Removal shifts with inline masked vector moves instead of libc
  *    memmove calls (short copies).
  *  - Class marking in the read/write buffer scan (NMP node streams +13-19% in a slow spell
- *    of this shared machine, +0-3% in a fast one; reference traces -5% to +2%): the queued requests of one bank that all hit (or all miss) its open
- *    row have the same next command and ready clock; when one is found not ready, the due
- *    ones of its class get that bound at once instead of one evaluation each. An NMP unit
- *    streams 32 queued reads to one open row, which took ~25 evaluations per request.
+ *    of this shared machine, +0-3% in a fast one; reference traces -5% to +2%; the portable
+ *    build +7-17% and +-5%): the queued requests of one bank that all hit (or all miss) its
+ *    open row have the same next command and ready clock; when one is found not ready, the
+ *    due ones of its class get that bound at once instead of one evaluation each. An NMP
+ *    unit streams 32 queued reads to a few rows of its bank, which took ~25 evaluations per
+ *    request.
  *  - Instantiations (+~5-15% on the configurations concerned): the loop is one always-inline
  *    function whose configuration (channels C, ranks R, dual issue, closed row policy, QP)
  *    is a compile-time constant in the instantiations for the common configurations --
