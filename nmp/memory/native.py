@@ -37,7 +37,11 @@ from nmp.memory.standards import NCMD
 
 _SOURCE = Path(__file__).with_name("engine.c")
 _FLAGS = ("-O3", "-march=native", "-std=gnu99", "-shared", "-fPIC")
-_ERRORS = {-1: "out of memory", -2: "a constraint window above 4, or more than 64 windowed rules"}
+_ERRORS = {
+    -1: "out of memory",
+    -2: "a constraint window above 4, or more than 64 windowed rules",
+    -3: "a request's bank, bank group and rank ids disagree (each in the next one's range)",
+}
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
 _ARGTYPES = [_P] * 8 + [_I] + [_P] * 7 + [_I] + [_P] * 8

@@ -136,6 +136,19 @@ def test_nmp_internal_views_identical(level):
         _both(engine_inputs(make_requests(addr), spec), spec)
 
 
+def test_inconsistent_node_ids_are_refused():
+    """The C engine takes a request's rank and bank group from its bank id."""
+    spec = load_memory("ddr4-3200aa")
+    plan = driver._plan(spec)
+    p, wm = plan.engine_params(True, True)
+    inputs = list(engine_inputs(make_requests(np.arange(64) * 64), spec))
+    native.simulate(*inputs, p, wm, *plan.tables, np.zeros((0, 5), np.int64))
+    inputs[2] = inputs[2].copy()
+    inputs[2][5] += 1  # a bank group that does not hold the request's bank
+    with pytest.raises(RuntimeError, match="bank group and rank ids disagree"):
+        native.simulate(*inputs, p, wm, *plan.tables, np.zeros((0, 5), np.int64))
+
+
 def test_backend_switch(monkeypatch):
     spec = load_memory("ddr4-3200aa")
     rng = np.random.default_rng(3)
