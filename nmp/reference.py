@@ -52,20 +52,15 @@ def dram_reference_dir() -> Path:
 
 
 def case_memory_spec(memory_args: list[str]):
-    """The memory spec of a reference case's ``memory_args`` (``nmp replay``'s flags:
-    ``--memory P [--channels N] [--ranks N] [--mapping M]``)."""
-    from nmp.memory import load_memory
+    """The memory spec of a reference case's ``memory_args``: ``nmp replay``'s memory flags,
+    parsed and applied as ``nmp replay`` does."""
+    import argparse
 
-    def flag(name: str) -> str | None:
-        return memory_args[memory_args.index(name) + 1] if name in memory_args else None
+    from nmp.memory.cli import add_memory_arguments, memory_spec
 
-    def count(name: str) -> int | None:
-        value = flag(name)
-        return None if value is None else int(value)
-
-    return load_memory(
-        flag("--memory") or "ddr4-3200aa",  # nmp replay's default
-        channels=count("--channels"),
-        ranks=count("--ranks"),
-        mapping=flag("--mapping"),
-    )
+    parser = argparse.ArgumentParser(prog="memory_args", add_help=False, exit_on_error=False)
+    add_memory_arguments(parser)
+    args, unknown = parser.parse_known_args(memory_args)
+    if unknown:
+        raise ValueError(f"memory_args {memory_args}: not a memory flag of nmp replay: {unknown}")
+    return memory_spec(args)

@@ -6,17 +6,43 @@ import argparse
 import json
 
 
-def _run(args: argparse.Namespace) -> int:
-    from nmp.config import parse_set_args
-    from nmp.memory import load_memory, replay
+def add_memory_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that pick the memory: ``--memory``, ``--channels``, ``--ranks``, ``--mapping``,
+    ``--set`` (a reference case's ``memory_args`` are these too)."""
+    p.add_argument(
+        "--memory",
+        default="ddr4-3200aa",
+        help="memory preset (case-insensitive) or a TOML file; see 'nmp models --kind memory'",
+    )
+    p.add_argument("--channels", type=int, help="number of channels")
+    p.add_argument("--ranks", type=int, help="ranks per channel (pseudo channels on HBM)")
+    p.add_argument("--mapping", help="address mapping, e.g. RoBaRaCoCh, RoBaRaCoBgCh, RoCoBaRaCh")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a preset field, e.g. --set timing.nCL=24 --set controller.row_policy=closed",
+    )
 
-    spec = load_memory(
+
+def memory_spec(args: argparse.Namespace):
+    """The memory spec that :func:`add_memory_arguments`' flags describe."""
+    from nmp.config import parse_set_args
+    from nmp.memory import load_memory
+
+    return load_memory(
         args.memory,
         channels=args.channels,
         ranks=args.ranks,
         mapping=args.mapping,
         overrides=parse_set_args(args.set),
     )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from nmp.memory import replay
+
+    spec = memory_spec(args)
     stats = replay(args.trace, spec, drain=not args.no_drain)
     if args.json:
         out = stats.to_json()
@@ -80,20 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("trace", help="trace file (.gz or plain)")
-    p.add_argument(
-        "--memory",
-        default="ddr4-3200aa",
-        help="memory preset (case-insensitive) or a TOML file; see 'nmp models --kind memory'",
-    )
-    p.add_argument("--channels", type=int, help="number of channels")
-    p.add_argument("--ranks", type=int, help="ranks per channel (pseudo channels on HBM)")
-    p.add_argument("--mapping", help="address mapping, e.g. RoBaRaCoCh, RoBaRaCoBgCh, RoCoBaRaCh")
-    p.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a preset field, e.g. --set timing.nCL=24 --set controller.row_policy=closed",
-    )
+    add_memory_arguments(p)
     p.add_argument("--no-drain", action="store_true", help="stop when the last request is accepted")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run)
