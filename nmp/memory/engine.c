@@ -361,11 +361,8 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
         bank_rk[i] = o1 + i / (G * B);
     }
     for (int64_t i = 0; i < NQ; i++) {
-        Qbnd[i] = INF;
+        Qbnd[i] = INF; /* the other slot arrays start zeroed (aligned_slots) */
         Qbk[i] = -1;
-        Qkey[i] = 0;
-        Qrow[i] = 0;
-        Qid[i] = 0;
         memset(&Qr[i], 0, sizeof(Rec));
     }
     for (int64_t c = 0; c < C; c++) next_ref[c] = nrefi;
@@ -391,6 +388,11 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
     memset(active_cycles, 0, NR * 8);
 #define RDY(node, cmd) rdy[(node) * RS + (cmd)]
 #define QL(c, k) ql[(c) * 3 + (k)]
+    /* ready clock of command cc at a bank bq of channel c: its channel and rank (TOP), its bank
+     * group and bank (LOW) */
+#define TOP(c, bq, cc) mx(RDY(c, cc), RDY(bank_rk[bq], cc))
+#define LOW(bq, cc) mx(RDY(bank_bg[bq], cc), RDY(o3 + (bq), cc))
+#define BANK_READY(c, bq, cc) mx(TOP(c, bq, cc), LOW(bq, cc))
     /* sibling rule presence per (level, cmd): decides which sibling loops run */
 #define HAS_SIB(l, cmd) (RU->any[1][l][cmd])
 
@@ -471,8 +473,7 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                             int64_t cc;
                             if (orow == q_row[j]) cc = kind == K_WR ? wr_cmd : rd_cmd;
                             else cc = orow < 0 ? ACT : PREPB;
-                            const int64_t t = mx(mx(RDY(c, cc), RDY(bank_rk[bq], cc)),
-                                                 mx(RDY(bank_bg[bq], cc), RDY(o3 + bq, cc)));
+                            const int64_t t = BANK_READY(c, bq, cc);
                             Qbnd[s] = t;
                             if (t < wake[c]) wake[c] = mx(t, clk + 1);
                         }
@@ -544,8 +545,7 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                             due &= due - 1;
                             const Rec *restrict e = &Qr[Qid[s]];
                             const int64_t cc = e->wr ? wr_cmd : rd_cmd, bq = Qbk[s];
-                            const int64_t t = mx(mx(RDY(c, cc), RDY(bank_rk[bq], cc)),
-                                                 mx(RDY(bank_bg[bq], cc), RDY(o3 + bq, cc)));
+                            const int64_t t = BANK_READY(c, bq, cc);
                             Qbnd[s] = t;
                             if (t > clk) {
                                 fut = mn(fut, t);
@@ -611,10 +611,8 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                                     if (want_col) continue;
                                     cc = orow < 0 ? ACT : PREPB;
                                 }
-                                const int64_t top =
-                                    R == 1 ? crk[cc] : mx(RDY(c, cc), RDY(bank_rk[bq], cc));
                                 const int64_t t =
-                                    mx(top, mx(RDY(bank_bg[bq], cc), RDY(o3 + bq, cc)));
+                                    mx(R == 1 ? crk[cc] : TOP(c, bq, cc), LOW(bq, cc));
                                 Qbnd[s] = t;
                                 if (t > clk) {
                                     fut = mn(fut, t);
