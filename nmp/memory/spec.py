@@ -146,6 +146,14 @@ class MemorySpec:
             raise KeyedValueError(f"timing.{missing[0]}", f"missing for standard {std.name}")
         if "nREFI" not in self.timing or "nRFC" not in self.timing:
             raise KeyedValueError("timing", "needs nREFI and nRFC")
+        # a misspelt key (a preset's, or --set timing.nCl=...) would otherwise be ignored
+        known = std.parameters() | {"nREFI", "nRFC"}
+        unknown = sorted(set(self.timing) - known)
+        if unknown:
+            raise KeyedValueError(
+                f"timing.{unknown[0]}",
+                f"not a timing parameter of {std.name} (known: {', '.join(sorted(known))})",
+            )
         if self.controller.line_bytes % self.org.tx_bytes:
             raise KeyedValueError(
                 "controller.line_bytes", f"must be a multiple of tx_bytes ({self.org.tx_bytes})"

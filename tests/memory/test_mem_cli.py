@@ -61,6 +61,8 @@ def test_bad_inputs_one_line_errors(tmp_path, small_trace, capsys):
     assert "inconsistent organization" in err
     err = _error(["replay", str(small_trace), "--mapping", "RoRoCo"], capsys)
     assert "mapping" in err
+    err = _error(["replay", str(small_trace), "--set", "timing.nCl=24"], capsys)  # nCL misspelt
+    assert "timing.nCl" in err and "not a timing parameter of DDR4" in err
 
 
 def test_catalog_rows():
