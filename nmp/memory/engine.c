@@ -7,17 +7,21 @@
  *
  * What differs from a line-by-line port, and why (measured gains on the A/B harness in
  * brackets; the machine is noisy, +-5%):
- *  - Queue layout (+~15%): per (channel, kind) QP slots, QP = QM rounded up to 8. The bound,
- *    bank and row of a slot are separate 64-byte aligned arrays (the scans read them in
- *    blocks of 8); the rank and bank group come from the bank through two small tables, so
- *    the read/write scan reads nothing else (+4-7% over reading them from the record). The
- *    other fields are a record, taken from a per-channel free list on acceptance and
- *    returned on retirement (slots shift on removal, records stay put). Slots at and above
+ *  - Queue layout (+~15%): per (channel, kind) QP slots, QP = QM rounded up to 8. A slot is
+ *    three 64-byte aligned arrays (the scans read them in blocks of 8): its bound, its bank
+ *    and row packed in one word (SLOT: a class compare is one compare, and removal shifts
+ *    one array less; +3% on NMP node streams, +1% on the reference traces over two arrays),
+ *    and its request index (the write buffer adds the key). The rank and bank group come
+ *    from the bank through two small tables (+4-7% over reading them per slot); the arrival
+ *    clock and write flag are read at the request's index (arrive[], q_wr[]), where a
+ *    per-slot record with a free list of records measured 1-2% slower. Slots at and above
  *    the queue length are padding with bound INF and bank -1, so the bound pass and the
  *    bank-reset pass run over whole blocks (padding never becomes due, never lowers `fut`,
- *    never matches a bank). Removal rewrites a queue's whole blocks with full stores and a
- *    fixed trip count (+4-6% over masked moves of the tail: their variable trip count
- *    mispredicts, and the next bound pass cannot take its loads from masked stores).
+ *    never matches a bank); the active buffer, rarely more than a block long, is bound-passed
+ *    over its occupied blocks only (+2% on the reference traces). Removal rewrites a queue's
+ *    whole blocks with full stores and a fixed trip count (+4-6% over masked moves of the
+ *    tail: their variable trip count mispredicts, and the next bound pass cannot take its
+ *    loads from masked stores).
  *  - Class marking in the read/write buffer scan (NMP node streams +13-19% in a slow spell
  *    of this shared machine, +0-3% in a fast one; reference traces -5% to +2%; the portable
  *    build +7-17% and +-5%): the queued requests of one bank that all hit (or all miss) its
@@ -198,15 +202,6 @@ FORCE_INLINE uint64_t due_mask(const int64_t *restrict b, int64_t nx, int64_t cl
 }
 #endif
 
-/* what only the issue and the active buffer read of a queued request; the read/write scans
- * read the slot arrays alone (no load waits on the record's index) */
-typedef struct {
-    int64_t q;   /* request index */
-    int64_t arr; /* arrival clock */
-    int64_t wr;  /* q_wr of the request (the active buffer holds both kinds) */
-    int64_t pad;
-} Rec;
-
 /* Remove slot p of a queue of m + 1 slots q[0 .. m] (QP <= 64 slots, 64-byte aligned):
  * q[p .. m-1] = q[p+1 .. m], q[m] = pad. Whole blocks with full stores and a fixed trip
  * count: a variable one mispredicts its exit, and the next bound pass loads these blocks,
@@ -245,24 +240,31 @@ static int64_t *aligned_slots(int64_t nq)
 
 #define RUP8(x) (((x) + 7) & ~(int64_t)7)
 
+/* A queued request's bank and row in one slot word: bank * 2^32 + row (0 <= row < 2^31, checked
+ * at setup), so a slot's class is one compare and removal shifts one array less. Padding:
+ * bank -1, row 0. A closed bank's open row -1 packs to row 2^32 - 1, which no row equals. */
+#define SLOT(bank, row) ((int64_t)(bank) * ((int64_t)1 << 32) + ((row) & 0xFFFFFFFFll))
+#define SLOT_BANK(v) ((v) >> 32)
+#define SLOT_ROW(v) ((int64_t)((v) & 0xFFFFFFFFll))
+#define SLOT_PAD SLOT(-1, 0)
+
 /* The run of a class: the due slots (bits of `due`, in a window of nx slots, nx a multiple
  * of 8) of bank bq whose row equals orow (hit) or not (!hit), up to the first due slot of
  * another class -- slots whose next command, and hence ready clock, is the same. */
-FORCE_INLINE uint64_t class_run(const int64_t *restrict bk, const int64_t *restrict rw,
-                                int64_t nx, int64_t bq, int64_t orow, int hit, uint64_t due)
+FORCE_INLINE uint64_t class_run(const int64_t *restrict br, int64_t nx, int64_t bq,
+                                int64_t orow, int hit, uint64_t due)
 {
 #ifdef __AVX512F__
     /* whole-window compares pay off on long runs; random traffic rarely has two due slots of
      * one bank in a row, so look at the next one first */
-    if (!due || bk[__builtin_ctzll(due)] != bq) return 0;
+    if (!due || SLOT_BANK(br[__builtin_ctzll(due)]) != bq) return 0;
     uint64_t same = 0;
-    const __m512i vb = _mm512_set1_epi64(bq), vr = _mm512_set1_epi64(orow);
+    const __m512i vb = _mm512_set1_epi64(bq), vbr = _mm512_set1_epi64(SLOT(bq, orow));
     for (int64_t x = 0; x < nx; x += 8) {
-        const __mmask8 kb =
-            _mm512_cmpeq_epi64_mask(_mm512_loadu_si512((const void *)(bk + x)), vb);
-        const __mmask8 kr =
-            _mm512_cmpeq_epi64_mask(_mm512_loadu_si512((const void *)(rw + x)), vr);
-        same |= (uint64_t)(__mmask8)(hit ? (kb & kr) : (kb & ~kr)) << x;
+        const __m512i v = _mm512_loadu_si512((const void *)(br + x));
+        const __mmask8 kb = _mm512_cmpeq_epi64_mask(_mm512_srai_epi64(v, 32), vb);
+        const __mmask8 kr = _mm512_cmpeq_epi64_mask(v, vbr);
+        same |= (uint64_t)(__mmask8)(hit ? kr : (kb & ~kr)) << x;
     }
     same &= due;
     const uint64_t other = due & ~same;
@@ -272,7 +274,7 @@ FORCE_INLINE uint64_t class_run(const int64_t *restrict bk, const int64_t *restr
     uint64_t run = 0;
     for (; due; due &= due - 1) {
         const int x = __builtin_ctzll(due);
-        if (bk[x] != bq || (rw[x] == orow) != hit) break;
+        if (SLOT_BANK(br[x]) != bq || (SLOT_ROW(br[x]) == orow) != hit) break;
         run |= 1ull << x;
     }
     return run;
@@ -323,22 +325,17 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
 
     /* state; every allocation is checked together, and freed together on the way out */
     int64_t *rdy_ = NULL;
-    Rec *Qr_ = NULL; /* queued requests' other fields */
     const int64_t NQ = C * 3 * QP; /* queues: field[(c * 3 + kind) * QP + position] */
     if (posix_memalign((void **)&rdy_, 64, NN * RS * 8)) rdy_ = NULL;
-    if (posix_memalign((void **)&Qr_, 64, NQ * sizeof(Rec))) Qr_ = NULL;
     int64_t *restrict rdy = rdy_;
-    Rec *restrict Qr = Qr_;
     int64_t *restrict hist = malloc(NN * NCMD * W * 8);
     int64_t *restrict open_row = malloc(NB * 8);
     int64_t *restrict open_cnt = calloc(NR, 8), *restrict open_since = calloc(NR, 8);
     int64_t *restrict act_bank = calloc(NB, 8), *restrict act_rank = calloc(NR, 8);
     int64_t *restrict Qbnd = aligned_slots(NQ); /* lower bound on readiness; padding INF */
-    int64_t *restrict Qbk = aligned_slots(NQ);  /* global bank id; padding -1 */
+    int64_t *restrict Qbr = aligned_slots(NQ);  /* SLOT(global bank id, row); padding SLOT_PAD */
     int64_t *restrict Qkey = aligned_slots(NQ); /* key (searched in the write buffer only) */
-    int64_t *restrict Qrow = aligned_slots(NQ); /* row (the scans and class compares) */
-    int64_t *restrict Qid = aligned_slots(NQ);  /* the slot's record in Qr */
-    int64_t *restrict freel = malloc(NQ * 8), *restrict nfree = calloc(C, 8); /* free records */
+    int64_t *restrict Qq = aligned_slots(NQ);   /* request index */
     int64_t *restrict ql = calloc(C * 3, 8);
     int64_t *restrict pbuf = calloc(C * PQ, 8), *restrict plen = calloc(C, 8);
     uint8_t *restrict wmode = calloc(C, 1);
@@ -347,8 +344,8 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
     /* node ids of a bank's rank and bank group (global bank id = bank group * B + bank) */
     int64_t *restrict bank_rk = malloc(NB * 8), *restrict bank_bg = malloc(NB * 8);
     int status = 0;
-    if (!rdy || !Qr || !hist || !open_row || !open_cnt || !open_since || !act_bank ||
-        !act_rank || !Qbnd || !Qbk || !Qkey || !Qrow || !Qid || !freel || !nfree || !ql ||
+    if (!rdy || !hist || !open_row || !open_cnt || !open_since || !act_bank ||
+        !act_rank || !Qbnd || !Qbr || !Qkey || !Qq || !ql ||
         !pbuf || !plen || !wmode || !next_ref || !wake || !stat_done || !bank_rk || !bank_bg) {
         status = -1;
         goto out;
@@ -362,22 +359,19 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
     }
     for (int64_t i = 0; i < NQ; i++) {
         Qbnd[i] = INF; /* the other slot arrays start zeroed (aligned_slots) */
-        Qbk[i] = -1;
-        memset(&Qr[i], 0, sizeof(Rec));
+        Qbr[i] = SLOT_PAD;
     }
     for (int64_t c = 0; c < C; c++) next_ref[c] = nrefi;
-    /* records are taken from and returned to a per-channel free list: a queued request keeps
-     * its record from acceptance to retirement (slots shift on removal, records do not) */
-    for (int64_t c = 0; c < C; c++) {
-        for (int64_t i = 0; i < 3 * QP; i++) freel[c * 3 * QP + i] = c * 3 * QP + i;
-        nfree[c] = 3 * QP;
-    }
     /* the scans take a request's rank and bank group from its bank (bank_rk, bank_bg): the
      * inputs must agree with that numbering, as the decoder's do */
     for (int64_t i = 0; i < n; i++) {
         const int64_t b = q_bank[i], g = q_bg[i], r = q_rank[i];
         if (b < g * B || b >= g * B + B || g < r * G || g >= r * G + G || r < 0 || r >= NR) {
             status = -3;
+            goto out;
+        }
+        if (q_row[i] < 0 || q_row[i] >= ((int64_t)1 << 31)) { /* SLOT packs 31 bits */
+            status = -4;
             goto out;
         }
     }
@@ -448,15 +442,9 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                     if (p >= (kind == K_WR ? WQ : RQ)) break;
                     const int64_t s = (c * 3 + kind) * QP + p;
                     const int64_t bq = q_bank[j];
-                    Qbk[s] = bq;
+                    Qbr[s] = SLOT(bq, q_row[j]);
                     Qkey[s] = key;
-                    Qrow[s] = q_row[j];
-                    const int64_t id = freel[c * 3 * QP + --nfree[c]];
-                    Qid[s] = id;
-                    Rec *restrict e = &Qr[id];
-                    e->q = j;
-                    e->arr = clk;
-                    e->wr = q_wr[j];
+                    Qq[s] = j;
                     Qbnd[s] = 0;
                     QL(c, kind) = p + 1;
                     arrive[j] = clk;
@@ -539,18 +527,19 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                     const int64_t m = QL(c, K_ACT), base = (c * 3 + K_ACT) * QP;
                     for (int64_t w0 = 0; w0 < m; w0 += 64) {
                         const int64_t row = base + w0;
-                        uint64_t due = due_mask(Qbnd + row, mn(QP, w0 + 64) - w0, clk, &vfut);
+                        /* its occupied blocks only: it rarely holds more than a few */
+                        uint64_t due = due_mask(Qbnd + row, mn(RUP8(m), w0 + 64) - w0, clk, &vfut);
                         while (due) {
                             const int64_t s = row + __builtin_ctzll(due);
                             due &= due - 1;
-                            const Rec *restrict e = &Qr[Qid[s]];
-                            const int64_t cc = e->wr ? wr_cmd : rd_cmd, bq = Qbk[s];
+                            const int64_t qs = Qq[s];
+                            const int64_t cc = q_wr[qs] ? wr_cmd : rd_cmd, bq = SLOT_BANK(Qbr[s]);
                             const int64_t t = BANK_READY(c, bq, cc);
                             Qbnd[s] = t;
                             if (t > clk) {
                                 fut = mn(fut, t);
-                            } else if (e->arr < best_arr) {
-                                best_arr = e->arr;
+                            } else if (arrive[qs] < best_arr) {
+                                best_arr = arrive[qs];
                                 cmd = cc;
                                 sel_pos = s - base;
                                 sel_kind = K_ACT;
@@ -601,10 +590,10 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                             while (due) {
                                 const int64_t s = row + __builtin_ctzll(due);
                                 due &= due - 1;
-                                const int64_t bq = Qbk[s];
+                                const int64_t v = Qbr[s], bq = SLOT_BANK(v);
                                 const int64_t orow = open_row[bq];
                                 int64_t cc;
-                                if (orow == Qrow[s]) {
+                                if (orow == SLOT_ROW(v)) {
                                     if (want_row) continue;
                                     cc = col_cmd;
                                 } else {
@@ -623,7 +612,7 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                                      * later bounds as they are (so even the evaluated
                                      * cycles stay those of engine.py) */
                                     const int64_t nx = mn(QP, w0 + 64) - w0;
-                                    const uint64_t run = class_run(Qbk + row, Qrow + row, nx,
+                                    const uint64_t run = class_run(Qbr + row, nx,
                                                                    bq, orow, cc == col_cmd, due);
                                     if (run) {
                                         fill_bits(Qbnd + row, nx, run, t);
@@ -652,9 +641,8 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                 int64_t g = -1, bk = -1, q = -1, s = -1;
                 if (sel_kind != 3) {
                     s = (c * 3 + sel_kind) * QP + sel_pos;
-                    const Rec *restrict e = &Qr[Qid[s]];
-                    q = e->q;
-                    bk = Qbk[s];
+                    q = Qq[s];
+                    bk = SLOT_BANK(Qbr[s]);
                     rk = bank_rk[bk] - o1;
                     g = bank_bg[bk] - o2;
                     if (!stat_done[q]) {
@@ -722,9 +710,9 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                      * (read and write buffers are adjacent: one pass over both, padding
                      * included -- its bank is -1) */
                     int64_t *restrict bd = Qbnd + c * 3 * QP;
-                    const int64_t *restrict bb = Qbk + c * 3 * QP;
+                    const int64_t *restrict bb = Qbr + c * 3 * QP;
                     const int64_t e = 2 * QP;
-                    for (int64_t i = 0; i < e; i++) bd[i] = bb[i] == bk ? 0 : bd[i];
+                    for (int64_t i = 0; i < e; i++) bd[i] = SLOT_BANK(bb[i]) == bk ? 0 : bd[i];
                 }
                 if (cmd == ACT) {
                     open_row[bk] = q_row[q];
@@ -732,9 +720,8 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                     open_cnt[rk]++;
                     /* leaves the read/write buffer for the active buffer */
                     const int64_t a = (c * 3 + K_ACT) * QP + QL(c, K_ACT);
-                    Qbk[a] = Qbk[s];
-                    Qrow[a] = Qrow[s];
-                    Qid[a] = Qid[s];
+                    Qbr[a] = Qbr[s];
+                    Qq[a] = Qq[s];
                     Qbnd[a] = 0;
                     QL(c, K_ACT)++;
                     act_bank[bk]++;
@@ -765,12 +752,10 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                 {
                     const int64_t base = (c * 3 + sel_kind) * QP;
                     const int64_t m = QL(c, sel_kind) - 1;
-                    if (cmd != ACT) freel[c * 3 * QP + nfree[c]++] = Qid[s]; /* retires */
                     remove_slot(Qbnd + base, QP, sel_pos, m, INF);
-                    remove_slot(Qbk + base, QP, sel_pos, m, -1);
-                    remove_slot(Qrow + base, QP, sel_pos, m, 0);
+                    remove_slot(Qbr + base, QP, sel_pos, m, SLOT_PAD);
                     if (sel_kind == K_WR) remove_slot(Qkey + base, QP, sel_pos, m, 0);
-                    remove_slot(Qid + base, QP, sel_pos, m, 0);
+                    remove_slot(Qq + base, QP, sel_pos, m, 0);
                     QL(c, sel_kind) = m;
                 }
             }
@@ -785,8 +770,7 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
     A->out_scalars[3] = ticks;
 out:
     free(rdy); free(hist); free(open_row); free(open_cnt); free(open_since); free(act_bank);
-    free(act_rank); free(Qbnd); free(Qbk); free(Qkey); free(Qrow); free(Qid); free(freel);
-    free(nfree); free(Qr);
+    free(act_rank); free(Qbnd); free(Qbr); free(Qkey); free(Qq);
     free(ql); free(pbuf); free(plen); free(wmode);
     free(next_ref); free(wake); free(stat_done); free(bank_rk); free(bank_bg);
     return status;

@@ -41,6 +41,7 @@ _ERRORS = {
     -1: "out of memory",
     -2: "a constraint window above 4, or more than 64 windowed rules",
     -3: "a request's bank, bank group and rank ids disagree (each in the next one's range)",
+    -4: "a request's row id outside [0, 2**31)",
 }
 _P = ctypes.c_void_p
 _I = ctypes.c_int64

@@ -137,7 +137,8 @@ def test_nmp_internal_views_identical(level):
 
 
 def test_inconsistent_node_ids_are_refused():
-    """The C engine takes a request's rank and bank group from its bank id."""
+    """The C engine takes a request's rank and bank group from its bank id, and packs bank and
+    row in one word."""
     spec = load_memory("ddr4-3200aa")
     plan = driver._plan(spec)
     p, wm = plan.engine_params(True, True)
@@ -146,6 +147,11 @@ def test_inconsistent_node_ids_are_refused():
     inputs[2] = inputs[2].copy()
     inputs[2][5] += 1  # a bank group that does not hold the request's bank
     with pytest.raises(RuntimeError, match="bank group and rank ids disagree"):
+        native.simulate(*inputs, p, wm, *plan.tables, np.zeros((0, 5), np.int64))
+    inputs = list(engine_inputs(make_requests(np.arange(64) * 64), spec))
+    inputs[4] = inputs[4].copy()
+    inputs[4][7] = 1 << 31  # a row the packed slot word cannot hold
+    with pytest.raises(RuntimeError, match="row id outside"):
         native.simulate(*inputs, p, wm, *plan.tables, np.zeros((0, 5), np.int64))
 
 
