@@ -8,20 +8,22 @@
  * What differs from a line-by-line port, and why (measured gains on the A/B harness in
  * brackets; the machine is noisy, +-5%):
  *  - Queue layout (+~15%): per (channel, kind) QP slots, QP = QM rounded up to 8. A slot is
- *    three 64-byte aligned arrays (the scans read them in blocks of 8): its bound, its bank
- *    and row packed in one word (SLOT: a class compare is one compare, and removal shifts
- *    one array less; +3% on NMP node streams, +1% on the reference traces over two arrays),
- *    and its request index (the write buffer adds the key). The rank and bank group come
- *    from the bank through two small tables (+4-7% over reading them per slot); the arrival
- *    clock and write flag are read at the request's index (arrive[], q_wr[]), where a
- *    per-slot record with a free list of records measured 1-2% slower. Slots at and above
- *    the queue length are padding with bound INF and bank -1, so the bound pass and the
- *    bank-reset pass run over whole blocks (padding never becomes due, never lowers `fut`,
- *    never matches a bank); the active buffer, rarely more than a block long, is bound-passed
- *    over its occupied blocks only (+2% on the reference traces). Removal rewrites a queue's
- *    whole blocks with full stores and a fixed trip count (+4-6% over masked moves of the
- *    tail: their variable trip count mispredicts, and the next bound pass cannot take its
- *    loads from masked stores).
+ *    three 64-byte aligned arrays (the scans read them in blocks of 8): its bound, one word
+ *    packing its bank, its row and whether the row is open (SLOT; over separate bank and row
+ *    arrays: +3% on NMP node streams, +1% on the reference traces for the packing, then
+ *    +4-6% on both for the hit bit -- a class compare is one compare, the scan does not load
+ *    the bank's open row, dual issue filters its candidates a block at a time, and removal
+ *    shifts one array less), and its request index (the write buffer adds the key). The
+ *    rank and bank group come from the bank through two small tables (+4-7% over reading
+ *    them per slot); the arrival clock and write flag are read at the request's index
+ *    (arrive[], q_wr[]), where a per-slot record with a free list measured 1-2% slower.
+ *    Slots at and above the queue length are padding with bound INF and bank -1, so the
+ *    bound pass and the bank-reset pass run over whole blocks (padding never becomes due,
+ *    never lowers `fut`, never matches a bank); the active buffer, rarely more than a block
+ *    long, is bound-passed over its occupied blocks only (+2% on the reference traces).
+ *    Removal rewrites a queue's whole blocks with full stores and a fixed trip count (+4-6%
+ *    over masked moves of the tail: their variable trip count mispredicts, and the next
+ *    bound pass cannot take its loads from masked stores).
  *  - Class marking in the read/write buffer scan (NMP node streams +13-19% in a slow spell
  *    of this shared machine, +0-3% in a fast one; reference traces -5% to +2%; the portable
  *    build +7-17% and +-5%): the queued requests of one bank that all hit (or all miss) its
@@ -240,31 +242,35 @@ static int64_t *aligned_slots(int64_t nq)
 
 #define RUP8(x) (((x) + 7) & ~(int64_t)7)
 
-/* A queued request's bank and row in one slot word: bank * 2^32 + row (0 <= row < 2^31, checked
- * at setup), so a slot's class is one compare and removal shifts one array less. Padding:
- * bank -1, row 0. A closed bank's open row -1 packs to row 2^32 - 1, which no row equals. */
-#define SLOT(bank, row) ((int64_t)(bank) * ((int64_t)1 << 32) + ((row) & 0xFFFFFFFFll))
+/* A queued request in one slot word: bank * 2^32 + hit * 2^31 + row (0 <= row < 2^31, checked
+ * at setup), where hit says that the row is its bank's open row -- kept up to date when the
+ * bank opens or closes (reset_bank). So a slot's class (bank, hit or not: the requests whose
+ * next command, hence ready clock, is the same) is the word's top 33 bits, SLOT_CLASS; the
+ * scan reads a slot's next command without loading its bank's open row; a dual-issue
+ * controller's column and row slots pick their candidates from the due ones with one test per
+ * block; and removal shifts one array instead of two. Padding: bank -1 (class -2). */
+#define HIT_BIT ((int64_t)1 << 31)
+#define SLOT(bank, row, hit) \
+    ((int64_t)(bank) * ((int64_t)1 << 32) + ((hit) ? HIT_BIT : 0) + (row))
 #define SLOT_BANK(v) ((v) >> 32)
-#define SLOT_ROW(v) ((int64_t)((v) & 0xFFFFFFFFll))
-#define SLOT_PAD SLOT(-1, 0)
+#define SLOT_ROW(v) ((v) & (HIT_BIT - 1))
+#define SLOT_HIT(v) (((v) & HIT_BIT) != 0)
+#define SLOT_CLASS(v) ((v) >> 31)
+#define SLOT_PAD SLOT(-1, 0, 0)
 
 /* The run of a class: the due slots (bits of `due`, in a window of nx slots, nx a multiple
- * of 8) of bank bq whose row equals orow (hit) or not (!hit), up to the first due slot of
- * another class -- slots whose next command, and hence ready clock, is the same. */
-FORCE_INLINE uint64_t class_run(const int64_t *restrict br, int64_t nx, int64_t bq,
-                                int64_t orow, int hit, uint64_t due)
+ * of 8) of class cls, up to the first due slot of another class. */
+FORCE_INLINE uint64_t class_run(const int64_t *restrict br, int64_t nx, int64_t cls, uint64_t due)
 {
 #ifdef __AVX512F__
     /* whole-window compares pay off on long runs; random traffic rarely has two due slots of
      * one bank in a row, so look at the next one first */
-    if (!due || SLOT_BANK(br[__builtin_ctzll(due)]) != bq) return 0;
+    if (!due || SLOT_CLASS(br[__builtin_ctzll(due)]) != cls) return 0;
     uint64_t same = 0;
-    const __m512i vb = _mm512_set1_epi64(bq), vbr = _mm512_set1_epi64(SLOT(bq, orow));
+    const __m512i vc = _mm512_set1_epi64(cls);
     for (int64_t x = 0; x < nx; x += 8) {
         const __m512i v = _mm512_loadu_si512((const void *)(br + x));
-        const __mmask8 kb = _mm512_cmpeq_epi64_mask(_mm512_srai_epi64(v, 32), vb);
-        const __mmask8 kr = _mm512_cmpeq_epi64_mask(v, vbr);
-        same |= (uint64_t)(__mmask8)(hit ? kr : (kb & ~kr)) << x;
+        same |= (uint64_t)_mm512_cmpeq_epi64_mask(_mm512_srai_epi64(v, 31), vc) << x;
     }
     same &= due;
     const uint64_t other = due & ~same;
@@ -274,10 +280,52 @@ FORCE_INLINE uint64_t class_run(const int64_t *restrict br, int64_t nx, int64_t 
     uint64_t run = 0;
     for (; due; due &= due - 1) {
         const int x = __builtin_ctzll(due);
-        if (SLOT_BANK(br[x]) != bq || (SLOT_ROW(br[x]) == orow) != hit) break;
+        if (SLOT_CLASS(br[x]) != cls) break;
         run |= 1ull << x;
     }
     return run;
+#endif
+}
+
+/* bit x set where slot x (of a window of nx, a multiple of 8) hits its bank's open row */
+FORCE_INLINE uint64_t hit_mask(const int64_t *restrict br, int64_t nx)
+{
+    uint64_t h = 0;
+#ifdef __AVX512F__
+    const __m512i vh = _mm512_set1_epi64(HIT_BIT);
+    for (int64_t x = 0; x < nx; x += 8)
+        h |= (uint64_t)_mm512_test_epi64_mask(_mm512_loadu_si512((const void *)(br + x)), vh)
+             << x;
+#else
+    for (int64_t x = 0; x < nx; x++) h |= (uint64_t)SLOT_HIT(br[x]) << x;
+#endif
+    return h;
+}
+
+/* Bank bk opened row nrow (-1: it closed): its slots among br[0 .. e) (e a multiple of 8) get
+ * bound 0 (their next command changed) and hit = (row == nrow). */
+FORCE_INLINE void reset_bank(int64_t *restrict bd, int64_t *restrict br, int64_t e, int64_t bk,
+                             int64_t nrow)
+{
+#ifdef __AVX512F__
+    const __m512i vb = _mm512_set1_epi64(bk), vr = _mm512_set1_epi64(nrow),
+                  vh = _mm512_set1_epi64(HIT_BIT), vlo = _mm512_set1_epi64(HIT_BIT - 1),
+                  zero = _mm512_setzero_si512();
+    /* no test of an empty mask: skipping blocks mispredicted (-4-6% on the reference traces) */
+    for (int64_t i = 0; i < e; i += 8) {
+        const __m512i v = _mm512_load_si512((const void *)(br + i));
+        const __mmask8 k = _mm512_cmpeq_epi64_mask(_mm512_srai_epi64(v, 32), vb);
+        _mm512_mask_store_epi64(bd + i, k, zero);
+        const __mmask8 kh = _mm512_mask_cmpeq_epi64_mask(k, _mm512_and_si512(v, vlo), vr);
+        const __m512i cleared = _mm512_andnot_si512(vh, v);
+        _mm512_mask_store_epi64(br + i, k, _mm512_mask_or_epi64(cleared, kh, cleared, vh));
+    }
+#else
+    for (int64_t i = 0; i < e; i++) { /* branch-free: the compiler vectorizes it */
+        const int64_t v = br[i], mine = SLOT_BANK(v) == bk;
+        bd[i] = mine ? 0 : bd[i];
+        br[i] = mine ? (v & ~HIT_BIT) | (SLOT_ROW(v) == nrow ? HIT_BIT : 0) : v;
+    }
 #endif
 }
 
@@ -442,7 +490,7 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                     if (p >= (kind == K_WR ? WQ : RQ)) break;
                     const int64_t s = (c * 3 + kind) * QP + p;
                     const int64_t bq = q_bank[j];
-                    Qbr[s] = SLOT(bq, q_row[j]);
+                    Qbr[s] = SLOT(bq, q_row[j], open_row[bq] == q_row[j]);
                     Qkey[s] = key;
                     Qq[s] = j;
                     Qbnd[s] = 0;
@@ -586,20 +634,18 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                         int stop = 0;
                         for (int64_t w0 = 0; w0 < m && !stop; w0 += 64) {
                             const int64_t row = base + w0;
-                            uint64_t due = due_mask(Qbnd + row, mn(QP, w0 + 64) - w0, clk, &vfut);
+                            const int64_t nx = mn(QP, w0 + 64) - w0;
+                            uint64_t due = due_mask(Qbnd + row, nx, clk, &vfut);
+                            /* dual issue: the column slot considers hits only, the row slot
+                             * the others (the rest stay due for the other slot) */
+                            if (want_col) due &= hit_mask(Qbr + row, nx);
+                            if (want_row) due &= ~hit_mask(Qbr + row, nx);
                             while (due) {
                                 const int64_t s = row + __builtin_ctzll(due);
                                 due &= due - 1;
                                 const int64_t v = Qbr[s], bq = SLOT_BANK(v);
-                                const int64_t orow = open_row[bq];
-                                int64_t cc;
-                                if (orow == SLOT_ROW(v)) {
-                                    if (want_row) continue;
-                                    cc = col_cmd;
-                                } else {
-                                    if (want_col) continue;
-                                    cc = orow < 0 ? ACT : PREPB;
-                                }
+                                const int64_t cc =
+                                    SLOT_HIT(v) ? col_cmd : (open_row[bq] < 0 ? ACT : PREPB);
                                 const int64_t t =
                                     mx(R == 1 ? crk[cc] : TOP(c, bq, cc), LOW(bq, cc));
                                 Qbnd[s] = t;
@@ -611,9 +657,8 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                                      * class, which may be ready and end the scan, leaving
                                      * later bounds as they are (so even the evaluated
                                      * cycles stay those of engine.py) */
-                                    const int64_t nx = mn(QP, w0 + 64) - w0;
-                                    const uint64_t run = class_run(Qbr + row, nx,
-                                                                   bq, orow, cc == col_cmd, due);
+                                    const uint64_t run =
+                                        class_run(Qbr + row, nx, SLOT_CLASS(v), due);
                                     if (run) {
                                         fill_bits(Qbnd + row, nx, run, t);
                                         due &= ~run;
@@ -694,7 +739,11 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                         for (int64_t k = rk * G * B; k < (rk + 1) * G * B; k++) open_row[k] = -1;
                         for (int kk = 0; kk < 2; kk++) {
                             int64_t *restrict bd = Qbnd + (c * 3 + kk) * QP;
-                            for (int64_t i = 0; i < QL(c, kk); i++) bd[i] = 0;
+                            int64_t *restrict br = Qbr + (c * 3 + kk) * QP;
+                            for (int64_t i = 0; i < QL(c, kk); i++) {
+                                bd[i] = 0;
+                                if (SLOT_BANK(br[i]) / (G * B) == rk) br[i] &= ~HIT_BIT;
+                            }
                         }
                         active_cycles[rk] += clk - open_since[rk];
                         open_cnt[rk] = 0;
@@ -709,10 +758,8 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                     /* the bank opens or closes: its queued requests get another next command
                      * (read and write buffers are adjacent: one pass over both, padding
                      * included -- its bank is -1) */
-                    int64_t *restrict bd = Qbnd + c * 3 * QP;
-                    const int64_t *restrict bb = Qbr + c * 3 * QP;
-                    const int64_t e = 2 * QP;
-                    for (int64_t i = 0; i < e; i++) bd[i] = SLOT_BANK(bb[i]) == bk ? 0 : bd[i];
+                    reset_bank(Qbnd + c * 3 * QP, Qbr + c * 3 * QP, 2 * QP, bk,
+                               cmd == ACT ? q_row[q] : -1);
                 }
                 if (cmd == ACT) {
                     open_row[bk] = q_row[q];
