@@ -24,13 +24,15 @@
  *    Removal rewrites a queue's whole blocks with full stores and a fixed trip count (+4-6%
  *    over masked moves of the tail: their variable trip count mispredicts, and the next
  *    bound pass cannot take its loads from masked stores).
- *  - Class marking in the read/write buffer scan (NMP node streams +13-19% in a slow spell
- *    of this shared machine, +0-3% in a fast one; reference traces -5% to +2%; the portable
- *    build +7-17% and +-5%): the queued requests of one bank that all hit (or all miss) its
- *    open row have the same next command and ready clock; when one is found not ready, the
- *    due ones of its class get that bound at once instead of one evaluation each. An NMP
- *    unit streams 32 queued reads to a few rows of its bank, which took ~25 evaluations per
- *    request.
+ *  - engine.py's two shortcuts in the read/write buffer scan, a block of slots at a time:
+ *    class marking (a not-ready request's due class mates get its bound: class_due, one
+ *    compare per block on the slot words, then masked stores) and, with one rank, the hit
+ *    floor (due hits get the channel's and rank's column ready clock while it is ahead:
+ *    hit_mask, then masked stores). An NMP unit streams 32 queued reads to a few rows of its
+ *    bank, which took ~25 evaluations per request without them. Marking only the run up to
+ *    the next due slot of another class (the first version) gave NMP node streams +13-19%;
+ *    marking the whole class and the hit floor then gave +17% more on node streams and +2%
+ *    on the reference traces.
  *  - Instantiations (+~5-15% on the configurations concerned): the loop is one always-inline
  *    function whose configuration (channels C, ranks R, dual issue, closed row policy, QP)
  *    is a compile-time constant in the instantiations for the common configurations --
@@ -258,32 +260,25 @@ static int64_t *aligned_slots(int64_t nq)
 #define SLOT_CLASS(v) ((v) >> 31)
 #define SLOT_PAD SLOT(-1, 0, 0)
 
-/* The run of a class: the due slots (bits of `due`, in a window of nx slots, nx a multiple
- * of 8) of class cls, up to the first due slot of another class. */
-FORCE_INLINE uint64_t class_run(const int64_t *restrict br, int64_t nx, int64_t cls, uint64_t due)
+/* The due slots (bits of `due`, in a window of nx slots, nx a multiple of 8) of class cls. */
+FORCE_INLINE uint64_t class_due(const int64_t *restrict br, int64_t nx, int64_t cls, uint64_t due)
 {
 #ifdef __AVX512F__
-    /* whole-window compares pay off on long runs; random traffic rarely has two due slots of
-     * one bank in a row, so look at the next one first */
-    if (!due || SLOT_CLASS(br[__builtin_ctzll(due)]) != cls) return 0;
     uint64_t same = 0;
     const __m512i vc = _mm512_set1_epi64(cls);
     for (int64_t x = 0; x < nx; x += 8) {
         const __m512i v = _mm512_loadu_si512((const void *)(br + x));
         same |= (uint64_t)_mm512_cmpeq_epi64_mask(_mm512_srai_epi64(v, 31), vc) << x;
     }
-    same &= due;
-    const uint64_t other = due & ~same;
-    return other ? same & ((other & -other) - 1) : same;
+    return same & due;
 #else
     (void)nx;
-    uint64_t run = 0;
-    for (; due; due &= due - 1) {
-        const int x = __builtin_ctzll(due);
-        if (SLOT_CLASS(br[x]) != cls) break;
-        run |= 1ull << x;
+    uint64_t same = 0;
+    for (uint64_t d = due; d; d &= d - 1) {
+        const int x = __builtin_ctzll(d);
+        same |= (uint64_t)(SLOT_CLASS(br[x]) == cls) << x;
     }
-    return run;
+    return same;
 #endif
 }
 
@@ -640,6 +635,16 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                              * the others (the rest stay due for the other slot) */
                             if (want_col) due &= hit_mask(Qbr + row, nx);
                             if (want_row) due &= ~hit_mask(Qbr + row, nx);
+                            /* one rank: while the channel or the rank holds the column command
+                             * back, no hit is ready -- their bounds become that clock at once */
+                            if (R == 1 && !want_row && crk[col_cmd] > clk) {
+                                const uint64_t hm = due & hit_mask(Qbr + row, nx);
+                                if (hm) {
+                                    fill_bits(Qbnd + row, nx, hm, crk[col_cmd]);
+                                    due &= ~hm;
+                                    fut = mn(fut, crk[col_cmd]);
+                                }
+                            }
                             while (due) {
                                 const int64_t s = row + __builtin_ctzll(due);
                                 due &= due - 1;
@@ -653,15 +658,12 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                                     fut = mn(fut, t);
                                     /* the due slots of the same class (bank, hit or not)
                                      * would evaluate to the same t: set their bounds at
-                                     * once -- those before the next due slot of another
-                                     * class, which may be ready and end the scan, leaving
-                                     * later bounds as they are (so even the evaluated
-                                     * cycles stay those of engine.py) */
-                                    const uint64_t run =
-                                        class_run(Qbr + row, nx, SLOT_CLASS(v), due);
-                                    if (run) {
-                                        fill_bits(Qbnd + row, nx, run, t);
-                                        due &= ~run;
+                                     * once */
+                                    const uint64_t same =
+                                        class_due(Qbr + row, nx, SLOT_CLASS(v), due);
+                                    if (same) {
+                                        fill_bits(Qbnd + row, nx, same, t);
+                                        due &= ~same;
                                     }
                                     continue;
                                 }

@@ -73,6 +73,11 @@ N_COUNTERS = NCMD + 8
 # holds until that command changes, i.e. until its bank opens or closes (the bounds of the
 # bank's requests are then reset to 0). A scan first builds, branch-free, the mask of positions
 # whose bound the clock has reached and recomputes the readiness of those only, in order.
+# Two shortcuts spare most recomputations and change nothing that is issued: requests of one
+# class (one bank, all hitting its open row or all not) have the same next command, so when one
+# is found not ready, the due ones of its class get its bound at once; and with one rank per
+# channel, while the channel's and the rank's ready clock of the column command is ahead of the
+# clock, no row hit is ready, so the due hits get that clock as their bound unevaluated.
 S_Q, S_BANK, S_ROW, S_RANK, S_BG, S_ARR, S_KEY, S_WR = range(8)
 NS = 8  # one cache line of int64
 K_RD, K_WR, K_ACT = 0, 1, 2
@@ -387,13 +392,29 @@ def simulate(
                                 d = t <= clk
                                 due |= U(1 if d else 0) << x
                                 fut = min(fut, INF if d else t)
+                            # one rank: while the channel or the rank holds the column command
+                            # back, no hit is ready -- their bounds become that clock at once
+                            floor = max(rdy[U(c), U(col_cmd)], rdy[U(o1 + c), U(col_cmd)])
+                            if R == 1 and not want_row and floor > clk:
+                                rest = due
+                                while rest != U(0):
+                                    x = trailing_zeros(rest)
+                                    rest &= rest - U(1)
+                                    if (
+                                        open_row[U(bnkf[row + x])]
+                                        == qbf[(row + x) * uns + U(S_ROW)]
+                                    ):
+                                        bndf[row + x] = floor
+                                        due &= ~(U(1) << x)
+                                        fut = min(fut, floor)
                             while due != U(0):
                                 i = w0 + np.int64(trailing_zeros(due))
                                 due &= due - U(1)
                                 sb = (row + U(i - w0)) * uns  # flat index of the slot
                                 bq = bnkf[row + U(i - w0)]
                                 orow = open_row[U(bq)]
-                                if orow == qbf[sb + U(S_ROW)]:
+                                hit = orow == qbf[sb + U(S_ROW)]
+                                if hit:
                                     cc = col_cmd
                                     if want_row:
                                         continue
@@ -411,6 +432,17 @@ def simulate(
                                 if t > clk:
                                     if t < fut:
                                         fut = t
+                                    # the due slots of the same class (bank, hit or not) would
+                                    # evaluate to the same t: set their bounds at once
+                                    rest = due
+                                    while rest != U(0):
+                                        x = trailing_zeros(rest)
+                                        rest &= rest - U(1)
+                                        if bnkf[row + x] == bq and hit == (
+                                            orow == qbf[(row + x) * uns + U(S_ROW)]
+                                        ):
+                                            bndf[row + x] = t
+                                            due &= ~(U(1) << x)
                                     continue
                                 closing = cc == PREPB or cc == RDA or cc == WRA  # noqa: SIM109
                                 if closing and act_bank[U(bq)] > 0:
