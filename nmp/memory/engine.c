@@ -28,7 +28,7 @@
  *    class marking (a not-ready request's due class mates get its bound: class_due, one
  *    compare per block on the slot words, then masked stores) and, with one rank, the hit
  *    floor (due hits get the channel's and rank's column ready clock while it is ahead:
- *    hit_mask, then masked stores). An NMP unit streams 32 queued reads to a few rows of its
+ *    due_hits, then masked stores). An NMP unit streams 32 queued reads to a few rows of its
  *    bank, which took ~25 evaluations per request without them. Marking only the run up to
  *    the next due slot of another class (the first version) gave NMP node streams +13-19%;
  *    marking the whole class and the hit floor then gave +17% more on node streams and +2%
@@ -272,18 +272,18 @@ FORCE_INLINE uint64_t class_due(const int64_t *restrict br, int64_t nx, int64_t 
     }
     return same & due;
 #else
-    (void)nx;
+    /* the whole window, branch-free (a loop over the due bits mispredicts its exit), with an
+     * unsigned shift (padding's class becomes 2^33 - 2, still no match), which AVX2 has */
     uint64_t same = 0;
-    for (uint64_t d = due; d; d &= d - 1) {
-        const int x = __builtin_ctzll(d);
-        same |= (uint64_t)(SLOT_CLASS(br[x]) == cls) << x;
-    }
-    return same;
+    for (int64_t x = 0; x < nx; x++)
+        same |= (uint64_t)(((uint64_t)br[x] >> 31) == (uint64_t)cls) << x;
+    return same & due;
 #endif
 }
 
-/* bit x set where slot x (of a window of nx, a multiple of 8) hits its bank's open row */
-FORCE_INLINE uint64_t hit_mask(const int64_t *restrict br, int64_t nx)
+/* The due slots (bits of `due`, in a window of nx slots, nx a multiple of 8) that hit their
+ * bank's open row. */
+FORCE_INLINE uint64_t due_hits(const int64_t *restrict br, int64_t nx, uint64_t due)
 {
     uint64_t h = 0;
 #ifdef __AVX512F__
@@ -291,10 +291,11 @@ FORCE_INLINE uint64_t hit_mask(const int64_t *restrict br, int64_t nx)
     for (int64_t x = 0; x < nx; x += 8)
         h |= (uint64_t)_mm512_test_epi64_mask(_mm512_loadu_si512((const void *)(br + x)), vh)
              << x;
+    return h & due;
 #else
-    for (int64_t x = 0; x < nx; x++) h |= (uint64_t)SLOT_HIT(br[x]) << x;
+    for (int64_t x = 0; x < nx; x++) h |= (uint64_t)SLOT_HIT(br[x]) << x; /* as class_due */
+    return h & due;
 #endif
-    return h;
 }
 
 /* Bank bk opened row nrow (-1: it closed): its slots among br[0 .. e) (e a multiple of 8) get
@@ -316,10 +317,14 @@ FORCE_INLINE void reset_bank(int64_t *restrict bd, int64_t *restrict br, int64_t
         _mm512_mask_store_epi64(br + i, k, _mm512_mask_or_epi64(cleared, kh, cleared, vh));
     }
 #else
-    for (int64_t i = 0; i < e; i++) { /* branch-free: the compiler vectorizes it */
-        const int64_t v = br[i], mine = SLOT_BANK(v) == bk;
-        bd[i] = mine ? 0 : bd[i];
-        br[i] = mine ? (v & ~HIT_BIT) | (SLOT_ROW(v) == nrow ? HIT_BIT : 0) : v;
+    /* with masks and unconditional stores: conditional ones compile to a branch per slot,
+     * which mispredicts (-17% on the reference traces) */
+    for (int64_t i = 0; i < e; i++) {
+        const int64_t v = br[i];
+        const int64_t mine = -(int64_t)(SLOT_BANK(v) == bk); /* all ones or 0 */
+        const int64_t nv = (v & ~HIT_BIT) | (-(int64_t)(SLOT_ROW(v) == nrow) & HIT_BIT);
+        bd[i] &= ~mine;
+        br[i] = v ^ ((v ^ nv) & mine);
     }
 #endif
 }
@@ -332,10 +337,9 @@ FORCE_INLINE void fill_bits(int64_t *restrict b, int64_t nx, uint64_t m, int64_t
     for (int64_t x = 0; x < nx; x += 8)
         _mm512_mask_storeu_epi64(b + x, (__mmask8)(m >> x), vv);
 #else
-    (void)nx;
-    while (m) {
-        b[__builtin_ctzll(m)] = v;
-        m &= m - 1;
+    for (int64_t x = 0; x < nx; x++) { /* branch-free, as class_due (+2-7%) */
+        const int64_t k = -(int64_t)((m >> x) & 1);
+        b[x] = (b[x] & ~k) | (v & k);
     }
 #endif
 }
@@ -633,12 +637,12 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
                             uint64_t due = due_mask(Qbnd + row, nx, clk, &vfut);
                             /* dual issue: the column slot considers hits only, the row slot
                              * the others (the rest stay due for the other slot) */
-                            if (want_col) due &= hit_mask(Qbr + row, nx);
-                            if (want_row) due &= ~hit_mask(Qbr + row, nx);
+                            if (want_col) due = due_hits(Qbr + row, nx, due);
+                            if (want_row) due &= ~due_hits(Qbr + row, nx, due);
                             /* one rank: while the channel or the rank holds the column command
                              * back, no hit is ready -- their bounds become that clock at once */
                             if (R == 1 && !want_row && crk[col_cmd] > clk) {
-                                const uint64_t hm = due & hit_mask(Qbr + row, nx);
+                                const uint64_t hm = due_hits(Qbr + row, nx, due);
                                 if (hm) {
                                     fill_bits(Qbnd + row, nx, hm, crk[col_cmd]);
                                     due &= ~hm;
