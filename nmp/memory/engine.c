@@ -380,7 +380,7 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, cons
     int64_t *restrict open_cnt = calloc(NR, 8), *restrict open_since = calloc(NR, 8);
     int64_t *restrict act_bank = calloc(NB, 8), *restrict act_rank = calloc(NR, 8);
     int64_t *restrict Qbnd = aligned_slots(NQ); /* lower bound on readiness; padding INF */
-    int64_t *restrict Qbr = aligned_slots(NQ);  /* SLOT(global bank id, row); padding SLOT_PAD */
+    int64_t *restrict Qbr = aligned_slots(NQ);  /* SLOT(global bank id, row, hit); or SLOT_PAD */
     int64_t *restrict Qkey = aligned_slots(NQ); /* key (searched in the write buffer only) */
     int64_t *restrict Qq = aligned_slots(NQ);   /* request index */
     int64_t *restrict ql = calloc(C * 3, 8);

@@ -394,8 +394,10 @@ def simulate(
                                 fut = min(fut, INF if d else t)
                             # one rank: while the channel or the rank holds the column command
                             # back, no hit is ready -- their bounds become that clock at once
-                            floor = max(rdy[U(c), U(col_cmd)], rdy[U(o1 + c), U(col_cmd)])
-                            if R == 1 and not want_row and floor > clk:
+                            floor = INF
+                            if R == 1 and not want_row:
+                                floor = max(rdy[U(c), U(col_cmd)], rdy[U(o1 + c), U(col_cmd)])
+                            if floor < INF and floor > clk:
                                 rest = due
                                 while rest != U(0):
                                     x = trailing_zeros(rest)
