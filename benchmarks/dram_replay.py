@@ -7,9 +7,10 @@ accepted), best of ``--repeat`` runs after one warm-up run that also compiles th
 in CPU time of this process
 (``time.process_time``: the figure does not depend on other load on a shared machine; on an idle
 machine wall time is the same). Requests are Ramulator's (HBM2: 32-B halves). Prints requests/s
-of both and the ratio, then the median and overall figures. Where the time goes: ``ticks/req``
-is the memory cycles the engine evaluated per request (cycles it jumped over cost nothing) and
-``cmds/req`` the DRAM commands it issued per request.
+of both and the ratio, then the median and overall figures. Where the time goes: ``evals/req``
+is the work the engine did per request -- channel-controller evaluations (native) or memory
+cycles visited (numba); the cycles it skips cost nothing -- and ``cmds/req`` the DRAM commands
+it issued per request.
 
 ``--engine`` picks the build (``$NMP_ENGINE``): ``native`` (C, the default when a compiler is
 there) or ``numba`` (the reference); their results are identical.
@@ -45,7 +46,7 @@ def main() -> None:
     ]
     print(
         f"{'case':46s} {'requests':>9s} {'engine req/s':>13s} {'Ramulator2':>11s} {'ratio':>7s}"
-        f" {'ticks/req':>9s} {'cmds/req':>8s}"
+        f" {'evals/req':>9s} {'cmds/req':>8s}"
     )
     ratios, total_req, total_s, total_ram_s, total_ticks, total_cmds = [], 0, 0.0, 0.0, 0, 0
     for case in cases:
@@ -83,9 +84,9 @@ def main() -> None:
         f"({total_ram_s / total_s:.1f}x)"
     )
     print(
-        f"per request: {total_ticks / total_req:.2f} evaluated memory cycles, "
+        f"per request: {total_ticks / total_req:.2f} evaluations, "
         f"{total_cmds / total_req:.2f} commands; {1e9 * total_s / total_ticks:.0f} ns per "
-        f"evaluated cycle"
+        f"evaluation"
     )
 
 

@@ -96,6 +96,10 @@ class _Plan:
         self.tables = _table_arrays(
             spec.standard, tuple(sorted(spec.timing.items())), spec.bus_level
         )
+        # why the C engine does not take this spec (the numba engine replays it), or None
+        self.native_unsupported = native.unsupported(
+            o.ranks, o.bankgroups, o.banks, self.tables[0], self.tables[3]
+        )
         self._params: dict[tuple[bool, bool], tuple[np.ndarray, np.ndarray]] = {}
 
     def engine_params(self, drain: bool, jump: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -247,9 +251,19 @@ def engine_backend() -> str:
 def _warn_fallback() -> None:
     warnings.warn(
         f"the native DRAM engine is not available ({native.unavailable_reason()}); replays run "
-        "on the numba engine: same results, about 1.8x slower",
+        "on the numba engine: same results, several times slower",
         RuntimeWarning,
         stacklevel=3,
+    )
+
+
+@functools.cache
+def _warn_unsupported(why: str) -> None:
+    warnings.warn(
+        f"the native DRAM engine does not take {why}; this replay runs on the numba engine: "
+        "same results, several times slower",
+        RuntimeWarning,
+        stacklevel=4,
     )
 
 
@@ -261,6 +275,9 @@ def run_engine(
     params, wm = plan.engine_params(drain, jump)
     log = np.full((log_size, 5), -1, np.int64) if log_size else _NO_LOG
     simulate = native.simulate if engine_backend() == "native" else engine.simulate
+    if simulate is native.simulate and plan.native_unsupported:
+        _warn_unsupported(plan.native_unsupported)
+        simulate = engine.simulate
     out = simulate(*inputs, params, wm, tab_i, nxt, lat, win, log)
     return (*out, log) if log_size else out
 

@@ -21,9 +21,12 @@ refresh, so the clock jumps there; a channel that cannot issue before a known cy
 until then (a request arriving meanwhile wakes it only if it can issue earlier, or if it flips
 the write mode). The result is cycle-exact with ticking every cycle (a test checks it).
 
-``engine.c`` is this function in C (:mod:`nmp.memory.native`), step for step, and the driver's
-default where a C compiler is found. This one is the reference: change both together; the test
-``tests/memory/test_mem_native_engine.py`` compares every output of the two.
+``engine.c`` (:mod:`nmp.memory.native`) computes the same model another way -- readiness per
+bank and row-hit class rather than per request, exact wake times rather than lower bounds, each
+channel on its own -- and is the driver's default where a C compiler is found. Every command
+issues at the same cycle in both. This one is the reference: change both together; the test
+``tests/memory/test_mem_native_engine.py`` compares every output of the two (the count of
+evaluations aside) and a log of the commands.
 """
 
 from __future__ import annotations

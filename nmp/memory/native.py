@@ -1,21 +1,23 @@
-"""The DRAM engine built from C (``engine.c``): the controller and timing model of
-:func:`nmp.memory.engine.simulate`, bit for bit, about 1.8x as fast.
+"""The DRAM engine built from C (``engine.c`` and its ``engine_*.h``): the controller and timing
+model of :func:`nmp.memory.engine.simulate`, computed another way, with the same results.
 
-The numba engine stays the reference: ``engine.c`` follows it step by step (same bounds, same
-jumps, so even the evaluated-cycle count matches), and a test replays every reference case and a
-set of configurations the cases do not use (closed rows, no jumps, odd queue sizes, dual issue,
-writes and arrivals) through both and compares every output. What differs is form: plain
-pointers, a queue layout the compiler vectorizes, constraint rules applied as one vector max per
-node, and instantiations with the channel and rank counts as constants for the common
-configurations (see the file's header).
+The numba engine stays the reference. ``engine.c`` issues every command at the same cycle, so
+every output is identical but the last, the count of evaluations: it looks at each bank's two
+request classes (row hit, row miss) instead of each request, keeps exact wake times instead of
+lower bounds, and runs each channel on its own, coupled only by the in-order frontend (see the
+file's header). A test replays every reference case and a set of configurations the cases do
+not use (closed rows, no jumps, odd queue sizes, dual issue, writes and arrivals, the NMP views)
+through both and compares every output and a log of the commands.
 
 The library is built once per machine with the system C compiler (``$CC``, else ``cc``) at
 ``-O3 -march=native`` into the user cache (``$NMP_CACHE_DIR``, else ``$XDG_CACHE_HOME/nmp``,
-else ``~/.cache/nmp``). Its name hashes the source, the compiler command and the CPU, so an edit,
-another compiler or another machine sharing the home directory gets its own build. Without a
-compiler :func:`available` is False (:func:`unavailable_reason` says why) and the driver runs
-the numba engine, with the same results. The C call releases the GIL (threads replay in
-parallel), and the build (about 2 s) replaces the numba engine's first compilation (about 15 s).
+else ``~/.cache/nmp``). Its name hashes the sources, the compiler command and the CPU, so an
+edit, another compiler or another machine sharing the home directory gets its own build. Without
+a compiler :func:`available` is False (:func:`unavailable_reason` says why) and the driver runs
+the numba engine, with the same results; so it does for an organization the C engine does not
+take (:func:`unsupported`: more than 64 banks or 8 ranks per channel, a windowed timing rule
+below the rank). The C call releases the GIL (threads replay in parallel), and the build (a few
+seconds) replaces the numba engine's first compilation (about 15 s).
 """
 
 from __future__ import annotations
@@ -36,12 +38,16 @@ from nmp.memory.engine import N_COUNTERS
 from nmp.memory.standards import NCMD
 
 _SOURCE = Path(__file__).with_name("engine.c")
+# the headers engine.c includes: part of the build's key
+_HEADERS = sorted(_SOURCE.parent.glob("engine_*.h"))
 _FLAGS = ("-O3", "-march=native", "-std=gnu99", "-shared", "-fPIC")
 _ERRORS = {
     -1: "out of memory",
     -2: "a constraint window above 4, or more than 64 windowed rules",
     -3: "a request's bank, bank group and rank ids disagree (each in the next one's range)",
-    -4: "a request's row id outside [0, 2**31)",
+    -4: "more than 2**55 requests",
+    -5: "more than 64 banks or 8 ranks per channel",
+    -6: "a windowed timing rule below the rank",
 }
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
@@ -68,9 +74,9 @@ def _cpu_id() -> str:
 
 def _build() -> ctypes.CDLL:
     cc = shlex.split(os.environ.get("CC", "cc"))
-    source = _SOURCE.read_bytes()
+    sources = [p.read_bytes() for p in (_SOURCE, *_HEADERS)]
     key = hashlib.sha256(
-        b"\0".join([source, " ".join(cc + list(_FLAGS)).encode(), _cpu_id().encode()])
+        b"\0".join([*sources, " ".join(cc + list(_FLAGS)).encode(), _cpu_id().encode()])
     ).hexdigest()[:16]
     user = os.getuid() if hasattr(os, "getuid") else os.getlogin()
     # the user cache, or where that is not writable (a read-only home) a temporary folder
@@ -130,6 +136,21 @@ def unavailable_reason() -> str | None:
     return _function()[1]
 
 
+def unsupported(ranks: int, bankgroups: int, banks: int, tab_i, win) -> str | None:
+    """Why the C engine does not take an organization of ``ranks`` x ``bankgroups`` x ``banks``
+    per channel with the constraint table ``tab_i``/``win`` (as :func:`simulate` takes them), or
+    None. The driver then runs the numba engine."""
+    per_channel = ranks * bankgroups * banks
+    if per_channel > 64 or ranks > 8:
+        return f"{per_channel} banks in {ranks} ranks per channel (it takes up to 64 and 8)"
+    tab, win = np.asarray(tab_i), np.asarray(win)
+    for level in (2, 3):  # bank group, bank: the target rules
+        for s, e in zip(tab[0, level], tab[1, level], strict=True):
+            if (win[s:e] > 1).any():
+                return "a windowed timing rule below the rank"
+    return None
+
+
 def _i64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, np.int64)
 
@@ -137,7 +158,9 @@ def _i64(a: np.ndarray) -> np.ndarray:
 def simulate(
     q_ch, q_rank, q_bg, q_bank, q_row, q_wr, q_key, q_arr, params, wm, tab_i, nxt, lat, win, log
 ):
-    """:func:`nmp.memory.engine.simulate`, same arguments and the same 11-tuple, in C."""
+    """:func:`nmp.memory.engine.simulate`, same arguments and the same 11-tuple, in C; its last
+    element counts the channel evaluations (the reference counts the memory cycles it visited).
+    The configuration must be one the C engine takes (:func:`unsupported` is None)."""
     fn, why = _function()
     if fn is None:
         raise RuntimeError(f"the native DRAM engine is not available: {why}")
@@ -178,7 +201,7 @@ def simulate(
     )
     if rc < 0:
         raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")
-    status, cycles, clk_end, ticks = map(int, scalars)
+    status, cycles, clk_end, evals = map(int, scalars)
     return (
         status,
         cycles,
@@ -190,5 +213,5 @@ def simulate(
         done,
         forwarded,
         active_cycles,
-        ticks,
+        evals,
     )

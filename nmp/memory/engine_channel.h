@@ -1,0 +1,540 @@
+/* The DRAM engine (engine.c): a run's state and one evaluation of a channel's controller. */
+#ifndef NMP_ENGINE_CHANNEL_H
+#define NMP_ENGINE_CHANNEL_H
+
+#include "engine_lanes.h"
+#include "engine_rules.h"
+#include "engine_slots.h"
+
+/* ---- a run's state ------------------------------------------------------------------- */
+
+typedef struct {
+    const int64_t *q_row;
+    const int8_t *q_wr;
+    int64_t *cnt, *arrive, *depart, *done, *active_cycles, *log;
+    int64_t maxlog, nlog, n_acts, evals;
+    /* configuration read at run time */
+    int64_t G, B, nrefi, rl, wm_hi, wm_lo, GB, NBC, PQ, NBLK;
+    int ref_on, skip_blocked, jump, hsb, two;
+    int bg_in_block; /* a bank group's lanes never straddle a block of 8 (B divides 8) */
+    /* ready clocks and issue histories of channels and ranks; the bank table of each
+     * channel: Tb[(c * NK + row) * TP + lane] */
+    int64_t *rdy, *hist, *Tb;
+    int64_t *open_row, *open_cnt, *open_since, *act_rank;
+    /* per channel: lanes with an open row, with an active request, and of those the writes */
+    uint64_t *open_m, *act_m, *aw_m;
+    /* the active buffer, by lane (a bank holds at most one request whose ACT has issued: its
+     * row stays open until that request's column command): its request, and the order of
+     * its ACT (the reference keeps its buffer in that order: ties of arrival go to the
+     * earlier ACT) */
+    int64_t *act_q, *act_seq;
+    /* per channel, buffer (read, write) and lane: queued requests that hit the open row and
+     * that do not; per channel and buffer the lanes holding either */
+    uint8_t *n_h, *n_m;
+    uint64_t *h_m, *m_m;
+    /* buffers: slot words (Qw[(c * 2 + kind) * QP + position]), the write buffer's keys
+     * (Qkey[c * QP + position]), lengths; refresh queue; write mode; timing */
+    int64_t *Qw, *Qkey, *ql, *pbuf, *plen, *next_ref, *wake, *last_eval;
+    uint8_t *wmode;
+    int64_t lane_rk[64];
+    uint64_t lane_bg[64], rk_lanes[8];
+} Sim;
+
+/* the configuration that the instantiations fix at compile time */
+#define CFG                                                                            \
+    UNUSED const int64_t C, UNUSED const int64_t R, UNUSED const int dual,                 \
+        UNUSED const int closed, UNUSED const int64_t QP, UNUSED const int64_t NBLK_C
+#define CFG_ARGS C, R, dual, closed, QP, NBLK_C
+
+/* a run's state as restrict-qualified locals (loads the compiler may keep in registers) */
+#define UNPACK(S)                                                                          \
+    UNUSED const int64_t *restrict q_row = S->q_row;                                       \
+    UNUSED const int8_t *restrict q_wr = S->q_wr;                                          \
+    UNUSED int64_t *restrict cnt = S->cnt, *restrict arrive = S->arrive;                   \
+    UNUSED int64_t *restrict depart = S->depart, *restrict done = S->done;                 \
+    UNUSED int64_t *restrict active_cycles = S->active_cycles;                             \
+    UNUSED const int64_t G = S->G, B = S->B, nrefi = S->nrefi, rl = S->rl;                 \
+    UNUSED const int64_t wm_hi = S->wm_hi, wm_lo = S->wm_lo, GB = S->GB, NBC = S->NBC;     \
+    UNUSED const int64_t PQ = S->PQ, NBLK = NBLK_C ? NBLK_C : S->NBLK, TP = 8 * NBLK;     \
+    UNUSED const int ref_on = S->ref_on, skip_blocked = S->skip_blocked, hsb = S->hsb;    \
+    UNUSED const int two = S->two;                                                         \
+    UNUSED const uint64_t lane_of = (1u << S->hsb) - 1; /* a class's lane */               \
+    UNUSED const int64_t rd_cmd = closed ? RDA : RD, wr_cmd = closed ? WRA : WR, o1 = C;   \
+    UNUSED int64_t *restrict rdy = S->rdy, *restrict hist = S->hist, *restrict Tb = S->Tb; \
+    UNUSED int64_t *restrict open_row = S->open_row, *restrict open_cnt = S->open_cnt;     \
+    UNUSED int64_t *restrict open_since = S->open_since, *restrict act_rank = S->act_rank; \
+    UNUSED uint64_t *restrict open_m = S->open_m, *restrict act_m = S->act_m;              \
+    UNUSED uint64_t *restrict aw_m = S->aw_m;                                              \
+    UNUSED int64_t *restrict act_q = S->act_q, *restrict act_seq = S->act_seq;             \
+    UNUSED uint8_t *restrict n_h = S->n_h, *restrict n_m = S->n_m;                         \
+    UNUSED uint64_t *restrict h_m = S->h_m, *restrict m_m = S->m_m;                        \
+    UNUSED int64_t *restrict Qw = S->Qw, *restrict Qkey = S->Qkey, *restrict ql = S->ql;   \
+    UNUSED int64_t *restrict pbuf = S->pbuf, *restrict plen = S->plen;                     \
+    UNUSED int64_t *restrict next_ref = S->next_ref, *restrict wake = S->wake;             \
+    UNUSED uint8_t *restrict wmode = S->wmode;                                             \
+    UNUSED const int64_t *restrict lane_rk = S->lane_rk;                                   \
+    UNUSED const uint64_t *restrict lane_bg = S->lane_bg, *restrict rk_lanes = S->rk_lanes
+
+#define RDY(node, cmd) rdy[(node) * RS + (cmd)]
+#define QL(c, k) ql[(c) * 2 + (k)]
+/* the bank-table row of command k (ACT, PREpb or a column command of the row policy) */
+#define TROW(k) ((k) == ACT ? T_ACT : (k) == PREPB ? T_PRE : (k) == rd_cmd ? T_RD : T_WR)
+#define TBR(c, row) (Tb + ((c) * NK + (row)) * TP)
+/* ready clock of command cc above the bank group: channel c and its rank r (local) */
+#define TOP(c, r, cc) mx(RDY(c, cc), RDY(o1 + (c) * R + (r), cc))
+#define RANK_OF(l) (R == 1 ? 0 : lane_rk[l])
+/* a lane's bit in a mask: set or cleared */
+#define PUT_BIT(m, l, on) ((m) = ((m) & ~(1ull << (l))) | ((uint64_t)((on) != 0) << (l)))
+/* the lanes whose channel and rank let command cc issue now, from topm (per rank, the
+ * commands its channel and rank let issue now) */
+#define TOP_OK(cc, out)                                            \
+    do {                                                           \
+        out = 0;                                                   \
+        for (int64_t r_ = 0; r_ < R; r_++)                         \
+            if ((topm[r_] >> (cc)) & 1) out |= rk_lanes[r_];       \
+    } while (0)
+
+/* per rank of channel c: the commands its channel and rank let issue at clk */
+FORCE_INLINE void top_masks(Sim *restrict S, int64_t c, int64_t clk, uint32_t *topm, CFG)
+{
+    UNPACK(S);
+#ifdef __AVX512F__
+    const __m512i ch = _mm512_load_si512((const void *)(rdy + c * RS));
+    const __m512i vc = _mm512_set1_epi64(clk);
+    for (int64_t r = 0; r < R; r++)
+        topm[r] = _mm512_cmple_epi64_mask(
+            _mm512_max_epi64(ch, _mm512_load_si512((const void *)(rdy + (o1 + c * R + r) * RS))),
+            vc);
+#else
+    for (int64_t r = 0; r < R; r++) {
+        topm[r] = 0;
+        for (int k = 0; k < 8; k++) topm[r] |= (uint32_t)(TOP(c, r, k) <= clk) << k;
+    }
+#endif
+}
+
+/* A pick: where the request is (K_*, -1: nothing), its position (lane for the active buffer),
+ * the command, its rank (for refresh) */
+typedef struct {
+    int64_t kind, pos, cmd, rk;
+} Pick;
+
+/* The lanes of classes found not ready, by what they wait for (hits, misses on closed banks:
+ * ACT, on open ones: PRE, active reads and writes): their earliest ready clock is the wake
+ * time if nothing issues in the cycle. */
+typedef struct {
+    uint64_t set[5];
+    int64_t col;
+} NotReady;
+
+/* (a) active buffer: the oldest ready column command */
+FORCE_INLINE void pick_active(Sim *restrict S, int64_t c, int64_t clk, const uint32_t *topm,
+                              Pick *p, NotReady *nr, CFG)
+{
+    UNPACK(S);
+    const uint64_t am = act_m[c], ar = am & ~aw_m[c], aw = am & aw_m[c];
+    uint64_t ready = 0, ok;
+    if (ar) {
+        TOP_OK(rd_cmd, ok);
+        if (ok & ar) ready = le_bits(TBR(c, T_RD), ok & ar, clk, NBLK);
+    }
+    if (aw) {
+        TOP_OK(wr_cmd, ok);
+        if (ok & aw) ready |= le_bits(TBR(c, T_WR), ok & aw, clk, NBLK);
+    }
+    if (!ready) {
+        nr->set[3] = ar;
+        nr->set[4] = aw;
+        return;
+    }
+    /* the oldest: by arrival, then by ACT */
+    int64_t best = __builtin_ctzll(ready);
+    for (uint64_t rest = ready & (ready - 1); rest; rest &= rest - 1) {
+        const int64_t l = __builtin_ctzll(rest);
+        const int64_t a = arrive[act_q[c * TP + l]], b = arrive[act_q[c * TP + best]];
+        if (a < b || (a == b && act_seq[c * TP + l] < act_seq[c * TP + best])) best = l;
+    }
+    p->kind = K_ACTIVE;
+    p->pos = best;
+    p->cmd = (aw >> best) & 1 ? wr_cmd : rd_cmd;
+}
+
+/* (c) the write mode, then the read or the write buffer: the first ready request (FR-FCFS);
+ * dual issue: the column slot (want_col) looks at hits only, the row slot at misses */
+FORCE_INLINE void pick_buffer(Sim *restrict S, int64_t c, int64_t clk, const uint32_t *topm,
+                              int want_col, int want_row, Pick *p, NotReady *nr, CFG)
+{
+    UNPACK(S);
+    if (!wmode[c]) {
+        if (QL(c, K_WR) > wm_hi || QL(c, K_RD) == 0) wmode[c] = 1;
+    } else {
+        if (QL(c, K_WR) < wm_lo && QL(c, K_RD) != 0) wmode[c] = 0;
+    }
+    const int64_t kind = wmode[c] ? K_WR : K_RD;
+    const int64_t col_cmd = wmode[c] ? wr_cmd : rd_cmd;
+    const int64_t col_row = wmode[c] ? T_WR : T_RD;
+    const int64_t m = QL(c, kind), base = (c * 2 + kind) * QP;
+    const uint64_t om = open_m[c], am = act_m[c];
+    const uint64_t ph = h_m[c * 2 + kind], pm = m_m[c * 2 + kind];
+    /* ready classes of the lanes holding such requests: the hit class (column command), the
+     * miss class (ACT on a closed bank, PRE on an open one) */
+    uint64_t hr = 0, mr = 0, ok;
+    if (!want_row && ph) {
+        TOP_OK(col_cmd, ok);
+        if (ok & ph) hr = le_bits(TBR(c, col_row), ok & ph, clk, NBLK);
+    }
+    if (!want_col && pm) {
+        TOP_OK(ACT, ok);
+        if (ok & pm & ~om) mr = le_bits(TBR(c, T_ACT), ok & pm & ~om, clk, NBLK);
+        TOP_OK(PREPB, ok);
+        if (ok & pm & om) mr |= le_bits(TBR(c, T_PRE), ok & pm & om, clk, NBLK);
+    }
+    /* a PRE (or, closed-row, a column command) that would close a row an active-buffer
+     * request needs is not eligible */
+    const uint64_t bm = om & am, bh = closed ? am : 0;
+    uint64_t sm = mr, sh = hr;
+    if (skip_blocked) {
+        sm &= ~bm;
+        sh &= ~bh;
+    }
+    const uint64_t c0 = two ? sm : sm | sh << 32, c1 = two ? sh : 0;
+    int64_t limit = m, stop = 0;
+    for (int64_t w0 = 0; w0 < m && (sm | sh); w0 += WIN) {
+        const int64_t row = base + w0, nx = mn(QP - w0, WIN);
+        const uint64_t rs = ready_slots(Qw + row, nx, c0, c1, two);
+        if (!rs) continue;
+        const int64_t s = row + __builtin_ctzll(rs);
+        const uint64_t cls = WCLS(Qw[s]);
+        const int64_t ln = cls & lane_of;
+        const int is_hit = (cls >> hsb) & 1;
+        if (!skip_blocked && (((is_hit ? bh : bm) >> ln) & 1)) {
+            limit = s - base; /* the scan stops at a blocked PRE */
+            stop = 1;
+            break;
+        }
+        p->kind = kind;
+        p->pos = s - base;
+        p->cmd = is_hit ? col_cmd : ((om >> ln) & 1 ? PREPB : ACT);
+        return;
+    }
+    /* nothing ready: the classes queued (before a blocked stop) that are not ready go into the
+     * wake time; a blocked ready one does not (it issues only after an issue here) */
+    uint64_t qh = ph, qm = pm;
+    if (stop) {
+        uint64_t p0 = 0, p1 = 0;
+        for (int64_t w0 = 0; w0 < limit; w0 += WIN)
+            present_classes(Qw + base + w0, mn(limit - w0, WIN), &p0, &p1);
+        qh = two ? p1 : p0 >> 32;
+        qm = two ? p0 : p0 & 0xFFFFFFFFull;
+    }
+    if (!want_row) {
+        nr->set[0] = qh & ~hr;
+        nr->col = col_cmd;
+    }
+    if (!want_col) {
+        nr->set[1] = qm & ~mr & ~om;
+        nr->set[2] = qm & ~mr & om;
+    }
+}
+
+/* Issue cmd at lane lb (-1: an all-bank command) of rank rk (rkl in its channel): push it into
+ * the channel's and rank's histories and raise the ready clocks of what follows. */
+FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t c, int64_t clk,
+                              int64_t cmd, int64_t lb, int64_t rk, int64_t rkl, CFG)
+{
+    UNPACK(S);
+    apply_target(RU, rdy, hist, c, 0, cmd, clk);
+    if (R > 1 && RU->any[1][1][cmd])
+        for (int64_t node = c * R; node < c * R + R; node++)
+            if (node != rk) raise_row(rdy + (o1 + node) * RS, RU->lat1[1][1][cmd], clk);
+    apply_target(RU, rdy, hist, o1 + rk, 1, cmd, clk);
+    /* bank group and bank: every row of the table, without branches (a rule that is not
+     * there raises to clk + NEG, i.e. not at all) */
+    int64_t *restrict tb = Tb + c * NK * TP;
+    const uint64_t rkm = rk_lanes[rkl];
+    if (lb < 0) {
+        for (int k = 0; k < NK; k++) raise_lanes(tb + k * TP, rkm, clk + RU->all[cmd][k]);
+        return;
+    }
+    const uint64_t gm = lane_bg[lb];
+    if (RU->has_bgs[cmd])
+        for (int k = 0; k < NK; k++) raise_lanes(tb + k * TP, rkm & ~gm, clk + RU->bgs[cmd][k]);
+    if (RU->has_bks[cmd])
+        for (int k = 0; k < NK; k++)
+            raise_lanes(tb + k * TP, gm & ~(1ull << lb), clk + RU->bks[cmd][k]);
+    const int64_t b8 = lb & ~(int64_t)7;
+    if (S->bg_in_block) {
+        /* the bank group's lanes lie in the bank's block of 8 */
+#ifdef __AVX512F__
+        const __mmask8 kg = (__mmask8)(gm >> b8), kb = (__mmask8)(1u << (lb - b8));
+        for (int k = 0; k < NK; k++) {
+            int64_t *restrict t = tb + k * TP + b8;
+            __m512i x = _mm512_load_si512((const void *)t);
+            x = _mm512_mask_max_epi64(x, kg, x, _mm512_set1_epi64(clk + RU->bg[cmd][k]));
+            x = _mm512_mask_max_epi64(x, kb, x, _mm512_set1_epi64(clk + RU->bk[cmd][k]));
+            _mm512_store_si512((void *)t, x);
+        }
+#else
+        for (int k = 0; k < NK; k++) {
+            int64_t *restrict t = tb + k * TP + b8;
+            const int64_t vg = clk + RU->bg[cmd][k];
+            for (int64_t l = 0; l < 8; l++) t[l] = ((gm >> (b8 + l)) & 1) ? mx(t[l], vg) : t[l];
+            t[lb - b8] = mx(t[lb - b8], clk + RU->bk[cmd][k]);
+        }
+#endif
+    } else {
+        for (int k = 0; k < NK; k++) {
+            raise_lanes(tb + k * TP, gm, clk + RU->bg[cmd][k]);
+            raise_lanes(tb + k * TP, 1ull << lb, clk + RU->bk[cmd][k]);
+        }
+    }
+}
+
+/* Refresh issued cmd (PREab or REFab) on rank rk (rkl in channel c). */
+FORCE_INLINE void refresh_state(Sim *restrict S, int64_t c, int64_t clk, int64_t cmd, int64_t rk,
+                                int64_t rkl, CFG)
+{
+    UNPACK(S);
+    if (cmd != PREAB) {
+        int64_t *restrict pb = pbuf + c * PQ;
+        for (int64_t k = 0; k < plen[c] - 1; k++) pb[k] = pb[k + 1];
+        plen[c]--;
+        return;
+    }
+    const uint64_t rkm = rk_lanes[rkl];
+    for (int64_t k = rk * GB; k < (rk + 1) * GB; k++) open_row[k] = -1;
+    open_m[c] &= ~rkm;
+    /* the rank's queued requests no longer hit */
+    for (int64_t kk = 0; kk < 2; kk++) {
+        int64_t *restrict br = Qw + (c * 2 + kk) * QP;
+        for (int64_t i = 0; i < QL(c, kk); i++)
+            if ((rkm >> (WCLS(br[i]) & lane_of)) & 1) br[i] &= ~((int64_t)1 << (WSH + hsb));
+        const int64_t pi = c * 2 + kk;
+        for (int64_t l = rkl * GB; l < rkl * GB + GB; l++) {
+            n_m[pi * TP + l] += n_h[pi * TP + l];
+            n_h[pi * TP + l] = 0;
+            PUT_BIT(m_m[pi], l, n_m[pi * TP + l] > 0);
+        }
+        h_m[pi] &= ~rkm;
+    }
+    active_cycles[rk] += clk - open_since[rk];
+    open_cnt[rk] = 0;
+}
+
+/* Bank lane lb (bank bk, rank rk) of channel c opened (ACT of request q) or closed: its
+ * queued requests change class. */
+FORCE_INLINE void bank_switch(Sim *restrict S, int64_t c, int64_t cmd, int64_t lb,
+                              int64_t from_kind, int64_t q, CFG)
+{
+    UNPACK(S);
+    const int64_t nrow = cmd == ACT ? q_row[q] : -1;
+    for (int64_t kk = 0; kk < 2; kk++) {
+        const int64_t pi = c * 2 + kk, i = pi * TP + lb;
+        const int32_t tot = n_h[i] + n_m[i];
+        int32_t h;
+        if (cmd == ACT) {
+            /* all misses so far (the bank was closed); a lane holding only the request this
+             * ACT serves (which leaves its buffer) needs no pass */
+            if (tot == 0) continue;
+            h = kk == from_kind && tot == 1
+                    ? 1
+                    : reset_lane(Qw + pi * QP, RUP8(QL(c, kk)), lb, nrow, hsb, q_row);
+        } else {
+            if (n_h[i] == 0) continue; /* no hit to clear */
+            reset_lane(Qw + pi * QP, RUP8(QL(c, kk)), lb, -1, hsb, q_row);
+            h = 0;
+        }
+        n_h[i] = h;
+        n_m[i] = tot - h;
+        PUT_BIT(h_m[pi], lb, h > 0);
+        PUT_BIT(m_m[pi], lb, tot > h);
+    }
+}
+
+/* The state after issuing p.cmd for request q at lane lb (bank bk, rank rk) of channel c. */
+FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const Pick *p,
+                                int64_t q, int64_t lb, int64_t bk, int64_t rk, CFG)
+{
+    UNPACK(S);
+    const int64_t cmd = p->cmd;
+    if (cmd == ACT || cmd == PREPB || cmd == RDA || cmd == WRA)
+        bank_switch(S, c, cmd, lb, p->kind, q, CFG_ARGS);
+    if (cmd == ACT) {
+        open_row[bk] = q_row[q];
+        open_m[c] |= 1ull << lb;
+        if (open_cnt[rk] == 0) open_since[rk] = clk;
+        open_cnt[rk]++;
+        /* leaves its buffer (a hit now) for the active buffer */
+        const int64_t pi = c * 2 + p->kind;
+        if (--n_h[pi * TP + lb] == 0) h_m[pi] &= ~(1ull << lb);
+        act_q[c * TP + lb] = q;
+        act_seq[c * TP + lb] = S->n_acts++;
+        PUT_BIT(aw_m[c], lb, q_wr[q]);
+        act_m[c] |= 1ull << lb;
+        act_rank[rk]++;
+    } else if (cmd == PREPB) {
+        open_row[bk] = -1;
+        open_m[c] &= ~(1ull << lb);
+        if (--open_cnt[rk] == 0) active_cycles[rk] += clk - open_since[rk];
+        return; /* the request stays */
+    } else {
+        /* its column command: the request retires */
+        if (cmd == RDA || cmd == WRA) {
+            open_row[bk] = -1;
+            open_m[c] &= ~(1ull << lb);
+            if (--open_cnt[rk] == 0) active_cycles[rk] += clk - open_since[rk];
+        }
+        if (q_wr[q]) {
+            done[q] = clk;
+        } else {
+            depart[q] = clk + rl;
+            done[q] = clk + rl;
+        }
+        if (p->kind == K_ACTIVE) {
+            act_m[c] &= ~(1ull << lb);
+            act_rank[rk]--;
+            return; /* not in a buffer */
+        }
+        /* a hit leaves its buffer (RDA/WRA: the closing above made it a miss) */
+        const int64_t pi = c * 2 + p->kind;
+        if (cmd == RDA || cmd == WRA) {
+            if (--n_m[pi * TP + lb] == 0) m_m[pi] &= ~(1ull << lb);
+        } else {
+            if (--n_h[pi * TP + lb] == 0) h_m[pi] &= ~(1ull << lb);
+        }
+    }
+    /* remove the slot, keeping the buffer's order; the freed last slot becomes padding */
+    const int64_t m = QL(c, p->kind) - 1;
+    remove_slot(Qw + (c * 2 + p->kind) * QP, QP, p->pos, m, WPAD);
+    if (p->kind == K_WR) remove_slot(Qkey + c * QP, QP, p->pos, m, 0);
+    QL(c, p->kind) = m;
+}
+
+/* The earliest ready clock of the classes found not ready (INF if none). */
+FORCE_INLINE int64_t not_ready_min(Sim *restrict S, int64_t c, const NotReady *nr, CFG)
+{
+    UNPACK(S);
+    /* per bank-table row, the lanes whose class waits for its command */
+    uint64_t rows[NK];
+    rows[T_ACT] = nr->set[1];
+    rows[T_PRE] = nr->set[2];
+    rows[T_RD] = nr->set[3] | (nr->col == rd_cmd ? nr->set[0] : 0);
+    rows[T_WR] = nr->set[4] | (nr->col == wr_cmd ? nr->set[0] : 0);
+    const int64_t row_cmd[NK] = {ACT, PREPB, rd_cmd, wr_cmd};
+    int64_t t = INF;
+    if (R == 1 || GB % 8 == 0) {
+        /* every block of 8 lanes lies in one rank: its channel's and rank's ready clock folded
+         * in, one minimum over all rows and blocks, without branches */
+#ifdef __AVX512F__
+        __m512i acc = _mm512_set1_epi64(INF);
+        for (int k = 0; k < NK; k++) {
+            if (!rows[k]) continue; /* (in a trace without writes, T_WR never has any) */
+            const int64_t *restrict tk = TBR(c, k);
+            for (int64_t b = 0; b < NBLK; b++)
+                acc = _mm512_mask_min_epi64(
+                    acc, (__mmask8)(rows[k] >> (8 * b)), acc,
+                    _mm512_max_epi64(_mm512_load_si512((const void *)(tk + 8 * b)),
+                                     _mm512_set1_epi64(TOP(c, RANK_OF(8 * b), row_cmd[k]))));
+        }
+        t = _mm512_reduce_min_epi64(acc);
+#else
+        for (int k = 0; k < NK; k++)
+            for (uint64_t rest = rows[k]; rest; rest &= rest - 1) {
+                const int64_t l = __builtin_ctzll(rest);
+                t = mn(t, mx(TBR(c, k)[l], TOP(c, RANK_OF(l), row_cmd[k])));
+            }
+#endif
+    } else {
+        for (int k = 0; k < NK; k++)
+            for (int64_t r = 0; r < R; r++) {
+                const uint64_t m = rows[k] & rk_lanes[r];
+                if (m) t = mn(t, mx(TOP(c, r, row_cmd[k]), lanes_min(TBR(c, k), NBLK, m)));
+            }
+    }
+    return t;
+}
+
+/* One evaluation of channel c's controller at memory cycle clk: refresh, then up to one
+ * command per slot (two with dual issue), then its wake time. */
+FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c, int64_t clk,
+                            CFG)
+{
+    UNPACK(S);
+    S->evals++;
+    S->last_eval[c] = clk;
+    if (ref_on && clk == next_ref[c]) {
+        next_ref[c] += nrefi;
+        for (int64_t r = 0; r < R; r++)
+            if (plen[c] < PQ) pbuf[c * PQ + plen[c]++] = r;
+    }
+    int issued = 0;
+    int64_t fut = ref_on ? next_ref[c] : INF;
+    NotReady nr = {{0, 0, 0, 0, 0}, rd_cmd};
+    for (int64_t slot = 0; slot < (dual ? 2 : 1); slot++) {
+        /* dual issue: a column slot (0) and a row slot (1) */
+        const int want_col = dual && slot == 0, want_row = dual && slot == 1;
+        Pick p = {-1, -1, -1, 0};
+        uint32_t topm[8];
+        top_masks(S, c, clk, topm, CFG_ARGS);
+        if (!want_row && act_m[c]) pick_active(S, c, clk, topm, &p, &nr, CFG_ARGS);
+        if (p.kind < 0) {
+            if (plen[c] > 0) {
+                /* (b) priority buffer head (refresh): never in the column slot */
+                if (want_col) continue;
+                p.rk = c * R + pbuf[c * PQ];
+                p.cmd = open_cnt[p.rk] > 0 ? PREAB : REFAB;
+                const int64_t t = mx(RDY(c, p.cmd), RDY(o1 + p.rk, p.cmd));
+                if (t > clk) {
+                    fut = mn(fut, t);
+                    continue;
+                }
+                if (p.cmd == PREAB && act_rank[p.rk] > 0) continue;
+                p.kind = K_REF;
+            } else {
+                pick_buffer(S, c, clk, topm, want_col, want_row, &p, &nr, CFG_ARGS);
+                if (p.kind < 0) continue;
+            }
+        }
+
+        /* ---- issue ---- */
+        int64_t lb = -1, bk = -1, q = -1, rk = p.rk;
+        if (p.kind == K_ACTIVE) {
+            lb = p.pos; /* (counted at its ACT) */
+            q = act_q[c * TP + lb];
+        } else if (p.kind != K_REF) {
+            int64_t *restrict ws = Qw + (c * 2 + p.kind) * QP + p.pos;
+            const int64_t w = *ws;
+            q = WQ(w);
+            lb = WCLS(w) & lane_of;
+            if (!(w & WCOUNTED)) {
+                /* its first command: a row hit, miss or conflict (only a PRE leaves it in
+                 * its buffer, to be seen again) */
+                const int64_t orow = open_row[c * NBC + lb];
+                const int64_t k = orow == q_row[q] ? 0 : (orow >= 0 ? 2 : 1);
+                cnt[(q_wr[q] ? C_HIT_W : C_HIT_R) + k]++;
+                *ws = w | WCOUNTED;
+            }
+        }
+        if (lb >= 0) {
+            bk = c * NBC + lb;
+            rk = c * R + RANK_OF(lb);
+        }
+        const int64_t rkl = rk - c * R;
+        issue_rules(S, RU, c, clk, p.cmd, lb, rk, rkl, CFG_ARGS);
+        cnt[p.cmd]++;
+        issued = 1;
+        if (c == 0 && S->nlog < S->maxlog) {
+            int64_t *lg = S->log + S->nlog++ * 5;
+            lg[0] = clk;
+            lg[1] = p.cmd;
+            lg[2] = rk;
+            lg[3] = bk;
+            lg[4] = q < 0 ? -1 : q_row[q];
+        }
+        if (p.kind == K_REF) refresh_state(S, c, clk, p.cmd, rk, rkl, CFG_ARGS);
+        else request_state(S, c, clk, &p, q, lb, bk, rk, CFG_ARGS);
+    }
+    wake[c] = issued ? clk + 1 : mn(fut, not_ready_min(S, c, &nr, CFG_ARGS));
+}
+
+#endif

@@ -1,0 +1,45 @@
+/* The DRAM engine (engine.c): commands, counters and the arguments of a run. */
+#ifndef NMP_ENGINE_DEFS_H
+#define NMP_ENGINE_DEFS_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+#define NCMD 9
+enum { ACT, PREPB, PREAB, RD, WR, RDA, WRA, REFAB };
+#define W 4 /* issue-history depth (tFAW) */
+#define INF ((int64_t)1 << 62)
+#define C_HIT_R (NCMD + 0)
+#define C_HIT_W (NCMD + 3)
+#define C_FWD (NCMD + 6)
+#define C_COAL (NCMD + 7)
+#define N_COUNTERS (NCMD + 8)
+/* where a picked request is: the read or the write buffer, the active buffer, refresh */
+enum { K_RD, K_WR, K_ACTIVE, K_REF };
+/* rows of the bank table: the commands evaluated below the rank */
+#define NK 4
+enum { T_ACT, T_PRE, T_RD, T_WR };
+#define FORCE_INLINE static inline __attribute__((always_inline))
+#define UNUSED __attribute__((unused))
+
+FORCE_INLINE int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }
+FORCE_INLINE int64_t mn(int64_t a, int64_t b) { return a < b ? a : b; }
+
+typedef struct {
+    const int64_t *q_ch, *q_rank, *q_bg, *q_bank, *q_row, *q_key, *q_arr;
+    const int8_t *q_wr;
+    int64_t n;
+    const int64_t *params;
+    const double *wm;
+    const int64_t *tab_i, *nxt, *lat, *win;
+    int64_t *log;
+    int64_t maxlog;
+    int64_t *out_scalars, *cnt_snap, *cnt, *arrive, *depart, *done, *active_cycles;
+    uint8_t *forwarded;
+} Args;
+
+#endif

@@ -1,0 +1,66 @@
+/* The DRAM engine (engine.c): the bank table, one int64 per bank (lane) of a channel in blocks
+ * of 8 lanes, and bit masks over lanes. */
+#ifndef NMP_ENGINE_LANES_H
+#define NMP_ENGINE_LANES_H
+
+#include "engine_defs.h"
+
+/* ---- the bank table: t[lane] over the lanes (banks) of one channel, for one command ---- */
+
+/* lanes [lo, lo + n) */
+FORCE_INLINE uint64_t lanes(int64_t lo, int64_t n)
+{
+    return (n >= 64 ? ~0ull : (1ull << n) - 1) << lo;
+}
+
+/* the lanes l of m where t[l] <= clk (m's lanes lie in the first nblk blocks of 8) */
+FORCE_INLINE uint64_t le_bits(const int64_t *restrict t, uint64_t m, int64_t clk, int64_t nblk)
+{
+    uint64_t r = 0;
+#ifdef __AVX512F__
+    const __m512i vc = _mm512_set1_epi64(clk);
+    for (int64_t b = 0; b < nblk; b++)
+        r |= (uint64_t)_mm512_cmple_epi64_mask(_mm512_load_si512((const void *)(t + 8 * b)), vc)
+             << (8 * b);
+#else
+    for (int64_t l = 0; l < 8 * nblk; l++) r |= (uint64_t)(t[l] <= clk) << l;
+#endif
+    return r & m;
+}
+
+/* min of t over the lanes of m (INF if none) */
+FORCE_INLINE int64_t lanes_min(const int64_t *restrict t, int64_t nblk, uint64_t m)
+{
+#ifdef __AVX512F__
+    __m512i f = _mm512_set1_epi64(INF);
+    for (int64_t b = 0; b < nblk; b++)
+        f = _mm512_mask_min_epi64(f, (__mmask8)(m >> (8 * b)), f,
+                                  _mm512_load_si512((const void *)(t + 8 * b)));
+    return _mm512_reduce_min_epi64(f);
+#else
+    int64_t f = INF;
+    for (int64_t l = 0; l < 8 * nblk; l++) f = mn(f, ((m >> l) & 1) ? t[l] : INF);
+    return f;
+#endif
+}
+
+/* t[l] = max(t[l], v) over the lanes of m (full-block stores: a scan loads whole blocks, which
+ * a masked or narrower store cannot forward to) */
+FORCE_INLINE void raise_lanes(int64_t *restrict t, uint64_t m, int64_t v)
+{
+    while (m) {
+        const int64_t b = __builtin_ctzll(m) >> 3;
+#ifdef __AVX512F__
+        const __m512i x = _mm512_load_si512((const void *)(t + 8 * b));
+        _mm512_store_si512((void *)(t + 8 * b),
+                           _mm512_mask_max_epi64(x, (__mmask8)(m >> (8 * b)), x,
+                                                 _mm512_set1_epi64(v)));
+#else
+        for (int64_t l = 8 * b; l < 8 * b + 8; l++)
+            if ((m >> l) & 1) t[l] = mx(t[l], v);
+#endif
+        m &= ~(0xFFull << (8 * b));
+    }
+}
+
+#endif
