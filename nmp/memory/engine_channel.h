@@ -105,6 +105,19 @@ FORCE_INLINE void top_masks(Sim *restrict S, int64_t c, int64_t clk, uint32_t *t
         topm[r] = _mm512_cmple_epi64_mask(
             _mm512_max_epi64(ch, _mm512_load_si512((const void *)(rdy + (o1 + c * R + r) * RS))),
             vc);
+#elif defined(__AVX2__)
+    const __m256i vc = _mm256_set1_epi64x(clk);
+    for (int64_t r = 0; r < R; r++) {
+        uint32_t m = 0;
+        for (int h = 0; h < 8; h += 4) {
+            const __m256i a = _mm256_load_si256((const void *)(rdy + c * RS + h));
+            const __m256i b = _mm256_load_si256((const void *)(rdy + (o1 + c * R + r) * RS + h));
+            const __m256i top = _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(b, a));
+            const __m256i gt = _mm256_cmpgt_epi64(top, vc);
+            m |= (uint32_t)(~_mm256_movemask_pd(_mm256_castsi256_pd(gt)) & 0xF) << h;
+        }
+        topm[r] = m;
+    }
 #else
     for (int64_t r = 0; r < R; r++) {
         topm[r] = 0;

@@ -22,6 +22,12 @@ FORCE_INLINE uint64_t le_bits(const int64_t *restrict t, uint64_t m, int64_t clk
     for (int64_t b = 0; b < nblk; b++)
         r |= (uint64_t)_mm512_cmple_epi64_mask(_mm512_load_si512((const void *)(t + 8 * b)), vc)
              << (8 * b);
+#elif defined(__AVX2__)
+    const __m256i vc = _mm256_set1_epi64x(clk);
+    for (int64_t l = 0; l < 8 * nblk; l += 4) {
+        const __m256i gt = _mm256_cmpgt_epi64(_mm256_load_si256((const void *)(t + l)), vc);
+        r |= (uint64_t)(~_mm256_movemask_pd(_mm256_castsi256_pd(gt)) & 0xF) << l;
+    }
 #else
     for (int64_t l = 0; l < 8 * nblk; l++) r |= (uint64_t)(t[l] <= clk) << l;
 #endif
@@ -38,8 +44,9 @@ FORCE_INLINE int64_t lanes_min(const int64_t *restrict t, int64_t nblk, uint64_t
                                   _mm512_load_si512((const void *)(t + 8 * b)));
     return _mm512_reduce_min_epi64(f);
 #else
+    (void)nblk;
     int64_t f = INF;
-    for (int64_t l = 0; l < 8 * nblk; l++) f = mn(f, ((m >> l) & 1) ? t[l] : INF);
+    for (; m; m &= m - 1) f = mn(f, t[__builtin_ctzll(m)]);
     return f;
 #endif
 }

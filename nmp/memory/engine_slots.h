@@ -38,6 +38,15 @@ FORCE_INLINE uint64_t ready_slots(const int64_t *restrict q, int64_t nx, uint64_
         if (two) b = _mm512_or_si512(b, _mm512_srlv_epi64(v1, _mm512_sub_epi64(cls, k64)));
         r |= (uint64_t)_mm512_test_epi64_mask(b, one) << x;
     }
+#elif defined(__AVX2__)
+    const __m256i v0 = _mm256_set1_epi64x((int64_t)cm0), v1 = _mm256_set1_epi64x((int64_t)cm1),
+                  k64 = _mm256_set1_epi64x(64);
+    for (int64_t x = 0; x < nx; x += 4) {
+        const __m256i cls = _mm256_srli_epi64(_mm256_load_si256((const void *)(q + x)), WSH);
+        __m256i b = _mm256_srlv_epi64(v0, cls); /* (as above: 64 or more gives 0) */
+        if (two) b = _mm256_or_si256(b, _mm256_srlv_epi64(v1, _mm256_sub_epi64(cls, k64)));
+        r |= (uint64_t)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64(b, 63))) << x;
+    }
 #else
     for (int64_t x = 0; x < nx; x++) {
         const uint64_t cls = WCLS(q[x]);
@@ -77,6 +86,22 @@ FORCE_INLINE void remove_slot(int64_t *restrict q, UNUSED int64_t QP, int64_t p,
             __m512i v = _mm512_mask_mov_epi64(nxt, (__mmask8)(lo >> x), cur);
             v = _mm512_mask_mov_epi64(v, (__mmask8)(hi >> x), vpad);
             _mm512_store_si512((void *)(q + x), v);
+        }
+        return;
+    }
+#elif defined(__AVX2__)
+    if (QP <= 64) {
+        /* as above, 4 slots a block: q[x + i] keeps its word below p, takes the next one from
+         * p to m - 1, and padding from m on */
+        const __m256i vpad = _mm256_set1_epi64x(pad), vp = _mm256_set1_epi64x(p),
+                      vm = _mm256_set1_epi64x(m), step = _mm256_set_epi64x(3, 2, 1, 0);
+        for (int64_t x = 0; x < QP; x += 4) {
+            const __m256i idx = _mm256_add_epi64(_mm256_set1_epi64x(x), step);
+            const __m256i cur = _mm256_load_si256((const void *)(q + x));
+            const __m256i nxt = _mm256_loadu_si256((const void *)(q + x + 1));
+            __m256i v = _mm256_blendv_epi8(nxt, cur, _mm256_cmpgt_epi64(vp, idx));
+            v = _mm256_blendv_epi8(v, vpad, _mm256_cmpgt_epi64(idx, _mm256_sub_epi64(vm, _mm256_set1_epi64x(1))));
+            _mm256_store_si256((void *)(q + x), v);
         }
         return;
     }

@@ -9,6 +9,7 @@ preset with writes and arrival cycles, and the NMP internal views. Then the back
 from __future__ import annotations
 
 import os
+import platform
 
 import numpy as np
 import pytest
@@ -62,9 +63,15 @@ def test_reference_cases_identical(dram_ref):
         assert out[0] == 0, case["id"]
 
 
-def test_portable_build_identical(dram_ref, monkeypatch, tmp_path):
-    """engine.c has AVX-512 paths; a CPU without AVX-512 runs the plain C loops instead."""
-    monkeypatch.setenv("CC", f"{os.environ.get('CC', 'cc')} -mno-avx512f")
+@pytest.mark.parametrize(
+    "flags", ["-mno-avx512f", "-mno-avx512f -mno-avx2"], ids=["avx2-paths", "plain-c"]
+)
+def test_portable_build_identical(dram_ref, monkeypatch, tmp_path, flags):
+    """engine.c has AVX-512 paths, AVX2 paths for CPUs without AVX-512, and plain C loops for
+    the others (such as ARM): each build gives the reference's results."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip(f"the {flags} builds are x86 builds ({platform.machine()} builds plain C)")
+    monkeypatch.setenv("CC", f"{os.environ.get('CC', 'cc')} {flags}")
     monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path))
     native._function.cache_clear()
     try:
