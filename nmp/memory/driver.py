@@ -339,9 +339,17 @@ def replay(
     at ``cycles``: every figure is then Ramulator's.
     """
     requests = _as_requests(trace_or_requests)
-    return _replay_inputs(
-        engine_inputs(requests, spec), len(requests), spec, drain=drain, timeline=timeline
+    names = requests.dtype.names
+    # the engine inputs live only through this call: this thread's scratch buffers (fresh
+    # arrays would cost a page fault per 4 KiB on every replay)
+    inputs = lines_inputs(
+        requests["addr"],
+        spec,
+        requests["write"],
+        requests["arrival"] if names is not None and "arrival" in names else None,
+        scratch=True,
     )
+    return _replay_inputs(inputs, len(requests), spec, drain=drain, timeline=timeline)
 
 
 def replay_lines(
