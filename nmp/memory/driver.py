@@ -340,8 +340,8 @@ def replay(
     """
     requests = _as_requests(trace_or_requests)
     names = requests.dtype.names
-    # the engine inputs live only through this call: this thread's scratch buffers (fresh
-    # arrays would cost a page fault per 4 KiB on every replay)
+    # the engine inputs live only through this call: this thread's scratch buffers, as in
+    # replay_lines, rather than fresh arrays on every replay
     inputs = lines_inputs(
         requests["addr"],
         spec,
