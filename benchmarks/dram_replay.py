@@ -48,7 +48,7 @@ def main() -> None:
         f"{'case':46s} {'requests':>9s} {'engine req/s':>13s} {'Ramulator2':>11s} {'ratio':>7s}"
         f" {'evals/req':>9s} {'cmds/req':>8s}"
     )
-    ratios, total_req, total_s, total_ram_s, total_ticks, total_cmds = [], 0, 0.0, 0.0, 0, 0
+    ratios, total_req, total_s, total_ram_s, total_evals, total_cmds = [], 0, 0.0, 0.0, 0, 0
     for case in cases:
         spec = case_memory_spec(case["memory_args"])
         requests = read_trace(ref / case["trace"])
@@ -61,8 +61,8 @@ def main() -> None:
             best = min(best, time.process_time() - t0)
         n = stats.requests
         out = run_engine(engine_inputs(requests, spec), spec, drain=False)  # untimed: counts
-        ticks, cmds = int(out[10]), sum(stats.cmd_counts[k] for k in ("ACT", "PRE", "RD", "WR"))
-        total_ticks += ticks
+        evals, cmds = int(out[10]), sum(stats.cmd_counts[k] for k in ("ACT", "PRE", "RD", "WR"))
+        total_evals += evals
         total_cmds += cmds
         rate = n / best
         ram = case["ramulator2"]["requests_per_s"]
@@ -72,7 +72,7 @@ def main() -> None:
         total_ram_s += case["ramulator2"]["wall_s"]
         print(
             f"{case['id']:46s} {n:9d} {rate:13,.0f} {ram:11,.0f} {rate / ram:7.1f}x"
-            f" {ticks / n:9.2f} {cmds / n:8.2f}"
+            f" {evals / n:9.2f} {cmds / n:8.2f}"
         )
     if not ratios:
         print("no case selected")
@@ -84,8 +84,8 @@ def main() -> None:
         f"({total_ram_s / total_s:.1f}x)"
     )
     print(
-        f"per request: {total_ticks / total_req:.2f} evaluations, "
-        f"{total_cmds / total_req:.2f} commands; {1e9 * total_s / total_ticks:.0f} ns per "
+        f"per request: {total_evals / total_req:.2f} evaluations, "
+        f"{total_cmds / total_req:.2f} commands; {1e9 * total_s / total_evals:.0f} ns per "
         f"evaluation"
     )
 

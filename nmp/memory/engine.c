@@ -172,9 +172,7 @@ FORCE_INLINE void accept(Sim *restrict S, const Args *restrict A, int64_t j, int
     if (wake[c] > clk + 1) {
         /* the channel sleeps until wake[c]: only the new request, or the write mode its
          * arrival flips, can change that */
-        const int64_t nwq = QL(c, K_WR), nrq = QL(c, K_RD);
-        if (plen[c] == 0 && ((!wmode[c] && (nwq > wm_hi || nrq == 0)) ||
-                             (wmode[c] && nwq < wm_lo && nrq != 0))) {
+        if (plen[c] == 0 && WMODE_FLIPS(c)) {
             wake[c] = clk + 1;
         } else {
             int64_t cc, row;

@@ -77,12 +77,15 @@ typedef struct {
 
 #define RDY(node, cmd) rdy[(node) * RS + (cmd)]
 #define QL(c, k) ql[(c) * 2 + (k)]
-/* the bank-table row of command k (ACT, PREpb or a column command of the row policy) */
-#define TROW(k) ((k) == ACT ? T_ACT : (k) == PREPB ? T_PRE : (k) == rd_cmd ? T_RD : T_WR)
 #define TBR(c, row) (Tb + ((c) * NK + (row)) * TP)
 /* ready clock of command cc above the bank group: channel c and its rank r (local) */
 #define TOP(c, r, cc) mx(RDY(c, cc), RDY(o1 + (c) * R + (r), cc))
 #define RANK_OF(l) (R == 1 ? 0 : lane_rk[l])
+/* the write mode of channel c switches at its next evaluation (to writes: the write buffer
+ * above its high watermark or no read queued; back: below its low one with a read queued) */
+#define WMODE_FLIPS(c)                                                   \
+    (!wmode[c] ? (QL(c, K_WR) > wm_hi || QL(c, K_RD) == 0)               \
+               : (QL(c, K_WR) < wm_lo && QL(c, K_RD) != 0))
 /* a lane's bit in a mask: set or cleared */
 #define PUT_BIT(m, l, on) ((m) = ((m) & ~(1ull << (l))) | ((uint64_t)((on) != 0) << (l)))
 /* the lanes whose channel and rank let command cc issue now, from topm (per rank, the
@@ -178,11 +181,7 @@ FORCE_INLINE void pick_buffer(Sim *restrict S, int64_t c, int64_t clk, const uin
                               int want_col, int want_row, Pick *p, NotReady *nr, CFG)
 {
     UNPACK(S);
-    if (!wmode[c]) {
-        if (QL(c, K_WR) > wm_hi || QL(c, K_RD) == 0) wmode[c] = 1;
-    } else {
-        if (QL(c, K_WR) < wm_lo && QL(c, K_RD) != 0) wmode[c] = 0;
-    }
+    if (WMODE_FLIPS(c)) wmode[c] = !wmode[c];
     const int64_t kind = wmode[c] ? K_WR : K_RD;
     const int64_t col_cmd = wmode[c] ? wr_cmd : rd_cmd;
     const int64_t col_row = wmode[c] ? T_WR : T_RD;
