@@ -31,13 +31,16 @@ def _table_arrays(standard: str, timing: tuple[tuple[str, int], ...], bus_level:
 
 
 @nb.njit(cache=True)
-def _decode_lines(addr, write, has_write, k, tx, tx_shift, pos, mask, R, G, B, out, wr, full):
+def _decode_lines(
+    addr, write, has_write, k, tx, tx_shift, pos, mask, R, G, B, out, wr, full, zero_arrival
+):
     """One pass over the lines: each split into its ``k`` transactions (addr, addr + tx, ...),
     decoded as :func:`decode_address` straight to the engine's global node ids (channel, rank,
     bank group, bank and row each occupy one bit range ``pos``/``mask`` of the transaction
     number). Fills ``out[i * m + j]`` (m = n * k transactions; i: channel, rank, bank group,
     bank, row, transaction key (address / tx_bytes), arrival 0; without ``full`` only bank
-    group, bank, row and key) and ``wr[j]`` (the writes); returns the largest address."""
+    group, bank, row and key; the arrival only with ``zero_arrival``) and ``wr[j]`` (the
+    writes); returns the largest address."""
     n = addr.shape[0] * k
     top = np.uint64(0)
     p0, p1, p2, p3, p4 = pos[0], pos[1], pos[2], pos[3], pos[4]
@@ -52,6 +55,7 @@ def _decode_lines(addr, write, has_write, k, tx, tx_shift, pos, mask, R, G, B, o
         if full:
             out[j] = (x >> p0) & m0
             out[n + j] = rank
+        if zero_arrival:
             out[6 * n + j] = 0
         out[2 * n + j] = bg
         out[3 * n + j] = bg * B + ((x >> p3) & m3)
@@ -167,7 +171,8 @@ def lines_inputs(
     m = addr.shape[0] * plan.k
     out, wr, zeros = _buffers(m, scratch)
     full = zeros is None or not plan.single_rank
-    top = _decode_lines(addr, wr_in, has_write, *plan.decode, out, wr, full)
+    # scratch zeros stand for the arrivals (when none are given)
+    top = _decode_lines(addr, wr_in, has_write, *plan.decode, out, wr, full, zeros is None)
     nodes = [out[i * m : (i + 1) * m] for i in range(7)]
     if not full:
         nodes[0] = nodes[1] = nodes[6] = zeros[:m]

@@ -2,8 +2,8 @@
  * `simulate` (the reference, in numba), computed another way. Every command issues at the same
  * cycle as in the reference, so every output is identical but the last, the count of
  * evaluations (tests/memory/test_mem_native_engine.py compares them all, with a log of the
- * commands). Built by nmp/memory/native.py with cc -O3 -march=native; AVX-512 paths where
- * __AVX512F__, AVX2 paths where __AVX2__, plain C loops otherwise (same results).
+ * commands). Built by nmp/memory/native.py with cc -O3 -march=native -mtune=generic; AVX-512
+ * paths where __AVX512F__, AVX2 paths where __AVX2__, plain C loops otherwise (same results).
  *
  * How it differs from the reference, and why. Against the previous C engine, which followed
  * the reference step for step, on the 56 reference traces, engine alone, median of 3 load
@@ -225,14 +225,18 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, CFG)
         /* a request's lane, rank and bank group are taken from its bank id ((channel * R * G
          * + bank group) * B + bank): the inputs must agree with that numbering, as the
          * decoder's do */
-        const int64_t B = S->B, G = S->G;
+        /* one pass without branches (it vectorizes): x in [lo, lo + size) as the unsigned
+         * x - lo < size; the channel is checked first, so every lo is exact */
+        const uint64_t B = S->B, G = S->G, uR = R, uC = C;
+        uint64_t bad = 0;
         for (int64_t i = 0; i < n; i++) {
-            const int64_t b = A->q_bank[i], g = A->q_bg[i], r = A->q_rank[i], c = q_ch[i];
-            if (b < g * B || b >= g * B + B || g < r * G || g >= r * G + G || r < c * R ||
-                r >= c * R + R || c < 0 || c >= C) {
-                status = -3;
-                goto out;
-            }
+            const uint64_t b = A->q_bank[i], g = A->q_bg[i], r = A->q_rank[i], c = q_ch[i];
+            bad |= (uint64_t)(c >= uC) | (uint64_t)(r - c * uR >= uR) |
+                   (uint64_t)(g - r * G >= G) | (uint64_t)(b - g * B >= B);
+        }
+        if (bad) {
+            status = -3;
+            goto out;
         }
     }
     for (int64_t i = 0; i < n; i++) A->arrive[i] = A->depart[i] = A->done[i] = -1;

@@ -144,15 +144,29 @@ def test_nmp_internal_views_identical(level):
         _both(engine_inputs(make_requests(addr), spec), spec)
 
 
-def test_inconsistent_node_ids_are_refused():
-    """The C engine takes a request's lane, rank and bank group from its bank id."""
-    spec = load_memory("ddr4-3200aa")
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        (2, lambda v: v + 1),  # a bank group that does not hold the request's bank
+        (3, lambda v: v + 4),  # a bank of the next bank group
+        (1, lambda v: v ^ 1),  # the other rank of the channel
+        (1, lambda v: v + 2),  # a rank of the other channel
+        (0, lambda v: v + 2),  # no such channel
+        (0, lambda v: -1),
+        (2, lambda v: v + (1 << 62)),  # far out, where products wrap around 2**64
+        (3, lambda v: -v - 1),
+    ],
+)
+def test_inconsistent_node_ids_are_refused(field, value):
+    """The C engine takes a request's lane, rank and bank group from its bank id: inputs that
+    disagree with that numbering, in any field, are refused."""
+    spec = load_memory("ddr4-3200aa", channels=2, ranks=2)
     plan = driver._plan(spec)
     p, wm = plan.engine_params(True, True)
-    inputs = list(engine_inputs(make_requests(np.arange(64) * 64), spec))
+    inputs = list(engine_inputs(make_requests(np.arange(4096) * 64), spec))
     native.simulate(*inputs, p, wm, *plan.tables, np.zeros((0, 5), np.int64))
-    inputs[2] = inputs[2].copy()
-    inputs[2][5] += 1  # a bank group that does not hold the request's bank
+    inputs[field] = inputs[field].copy()
+    inputs[field][1234] = value(inputs[field][1234])
     with pytest.raises(RuntimeError, match="bank group and rank ids disagree"):
         native.simulate(*inputs, p, wm, *plan.tables, np.zeros((0, 5), np.int64))
 
