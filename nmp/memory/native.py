@@ -13,12 +13,12 @@ The library is built once per machine with the system C compiler (``$CC``, else 
 ``-O3 -march=native -mtune=generic`` into the user cache (``$NMP_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/nmp``, else ``~/.cache/nmp``). Its name hashes the sources, the compiler
 command and the CPU, so an edit, another compiler or another machine sharing the home directory
-gets its own build. Without
-a compiler :func:`available` is False (:func:`unavailable_reason` says why) and the driver runs
-the numba engine, with the same results; so it does for an organization the C engine does not
-take (:func:`unsupported`: more than 64 banks or 8 ranks per channel, a windowed timing rule
-below the rank). The C call releases the GIL (threads replay in parallel), and the build (a few
-seconds) replaces the numba engine's first compilation (about 15 s).
+gets its own build. Without a compiler :func:`available` is False (:func:`unavailable_reason`
+says why) and the driver runs the numba engine, with the same results; so it does for an
+organization the C engine does not take (:func:`unsupported`: more than 64 banks or 8 ranks per
+channel, a windowed timing rule below the rank). The C call releases the GIL (threads replay in
+parallel), and the build (a few seconds) replaces the numba engine's first compilation (about
+15 s).
 """
 
 from __future__ import annotations
