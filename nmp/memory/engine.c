@@ -224,9 +224,8 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, CFG)
     {
         /* a request's lane, rank and bank group are taken from its bank id ((channel * R * G
          * + bank group) * B + bank): the inputs must agree with that numbering, as the
-         * decoder's do */
-        /* one pass without branches (it vectorizes): x in [lo, lo + size) as the unsigned
-         * x - lo < size; the channel is checked first, so every lo is exact */
+         * decoder's do. One pass without branches (it vectorizes): x in [lo, lo + size) as
+         * the unsigned x - lo < size; with the channel in range, each lo is exact in turn */
         const uint64_t B = S->B, G = S->G, uR = R, uC = C;
         uint64_t bad = 0;
         for (int64_t i = 0; i < n; i++) {
