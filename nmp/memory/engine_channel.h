@@ -1,101 +1,8 @@
-/* The DRAM engine (engine.c): a run's state and one evaluation of a channel's controller. */
+/* The DRAM engine (engine.c): one evaluation of a channel's controller. */
 #ifndef NMP_ENGINE_CHANNEL_H
 #define NMP_ENGINE_CHANNEL_H
 
-#include "engine_lanes.h"
-#include "engine_rules.h"
-#include "engine_slots.h"
-
-/* ---- a run's state ------------------------------------------------------------------- */
-
-typedef struct {
-    const int64_t *q_row;
-    const int8_t *q_wr;
-    int64_t *cnt, *arrive, *depart, *done, *active_cycles, *log;
-    int64_t maxlog, nlog, n_acts, evals;
-    /* configuration read at run time */
-    int64_t G, B, nrefi, rl, wm_hi, wm_lo, GB, NBC, PQ, NBLK;
-    int ref_on, skip_blocked, jump, hsb, two;
-    int bg_in_block; /* a bank group's lanes never straddle a block of 8 (B divides 8) */
-    /* ready clocks and issue histories of channels and ranks; the bank table of each
-     * channel: Tb[(c * NK + row) * TP + lane] */
-    int64_t *rdy, *hist, *Tb;
-    int64_t *open_row, *open_cnt, *open_since, *act_rank;
-    /* per channel: lanes with an open row, with an active request, and of those the writes */
-    uint64_t *open_m, *act_m, *aw_m;
-    /* the active buffer, by lane (a bank holds at most one request whose ACT has issued: its
-     * row stays open until that request's column command): its request, and the order of
-     * its ACT (the reference keeps its buffer in that order: ties of arrival go to the
-     * earlier ACT) */
-    int64_t *act_q, *act_seq;
-    /* per channel, buffer (read, write) and lane: queued requests that hit the open row and
-     * that do not; per channel and buffer the lanes holding either */
-    uint8_t *n_h, *n_m;
-    uint64_t *h_m, *m_m;
-    /* buffers: slot words (Qw[(c * 2 + kind) * QP + position]), the write buffer's keys
-     * (Qkey[c * QP + position]), lengths; refresh queue; write mode; timing */
-    int64_t *Qw, *Qkey, *ql, *pbuf, *plen, *next_ref, *wake, *last_eval;
-    uint8_t *wmode;
-    int64_t lane_rk[64];
-    uint64_t lane_bg[64], rk_lanes[8];
-} Sim;
-
-/* the configuration that the instantiations fix at compile time */
-#define CFG                                                                            \
-    UNUSED const int64_t C, UNUSED const int64_t R, UNUSED const int dual,                 \
-        UNUSED const int closed, UNUSED const int64_t QP, UNUSED const int64_t NBLK_C
-#define CFG_ARGS C, R, dual, closed, QP, NBLK_C
-
-/* a run's state as restrict-qualified locals (loads the compiler may keep in registers) */
-#define UNPACK(S)                                                                          \
-    UNUSED const int64_t *restrict q_row = S->q_row;                                       \
-    UNUSED const int8_t *restrict q_wr = S->q_wr;                                          \
-    UNUSED int64_t *restrict cnt = S->cnt, *restrict arrive = S->arrive;                   \
-    UNUSED int64_t *restrict depart = S->depart, *restrict done = S->done;                 \
-    UNUSED int64_t *restrict active_cycles = S->active_cycles;                             \
-    UNUSED const int64_t G = S->G, B = S->B, nrefi = S->nrefi, rl = S->rl;                 \
-    UNUSED const int64_t wm_hi = S->wm_hi, wm_lo = S->wm_lo, GB = S->GB, NBC = S->NBC;     \
-    UNUSED const int64_t PQ = S->PQ, NBLK = NBLK_C ? NBLK_C : S->NBLK, TP = 8 * NBLK;     \
-    UNUSED const int ref_on = S->ref_on, skip_blocked = S->skip_blocked, hsb = S->hsb;    \
-    UNUSED const int two = S->two;                                                         \
-    UNUSED const uint64_t lane_of = (1u << S->hsb) - 1; /* a class's lane */               \
-    UNUSED const int64_t rd_cmd = closed ? RDA : RD, wr_cmd = closed ? WRA : WR, o1 = C;   \
-    UNUSED int64_t *restrict rdy = S->rdy, *restrict hist = S->hist, *restrict Tb = S->Tb; \
-    UNUSED int64_t *restrict open_row = S->open_row, *restrict open_cnt = S->open_cnt;     \
-    UNUSED int64_t *restrict open_since = S->open_since, *restrict act_rank = S->act_rank; \
-    UNUSED uint64_t *restrict open_m = S->open_m, *restrict act_m = S->act_m;              \
-    UNUSED uint64_t *restrict aw_m = S->aw_m;                                              \
-    UNUSED int64_t *restrict act_q = S->act_q, *restrict act_seq = S->act_seq;             \
-    UNUSED uint8_t *restrict n_h = S->n_h, *restrict n_m = S->n_m;                         \
-    UNUSED uint64_t *restrict h_m = S->h_m, *restrict m_m = S->m_m;                        \
-    UNUSED int64_t *restrict Qw = S->Qw, *restrict Qkey = S->Qkey, *restrict ql = S->ql;   \
-    UNUSED int64_t *restrict pbuf = S->pbuf, *restrict plen = S->plen;                     \
-    UNUSED int64_t *restrict next_ref = S->next_ref, *restrict wake = S->wake;             \
-    UNUSED uint8_t *restrict wmode = S->wmode;                                             \
-    UNUSED const int64_t *restrict lane_rk = S->lane_rk;                                   \
-    UNUSED const uint64_t *restrict lane_bg = S->lane_bg, *restrict rk_lanes = S->rk_lanes
-
-#define RDY(node, cmd) rdy[(node) * RS + (cmd)]
-#define QL(c, k) ql[(c) * 2 + (k)]
-#define TBR(c, row) (Tb + ((c) * NK + (row)) * TP)
-/* ready clock of command cc above the bank group: channel c and its rank r (local) */
-#define TOP(c, r, cc) mx(RDY(c, cc), RDY(o1 + (c) * R + (r), cc))
-#define RANK_OF(l) (R == 1 ? 0 : lane_rk[l])
-/* the write mode of channel c switches at its next evaluation (to writes: the write buffer
- * above its high watermark or no read queued; back: below its low one with a read queued) */
-#define WMODE_FLIPS(c)                                                   \
-    (!wmode[c] ? (QL(c, K_WR) > wm_hi || QL(c, K_RD) == 0)               \
-               : (QL(c, K_WR) < wm_lo && QL(c, K_RD) != 0))
-/* a lane's bit in a mask: set or cleared */
-#define PUT_BIT(m, l, on) ((m) = ((m) & ~(1ull << (l))) | ((uint64_t)((on) != 0) << (l)))
-/* the lanes whose channel and rank let command cc issue now, from topm (per rank, the
- * commands its channel and rank let issue now) */
-#define TOP_OK(cc, out)                                            \
-    do {                                                           \
-        out = 0;                                                   \
-        for (int64_t r_ = 0; r_ < R; r_++)                         \
-            if ((topm[r_] >> (cc)) & 1) out |= rk_lanes[r_];       \
-    } while (0)
+#include "engine_state.h"
 
 /* per rank of channel c: the commands its channel and rank let issue at clk */
 FORCE_INLINE void top_masks(Sim *restrict S, int64_t c, int64_t clk, uint32_t *topm, CFG)
@@ -263,19 +170,19 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
     /* bank group and bank: every row of the table, without branches (a rule that is not
      * there raises to clk + NEG, i.e. not at all) */
     int64_t *restrict tb = Tb + c * NK * TP;
-    const uint64_t rkm = rk_lanes[rkl];
+    const uint64_t rkm = RK_LANES(rkl);
     if (lb < 0) {
         for (int k = 0; k < NK; k++) raise_lanes(tb + k * TP, rkm, clk + RU->all[cmd][k]);
         return;
     }
-    const uint64_t gm = lane_bg[lb];
+    const uint64_t gm = BG_LANES(lb);
     if (RU->has_bgs[cmd])
         for (int k = 0; k < NK; k++) raise_lanes(tb + k * TP, rkm & ~gm, clk + RU->bgs[cmd][k]);
     if (RU->has_bks[cmd])
         for (int k = 0; k < NK; k++)
             raise_lanes(tb + k * TP, gm & ~(1ull << lb), clk + RU->bks[cmd][k]);
     const int64_t b8 = lb & ~(int64_t)7;
-    if (S->bg_in_block) {
+    if (B_C ? 8 % B_C == 0 : S->bg_in_block) {
         /* the bank group's lanes lie in the bank's block of 8 */
 #ifdef __AVX512F__
         const __mmask8 kg = (__mmask8)(gm >> b8), kb = (__mmask8)(1u << (lb - b8));
@@ -313,7 +220,7 @@ FORCE_INLINE void refresh_state(Sim *restrict S, int64_t c, int64_t clk, int64_t
         plen[c]--;
         return;
     }
-    const uint64_t rkm = rk_lanes[rkl];
+    const uint64_t rkm = RK_LANES(rkl);
     for (int64_t k = rk * GB; k < (rk + 1) * GB; k++) open_row[k] = -1;
     open_m[c] &= ~rkm;
     /* the rank's queued requests no longer hit */
@@ -459,7 +366,7 @@ FORCE_INLINE int64_t not_ready_min(Sim *restrict S, int64_t c, const NotReady *n
     } else {
         for (int k = 0; k < NK; k++)
             for (int64_t r = 0; r < R; r++) {
-                const uint64_t m = rows[k] & rk_lanes[r];
+                const uint64_t m = rows[k] & RK_LANES(r);
                 if (m) t = mn(t, mx(TOP(c, r, row_cmd[k]), lanes_min(TBR(c, k), NBLK, m)));
             }
     }
@@ -473,7 +380,7 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
 {
     UNPACK(S);
     S->evals++;
-    S->last_eval[c] = clk;
+    last_eval[c] = clk;
     if (ref_on && clk == next_ref[c]) {
         next_ref[c] += nrefi;
         for (int64_t r = 0; r < R; r++)

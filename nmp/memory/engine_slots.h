@@ -110,16 +110,6 @@ FORCE_INLINE void remove_slot(int64_t *restrict q, UNUSED int64_t QP, int64_t p,
     q[m] = pad;
 }
 
-/* slot arrays: 64-byte aligned (whole-block loads), one block of slack past the last queue
- * (remove_slot reads one slot past its queue) */
-static int64_t *aligned_words(int64_t nq, int64_t fill)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 64, (nq + 8) * 8)) return NULL;
-    for (int64_t i = 0; i < nq + 8; i++) ((int64_t *)p)[i] = fill;
-    return p;
-}
-
 #define RUP8(x) (((x) + 7) & ~(int64_t)7)
 
 /* Lane ln of a channel opened row nrow (-1: it closed): its slots among q[0 .. e) (e a

@@ -17,8 +17,8 @@ gets its own build. Without a compiler :func:`available` is False (:func:`unavai
 says why) and the driver runs the numba engine, with the same results; so it does for an
 organization the C engine does not take (:func:`unsupported`: more than 64 banks or 8 ranks per
 channel, a windowed timing rule below the rank). The C call releases the GIL (threads replay in
-parallel), and the build (a few seconds) replaces the numba engine's first compilation (about
-15 s).
+parallel), and the build (about 35 s, once) replaces the numba engine's first compilation
+(about 15 s).
 """
 
 from __future__ import annotations
