@@ -193,14 +193,16 @@ def lines_inputs(
     return (channel, rank, bg, bank, row, wr, key, arr)
 
 
-def engine_inputs(requests: np.ndarray, spec: MemorySpec) -> tuple:
-    """Split lines into transactions (HBM: 64 B -> addr, addr+32), decode, flatten node ids."""
+def engine_inputs(requests: np.ndarray, spec: MemorySpec, *, scratch: bool = False) -> tuple:
+    """Split lines into transactions (HBM: 64 B -> addr, addr+32), decode, flatten node ids
+    (``scratch``: as in :func:`lines_inputs`)."""
     names = requests.dtype.names
     return lines_inputs(
         requests["addr"],
         spec,
         requests["write"],
         requests["arrival"] if names is not None and "arrival" in names else None,
+        scratch=scratch,
     )
 
 
@@ -344,16 +346,9 @@ def replay(
     at ``cycles``: every figure is then Ramulator's.
     """
     requests = _as_requests(trace_or_requests)
-    names = requests.dtype.names
     # the engine inputs live only through this call: this thread's scratch buffers, as in
     # replay_lines, rather than fresh arrays on every replay
-    inputs = lines_inputs(
-        requests["addr"],
-        spec,
-        requests["write"],
-        requests["arrival"] if names is not None and "arrival" in names else None,
-        scratch=True,
-    )
+    inputs = engine_inputs(requests, spec, scratch=True)
     return _replay_inputs(inputs, len(requests), spec, drain=drain, timeline=timeline)
 
 

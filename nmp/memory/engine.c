@@ -81,7 +81,6 @@ static int init_sim(Sim *S, const Args *A, int64_t C, int64_t R, int64_t QP, int
     S->NBLK = NBLK_C ? NBLK_C : RUP8(S->NBC) / 8;
     S->hsb = S->NBC <= 32 ? 5 : 6;
     S->bg_in_block = 8 % S->B == 0;
-    S->two = S->hsb == 6;
     /* the arena (ARENA_*), zeroed; the parts that start otherwise are set below */
     const int64_t NN = C + C * R, TP = 8 * S->NBLK, NBC = S->NBC, PQ = PQ_OF(R);
     if (posix_memalign((void **)&S->arena, 64, ARENA_END)) {

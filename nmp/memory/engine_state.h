@@ -16,7 +16,7 @@ typedef struct {
     int64_t maxlog, nlog, n_acts, evals;
     /* configuration read at run time (the instantiations fix some of it: UNPACK) */
     int64_t G, B, nrefi, rl, wm_hi, wm_lo, GB, NBC, NBLK;
-    int ref_on, skip_blocked, jump, hsb, two;
+    int ref_on, skip_blocked, jump, hsb;
     int bg_in_block; /* a bank group's lanes never straddle a block of 8 (B divides 8) */
     int64_t lane_rk[64];
     uint64_t lane_bg[64], rk_lanes[8];
@@ -94,7 +94,7 @@ typedef struct {
     UNUSED int64_t *restrict depart = S->depart, *restrict done = S->done;                 \
     UNUSED int64_t *restrict active_cycles = S->active_cycles;                             \
     UNUSED const int64_t GB = GB_C ? GB_C : S->GB, B = B_C ? B_C : S->B;                  \
-    UNUSED const int64_t G = GB_C && B_C ? GB_C / B_C : S->G, NBC = R * GB;               \
+    UNUSED const int64_t NBC = R * GB;                                                    \
     UNUSED const int64_t nrefi = S->nrefi, rl = S->rl, wm_hi = S->wm_hi, wm_lo = S->wm_lo; \
     UNUSED const int64_t PQ = PQ_OF(R), NBLK = NBLK_C ? NBLK_C : S->NBLK, TP = 8 * NBLK;   \
     UNUSED const int ref_on = S->ref_on, skip_blocked = S->skip_blocked;                  \
