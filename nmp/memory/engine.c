@@ -2,8 +2,9 @@
  * `simulate` (the reference, in numba), computed another way. Every command issues at the same
  * cycle as in the reference, so every output is identical but the last, the count of
  * evaluations (tests/memory/test_mem_native_engine.py compares them all, with a log of the
- * commands). Built by nmp/memory/native.py with cc -O3 -march=native -mtune=generic; AVX-512
- * paths where __AVX512F__, AVX2 paths where __AVX2__, plain C loops otherwise (same results).
+ * commands). Built by nmp/memory/native.py (the newest clang on the PATH, else cc) with -O3
+ * -march=native; AVX-512 paths where __AVX512F__, AVX2 paths where __AVX2__, plain C loops
+ * otherwise (same results).
  *
  * How it differs from the reference, and why. Against the previous C engine, which followed
  * the reference step for step, on the 56 reference traces, engine alone, median of 3 load

@@ -64,14 +64,17 @@ def test_reference_cases_identical(dram_ref):
 
 
 @pytest.mark.parametrize(
-    "flags", ["-mno-avx512f", "-mno-avx512f -mno-avx2"], ids=["avx2-paths", "plain-c"]
+    ("cc", "flags"),
+    [(None, "-mno-avx512f"), (None, "-mno-avx512f -mno-avx2"), ("cc", "")],
+    ids=["avx2-paths", "plain-c", "system-cc"],
 )
-def test_portable_build_identical(dram_ref, monkeypatch, tmp_path, flags):
+def test_portable_build_identical(dram_ref, monkeypatch, tmp_path, cc, flags):
     """engine.c has AVX-512 paths, AVX2 paths for CPUs without AVX-512, and plain C loops for
-    the others (such as ARM): each build gives the reference's results."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
+    the others (such as ARM): each build gives the reference's results. So does the system's
+    ``cc`` (GCC on Debian) where the library is built with Clang (native.compiler)."""
+    if flags and platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip(f"the {flags} builds are x86 builds ({platform.machine()} builds plain C)")
-    monkeypatch.setenv("CC", f"{os.environ.get('CC', 'cc')} {flags}")
+    monkeypatch.setenv("CC", f"{cc or ' '.join(native.compiler())} {flags}".strip())
     monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path))
     native._function.cache_clear()
     try:
@@ -247,3 +250,28 @@ def test_organizations_the_c_engine_does_not_take_run_on_numba(monkeypatch):
     monkeypatch.setenv("NMP_ENGINE", "numba")
     assert replay(reqs, spec) == a
     assert driver._plan(load_memory("ddr5-4800an", ranks=2)).native_unsupported is None
+
+
+def test_compiler_choice(monkeypatch, tmp_path):
+    """$CC first; else the newest clang-N on the PATH (not clang's other tools), else plain
+    clang, else cc."""
+    bins = tmp_path / "bin"
+    bins.mkdir()
+
+    def tool(name):
+        p = bins / name
+        p.write_text("#!/bin/sh\n")
+        p.chmod(0o755)
+
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(bins))
+    assert native.compiler() == ["cc"]
+    tool("clang")
+    assert native.compiler() == ["clang"]
+    for name in ("clang-14", "clang-19", "clang-apply-replacements-22", "clang-cpp-22"):
+        tool(name)
+    assert native.compiler() == ["clang-19"]
+    assert "-mtune=generic" not in native._flags(native.compiler())
+    monkeypatch.setenv("CC", "gcc -m64")
+    assert native.compiler() == ["gcc", "-m64"]
+    assert "-mtune=generic" in native._flags(native.compiler())
