@@ -2,9 +2,9 @@
 
 For every case of ``shared/reference/dram/cases.json`` (located by :mod:`nmp.reference`): the
 trace is read first; the timed part is ``replay(requests, spec, drain=False)`` (address
-decoding included), which stops where Ramulator's ``sim.run()`` stops (last request
-accepted), best of ``--repeat`` runs after one warm-up run that also compiles the engine, timed
-in CPU time of this process
+decoding included: the C engine decodes the lines itself), which stops where Ramulator's
+``sim.run()`` stops (last request accepted), best of ``--repeat`` runs after one warm-up run
+that also compiles the engine, timed in CPU time of this process
 (``time.process_time``: the figure does not depend on other load on a shared machine; on an idle
 machine wall time is the same). Requests are Ramulator's (HBM2: 32-B halves). Prints requests/s
 of both and the ratio, then the median and overall figures. Where the time goes: ``evals/req``
@@ -27,7 +27,7 @@ import statistics
 import time
 
 from nmp.memory import read_trace, replay
-from nmp.memory.driver import ENGINES, engine_backend, engine_inputs, run_engine
+from nmp.memory.driver import ENGINES, engine_backend, run_engine
 from nmp.reference import case_memory_spec, dram_reference_dir
 
 
@@ -60,7 +60,8 @@ def main() -> None:
             replay(requests, spec, drain=False)
             best = min(best, time.process_time() - t0)
         n = stats.requests
-        out = run_engine(engine_inputs(requests, spec), spec, drain=False)  # untimed: counts
+        lines = (requests["addr"], requests["write"], None)
+        out = run_engine(lines, spec, drain=False)  # untimed: counts
         evals, cmds = int(out[10]), sum(stats.cmd_counts[k] for k in ("ACT", "PRE", "RD", "WR"))
         total_evals += evals
         total_cmds += cmds

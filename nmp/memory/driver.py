@@ -1,5 +1,6 @@
 """``replay(trace_or_requests, spec) -> MemStats``: lower requests to the engine and back
-(split lines into transactions, decode addresses to node ids, run, collect statistics)."""
+(check the lines, run, collect statistics). The C engine takes the lines and decodes them
+itself; the numba engine takes their transactions decoded to node ids (:func:`lines_inputs`)."""
 
 from __future__ import annotations
 
@@ -40,15 +41,13 @@ def _decode_lines(
     number). Fills ``out[i * m + j]`` (m = n * k transactions; i: channel, rank, bank group,
     bank, row, transaction key (address / tx_bytes), arrival 0; without ``full`` only bank
     group, bank, row and key; the arrival only with ``zero_arrival``) and ``wr[j]`` (the
-    writes); returns the largest address."""
+    writes)."""
     n = addr.shape[0] * k
-    top = np.uint64(0)
     p0, p1, p2, p3, p4 = pos[0], pos[1], pos[2], pos[3], pos[4]
     m0, m1, m2, m3, m4 = mask[0], mask[1], mask[2], mask[3], mask[4]
     for j in range(n):
         i = j // k if k > 1 else j
         a = addr[i] + np.uint64(j - i * k) * tx
-        top = max(top, a)
         x = np.int64(a >> tx_shift)
         rank = ((x >> p0) & m0) * R + ((x >> p1) & m1)
         bg = rank * G + ((x >> p2) & m2)
@@ -62,7 +61,6 @@ def _decode_lines(
         out[4 * n + j] = (x >> p4) & m4
         out[5 * n + j] = x
         wr[j] = 1 if has_write and write[i] else 0
-    return top
 
 
 class _Plan:
@@ -93,6 +91,11 @@ class _Plan:
             o.ranks,
             o.bankgroups,
             o.banks,
+        )
+        # the C engine decodes the lines itself (native.simulate): log2 of the transactions per
+        # line, of the transaction size, then the fields' positions and masks
+        self.native_decode = np.array(
+            [log2_exact(self.k), log2_exact(o.tx_bytes), *pos[:5], *mask[:5]], np.int64
         )
         self.capacity = spec.capacity_bytes
         # one channel and one rank (a node's view): their ids are all 0
@@ -149,6 +152,33 @@ def _buffers(m: int, scratch: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray 
     return buf
 
 
+def _lines(addr, spec: MemorySpec, write, arrival):
+    """(addr uint64, per-line writes or None for none, has_write, arrival int64 or None) of
+    line addresses, writes (an array or one bool for all) and optional arrival cycles, checked:
+    every transaction within the capacity (else the TraceError naming the address), arrivals
+    non-decreasing."""
+    plan = _plan(spec)
+    addr = np.ascontiguousarray(addr, dtype=np.uint64)
+    if isinstance(write, bool | np.bool_):
+        has_write = bool(write)
+        wr_in = np.ones(addr.shape[0], np.bool_) if has_write else None
+    else:
+        has_write = True
+        wr_in = np.ascontiguousarray(np.broadcast_to(np.asarray(write, bool), addr.shape))
+    if addr.size:
+        k, tx = plan.k, int(plan.decode[1])
+        if int(addr.max()) + (k - 1) * tx >= plan.capacity:
+            txs = (addr[:, None] + np.arange(k, dtype=np.uint64)[None, :] * np.uint64(tx)).ravel()
+            decode_address(txs, spec)  # raises the TraceError naming the address
+    if arrival is not None:
+        arrival = np.ascontiguousarray(arrival, np.int64)
+        if arrival.shape != addr.shape:
+            raise TraceError("one arrival cycle per request expected")
+        if arrival.size and (np.diff(arrival) < 0).any():
+            raise TraceError("request arrival cycles must be non-decreasing")
+    return addr, wr_in, has_write, arrival
+
+
 def lines_inputs(
     addr: np.ndarray,
     spec: MemorySpec,
@@ -161,41 +191,35 @@ def lines_inputs(
     all) and optional arrival cycles (non-decreasing). ``scratch``: the arrays are views of
     this thread's buffers, valid until its next ``scratch`` call."""
     plan = _plan(spec)
-    addr = np.ascontiguousarray(addr, dtype=np.uint64)
-    if isinstance(write, bool | np.bool_):
-        has_write = bool(write)
-        wr_in = np.ones(addr.shape[0], np.bool_) if has_write else _NO_WRITE
-    else:
-        has_write = True
-        wr_in = np.ascontiguousarray(np.broadcast_to(np.asarray(write, bool), addr.shape))
+    addr, wr_in, has_write, arrival = _lines(addr, spec, write, arrival)
     m = addr.shape[0] * plan.k
     out, wr, zeros = _buffers(m, scratch)
     full = zeros is None or not plan.single_rank
     # scratch zeros stand for the arrivals (when none are given)
-    top = _decode_lines(addr, wr_in, has_write, *plan.decode, out, wr, full, zeros is None)
+    _decode_lines(
+        addr,
+        _NO_WRITE if wr_in is None else wr_in,
+        has_write,
+        *plan.decode,
+        out,
+        wr,
+        full,
+        zeros is None,
+    )
     nodes = [out[i * m : (i + 1) * m] for i in range(7)]
     if not full:
         nodes[0] = nodes[1] = nodes[6] = zeros[:m]
     elif zeros is not None:
         nodes[6] = zeros[:m]
     wr = wr[:m]
-    if addr.size and int(top) >= plan.capacity:
-        k, tx = plan.k, int(plan.decode[1])
-        txs = (addr[:, None] + np.arange(k, dtype=np.uint64)[None, :] * np.uint64(tx)).ravel()
-        decode_address(txs, spec)  # raises the TraceError naming the address
     channel, rank, bg, bank, row, key, zero = nodes
-    if arrival is not None:
-        arr = np.repeat(np.asarray(arrival, np.int64), plan.k)
-        if arr.size and (np.diff(arr) < 0).any():
-            raise TraceError("request arrival cycles must be non-decreasing")
-    else:
-        arr = zero
+    arr = zero if arrival is None else np.repeat(arrival, plan.k)
     return (channel, rank, bg, bank, row, wr, key, arr)
 
 
 def engine_inputs(requests: np.ndarray, spec: MemorySpec, *, scratch: bool = False) -> tuple:
-    """Split lines into transactions (HBM: 64 B -> addr, addr+32), decode, flatten node ids
-    (``scratch``: as in :func:`lines_inputs`)."""
+    """Split lines into transactions (HBM: 64 B -> addr, addr+32), decode, flatten node ids:
+    the numba engine's inputs (``scratch``: as in :func:`lines_inputs`)."""
     names = requests.dtype.names
     return lines_inputs(
         requests["addr"],
@@ -274,18 +298,56 @@ def _warn_unsupported(why: str) -> None:
     )
 
 
+def _zeros(n: int) -> np.ndarray:
+    """This thread's int64 zeros (at least n; never written: engine inputs are only read)."""
+    z = getattr(_SCRATCH, "zeros", None)
+    if z is None or z.size < n:
+        z = _SCRATCH.zeros = np.zeros(max(n, 1 << 14), np.int64)
+    return z
+
+
+def _native_lines(addr, wr_in, arrival, scratch: bool):
+    """The C engine's per-line writes (int8) and arrivals (int64): the given ones, else zeros
+    (with ``scratch`` this thread's, up to its scratch size)."""
+    n = addr.shape[0]
+    zeros = _zeros(n) if scratch and n <= _SCRATCH_MAX else np.zeros(n, np.int64)
+    if wr_in is None:
+        wr_in = zeros.view(np.int8)[:n]
+    if arrival is None:
+        arrival = zeros[:n]
+    return wr_in, arrival
+
+
 def run_engine(
-    inputs: tuple, spec: MemorySpec, *, drain: bool = True, jump: bool = True, log_size: int = 0
+    lines: tuple,
+    spec: MemorySpec,
+    *,
+    drain: bool = True,
+    jump: bool = True,
+    log_size: int = 0,
+    scratch: bool = False,
 ):
+    """The engine's 11-tuple (see :func:`nmp.memory.engine.simulate`; with ``log_size`` the
+    command log of channel 0 appended) for ``lines`` = (addresses, writes: an array or one bool,
+    arrival cycles or None), on the backend :func:`engine_backend` picks. The C engine decodes
+    the lines itself; the numba engine takes them decoded (:func:`lines_inputs`)."""
     plan = _plan(spec)
     tab_i, nxt, lat, win = plan.tables
     params, wm = plan.engine_params(drain, jump)
     log = np.full((log_size, 5), -1, np.int64) if log_size else _NO_LOG
-    simulate = native.simulate if engine_backend() == "native" else engine.simulate
-    if simulate is native.simulate and plan.native_unsupported:
+    native_ok = engine_backend() == "native"
+    if native_ok and plan.native_unsupported:
         _warn_unsupported(plan.native_unsupported)
-        simulate = engine.simulate
-    out = simulate(*inputs, params, wm, tab_i, nxt, lat, win, log)
+        native_ok = False
+    if native_ok:
+        addr, wr_in, _, arrival = _lines(lines[0], spec, lines[1], lines[2])
+        wr_in, arrival = _native_lines(addr, wr_in, arrival, scratch)
+        out = native.simulate(
+            addr, wr_in, arrival, plan.native_decode, params, wm, *plan.tables, log
+        )
+    else:
+        inputs = lines_inputs(lines[0], spec, lines[1], lines[2], scratch=scratch)
+        out = engine.simulate(*inputs, params, wm, tab_i, nxt, lat, win, log)
     return (*out, log) if log_size else out
 
 
@@ -312,14 +374,15 @@ def _as_requests(trace_or_requests) -> np.ndarray:
 
 
 @nb.njit(cache=True)
-def _read_sums(wr, arrive, depart, done, cycles):
-    """One pass over the transactions: reads; reads whose data returned by ``cycles`` and the
-    sum of their latencies; reads served at all and the sum of theirs; the last done cycle."""
+def _read_sums(write, has_write, ks, arrive, depart, done, cycles):
+    """One pass over the transactions (``2 ** ks`` per line, ``write`` per line where
+    ``has_write``): reads; reads whose data returned by ``cycles`` and the sum of their
+    latencies; reads served at all and the sum of theirs; the last done cycle."""
     reads = at_sum = served = served_sum = 0
     last = np.int64(0)
-    for j in range(wr.shape[0]):
+    for j in range(done.shape[0]):
         last = max(last, done[j])
-        if wr[j] != 0:
+        if has_write and write[j >> ks]:
             continue
         reads += 1
         d = depart[j]
@@ -346,10 +409,11 @@ def replay(
     at ``cycles``: every figure is then Ramulator's.
     """
     requests = _as_requests(trace_or_requests)
-    # the engine inputs live only through this call: this thread's scratch buffers, as in
-    # replay_lines, rather than fresh arrays on every replay
-    inputs = engine_inputs(requests, spec, scratch=True)
-    return _replay_inputs(inputs, len(requests), spec, drain=drain, timeline=timeline)
+    names = requests.dtype.names
+    arrival = requests["arrival"] if "arrival" in names else None
+    return _replay_lines(
+        (requests["addr"], requests["write"], arrival), spec, drain=drain, timeline=timeline
+    )
 
 
 def replay_lines(
@@ -362,23 +426,29 @@ def replay_lines(
 ) -> MemStats:
     """:func:`replay` of plain line addresses (uint64) and writes, with no request array: what
     ``replay(make_requests(addr, write), spec)`` returns."""
-    inputs = lines_inputs(addr, spec, write, scratch=True)
-    return _replay_inputs(inputs, len(addr), spec, drain=drain, timeline=timeline)
+    return _replay_lines((addr, write, None), spec, drain=drain, timeline=timeline)
 
 
-def _replay_inputs(
-    inputs: tuple, lines: int, spec: MemorySpec, *, drain: bool, timeline: bool
-) -> MemStats:
+def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool) -> MemStats:
+    # the engine inputs live only through this call: this thread's scratch buffers rather
+    # than fresh arrays on every replay
     status, cycles, clk_end, snap, final, arrive, depart, done, fwd, active, _ = run_engine(
-        inputs, spec, drain=drain
+        lines, spec, drain=drain, scratch=True
     )
     if status != 0:
         raise NmpError(f"the controller deadlocked at cycle {clk_end} (no command can ever issue)")
-    n = len(inputs[0])
+    n = len(done)
     cycles = int(cycles)
-    reads, at_sum, served, served_sum, last_done = (
-        int(v) for v in _read_sums(inputs[5], arrive, depart, done, cycles)
-    )
+    addr, write = lines[0], lines[1]
+    has_write = not isinstance(write, bool | np.bool_)
+    write_arr = np.ascontiguousarray(write, bool) if has_write else _NO_WRITE
+    if not has_write and write:  # one True for all: every transaction a write
+        reads, at_sum, served, served_sum, last_done = 0, 0, 0, 0, int(done.max(initial=0))
+    else:
+        ks = int(_plan(spec).native_decode[0])
+        reads, at_sum, served, served_sum, last_done = (
+            int(v) for v in _read_sums(write_arr, has_write, ks, arrive, depart, done, cycles)
+        )
     E = engine
     snap, final = snap.tolist(), final.tolist()  # Python ints
     # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded
@@ -412,7 +482,7 @@ def _replay_inputs(
         cycles_drained=drained_cycles,
         t_ns=t_ns,
         t_drained_ns=t_dr,
-        lines=lines,
+        lines=len(addr),
         requests=n,
         reads=reads,
         writes=n - reads,

@@ -240,13 +240,12 @@ FORCE_INLINE void refresh_state(Sim *restrict S, int64_t c, int64_t clk, int64_t
     open_cnt[rk] = 0;
 }
 
-/* Bank lane lb (bank bk, rank rk) of channel c opened (ACT of request q) or closed: its
- * queued requests change class. */
+/* Bank lane lb of channel c opened row (ACT) or closed: its queued requests change class. */
 FORCE_INLINE void bank_switch(Sim *restrict S, int64_t c, int64_t cmd, int64_t lb,
-                              int64_t from_kind, int64_t q, CFG)
+                              int64_t from_kind, int64_t row, CFG)
 {
     UNPACK(S);
-    const int64_t nrow = cmd == ACT ? q_row[q] : -1;
+    const int64_t nrow = cmd == ACT ? row : -1;
     for (int64_t kk = 0; kk < 2; kk++) {
         const int64_t pi = c * 2 + kk, i = pi * TP + lb;
         const int32_t tot = n_h[i] + n_m[i];
@@ -257,10 +256,10 @@ FORCE_INLINE void bank_switch(Sim *restrict S, int64_t c, int64_t cmd, int64_t l
             if (tot == 0) continue;
             h = kk == from_kind && tot == 1
                     ? 1
-                    : reset_lane(Qw + pi * QP, RUP8(QL(c, kk)), lb, nrow, hsb, q_row);
+                    : reset_lane(Qw + pi * QP, RUP8(QL(c, kk)), lb, nrow, hsb, S->qbits);
         } else {
             if (n_h[i] == 0) continue; /* no hit to clear */
-            reset_lane(Qw + pi * QP, RUP8(QL(c, kk)), lb, -1, hsb, q_row);
+            reset_lane(Qw + pi * QP, RUP8(QL(c, kk)), lb, -1, hsb, S->qbits);
             h = 0;
         }
         n_h[i] = h;
@@ -270,16 +269,18 @@ FORCE_INLINE void bank_switch(Sim *restrict S, int64_t c, int64_t cmd, int64_t l
     }
 }
 
-/* The state after issuing p.cmd for request q at lane lb (bank bk, rank rk) of channel c. */
+/* The state after issuing p.cmd for request q (of row row) at lane lb (bank bk, rank rk) of
+ * channel c. */
 FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const Pick *p,
-                                int64_t q, int64_t lb, int64_t bk, int64_t rk, CFG)
+                                int64_t q, int64_t row, int64_t lb, int64_t bk, int64_t rk,
+                                CFG)
 {
     UNPACK(S);
     const int64_t cmd = p->cmd;
     if (cmd == ACT || cmd == PREPB || cmd == RDA || cmd == WRA)
-        bank_switch(S, c, cmd, lb, p->kind, q, CFG_ARGS);
+        bank_switch(S, c, cmd, lb, p->kind, row, CFG_ARGS);
     if (cmd == ACT) {
-        open_row[bk] = q_row[q];
+        open_row[bk] = row;
         open_m[c] |= 1ull << lb;
         if (open_cnt[rk] == 0) open_since[rk] = clk;
         open_cnt[rk]++;
@@ -288,7 +289,7 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
         if (--n_h[pi * TP + lb] == 0) h_m[pi] &= ~(1ull << lb);
         act_q[c * TP + lb] = q;
         act_seq[c * TP + lb] = S->n_acts++;
-        PUT_BIT(aw_m[c], lb, q_wr[q]);
+        PUT_BIT(aw_m[c], lb, p->kind == K_WR);
         act_m[c] |= 1ull << lb;
         act_rank[rk]++;
     } else if (cmd == PREPB) {
@@ -303,7 +304,7 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
             open_m[c] &= ~(1ull << lb);
             if (--open_cnt[rk] == 0) active_cycles[rk] += clk - open_since[rk];
         }
-        if (q_wr[q]) {
+        if (p->kind == K_ACTIVE ? (aw_m[c] >> lb) & 1 : p->kind == K_WR) {
             done[q] = clk;
         } else {
             depart[q] = clk + rl;
@@ -416,21 +417,23 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
         }
 
         /* ---- issue ---- */
-        int64_t lb = -1, bk = -1, q = -1, rk = p.rk;
+        int64_t lb = -1, bk = -1, q = -1, row = -1, rk = p.rk;
         if (p.kind == K_ACTIVE) {
             lb = p.pos; /* (counted at its ACT) */
             q = act_q[c * TP + lb];
+            row = open_row[c * NBC + lb];
         } else if (p.kind != K_REF) {
             int64_t *restrict ws = Qw + (c * 2 + p.kind) * QP + p.pos;
             const int64_t w = *ws;
-            q = WQ(w);
+            q = WQ(w, S->qbits);
+            row = WROW(w, S->qbits);
             lb = WCLS(w) & lane_of;
             if (!(w & WCOUNTED)) {
                 /* its first command: a row hit, miss or conflict (only a PRE leaves it in
                  * its buffer, to be seen again) */
                 const int64_t orow = open_row[c * NBC + lb];
-                const int64_t k = orow == q_row[q] ? 0 : (orow >= 0 ? 2 : 1);
-                cnt[(q_wr[q] ? C_HIT_W : C_HIT_R) + k]++;
+                const int64_t k = orow == row ? 0 : (orow >= 0 ? 2 : 1);
+                cnt[(p.kind == K_WR ? C_HIT_W : C_HIT_R) + k]++;
                 *ws = w | WCOUNTED;
             }
         }
@@ -448,10 +451,10 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
             lg[1] = p.cmd;
             lg[2] = rk;
             lg[3] = bk;
-            lg[4] = q < 0 ? -1 : q_row[q];
+            lg[4] = row;
         }
         if (p.kind == K_REF) refresh_state(S, c, clk, p.cmd, rk, rkl, CFG_ARGS);
-        else request_state(S, c, clk, &p, q, lb, bk, rk, CFG_ARGS);
+        else request_state(S, c, clk, &p, q, row, lb, bk, rk, CFG_ARGS);
     }
     wake[c] = issued ? clk + 1 : mn(fut, not_ready_min(S, c, &nr, CFG_ARGS));
 }

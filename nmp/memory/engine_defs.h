@@ -29,10 +29,19 @@ enum { T_ACT, T_PRE, T_RD, T_WR };
 FORCE_INLINE int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }
 FORCE_INLINE int64_t mn(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* The fields of a transaction number (address >> tx_shift): channel, rank, bank group, bank
+ * and row, each one bit range */
+enum { F_CH, F_RK, F_BG, F_BK, F_ROW, NF };
+
 typedef struct {
-    const int64_t *q_ch, *q_rank, *q_bg, *q_bank, *q_row, *q_key, *q_arr;
-    const int8_t *q_wr;
-    int64_t n;
+    /* the lines (their address, write flag and arrival cycle), each split into 1 << ks
+     * transactions: transaction q is line q >> ks at address addr + (q & (2^ks - 1)) * tx */
+    const uint64_t *addr;
+    const uint8_t *line_wr;
+    const int64_t *line_arr;
+    int64_t n; /* transactions */
+    /* ks, the transaction shift, then per field (F_*) its bit position and mask */
+    const int64_t *dec;
     const int64_t *params;
     const double *wm;
     const int64_t *tab_i, *nxt, *lat, *win;

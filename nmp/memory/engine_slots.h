@@ -6,18 +6,22 @@
 
 /* ---- queues --------------------------------------------------------------------------- */
 
-/* A queued request's slot word: its index | counted << 55 | class << 56. The class is its
- * bank's lane, plus HS (32, or 64 with more than 32 banks) when it hits the bank's open row,
- * kept up to date when the bank opens or closes. Padding has class 0xFF, which no class mask
- * holds; its bit 0x80 is above every lane, so no lane compares equal to it. */
+/* A queued request's slot word: its index | its row << qbits | counted << 55 | class << 56,
+ * with qbits the bits of the largest index (a run's row and index fit in 55 bits together:
+ * the engine refuses a run where they do not). The class is its bank's lane, plus HS (32, or
+ * 64 with more than 32 banks) when it hits the bank's open row, kept up to date when the bank
+ * opens or closes. Padding has class 0xFF, which no class mask holds; its bit 0x80 is above
+ * every lane, so no lane compares equal to it. */
 #define WSH 56
 #define WCOUNTED (1ull << 55) /* its row hit, miss or conflict is counted */
-#define WQMASK ((1ull << 55) - 1)
-#define WORD(lane, hit, q, hsb) \
-    ((int64_t)((((uint64_t)(lane) + ((uint64_t)(hit) << (hsb))) << WSH) | (uint64_t)(q)))
+#define WBITS 55              /* index and row */
+#define WORD(lane, hit, q, row, qbits)                                               \
+    ((int64_t)((((uint64_t)(lane) + ((uint64_t)(hit) << (hsb))) << WSH) |              \
+               ((uint64_t)(row) << (qbits)) | (uint64_t)(q)))
 #define WPAD ((int64_t)(0xFFull << WSH))
 #define WCLS(v) ((uint64_t)(v) >> WSH)
-#define WQ(v) ((int64_t)((uint64_t)(v) & WQMASK))
+#define WQ(v, qbits) ((int64_t)((uint64_t)(v) & ((1ull << (qbits)) - 1)))
+#define WROW(v, qbits) ((int64_t)(((uint64_t)(v) & ((1ull << WBITS) - 1)) >> (qbits)))
 
 /* Bound on the slots scanned at once (the masks are 64-bit). */
 #define WIN 64
@@ -115,20 +119,20 @@ FORCE_INLINE void remove_slot(int64_t *restrict q, UNUSED int64_t QP, int64_t p,
 /* Lane ln of a channel opened row nrow (-1: it closed): its slots among q[0 .. e) (e a
  * multiple of 8) get class ln + (their row == nrow ? HS : 0). Returns how many hit. */
 FORCE_INLINE int32_t reset_lane(int64_t *restrict q, int64_t e, int64_t ln, int64_t nrow,
-                                int hsb, const int64_t *restrict q_row)
+                                int hsb, int qbits)
 {
     int32_t hits = 0;
     const uint64_t sel = 0x80 | ((1u << hsb) - 1);
 #ifdef __AVX512F__
     const __m512i vsel = _mm512_set1_epi64(sel), vl = _mm512_set1_epi64(ln),
-                  vr = _mm512_set1_epi64(nrow), vq = _mm512_set1_epi64((int64_t)WQMASK),
+                  vr = _mm512_set1_epi64(nrow), vrm = _mm512_set1_epi64((1ll << WBITS) - 1),
                   vhit = _mm512_set1_epi64((int64_t)1 << (WSH + hsb));
+    const __m128i qb = _mm_cvtsi64_si128(qbits);
     for (int64_t i = 0; i < e; i += 8) {
         const __m512i v = _mm512_load_si512((const void *)(q + i));
         const __mmask8 k = _mm512_cmpeq_epi64_mask(
             _mm512_and_si512(_mm512_srli_epi64(v, WSH), vsel), vl);
-        const __m512i rows =
-            _mm512_mask_i64gather_epi64(vr, k, _mm512_and_si512(v, vq), q_row, 8);
+        const __m512i rows = _mm512_srl_epi64(_mm512_and_si512(v, vrm), qb);
         const __mmask8 kh = _mm512_mask_cmpeq_epi64_mask(k, rows, vr);
         const __m512i cleared = _mm512_mask_andnot_epi64(v, k, vhit, v);
         _mm512_store_si512((void *)(q + i), _mm512_mask_or_epi64(cleared, kh, cleared, vhit));
@@ -139,7 +143,7 @@ FORCE_INLINE int32_t reset_lane(int64_t *restrict q, int64_t e, int64_t ln, int6
     for (int64_t i = 0; i < e; i++) {
         const int64_t v = q[i];
         if ((WCLS(v) & sel) != (uint64_t)ln) continue;
-        const int h = q_row[WQ(v)] == nrow;
+        const int h = WROW(v, qbits) == nrow;
         q[i] = (v & ~hit) | (h ? hit : 0);
         hits += h;
     }

@@ -10,8 +10,10 @@
 /* ---- a run's state ------------------------------------------------------------------- */
 
 typedef struct {
-    const int64_t *q_row;
-    const int8_t *q_wr;
+    const uint64_t *addr;
+    const uint8_t *line_wr;
+    int64_t ks, txs, kmask, pos[NF], mask[NF]; /* the decoding (Args.dec) */
+    int qbits; /* a slot word's index bits (engine_slots.h) */
     int64_t *cnt, *arrive, *depart, *done, *active_cycles, *log;
     int64_t maxlog, nlog, n_acts, evals;
     /* configuration read at run time (the instantiations fix some of it: UNPACK) */
@@ -88,8 +90,8 @@ typedef struct {
 
 /* a run's state as restrict-qualified locals (loads the compiler may keep in registers) */
 #define UNPACK(S)                                                                          \
-    UNUSED const int64_t *restrict q_row = S->q_row;                                       \
-    UNUSED const int8_t *restrict q_wr = S->q_wr;                                          \
+    UNUSED const uint64_t *restrict addr = S->addr;                                        \
+    UNUSED const uint8_t *restrict line_wr = S->line_wr;                                   \
     UNUSED int64_t *restrict cnt = S->cnt, *restrict arrive = S->arrive;                   \
     UNUSED int64_t *restrict depart = S->depart, *restrict done = S->done;                 \
     UNUSED int64_t *restrict active_cycles = S->active_cycles;                             \
@@ -130,6 +132,10 @@ typedef struct {
     UNUSED const int64_t *restrict lane_rk = S->lane_rk;                                   \
     UNUSED const uint64_t *restrict lane_bg = S->lane_bg, *restrict rk_lanes = S->rk_lanes
 
+/* transaction q: its number (address >> tx shift), a field of it, a write? */
+#define TX_KEY(q) ((int64_t)(addr[(q) >> S->ks] >> S->txs) + ((q) & S->kmask))
+#define FIELD(key, f) (((key) >> S->pos[f]) & S->mask[f])
+#define Q_WR(q) (line_wr[(q) >> S->ks] != 0)
 #define RDY(node, cmd) rdy[(node) * RS + (cmd)]
 #define QL(c, k) ql[(c) * 2 + (k)]
 #define TBR(c, row) (Tb + ((c) * NK + (row)) * TP)

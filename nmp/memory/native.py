@@ -4,10 +4,11 @@ model of :func:`nmp.memory.engine.simulate`, computed another way, with the same
 The numba engine stays the reference. ``engine.c`` issues every command at the same cycle, so
 every output is identical but the last, the count of evaluations: it looks at each bank's two
 request classes (row hit, row miss) instead of each request, keeps exact wake times instead of
-lower bounds, and runs each channel on its own, coupled only by the in-order frontend (see the
-file's header). A test replays every reference case and a set of configurations the cases do
-not use (closed rows, no jumps, odd queue sizes, dual issue, writes and arrivals, the NMP views)
-through both and compares every output and a log of the commands.
+lower bounds, runs each channel on its own, coupled only by the in-order frontend, and decodes
+the lines' addresses itself (see the file's header). A test replays every reference case and a
+set of configurations the cases do not use (closed rows, no jumps, odd queue sizes, dual issue,
+writes and arrivals, the NMP views) through both and compares every output and a log of the
+commands.
 
 The library is built once per machine with the C compiler :func:`compiler` picks (``$CC``,
 else the newest Clang on the ``PATH``, else ``cc``) at ``-O3 -march=native`` (GCC: and
@@ -52,14 +53,13 @@ _GCC_FLAGS = ("-mtune=generic",)
 _ERRORS = {
     -1: "out of memory",
     -2: "a constraint window above 4, or more than 64 windowed rules",
-    -3: "a request's bank, bank group and rank ids disagree (each in the next one's range)",
-    -4: "more than 2**55 requests",
+    -4: "too many requests for the row width: a request's index and row exceed 55 bits",
     -5: "more than 64 banks or 8 ranks per channel",
     -6: "a windowed timing rule below the rank",
 }
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
-_ARGTYPES = [_P] * 8 + [_I] + [_P] * 7 + [_I] + [_P] * 8
+_ARGTYPES = [_P] * 3 + [_I] + [_P] * 8 + [_I] + [_P] * 8
 
 
 def cache_dir() -> Path:
@@ -207,27 +207,37 @@ def unsupported(ranks: int, bankgroups: int, banks: int, tab_i, win) -> str | No
     return None
 
 
-def _i64(a: np.ndarray) -> np.ndarray:
+def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, np.int64)
 
 
-def simulate(
-    q_ch, q_rank, q_bg, q_bank, q_row, q_wr, q_key, q_arr, params, wm, tab_i, nxt, lat, win, log
-):
-    """:func:`nmp.memory.engine.simulate`, same arguments and the same 11-tuple, in C; its last
-    element counts the channel evaluations (the reference counts the memory cycles it visited).
+def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log):
+    """:func:`nmp.memory.engine.simulate` of the transactions of lines, in C, with the same
+    11-tuple; its last element counts the channel evaluations (the reference counts the memory
+    cycles it visited). The C engine decodes the addresses itself (no node-id arrays are
+    written and read back): ``addr`` (uint64), ``write`` (bool or int8) and ``arrival``
+    (int64, non-decreasing) per line, each line split into ``2 ** decode[0]`` transactions
+    ``tx_bytes = 2 ** decode[1]`` apart; ``decode[2:7]`` and ``decode[7:12]`` the bit position
+    and mask of the channel, rank, bank group, bank and row in a transaction number (address >>
+    decode[1]), as :func:`nmp.memory.driver.lines_inputs` decodes them for the numba engine.
     The configuration must be one the C engine takes (:func:`unsupported` is None)."""
     fn, why = _function()
     if fn is None:
         raise RuntimeError(f"the native DRAM engine is not available: {why}")
-    n = q_ch.shape[0]
-    q_wr = np.ascontiguousarray(q_wr)
-    if q_wr.dtype != np.int8:
-        q_wr = (q_wr != 0).astype(np.int8)
+    decode = _i64(decode)
+    if decode.shape != (12,):
+        raise ValueError("decode must hold 12 values: ks, tx shift, 5 positions, 5 masks")
+    addr = np.ascontiguousarray(addr, np.uint64)
+    write = np.ascontiguousarray(write)
+    if write.dtype not in (np.int8, np.uint8, np.bool_):
+        write = (write != 0).astype(np.int8)
+    arrival = _i64(arrival)
+    if write.shape != addr.shape or arrival.shape != addr.shape:
+        raise ValueError("addr, write and arrival must have one value per line")
     if log.dtype != np.int64 or not log.flags.c_contiguous or log.shape[1:] != (5,):
         raise ValueError("log must be a C-contiguous int64 array of shape (M, 5)")
-    keep = [_i64(a) for a in (q_ch, q_rank, q_bg, q_bank, q_row)]
-    keep += [q_wr, _i64(q_key), _i64(q_arr), _i64(params), np.ascontiguousarray(wm, np.float64)]
+    n = addr.shape[0] << int(decode[0])
+    keep = [addr, write, arrival, decode, _i64(params), np.ascontiguousarray(wm, np.float64)]
     keep += [_i64(tab_i), _i64(nxt), _i64(lat), _i64(win)]
     if keep[-4].shape[1:] != (4, NCMD):
         raise ValueError(f"tab_i must have shape (5, 4, {NCMD})")
@@ -241,9 +251,9 @@ def simulate(
     active_cycles = np.empty(int(params[0] * params[1]), np.int64)
     ptr = [a.ctypes.data for a in keep]
     rc = fn(
-        *ptr[:8],
+        *ptr[:3],
         n,
-        *ptr[8:],
+        *ptr[3:],
         log.ctypes.data,
         log.shape[0],
         scalars.ctypes.data,
