@@ -163,52 +163,28 @@ def test_nmp_internal_views_identical(level):
 
 
 def test_native_arguments_checked():
-    """The C engine's wrapper refuses arguments of the wrong shape, naming what is wrong."""
+    """The C engine's wrapper refuses arguments of the wrong shape, naming what is wrong, and
+    the engine a run whose request indices and rows do not fit a slot word."""
     spec = load_memory("ddr4-3200aa", channels=2, ranks=2)
     plan = driver._plan(spec)
     p, wm = plan.engine_params(True, True)
     addr = np.arange(64, dtype=np.uint64) * 64
-    log = np.zeros((0, 5), np.int64)
-    ok = native.simulate(
-        addr,
-        np.zeros(64, bool),
-        np.zeros(64, np.int64),
-        plan.native_decode,
-        p,
-        wm,
-        *plan.tables,
-        log,
-    )
-    assert ok[0] == 0
+
+    def run(writes=64, decode=plan.native_decode):
+        wr, arrival = np.zeros(writes, bool), np.zeros(64, np.int64)
+        log = np.zeros((0, 5), np.int64)
+        return native.simulate(addr, wr, arrival, decode, p, wm, *plan.tables, log)
+
+    assert run()[0] == 0
     with pytest.raises(ValueError, match="one value per line"):
-        native.simulate(
-            addr,
-            np.zeros(63, bool),
-            np.zeros(64, np.int64),
-            plan.native_decode,
-            p,
-            wm,
-            *plan.tables,
-            log,
-        )
-    # a slot word holds a request's index and row in 55 bits: 6 + 50 do not fit
+        run(writes=63)
+    with pytest.raises(ValueError, match="12 values"):
+        run(decode=plan.native_decode[:5])
+    # 64 requests (6 index bits) and rows of 50 bits: 56 bits, over a slot word's 55
     wide = plan.native_decode.copy()
     wide[11] = (1 << 50) - 1
     with pytest.raises(RuntimeError, match="index and row exceed 55 bits"):
-        native.simulate(
-            addr, np.zeros(64, bool), np.zeros(64, np.int64), wide, p, wm, *plan.tables, log
-        )
-    with pytest.raises(ValueError, match="12 values"):
-        native.simulate(
-            addr,
-            np.zeros(64, bool),
-            np.zeros(64, np.int64),
-            plan.native_decode[:5],
-            p,
-            wm,
-            *plan.tables,
-            log,
-        )
+        run(decode=wide)
 
 
 def test_backend_switch(monkeypatch):
