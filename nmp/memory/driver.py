@@ -331,8 +331,16 @@ def run_engine(
     command log of channel 0 appended) for ``lines`` = (addresses, writes: an array or one bool,
     arrival cycles or None), on the backend :func:`engine_backend` picks. The C engine decodes
     the lines itself; the numba engine takes them decoded (:func:`lines_inputs`)."""
+    checked = _lines(lines[0], spec, lines[1], lines[2])
+    return _run(checked, spec, drain=drain, jump=jump, log_size=log_size, scratch=scratch)
+
+
+def _run(
+    checked: tuple, spec: MemorySpec, *, drain: bool, jump: bool, log_size: int, scratch: bool
+):
+    """:func:`run_engine` of lines already checked (:func:`_lines`)."""
+    addr, wr_in, has_write, arrival = checked
     plan = _plan(spec)
-    tab_i, nxt, lat, win = plan.tables
     params, wm = plan.engine_params(drain, jump)
     log = np.full((log_size, 5), -1, np.int64) if log_size else _NO_LOG
     native_ok = engine_backend() == "native"
@@ -340,14 +348,15 @@ def run_engine(
         _warn_unsupported(plan.native_unsupported)
         native_ok = False
     if native_ok:
-        addr, wr_in, _, arrival = _lines(lines[0], spec, lines[1], lines[2])
         wr_in, arrival = _native_lines(addr, wr_in, arrival, scratch)
         out = native.simulate(
             addr, wr_in, arrival, plan.native_decode, params, wm, *plan.tables, log
         )
     else:
-        inputs = lines_inputs(lines[0], spec, lines[1], lines[2], scratch=scratch)
-        out = engine.simulate(*inputs, params, wm, tab_i, nxt, lat, win, log)
+        inputs = lines_inputs(
+            addr, spec, has_write if wr_in is None else wr_in, arrival, scratch=scratch
+        )
+        out = engine.simulate(*inputs, params, wm, *plan.tables, log)
     return (*out, log) if log_size else out
 
 
@@ -430,25 +439,30 @@ def replay_lines(
 
 
 def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool) -> MemStats:
+    checked = _lines(lines[0], spec, lines[1], lines[2])
     # the engine inputs live only through this call: this thread's scratch buffers rather
     # than fresh arrays on every replay
-    status, cycles, clk_end, snap, final, arrive, depart, done, fwd, active, _ = run_engine(
-        lines, spec, drain=drain, scratch=True
+    status, cycles, clk_end, snap, final, arrive, depart, done, fwd, active, _ = _run(
+        checked, spec, drain=drain, jump=True, log_size=0, scratch=True
     )
     if status != 0:
         raise NmpError(f"the controller deadlocked at cycle {clk_end} (no command can ever issue)")
     n = len(done)
     cycles = int(cycles)
-    addr, write = lines[0], lines[1]
-    has_write = not isinstance(write, bool | np.bool_)
-    write_arr = np.ascontiguousarray(write, bool) if has_write else _NO_WRITE
-    if not has_write and write:  # one True for all: every transaction a write
-        reads, at_sum, served, served_sum, last_done = 0, 0, 0, 0, int(done.max(initial=0))
-    else:
-        ks = int(_plan(spec).native_decode[0])
-        reads, at_sum, served, served_sum, last_done = (
-            int(v) for v in _read_sums(write_arr, has_write, ks, arrive, depart, done, cycles)
+    addr, wr_in = checked[0], checked[1]
+    ks = int(_plan(spec).native_decode[0])
+    reads, at_sum, served, served_sum, last_done = (
+        int(v)
+        for v in _read_sums(
+            _NO_WRITE if wr_in is None else wr_in,
+            wr_in is not None,
+            ks,
+            arrive,
+            depart,
+            done,
+            cycles,
         )
+    )
     E = engine
     snap, final = snap.tolist(), final.tolist()  # Python ints
     # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded

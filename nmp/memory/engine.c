@@ -73,8 +73,8 @@ static int init_sim(Sim *S, const Args *A, int64_t C, int64_t R, int64_t QP, int
     }
     /* a slot word holds a request's index and row (engine_slots.h) */
     S->qbits = A->n > 1 ? 64 - __builtin_clzll((uint64_t)(A->n - 1)) : 1;
-    if (S->mask[F_ROW] < 0 || S->qbits + 64 - __builtin_clzll((uint64_t)S->mask[F_ROW] | 1) > WBITS)
-        return -4;
+    const int row_bits = 64 - __builtin_clzll((uint64_t)S->mask[F_ROW] | 1);
+    if (S->qbits + row_bits > WBITS) return -4;
     S->cnt = A->cnt;
     S->arrive = A->arrive;
     S->depart = A->depart;
@@ -152,7 +152,7 @@ FORCE_INLINE void accept(Sim *restrict S, const Args *restrict A, int64_t j, int
     const int64_t lb = (FIELD(key, F_RK) * S->G + FIELD(key, F_BG)) * B + FIELD(key, F_BK);
     const int64_t bq = c * NBC + lb, orow = open_row[bq];
     const int is_hit = orow == FIELD(key, F_ROW);
-    Qw[(c * 2 + kind) * QP + p] = WORD(lb, is_hit, j, FIELD(key, F_ROW), S->qbits);
+    Qw[(c * 2 + kind) * QP + p] = WORD(lb, is_hit, j, FIELD(key, F_ROW), S->qbits, hsb);
     if (kind == K_WR) Qkey[c * QP + p] = key;
     QL(c, kind) = p + 1;
     const int64_t pi = c * 2 + kind;
@@ -350,6 +350,14 @@ int simulate_c(const uint64_t *addr, const uint8_t *line_wr, const int64_t *line
               out_scalars, cnt_snap, cnt, arrive, depart, done, active_cycles, forwarded};
     const int64_t C = params[0], R = params[1], dual = params[9] != 0, closed = params[10] != 0;
     if (R * params[2] * params[3] > 64 || R > 8) return -5;
+    /* the decoding: shifts within a word, and each field's values (0 .. its mask) within the
+     * organization (channels, ranks, bank groups, banks): the engine indexes by them */
+    const int64_t count[NF] = {C, R, params[2], params[3], INF};
+    if (dec[0] < 0 || dec[0] > 16 || dec[1] < 0 || dec[1] > 63) return -3;
+    for (int f = 0; f < NF; f++)
+        if (dec[2 + f] < 0 || dec[2 + f] > 63 || dec[2 + NF + f] < 0 ||
+            dec[2 + NF + f] >= count[f])
+            return -3;
     Rules *RU = NULL;
     if (posix_memalign((void **)&RU, 64, sizeof(Rules))) return -1;
     int st = regroup_rules(RU, tab_i, nxt, lat, win, closed);

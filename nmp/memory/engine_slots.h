@@ -15,7 +15,7 @@
 #define WSH 56
 #define WCOUNTED (1ull << 55) /* its row hit, miss or conflict is counted */
 #define WBITS 55              /* index and row */
-#define WORD(lane, hit, q, row, qbits)                                               \
+#define WORD(lane, hit, q, row, qbits, hsb)                                          \
     ((int64_t)((((uint64_t)(lane) + ((uint64_t)(hit) << (hsb))) << WSH) |              \
                ((uint64_t)(row) << (qbits)) | (uint64_t)(q)))
 #define WPAD ((int64_t)(0xFFull << WSH))

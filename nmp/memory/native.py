@@ -53,6 +53,7 @@ _GCC_FLAGS = ("-mtune=generic",)
 _ERRORS = {
     -1: "out of memory",
     -2: "a constraint window above 4, or more than 64 windowed rules",
+    -3: "a decoding with a shift outside a word or a field beyond the organization",
     -4: "too many requests for the row width: a request's index and row exceed 55 bits",
     -5: "more than 64 banks or 8 ranks per channel",
     -6: "a windowed timing rule below the rank",

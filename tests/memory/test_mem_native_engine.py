@@ -180,6 +180,13 @@ def test_native_arguments_checked():
         run(writes=63)
     with pytest.raises(ValueError, match="12 values"):
         run(decode=plan.native_decode[:5])
+    # a field whose values would index past the organization (a rank mask of 3 with 2 ranks,
+    # a bank mask of 7 with 4 banks), a shift past a word, a negative bit position
+    for i, v in ((8, 3), (10, 7), (1, 64), (3, -1)):
+        bad = plan.native_decode.copy()
+        bad[i] = v
+        with pytest.raises(RuntimeError, match="field beyond the organization"):
+            run(decode=bad)
     # 64 requests (6 index bits) and rows of 50 bits: 56 bits, over a slot word's 55
     wide = plan.native_decode.copy()
     wide[11] = (1 << 50) - 1
