@@ -11,16 +11,16 @@ writes and arrivals, the NMP views) through both and compares every output and a
 commands.
 
 The library is built once per machine with the C compiler :func:`compiler` picks (``$CC``,
-else the newest Clang on the ``PATH``, else ``cc``) at ``-O3 -march=native`` (GCC: and
-``-mtune=generic``) into the user cache (``$NMP_CACHE_DIR``, else ``$XDG_CACHE_HOME/nmp``, else
-``~/.cache/nmp``). Its name hashes the sources, the compiler command and where it resolves to,
-and the CPU, so an edit, another compiler or another machine sharing the home directory gets its
-own build. Without a compiler :func:`available` is False (:func:`unavailable_reason`
-says why) and the driver runs the numba engine, with the same results; so it does for an
-organization the C engine does not take (:func:`unsupported`: more than 64 banks or 8 ranks per
-channel, a windowed timing rule below the rank). The C call releases the GIL (threads replay in
-parallel), and the build (once: 12-15 s with Clang, about 35 s with GCC 12) replaces the numba
-engine's first compilation (about 15 s).
+else the newest Clang on the ``PATH``, else ``cc``; ``cc`` too where that Clang fails) at
+``-O3 -march=native`` (GCC: and ``-mtune=generic``) into the user cache (``$NMP_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/nmp``, else ``~/.cache/nmp``). Its name hashes the sources, the compiler
+command and where it resolves to, and the CPU, so an edit, another compiler or another machine
+sharing the home directory gets its own build. Without a compiler :func:`available` is False
+(:func:`unavailable_reason` says why) and the driver runs the numba engine, with the same
+results; so it does for an organization the C engine does not take (:func:`unsupported`: more
+than 64 banks or 8 ranks per channel, a windowed timing rule below the rank). The C call
+releases the GIL (threads replay in parallel), and the build (once: 12-15 s with Clang, about
+35 s with GCC 12) replaces the numba engine's first compilation (about 15 s).
 """
 
 from __future__ import annotations
@@ -119,7 +119,18 @@ def _flags(cc: list[str]) -> tuple[str, ...]:
 
 
 def _build() -> ctypes.CDLL:
+    """The library built by :func:`compiler`; where that is a Clang the user did not ask for
+    (no ``$CC``) and its build fails, by ``cc``."""
     cc = compiler()
+    try:
+        return _build_with(cc)
+    except (OSError, subprocess.SubprocessError):
+        if os.environ.get("CC", "").strip() or cc == ["cc"]:
+            raise
+        return _build_with(["cc"])
+
+
+def _build_with(cc: list[str]) -> ctypes.CDLL:
     flags = _flags(cc)
     # the compiler's resolved path is in the key: an upgrade (a new target of cc or clang)
     # builds anew

@@ -90,7 +90,8 @@ def test_portable_build_identical(dram_ref, monkeypatch, tmp_path, cc, flags):
     if flags and platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip(f"the {flags} builds are x86 builds ({platform.machine()} builds plain C)")
     monkeypatch.setenv("CC", f"{cc or ' '.join(native.compiler())} {flags}".strip())
-    monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path))
+    if flags:  # (the system cc's build is an ordinary one: the user cache keeps it)
+        monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path))
     native._function.cache_clear()
     try:
         assert native.available(), native.unavailable_reason()
@@ -268,6 +269,7 @@ def test_compiler_choice(monkeypatch, tmp_path):
     clang, else cc."""
     bins = tmp_path / "bin"
     bins.mkdir()
+    path0 = os.environ["PATH"]
 
     def tool(name):
         p = bins / name
@@ -283,6 +285,15 @@ def test_compiler_choice(monkeypatch, tmp_path):
         tool(name)
     assert native.compiler() == ["clang-19"]
     assert "-mtune=generic" not in native._flags(native.compiler())
+    # a Clang found on the PATH that cannot build: the build falls back to cc (a build that
+    # the user cache keeps, as the system-cc build test's)
+    (bins / "clang-19").write_text("#!/bin/sh\nexit 1\n")
+    monkeypatch.setenv("PATH", f"{bins}{os.pathsep}{path0}")
+    native._function.cache_clear()
+    try:
+        assert native.available(), native.unavailable_reason()
+    finally:
+        native._function.cache_clear()
     monkeypatch.setenv("CC", "gcc -m64")
     assert native.compiler() == ["gcc", "-m64"]
     assert "-mtune=generic" in native._flags(native.compiler())
