@@ -231,7 +231,7 @@ def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log
     (int64, non-decreasing) per line, each line split into ``2 ** decode[0]`` transactions
     ``tx_bytes = 2 ** decode[1]`` apart; ``decode[2:7]`` and ``decode[7:12]`` the bit position
     and mask of the channel, rank, bank group, bank and row in a transaction number (address >>
-    decode[1]), as :func:`nmp.memory.driver.lines_inputs` decodes them for the numba engine.
+    decode[1]), as :func:`nmp.memory.lines.lines_inputs` decodes them for the numba engine.
     The configuration must be one the C engine takes (:func:`unsupported` is None)."""
     fn, why = _function()
     if fn is None:

@@ -17,7 +17,7 @@ from memref import dram_ref_dir, load_cases
 
 from nmp.errors import NmpError
 from nmp.memory import driver, engine, internal_view, load_memory, make_requests, native, read_trace
-from nmp.memory.driver import engine_inputs
+from nmp.memory.lines import engine_inputs
 from nmp.reference import case_memory_spec
 
 CASES = load_cases()

@@ -108,7 +108,8 @@ def test_closed_row_policy_precharges_every_access(ddr4):
 
 
 def test_event_jump_is_exact():
-    from nmp.memory.driver import engine_inputs, run_engine
+    from nmp.memory.driver import run_engine
+    from nmp.memory.lines import engine_inputs
 
     spec = load_memory("ddr4-3200aa", ranks=2)
     rng = np.random.default_rng(7)

@@ -1,0 +1,167 @@
+"""The lines of a replay (addresses, writes, arrivals): their checks, and their transactions
+decoded to node ids, the numba engine's inputs (the C engine decodes them itself)."""
+
+from __future__ import annotations
+
+import threading
+
+import numba as nb
+import numpy as np
+
+from nmp.errors import TraceError
+from nmp.memory.mapping import decode_address
+from nmp.memory.plan import plan_of
+from nmp.memory.spec import MemorySpec
+
+
+@nb.njit(cache=True)
+def _decode_lines(
+    addr, write, has_write, k, tx, tx_shift, pos, mask, R, G, B, out, wr, full, zero_arrival
+):
+    """One pass over the lines: each split into its ``k`` transactions (addr, addr + tx, ...),
+    decoded as :func:`decode_address` straight to the engine's global node ids (channel, rank,
+    bank group, bank and row each occupy one bit range ``pos``/``mask`` of the transaction
+    number). Fills ``out[i * m + j]`` (m = n * k transactions; i: channel, rank, bank group,
+    bank, row, transaction key (address / tx_bytes), arrival 0; without ``full`` only bank
+    group, bank, row and key; the arrival only with ``zero_arrival``) and ``wr[j]`` (the
+    writes)."""
+    n = addr.shape[0] * k
+    p0, p1, p2, p3, p4 = pos[0], pos[1], pos[2], pos[3], pos[4]
+    m0, m1, m2, m3, m4 = mask[0], mask[1], mask[2], mask[3], mask[4]
+    for j in range(n):
+        i = j // k if k > 1 else j
+        a = addr[i] + np.uint64(j - i * k) * tx
+        x = np.int64(a >> tx_shift)
+        rank = ((x >> p0) & m0) * R + ((x >> p1) & m1)
+        bg = rank * G + ((x >> p2) & m2)
+        if full:
+            out[j] = (x >> p0) & m0
+            out[n + j] = rank
+        if zero_arrival:
+            out[6 * n + j] = 0
+        out[2 * n + j] = bg
+        out[3 * n + j] = bg * B + ((x >> p3) & m3)
+        out[4 * n + j] = (x >> p4) & m4
+        out[5 * n + j] = x
+        wr[j] = 1 if has_write and write[i] else 0
+
+
+NO_WRITE = np.zeros(0, np.bool_)
+
+
+# Engine inputs of replays inside this package are only read while the engine runs: their
+# buffers are kept per thread (up to this many transactions) rather than freshly mapped.
+_SCRATCH_MAX = 1 << 19
+_SCRATCH = threading.local()
+
+
+def _buffers(m: int, scratch: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(int64 [7 m], int8 [m], int64 zeros [>= m] or None): the engine inputs' storage; with
+    ``scratch`` this thread's buffers, and zeros that are never written (engine inputs are only
+    read) for the fields that are 0 throughout."""
+    if not scratch or m > _SCRATCH_MAX:
+        return np.empty(7 * m, np.int64), np.empty(m, np.int8), None
+    buf = getattr(_SCRATCH, "buf", None)
+    if buf is None or buf[1].size < m:
+        size = max(m, 1 << 14)
+        buf = np.empty(7 * size, np.int64), np.empty(size, np.int8), np.zeros(size, np.int64)
+        _SCRATCH.buf = buf
+    return buf
+
+
+def check_lines(addr, spec: MemorySpec, write, arrival):
+    """(addr uint64, per-line writes or None for none, has_write, arrival int64 or None) of
+    line addresses, writes (an array or one bool for all) and optional arrival cycles, checked:
+    every transaction within the capacity (else the TraceError naming the address), arrivals
+    non-decreasing."""
+    plan = plan_of(spec)
+    addr = np.ascontiguousarray(addr, dtype=np.uint64)
+    if isinstance(write, bool | np.bool_):
+        has_write = bool(write)
+        wr_in = np.ones(addr.shape[0], np.bool_) if has_write else None
+    else:
+        has_write = True
+        wr_in = np.ascontiguousarray(np.broadcast_to(np.asarray(write, bool), addr.shape))
+    if addr.size:
+        k, tx = plan.k, int(plan.decode[1])
+        if int(addr.max()) + (k - 1) * tx >= plan.capacity:
+            txs = (addr[:, None] + np.arange(k, dtype=np.uint64)[None, :] * np.uint64(tx)).ravel()
+            decode_address(txs, spec)  # raises the TraceError naming the address
+    if arrival is not None:
+        arrival = np.ascontiguousarray(arrival, np.int64)
+        if arrival.shape != addr.shape:
+            raise TraceError("one arrival cycle per request expected")
+        if arrival.size and (np.diff(arrival) < 0).any():
+            raise TraceError("request arrival cycles must be non-decreasing")
+    return addr, wr_in, has_write, arrival
+
+
+def lines_inputs(
+    addr: np.ndarray,
+    spec: MemorySpec,
+    write: np.ndarray | bool = False,
+    arrival: np.ndarray | None = None,
+    *,
+    scratch: bool = False,
+) -> tuple:
+    """:func:`engine_inputs` of plain arrays: line addresses, writes (an array or one bool for
+    all) and optional arrival cycles (non-decreasing). ``scratch``: the arrays are views of
+    this thread's buffers, valid until its next ``scratch`` call."""
+    plan = plan_of(spec)
+    addr, wr_in, has_write, arrival = check_lines(addr, spec, write, arrival)
+    m = addr.shape[0] * plan.k
+    out, wr, zeros = _buffers(m, scratch)
+    full = zeros is None or not plan.single_rank
+    # scratch zeros stand for the arrivals (when none are given)
+    _decode_lines(
+        addr,
+        NO_WRITE if wr_in is None else wr_in,
+        has_write,
+        *plan.decode,
+        out,
+        wr,
+        full,
+        zeros is None,
+    )
+    nodes = [out[i * m : (i + 1) * m] for i in range(7)]
+    if not full:
+        nodes[0] = nodes[1] = nodes[6] = zeros[:m]
+    elif zeros is not None:
+        nodes[6] = zeros[:m]
+    wr = wr[:m]
+    channel, rank, bg, bank, row, key, zero = nodes
+    arr = zero if arrival is None else np.repeat(arrival, plan.k)
+    return (channel, rank, bg, bank, row, wr, key, arr)
+
+
+def engine_inputs(requests: np.ndarray, spec: MemorySpec, *, scratch: bool = False) -> tuple:
+    """Split lines into transactions (HBM: 64 B -> addr, addr+32), decode, flatten node ids:
+    the numba engine's inputs (``scratch``: as in :func:`lines_inputs`)."""
+    names = requests.dtype.names
+    return lines_inputs(
+        requests["addr"],
+        spec,
+        requests["write"],
+        requests["arrival"] if names is not None and "arrival" in names else None,
+        scratch=scratch,
+    )
+
+
+def _zeros(n: int) -> np.ndarray:
+    """This thread's int64 zeros (at least n; never written: engine inputs are only read)."""
+    z = getattr(_SCRATCH, "zeros", None)
+    if z is None or z.size < n:
+        z = _SCRATCH.zeros = np.zeros(max(n, 1 << 14), np.int64)
+    return z
+
+
+def native_lines(addr, wr_in, arrival, scratch: bool):
+    """The C engine's per-line writes (int8) and arrivals (int64): the given ones, else zeros
+    (with ``scratch`` this thread's, up to its scratch size)."""
+    n = addr.shape[0]
+    zeros = _zeros(n) if scratch and n <= _SCRATCH_MAX else np.zeros(n, np.int64)
+    if wr_in is None:
+        wr_in = zeros.view(np.int8)[:n]
+    if arrival is None:
+        arrival = zeros[:n]
+    return wr_in, arrival
