@@ -15,7 +15,7 @@ import numpy as np
 
 from nmp.errors import NmpError, TraceError
 from nmp.memory import engine, native
-from nmp.memory.lines import NO_WRITE, check_lines, lines_inputs, native_lines
+from nmp.memory.lines import NO_WRITE, check_lines, checked_inputs, native_lines
 from nmp.memory.plan import plan_of as _plan
 from nmp.memory.spec import MemorySpec
 from nmp.memory.standards import COMMANDS
@@ -73,7 +73,8 @@ def run_engine(
     """The engine's 11-tuple (see :func:`nmp.memory.engine.simulate`; with ``log_size`` the
     command log of channel 0 appended) for ``lines`` = (addresses, writes: an array or one bool,
     arrival cycles or None), on the backend :func:`engine_backend` picks. The C engine decodes
-    the lines itself; the numba engine takes them decoded (:func:`lines_inputs`)."""
+    the lines itself; the numba engine takes them decoded
+    (:func:`nmp.memory.lines.lines_inputs`)."""
     checked = check_lines(lines[0], spec, lines[1], lines[2])
     return _run(checked, spec, drain=drain, jump=jump, log_size=log_size, scratch=scratch)
 
@@ -81,8 +82,8 @@ def run_engine(
 def _run(
     checked: tuple, spec: MemorySpec, *, drain: bool, jump: bool, log_size: int, scratch: bool
 ):
-    """:func:`run_engine` of lines already checked (:func:`_lines`)."""
-    addr, wr_in, has_write, arrival = checked
+    """:func:`run_engine` of lines already checked (:func:`nmp.memory.lines.check_lines`)."""
+    addr, wr_in, _, arrival = checked
     plan = _plan(spec)
     params, wm = plan.engine_params(drain, jump)
     log = np.full((log_size, 5), -1, np.int64) if log_size else _NO_LOG
@@ -96,9 +97,7 @@ def _run(
             addr, wr_in, arrival, plan.native_decode, params, wm, *plan.tables, log
         )
     else:
-        inputs = lines_inputs(
-            addr, spec, has_write if wr_in is None else wr_in, arrival, scratch=scratch
-        )
+        inputs = checked_inputs(checked, spec, scratch=scratch)
         out = engine.simulate(*inputs, params, wm, *plan.tables, log)
     return (*out, log) if log_size else out
 

@@ -107,8 +107,13 @@ def lines_inputs(
     """:func:`engine_inputs` of plain arrays: line addresses, writes (an array or one bool for
     all) and optional arrival cycles (non-decreasing). ``scratch``: the arrays are views of
     this thread's buffers, valid until its next ``scratch`` call."""
+    return checked_inputs(check_lines(addr, spec, write, arrival), spec, scratch=scratch)
+
+
+def checked_inputs(checked: tuple, spec: MemorySpec, *, scratch: bool = False) -> tuple:
+    """:func:`lines_inputs` of lines :func:`check_lines` already checked."""
     plan = plan_of(spec)
-    addr, wr_in, has_write, arrival = check_lines(addr, spec, write, arrival)
+    addr, wr_in, has_write, arrival = checked
     m = addr.shape[0] * plan.k
     out, wr, zeros = _buffers(m, scratch)
     full = zeros is None or not plan.single_rank
