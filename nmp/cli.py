@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "nmp.evaluate.cli",  # evaluate
     "nmp.rtl.cli",  # rtl export / rtl report
     "nmp.train.cli",  # train
+    "nmp.validate.cli",  # validate
 )
 
 

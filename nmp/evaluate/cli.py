@@ -45,6 +45,7 @@ def _run(args: argparse.Namespace) -> int:
         run_sweep,
         update_latest,
     )
+    from nmp.evaluate.study import load_custom_study
     from nmp.evaluate.sweep import load_sweep, parse_sweep
     from nmp.evaluate.validate import validate_sweep
 
@@ -64,6 +65,9 @@ def _run(args: argparse.Namespace) -> int:
 
         sweep, sweep_path = parse_sweep(load_toml(stored), file=str(stored)), stored
     else:
+        study = load_custom_study(args.sweep or DEFAULT_SWEEP)
+        if study is not None:  # a study with its own runner (sharding, caches, ...)
+            return _run_study(args, study, base)
         sweep, sweep_path = load_sweep(args.sweep or DEFAULT_SWEEP)
         run_dir = resolve_run_dir(base, args.run, resume=args.resume, sweep=sweep)
     # Everything is checked against the presets before the first point runs.
@@ -118,6 +122,38 @@ def _run(args: argparse.Namespace) -> int:
             f"{run_dir / 'errors.jsonl'}); fix and continue with "
             f"'{_resume_command(args, run_dir)}'"
         )
+    return 0
+
+
+def _run_study(args: argparse.Namespace, study, base: Path) -> int:
+    """Run a custom study (a sweep file with a ``runner``) into its run folder."""
+    from rich.console import Console
+
+    from nmp.evaluate.runner import check_run_dir, resolve_run_dir, update_latest
+    from nmp.evaluate.study import print_study_rows, run_custom_study
+
+    if args.resume:
+        raise NmpError(f"study '{study.name}' has its own runner and cannot --resume: run it again")
+    if args.check:
+        print(f"{study.file}: ok, runner {study.runner}")
+        return 0
+    run_dir = resolve_run_dir(base, args.run, resume=False, sweep=study)
+    check_run_dir(run_dir, resume=False)
+    if (run_dir / "summary.json").exists():
+        raise NmpError(f"{run_dir} already holds a study's results: pick another --run")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    summary = run_custom_study(
+        study, run_dir, jobs=args.jobs, sweep_text=Path(study.file).read_text()
+    )
+    if run_dir.parent.resolve() == base.resolve():
+        update_latest(base, run_dir)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=160)
+        print_study_rows(summary, console)
     return 0
 
 

@@ -167,7 +167,12 @@ def _find_named(name: str) -> Path:
     path = folder / f"{name}.toml"
     if path.is_file():
         return path
-    known = ", ".join(sorted(p.stem for p in folder.glob("*.toml"))) or "none"
+    known = (
+        ", ".join(
+            sorted(str(p.relative_to(folder).with_suffix("")) for p in folder.rglob("*.toml"))
+        )
+        or "none"
+    )
     raise SpecError(f"unknown sweep '{name}' (known: {known})")
 
 

@@ -1,0 +1,189 @@
+"""The kit's own checks against references it can compute or has on file (not papers' claims).
+
+Each check returns :class:`~nmp.validate.runner.CheckResult` rows and registers itself in
+:data:`BUILTIN_CHECKS`; ``quick`` checks a smaller sample where the full set is long.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nmp.validate.runner import CheckResult
+
+BUILTIN_CHECKS: dict[str, Callable[[bool], list[CheckResult]]] = {}
+
+
+def builtin(name: str) -> Callable:
+    def register(fn: Callable[[bool], list[CheckResult]]) -> Callable:
+        BUILTIN_CHECKS[name] = fn
+        return fn
+
+    return register
+
+
+# The issue-2 bounds of the engine against Ramulator 2 (cycles 5 %, row counts 10 % or two
+# events): beyond exactness, a case within them is "within band".
+CYCLES_REL = 0.05
+ROWS_REL, ROWS_SLACK = 0.10, 2
+ROW_KEYS = ("row_hits", "row_misses", "row_conflicts")
+
+
+def _case_result(case: dict[str, Any], folder) -> tuple[bool, bool, float]:
+    """(exact, within bounds, cycle error %) of one reference case."""
+    from nmp.memory import replay
+    from nmp.reference import case_memory_spec
+
+    spec = case_memory_spec(case["memory_args"])
+    stats = replay(str(folder / case["trace"]), spec, drain=False)
+    ref = case["ramulator2"]
+    got = {"cycles": int(stats.cycles), **{k: int(getattr(stats, k)) for k in ROW_KEYS}}
+    exact = all(got[k] == ref[k] for k in got)
+    err_pct = 100.0 * abs(got["cycles"] - ref["cycles"]) / ref["cycles"]
+    within = err_pct <= 100 * CYCLES_REL and all(
+        abs(got[k] - ref[k]) <= max(ROWS_REL * ref[k], ROWS_SLACK) for k in ROW_KEYS
+    )
+    return exact, within, err_pct
+
+
+@builtin("dram")
+def dram_vs_ramulator(quick: bool) -> list[CheckResult]:
+    """The DRAM engine on every reference case against Ramulator 2.1: one row per standard."""
+    from nmp.reference import dram_reference_dir
+
+    folder = dram_reference_dir()
+    path = folder / "cases.json"
+    if not path.is_file():
+        return [
+            CheckResult(
+                id="dram.ramulator2",
+                source="Ramulator 2.1 reference cases",
+                published="cycles and row hits/misses/conflicts per case",
+                model=f"reference data not found at {folder}",
+                verdict="error",
+                group="simulator",
+            )
+        ]
+    data = json.loads(path.read_text())
+    by_standard: dict[str, list[dict]] = defaultdict(list)
+    for case in data["cases"]:
+        standard = data["memory_configs"][case["mem_config"]]["standard"]
+        by_standard[standard].append(case)
+    rows = []
+    sim = data.get("simulators", {}).get("ramulator2", "Ramulator 2.1")
+    for standard, cases in sorted(by_standard.items()):
+        results = [_case_result(c, folder) for c in cases]
+        exact = sum(r[0] for r in results)
+        within = sum(r[1] for r in results)
+        worst = max(r[2] for r in results)
+        n = len(cases)
+        verdict = "agrees" if exact == n else "within band" if within == n else "disagrees"
+        rows.append(
+            CheckResult(
+                id=f"dram.ramulator2.{standard.lower()}",
+                source=f"{sim}; {path.parent.name}/cases.json",
+                published=f"cycles, row hits/misses/conflicts of {n} {standard} cases",
+                model=f"{exact}/{n} exact, {within}/{n} within 5 %/10 %, worst cycles "
+                f"{worst:.2f} %",
+                verdict=verdict,
+                group="simulator",
+                claim=f"the DRAM engine reproduces Ramulator 2 on {standard}",
+            )
+        )
+    return rows
+
+
+def _small_workload():
+    from nmp.workload import load_workload
+
+    # Four small tables (one of 7 rows: heavy reuse), so that every design replays quickly.
+    return load_workload("recross-eval", {"rows": [1000, 500, 3000, 7], "batch": 8, "pooling": 20})
+
+
+def _nmp_designs() -> list[str]:
+    from nmp.config import preset_names
+
+    return preset_names("arch")
+
+
+@builtin("functional")
+def gather_reduce_vs_torch(quick: bool) -> list[CheckResult]:
+    """Every design's executed gather-reduce against ``torch.nn.EmbeddingBag(mode="sum")``."""
+    import torch
+
+    from nmp.arch import load_arch
+    from nmp.workload import generate_batch
+
+    workload = _small_workload()
+    worst, names = 0.0, _nmp_designs()
+    for name in names:
+        arch = load_arch(name)
+        arch.bind(workload)
+        batch = generate_batch(workload, seed=5)
+        pooled, _ = arch.gather_reduce(batch)
+        for t, lk in enumerate(batch.tables):
+            bag = torch.nn.EmbeddingBag.from_pretrained(
+                torch.from_numpy(arch.store.dense_table(t)), mode="sum"
+            )
+            ref = bag(torch.from_numpy(lk.indices), torch.from_numpy(lk.offsets[:-1])).numpy()
+            err = float(np.abs(pooled[t] - ref).max() / max(np.abs(ref).max(), 1e-30))
+            worst = max(worst, err)
+    # fp32 sums in another order differ by rounding only: a few ulps of the largest output
+    ok = worst <= 1e-5
+    return [
+        CheckResult(
+            id="functional.gather-reduce",
+            source="torch.nn.EmbeddingBag(mode='sum'), torch " + torch.__version__,
+            published="pooled outputs, fp32 (relative error <= 1e-5: summation order)",
+            model=f"{len(names)} designs, worst relative error {worst:.1e}",
+            verdict="agrees" if ok else "disagrees",
+            group="functional",
+            claim="every design's in-memory gather-reduce equals EmbeddingBag",
+        )
+    ]
+
+
+@builtin("parity")
+def parity_vs_fresh_encode(quick: bool) -> list[CheckResult]:
+    """In-memory parity after random updates against a fresh encode, and lost nodes decoded."""
+    from nmp.arch import load_arch
+
+    workload = _small_workload()
+    setups = [("recross", {}, "XOR"), ("trim-g", {"parity.code": "rs", "parity.r": 2}, "RS r=2")]
+    updates = 600 if quick else 3000
+    rows_out = []
+    for name, overrides, code in setups:
+        arch = load_arch(name, overrides=overrides)
+        arch.bind(workload)
+        rng = np.random.default_rng(7)
+        n_rows = arch.tables[0].rows
+        rows = rng.integers(0, n_rows, updates)
+        vals = rng.standard_normal((updates, arch.tables[0].dim)).astype(np.float32)
+        vals[0, 0] = np.float32(np.nan)  # bit patterns, not floats: NaN and -0.0 survive
+        vals[1, :] = -0.0
+        arch.parity_update(rows, vals, table=0)
+        consistent = arch.parity_consistent(0)
+        decoded = 0
+        for lost in range(arch._parity_state.nodes):
+            got_rows, got = arch.recover_node(lost, 0)
+            want = arch.store.read(0, got_rows)
+            decoded += int(np.array_equal(got.view(np.uint32), want.view(np.uint32)))
+        nodes = arch._parity_state.nodes
+        ok = consistent and decoded == nodes
+        rows_out.append(
+            CheckResult(
+                id=f"functional.parity.{name}",
+                source="a fresh encode of the updated table (nmp.coding)",
+                published="parity bit-identical; every lost node decodes bit for bit",
+                model=f"{code} on {name}: {updates} updates, parity "
+                f"{'identical' if consistent else 'DIFFERS'}, {decoded}/{nodes} nodes decoded",
+                verdict="agrees" if ok else "disagrees",
+                group="functional",
+                claim="in-place delta parity stays equal to a fresh encode",
+            )
+        )
+    return rows_out

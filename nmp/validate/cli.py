@@ -1,0 +1,90 @@
+"""``nmp validate``: the kit's checks against simulators, torch and the papers' claims."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from nmp.errors import NmpError
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from nmp.validate.report import print_table, write_report
+    from nmp.validate.runner import run_validation
+
+    console = Console(stderr=args.json)
+    if not console.is_terminal:
+        console = Console(stderr=args.json, width=160)
+    only = tuple(args.only or ())
+    if console.is_terminal and not args.json:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        with Progress(
+            TextColumn("validate"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            console=console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("", total=None)
+
+            def progress(name: str, done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total, description=name)
+
+            results = run_validation(quick=args.quick, only=only, progress=progress)
+    else:
+        results = run_validation(quick=args.quick, only=only)
+    if not results:
+        raise NmpError(f"no check matches --only {' '.join(only)}")
+    run_dir = write_report(results, Path(args.out), quick=args.quick)
+    if args.json:
+        print(json.dumps({"checks": [r.to_json() for r in results]}, indent=2))
+    else:
+        print_table(results, console)
+        console.print(f"report: {run_dir / 'report.md'}")
+    errors = [r.id for r in results if r.verdict == "error"]
+    broken = [r.id for r in results if r.group != "claim" and r.verdict == "disagrees"]
+    if errors or broken:
+        what = "; ".join(
+            s
+            for s in (
+                f"{len(errors)} check(s) could not run: {', '.join(errors)}" if errors else "",
+                f"the kit disagrees with its references: {', '.join(broken)}" if broken else "",
+            )
+            if s
+        )
+        print(f"nmp: error: {what}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="check the kit against Ramulator 2, torch, fresh encodes and published claims",
+        description="Run the kit's checks: the DRAM engine against Ramulator 2's reference "
+        "cases, every design's gather-reduce against torch.nn.EmbeddingBag, in-memory parity "
+        "against a fresh encode, and every published claim the kit has a study for "
+        "(nmp/validate/claims/*.toml) against the model's value, with a verdict. Writes "
+        "reports/validate-<time>/report.md. Exits 1 if a check cannot run or a simulator / "
+        "functional check fails; a disagreeing published claim is reported, with its "
+        "explanation, not an error.",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="only the claims marked quick (CI: < 3 minutes)"
+    )
+    p.add_argument("--json", action="store_true", help="print {checks: [...]} on stdout")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        metavar="ID",
+        help="only checks whose id matches one of these globs or prefixes (dram, recross.*)",
+    )
+    p.add_argument("--out", default="reports", help="folder of the report (default: reports)")
+    p.set_defaults(func=_run)

@@ -1,0 +1,85 @@
+"""Studies with their own runner (`runner = "module:function"` in a sweep file)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pytest
+
+from nmp.cli import main
+
+
+@pytest.fixture
+def toy_runner(monkeypatch):
+    mod = types.ModuleType("nmp._toy_study")
+    seen = {}
+
+    def run(params, *, out_dir, jobs):
+        seen.update(params=params, jobs=jobs)
+        (out_dir / "report.md").write_text("# toy\n")
+        return [{"x": x, "y": 2.0 * x} for x in params["xs"]]
+
+    def bad(params, *, out_dir, jobs):
+        return {"not": "rows"}
+
+    mod.run, mod.bad, mod.seen = run, bad, seen
+    monkeypatch.setitem(sys.modules, "nmp._toy_study", mod)
+    return mod
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "toy.toml"
+    path.write_text(text)
+    return path
+
+
+def test_runner_study_writes_its_run_folder(tmp_path, toy_runner, capsys):
+    sweep = _write(
+        tmp_path,
+        'name = "toy"\ndescription = "d"\nrunner = "nmp._toy_study:run"\n[params]\nxs = [1, 2]\n',
+    )
+    out = tmp_path / "reports"
+    rc = main(["evaluate", str(sweep), "--out", str(out), "--run", "r1", "--json", "-j", "1"])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["rows"] == [{"x": 1, "y": 2.0}, {"x": 2, "y": 4.0}]
+    assert toy_runner.seen == {"params": {"xs": [1, 2]}, "jobs": 1}
+    run = out / "r1"
+    assert (run / "report.md").read_text() == "# toy\n"
+    assert json.loads((run / "summary.json").read_text())["rows"] == summary["rows"]
+    assert "runner" in (run / "sweep.toml").read_text()
+    assert (out / "latest").resolve() == run.resolve()
+    # a second run into the same folder is refused, as for any sweep
+    assert main(["evaluate", str(sweep), "--out", str(out), "--run", "r1"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('runner = "nmp._toy_study:run"\naxes = {}\n', "unknown key\\(s\\) axes"),
+        ('runner = "nmp._toy_study:nope"\n', "key 'runner'"),
+        ('runner = "os:system"\n', "only functions of the nmp package"),
+        ('runner = "nmp._toy_study:run"\nparams = 3\n', "key 'params'"),
+    ],
+)
+def test_bad_study_files(tmp_path, toy_runner, capsys, text, match):
+    import re
+
+    sweep = _write(tmp_path, text)
+    assert main(["evaluate", str(sweep), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert re.search(match, err) and "toy.toml" in err
+
+
+def test_a_runner_must_return_rows(tmp_path, toy_runner, capsys):
+    sweep = _write(tmp_path, 'runner = "nmp._toy_study:bad"\n')
+    assert main(["evaluate", str(sweep), "--out", str(tmp_path / "o")]) == 1
+    assert "not a list of rows" in capsys.readouterr().err
+
+
+def test_resume_is_refused_for_a_runner_study(tmp_path, toy_runner, capsys):
+    sweep = _write(tmp_path, 'runner = "nmp._toy_study:run"\n[params]\nxs = [1]\n')
+    assert main(["evaluate", str(sweep), "--resume", "--out", str(tmp_path / "o")]) == 1
+    assert "cannot --resume" in capsys.readouterr().err
