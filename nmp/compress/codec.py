@@ -1,0 +1,102 @@
+"""The codec interface and registry of the embedding all-to-all compressors.
+
+A codec turns one *chunk* (the float32 ``[vectors, dim]`` block of one table that one node sends
+to another: pooled embeddings forward, their gradients backward) into an :class:`Encoded` blob
+and back. Lossy codecs take the relative error bound ``eb_rel`` and derive the absolute one from
+the chunk (``eb = eb_rel * (max - min)``, SC'24's per-table bound); lossless ones ignore it.
+Every codec registers itself once (:func:`register`); stages and CLIs list names from here and
+never test a codec's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from nmp.errors import NmpError
+
+# Bytes of the fixed header every blob carries (dtype/shape/bound/offset words), counted in
+# every ratio so that a tiny chunk cannot look free.
+HEADER_BYTES = 24
+
+
+@dataclass
+class Encoded:
+    """A compressed chunk: named byte parts (what would go on the wire) plus decode metadata."""
+
+    codec: str
+    shape: tuple[int, ...]
+    parts: dict[str, bytes] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        return HEADER_BYTES + sum(len(p) for p in self.parts.values())
+
+
+class Codec(Protocol):
+    """What a codec provides."""
+
+    name: str
+    lossy: bool
+    description: str
+
+    def encode(self, x: np.ndarray, eb_rel: float, *, table: int = 0) -> Encoded: ...
+
+    def decode(self, enc: Encoded) -> np.ndarray: ...
+
+
+_REGISTRY: dict[str, Callable[[], Codec]] = {}
+
+
+def register(name: str) -> Callable[[Callable[[], Codec]], Callable[[], Codec]]:
+    """Class/factory decorator: ``make_codec(name)`` builds a fresh instance."""
+
+    def deco(factory: Callable[[], Codec]) -> Callable[[], Codec]:
+        if name in _REGISTRY:
+            raise RuntimeError(f"codec '{name}' registered twice")
+        _REGISTRY[name] = factory
+        return factory
+
+    return deco
+
+
+def _load_all() -> None:
+    from nmp.compress import codecs  # noqa: F401  (each module registers itself)
+
+
+def codec_names() -> tuple[str, ...]:
+    _load_all()
+    return tuple(_REGISTRY)
+
+
+def make_codec(name: str) -> Codec:
+    _load_all()
+    try:
+        return _REGISTRY[name]()
+    except KeyError:
+        raise NmpError(f"unknown codec '{name}' (known: {', '.join(_REGISTRY)})") from None
+
+
+def check_chunk(x: np.ndarray) -> np.ndarray:
+    """The chunk as a C-contiguous 2-D float32 array; anything else is a clear error."""
+    x = np.asarray(x)
+    if x.dtype != np.float32:
+        raise NmpError(f"codec input must be float32, got {x.dtype}")
+    if x.ndim == 1:
+        x = x[None, :]
+    if x.ndim != 2:
+        raise NmpError(f"codec input must be [vectors, dim], got shape {x.shape}")
+    if x.size and not np.isfinite(x).all():
+        raise NmpError("codec input holds NaN or infinity")
+    return np.ascontiguousarray(x)
+
+
+def check_eb_rel(eb_rel: float) -> float:
+    eb_rel = float(eb_rel)
+    if not 1e-7 <= eb_rel <= 1.0:
+        raise NmpError(f"relative error bound {eb_rel} outside [1e-7, 1]")
+    return eb_rel

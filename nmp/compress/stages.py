@@ -1,0 +1,51 @@
+"""Generic lossless stages from PyPI libraries: zstd (``zstandard``) and LZ4 (``lz4``).
+
+zstd is LZ77 followed by entropy coding (Huffman-coded literals, FSE/tANS-coded sequences), so
+on quantization codes without long repeats it acts as the entropy coder (the paper's Huffman
+stage; :func:`nmp.compress.quantizer.code_entropy_bits` gives the order-0 floor to compare).
+LZ4 is LZ77 without an entropy stage: fast, weaker on codes.
+
+Levels are chosen for speed (a codec on the all-to-all's critical path must beat the link):
+zstd level 1, LZ4's default block mode; ``benchmarks/compress.py`` measures both.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import lz4.block
+import zstandard
+
+ZSTD_LEVEL = 1  # chosen: the fastest standard level; higher levels gain little on codes
+
+_local = threading.local()
+
+
+def _zstd() -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]:
+    pair = getattr(_local, "zstd", None)
+    if pair is None:
+        pair = (zstandard.ZstdCompressor(level=ZSTD_LEVEL), zstandard.ZstdDecompressor())
+        _local.zstd = pair
+    return pair
+
+
+def zstd_compress(data: bytes | memoryview) -> bytes:
+    return _zstd()[0].compress(data)
+
+
+def zstd_decompress(blob: bytes) -> bytes:
+    return _zstd()[1].decompress(blob)
+
+
+def lz4_compress(data: bytes | memoryview) -> bytes:
+    return lz4.block.compress(data, store_size=True)
+
+
+def lz4_decompress(blob: bytes) -> bytes:
+    return lz4.block.decompress(blob)
+
+
+STAGES = {
+    "zstd": (zstd_compress, zstd_decompress),
+    "lz4": (lz4_compress, lz4_decompress),
+}

@@ -1,0 +1,49 @@
+"""Vector LZ: LZ77 whose unit is a whole embedding vector (SC'24's vector-based LZ).
+
+Pooled embeddings repeat whole vectors: a bag of one lookup (Criteo's one-hot features) is the
+row itself, and a small or skewed table sends the same rows again and again within one batch.
+A byte-level LZ sees such a repeat as a long match it has to find; here a vector that equals an
+earlier one of the chunk becomes one reference, with an unbounded window (the chunk is one
+message). The streams are the references (one per vector, the index of the first occurrence
+among the literals, in the narrowest unsigned type) and the literal vectors in first-occurrence
+order. Exact match on the quantized codes, so the lossy bound is unaffected.
+
+Vectorized: rows are compared as fixed-width byte strings (``np.unique`` on a void view); no
+Python loop over vectors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmp.compress.quantizer import narrowest_uint
+
+
+def vlz_encode(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``codes`` [n, dim] -> (refs [n] narrowest uint, literals [m, dim])."""
+    n = codes.shape[0]
+    if n == 0:
+        return np.zeros(0, np.uint8), codes
+    rows = np.ascontiguousarray(codes).view(
+        np.dtype((np.void, codes.dtype.itemsize * codes.shape[1]))
+    )
+    _, first, inverse = np.unique(rows.ravel(), return_index=True, return_inverse=True)
+    # Renumber the distinct vectors by first occurrence: literal j is the j-th new vector.
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    refs = rank[inverse.ravel()].astype(narrowest_uint(max(len(order) - 1, 0)))
+    literals = codes[np.sort(first)]
+    return refs, literals
+
+
+def vlz_decode(refs: np.ndarray, literals: np.ndarray) -> np.ndarray:
+    return literals[refs.astype(np.intp)]
+
+
+def repeat_fraction(codes: np.ndarray) -> float:
+    """Fraction of vectors that repeat an earlier one (what vector LZ removes)."""
+    if codes.shape[0] == 0:
+        return 0.0
+    refs, literals = vlz_encode(codes)
+    return 1.0 - literals.shape[0] / codes.shape[0]
