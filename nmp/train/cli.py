@@ -93,8 +93,13 @@ def _run(args: argparse.Namespace) -> int:
         print()
         return 0
     m = res.metrics
+    auc = (
+        f"{m['auc']:.4f}"
+        if m["auc"] is not None
+        else f"undefined (the {m['samples']} held-out labels are all one class)"
+    )
     print(
-        f"{args.strategy}: {cfg.steps} steps on {cfg.workload}; held-out AUC {m['auc']:.4f}, "
+        f"{args.strategy}: {cfg.steps} steps on {cfg.workload}; held-out AUC {auc}, "
         f"logloss {m['logloss']:.4f}, accuracy {m['accuracy']:.4f}"
     )
     print(
@@ -141,9 +146,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--workload", help="workload preset (tables capped at train.max_rows)")
-    p.add_argument(
-        "--strategy", help="ecrec | checkpoint | cpr-mfu | cpr-ssu | none | failure-free"
-    )
+    from nmp.train.strategies import strategy_help
+
+    p.add_argument("--strategy", help=strategy_help())
     p.add_argument(
         "--fail",
         action="append",

@@ -11,14 +11,30 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from nmp.results import jsonable
-from nmp.train.config import STRATEGIES, TrainConfig
+from nmp.train.config import TrainConfig
 from nmp.train.failures import Failure
+from nmp.train.strategies import strategy_names
 from nmp.train.trainer import RunResult, run
+
+
+def auc_change(res: RunResult, base: RunResult | None) -> tuple[float | None, float | None]:
+    """AUC change against ``base`` and its noise: 1.96 x the standard error of the difference
+    of two AUCs on the same held-out set, taken as independent (Hanley-McNeil SEs; ignoring the
+    positive correlation of the two models' scores makes this band wider than a paired test's,
+    so "inside the noise" is the cautious verdict)."""
+    m, b = res.metrics, (base.metrics if base else None)
+    if b is None or m["auc"] is None or b["auc"] is None:
+        return None, None
+    return m["auc"] - b["auc"], 1.96 * float(np.hypot(m["auc_se"], b["auc_se"]))
 
 
 def result_row(res: RunResult, base: RunResult | None) -> dict[str, Any]:
     ex = res.extra
+    change, noise = auc_change(res, base)
+    se = res.metrics["auc_se"]
     row: dict[str, Any] = {
         "strategy": res.strategy,
         "overhead_pct": (
@@ -28,7 +44,10 @@ def result_row(res: RunResult, base: RunResult | None) -> dict[str, Any]:
         "time_to_full_redundancy_ns": ex.get("time_to_full_redundancy_ns"),
         "memory_overhead_pct": 100.0 * float(ex.get("memory_overhead", 0.0)),
         "auc": res.metrics["auc"],
-        "auc_change": res.metrics["auc"] - base.metrics["auc"] if base else 0.0,
+        "auc_ci95": None if se is None else 1.96 * se,
+        "auc_change": change,
+        "auc_change_noise95": noise,
+        "auc_change_within_noise": None if change is None else bool(abs(change) <= noise),
         "logloss": res.metrics["logloss"],
         "accuracy": res.metrics["accuracy"],
         "final_state_sha256": res.final_state_sha256,
@@ -49,8 +68,9 @@ def default_failures(cfg: TrainConfig) -> list[Failure]:
 
 
 def run_compare(
-    cfg: TrainConfig, failures: list[Failure], strategies: tuple[str, ...] = STRATEGIES
+    cfg: TrainConfig, failures: list[Failure], strategies: tuple[str, ...] | None = None
 ) -> list[dict[str, Any]]:
+    strategies = strategy_names() if strategies is None else strategies
     base = run(cfg, "failure-free", [])
     rows = [result_row(base, None)]
     rows[0]["identical_to_failure_free"] = True
@@ -71,6 +91,28 @@ def _fmt_time(ns: float | None) -> str:
     return f"{ns:.3g} ns"
 
 
+def _fmt_auc(r: dict[str, Any]) -> str:
+    if r["auc"] is None:
+        return "undefined"
+    return f"{r['auc']:.4f} ±{r['auc_ci95']:.4f}"
+
+
+def _fmt_change(r: dict[str, Any]) -> str:
+    if r["auc_change"] is None:
+        return "-"
+    verdict = "noise" if r["auc_change_within_noise"] else "REAL"
+    return f"{r['auc_change']:+.4f} (±{r['auc_change_noise95']:.4f}: {verdict})"
+
+
+def _fmt_write(d: dict[str, Any]) -> str:
+    if "checkpoint_write_modeled_ns" not in d:
+        return "-"
+    return (
+        f"{_fmt_time(d['checkpoint_write_modeled_ns'])} / "
+        f"{_fmt_time(d['checkpoint_write_measured_s_mean'] * 1e9)}"
+    )
+
+
 def print_table(rows: list[dict[str, Any]], title: str) -> None:
     from rich.table import Table
 
@@ -81,8 +123,9 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
         "recovery",
         "to full redundancy",
         "memory +%",
-        "AUC",
-        "AUC change",
+        "AUC ±95%",
+        "AUC change (noise ±95%)",
+        "ckpt write model/measured",
         "= failure-free",
         "state sha256",
     )
@@ -95,8 +138,9 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
             _fmt_time(r["recovery_ns"]),
             _fmt_time(r["time_to_full_redundancy_ns"]),
             f"{r['memory_overhead_pct']:.1f}",
-            f"{r['auc']:.4f}",
-            f"{r['auc_change']:+.4f}",
+            _fmt_auc(r),
+            _fmt_change(r),
+            _fmt_write(r["details"]),
             "yes" if r.get("identical_to_failure_free") else "no",
             r["final_state_sha256"][:12],
         )

@@ -17,9 +17,6 @@ from typing import Literal
 
 from nmp.config import KeyedValueError, apply_overrides, require_at_least
 
-Strategy = Literal["ecrec", "checkpoint", "cpr-mfu", "cpr-ssu", "none", "failure-free"]
-STRATEGIES: tuple[str, ...] = ("ecrec", "checkpoint", "cpr-mfu", "cpr-ssu", "none")
-
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -36,9 +33,15 @@ class TrainConfig:
     # CPU core; the paper sizes are --set train.bottom=[512,256,64] train.top=[512,256].
     bottom: tuple[int, ...] = (64, 32)
     top: tuple[int, ...] = (64, 32)
-    optimizer: Literal["sgd", "adagrad"] = "adagrad"  # row-wise Adagrad as in DLRM/torchrec
+    # Tables: row-wise Adagrad as in DLRM/torchrec, or Adam (nmp/train/optim.py); the whole
+    # optimizer state sits in each row's record and is encoded with it.
+    optimizer: Literal["sgd", "adagrad", "adam"] = "adagrad"
     lr_embedding: float = 0.05  # chosen: stable for row-wise Adagrad on the synthetic data
+    # Dense MLP: plain SGD is dlrm_s_pytorch's default optimizer; "momentum" keeps a velocity per
+    # weight (state that the replicas and checkpoints carry).
+    dense_optimizer: Literal["sgd", "momentum"] = "sgd"
     lr_dense: float = 0.1  # chosen: SGD on the MLP, as dlrm_s_pytorch's default optimizer
+    momentum: float = 0.9  # chosen: the usual heavy-ball coefficient (dense_optimizer momentum)
     zipf_alpha: float = 0.0  # 0: the workload's alpha (1.05 for Criteo presets)
     eval_batches: int = 32  # held-out batches for AUC/logloss/accuracy (4096 samples at 128)
     seed: int = 0
@@ -69,16 +72,29 @@ class TrainConfig:
     # MTBF in steps of modeled time: a CPU-sized run lasts milliseconds of modeled time, so the
     # failure rate is stated per step; Young/Daly convert it with the modeled step time.
     mtbf_steps: float = 600.0
-    cpr_fraction: float = 0.1  # rows saved by each CPR partial save (MFU top-k, SSU sampled)
-    cpr_partials: int = 4  # partial saves per full-checkpoint interval
+    # CPR (Maeng et al., MLSys'21): the save interval comes from the user's bound on the
+    # portion of lost samples, PLS = interval / (2 * nodes * MTBF) (a failure loses on average
+    # half an interval of one node's updates), so interval = 2 * PLS * nodes * MTBF.
+    cpr_pls: float = 0.02  # chosen: a 2 % bound; CPR leaves the bound to the user (swept)
+    cpr_fraction: float = 0.1  # MFU: rows saved by each partial save (top-k by use since then)
+    cpr_full_every: int = 4  # chosen: every 4th save is a full one (bounds a cold row's age)
     ssu_sample: float = 0.05  # fraction of each batch's samples whose rows SSU records
     ckpt_dir: str = ""  # empty: a temporary folder removed after the run
 
     def validate(self) -> None:
         require_at_least(
-            self, 1, "steps", "max_rows", "max_pooling", "nodes", "rebuild_ranges", "eval_batches"
+            self,
+            1,
+            "steps",
+            "max_rows",
+            "max_pooling",
+            "nodes",
+            "rebuild_ranges",
+            "eval_batches",
+            "cost_sample",
+            "cpr_full_every",
         )
-        require_at_least(self, 0, "batch", "max_tables", "dim")
+        require_at_least(self, 0, "batch", "max_tables", "dim", "seed")
         if self.parities < 1:
             raise KeyedValueError("parities", "must be >= 1")
         if self.code in ("xor", "float-sum") and self.parities != 1:
@@ -88,14 +104,18 @@ class TrainConfig:
         if not self.rebuild_share > 0.0:
             raise KeyedValueError("rebuild_share", "must be > 0")
         for name in ("storage_gbps", "host_flops", "mtbf_steps", "lr_embedding", "lr_dense"):
-            if getattr(self, name) <= 0:
+            if not getattr(self, name) > 0:  # NaN fails too
                 raise KeyedValueError(name, "must be > 0")
         if not 0.0 < self.cpr_fraction <= 1.0:
             raise KeyedValueError("cpr_fraction", "must be in (0, 1]")
         if not 0.0 < self.ssu_sample <= 1.0:
             raise KeyedValueError("ssu_sample", "must be in (0, 1]")
-        if self.cpr_partials < 0:
-            raise KeyedValueError("cpr_partials", "must be >= 0")
+        if not 0.0 < self.cpr_pls < 1.0:
+            raise KeyedValueError("cpr_pls", "must be in (0, 1)")
+        if not 0.0 <= self.momentum < 1.0:
+            raise KeyedValueError("momentum", "must be in [0, 1)")
+        if self.restart_s < 0:
+            raise KeyedValueError("restart_s", "must be >= 0")
         if self.dense_replicas < 1 or self.dense_replicas > self.nodes:
             raise KeyedValueError("dense_replicas", f"must be in 1..{self.nodes}")
 

@@ -170,6 +170,8 @@ def read_criteo_tsv(
         text = path.read_text()
     except OSError as exc:
         raise NmpError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    except UnicodeDecodeError:
+        raise NmpError("not a Criteo TSV text file (not UTF-8 text)", file=str(path)) from None
     lines = text.splitlines()
     if max_lines is not None:
         lines = lines[:max_lines]

@@ -59,11 +59,20 @@ def random_failures(steps: int, nodes: int, mtbf_steps: float, seed: int) -> lis
         t += rng.exponential(mtbf_steps)
         if t >= steps:
             return out
-        out.append(Failure(int(t), int(rng.integers(nodes))))
+        f = Failure(int(t), int(rng.integers(nodes)))
+        if f not in out:  # two draws in one step on one node are one failure
+            out.append(f)
 
 
 def check_schedule(failures: list[Failure], steps: int, nodes: int) -> list[Failure]:
+    seen: set[Failure] = set()
     for f in failures:
+        if f in seen:
+            raise NmpError(
+                f"--fail step={f.step},node={f.node},phase={f.phase} is given twice "
+                "(a node fails once at a time; give distinct failures)"
+            )
+        seen.add(f)
         if f.node >= nodes:
             raise NmpError(f"--fail node={f.node}: the store has nodes 0..{nodes - 1}")
         if f.step >= steps:

@@ -31,6 +31,15 @@ def auc(label: np.ndarray, score: np.ndarray) -> float:
     return float((ranks[label].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
 
 
+def auc_se(a: float, pos: int, neg: int) -> float:
+    """Standard error of an AUC from ``pos`` positives and ``neg`` negatives (Hanley & McNeil,
+    Radiology 143:29-36, 1982, eq. 2; the exponential-score approximation of its Q1, Q2)."""
+    q1 = a / (2.0 - a)
+    q2 = 2.0 * a * a / (1.0 + a)
+    var = (a * (1 - a) + (pos - 1) * (q1 - a * a) + (neg - 1) * (q2 - a * a)) / (pos * neg)
+    return float(np.sqrt(max(var, 0.0)))
+
+
 def logloss(label: np.ndarray, prob: np.ndarray, eps: float = 1e-7) -> float:
     p = np.clip(np.asarray(prob, dtype=np.float64), eps, 1.0 - eps)
     y = np.asarray(label, dtype=np.float64)
@@ -41,9 +50,16 @@ def accuracy(label: np.ndarray, prob: np.ndarray) -> float:
     return float(np.mean((np.asarray(prob) >= 0.5) == (np.asarray(label) >= 0.5)))
 
 
-def all_metrics(label: np.ndarray, prob: np.ndarray) -> dict[str, float]:
+def all_metrics(label: np.ndarray, prob: np.ndarray) -> dict[str, float | None]:
+    """AUC (None when the labels are all one class: it is undefined), logloss, accuracy."""
+    a = auc(label, prob)
+    pos = int(np.asarray(label, dtype=bool).sum())
+    n = int(np.asarray(label).size)
+    defined = not np.isnan(a)
     return {
-        "auc": auc(label, prob),
+        "auc": a if defined else None,
+        "auc_se": auc_se(a, pos, n - pos) if defined else None,
+        "samples": n,
         "logloss": logloss(label, prob),
         "accuracy": accuracy(label, prob),
     }

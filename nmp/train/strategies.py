@@ -7,14 +7,19 @@
 - ``checkpoint``: full recovery. Checkpoints to real files every τ (Young or Daly with the
   modeled write time and the MTBF); a failure rolls every node back to the last checkpoint and
   re-executes the lost steps.
-- ``cpr-mfu`` / ``cpr-ssu``: partial recovery (CPR). Only the failed node's rows reload from the
-  last checkpoint; between full checkpoints, partial saves refresh the most-frequently-used rows
-  (MFU: a counter per row, top-k) or the rows touched by a sample of the inputs (SSU).
+- ``cpr-mfu`` / ``cpr-ssu``: partial recovery (CPR, Maeng et al. MLSys'21). Saves every τ, with
+  τ chosen from the bound on the portion of lost samples; every ``cpr_full_every``-th save is a
+  full checkpoint, the others save a subset of rows: the most-frequently-used since the last
+  save (MFU: a counter per row, top-k, the saved rows' counters reset) or the rows touched by a
+  sample of the inputs (SSU). A failure reloads only the failed node's rows.
 - ``none``: the failed node's rows are re-initialized.
 - ``failure-free``: no protection (the baseline that overheads are measured against).
 
-The dense MLP is replicated on ``dense_replicas`` nodes in every strategy: a failure of one
-replica's node costs a copy from a survivor, never a rollback.
+Each strategy registers itself (:func:`register`); the CLI's list, help and the comparison's
+rows come from :data:`REGISTRY`. The dense MLP is replicated on ``dense_replicas`` nodes in
+every strategy: a failure erases the replica on its node and a survivor is copied; with no
+survivor the checkpointing strategies reload it from their checkpoint and the others re-create
+it from the seed (its learned weights are lost, an event says so).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import math
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +38,35 @@ from nmp.train.checkpoint import daly_interval, load_npz, save_npz, young_interv
 from nmp.train.config import TrainConfig
 from nmp.train.failures import Failure
 
+REGISTRY: dict[str, type[Strategy]] = {}
+
+
+def register(cls: type[Strategy]) -> type[Strategy]:
+    """Class decorator: make ``cls`` available under ``cls.name``."""
+    if cls.name in REGISTRY:
+        raise NmpError(f"strategy '{cls.name}' registered twice")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def strategy_names(*, baseline: bool = False) -> tuple[str, ...]:
+    """Registered strategies in registration order (the baseline ``failure-free`` optional)."""
+    return tuple(n for n, c in REGISTRY.items() if baseline or not c.is_baseline)
+
+
+def strategy_help() -> str:
+    """One line per strategy: name and the first line of its docstring."""
+    return "; ".join(
+        f"{n}: {(c.__doc__ or '').strip().splitlines()[0].rstrip('.')}" for n, c in REGISTRY.items()
+    )
+
 
 class Strategy:
+    """No protection: the baseline that overheads are measured against."""
+
     name = "failure-free"
     uses_parity = False
+    is_baseline = True
 
     def __init__(self, cfg: TrainConfig) -> None:
         self.cfg = cfg
@@ -43,6 +74,8 @@ class Strategy:
         self.recovery_ns = 0.0  # modeled time training stood still because of failures
         self.redundancy_ns: list[float | None] = []  # per failure: until fully protected again
         self.extra_memory_bytes = 0
+        self.dense_reinitialized = 0  # failures that took the MLP's only replica
+        self.wall_s: dict[str, float] = {}  # measured wall time of the real work, by part
 
     def attach(self, trainer) -> None:
         self.t = trainer
@@ -65,12 +98,20 @@ class Strategy:
         raise NmpError(f"strategy '{self.name}' was given a failure (node {f.node})")
 
     def _dense_failure(self, node: int) -> None:
-        """Re-replicate the MLP from a surviving replica onto the replacement node."""
-        if node in self.t.dense_alive:
-            self.t.fail_dense_replica(node)
+        """The failure erases the MLP replica on ``node``: copy a survivor to the replacement
+        node, or (no survivor) :meth:`_dense_lost`."""
+        if node not in self.t.dense_nodes:
+            return
+        if self.t.erase_dense_replica(node):
             t_ns, e_pj = self.cost.copy_bytes_cost(self.t.dense_bytes())
             self.ledger.add("rebuild", t_ns, e_pj)
-            self.t.dense_alive.add(node)
+        else:
+            self._dense_lost(node)
+
+    def _dense_lost(self, node: int) -> None:
+        """The only MLP replica died: re-create it from the seed (learned weights lost)."""
+        self.t.reinit_dense()
+        self.dense_reinitialized += 1
 
     def _event(self, f: Failure, **kw: Any) -> dict[str, Any]:
         ev = {"step": f.step, "node": f.node, "phase": f.phase, "at_ns": self.ledger.total_ns}
@@ -96,15 +137,24 @@ class Strategy:
             "time_to_full_redundancy_ns": max(red) if red else None,
             "redundancy_restored": all(r is not None for r in self.redundancy_ns),
             "memory_overhead": self.memory_overhead(),
+            "dense_reinitialized": self.dense_reinitialized,
+            "measured_wall_s": dict(self.wall_s),
         }
+
+    def _timed(self, part: str, t0: float) -> None:
+        self.wall_s[part] = self.wall_s.get(part, 0.0) + time.perf_counter() - t0
 
 
 # ------------------------------------------------------------------------------------------------
 
 
+@register
 class ECRec(Strategy):
+    """Erasure-coded store, degraded reads and a background rebuild; training never pauses."""
+
     name = "ecrec"
     uses_parity = True
+    is_baseline = False
 
     def attach(self, trainer) -> None:
         super().attach(trainer)
@@ -151,7 +201,9 @@ class ECRec(Strategy):
                 self.queue.pop(0)
                 self._restored(node)
                 continue
+            t0 = time.perf_counter()
             store.start_range(node, stripes)
+            self._timed("rebuild_decode", t0)
             self.range_ns, self.range_pj = self.cost.rebuild_cost(node, stripes)
             budget = self.cfg.rebuild_share * self.cost.baseline_step_ns()
             self.range_left = max(1, math.ceil(self.range_ns / budget))
@@ -165,7 +217,9 @@ class ECRec(Strategy):
         )
         self.range_left -= 1
         if self.range_left <= 0:
+            t0 = time.perf_counter()
             self.store.commit_range()
+            self._timed("rebuild_commit", t0)
             self.ranges_done += 1
             node = self.queue[0]
             if len(self.store.lost_positions(node)) == 0:
@@ -230,6 +284,8 @@ def float_sum_drift(store) -> dict[str, float]:
 class _Checkpointing(Strategy):
     """Shared by full (checkpoint) and partial (CPR) recovery: the files and the interval."""
 
+    is_baseline = False
+
     def attach(self, trainer) -> None:
         super().attach(trainer)
         if self.cfg.ckpt_dir:
@@ -243,27 +299,36 @@ class _Checkpointing(Strategy):
         self.write_wall_s: list[float] = []
         self.full_path = self.dir / "full.npz"
         self.full_step = -1
+        self.saves = 0
         self.partial_count = 0
         # δ: the write time of one full checkpoint, modeled (bytes / storage bandwidth) or the
-        # measured wall time of writing the initial checkpoint file on this machine.
+        # measured wall time of writing the initial checkpoint file on this machine. The initial
+        # file is the state at step 0, which the seed re-creates: it is written (rollback needs
+        # it) but not charged, as the papers' baselines do not pay a save at the start.
         self.delta_ns = self.cost.storage_ns(self.ckpt_bytes)
-        self._save_full()
+        self._save_full(charge=False)
         if self.cfg.write_time == "measured":
             self.delta_ns = self.write_wall_s[0] * 1e9
-            self.ledger.t_ns["ckpt_write"] = self.delta_ns
-        step_ns = self.cost.baseline_step_ns()
-        mtbf_ns = self.cfg.mtbf_steps * step_ns
+        self.step_ns = self.cost.baseline_step_ns()
+        self.interval_steps = self._interval_steps()
+
+    def _interval_steps(self) -> int:
+        """Young or Daly with δ and the MTBF (both in modeled time)."""
+        mtbf_ns = self.cfg.mtbf_steps * self.step_ns
         fn = young_interval if self.cfg.interval == "young" else daly_interval
         self.tau_ns = fn(self.delta_ns, mtbf_ns)
-        self.interval_steps = max(1, round(self.tau_ns / step_ns))
+        return max(1, round(self.tau_ns / self.step_ns))
 
-    def _save_full(self) -> None:
+    def _save_full(self, *, charge: bool = True) -> None:
         t = self.t
+        t0 = time.perf_counter()
         arrays = {"records": self.store.snapshot_all(), "step": np.int64(t.step)}
         arrays.update(t.dense_state())
         self.write_wall_s.append(save_npz(self.full_path, **arrays))
+        self._timed("checkpoint_write", t0)
         self.full_step = t.step
-        self.ledger.add("ckpt_write", self.delta_ns)
+        if charge:
+            self.ledger.add("ckpt_write", self.delta_ns)
 
     def after_step(self) -> None:
         if self.t.step % self.interval_steps == 0:
@@ -280,23 +345,33 @@ class _Checkpointing(Strategy):
             interval_rule=self.cfg.interval,
             write_time_source=self.cfg.write_time,
             checkpoint_bytes=self.ckpt_bytes,
-            checkpoint_write_ns=self.delta_ns,
+            checkpoint_write_modeled_ns=self.delta_ns,
+            checkpoint_write_measured_s_mean=float(np.mean(self.write_wall_s)),
             checkpoints_written=len(self.write_wall_s),
-            checkpoint_write_wall_s_mean=float(np.mean(self.write_wall_s)),
+            initial_checkpoint_charged=False,
         )
         return out
 
 
+@register
 class FullCheckpoint(_Checkpointing):
+    """Full recovery: periodic checkpoints (Young/Daly), a failure rolls every node back."""
+
     name = "checkpoint"
+
+    def _dense_lost(self, node: int) -> None:
+        pass  # the rollback below reloads the MLP from the checkpoint
 
     def on_failure(self, f: Failure, pending_commit=None) -> None:
         t = self.t
         self._dense_failure(f.node)
         self.store.fail_node(f.node)
+        t0 = time.perf_counter()
         z = load_npz(self.full_path)
         self.store.load_all(z["records"])
         t.load_dense_state(z)
+        t._sync_mirrors()
+        self._timed("checkpoint_load", t0)
         back_to = int(z["step"])
         load_ns = self.cost.storage_ns(self.ckpt_bytes)
         w_ns, w_pj = self.cost.write_rows_cost(self.store.total_rows)
@@ -324,63 +399,72 @@ class FullCheckpoint(_Checkpointing):
         return out
 
 
-class CPR(_Checkpointing):
-    """Partial recovery; ``mode`` is ``mfu`` (counters, top-k) or ``ssu`` (sampled inputs)."""
-
-    def __init__(self, cfg: TrainConfig, mode: str) -> None:
-        super().__init__(cfg)
-        self.mode = mode
-        self.name = f"cpr-{mode}"
+class _CPR(_Checkpointing):
+    """Partial recovery (see the module docstring); subclasses choose the partial rows."""
 
     def attach(self, trainer) -> None:
         n = trainer.store.total_rows
-        self.counts = np.zeros(n, dtype=np.int64)  # MFU: accesses per row
+        self.counts = np.zeros(n, dtype=np.int64)  # MFU: accesses per row since its last save
         self.marked = np.zeros(n, dtype=bool)  # SSU: rows touched by sampled inputs
         self.partials: list[Path] = []
         super().attach(trainer)
-        self.extra_memory_bytes = n * 4 if self.mode == "mfu" else -(-n // 8)
-        self.partial_every = max(1, self.interval_steps // (self.cfg.cpr_partials + 1))
         self.top_k = max(1, int(self.cfg.cpr_fraction * n))
 
-    def _save_full(self) -> None:
-        super()._save_full()
+    def _interval_steps(self) -> int:
+        """CPR's interval from the bound on the portion of lost samples (PLS): a failure of
+        one of N nodes loses on average half an interval of that node's updates, so
+        PLS = τ / (2 N M) and τ = 2 · PLS · N · M (M = system MTBF)."""
+        steps = 2.0 * self.cfg.cpr_pls * self.cfg.nodes * self.cfg.mtbf_steps
+        self.tau_ns = steps * self.step_ns
+        return max(1, round(steps))
+
+    def _save_full(self, *, charge: bool = True) -> None:
+        super()._save_full(charge=charge)
         for p in self.partials:
             p.unlink(missing_ok=True)
         self.partials = []
+        self.counts[:] = 0
+        self.marked[:] = False
+
+    def _record(self, g: np.ndarray, b) -> None:
+        raise NotImplementedError
+
+    def _partial_rows(self) -> np.ndarray:
+        raise NotImplementedError
 
     def after_step(self) -> None:
         t = self.t
-        b = t.last_batch
-        g = t.global_rows(b)
-        if self.mode == "mfu":
-            self.counts += np.bincount(g.ravel(), minlength=len(self.counts))
-        else:
-            rng = np.random.default_rng([self.cfg.seed, 0x55, t.step])
-            take = max(1, round(self.cfg.ssu_sample * b.size))
-            samples = rng.choice(b.size, size=take, replace=False)
-            self.marked[g[:, samples].ravel()] = True
-        if t.step % self.interval_steps == 0:
+        self._record(t.global_rows(t.last_batch), t.last_batch)
+        if t.step % self.interval_steps:
+            return
+        self.saves += 1
+        if self.saves % self.cfg.cpr_full_every == 0:
             self._save_full()
-        elif self.cfg.cpr_partials and t.step % self.partial_every == 0:
+        else:
             self._save_partial()
 
     def _save_partial(self) -> None:
-        if self.mode == "mfu":
-            rows = np.sort(np.argsort(-self.counts, kind="stable")[: self.top_k])
-        else:
-            rows = np.flatnonzero(self.marked)
-            self.marked[:] = False
+        t0 = time.perf_counter()
+        rows = self._partial_rows()
         path = self.dir / f"partial-{len(self.partials):04d}.npz"
         recs = self.store.read(rows)
         self.write_wall_s.append(save_npz(path, rows=rows, records=recs))
+        self._timed("checkpoint_write", t0)
         self.partials.append(path)
         self.partial_count += 1
         self.ledger.add("ckpt_write", self.cost.storage_ns(rows.nbytes + recs.nbytes))
+
+    def _dense_lost(self, node: int) -> None:
+        """Partial recovery of the MLP: its state as of the last full checkpoint."""
+        self.t.load_dense_state(load_npz(self.full_path))
+        self.t._sync_mirrors()
+        self.dense_reinitialized += 1
 
     def on_failure(self, f: Failure, pending_commit=None) -> None:
         self._dense_failure(f.node)
         store = self.store
         store.fail_node(f.node)
+        t0 = time.perf_counter()
         rows = store.rows_on_node(f.node)
         full = load_npz(self.full_path)["records"]
         recs = full[rows]
@@ -393,24 +477,71 @@ class CPR(_Checkpointing):
             recs[pos[hit]] = z["records"][hit]
             nbytes += int(hit.sum()) * recs.shape[1] * 4
         store.restore_rows(rows, recs)
+        self._timed("checkpoint_load", t0)
         load_ns = self.cost.storage_ns(nbytes)
         w_ns, w_pj = self.cost.write_rows_cost(len(rows))
+        restart_ns = self.cfg.restart_s * 1e9  # the replacement node is rescheduled too
         self.ledger.add("ckpt_load", load_ns + w_ns, w_pj)
-        self.recovery_ns += load_ns + w_ns
-        self.redundancy_ns.append(load_ns + w_ns)
+        self.ledger.add("restart", restart_ns)
+        self.recovery_ns += load_ns + w_ns + restart_ns
+        self.redundancy_ns.append(load_ns + w_ns + restart_ns)
         self._event(f, reloaded_rows=int(len(rows)), partial_files=len(self.partials))
 
     def summary(self) -> dict[str, Any]:
         out = super().summary()
-        out.update(
-            partial_every_steps=self.partial_every,
-            partial_saves=self.partial_count,
-        )
+        out.update(pls_bound=self.cfg.cpr_pls, partial_saves=self.partial_count)
         return out
 
 
+@register
+class CPRMFU(_CPR):
+    """Partial recovery; partial saves keep the rows most frequently used since their last save."""
+
+    name = "cpr-mfu"
+
+    def attach(self, trainer) -> None:
+        super().attach(trainer)
+        self.extra_memory_bytes = trainer.store.total_rows * 4  # one counter per row
+
+    def _record(self, g: np.ndarray, b) -> None:
+        self.counts += np.bincount(g.ravel(), minlength=len(self.counts))
+
+    def _partial_rows(self) -> np.ndarray:
+        used = np.flatnonzero(self.counts)
+        order = np.argsort(-self.counts[used], kind="stable")[: self.top_k]
+        rows = np.sort(used[order])
+        self.counts[rows] = 0  # saved: its count starts again
+        return rows
+
+
+@register
+class CPRSSU(_CPR):
+    """Partial recovery; partial saves keep the rows that a sample of the inputs touched."""
+
+    name = "cpr-ssu"
+
+    def attach(self, trainer) -> None:
+        super().attach(trainer)
+        self.extra_memory_bytes = -(-trainer.store.total_rows // 8)  # one bit per row
+
+    def _record(self, g: np.ndarray, b) -> None:
+        rng = np.random.default_rng([self.cfg.seed, 0x55, self.t.step])
+        take = max(1, round(self.cfg.ssu_sample * b.size))
+        samples = rng.choice(b.size, size=take, replace=False)
+        self.marked[g[:, samples].ravel()] = True
+
+    def _partial_rows(self) -> np.ndarray:
+        rows = np.flatnonzero(self.marked)
+        self.marked[:] = False
+        return rows
+
+
+@register
 class Reinit(Strategy):
+    """No protection of the tables: the failed node's rows are re-initialized."""
+
     name = "none"
+    is_baseline = False
 
     def on_failure(self, f: Failure, pending_commit=None) -> None:
         from nmp.train.trainer import init_records
@@ -433,16 +564,12 @@ class Reinit(Strategy):
         return out
 
 
+register(Strategy)
+
+
 def make_strategy(name: str, cfg: TrainConfig) -> Strategy:
-    if name == "ecrec":
-        return ECRec(cfg)
-    if name == "checkpoint":
-        return FullCheckpoint(cfg)
-    if name in ("cpr-mfu", "cpr-ssu"):
-        return CPR(cfg, name.split("-")[1])
-    if name == "none":
-        return Reinit(cfg)
-    if name == "failure-free":
-        return Strategy(cfg)
-    known = "ecrec, checkpoint, cpr-mfu, cpr-ssu, none, failure-free"
-    raise NmpError(f"unknown strategy '{name}' (known: {known})")
+    cls = REGISTRY.get(name)
+    if cls is None:
+        known = ", ".join(REGISTRY)
+        raise NmpError(f"unknown strategy '{name}' (known: {known})")
+    return cls(cfg)

@@ -137,7 +137,7 @@ class Trainer:
             )
         self.dense = DenseDLRM(NUM_DENSE, len(geo.table_rows), geo.dim, geo.bottom, geo.top)
         self.dense_params = list(self.dense.parameters())
-        self.width = geo.dim + optim.state_width(cfg.optimizer)
+        self.width = geo.dim + optim.state_width(cfg.optimizer, geo.dim)
         scheme = None
         if parity:
             from nmp.train.codes import make_scheme
@@ -149,7 +149,20 @@ class Trainer:
         self.ledger = CostLedger()
         self.step = 0
         self.eval_set = self.data.eval_batches(cfg.eval_batches)
-        self.dense_alive = set(range(cfg.dense_replicas))  # nodes holding an MLP replica
+        # Dense optimizer state (momentum SGD's velocity per weight), carried with the weights.
+        self.velocity = (
+            [torch.zeros_like(p) for p in self.dense_params]
+            if cfg.dense_optimizer == "momentum"
+            else []
+        )
+        # The MLP (weights + optimizer state) is replicated on nodes 0..dense_replicas-1. The
+        # torch module is the replica of the lowest live replica node; the others are copies
+        # refreshed after every step (they apply the same all-reduced update). A failure erases
+        # the replica on its node; recovery copies a surviving one.
+        self.dense_nodes = list(range(cfg.dense_replicas))
+        self.dense_primary = 0
+        self.dense_mirrors: dict[int, dict[str, np.ndarray]] = {}
+        self._sync_mirrors()
         self._mark = np.zeros(geo.total_rows, dtype=bool)
         self._pos = np.zeros(geo.total_rows, dtype=np.int64)
 
@@ -198,9 +211,14 @@ class Trainer:
         for prm in self.dense_params:
             prm.grad = None
         loss.backward()
-        with torch.no_grad():  # plain SGD (torch.optim would pull in torch._dynamo: 3 s)
-            for prm in self.dense_params:
-                prm.add_(prm.grad, alpha=-self.cfg.lr_dense)
+        with torch.no_grad():  # by hand: torch.optim would pull in torch._dynamo (3 s)
+            if self.velocity:  # heavy-ball momentum: v = mu v + g; w -= lr v
+                for prm, vel in zip(self.dense_params, self.velocity, strict=True):
+                    vel.mul_(self.cfg.momentum).add_(prm.grad)
+                    prm.add_(vel, alpha=-self.cfg.lr_dense)
+            else:
+                for prm in self.dense_params:
+                    prm.add_(prm.grad, alpha=-self.cfg.lr_dense)
         grad = pooled_t.grad.numpy().transpose(1, 0, 2)  # [T, B, dim]
         t, bsz, p = b.ids.shape
         per_lookup = np.broadcast_to(grad[:, :, None, :], (t, bsz, p, self.geo.dim)).reshape(
@@ -209,7 +227,11 @@ class Trainer:
         # Per-row gradient: the lookups' gradients summed in lookup order (index_add_ on CPU
         # accumulates sequentially, so the sum is deterministic).
         row_grad_t = torch.zeros((len(uniq), self.geo.dim), dtype=torch.float32)
-        row_grad_t.index_add_(0, torch.from_numpy(inv.reshape(-1)), torch.from_numpy(per_lookup))
+        row_grad_t.index_add_(
+            0,
+            torch.from_numpy(inv.reshape(-1)),
+            torch.from_numpy(np.require(per_lookup, requirements="W")),
+        )
         row_grad = row_grad_t.numpy()
         new = optim.apply_rows(self.cfg.optimizer, rec, row_grad, lr=self.cfg.lr_embedding)
         pending = self.store.write_phase1(uniq, rec, new)
@@ -217,8 +239,15 @@ class Trainer:
             between_hook(pending)
         self.store.write_phase2(pending)
         self.cost.charge_step(self.ledger, self.step, b, uniq)
+        self._sync_mirrors()
         self.step += 1
-        return float(loss.detach())
+        value = float(loss.detach())
+        if not np.isfinite(value):
+            raise NmpError(
+                f"training diverged: loss {value} at step {self.step - 1} (lower "
+                "train.lr_embedding / train.lr_dense)"
+            )
+        return value
 
     # -- evaluation and state --------------------------------------------------------------------
 
@@ -230,10 +259,17 @@ class Trainer:
                 logit = self.dense(torch.from_numpy(b.dense), torch.from_numpy(pooled))
                 probs.append(torch.sigmoid(logit).numpy())
                 labels.append(b.label)
-        return all_metrics(np.concatenate(labels), np.concatenate(probs))
+        out = all_metrics(np.concatenate(labels), np.concatenate(probs))
+        if not (np.isfinite(out["logloss"]) and np.isfinite(out["accuracy"])):
+            raise NmpError(f"evaluation produced non-finite metrics: {out}")
+        return out
 
     def dense_state(self) -> dict[str, np.ndarray]:
-        return {f"dense.{k}": v.detach().numpy().copy() for k, v in self.dense.state_dict().items()}
+        """Weights (``dense.*``) and optimizer state (``dense_velocity.*``) of the MLP."""
+        out = {f"dense.{k}": v.detach().numpy().copy() for k, v in self.dense.state_dict().items()}
+        for i, vel in enumerate(self.velocity):
+            out[f"dense_velocity.{i}"] = vel.numpy().copy()
+        return out
 
     def load_dense_state(self, arrays: dict[str, np.ndarray]) -> None:
         sd = {
@@ -242,6 +278,36 @@ class Trainer:
             if k.startswith("dense.")
         }
         self.dense.load_state_dict(sd)
+        with torch.no_grad():
+            for i, vel in enumerate(self.velocity):
+                vel.copy_(torch.from_numpy(arrays[f"dense_velocity.{i}"]))
+
+    def _sync_mirrors(self) -> None:
+        """Refresh the replicas other than the torch module's (one copy per replica node)."""
+        if len(self.dense_nodes) > 1:
+            state = self.dense_state()
+            for node in self.dense_nodes:
+                if node != self.dense_primary:
+                    self.dense_mirrors[node] = {k: v.copy() for k, v in state.items()}
+
+    def erase_dense_replica(self, node: int) -> bool:
+        """A failure of ``node`` erases its MLP replica (the memory holds garbage). Returns
+        whether a replica survives elsewhere; if so it is copied to the replacement node (and
+        into the torch module if that was the erased one)."""
+        if node not in self.dense_nodes:
+            return True
+        survivors = [n for n in self.dense_nodes if n != node]
+        if node == self.dense_primary:
+            rng = np.random.default_rng([self.cfg.seed, 0xDEAD, node, self.step])
+            with torch.no_grad():
+                for t in [*self.dense_params, *self.velocity]:
+                    t.copy_(torch.from_numpy(rng.standard_normal(t.shape).astype(np.float32)))
+            if survivors:
+                self.load_dense_state(self.dense_mirrors[survivors[0]])
+        else:
+            self.dense_mirrors.pop(node, None)
+        self._sync_mirrors()  # the replacement node receives a copy of a surviving replica
+        return bool(survivors)
 
     def state_sha256(self) -> str:
         """SHA-256 of every embedding record (values and optimizer state) and MLP weight."""
@@ -252,14 +318,25 @@ class Trainer:
             h.update(np.ascontiguousarray(v).tobytes())
         return h.hexdigest()
 
-    def fail_dense_replica(self, node: int) -> None:
-        if node in self.dense_alive:
-            self.dense_alive.discard(node)
-            if not self.dense_alive:
-                raise NmpError(f"node {node} held the last replica of the dense MLP; it is lost")
+    def reinit_dense(self) -> None:
+        """The MLP as at step 0 (its only replica was lost and nothing else holds it)."""
+        torch.manual_seed(self.cfg.seed)
+        fresh = DenseDLRM(NUM_DENSE, len(self.geo.table_rows), self.geo.dim, *self._mlp_sizes)
+        with torch.no_grad():
+            for dst, src in zip(self.dense_params, fresh.parameters(), strict=True):
+                dst.copy_(src)
+            for vel in self.velocity:
+                vel.zero_()
+        self._sync_mirrors()
+
+    @property
+    def _mlp_sizes(self):
+        return self.geo.bottom, self.geo.top
 
     def dense_bytes(self) -> int:
-        return int(sum(p.numel() * 4 for p in self.dense.parameters()))
+        """Bytes of one MLP replica: weights and optimizer state."""
+        n = sum(p.numel() for p in self.dense.parameters())
+        return int(n * 4 * (2 if self.velocity else 1))
 
 
 def run(

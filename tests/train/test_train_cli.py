@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from nmp.cli import main
 
 TINY = [
@@ -47,3 +49,39 @@ def test_bad_input_exits_1(capsys):
     assert "unknown strategy" in capsys.readouterr().err
     assert main(["train", "--strategy", "none", "--set", "train.nodes=0"]) == 1
     assert "train.nodes" in capsys.readouterr().err
+
+
+def test_every_bad_knob_is_a_one_line_error(capsys, tmp_path):
+    binary = tmp_path / "data.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    cases = [
+        (["--set", "train.cost_sample=0"], "train.cost_sample"),
+        (["--set", "train.cost_sample=-1"], "train.cost_sample"),
+        (["--seed", "-1"], "train.seed"),
+        (["--data", str(binary), "--set", "train.max_tables=0"], "not a Criteo TSV"),
+        (["--fail", "step=5,node=1", "--fail", "step=5,node=1"], "given twice"),
+        (["--set", "train.lr_dense=nan"], "train.lr_dense"),
+    ]
+    for extra, needle in cases:
+        argv = ["train", "--strategy", "ecrec", "--steps", "10", *TINY, *extra]
+        assert main(argv) == 1, extra
+        err = capsys.readouterr().err
+        assert needle in err and "Traceback" not in err, (extra, err)
+        assert len(err.strip().splitlines()) == 1, err
+
+
+def test_one_sample_evaluation_says_auc_is_undefined(capsys):
+    argv = ["train", "--strategy", "none", "--steps", "3", *TINY]
+    assert main([*argv, "--set", "train.eval_batches=1", "--set", "train.batch=1"]) == 0
+    out = capsys.readouterr().out
+    assert "AUC undefined" in out and "nan" not in out.lower()
+
+
+def test_strategy_help_comes_from_the_registry(capsys):
+    from nmp.train.strategies import REGISTRY, strategy_names
+
+    assert strategy_names() == ("ecrec", "checkpoint", "cpr-mfu", "cpr-ssu", "none")
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(name in out for name in REGISTRY)
