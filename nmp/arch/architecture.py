@@ -15,20 +15,13 @@ from typing import Any
 import numpy as np
 
 from nmp.arch import memview as mv
-from nmp.arch.functional import dedupe, gather_segments, gather_tree, gather_tree_basis
 from nmp.arch.layout import LevelLayout, build_layout
-from nmp.arch.placement import (
-    FlatLookups,
-    Placement,
-    bag_major_order,
-    flatten,
-    place,
-    solve_cross_level,
-)
+from nmp.arch.placement import FlatLookups, Placement, flatten, solve_cross_level
+from nmp.arch.policies import PlacementPolicy, get_policy
 from nmp.arch.profile import AccessProfile, build_profile
 from nmp.arch.rowdata import RowStore
 from nmp.arch.spec import LEVELS, ArchSpec
-from nmp.arch.tree import HOST, TreeTraffic, parents, tree_reduce
+from nmp.arch.tree import HOST, TreeTraffic, parents
 from nmp.errors import NmpError
 from nmp.results import OpResult
 
@@ -39,6 +32,9 @@ class Architecture:
     def __init__(self, spec: ArchSpec, mem: Any, *, data_seed: int = 0) -> None:
         self.spec = spec
         self.mem = mem
+        policy = get_policy(spec.policy)
+        assert policy is not None  # ArchSpec.validate checked the name
+        self.policy: PlacementPolicy = policy
         self.layouts: dict[str, LevelLayout] = build_layout(spec, mem)
         self.data_seed = data_seed
         self.store: RowStore | None = None
@@ -104,14 +100,21 @@ class Architecture:
     def table_bytes(self) -> int:
         return int(sum(r * b for r, b in zip(self.table_rows, self.table_row_bytes, strict=True)))
 
+    @property
+    def profile(self) -> AccessProfile | None:
+        """The access profile (from other batches than the ones timed), when placement uses it."""
+        return self._profile
+
+    @property
+    def partition(self) -> np.ndarray | None:
+        """Shares [tables, classes, data levels] of each frequency class per data level."""
+        return self._partition
+
     def _ensure_profile(self, batch) -> None:
-        needs = self.spec.replicate_hot_rows > 0 or (
-            self.spec.policy == "cross-level" and self.spec.bandwidth_aware_partition
-        )
-        if needs and self._profile is None:
+        """The profile and partition stages (once per bound workload)."""
+        if self.policy.needs_profile(self.spec) and self._profile is None:
             self._profile = _profile_for(self.workload, self.spec.profile_seed_offset, batch)
-        cross = self.spec.policy == "cross-level" and len(self.spec.data_levels) > 1
-        if cross and self._partition is None:
+        if self.policy.partitions(self.spec) and self._partition is None:
             frac, result = solve_cross_level(
                 self.spec, self.layouts, self.mem, self._profile, self.table_row_bytes
             )
@@ -140,7 +143,7 @@ class Architecture:
         probe = _calibration_batch(self.workload, self.spec.profile_seed_offset, batch)
         flat = flatten(probe, self.table_row_bytes, self.table_rows)
         order = self.issue_order(flat)
-        plc = place(self.spec, self.layouts, self.mem, flat, self._profile, self._partition, order)
+        plc = self.policy.place(self, flat, order)
         op = time_gather_reduce(self, flat, plc, order, self.tree_traffic(flat, plc))
         out = {}
         for lv, d in op.breakdown["levels"].items():
@@ -151,11 +154,8 @@ class Architecture:
 
     # ---- gather-reduce -----------------------------------------------------------------
     def issue_order(self, flat: FlatLookups) -> np.ndarray:
-        """The order the host sends lookups: table by table (host code; RecNMP's table-aware
-        scheduling), otherwise sample by sample across tables."""
-        if self.spec.policy == "host" or self.spec.table_aware_scheduling:
-            return np.arange(flat.n, dtype=np.int64)
-        return bag_major_order(flat)
+        """The order the host sends lookups (the policy's; see its ``issue_order``)."""
+        return self.policy.issue_order(self.spec, flat)
 
     def prepare(self, batch, tables: Any = None) -> tuple[FlatLookups, Placement, np.ndarray]:
         """Flatten ``batch``, place every lookup; returns (lookups, placement, issue order)."""
@@ -170,7 +170,7 @@ class Architecture:
         self._ensure_profile(batch)
         flat = flatten(batch, self.table_row_bytes, self.table_rows)
         order = self.issue_order(flat)
-        plc = place(self.spec, self.layouts, self.mem, flat, self._profile, self._partition, order)
+        plc = self.policy.place(self, flat, order)
         return flat, plc, order
 
     def gather_reduce(
@@ -180,36 +180,16 @@ class Architecture:
         from nmp.arch.timing import time_gather_reduce
 
         flat, plc, order = self.prepare(batch, tables)
-        pooled = self._execute(flat, plc) if functional else None
+        pooled = self.policy.execute(self, flat, plc) if functional else None
         result = time_gather_reduce(self, flat, plc, order, self.tree_traffic(flat, plc))
         result.output = pooled
         return pooled, result
 
     def tree_traffic(self, flat: FlatLookups, plc: Placement) -> TreeTraffic:
         """Partial sums sent and received by every node for this batch (all tables)."""
-        mem = self.mem
-        ranks, channels = mv.org(mem, "ranks"), mv.org(mem, "channels")
-        if self.spec.policy == "vertical":
-            lay = self.layouts["rank"]
-            n_bags = len(np.unique(flat.table * flat.batch + flat.bag))
-            send = np.full(lay.nodes, n_bags, dtype=np.int64)
-            host = np.bincount(
-                lay.node_rank_id(np.arange(lay.nodes)) // ranks, weights=send, minlength=channels
-            ).astype(np.int64)
-            return TreeTraffic({"rank": send}, {}, host)
-        _, traffic = tree_reduce(
-            self.layouts,
-            ranks,
-            channels,
-            plc.level,
-            plc.node,
-            flat.table * flat.batch + flat.bag,
-            None,
-            flat.num_tables * flat.batch,
-        )
-        return traffic
+        return self.policy.tree_traffic(self, flat, plc)
 
-    def _global_nodes(self) -> tuple[np.ndarray, np.ndarray]:
+    def global_nodes(self) -> tuple[np.ndarray, np.ndarray]:
         """(first global node id of each level (index by LEVELS), parent id of each global
         node or -1 for the host). Ids grow down the tree (rank, then bank-group, then bank
         nodes), so children come after their parents."""
@@ -228,68 +208,6 @@ class Architecture:
             up = np.flatnonzero(p_level != HOST)
             parent[off + up] = base[p_level[up]] + p_node[up]
         return base, parent
-
-    def _execute(self, flat: FlatLookups, plc: Placement) -> list[np.ndarray]:
-        """The functional gather-reduce: units accumulate per-bag partial sums of the rows they
-        own, the tree adds them up (bank -> bank group -> rank -> host)."""
-        assert self.store is not None
-        pooled: list[np.ndarray] = []
-        starts = np.searchsorted(flat.table, np.arange(flat.num_tables + 1))
-        vertical = self.spec.policy == "vertical"
-        if self.spec.policy == "host" or vertical:
-            base, parent = np.zeros(len(LEVELS) + 1, dtype=np.int64), np.full(1, -1, np.int64)
-            level, node = np.full(flat.n, len(LEVELS), np.int64), np.zeros(flat.n, np.int64)
-        else:
-            base, parent = self._global_nodes()
-            level, node = plc.level, plc.node
-        no_w = np.empty(0, dtype=np.float32)
-        for t in range(flat.num_tables):
-            a, b = int(starts[t]), int(starts[t + 1])
-            dim = self.tables[t].dim
-            rows = np.ascontiguousarray(flat.row[a:b])
-            bag = np.ascontiguousarray(flat.bag[a:b])
-            w = no_w if flat.weight is None else np.ascontiguousarray(flat.weight[a:b])
-            basis = self.store.basis(t)
-            if basis is not None and not vertical:
-                # rows read in place from the store (no gathered copy)
-                pooled.append(
-                    gather_tree_basis(
-                        level[a:b], node[a:b], base, bag, rows, w, *basis, parent, flat.batch
-                    )
-                )
-                continue
-            uniq, uinv = dedupe(rows, self.tables[t].rows)
-            values = self.store.read(t, uniq)
-            if vertical:
-                # each rank core reduces its column slice; the host concatenates the slices
-                nodes = self.layouts["rank"].nodes
-                step = -(-dim // nodes)
-                parts = [
-                    gather_segments(
-                        bag,
-                        uinv,
-                        None if flat.weight is None else w,
-                        values,
-                        flat.batch,
-                        (min(n * step, dim), min((n + 1) * step, dim)),
-                    )
-                    for n in range(nodes)
-                ]
-                pooled.append(np.concatenate(parts, axis=1))
-            else:
-                pooled.append(
-                    gather_tree(
-                        base[level[a:b]] + node[a:b],
-                        bag,
-                        uinv,
-                        w,
-                        values,
-                        parent,
-                        parent.size,
-                        flat.batch,
-                    )
-                )
-        return pooled
 
     # ---- parity ---------------------------------------------------------------------------
     def parity_update(self, rows: np.ndarray, new_values: np.ndarray, table: int = 0) -> OpResult:

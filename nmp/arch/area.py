@@ -53,7 +53,7 @@ def design_area_mm2(arch) -> AreaReport:
             per_rank = unit.units * unit.area_mm2 * (1 if lv == "rank" else chips)
             by_level[lv] = per_rank * ranks
     src = ""
-    if spec.policy != "host":
+    if arch.policy.near_memory:
         p = spec.parity
         if p.unit_area_mm2 >= 0:
             area, src = p.unit_area_mm2, "preset"

@@ -80,7 +80,9 @@ def build_layout(spec: ArchSpec, mem) -> dict[str, LevelLayout]:
             cap = rank_banks
         caps[lv] = cap
     total = sum(caps.values())
-    if spec.policy != "host" and total != rank_banks:
+    from nmp.arch.policies import get_policy
+
+    if get_policy(spec.policy).near_memory and total != rank_banks:
         key = f"arch.{data_levels[-1]}.capacity_banks" if data_levels else "arch.policy"
         raise SpecError(
             f"the levels' capacity_banks sum to {total}, but a rank has {rank_banks} banks "

@@ -1,15 +1,10 @@
-"""Placement policies: which level and node serves each lookup, and whether SRAM serves it.
+"""Placement, the stage shared by the policies: which node and slot serves each lookup.
 
-* ``horizontal``: whole rows per node; global row id modulo the level's node count.
-* ``vertical`` (TensorDIMM): every row split column-wise over all rank nodes; each lookup
-  reaches every node, which reads its slice (rounded up to whole bursts).
-* ``cross-level`` (ReCross): each row belongs to one level; with ``bandwidth_aware_partition``
-  the share of each frequency class per level comes from the LP of :mod:`nmp.arch.partition`,
-  otherwise from the levels' capacity ratio (frequency-oblivious).
-* ``replicate_hot_rows`` (TRiM): the profile's hottest rows are copied to every node of the
-  finest data level; their lookups go to the least-loaded nodes (water filling).
-* RankCache (RecNMP): per rank unit, rows seen at least ``cache_reuse_threshold`` times in the
-  batch are kept in SRAM after their first read, hottest first while they fit.
+A policy (:mod:`nmp.arch.policies`) picks each lookup's level; :func:`place_rows` interleaves
+rows over that level's nodes (global row id modulo the node count) and applies the mechanisms
+that move lookups (hot-row replication, the RankCache). Also here: the flattened batch
+(:class:`FlatLookups`), the issue orders, the per-level peak rates and the cross-level
+partition (:func:`solve_cross_level`, the LP of :mod:`nmp.arch.partition`).
 """
 
 from __future__ import annotations
@@ -23,9 +18,7 @@ from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout
 from nmp.arch.partition import PartitionProblem, PartitionResult, solve_partition
 from nmp.arch.profile import MAX_CLASSES, AccessProfile
-from nmp.arch.rowdata import unit_hash
 from nmp.arch.spec import LEVELS, ArchSpec
-from nmp.units import KIB
 
 
 @dataclass
@@ -206,27 +199,6 @@ def level_effective_gbps(name: str, layout: LevelLayout, mem, spec: ArchSpec, ro
     return peak
 
 
-def _water_fill(loads: np.ndarray, extra: int) -> np.ndarray:
-    """Counts to add to ``loads`` so that ``extra`` items raise the minimum loads evenly."""
-    if extra <= 0:
-        return np.zeros_like(loads)
-    srt = np.sort(loads)
-    cum = np.cumsum(srt)
-    k = np.arange(1, loads.size + 1)
-    # level L with sum(max(0, L - loads)) = extra, found on the sorted prefix
-    levels = (extra + cum) / k
-    valid = np.append(levels[:-1] <= srt[1:], True)
-    j = int(np.argmax(valid))
-    level = levels[j]
-    add = np.maximum(0.0, level - loads)
-    out = np.floor(add).astype(np.int64)
-    short = extra - int(out.sum())
-    if short > 0:
-        frac_order = np.argsort(-(add - out), kind="stable")[:short]
-        out[frac_order] += 1
-    return out
-
-
 def solve_cross_level(
     spec: ArchSpec,
     layouts: dict[str, LevelLayout],
@@ -315,19 +287,6 @@ def solve_cross_level(
 
 
 @njit(cache=True)
-def _pick_levels(table, cls, u, cum, classes, level_ids, level):  # pragma: no cover - compiled
-    """Level of every lookup: the number of cumulative shares of its (table, class) cell that
-    lie at or below its hash ``u`` picks the level."""
-    for i in range(table.shape[0]):
-        cell = table[i] * classes + cls[i]
-        pick = 0
-        for j in range(cum.shape[1] - 1):
-            if u[i] >= cum[cell, j]:
-                pick += 1
-        level[i] = level_ids[pick]
-
-
-@njit(cache=True)
 def pow2_shifts(counts):  # pragma: no cover - compiled
     """log2 of each count that is a power of two, else -1: node and unit counts are usually
     2^k, so a division by one becomes a shift."""
@@ -356,53 +315,28 @@ def _node_slot(level, grow, nodes_of, node, slot):  # pragma: no cover - compile
         slot[i] = q
 
 
-def place(
+def place_rows(
     spec: ArchSpec,
     layouts: dict[str, LevelLayout],
     mem,
     flat: FlatLookups,
+    level: np.ndarray,
     profile: AccessProfile | None,
-    partition: np.ndarray | None,
     order: np.ndarray,
 ) -> Placement:
-    """Assign every lookup of ``flat`` to a level, node and slot (see the module docstring).
+    """Node and slot of every lookup whose level a policy chose (``level``, index into LEVELS):
+    rows interleaved over their level's nodes; then the mechanisms that move some lookups,
+    hot-row replication (:mod:`nmp.arch.replication`) and the RankCache
+    (:mod:`nmp.arch.rankcache`). ``order`` is the issue order (a permutation of the lookups)."""
+    from nmp.arch.rankcache import rank_cache_hits
+    from nmp.arch.replication import replicate_hot
 
-    ``order`` is the issue order (a permutation of the lookups); the RankCache's first read of
-    a row is its first lookup in that order."""
     n = flat.n
-    level = np.full(n, -1, dtype=np.int64)
     node = np.full(n, -1, dtype=np.int64)
     slot = flat.grow.copy()
     hit = np.zeros(n, dtype=bool)
     repl = np.zeros(n, dtype=bool)
     info: dict = {}
-    if spec.policy == "host":
-        return Placement(level, node, slot, hit, repl, info)
-    levels = list(spec.data_levels)
-    if spec.policy == "vertical":
-        level[:] = LEVELS.index("rank")
-        return Placement(level, node, slot, hit, repl, info)
-    if spec.policy == "horizontal" or len(levels) == 1:
-        level[:] = LEVELS.index(levels[0])
-    else:
-        assert partition is not None
-        if profile is not None:
-            cls = profile.row_classes(flat.table, flat.row)
-        else:
-            cls = np.zeros(n, dtype=np.int64)  # without a profile every class has the same split
-        # level = number of cumulative shares (of the lookup's table and class) below u
-        cum = np.ascontiguousarray(np.cumsum(partition, axis=2).reshape(-1, partition.shape[2]))
-        u = unit_hash(flat.grow, 0x5EED)
-        level_ids = np.asarray([LEVELS.index(lv) for lv in levels], dtype=np.int64)
-        _pick_levels(
-            np.ascontiguousarray(flat.table, dtype=np.int64),
-            np.ascontiguousarray(cls, dtype=np.int64),
-            u,
-            cum,
-            partition.shape[1],
-            level_ids,
-            level,
-        )
     nodes_of = np.zeros(len(LEVELS), dtype=np.int64)
     for li, lv in enumerate(LEVELS):
         if lv in layouts:
@@ -417,53 +351,9 @@ def place(
             lay = layouts[lv]
             slot[sel], node[sel] = divmod_nonneg(flat.grow[sel], lay.nodes)
     if spec.replicate_hot_rows and profile is not None:
-        finest = levels[-1]
-        lay = layouts[finest]
-        tabs, rows = profile.hottest(spec.replicate_hot_rows)
-        hot_keys = np.sort(
-            np.unique(np.concatenate([[0], np.cumsum(profile.table_rows)[:-1]])[tabs] + rows)
-        )
-        if hot_keys.size:
-            pos = np.minimum(np.searchsorted(hot_keys, flat.grow), hot_keys.size - 1)
-            repl = hot_keys[pos] == flat.grow
-            li = LEVELS.index(finest)
-            cold = (level == li) & ~repl
-            loads = np.bincount(node[cold], minlength=lay.nodes).astype(np.float64)
-            add = _water_fill(loads, int(repl.sum()))
-            idx = np.flatnonzero(repl)
-            level[idx] = li
-            node[idx] = np.repeat(np.arange(lay.nodes), add)
-            # replicas live at the top of every node's slots
-            slot[idx] = node_capacity_slots(lay, mem, int(flat.row_bytes.max())) - 1 - pos[idx]
-            info["replicated_lookups"] = int(idx.size)
-            info["replicated_rows"] = int(hot_keys.size)
-    cache = spec.rank.cache_kib
-    if cache > 0 and "rank" in layouts:
-        li = LEVELS.index("rank")
-        sel = np.flatnonzero(level[order] == li)
-        idx = order[sel]
-        key = node[idx] * (int(flat.grow.max()) + 1) + flat.grow[idx]
-        uniq, first, inv, counts = np.unique(
-            key, return_index=True, return_inverse=True, return_counts=True
-        )
-        unode = node[idx][first]
-        ubytes = flat.row_bytes[idx][first]
-        cand = counts >= spec.rank.cache_reuse_threshold
-        # hottest first within each node, admitted while they fit
-        rank_order = np.lexsort((-counts, unode))
-        csum = np.zeros(uniq.size, dtype=np.float64)
-        cb = np.where(cand[rank_order], ubytes[rank_order], 0).astype(np.float64)
-        csum_sorted = np.cumsum(cb)
-        node_sorted = unode[rank_order]
-        starts = np.searchsorted(node_sorted, node_sorted, side="left")
-        before = np.concatenate([[0.0], csum_sorted])[starts]
-        csum[rank_order] = csum_sorted - before
-        admitted = cand & (csum <= cache * KIB)
-        is_first = np.zeros(idx.size, dtype=bool)
-        is_first[first] = True
-        hit[idx] = admitted[inv] & ~is_first
-        info["cache_hits"] = int(hit.sum())
-        info["cache_rows"] = int(admitted.sum())
+        repl = replicate_hot(spec, layouts, mem, flat, profile, level, node, slot, info)
+    if spec.rank.cache_kib > 0 and "rank" in layouts:
+        hit = rank_cache_hits(spec, flat, level, node, order, info)
     return Placement(level, node, slot, hit, repl, info)
 
 
@@ -476,6 +366,6 @@ __all__ = [
     "level_effective_gbps",
     "level_node_peak_gbps",
     "node_capacity_slots",
-    "place",
+    "place_rows",
     "solve_cross_level",
 ]

@@ -24,8 +24,6 @@ from nmp.config import (
 )
 
 LEVELS = ("rank", "bankgroup", "bank")
-Policy = Literal["host", "horizontal", "vertical", "cross-level"]
-POLICIES = ("host", "horizontal", "vertical", "cross-level")
 
 
 @dataclass(frozen=True)
@@ -199,24 +197,14 @@ class ArchSpec:
     def validate(self) -> None:
         if self.replay_sample_requests < 0:
             raise KeyedValueError("replay_sample_requests", "must be >= 0 (0 replays everything)")
-        if self.policy not in POLICIES:
+        from nmp.arch.policies import get_policy, policy_names
+
+        policy = get_policy(self.policy)
+        if policy is None:
             raise KeyedValueError(
-                "policy", f"unknown policy '{self.policy}' (known: {', '.join(POLICIES)})"
+                "policy", f"unknown policy '{self.policy}' (known: {', '.join(policy_names())})"
             )
-        if self.policy == "host":
-            for lv in LEVELS:
-                if self.level(lv).units:
-                    raise KeyedValueError(f"{lv}.units", "policy 'host' has no NMP units")
-        elif not self.data_levels:
-            raise KeyedValueError("policy", f"policy '{self.policy}' needs a level with units")
-        if self.policy == "vertical" and self.data_levels != ("rank",):
-            raise KeyedValueError("policy", "the vertical (column) split is across ranks only")
-        if self.policy in ("horizontal", "vertical") and len(self.data_levels) > 1:
-            raise KeyedValueError("policy", "rows on several levels need policy 'cross-level'")
-        if self.bandwidth_aware_partition and self.policy != "cross-level":
-            raise KeyedValueError(
-                "bandwidth_aware_partition", "only a 'cross-level' design partitions by level"
-            )
+        policy.validate(self)
         if self.subarray_parallelism and self.bank.units == 0:
             raise KeyedValueError("subarray_parallelism", "needs bank units (bank.units > 0)")
         if self.replicate_hot_rows < 0:
@@ -241,7 +229,6 @@ def load_arch_spec(name: str, overrides: dict | None = None) -> ArchSpec:
 
 __all__ = [
     "LEVELS",
-    "POLICIES",
     "ArchSpec",
     "HostSpec",
     "InstructionSpec",

@@ -1,0 +1,151 @@
+"""The replay stage: request streams timed by the DRAM engine (whole, or on an evenly spread
+sample for long streams), one replay per node (the units run concurrently), and the DRAM energy
+of the replays' commands.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from nmp.arch import memview as mv
+from nmp.arch.lowering import LevelStream
+
+# A sampled replay times this many evenly spaced contiguous chunks of a long stream: contiguous
+# so that each chunk keeps the stream's row locality and queue occupancy, spread so that every
+# part of the batch (every table, in table-major order) is represented.
+SAMPLE_CHUNKS = 16
+
+_SCALED_FIELDS = (
+    "cycles",
+    "cycles_drained",
+    "lines",
+    "requests",
+    "reads",
+    "writes",
+    "row_hits",
+    "row_misses",
+    "row_conflicts",
+    "read_row_hits",
+    "read_row_misses",
+    "read_row_conflicts",
+    "write_row_hits",
+    "write_row_misses",
+    "write_row_conflicts",
+    "reads_forwarded",
+    "writes_coalesced",
+    "active_cycles",
+)
+
+
+def sample_index(n: int, max_requests: int, chunks: int = SAMPLE_CHUNKS) -> np.ndarray:
+    """Indices of ``chunks`` contiguous runs, ``max_requests`` in all, spread evenly over ``n``."""
+    chunks = max(1, min(chunks, max_requests))
+    run = max_requests // chunks
+    starts = np.linspace(0, n - run, chunks).astype(np.int64)
+    return (starts[:, None] + np.arange(run, dtype=np.int64)[None, :]).ravel()
+
+
+def scale_stats(st: Any, factor: float) -> Any:
+    """Counts, cycles and energy of a sampled replay scaled to the whole stream.
+
+    Rates (bandwidth, latency, hit rates) are those of the sample; the fixed drain tail is scaled
+    with the rest, which overstates it by at most one queue's worth of requests.
+    """
+    changes: dict[str, Any] = {f: int(round(getattr(st, f) * factor)) for f in _SCALED_FIELDS}
+    changes["t_ns"] = st.t_ns * factor
+    changes["t_drained_ns"] = st.t_drained_ns * factor
+    changes["cmd_counts"] = {k: int(round(v * factor)) for k, v in st.cmd_counts.items()}
+    changes["energy_pj"] = st.energy_pj * factor
+    changes["energy_breakdown_pj"] = {k: v * factor for k, v in st.energy_breakdown_pj.items()}
+    changes["at_cycles"] = {}
+    changes["timeline"] = None
+    return dataclasses.replace(st, **changes)
+
+
+def replay_stream(
+    addr: np.ndarray, view: Any, write: np.ndarray | bool = False, max_requests: int = 0
+):
+    """Replay ``addr`` on ``view``; streams over ``max_requests`` (when > 0) are timed on a
+    sample of that many requests (:func:`sample_index`) and scaled (:func:`scale_stats`)."""
+    from nmp.memory import make_requests, replay_lines
+
+    if addr.dtype != np.uint64:
+        addr = make_requests(addr)["addr"]  # checks: non-negative integers
+    if max_requests <= 0 or addr.size <= max_requests:
+        return replay_lines(addr, view, write)
+    idx = sample_index(addr.size, max_requests)
+    sampled_write = write if isinstance(write, bool | np.bool_) else np.asarray(write)[idx]
+    st = replay_lines(addr[idx], view, sampled_write)
+    return scale_stats(st, addr.size / idx.size)
+
+
+def dram_energy(mem: Any, stats_list: list, latency_cycles: float) -> dict[str, float]:
+    """DRAM energy of the replays' commands, with background and refresh counted once for the
+    whole memory over the batch (the replays overlap in time)."""
+    from nmp.memory import command_energy_pj
+
+    counts: dict[str, float] = {}
+    for st in stats_list:
+        for k, v in st.cmd_counts.items():
+            if k.upper().startswith("REF"):
+                continue
+            counts[k] = counts.get(k, 0) + v
+    ranks = mv.org(mem, "channels") * mv.org(mem, "ranks")
+    counts["REF"] = ranks * latency_cycles / mv.timing(mem, "nREFI")
+    return command_energy_pj(mem, counts, latency_cycles)
+
+
+def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list:
+    """Replay each node's requests on its own (units run concurrently); None for idle nodes.
+    A node's stream longer than ``max_requests`` (when > 0) is timed on a sample."""
+    if stream.node_lines is not None:
+        # lower_level emits the requests grouped by node: each node's are then a slice
+        counts, addr = stream.node_lines, stream.addr
+    else:
+        counts = np.bincount(stream.node, minlength=nodes)
+        grouped = bool((stream.node[1:] >= stream.node[:-1]).all())
+        addr = stream.addr if grouped else stream.addr[np.argsort(stream.node, kind="stable")]
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    out = []
+    if max_requests <= 0 or int(counts.max(initial=0)) <= max_requests:
+        # no node is sampled: each node replays its slice of the addresses
+        from nmp.memory import replay_lines
+
+        for k in range(nodes):
+            a, b = int(starts[k]), int(starts[k + 1])
+            out.append(replay_lines(addr[a:b], stream.view) if b > a else None)
+        return out
+    for k in range(nodes):
+        a, b = int(starts[k]), int(starts[k + 1])
+        out.append(
+            replay_stream(addr[a:b], stream.view, max_requests=max_requests) if b > a else None
+        )
+    return out
+
+
+def hit_rate(st) -> float:
+    """Row-buffer hit rate of one replay."""
+    total = st.row_hits + st.row_misses + st.row_conflicts
+    return float(st.row_hits / total) if total else 0.0
+
+
+def hit_rate_many(stats: list) -> float:
+    """Row-buffer hit rate over several replays."""
+    hits = sum(s.row_hits for s in stats)
+    total = sum(s.row_hits + s.row_misses + s.row_conflicts for s in stats)
+    return float(hits / total) if total else 0.0
+
+
+__all__ = [
+    "SAMPLE_CHUNKS",
+    "dram_energy",
+    "hit_rate",
+    "hit_rate_many",
+    "replay_nodes",
+    "replay_stream",
+    "sample_index",
+    "scale_stats",
+]

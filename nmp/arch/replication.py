@@ -1,0 +1,62 @@
+"""Hot-row replication (TRiM): the profile's hottest rows are copied to every node of the finest
+data level, and each lookup of a replicated row goes to the least-loaded node (water filling
+over the nodes' loads of cold lookups), which spreads the hot rows' load evenly."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nmp.arch.placement import node_capacity_slots
+from nmp.arch.spec import LEVELS
+
+
+def water_fill(loads: np.ndarray, extra: int) -> np.ndarray:
+    """Counts to add to ``loads`` so that ``extra`` items raise the minimum loads evenly."""
+    if extra <= 0:
+        return np.zeros_like(loads)
+    srt = np.sort(loads)
+    cum = np.cumsum(srt)
+    k = np.arange(1, loads.size + 1)
+    # level L with sum(max(0, L - loads)) = extra, found on the sorted prefix
+    levels = (extra + cum) / k
+    valid = np.append(levels[:-1] <= srt[1:], True)
+    j = int(np.argmax(valid))
+    level = levels[j]
+    add = np.maximum(0.0, level - loads)
+    out = np.floor(add).astype(np.int64)
+    short = extra - int(out.sum())
+    if short > 0:
+        frac_order = np.argsort(-(add - out), kind="stable")[:short]
+        out[frac_order] += 1
+    return out
+
+
+def replicate_hot(spec, layouts, mem, flat, profile, level, node, slot, info) -> np.ndarray:
+    """Move the lookups of the ``spec.replicate_hot_rows`` hottest rows (in place in ``level``,
+    ``node``, ``slot``) to their replicas; returns which lookups were moved."""
+    repl = np.zeros(flat.n, dtype=bool)
+    finest = spec.data_levels[-1]
+    lay = layouts[finest]
+    tabs, rows = profile.hottest(spec.replicate_hot_rows)
+    hot_keys = np.sort(
+        np.unique(np.concatenate([[0], np.cumsum(profile.table_rows)[:-1]])[tabs] + rows)
+    )
+    if not hot_keys.size:
+        return repl
+    pos = np.minimum(np.searchsorted(hot_keys, flat.grow), hot_keys.size - 1)
+    repl = hot_keys[pos] == flat.grow
+    li = LEVELS.index(finest)
+    cold = (level == li) & ~repl
+    loads = np.bincount(node[cold], minlength=lay.nodes).astype(np.float64)
+    add = water_fill(loads, int(repl.sum()))
+    idx = np.flatnonzero(repl)
+    level[idx] = li
+    node[idx] = np.repeat(np.arange(lay.nodes), add)
+    # replicas live at the top of every node's slots
+    slot[idx] = node_capacity_slots(lay, mem, int(flat.row_bytes.max())) - 1 - pos[idx]
+    info["replicated_lookups"] = int(idx.size)
+    info["replicated_rows"] = int(hot_keys.size)
+    return repl
+
+
+__all__ = ["replicate_hot", "water_fill"]
