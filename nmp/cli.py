@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "nmp.evaluate.cli",  # evaluate
     "nmp.rtl.cli",  # rtl export / rtl report
     "nmp.train.cli",  # train
+    "nmp.cache.cli",  # cache
     "nmp.validate.cli",  # validate
 )
 
@@ -48,6 +49,14 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except NmpError as exc:
         print(f"nmp: error: {exc}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        # the resource guard (nmp.guard) refuses what it can foresee; this is what it could not
+        print(
+            "nmp: error: out of memory: the run needs more than this machine has (smaller "
+            "inputs, or fewer channels/ranks)",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         print("nmp: interrupted", file=sys.stderr)

@@ -1,0 +1,119 @@
+"""``nmp cache``: an embedding cache for inference in front of a real key-value store.
+
+    nmp cache --workload criteo-kaggle --policy evstore --l1-mb 1 --l2-dtype int8 [--json]
+    nmp cache --workload criteo-kaggle --policy lru --l1-mb 4 --requests 40000 --no-accuracy
+    nmp cache --workload criteo-kaggle --index-file my_lookups.npz --policy lfu
+
+Prints per-key hit rate (per layer), perfect hit rate per request, modeled average / p90
+latency per request, memory, the backend's measured lookups/s and the AUC change of inference
+served through the cache (a DLRM trained briefly on the synthetic teacher).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _run(args: argparse.Namespace) -> int:
+    from nmp.cache.serve import CacheConfig, run_cache
+
+    fields = {
+        "workload": args.workload,
+        "policy": args.policy,
+        "l1_mb": args.l1_mb,
+        "l2_mb": args.l2_mb,
+        "l2_dtype": args.l2_dtype,
+        "l3_mb": args.l3_mb,
+        "l3_bound": args.l3_bound,
+        "requests": args.requests,
+        "warmup": args.warmup,
+        "seed": args.seed,
+        "memory": args.memory,
+        "ssd_read_us": args.ssd_read_us,
+        "backend": args.backend,
+        "index_file": args.index_file,
+        "train_steps": args.train_steps,
+    }
+    cfg = CacheConfig(**{k: v for k, v in fields.items() if v is not None})
+    if args.no_accuracy:
+        cfg = CacheConfig(**{**cfg.__dict__, "accuracy": False})
+    row = run_cache(cfg)
+    if args.json:
+        json.dump(row, sys.stdout, indent=2)
+        print()
+        return 0
+    _print(row)
+    return 0
+
+
+def _print(r: dict) -> None:
+    print(
+        f"nmp cache: {r['workload']} ({r['source']}), policy {r['policy']}, "
+        f"{r['requests']} requests / {r['lookups']} lookups measured"
+    )
+    print(
+        f"  layers: L1 {r['l1_mb']:.3g} MB fp32 ({r['l1_entries']} rows), L2 {r['l2_mb']:.3g} MB "
+        f"{r['l2_dtype']} ({r['l2_entries']} rows), L3 {r['l3_mb']:.3g} MB "
+        f"({r['l3_entries']} key->key entries; {r['l3_keys_with_substitute']} keys have a "
+        f"substitute)"
+    )
+    print(
+        f"  per-key hit rate {r['hit_rate']:.4f} (L1 {r['l1_hit_rate']:.4f}, L2 "
+        f"{r['l2_hit_rate']:.4f}, L3 {r['l3_hit_rate']:.4f}); perfect hit rate "
+        f"{r['perfect_hit_rate']:.4f}"
+    )
+    print(
+        f"  modeled latency per request: avg {r['avg_latency_us']:.2f} us, p90 "
+        f"{r['p90_latency_us']:.2f} us (all in DRAM: {r['all_dram_avg_latency_us']:.2f} us); "
+        f"tiers L1 {r['tier_l1_ns']:.1f} ns, L2 {r['tier_l2_ns']:.1f} ns, L3 "
+        f"{r['tier_l3_ns']:.1f} ns, SSD {r['tier_ssd_us']:.0f} us"
+    )
+    print(
+        f"  memory {r['memory_bytes'] / 2**20:.3g} MiB of a {r['table_bytes'] / 2**30:.3g} GiB "
+        f"table ({100 * r['memory_reduction']:.2f} % less)"
+    )
+    if "backend_lookups_per_s" in r:
+        print(
+            f"  backend {r['backend']} (measured here, file in page cache): "
+            f"{r['backend_lookups_per_s']:.0f} lookups/s, {r['backend_lookup_us']:.2f} us per "
+            f"lookup, p90 {r['backend_request_p90_us']:.1f} us per request's misses"
+        )
+    if r.get("auc_change") is not None:
+        print(
+            f"  AUC change {r['auc_change']:+.5f} (95 % CI {r['auc_change_ci_lo']:+.5f} .. "
+            f"{r['auc_change_ci_hi']:+.5f}; exact AUC {r['auc_exact']:.4f}, "
+            f"{r['acc_samples']} samples; L2 served {100 * r['acc_l2_share']:.1f} %, L3 "
+            f"{100 * r['acc_l3_share']:.1f} % of their lookups)"
+        )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from nmp.cache.policy import names
+    from nmp.cache.quant import L2_DTYPES
+
+    p = sub.add_parser(
+        "cache",
+        help="embedding cache for inference (LRU, LFU, groupScore, EVStore) over a real store",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--workload", help="workload preset (default criteo-kaggle)")
+    p.add_argument("--policy", choices=names(), help="replacement policy (default evstore)")
+    p.add_argument("--l1-mb", type=float, help="L1 (fp32 rows) MiB (default 1)")
+    p.add_argument("--l2-mb", type=float, help="L2 (low-precision rows) MiB")
+    p.add_argument("--l2-dtype", choices=tuple(L2_DTYPES), help="L2 precision (default int8)")
+    p.add_argument("--l3-mb", type=float, help="L3 (substitute keys) MiB")
+    p.add_argument("--l3-bound", type=float, help="L3 relative distance bound (default 0.5)")
+    p.add_argument("--requests", type=int, help="measured requests (default 40000)")
+    p.add_argument("--warmup", type=int, help="warm-up requests before them (default 20000)")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--memory", help="host DRAM preset for tier latency (default ddr4-3200aa)")
+    p.add_argument("--ssd-read-us", type=float, help="modeled SSD read latency (default 80)")
+    p.add_argument("--backend", choices=("lmdb", "sqlite", ""), help="key-value store")
+    p.add_argument("--index-file", help="a .npz index file (nmp.workload) as the requests")
+    p.add_argument("--train-steps", type=int, help="DLRM training steps for the AUC change")
+    p.add_argument("--no-accuracy", action="store_true", help="skip the AUC change (faster)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_run)

@@ -1,0 +1,245 @@
+"""One cache configuration end to end: requests -> layers -> hit rates, latency, memory,
+backend measurement and accuracy. What ``nmp cache`` and the EVStore study run.
+
+Definitions (the measured requests only; the warm-up requests before them fill the cache and
+profile the keys for L3's candidates):
+
+* ``hit_rate``: lookups served from memory (L1 + L2 + L3) / lookups ("per-key hit rate");
+  ``l1_hit_rate``, ``l2_hit_rate``, ``l3_hit_rate`` per layer.
+* ``perfect_hit_rate``: requests whose every lookup hit / requests. A request of k lookups with
+  independent per-key hit rate h is perfect with probability h^k: 0.9^26 = 6 %, which is why the
+  two differ so much on Criteo's 26 tables (EVStore's observation), and why a policy that
+  prefers keys of nearly-perfect groups (groupScore) can raise the perfect rate at the same or
+  a lower per-key rate.
+* ``memory_bytes``: the bytes the three layers are given; ``table_bytes`` the full table.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from nmp.cache import engine, quant
+from nmp.cache import policy as policies
+from nmp.cache.neighbors import substitute_map
+from nmp.cache.requests import RequestStream, request_stream, stream_from_batches
+from nmp.cache.table import init_rows
+from nmp.cache.tiers import TierLatency
+from nmp.errors import NmpError
+from nmp.units import MIB
+
+L3_ENTRY_BYTES = 16  # an int64 key and an int64 substitute key
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    workload: str = "criteo-kaggle"
+    policy: str = "evstore"
+    l1_mb: float = 1.0  # chosen default: 1/2000 of criteo-kaggle's 2.16 GB of tables
+    l2_mb: float | None = None  # None: the policy's default (EVStore: as much as L1, else 0)
+    l2_dtype: str = "int8"
+    l3_mb: float | None = None  # None: the policy's default (EVStore: L1 / 4, else 0)
+    l3_bound: float = 0.5  # relative distance bound of a substitute (nmp.cache.neighbors)
+    # L3 candidates per table: as many rows as L1 + L2 hold per table, at most this many
+    # (chosen: bounds the offline neighbour search to seconds on 2 cores).
+    l3_candidates: int = 1024
+    requests: int = 40_000  # measured requests (40K x 26 = 1.04M lookups on criteo-kaggle)
+    warmup: int = 20_000  # chosen: half as many requests again fill the cache first
+    seed: int = 0
+    memory: str = "ddr4-3200aa"  # host DRAM preset for the tiers' latency
+    ssd_read_us: float = 80.0  # see nmp.cache.tiers
+    backend: str = "lmdb"  # "lmdb", "sqlite" or "" (no real backend measurement)
+    backend_requests: int = 2000  # requests whose misses are read from the backend and timed
+    accuracy: bool = True  # train the DLRM and measure the AUC change
+    train_steps: int = 300  # chosen: AUC ~0.69 on the synthetic teacher, ~5 s on one core
+    index_file: str = ""  # a user's .npz index file instead of the generator
+
+    def check(self) -> None:
+        for key in ("l1_mb", "l2_mb", "l3_mb", "l3_bound", "ssd_read_us"):
+            v = getattr(self, key)
+            if v is not None and not v >= 0:
+                raise NmpError(f"cache: {key} must be >= 0, got {v}")
+        if self.requests < 1:
+            raise NmpError(f"cache: requests must be >= 1, got {self.requests}")
+        if self.warmup < 0:
+            raise NmpError(f"cache: warmup must be >= 0, got {self.warmup}")
+        quant.check_dtype(self.l2_dtype)
+        policies.get(self.policy)
+
+
+def layer_bytes(cfg: CacheConfig) -> tuple[int, int, int]:
+    pol = policies.get(cfg.policy)
+    l1 = cfg.l1_mb * MIB
+    l2 = pol.l2_per_l1 * l1 if cfg.l2_mb is None else cfg.l2_mb * MIB
+    l3 = pol.l3_per_l1 * l1 if cfg.l3_mb is None else cfg.l3_mb * MIB
+    return int(l1), int(l2), int(l3)
+
+
+def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
+    """(requests, how many of them are warm-up, where they came from)."""
+    from nmp.workload import DTYPE_BYTES, load_index_file, load_workload
+
+    spec = load_workload(cfg.workload)
+    if cfg.index_file:
+        batch = load_index_file(cfg.index_file, spec)
+        stream = stream_from_batches([batch], DTYPE_BYTES[spec.tables[0].dtype])
+        warm = min(cfg.warmup, stream.requests // 2)
+        stream = stream.head(warm + cfg.requests)
+        return stream, warm, f"index file {cfg.index_file}"
+    stream = request_stream(spec, cfg.warmup + cfg.requests, cfg.seed)
+    return stream, cfg.warmup, f"generator {spec.distribution} (seed {cfg.seed})"
+
+
+def _vectors(uniq: np.ndarray, stream: RequestStream, seed: int) -> list[np.ndarray]:
+    """DLRM-initialized rows of the touched keys, one array per key (tables may differ in dim)."""
+    tables = stream.tables_of(uniq)
+    out: list[np.ndarray] = [None] * uniq.size  # type: ignore[list-item]
+    for d in np.unique(stream.dims):
+        sel = np.flatnonzero(stream.dims[tables] == d)
+        rows = init_rows(uniq[sel], stream.table_offsets, int(d), seed)
+        for j, i in enumerate(sel):
+            out[i] = rows[j]
+    return out
+
+
+def run_cache(cfg: CacheConfig, *, tiers: TierLatency | None = None) -> dict:
+    """Simulate ``cfg``; returns the flat result row (see the module docstring for terms)."""
+    cfg.check()
+    pol = policies.get(cfg.policy)
+    stream, warm, source = build_stream(cfg)
+    uniq, inv = np.unique(stream.keys, return_inverse=True)
+    inv = inv.astype(np.int64)
+    warm_lookups = int(stream.req_off[warm])
+    tables = stream.tables_of(uniq)
+    # bytes per row as the lookups see them (tables may differ in dim)
+    lookup_dims = stream.dims[stream.tables_of(stream.keys)]
+    dim = float(lookup_dims.mean())
+    row1 = float(stream.row_bytes[stream.tables_of(stream.keys)].mean())
+    row2 = float(quant.row_bytes(int(round(dim)), cfg.l2_dtype))
+    b1, b2, b3 = layer_bytes(cfg)
+    caps = (int(b1 // row1), int(b2 // row2), int(b3 // L3_ENTRY_BYTES))
+    subst = np.full(uniq.size, -1, dtype=np.int64)
+    vectors = None
+    if caps[2] > 0 or cfg.backend:
+        vectors = _vectors(uniq, stream, cfg.seed)
+    if caps[2] > 0:
+        counts = np.bincount(inv[:warm_lookups], minlength=uniq.size)
+        cands = min(cfg.l3_candidates, max(1, (caps[0] + caps[1]) // len(stream.dims)))
+        subst, _ = substitute_map(tables, vectors, counts, candidates=cands, bound=cfg.l3_bound)
+    codes, _, held = engine.simulate(
+        inv, stream.req_off, subst, caps, pol.insert_rule, pol.hit_rule
+    )
+    mcodes = codes[warm_lookups:]
+    moff = stream.req_off[warm:] - warm_lookups
+    n = max(1, mcodes.size)
+    share = np.bincount(mcodes, minlength=5) / n
+    hit = mcodes != engine.MISS
+    misses = np.concatenate([[0], np.cumsum(~hit)])
+    perfect = (misses[moff[1:]] - misses[moff[:-1]]) == 0
+    tiers = tiers or TierLatency.model(cfg.memory, cfg.ssd_read_us)
+    per_code = tiers.per_code_ns(int(round(row1)), int(round(row2)))
+    lat = tiers.request_ns(mcodes, moff, per_code)
+    from nmp.workload import load_workload
+
+    spec = load_workload(cfg.workload)
+    from nmp.workload import DTYPE_BYTES
+
+    table_bytes = int(sum(t.rows * t.dim * DTYPE_BYTES[t.dtype] for t in spec.tables))
+    all_dram = tiers.request_ns(np.ones_like(mcodes), moff, per_code)
+    row = {
+        "policy": cfg.policy,
+        "workload": cfg.workload,
+        "source": source,
+        "requests": int(moff.size - 1),
+        "lookups": int(mcodes.size),
+        "l1_mb": b1 / MIB,
+        "l2_mb": b2 / MIB,
+        "l2_dtype": cfg.l2_dtype,
+        "l3_mb": b3 / MIB,
+        "l1_entries": caps[0],
+        "l2_entries": caps[1],
+        "l3_entries": caps[2],
+        "hit_rate": float(hit.mean()) if mcodes.size else 0.0,
+        "l1_hit_rate": float(share[engine.L1_HIT]),
+        "l2_hit_rate": float(share[engine.L2_HIT]),
+        "l3_hit_rate": float(share[engine.L3_VIA_L1] + share[engine.L3_VIA_L2]),
+        "perfect_hit_rate": float(perfect.mean()) if perfect.size else 0.0,
+        "avg_latency_us": float(lat.mean()) / 1000.0,
+        "p90_latency_us": float(np.percentile(lat, 90)) / 1000.0,
+        "all_dram_avg_latency_us": float(all_dram.mean()) / 1000.0,
+        "memory_bytes": int(b1 + b2 + b3),
+        "memory_used_bytes": int(held[0] * row1 + held[1] * row2 + held[2] * L3_ENTRY_BYTES),
+        "table_bytes": table_bytes,
+        "memory_reduction": 1.0 - (b1 + b2 + b3) / table_bytes,
+        "l3_keys_with_substitute": int(np.count_nonzero(subst >= 0)),
+        "tier_l1_ns": float(per_code[engine.L1_HIT]),
+        "tier_l2_ns": float(per_code[engine.L2_HIT]),
+        "tier_l3_ns": float(per_code[engine.L3_VIA_L1]),
+        "tier_ssd_us": tiers.ssd_read_ns / 1000.0,
+    }
+    if cfg.backend:
+        row.update(_measure_backend(cfg, uniq, vectors, inv, mcodes, moff, warm_lookups))
+    row["auc_change"] = None
+    if cfg.accuracy:
+        from nmp.cache.accuracy import auc_change
+
+        total_rows = sum(t.rows for t in spec.tables)
+        acc = auc_change(
+            workload=cfg.workload,
+            policy=pol,
+            entries_per_row=tuple(c / total_rows for c in caps),
+            l2_dtype=cfg.l2_dtype,
+            l3_bound=cfg.l3_bound,
+            l3_candidates=cfg.l3_candidates,
+            steps=cfg.train_steps,
+            seed=cfg.seed,
+        )
+        row.update(acc)
+    row["config"] = asdict(cfg)
+    return row
+
+
+def _measure_backend(cfg, uniq, vectors, inv, mcodes, moff, warm_lookups) -> dict:
+    """Write the touched rows into the store, check they read back, and time the reads of the
+    measured requests' misses (one read of all a request's misses per request)."""
+    from nmp.cache.kvstore import measure_reads, open_store
+
+    dims = {v.shape[0] for v in vectors}
+    if len(dims) != 1:
+        return {"backend": cfg.backend, "backend_note": "tables of several dims: not measured"}
+    dim = dims.pop()
+    rows = np.stack(vectors)
+    with tempfile.TemporaryDirectory(prefix="nmp-cache-") as folder:
+        store = open_store(cfg.backend, Path(folder), dim)
+        try:
+            store.put_rows(uniq, rows)
+            miss = mcodes == engine.MISS
+            keys = uniq[inv[warm_lookups:][miss]]
+            cnt = np.concatenate([[0], np.cumsum(miss)])
+            miss_off = cnt[moff]
+            nz = np.flatnonzero(np.diff(miss_off) > 0)[: cfg.backend_requests]
+            # requests that have misses, their miss keys back to back
+            lens = (miss_off[nz + 1] - miss_off[nz]).astype(np.int64)
+            take = (
+                np.concatenate([np.arange(miss_off[i], miss_off[i + 1]) for i in nz])
+                if nz.size
+                else np.empty(0, np.int64)
+            )
+            got = store.get_rows(keys[take][:5000])
+            if not np.array_equal(got, rows[np.searchsorted(uniq, keys[take][:5000])]):
+                raise NmpError(f"backend {cfg.backend}: rows read back differ from those written")
+            m = measure_reads(
+                store, keys[take], np.concatenate([[0], np.cumsum(lens)]), cfg.backend_requests
+            )
+        finally:
+            store.close()
+    return {
+        "backend": m["backend"],
+        "backend_lookups_per_s": m["lookups_per_s"],
+        "backend_lookup_us": m["lookup_us"],
+        "backend_request_avg_us": m["request_avg_us"],
+        "backend_request_p90_us": m["request_p90_us"],
+    }
