@@ -41,6 +41,8 @@ def _run(args: argparse.Namespace) -> int:
     from nmp.evaluate.runner import (
         LATEST,
         check_run_dir,
+        claim_run_dir,
+        default_run_name,
         resolve_run_dir,
         run_sweep,
         update_latest,
@@ -56,6 +58,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.scheduler and args.dask_workers:
         raise NmpError("give either --scheduler (a running cluster) or --dask-workers (a new one)")
     base = Path(args.out)
+    if base.exists() and not base.is_dir():
+        raise NmpError(f"--out {base}: not a folder")
     if args.resume and args.sweep is None:
         run_dir = resolve_run_dir(base, args.run, resume=True, sweep=None)  # type: ignore[arg-type]
         stored = run_dir / "sweep.toml"
@@ -88,9 +92,22 @@ def _run(args: argparse.Namespace) -> int:
         console = Console(stderr=args.json, width=120)  # logs: wide enough for the tables
     executor = make_executor(args.jobs, args.scheduler, args.dask_workers)
     check_run_dir(run_dir, resume=args.resume)  # before anything is written
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if run_dir.parent.resolve() == base.resolve() and run_dir.name != LATEST:
-        update_latest(base, run_dir)
+    created = False
+    try:
+        if args.run is None and not args.resume:
+            # an auto-named run: a folder of its own even if another run started this second
+            run_dir = claim_run_dir(base, default_run_name(sweep))
+            created = True
+        elif not run_dir.exists():
+            run_dir.mkdir(parents=True)
+            created = True
+    except OSError as exc:
+        raise NmpError(f"--out {base}: cannot create the run folder ({exc.strerror})") from None
+
+    def repoint_latest() -> None:
+        if run_dir.parent.resolve() == base.resolve() and run_dir.name != LATEST:
+            update_latest(base, run_dir)
+
     try:
         summary = run_sweep(
             sweep,
@@ -100,8 +117,9 @@ def _run(args: argparse.Namespace) -> int:
             executor=executor,
             resume=args.resume,
             fail_fast=args.fail_fast,
-            progress=ConsoleProgress(console),
+            progress=ConsoleProgress(console, quiet=args.json),
             write_reports=write_report_files,
+            on_first_result=repoint_latest,
         )
     except KeyboardInterrupt:
         print(
@@ -110,8 +128,14 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         raise
-    if run_dir.parent.resolve() == base.resolve() and run_dir.name != LATEST:
-        update_latest(base, run_dir)  # again: the copy fallback must hold the final files
+    except BaseException:
+        # a run that failed before its first result leaves no folder and does not move latest
+        if created and not _has_results(run_dir):
+            import shutil
+
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    repoint_latest()  # again: the copy fallback must hold the final files
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -129,7 +153,14 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     """Run a custom study (a sweep file with a ``runner``) into its run folder."""
     from rich.console import Console
 
-    from nmp.evaluate.runner import check_run_dir, resolve_run_dir, update_latest
+    from nmp.evaluate.runner import (
+        check_run_dir,
+        claim_run_dir,
+        default_run_name,
+        resolve_run_dir,
+        update_latest,
+    )
+    from nmp.evaluate.store import run_lock
     from nmp.evaluate.study import print_study_rows, run_custom_study
 
     if args.resume:
@@ -141,10 +172,18 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     check_run_dir(run_dir, resume=False)
     if (run_dir / "summary.json").exists():
         raise NmpError(f"{run_dir} already holds a study's results: pick another --run")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    summary = run_custom_study(
-        study, run_dir, jobs=args.jobs, sweep_text=Path(study.file).read_text()
-    )
+    try:
+        if args.run is None:
+            run_dir = claim_run_dir(base, default_run_name(study))
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise NmpError(f"--out {base}: cannot create the run folder ({exc.strerror})") from None
+    with run_lock(run_dir):
+        if (run_dir / "summary.json").exists():  # again, under the lock
+            raise NmpError(f"{run_dir} already holds a study's results: pick another --run")
+        summary = run_custom_study(
+            study, run_dir, jobs=args.jobs, sweep_text=Path(study.file).read_text()
+        )
     if run_dir.parent.resolve() == base.resolve():
         update_latest(base, run_dir)
     if args.json:
@@ -155,6 +194,13 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
             console = Console(width=160)
         print_study_rows(summary, console)
     return 0
+
+
+def _has_results(run_dir: Path) -> bool:
+    from nmp.evaluate.runner import RESULTS
+
+    path = run_dir / RESULTS
+    return path.exists() and path.stat().st_size > 0
 
 
 def _resume_command(args: argparse.Namespace, run_dir: Path) -> str:

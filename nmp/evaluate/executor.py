@@ -13,6 +13,9 @@ import logging
 import math
 import multiprocessing
 import os
+import signal
+import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -40,6 +43,31 @@ def evaluate_one(point_fn: PointFn, point: Any) -> dict[str, Any]:
             "traceback": traceback.format_exc(limit=8),
             "wall_s": time.perf_counter() - t0,
         }
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Pool worker initializer: the worker exits when the process that started the pool dies
+    (even by SIGKILL, which runs no clean-up): on Linux the kernel sends it SIGKILL
+    (``PR_SET_PDEATHSIG``); elsewhere, and as a second guard, a daemon thread checks every
+    second whether the worker was re-parented."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="nmp-parent-watch", daemon=True).start()
 
 
 def evaluate_chunk(point_fn: PointFn, points: list[Any]) -> list[dict[str, Any]]:
@@ -103,7 +131,12 @@ class LocalExecutor(Executor):
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
         workers = min(self.jobs, len(points))
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=ctx,
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
+        )
         try:
             # Runs of consecutive points per task: a worker keeps its design's caches warm.
             futures = {
@@ -176,7 +209,8 @@ class DaskExecutor(Executor):
                     silence_logs=logging.ERROR,
                 )
                 client = Client(cluster)
-        except OSError as exc:
+        except (OSError, ValueError, TypeError) as exc:
+            # OSError: nothing answers; ValueError/TypeError: not an address (no port...)
             raise NmpError(f"cannot reach the Dask scheduler {self.address}: {exc}") from None
         try:
             # Dask costs a few ms per task on a small machine: points travel in chunks so that

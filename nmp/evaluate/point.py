@@ -20,6 +20,18 @@ def is_gpu(arch: str) -> bool:
     return arch in preset_names("gpu")
 
 
+def check_arch_name(arch: str) -> None:
+    """An ``--arch`` that is neither an NMP preset nor a GPU preset (nor a TOML file) raises an
+    error listing both kinds: ``--arch`` takes either."""
+    known = set(preset_names("arch") + preset_names("gpu"))
+    if arch.endswith(".toml") or arch in known:
+        return
+    raise SpecError(
+        f"unknown architecture '{arch}' (NMP presets: {', '.join(preset_names('arch'))}; "
+        f"GPU presets: {', '.join(preset_names('gpu'))})"
+    )
+
+
 def run_point(
     arch: str,
     workload: str,
@@ -31,6 +43,7 @@ def run_point(
     """Evaluate one design point. ``overrides`` maps dotted paths rooted at ``arch``,
     ``workload`` or ``memory`` to values (``{"arch.variant": "combined"}``)."""
     grouped = split_overrides(overrides or {}, OVERRIDE_ROOTS)
+    check_arch_name(arch)
     if is_gpu(arch):
         from nmp.gpu import run_design_point
     else:

@@ -10,6 +10,7 @@ def _run(args: argparse.Namespace) -> int:
     from nmp.config import parse_set_args
     from nmp.evaluate.point import run_point
 
+    __import__("nmp.guard").guard.check_point_args(args)  # refuse what cannot fit (issue 25)
     result = run_point(
         args.arch, args.workload, args.memory, parse_set_args(args.set), seed=args.seed
     )
@@ -41,4 +42,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, help="seed for the generated lookups (default: workload's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    __import__("nmp.guard").guard.add_argument(p)  # --max-memory
     p.set_defaults(func=_run)

@@ -11,13 +11,21 @@ A run folder (``reports/<run>/``) holds:
 - ``summary.json``, ``report.md``, ``results.csv`` and the PNG plots, written at the end.
 
 ``--resume`` re-reads ``results.jsonl`` and runs only the planned points whose key is not in it,
-so an interrupted sweep completes with every point exactly once.
+so an interrupted sweep completes with every point exactly once. A run holds an exclusive lock
+on ``<run>/.lock`` (:func:`nmp.evaluate.store.run_lock`) from before it reads the results until
+it has written its report: a second ``nmp evaluate`` on the same folder refuses at once instead
+of running the points again.
+
+``results.jsonl`` is deterministic: the same sweep gives the same bytes. What is not (the wall
+time of each point, when it finished, the LP solver's time) goes to ``timings.jsonl``, one line
+per point with its key.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -29,12 +37,23 @@ from nmp.errors import NmpError
 from nmp.evaluate.analysis import analyze
 from nmp.evaluate.environment import environment
 from nmp.evaluate.executor import Executor, PointFn, SerialExecutor
-from nmp.evaluate.store import JsonlLog, atomic_write_json, atomic_write_text, read_jsonl
+from nmp.evaluate.store import (
+    JsonlLog,
+    atomic_write_json,
+    atomic_write_text,
+    read_jsonl,
+    remove_stale_temps,
+    run_lock,
+)
 from nmp.evaluate.sweep import Point, SweepSpec
 
 RESULTS = "results.jsonl"
 ERRORS = "errors.jsonl"
+TIMINGS = "timings.jsonl"
 LATEST = "latest"
+# Result fields that measure wall-clock time: moved from results.jsonl to timings.jsonl.
+TIMING_FIELDS = frozenset({"lp_solve_s"})
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 
 
 class Progress:
@@ -51,17 +70,50 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+def safe_name(name: str) -> str:
+    """``name`` as one folder name: runs of characters other than letters, digits and ``._+-``
+    become ``-`` (so ``../x`` cannot leave ``--out``), no leading dot."""
+    clean = re.sub(r"[^A-Za-z0-9._+-]+", "-", name).strip(".-")
+    return clean or "sweep"
+
+
 def default_run_name(sweep: SweepSpec) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{sweep.name}-{stamp}"
+    return f"{safe_name(sweep.name)}-{stamp}"
+
+
+def claim_run_dir(base: Path, name: str) -> Path:
+    """Create a new folder ``base/name`` (``name-2``, ``name-3``... where it exists: two runs
+    started in the same second get two folders; ``mkdir`` is atomic, so they cannot both get
+    one)."""
+    base.mkdir(parents=True, exist_ok=True)
+    for i in range(1, 10_000):
+        path = base / (name if i == 1 else f"{name}-{i}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise NmpError(f"no free run folder name {name}-N under {base}")
+
+
+def check_run_name(run: str) -> None:
+    """A ``--run`` name is one folder under ``--out``: no ``/``, no ``..``, no leading dot."""
+    if not _SAFE_NAME.match(run) or run in (".", ".."):
+        raise NmpError(
+            f"--run {run!r}: a run name is one folder name (letters, digits, '._+-', not "
+            "starting with '.'); it cannot contain '/' or '..'"
+        )
 
 
 def resolve_run_dir(base: Path, run: str | None, *, resume: bool, sweep: SweepSpec) -> Path:
     """The run folder: ``base/<run>``; for ``--resume`` without ``--run``, the one ``latest``
-    points to."""
+    points to; else a new auto-named one (not created here: see :func:`claim_run_dir`)."""
     if run == LATEST and not resume:
         raise NmpError(f"'{LATEST}' is reserved for the link to the newest run; pick another --run")
     if run:
+        if run != LATEST:
+            check_run_name(run)
         path = base / run
         return path.resolve() if path.is_symlink() else path
     if resume:
@@ -120,19 +172,71 @@ def run_sweep(
     fail_fast: bool = False,
     progress: Progress | None = None,
     write_reports: Callable[[Path, dict[str, Any]], list[str]] | None = None,
+    on_first_result: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Run the planned ``keyed`` points of ``sweep`` into ``run_dir``; returns the summary.
 
     ``point_fn(point) -> PointResult | dict`` defaults to the real models; it must be picklable
-    (a module-level function) for the process and Dask executors.
+    (a module-level function) for the process and Dask executors. ``on_first_result`` is called
+    once, when the first point's result is saved (the CLI repoints ``latest`` then, so a run
+    that fails to start never does). The whole run holds the folder's lock.
     """
-    point_fn = point_fn or point_fn_default
-    executor = executor or SerialExecutor()
-    progress = progress or Progress()
     run_dir = Path(run_dir)
-    results_path = run_dir / RESULTS
-    check_run_dir(run_dir, resume=resume)
     run_dir.mkdir(parents=True, exist_ok=True)
+    with run_lock(run_dir):
+        # checked again under the lock: another run may have finished here since the caller
+        # looked
+        check_run_dir(run_dir, resume=resume)
+        remove_stale_temps(run_dir)
+        return _run_locked(
+            sweep,
+            keyed,
+            run_dir,
+            sweep_text=sweep_text,
+            point_fn=point_fn or point_fn_default,
+            executor=executor or SerialExecutor(),
+            resume=resume,
+            fail_fast=fail_fast,
+            progress=progress or Progress(),
+            write_reports=write_reports,
+            on_first_result=on_first_result,
+        )
+
+
+def split_timings(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(``result`` without its :data:`TIMING_FIELDS` at any depth, those fields by dotted
+    path)."""
+    timings: dict[str, Any] = {}
+
+    def strip(obj: Any, path: str) -> Any:
+        if not isinstance(obj, dict):
+            return obj
+        out = {}
+        for k, v in obj.items():
+            if k in TIMING_FIELDS:
+                timings[f"{path}{k}"] = v
+            else:
+                out[k] = strip(v, f"{path}{k}.")
+        return out
+
+    return strip(result, ""), timings
+
+
+def _run_locked(
+    sweep: SweepSpec,
+    keyed: list[tuple[Point, str]],
+    run_dir: Path,
+    *,
+    sweep_text: str,
+    point_fn: PointFn,
+    executor: Executor,
+    resume: bool,
+    fail_fast: bool,
+    progress: Progress,
+    write_reports: Callable[[Path, dict[str, Any]], list[str]] | None,
+    on_first_result: Callable[[], None] | None,
+) -> dict[str, Any]:
+    results_path = run_dir / RESULTS
 
     # One entry per distinct configuration: a point configured twice runs once.
     plan: dict[str, Point] = {}
@@ -174,22 +278,31 @@ def run_sweep(
     failures: list[dict[str, Any]] = []
     progress.start(len(plan), reused)
     try:
-        with JsonlLog(results_path) as log, JsonlLog(run_dir / ERRORS) as errlog:
+        with (
+            JsonlLog(results_path) as log,
+            JsonlLog(run_dir / ERRORS) as errlog,
+            JsonlLog(run_dir / TIMINGS) as timelog,
+        ):
             for i, outcome in executor.run(point_fn, [p for _, p in todo]):
                 key, point = todo[i]
-                record = {
+                record = {"key": key, **point.to_json()}
+                timing = {
                     "key": key,
-                    **point.to_json(),
                     "wall_s": round(outcome.get("wall_s", 0.0), 6),
                     "finished_utc": _now(),
                 }
                 if outcome["ok"]:
-                    record["result"] = outcome["result"]
+                    record["result"], measured = split_timings(outcome["result"])
                     log.append(record)
+                    timelog.append({**timing, **measured})
                     done[key] = record
+                    if on_first_result is not None:
+                        on_first_result()
+                        on_first_result = None
                     res = outcome["result"]
                     detail = f"{res['lookups_per_s']:.4g} lookups/s"
                 else:
+                    record.update(timing)
                     record["error"] = outcome["error"]
                     record["traceback"] = outcome.get("traceback", "")
                     errlog.append(record)

@@ -5,6 +5,10 @@ by the one collecting process as points finish, each line flushed and fsynced be
 point is counted. A process killed mid-write leaves at most one torn last line; reading the log
 for ``--resume`` drops it (and truncates it away, so the next append starts on a clean line). A
 malformed line anywhere else is corruption, not a crash, and raises an error naming the line.
+
+One run writes a folder at a time: :func:`run_lock` holds an exclusive ``flock`` on
+``<run>/.lock`` (released by the kernel when the process dies, however it dies), and
+:func:`remove_stale_temps` removes what a killed :func:`atomic_write_bytes` left behind.
 """
 
 from __future__ import annotations
@@ -37,6 +41,51 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+LOCK_NAME = ".lock"
+
+
+@contextlib.contextmanager
+def run_lock(run_dir: str | Path) -> Iterator[None]:
+    """Hold the run folder's lock, or raise :class:`NmpError` at once if another process holds
+    it (a second ``nmp evaluate`` on the same folder). Where ``flock`` does not exist (not
+    POSIX) the run goes unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (Windows)
+        yield
+        return
+    path = Path(run_dir) / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise NmpError(
+                f"another nmp evaluate (pid {holder}) is running in {run_dir}; wait for it, or "
+                "pick another --run"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def remove_stale_temps(folder: str | Path) -> list[Path]:
+    """Delete the hidden temporary files (``.<name>.*.tmp``) a killed
+    :func:`atomic_write_bytes` left in ``folder``; call it only while holding the folder's
+    :func:`run_lock` (no writer is then alive)."""
+    removed = []
+    for tmp in Path(folder).glob(".*"):
+        if tmp.name == LOCK_NAME or not tmp.is_file():
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed.append(tmp)
+    return removed
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -40,9 +40,20 @@ def memory_spec(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from nmp import guard
+    from nmp.errors import NmpError
     from nmp.memory import replay
 
     spec = memory_spec(args)
+    try:
+        size = Path(args.trace).stat().st_size
+    except OSError as exc:
+        raise NmpError(f"cannot read the trace: {exc.strerror}", file=args.trace) from None
+    guard.check(
+        guard.replay_estimate(spec, size, compressed=args.trace.endswith(".gz")), args.max_memory
+    )
     stats = replay(args.trace, spec, drain=not args.no_drain)
     if args.json:
         out = stats.to_json()
@@ -108,5 +119,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("trace", help="trace file (.gz or plain)")
     add_memory_arguments(p)
     p.add_argument("--no-drain", action="store_true", help="stop when the last request is accepted")
+    from nmp.guard import add_argument
+
+    add_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_run)

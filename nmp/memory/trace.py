@@ -2,7 +2,8 @@
 plain or gzip, read and written; requests are a numpy structured array (:data:`REQUEST_DTYPE`).
 
 One trace line is one 64-B transaction (README §6). DRAMsim3's arrival cycle is read and
-checked but not kept: the engine offers requests at the frontend rate of the memory spec.
+checked (cycles must not decrease: an out-of-order trace is an error naming the line) but not
+kept: the engine offers requests at the frontend rate of the memory spec.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ _DRAMSIM3 = re.compile(r"\s*(0[xX][0-9a-fA-F]+|\d+)\s+(READ|WRITE|R|W)\s+(\d+)\s
 # Whole-text fast path for well-formed traces: one C-level scan instead of a match per line.
 _RAMULATOR_ALL = re.compile(r"^[ \t]*(LD|ST)[ \t]+0[xX]([0-9a-fA-F]+)[ \t\r]*$", re.MULTILINE)
 _DRAMSIM3_ALL = re.compile(
-    r"^[ \t]*0[xX]([0-9a-fA-F]+)[ \t]+(READ|WRITE)[ \t]+\d+[ \t\r]*$", re.MULTILINE
+    r"^[ \t]*0[xX]([0-9a-fA-F]+)[ \t]+(READ|WRITE)[ \t]+(\d+)[ \t\r]*$", re.MULTILINE
 )
 _CONTENT = re.compile(r"^[ \t]*[^\s#]", re.MULTILINE)
 
@@ -151,8 +152,9 @@ def read_trace(path: str | os.PathLike) -> np.ndarray:
             ops, hexes = zip(*fast, strict=True) if fast else ((), ())
             write = np.array(ops, dtype="S2") == b"ST"
         else:
-            hexes, ops = zip(*fast, strict=True) if fast else ((), ())
+            hexes, ops, cycles = zip(*fast, strict=True) if fast else ((), (), ())
             write = np.array(ops, dtype="S5") == b"WRITE"
+            _check_cycles(cycles, lines=None, text=text, path=path)
         out = np.empty(len(hexes), REQUEST_DTYPE)
         hex_arr = np.array(hexes, dtype="S17") if hexes else np.zeros(0, "S17")
         if hex_arr.size and np.char.str_len(hex_arr).max() > 16:
@@ -182,6 +184,7 @@ def read_trace(path: str | os.PathLike) -> np.ndarray:
     else:
         addrs = [m.group(1) for m in matches]
         write = np.fromiter((m.group(2)[0] in "Ww" for m in matches), bool, len(matches))
+        _check_cycles([m.group(3) for m in matches], lines=lines, text=text, path=path)
     try:
         addr = np.fromiter((int(a, 0) for a in addrs), np.uint64, len(addrs))
     except OverflowError:
@@ -190,6 +193,30 @@ def read_trace(path: str | os.PathLike) -> np.ndarray:
     out["addr"] = addr
     out["write"] = write
     return out
+
+
+def _check_cycles(cycles, *, lines, text: str, path: Path) -> None:
+    """DRAMsim3 arrival cycles must not decrease (DRAMsim3 itself issues a trace in file order
+    and waits for each line's cycle): an out-of-order trace raises, naming the first line whose
+    cycle is below the one before it."""
+    if len(cycles) < 2:
+        return
+    try:
+        c = np.array(cycles, dtype="S20").astype(np.uint64)
+    except (ValueError, OverflowError):
+        raise TraceError("a DRAMsim3 cycle does not fit 64 bits", file=str(path)) from None
+    bad = np.flatnonzero(c[1:] < c[:-1])
+    if not bad.size:
+        return
+    i = int(bad[0]) + 1  # the i-th request (0-based) arrives before the one before it
+    lines = text.split("\n") if lines is None else lines
+    content = [n for n, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")]
+    raise TraceError(
+        f"DRAMsim3 cycle {int(c[i])} is below the previous line's {int(c[i - 1])}: trace cycles "
+        "must not decrease",
+        file=str(path),
+        line=content[i] + 1,
+    )
 
 
 def write_trace(

@@ -58,9 +58,10 @@ class ConsoleProgress:
     every failure.
     """
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(self, console: Console | None = None, *, quiet: bool = False) -> None:
         self.console = console or Console()
-        self.live = self.console.is_terminal
+        self.live = self.console.is_terminal and not quiet
+        self.quiet = quiet  # --json: no bar, no per-point lines; failures still printed
         self._bar: Any = None
         self._task: Any = None
         self.total = 0
@@ -69,7 +70,7 @@ class ConsoleProgress:
 
     def start(self, total: int, done: int) -> None:
         self.total, self.count = total, done
-        if done:
+        if done and not self.quiet:
             self.console.print(f"resuming: {done} of {total} points already done")
         if self.live:
             from rich.progress import (
@@ -102,6 +103,8 @@ class ConsoleProgress:
             self._bar.update(self._task, advance=1, description=escape(label[:50]))
             if not ok:
                 self._bar.console.print(f"[red]failed[/red] {escape(label)}: {escape(detail)}")
+            return
+        if self.quiet and ok:
             return
         every = 1 if self.total <= 100 else max(1, self.total // 50)
         if not ok or self.count % every == 0 or self.count == self.total:

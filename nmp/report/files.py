@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from nmp.report.format import fmt_num, fmt_ratio
+from nmp.report.format import fmt_num, fmt_ratio, fmt_time_ns
 
 CSV_METRICS = (
     "latency_ns",
@@ -79,7 +79,7 @@ def _point_cells(r: dict[str, Any]) -> list[str]:
         fmt_num(r["energy_pj_per_lookup"]),
         fmt_ratio(r["energy_saving"]),
         fmt_num(r["area_mm2"]),
-        fmt_num(r["latency_ns"] / 1e3),
+        fmt_time_ns(r["latency_ns"]),
         r["bottleneck"],
         marks,
     ]
@@ -92,10 +92,20 @@ POINT_HEADER = [
     "energy (pJ/lookup)",
     "energy saving",
     "area (mm²)",
-    "latency (µs)",
+    "latency per batch",
     "dominant bottleneck",
     "",
 ]
+
+
+TERMS = (
+    "Terms of the time breakdown (results.csv, breakdown.png): each NMP resource (channel, "
+    "rank, bank group, bank, act_window...) is a *bound*, the time that resource alone needs "
+    "for the batch; they overlap, and the largest is the bottleneck. *tail* is the time after "
+    "the bottleneck's bound: the last partial sums climbing the reduction tree to the host "
+    "(per level: one row transfer plus the CAS latency), which no unit can overlap. "
+    "A GPU's parts are stalls that add up to its latency."
+)
 
 
 def _executor(desc: dict[str, Any]) -> str:
@@ -133,6 +143,8 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
         "",
         "Marks: P = on the Pareto set of its workload, B = baseline. The dominant bottleneck is "
         "the model's own verdict, else the largest part of the point's time breakdown.",
+        "",
+        TERMS,
         "",
         "## Best points",
         "",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import (  # noqa: E402
     EngFormatter,
     FuncFormatter,
-    LogFormatter,
     LogLocator,
+    MaxNLocator,
     NullFormatter,
 )
 
@@ -39,16 +40,6 @@ OBJECTIVE_NAMES = {
 MAX_BARS = 30  # labels per axis before the plot keeps only the best point of each design
 MAX_GROUPS = 6  # workload groups per figure
 DPI = 120
-
-
-class _EngLogFormatter(LogFormatter):
-    """Log-axis tick labels in engineering notation (200M, 1G), on the ticks that
-    matplotlib's LogFormatter chooses to label (minor ones only on short ranges)."""
-
-    _eng = EngFormatter(sep="", places=None)
-
-    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
-        return self._eng.format_eng(x)
 
 
 def _short(x: float) -> str:
@@ -97,6 +88,36 @@ def _colors(n: int) -> list[Any]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
+def stable_colors(names: list[str]) -> dict[str, Any]:
+    """A colour per name that is the same in every report: tab20's colour at the name's CRC-32
+    (a name's colour does not depend on which other designs a sweep has); where two names of
+    one plot land on one colour, the later takes the next free one."""
+    cmap = plt.get_cmap("tab20")
+    taken: set[int] = set()
+    out = {}
+    for name in sorted(names):
+        i = zlib.crc32(name.encode()) % cmap.N
+        while i in taken and len(taken) < cmap.N:
+            i = (i + 1) % cmap.N
+        taken.add(i)
+        out[name] = cmap(i)
+    return out
+
+
+def _log_axis(axis: Any, values: list[float]) -> None:
+    """Log-scale ticks that are labelled and do not overlap: 1-2-5 steps over wide ranges,
+    about five plain steps over a range under a decade (where 1-2-5 gives one label or
+    none)."""
+    positive = [v for v in values if v > 0]
+    lo, hi = (min(positive), max(positive)) if positive else (1.0, 10.0)
+    if hi / lo < 10:
+        axis.set_major_locator(MaxNLocator(nbins=5))
+    else:
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
+    axis.set_major_formatter(EngFormatter(sep="", places=None))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def plot_speedup(summary: dict[str, Any], path: Path) -> None:
     rows, groups = summary["rows"], _groups(summary)
     labels, per_design = _bar_entries(rows, groups)
@@ -104,7 +125,9 @@ def plot_speedup(summary: dict[str, Any], path: Path) -> None:
     height = 0.8 / n_grp
     fig, ax = plt.subplots(figsize=(9, 1.2 + max(2.5, n_lab * (0.22 * n_grp + 0.18))))
     values = []
-    for gi, (group, color) in enumerate(zip(groups, _colors(n_grp), strict=True)):
+    group_color = stable_colors(groups)
+    for gi, group in enumerate(groups):
+        color = group_color[group]
         ys, xs = [], []
         for li, label in enumerate(labels):
             r = _pick(rows, group, label, per_design)
@@ -140,9 +163,9 @@ def plot_speedup(summary: dict[str, Any], path: Path) -> None:
 def plot_pareto(summary: dict[str, Any], path: Path) -> None:
     rows, groups = summary["rows"], _groups(summary)
     designs = list(dict.fromkeys(r["design"] for r in rows))
-    color = dict(zip(designs, _colors(len(designs)), strict=True))
+    color = stable_colors(designs)
     markers = "os^Dv<>pPX*h"
-    marker = {d: markers[i % len(markers)] for i, d in enumerate(designs)}
+    marker = {d: markers[zlib.crc32(d.encode()) % len(markers)] for d in designs}
     ncols = min(len(groups), 3)
     nrows = (len(groups) + ncols - 1) // ncols
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 4.2 * nrows), squeeze=False)
@@ -171,9 +194,9 @@ def plot_pareto(summary: dict[str, Any], path: Path) -> None:
                 )
         ax.set_xscale("log")
         ax.set_yscale("log")
-        for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_formatter(_EngLogFormatter(labelOnlyBase=False))
-            axis.set_minor_formatter(_EngLogFormatter(labelOnlyBase=False))
+        _log_axis(ax.xaxis, [r["lookups_per_s"] for r in grows])
+        _log_axis(ax.yaxis, [r["energy_pj_per_lookup"] for r in grows])
+        ax.tick_params(axis="x", labelrotation=30)
         ax.set_xlabel("throughput (lookups/s)")
         ax.set_ylabel("energy per lookup (pJ)")
         ax.set_title(group, fontsize=10)
@@ -276,6 +299,7 @@ def _time_panel(fig: Figure, ax: Any, picked: list[dict[str, Any]]) -> None:
 def plot_breakdown(summary: dict[str, Any], path: Path) -> None:
     rows = summary["rows"]
     group = summary["groups"][0]["group"]
+    others = len(summary["groups"]) - 1
     labels, per_design = _bar_entries(rows, [group])
     picked = [r for r in (_pick(rows, group, lab, per_design) for lab in labels) if r]
     energy_entries = [(r["label"], r["energy_split_pj"], r["energy_pj_per_lookup"]) for r in picked]
@@ -289,7 +313,18 @@ def plot_breakdown(summary: dict[str, Any], path: Path) -> None:
     )
     _time_panel(fig, ax_t, picked)
     _split_panel(ax_e, energy_entries, "energy by component, % of the total (pJ per lookup)", "pJ")
-    fig.suptitle(f"Where time and energy go: {group}", fontsize=11)
+    scope = (
+        f"workload {group} only (the first of {others + 1}; every workload's split is in "
+        "results.csv)"
+        if others
+        else f"workload {group}"
+    )
+    fig.suptitle(
+        f"Where time and energy go: {scope}\n"
+        "tail = the reduction tree's last partial sums after the bottleneck's bound "
+        "(see report.md)",
+        fontsize=10,
+    )
     fig.tight_layout()
     _save(fig, path)
 

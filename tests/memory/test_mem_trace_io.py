@@ -62,3 +62,24 @@ def test_missing_and_empty(tmp_path):
     (tmp_path / "e.trace").write_text("\n")
     with pytest.raises(TraceError, match="empty"):
         read_trace(tmp_path / "e.trace")
+
+
+def test_dramsim3_cycles_out_of_order_are_an_error(tmp_path) -> None:
+    """Issue 25: a DRAMsim3 trace whose cycles go backwards was accepted silently (the fast
+    path did not read them). Both parse paths now name the line."""
+    import pytest
+
+    from nmp.errors import TraceError
+    from nmp.memory.trace import read_trace
+
+    canonical = tmp_path / "a.trace"
+    canonical.write_text("0x40 READ 10\n0x80 READ 20\n0xc0 WRITE 15\n")
+    with pytest.raises(TraceError, match=r"a\.trace:3: DRAMsim3 cycle 15 is below"):
+        read_trace(canonical)
+    loose = tmp_path / "b.trace"  # short op names and a comment: the line-by-line path
+    loose.write_text("0x40 R 10\n# note\n0x80 W 9\n")
+    with pytest.raises(TraceError, match=r"b\.trace:3:"):
+        read_trace(loose)
+    equal = tmp_path / "c.trace"
+    equal.write_text("0x40 READ 10\n0x80 READ 10\n")
+    assert len(read_trace(equal)) == 2

@@ -1,0 +1,198 @@
+"""Resource guard: estimate the memory a command will allocate before it allocates, and refuse
+a run that cannot fit with one line naming the key that makes it large.
+
+The estimates are linear models of what the replay and the design-point models allocate, with
+coefficients measured on this code (peak RSS and tracemalloc peaks, Zen 5 VM, November 2026):
+
+- the DRAM engine keeps per-channel controller state: 2.5 KiB per DDR4 channel measured with
+  65536 channels (native engine), 5 KiB per channel reported for 2^20 channels in issue 25:
+  :data:`CHANNEL_BYTES` takes the larger;
+- the numba engine (ranks > 8 or banks > 64 per channel) keeps a timing history per bank:
+  about 1 KiB per bank measured with 1024 ranks (:data:`BANK_BYTES_NUMBA`);
+- every request of a replay: 18 B per request measured in the engine (arrive/depart/done,
+  forwarded), plus the parsed trace and its text: :data:`REQUEST_BYTES` = 64 (chosen: 3.5x the
+  engine's figure, for the parse);
+- every 64-B line a design point moves: 81 B measured for the host CPU on ``recross-eval``
+  (batch 64 -> 512; indices, request streams, engine arrays), 41 B for ReCross and TRiM-B:
+  :data:`LINE_BYTES` = 96 (chosen: the host CPU's figure with 1.2x headroom).
+
+The limit is ``--max-memory`` (``8G``, ``512M``, bytes), else ``$NMP_MAX_MEMORY``, else 90% of
+the memory the kernel reports available now (``MemAvailable``): a run that would push the
+machine into swap or the OOM killer is refused before it starts, not minutes later.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from nmp.errors import NmpError
+
+CHANNEL_BYTES = 5 * 1024
+BANK_BYTES_NUMBA = 1024
+REQUEST_BYTES = 64
+LINE_BYTES = 96
+BASE_BYTES = 64 * 1024**2  # the interpreter, numpy, numba and the engine library (measured 44 MB)
+AVAILABLE_FRACTION = 0.9  # chosen: leave the kernel and the other processes a tenth
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """``bytes_`` a run will allocate; ``key`` the input that makes it large; ``detail`` how."""
+
+    bytes_: float
+    key: str
+    detail: str
+
+
+def parse_size(text: str, *, what: str = "--max-memory") -> int:
+    """``"8G"``, ``"512MiB"``, ``"1.5g"``, ``"1000000"`` (bytes) -> bytes."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise NmpError(f"{what} {text!r}: expected a size such as 8G, 512M or a byte count")
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if value <= 0:
+        raise NmpError(f"{what} {text!r}: must be positive")
+    return int(value)
+
+
+def format_bytes(n: float) -> str:
+    for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n / 1024:.3g} KiB"
+
+
+def available_bytes() -> int | None:
+    """The memory the kernel says can be allocated without swapping, or None where unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def limit_bytes(max_memory: str | None = None) -> tuple[int | None, str]:
+    """(the limit in bytes or None for none, where it came from)."""
+    if max_memory:
+        return parse_size(max_memory), "--max-memory"
+    env = os.environ.get("NMP_MAX_MEMORY", "").strip()
+    if env:
+        return parse_size(env, what="NMP_MAX_MEMORY"), "NMP_MAX_MEMORY"
+    avail = available_bytes()
+    if avail is None:
+        return None, "unknown"
+    return int(avail * AVAILABLE_FRACTION), "90% of the available memory; --max-memory to change"
+
+
+def check(estimate: Estimate, max_memory: str | None = None) -> None:
+    """Raise :class:`NmpError` when ``estimate`` exceeds the limit."""
+    limit, source = limit_bytes(max_memory)
+    if limit is None or estimate.bytes_ <= limit:
+        return
+    raise NmpError(
+        f"this run needs about {format_bytes(estimate.bytes_)} of memory ({estimate.detail}), "
+        f"above the limit of {format_bytes(limit)} ({source})",
+        key=estimate.key,
+    )
+
+
+def memory_estimate(spec: Any, requests: float, *, key_of_requests: str) -> Estimate:
+    """What replaying ``requests`` on the DRAM system ``spec`` (a MemorySpec) allocates."""
+    o = spec.org
+    banks_per_channel = o.ranks * o.bankgroups * o.banks
+    numba = o.ranks > 8 or banks_per_channel > 64  # the C engine's limits (nmp.memory.native)
+    terms = {
+        "channels": o.channels * CHANNEL_BYTES,
+        "ranks": o.channels * banks_per_channel * (BANK_BYTES_NUMBA if numba else 0),
+        key_of_requests: requests * REQUEST_BYTES,
+    }
+    key = max(terms, key=terms.__getitem__)
+    detail = (
+        f"{o.channels} channels x {o.ranks} ranks x {o.bankgroups * o.banks} banks, "
+        f"{requests:,.0f} requests"
+    )
+    return Estimate(BASE_BYTES + sum(terms.values()), key, detail)
+
+
+def replay_estimate(spec: Any, trace_bytes: int, *, compressed: bool) -> Estimate:
+    """``nmp replay``: the trace's requests from its file size (12 B per text line, 3 B per
+    gzip line: chosen below the 14 and 3.5-3.8 measured on ``traces/``, so that the estimate
+    errs high)."""
+    requests = trace_bytes / (3 if compressed else 12)
+    est = memory_estimate(spec, requests, key_of_requests="trace")
+    key = {"channels": "--channels", "ranks": "--ranks"}.get(est.key, est.key)
+    return Estimate(est.bytes_, key, est.detail)
+
+
+def point_estimate(
+    arch: str, workload: str, memory: str | None, overrides: dict[str, Any]
+) -> Estimate:
+    """``nmp run``: the lines one batch moves (lookups x 64-B lines per vector) and the memory
+    system's state. Loads only the specs (milliseconds), never the design."""
+    from nmp.config import split_overrides
+    from nmp.evaluate.point import (
+        OVERRIDE_ROOTS,
+        check_arch_name,
+        design_memory_args,
+        load_design_spec,
+    )
+    from nmp.workload import load_workload
+
+    check_arch_name(arch)
+    grouped = split_overrides(overrides or {}, OVERRIDE_ROOTS)
+    wl = load_workload(workload, grouped.get("workload") or None)
+    lines = 0.0
+    for t, table in enumerate(wl.tables):
+        elem = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}.get(table.dtype, 4)
+        per_vector = math.ceil(table.dim * elem / 64)
+        lines += wl.batch * wl.table_pooling(t).mean_lookups * per_vector
+    keys = [k for k in ("workload.pooling", "workload.batch", "workload.dim") if k in overrides]
+    lines_key = keys[0] if keys else "workload.batch"
+    est = Estimate(BASE_BYTES + lines * LINE_BYTES, lines_key, f"{lines:,.0f} 64-B lines")
+    spec = load_design_spec(arch, memory)
+    mem_args = design_memory_args(spec)
+    if mem_args is None:
+        return est
+    from nmp.config import apply_overrides
+    from nmp.memory import load_memory
+
+    if grouped.get("arch"):
+        spec = apply_overrides(spec, grouped["arch"], root="arch")
+        mem_args = design_memory_args(spec)
+    preset, kwargs = mem_args
+    mem = load_memory(preset, overrides=grouped.get("memory") or None, **kwargs)
+    mem_est = memory_estimate(mem, 0, key_of_requests="lines")
+    if mem_est.bytes_ - BASE_BYTES > lines * LINE_BYTES:
+        key = "arch.memory." + mem_est.key
+        return Estimate(est.bytes_ + mem_est.bytes_ - BASE_BYTES, key, mem_est.detail)
+    return Estimate(est.bytes_ + mem_est.bytes_ - BASE_BYTES, est.key, est.detail)
+
+
+def add_argument(parser) -> None:
+    """The ``--max-memory`` flag of a command that runs a model."""
+    parser.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        help="refuse a run whose estimated memory exceeds SIZE (8G, 512M; default: 90%% of "
+        "the available memory, or $NMP_MAX_MEMORY)",
+    )
+
+
+def check_point_args(args) -> None:
+    """The guard for ``nmp run``'s parsed arguments (a one-line hook in its command)."""
+    from nmp.config import parse_set_args
+
+    est = point_estimate(args.arch, args.workload, args.memory, parse_set_args(args.set))
+    check(est, getattr(args, "max_memory", None))

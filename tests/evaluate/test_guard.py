@@ -1,0 +1,51 @@
+"""The resource guard's estimates and limits (nmp.guard)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nmp import guard
+from nmp.errors import NmpError
+from nmp.memory import load_memory
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("8G", 8 * 1024**3), ("512MiB", 512 * 1024**2), ("1.5k", 1536), ("10", 10)]
+)
+def test_parse_size(text: str, size: int) -> None:
+    assert guard.parse_size(text) == size
+
+
+@pytest.mark.parametrize("bad", ["", "lots", "-1G", "0", "8X"])
+def test_parse_size_rejects(bad: str) -> None:
+    with pytest.raises(NmpError, match="--max-memory"):
+        guard.parse_size(bad)
+
+
+def test_estimate_names_what_makes_it_large() -> None:
+    small = guard.memory_estimate(load_memory("ddr4-3200aa"), 1e3, key_of_requests="trace")
+    wide = guard.memory_estimate(
+        load_memory("ddr4-3200aa", channels=2**20), 1e3, key_of_requests="trace"
+    )
+    long = guard.memory_estimate(load_memory("ddr4-3200aa"), 1e9, key_of_requests="trace")
+    assert small.bytes_ < 100 * 1024**2
+    assert wide.key == "channels" and wide.bytes_ > 4 * 1024**3
+    assert long.key == "trace" and long.bytes_ > 50 * 1024**3
+
+
+def test_check_refuses_above_the_limit_only(monkeypatch) -> None:
+    est = guard.Estimate(3 * 1024**3, "workload.batch", "many lines")
+    guard.check(est, "4G")
+    with pytest.raises(NmpError, match=r"key 'workload.batch'.*3 GiB.*limit of 2 GiB"):
+        guard.check(est, "2G")
+    monkeypatch.setenv("NMP_MAX_MEMORY", "1G")
+    with pytest.raises(NmpError, match="NMP_MAX_MEMORY"):
+        guard.check(est)
+
+
+def test_point_estimate_grows_with_the_batch() -> None:
+    base = guard.point_estimate("host-cpu", "recross-eval", None, {})
+    big = guard.point_estimate("host-cpu", "recross-eval", None, {"workload.batch": 3200})
+    assert big.key == "workload.batch"
+    # 26 tables x pooling 80 x 4 lines per 256-B vector per sample
+    assert big.bytes_ - base.bytes_ == pytest.approx(3168 * 26 * 80 * 4 * guard.LINE_BYTES)

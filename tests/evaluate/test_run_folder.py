@@ -1,0 +1,220 @@
+"""Run folders under concurrency and faults (issue 25): one run per folder at a time, unique
+auto names, names that cannot leave --out, workers that die with their parent, stale temporary
+files removed, a results log that is the same bytes for the same sweep."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from evaluate_fakes import ToyProvider, fake_point, toy_sweep
+
+from nmp.errors import NmpError
+from nmp.evaluate.executor import Executor, SerialExecutor
+from nmp.evaluate.runner import (
+    check_run_name,
+    claim_run_dir,
+    default_run_name,
+    run_sweep,
+    safe_name,
+    split_timings,
+)
+from nmp.evaluate.store import read_jsonl, run_lock
+from nmp.evaluate.validate import validate_sweep
+
+
+def _keyed():
+    spec = toy_sweep()
+    return spec, validate_sweep(spec, file="toy.toml", provider=ToyProvider())
+
+
+def test_a_second_run_on_a_locked_folder_refuses_and_runs_nothing(tmp_path: Path) -> None:
+    spec, keyed = _keyed()
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    ran = []
+
+    def counting(point):
+        ran.append(point)
+        return fake_point(point)
+
+    with run_lock(run_dir), pytest.raises(NmpError, match="another nmp evaluate .* is running"):
+        run_sweep(spec, keyed, run_dir, point_fn=counting)
+    assert ran == []
+    assert not (run_dir / "results.jsonl").exists()
+    # once the first run has let go, the folder is usable again
+    summary = run_sweep(spec, keyed, run_dir, point_fn=counting)
+    assert summary["ran"] == len(ran) == summary["points"]
+
+
+def test_two_processes_on_one_folder_run_each_point_once(tmp_path: Path) -> None:
+    """The issue's reproduction: two concurrent runs in one folder. The one that loses the
+    lock refuses; every point is in the log exactly once."""
+    here = Path(__file__).parent
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        sys.path.insert(0, {str(here)!r})
+        from evaluate_fakes import ToyProvider, fake_point, toy_sweep
+        from nmp.errors import NmpError
+        from nmp.evaluate.runner import run_sweep
+        from nmp.evaluate.validate import validate_sweep
+        def slow(p):
+            time.sleep(0.05)
+            return fake_point(p)
+        spec = toy_sweep()
+        keyed = validate_sweep(spec, file="toy.toml", provider=ToyProvider())
+        try:
+            run_sweep(spec, keyed, {str(tmp_path / "run")!r}, point_fn=slow)
+        except NmpError as e:
+            print("refused:", e)
+        """
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    keys = [r["key"] for r in read_jsonl(tmp_path / "run" / "results.jsonl")]
+    assert len(keys) == len(set(keys)) == len({k for _, k in _keyed()[1]})
+    refused = [o for o in outs if "refused:" in o]
+    # either the second started while the first ran (refused: lock), or after it finished
+    # (refused: already holds results)
+    assert len(refused) == 1, outs
+
+
+def test_auto_names_are_unique_within_one_second(tmp_path: Path) -> None:
+    spec = toy_sweep()
+    name = default_run_name(spec)
+    dirs = {claim_run_dir(tmp_path, name) for _ in range(3)}
+    assert len(dirs) == 3
+    assert all(d.parent == tmp_path for d in dirs)
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "..", ".hidden", "/abs", ""])
+def test_run_names_cannot_leave_out(bad: str) -> None:
+    with pytest.raises(NmpError, match="--run"):
+        check_run_name(bad)
+
+
+def test_sweep_names_are_sanitized_in_auto_run_names() -> None:
+    assert "/" not in safe_name("../../etc/evil")
+    assert not safe_name("../../etc/evil").startswith(".")
+    assert safe_name("ok-name_1.2") == "ok-name_1.2"
+    assert safe_name("///") == "sweep"
+    assert "/" not in default_run_name(toy_sweep(name="../up"))
+
+
+def test_resume_removes_stale_hidden_temp_files(tmp_path: Path) -> None:
+    spec, keyed = _keyed()
+    run_dir = tmp_path / "run"
+    run_sweep(spec, keyed, run_dir, point_fn=fake_point)
+    stale = [run_dir / ".report.md.abc123.tmp", run_dir / ".pareto.x1y2.png"]
+    for f in stale:
+        f.write_bytes(b"")  # what a killed atomic write leaves
+    run_sweep(spec, keyed, run_dir, point_fn=fake_point, resume=True)
+    assert not any(f.exists() for f in stale)
+
+
+def _timed_point(point):
+    out = fake_point(point)
+    out["breakdown"]["lp_solve_s"] = time.perf_counter()  # a wall-clock figure
+    return out
+
+
+def test_results_log_is_deterministic(tmp_path: Path) -> None:
+    spec, keyed = _keyed()
+    for name in ("a", "b"):
+        run_sweep(spec, keyed, tmp_path / name, point_fn=_timed_point)
+    a, b = ((tmp_path / n / "results.jsonl").read_bytes() for n in ("a", "b"))
+    assert a == b
+    assert b"lp_solve_s" not in a and b"wall_s" not in a
+    timings = read_jsonl(tmp_path / "a" / "timings.jsonl")
+    assert len(timings) == len({k for _, k in keyed})
+    assert all("wall_s" in t and "breakdown.lp_solve_s" in t for t in timings)
+
+
+def test_split_timings_reaches_nested_fields() -> None:
+    clean, timed = split_timings({"x": 1, "b": {"lp_solve_s": 2.5, "y": {"lp_solve_s": 1}}})
+    assert clean == {"x": 1, "b": {"y": {}}}
+    assert timed == {"b.lp_solve_s": 2.5, "b.y.lp_solve_s": 1}
+
+
+class _FailingExecutor(Executor):
+    def run(self, point_fn, points):
+        raise NmpError("cannot reach the scheduler")
+        yield  # a generator, like the real ones
+
+
+def test_a_run_that_fails_to_start_reports_no_first_result(tmp_path: Path) -> None:
+    spec, keyed = _keyed()
+    called = []
+    with pytest.raises(NmpError):
+        run_sweep(
+            spec,
+            keyed,
+            tmp_path / "run",
+            point_fn=fake_point,
+            executor=_FailingExecutor(),
+            on_first_result=lambda: called.append(1),
+        )
+    assert called == []
+    run_sweep(
+        spec,
+        keyed,
+        tmp_path / "ok",
+        point_fn=fake_point,
+        executor=SerialExecutor(),
+        on_first_result=lambda: called.append(1),
+    )
+    assert called == [1]  # once, not once per point
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_pool_workers_exit_when_the_parent_is_killed(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import os, sys, time
+        from nmp.evaluate.executor import LocalExecutor
+        def sleepy(p):
+            time.sleep(120)
+            return {}
+        it = LocalExecutor(2).run(sleepy, [1, 2])
+        import threading
+        threading.Thread(target=lambda: next(it), daemon=True).start()
+        time.sleep(1.5)
+        kids = [int(t) for t in os.listdir("/proc") if t.isdigit()
+                and open(f"/proc/{t}/stat").read().split(") ")[1].split()[1] == str(os.getpid())]
+        print(" ".join(map(str, kids)), flush=True)
+        time.sleep(300)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        kids = [int(k) for k in proc.stdout.readline().split()]
+        assert kids, "the pool started no workers"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        alive = kids
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.2)
+            alive = [k for k in kids if _alive(k)]
+        assert not alive, f"workers {alive} outlived their parent"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

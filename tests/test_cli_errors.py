@@ -1,0 +1,133 @@
+"""Bad input through the real command line: exit status 1, one line ``nmp: error: ...`` that
+names the key/file/flag, and never a traceback (issue 25's list, each reproduced on main before
+its fix). Each case is a subprocess, as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = str(ROOT / "traces" / "stream_64k.trace.gz")
+RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
+
+
+def _files(tmp: Path) -> dict[str, str]:
+    (tmp / "a_file").write_text("x\n")
+    (tmp / "ooo.trace").write_text("0x40 READ 10\n0x80 READ 20\n0xc0 WRITE 15\n")
+    (tmp / "binary.bin").write_bytes(bytes(range(256)) * 8)
+    # a small sweep of two NMP presets: the evaluate cases fail before any point runs
+    (tmp / "small.toml").write_text(
+        'name = "small"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'
+        'baseline = "host-cpu"\n'
+    )
+    return {"tmp": str(tmp)}
+
+
+# (case id, argv with {tmp} placeholders, text the one-line message must contain)
+CASES = [
+    # the resource guard: refused before anything is allocated
+    ("replay-2^30-channels", ["replay", TRACE, "--channels", "1073741824"], "--channels"),
+    (
+        "replay-2^20-channels",
+        ["replay", TRACE, "--channels", "1048576", "--max-memory", "1G"],
+        "--channels",
+    ),
+    ("replay-1024-ranks", ["replay", TRACE, "--ranks", "1024", "--max-memory", "40M"], "--ranks"),
+    ("run-batch-1e9", [*RUN, "--set", "workload.batch=1000000000"], "workload.batch"),
+    ("run-pooling-1e9", [*RUN, "--set", "workload.pooling=1000000000"], "workload.pooling"),
+    (
+        "run-2^20-channels",
+        [*RUN, "--set", "arch.memory.channels=1048576", "--max-memory", "1G"],
+        "arch.memory.channels",
+    ),
+    ("max-memory-garbage", ["replay", TRACE, "--max-memory", "lots"], "--max-memory"),
+    # traces
+    ("dramsim3-out-of-order", ["replay", "{tmp}/ooo.trace"], "ooo.trace:3"),
+    ("trace-missing", ["replay", "{tmp}/nope.trace"], "nope.trace"),
+    # presets
+    ("unknown-arch-lists-gpus", ["run", "--arch", "nope", "--workload", "recross-eval"], "a100"),
+    # sweeps
+    (
+        "evaluate-out-is-a-file",
+        ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/a_file", "--jobs", "1"],
+        "--out",
+    ),
+    (
+        "evaluate-out-in-proc",
+        ["evaluate", "{tmp}/small.toml", "--out", "/proc/nope", "--jobs", "1"],
+        "--out",
+    ),
+    (
+        "evaluate-bad-scheduler",
+        ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--scheduler", "notanaddress"],
+        "notanaddress",
+    ),
+    (
+        "evaluate-run-escapes",
+        ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--run", "../x"],
+        "--run",
+    ),
+]
+# training inputs (H-train's fixes): added here once `nmp train` rejects them cleanly
+TRAIN_CASES = [
+    ("train-cost-sample-0", ["train", "--set", "train.cost_sample=0"], "cost_sample"),
+    ("train-cost-sample-neg", ["train", "--set", "train.cost_sample=-1"], "cost_sample"),
+    ("train-seed-negative", ["train", "--seed", "-1"], "seed"),
+    (
+        "train-data-binary",
+        ["train", "--strategy", "ecrec", "--data", "{tmp}/binary.bin"],
+        "binary.bin",
+    ),
+]
+
+
+def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
+    subs = _files(tmp)
+    args = [a.format(**subs) for a in argv]
+    env = {**os.environ, "NMP_CACHE_DIR": os.environ.get("NMP_CACHE_DIR", "")}
+    env.pop("NMP_MAX_MEMORY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "nmp", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp,
+        env={k: v for k, v in env.items() if v},
+    )
+
+
+def _assert_clean_error(proc: subprocess.CompletedProcess, expect: str) -> None:
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    errors = [ln for ln in err if ln.startswith("nmp: error: ")]
+    assert len(errors) == 1, proc.stderr[-2000:]
+    assert expect in errors[0], errors[0]
+
+
+@pytest.mark.parametrize(("argv", "expect"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_gives_one_line_error(argv: list[str], expect: str, tmp_path: Path) -> None:
+    _assert_clean_error(_run(argv, tmp_path), expect)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expect"), [c[1:] for c in TRAIN_CASES], ids=[c[0] for c in TRAIN_CASES]
+)
+def test_bad_training_input_gives_one_line_error(
+    argv: list[str], expect: str, tmp_path: Path
+) -> None:
+    _assert_clean_error(_run(argv, tmp_path), expect)
+
+
+def test_failed_start_leaves_no_folder_and_no_latest(tmp_path: Path) -> None:
+    argv = ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--scheduler", "bad"]
+    proc = _run(argv, tmp_path)
+    assert proc.returncode == 1
+    reports = tmp_path / "reports"
+    assert not (reports / "latest").exists()
+    assert not [p for p in reports.iterdir() if p.is_dir()] if reports.exists() else True
