@@ -33,6 +33,9 @@ def _config(args: argparse.Namespace):
         ("arch", "arch"),
         ("data", "data"),
         ("mtbf_steps", "mtbf_steps"),
+        ("compress", "compress"),
+        ("eb", "eb"),
+        ("eb_schedule", "eb_schedule"),
     ):
         value = getattr(args, flag)
         if value is not None:
@@ -88,6 +91,10 @@ def _run(args: argparse.Namespace) -> int:
     row = result_row(res, None)
     row.pop("overhead_pct")
     row.pop("auc_change")
+    if res.trainer.alltoall is not None:  # SC'24 compression: figures + AUC vs uncompressed
+        from nmp.train.alltoall import compression_report, print_compression
+
+        row.update(compression_report(cfg, args.strategy, failures, res))
     if args.json:
         json.dump(row, sys.stdout, indent=2)
         print()
@@ -110,6 +117,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"  event: {ev}")
     for k, v in res.extra.items():
         print(f"  {k}: {v}")
+    if res.trainer.alltoall is not None:
+        print_compression(row)
     print(f"  final_state_sha256 {res.final_state_sha256}")
     return 0
 
@@ -169,6 +178,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--servers", type=int, help="extrapolation: servers")
     p.add_argument("--server-mtbf-hours", type=float, help="extrapolation: MTBF of one server")
     p.add_argument("--storage-gbps", type=float, help="extrapolation: storage GB/s per server")
+    p.add_argument("--compress", help="codec of the all-to-all (none, quant, hybrid, ...)")
+    p.add_argument("--eb", type=float, help="relative error bound of the codec (0.03)")
+    p.add_argument("--eb-schedule", choices=("constant", "decay"), help="decay: 2x -> 1x")
     p.add_argument("--set", action="append", metavar="train.KEY=VALUE", help="override a knob")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_run)

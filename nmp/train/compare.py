@@ -70,12 +70,19 @@ def default_failures(cfg: TrainConfig) -> list[Failure]:
 def run_compare(
     cfg: TrainConfig, failures: list[Failure], strategies: tuple[str, ...] | None = None
 ) -> list[dict[str, Any]]:
+    from dataclasses import replace
+
+    from nmp.train.alltoall import compressed_ecrec_row
+
     strategies = strategy_names() if strategies is None else strategies
-    base = run(cfg, "failure-free", [])
+    plain = replace(cfg, compress="none")  # train.compress adds its own ECRec row below
+    base = run(plain, "failure-free", [])
     rows = [result_row(base, None)]
     rows[0]["identical_to_failure_free"] = True
     for name in strategies:
-        rows.append(result_row(run(cfg, name, failures), base))
+        rows.append(result_row(run(plain, name, failures), base))
+    if "ecrec" in strategies and (row := compressed_ecrec_row(cfg, failures, base)):
+        rows.append(row)
     return rows
 
 

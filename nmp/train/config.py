@@ -80,6 +80,13 @@ class TrainConfig:
     cpr_full_every: int = 4  # chosen: every 4th save is a full one (bounds a cold row's age)
     ssu_sample: float = 0.05  # fraction of each batch's samples whose rows SSU records
     ckpt_dir: str = ""  # empty: a temporary folder removed after the run
+    # --- all-to-all compression (SC'24; nmp/train/alltoall.py) ---------------------------------
+    compress: str = "none"  # codec (nmp.compress) of the pooled vectors crossing nodes
+    eb: float = 0.03  # PAPERS.md: SC'24's base relative error bound (0.01 / 0.05 by table)
+    eb_schedule: Literal["constant", "decay"] = "constant"  # decay: 2x -> 1x (PAPERS.md)
+    eb_tables: Literal["uniform", "adaptive"] = "adaptive"  # table-wise bounds (alltoall.py)
+    network: str = "infiniband-hdr-200g"  # models/network preset of the step-time model
+    codec_gbps: float = 0.0  # 0: the codec throughput measured in the run (CPU, one thread)
 
     def validate(self) -> None:
         require_at_least(
@@ -118,6 +125,18 @@ class TrainConfig:
             raise KeyedValueError("restart_s", "must be >= 0")
         if self.dense_replicas < 1 or self.dense_replicas > self.nodes:
             raise KeyedValueError("dense_replicas", f"must be in 1..{self.nodes}")
+        _check_compression(self)
+
+
+def _check_compression(cfg: TrainConfig) -> None:
+    from nmp.compress import codec_names
+
+    if cfg.compress not in codec_names():
+        raise KeyedValueError("compress", f"unknown codec (known: {', '.join(codec_names())})")
+    if not 0.0 < cfg.eb <= 0.5:
+        raise KeyedValueError("eb", "must be in (0, 0.5]")
+    if cfg.codec_gbps < 0:
+        raise KeyedValueError("codec_gbps", "must be >= 0 (0: measured)")
 
 
 def with_overrides(cfg: TrainConfig, overrides: dict) -> TrainConfig:

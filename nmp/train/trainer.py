@@ -147,6 +147,9 @@ class Trainer:
         self.store.load_all(init_records(geo, self.width, cfg.seed))
         self.cost = cost or CostModel(cfg, geo, self.store)
         self.ledger = CostLedger()
+        from nmp.train.alltoall import make_alltoall
+
+        self.alltoall = make_alltoall(cfg)  # None unless train.compress names a codec
         self.step = 0
         self.eval_set = self.data.eval_batches(cfg.eval_batches)
         # Dense optimizer state (momentum SGD's velocity per weight), carried with the weights.
@@ -204,7 +207,8 @@ class Trainer:
         self.last_batch = b
         pooled, uniq, rec, inv = self.pooled(b)
         pooled_t = torch.from_numpy(np.ascontiguousarray(pooled)).requires_grad_(True)
-        logit = self.dense(torch.from_numpy(b.dense), pooled_t)
+        sent = self.alltoall.apply(pooled_t, self.step) if self.alltoall else pooled_t
+        logit = self.dense(torch.from_numpy(b.dense), sent)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(
             logit, torch.from_numpy(b.label)
         )

@@ -40,6 +40,17 @@ def test_lossless_codecs_are_exact(name):
         assert np.array_equal(codec.decode(codec.encode(x, 0.03)), x)
 
 
+def test_float32_rounding_goes_to_outliers():
+    """Values a few ulps apart with a bound under an ulp: rounding the reconstruction to
+    float32 would break the bound, so those elements travel verbatim."""
+    ulp = np.spacing(np.float32(1000.0))
+    x = (np.float32(1000.0) + ulp * np.arange(64, dtype=np.float32)).reshape(8, 8)
+    q = quantize(x, 0.01)
+    assert len(q.outlier_idx) > 0
+    y = make_codec("quant").decode(make_codec("quant").encode(x, 0.01))
+    assert np.all(np.abs(y.astype(np.float64) - x) <= q.eb_abs)
+
+
 def test_codes_in_narrowest_type():
     x = np.linspace(-1, 1, 1000, dtype=np.float32).reshape(100, 10)
     assert quantize(x, 0.01).codes.dtype == np.uint8  # ~51 codes

@@ -1,0 +1,89 @@
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from nmp.compress.pooled import owner, sample_slices
+from nmp.train.alltoall import (
+    CLASS_FACTOR,
+    CompressedAllToAll,
+    classify_tables,
+    compression_summary,
+)
+from nmp.train.config import TrainConfig
+from nmp.train.trainer import run
+
+CFG = TrainConfig(steps=12, batch=64, max_tables=6, eval_batches=4, nodes=3)
+
+
+def _x(seed=0, b=40, t=5, d=8):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((b, t, d)).astype(np.float32)
+    x[0, 1, 0] = 40.0  # table 1: one outlier stretches its range
+    return x
+
+
+def test_only_crossing_chunks_change_and_stay_in_bound():
+    x = _x()
+    a2a = CompressedAllToAll("quant", 3, 0.03, "constant", "uniform", steps=10)
+    y = a2a.exchange(x, 0, "forward")
+    slices = sample_slices(40, 3)
+    for t in range(x.shape[1]):
+        for j, sl in enumerate(slices):
+            c, r = x[sl, t], y[sl, t]
+            if j == owner(t, 3):
+                assert np.array_equal(c, r)  # the owner's own samples never travel
+            else:
+                eb = 0.03 * (float(c.max()) - float(c.min()))
+                assert np.abs(r.astype(np.float64) - c).max() <= eb
+                assert not np.array_equal(c, r)
+    raw = sum(x[sl, t].nbytes for t in range(5) for j, sl in enumerate(slices) if j != t % 3)
+    assert a2a.stats["forward"].raw_bytes == raw
+
+
+def test_table_classes_and_decay():
+    x = _x()
+    classes = classify_tables(x)
+    assert classes[1] == "sensitive"  # the stretched range
+    assert classes.count("sensitive") == classes.count("tolerant") == 1
+    a2a = CompressedAllToAll("quant", 3, 0.03, "decay", "adaptive", steps=100)
+    a2a.exchange(x, 0, "forward")
+    eb0 = a2a.eb_at(0, 5)
+    assert eb0[1] == pytest.approx(2 * 0.03 * CLASS_FACTOR["sensitive"])  # 0.02 at the start
+    assert a2a.eb_at(50, 5)[1] == pytest.approx(0.01)  # decayed to 1x at half the run
+    assert a2a.eb_at(99, 5)[1] == pytest.approx(0.01)
+
+
+def test_lossless_codec_trains_bit_identically():
+    plain = run(CFG, "none", [])
+    zstd = run(replace(CFG, compress="zstd"), "none", [])
+    assert zstd.final_state_sha256 == plain.final_state_sha256
+    s = compression_summary(zstd)
+    steps, b, t, d = CFG.steps, 64, 6, zstd.trainer.geo.dim
+    crossing = sum(b - len(range(64)[sample_slices(b, 3)[tt % 3]]) for tt in range(t))
+    assert s["alltoall_bytes_uncompressed"] == 2 * steps * crossing * d * 4
+    assert compression_summary(plain) == {}
+
+
+def test_lossy_codec_changes_training_and_reports_step_times():
+    res = run(replace(CFG, compress="hybrid", codec_gbps=50.0), "none", [])
+    s = compression_summary(res)
+    assert s["compression_ratio"] > 3.0
+    assert s["alltoall_bytes"] * s["compression_ratio"] == pytest.approx(
+        s["alltoall_bytes_uncompressed"]
+    )
+    assert s["step_time_ns_compressed"] > 0 and s["speedup_modeled"] > 0
+    assert res.final_state_sha256 != run(CFG, "none", []).final_state_sha256
+
+
+def test_bad_compress_config():
+    from nmp.errors import NmpError
+    from nmp.train.cli import _config
+
+    class Args:
+        set = ["train.compress=gzip"]
+        workload = steps = seed = code = parities = nodes = arch = data = mtbf_steps = None
+        compress = eb = eb_schedule = None
+
+    with pytest.raises(NmpError, match="compress"):
+        _config(Args())
