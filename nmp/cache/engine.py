@@ -152,8 +152,9 @@ def simulate_kernel(keys, req_off, subst, n_keys, caps, insert_rule, hit_rule, n
                 _touch(0, pos[0, k], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
             elif pos[1, k] >= 0:
                 _touch(1, pos[1, k], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
-            elif codes[i] >= L3_VIA_L1:
-                _touch(2, pos[2, k], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
+            elif codes[i] >= L3_VIA_L1:  # served by a substitute: no backend read
+                if pos[2, k] >= 0:  # (an earlier miss of this request may have evicted it)
+                    _touch(2, pos[2, k], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
             else:  # a miss: read from the backend into L1
                 if caps[0] > 0:
                     if insert_rule == INSERT_GROUP_HITS:
