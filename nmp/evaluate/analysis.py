@@ -9,6 +9,7 @@ same sweep-wide axis values (it falls back to any memory when the baseline has a
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -129,6 +130,78 @@ def _ratio(num: float, den: float) -> float | None:
     return num / den
 
 
+@functools.cache
+def _memory_system(arch: str, memory: str | None, items: tuple[tuple[str, Any], ...]) -> str:
+    from nmp.config import apply_overrides
+    from nmp.evaluate.point import design_memory_args, is_gpu, load_design_spec
+
+    if is_gpu(arch):
+        return ""
+    overrides = dict(items)
+    spec = load_design_spec(arch, memory)
+    own = {k[len("arch.") :]: v for k, v in overrides.items() if k.startswith("arch.memory.")}
+    if own:
+        spec = apply_overrides(spec, own, root="arch")
+    found = design_memory_args(spec)
+    if found is None:
+        return ""
+    preset, kw = found
+    label = f"{preset}, {kw['channels']} ch x {kw['ranks']} ranks"
+    timing = [f"{k}={v}" for k, v in sorted(overrides.items()) if k.startswith("memory.")]
+    return label + (f" ({', '.join(timing)})" if timing else "")
+
+
+def memory_system(arch: str, memory: str | None = None, overrides: dict | None = None) -> str:
+    """The DRAM system a design point runs on, as "preset, C ch x R ranks" (plus any
+    ``memory.*`` overrides); "" for a GPU, whose HBM is part of its preset. Resolved from the
+    design's preset, the sweep's memory choice and the point's ``arch.memory.*`` overrides."""
+    keep = tuple(
+        sorted(
+            (k, v)
+            for k, v in (overrides or {}).items()
+            if k.startswith(("arch.memory.", "memory."))
+        )
+    )
+    from nmp.errors import NmpError
+
+    try:
+        try:
+            return _memory_system(arch, memory, keep)
+        except TypeError:  # an unhashable override value (a list): resolve without the cache
+            return _memory_system.__wrapped__(arch, memory, keep)
+    except NmpError:  # not a preset the kit knows (a record from elsewhere): no memory to show
+        return ""
+
+
+def memory_warnings(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per set of compared points whose DRAM-side designs ran on different memory
+    systems (points are compared within a group at the same sweep-wide axis values); a
+    speedup between them includes the difference in memory. GPUs have their own HBM and are
+    not counted."""
+    contexts: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for r in rows:
+        if not r.get("memory_system"):
+            continue
+        ctx = (r["group"], repr(sorted(r.get("sweep_axes", {}).items())))
+        contexts[ctx][r["memory_system"]].add(r["design"])
+    seen: dict[str, list[str]] = {}
+    for (group, _), by_memory in contexts.items():
+        if len(by_memory) < 2:
+            continue
+        text = "; ".join(
+            f"{', '.join(sorted(designs))} on {mem}" for mem, designs in sorted(by_memory.items())
+        )
+        seen.setdefault(text, []).append(group)
+    return [
+        f"designs compared in {groups[0]}"
+        + (f" (and {len(groups) - 1} more groups)" if len(groups) > 1 else "")
+        + f" ran on different memory systems: {text}. Their speedups include the difference "
+        "in memory, not only in design; pin one memory per design (arch.memory.*) to compare "
+        "designs."
+        for text, groups in seen.items()
+    ]
+
+
 def analyze(
     records: list[dict[str, Any]], *, baseline: str, objectives: dict[str, str]
 ) -> dict[str, Any]:
@@ -160,6 +233,10 @@ def analyze(
                 "arch": r["arch"],
                 "workload": r["workload"],
                 "memory": r.get("memory") or res.get("memory") or "",
+                "memory_system": memory_system(
+                    r["arch"], r.get("memory"), r.get("overrides") or {}
+                ),
+                "sweep_axes": dict(r.get("axes", {})),
                 "label": point_label(r),
                 "axes": {**r.get("axes", {}), **r.get("design_axes", {})},
                 "latency_ns": res["latency_ns"],
@@ -194,4 +271,10 @@ def analyze(
             best[name] = rows[idx[pick]]["key"]
         pareto = [rows[i]["key"] for i in idx if rows[i]["pareto"]]
         groups.append({"group": label, "points": len(idx), "best": best, "pareto": pareto})
-    return {"baseline": baseline, "objectives": objectives, "rows": rows, "groups": groups}
+    return {
+        "baseline": baseline,
+        "objectives": objectives,
+        "rows": rows,
+        "groups": groups,
+        "warnings": memory_warnings(rows),
+    }

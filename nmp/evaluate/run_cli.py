@@ -21,6 +21,15 @@ def _run(args: argparse.Namespace) -> int:
     from nmp.report.console import print_point
 
     print_point(data)
+    from nmp.evaluate.analysis import memory_system
+
+    # Presets sit on different memories (RecNMP on 4 DDR4 channels): say which one this ran on.
+    mem = memory_system(args.arch, args.memory, parse_set_args(args.set))
+    print(
+        f"memory: {mem} (compare designs on one memory: --memory, --set arch.memory.*)"
+        if mem
+        else "memory: the GPU's own HBM (part of its preset)"
+    )
     return 0
 
 

@@ -144,6 +144,8 @@ def print_sweep_summary(
         f"({summary['ran']} run, {summary['reused']} reused, {len(summary['failed'])} failed) "
         f"in {summary['wall_s']:.1f} s; baseline [bold]{summary['baseline']}[/bold]"
     )
+    for warning in summary.get("warnings", []):  # nmp.evaluate.analysis.memory_warnings
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
     if summary["groups"]:
         best = Table(title="Best points", title_justify="left")
         best.add_column("workload")

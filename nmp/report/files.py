@@ -139,6 +139,8 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
     if env:
         commit = git.get("commit", "unknown")[:12] + (" (dirty)" if git.get("dirty") else "")
         out.append(f"- nmp {env.get('nmp')} at commit {commit}, host {env.get('host')}")
+    for warning in summary.get("warnings", []):  # nmp.evaluate.analysis.memory_warnings
+        out += ["", f"> **Warning:** {warning}"]
     out += [
         "",
         "Marks: P = on the Pareto set of its workload, B = baseline. The dominant bottleneck is "
