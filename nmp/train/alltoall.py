@@ -278,3 +278,135 @@ def print_compression(row: dict[str, Any]) -> None:
         f"(codec {row['codec_compress_gbps']:.2f}/{row['codec_decompress_gbps']:.2f} GB/s, "
         f"{row['codec_gbps_source']})"
     )
+
+
+# -- the SC'24 study's training half -----------------------------------------------------------
+
+TRAIN_DEFAULTS: dict[str, Any] = {
+    "workloads": ["dlrm-benchmark", "criteo-terabyte"],
+    "steps": 300,
+    "nodes": 4,
+    "seed": 0,
+    # (codec, eb_tables, eb_schedule) per eb of the study; the first is run at every eb.
+    "variants": [
+        ["hybrid", "adaptive", "constant"],
+        ["quant", "uniform", "constant"],
+        ["hybrid", "adaptive", "decay"],
+    ],
+}
+
+
+def auc_rows(train: dict[str, Any], ebs: list[float]) -> list[dict[str, Any]]:
+    """AUC change of compressed training against uncompressed, per workload and setting."""
+    from dataclasses import replace
+
+    from nmp.errors import NmpError
+    from nmp.train.compare import auc_change
+    from nmp.train.trainer import run
+
+    unknown = sorted(set(train) - set(TRAIN_DEFAULTS))
+    if unknown:
+        raise NmpError(
+            f"params.train.{unknown[0]}: unknown key (known: {', '.join(TRAIN_DEFAULTS)})"
+        )
+    p = {**TRAIN_DEFAULTS, **train}
+    rows = []
+    for wl in p["workloads"]:
+        cfg = _study_config(wl, p)
+        base = run(cfg, "none", [])
+        for i, (codec, tables, schedule) in enumerate(p["variants"]):
+            for eb in ebs if i == 0 else [0.03 if 0.03 in ebs else ebs[0]]:
+                c = replace(cfg, compress=codec, eb=eb, eb_tables=tables, eb_schedule=schedule)
+                res = run(c, "none", [])
+                change, noise = auc_change(res, base)
+                s = compression_summary(res)
+                rows.append(
+                    {
+                        "workload": wl,
+                        "codec": codec,
+                        "eb": eb,
+                        "eb_tables": tables,
+                        "eb_schedule": schedule,
+                        "steps": cfg.steps,
+                        "auc_uncompressed": base.metrics["auc"],
+                        "auc": res.metrics["auc"],
+                        "auc_change": change,
+                        "auc_change_noise95": noise,
+                        "ratio_in_training": s["compression_ratio"],
+                    }
+                )
+    return rows
+
+
+def _study_config(workload: str, p: dict[str, Any]) -> Any:
+    from nmp.train.config import TrainConfig
+
+    cfg = TrainConfig(
+        workload=workload,
+        steps=int(p["steps"]),
+        nodes=int(p["nodes"]),
+        seed=int(p["seed"]),
+        dense_replicas=1,
+    )
+    cfg.validate()
+    return cfg
+
+
+def plot_auc(rows: list[dict[str, Any]], path: Any) -> None:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from nmp.compress.study import atomic_write
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for wl in dict.fromkeys(r["workload"] for r in rows):
+        sel = [
+            r
+            for r in rows
+            if r["workload"] == wl and r["codec"] == "hybrid" and r["eb_schedule"] == "constant"
+        ]
+        sel.sort(key=lambda r: r["eb"])
+        ax.errorbar(
+            [r["eb"] for r in sel],
+            [r["auc_change"] for r in sel],
+            yerr=[r["auc_change_noise95"] for r in sel],
+            marker="o",
+            capsize=3,
+            label=wl,
+        )
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set(xlabel="relative error bound (hybrid, table-wise)", ylabel="AUC change (95% noise)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    atomic_write(path, buf.getvalue())
+
+
+def run_study(params: dict[str, Any], *, out_dir: Any, jobs: int = 1) -> list[dict[str, Any]]:
+    """``nmp evaluate papers/sc24-*``: ratio, throughput and speedup (nmp.compress.study) plus
+    the AUC change of compressed training; returns the main codec's speedup rows and the AUC
+    rows (every row is in the CSV files)."""
+    from pathlib import Path
+
+    from nmp.compress import study as cs
+
+    out_dir = Path(out_dir)
+    res = cs.run_ratio_speedup({k: v for k, v in params.items() if k != "train"}, out_dir)
+    ebs = [float(e) for e in cs.check_params(params)["eb"]]
+    aucs = auc_rows(params.get("train", {}), ebs) if params.get("train", {}) != "skip" else []
+    if aucs:
+        cs.write_table(out_dir / "auc.csv", aucs)
+        plot_auc(aucs, out_dir / "auc.png")
+    codec, eb = res["main"]
+    main = [r for r in res["speedup"] if r["codec"] == codec and r["eb"] == eb]
+    rows = [{"part": "speedup", **r} for r in main] + [{"part": "auc", **r} for r in aucs]
+    cs.write_table(out_dir / "results.csv", rows)
+    cs.write_jsonl(out_dir / "results.jsonl", rows)
+    cs.atomic_write(out_dir / "report.md", cs.report_markdown(res, aucs).encode())
+    return rows

@@ -2,7 +2,8 @@
 
     nmp train --workload criteo-kaggle --strategy ecrec --fail step=300,node=1 [--json]
     nmp train --compare [--json]            # every strategy, one seed, one failure schedule
-    nmp train --extrapolate [--servers 5 --server-mtbf-hours 720]
+    nmp train --extrapolate [--setup ecrec|cpr] [--servers 5 --server-mtbf-hours 720] [--json]
+    nmp train --crossover [--setup ecrec|cpr] [--out DIR] [--json]
 
 Training presets: the workload preset's tables are capped at ``train.max_rows`` rows (2000 by
 default; synthetic ids are drawn within the cap, Criteo TSV ids hashed into it) so that a run
@@ -60,7 +61,7 @@ def _failures(args, cfg):
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.extrapolate:
+    if args.extrapolate or args.crossover:
         return _extrapolate(args)
     cfg = _config(args)
     failures = _failures(args, cfg)
@@ -123,21 +124,43 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _extrapolate(args) -> int:
-    from nmp.train.extrapolate import DeploymentSpec, extrapolate, print_extrapolation
+def _deployment(args):
+    from dataclasses import replace
 
+    from nmp.train.extrapolate import DeploymentSpec
+    from nmp.train.setup import load_setup
+
+    dep = load_setup(args.setup)[0] if args.setup else DeploymentSpec()
     kw = {}
-    if args.servers is not None:
-        kw["servers"] = args.servers
-    if args.server_mtbf_hours is not None:
-        kw["server_mtbf_hours"] = args.server_mtbf_hours
-    if args.storage_gbps is not None:
-        kw["storage_gbps"] = args.storage_gbps
-    if args.arch is not None:
-        kw["arch"] = args.arch
-    dep = DeploymentSpec(**kw)
-    if dep.servers <= dep.r or dep.server_mtbf_hours <= 0 or dep.storage_gbps <= 0:
-        raise NmpError("--servers must exceed r; MTBF and storage bandwidth must be positive")
+    for flag in ("servers", "server_mtbf_hours", "storage_gbps", "arch", "trials"):
+        value = getattr(args, flag)
+        if value is not None:
+            kw[flag] = value
+    if args.seed is not None:
+        kw["seed"] = args.seed
+    dep = replace(dep, **kw)
+    dep.validate()
+    return dep
+
+
+def _extrapolate(args) -> int:
+    from nmp.train.extrapolate import extrapolate, print_extrapolation
+
+    dep = _deployment(args)
+    if args.crossover:
+        from pathlib import Path
+
+        from nmp.train.crossover import plot, print_crossings, sweep
+
+        points, crossings = sweep(dep)
+        out = Path(args.out or ".") / f"crossover-{dep.name}.png"
+        plot(dep, points, crossings, out)
+        if args.json:
+            json.dump({"plot": str(out), "crossovers": crossings, "points": points}, sys.stdout)
+            print()
+        else:
+            print_crossings(crossings, dep, out)
+        return 0
     rows = extrapolate(dep)
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
@@ -174,7 +197,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arch", help="architecture preset for the cost model")
     p.add_argument("--data", help="Criteo TSV file instead of the synthetic teacher")
     p.add_argument("--compare", action="store_true", help="all strategies, the comparison table")
-    p.add_argument("--extrapolate", action="store_true", help="Criteo-Terabyte-scale table")
+    p.add_argument(
+        "--extrapolate", action="store_true", help="the comparison at a paper's scale (Monte-Carlo)"
+    )
+    p.add_argument(
+        "--crossover", action="store_true", help="where ECRec overtakes checkpointing and CPR"
+    )
+    p.add_argument("--setup", help="a paper's setup (workloads/train/NAME.toml: ecrec, cpr)")
+    p.add_argument("--trials", type=int, help="extrapolation: Monte-Carlo draws")
+    p.add_argument("--out", help="crossover: folder for the plot (default: .)")
     p.add_argument("--servers", type=int, help="extrapolation: servers")
     p.add_argument("--server-mtbf-hours", type=float, help="extrapolation: MTBF of one server")
     p.add_argument("--storage-gbps", type=float, help="extrapolation: storage GB/s per server")

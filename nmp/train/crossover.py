@@ -1,0 +1,140 @@
+"""Where ECRec overtakes checkpointing and CPR: a sweep of one setup's leverage parameters.
+
+Each parameter (total table rows, storage bandwidth per server, server MTBF, servers) is scaled
+over a log grid around the setup's value, the others held; at each point the closed-form
+expected overhead (:func:`nmp.train.extrapolate.expected`, the mean of the Monte-Carlo draws) of
+checkpointing (its best interval), CPR (MFU) and ECRec is computed. A crossover is where ECRec's
+overhead minus the other's changes sign (interpolated on the log grid). Output: a table and one
+PNG with a panel per parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nmp.train.extrapolate import DeploymentSpec, expected, step_costs
+
+SCALES = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16)
+SERVERS = (3, 4, 5, 8, 12, 16, 24, 32)
+
+
+def _table_rows(dep: DeploymentSpec) -> int:
+    return dep.table_rows or step_costs(dep).rows_total
+
+
+PARAMS: dict[str, Any] = {
+    "table_rows": lambda dep: [max(1, round(_table_rows(dep) * s)) for s in SCALES],
+    "storage_gbps": lambda dep: [dep.storage_gbps * s for s in SCALES],
+    "server_mtbf_hours": lambda dep: [dep.server_mtbf_hours * s for s in SCALES],
+    "servers": lambda dep: [n for n in SERVERS if n > dep.r],
+}
+
+
+def _overheads(dep: DeploymentSpec) -> dict[str, float]:
+    rows = {r["strategy"]: r["overhead_pct"] for r in expected(dep)}
+    ckpt = min(v for k, v in rows.items() if k.startswith("checkpoint"))
+    return {"checkpoint": ckpt, "cpr-mfu": rows["cpr-mfu"], "ecrec": rows["ecrec"]}
+
+
+def _crossing(xs: list[float], diff: np.ndarray) -> float | None:
+    """First x where ``diff`` changes sign (log-linear interpolation), else None."""
+    for i in range(len(xs) - 1):
+        a, b = diff[i], diff[i + 1]
+        if a == 0:
+            return float(xs[i])
+        if a * b < 0:
+            la, lb = math.log(xs[i]), math.log(xs[i + 1])
+            return float(math.exp(la + (lb - la) * a / (a - b)))
+    return None
+
+
+def sweep(dep: DeploymentSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(points, crossovers): every grid point's overheads, and per parameter and rival where
+    ECRec's overhead crosses the rival's."""
+    points, crossings = [], []
+    for param, grid in PARAMS.items():
+        xs = grid(dep)
+        vals = [_overheads(replace(dep, **{param: x})) for x in xs]
+        for x, v in zip(xs, vals, strict=True):
+            points.append({"parameter": param, "value": x, **{f"{k}_pct": o for k, o in v.items()}})
+        base = _overheads(dep)
+        for rival in ("checkpoint", "cpr-mfu"):
+            diff = np.array([v["ecrec"] - v[rival] for v in vals])
+            cross = _crossing(xs, diff)
+            crossings.append(
+                {
+                    "setup": dep.name,
+                    "parameter": param,
+                    "rival": rival,
+                    "setup_value": getattr(dep, param) or _table_rows(dep),
+                    "crossover_value": cross,
+                    "ecrec_wins_at_setup": bool(base["ecrec"] < base[rival]),
+                    "ecrec_wins_above": None if cross is None else bool(diff[-1] < 0),
+                    "range": [xs[0], xs[-1]],
+                }
+            )
+    return points, crossings
+
+
+def plot(dep: DeploymentSpec, points: list[dict[str, Any]], crossings, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
+    for ax, param in zip(axes.ravel(), PARAMS, strict=True):
+        pts = [p for p in points if p["parameter"] == param]
+        xs = [p["value"] for p in pts]
+        for name, style in (("checkpoint", "o-"), ("cpr-mfu", "s--"), ("ecrec", "^-")):
+            ax.plot(xs, [p[f"{name}_pct"] for p in pts], style, label=name, ms=4)
+        for c in crossings:
+            if c["parameter"] == param and c["crossover_value"] is not None:
+                ax.axvline(c["crossover_value"], color="grey", lw=0.8, ls=":")
+        ax.axvline(getattr(dep, param) or _table_rows(dep), color="k", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(param + (" (black: setup; dotted: crossover)" if param == "servers" else ""))
+        ax.set_ylabel("expected training-time overhead %")
+        ax.grid(alpha=0.3, which="both")
+    axes[0, 0].legend()
+    fig.suptitle(f"Setup {dep.name}: where ECRec overtakes checkpointing and CPR")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def print_crossings(crossings: list[dict[str, Any]], dep: DeploymentSpec, plot_path) -> None:
+    from rich.table import Table
+
+    from nmp.train.compare import _console
+
+    t = Table(
+        title=f"Crossovers of ECRec on setup {dep.name} (plot: {plot_path})", title_justify="left"
+    )
+    for c in ("parameter", "rival", "setup value", "ECRec wins at setup", "crossover", "range"):
+        t.add_column(c, justify="left" if c in ("parameter", "rival") else "right")
+    for c in crossings:
+        cross = c["crossover_value"]
+        where = "none in range"
+        if cross is not None:
+            side = "above" if c["ecrec_wins_above"] else "below"
+            where = f"{cross:.4g} (ECRec wins {side})"
+        t.add_row(
+            c["parameter"],
+            c["rival"],
+            f"{c['setup_value']:.4g}",
+            "yes" if c["ecrec_wins_at_setup"] else "no",
+            where,
+            f"{c['range'][0]:.3g} .. {c['range'][1]:.3g}",
+        )
+    _console().print(t)

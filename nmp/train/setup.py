@@ -1,0 +1,62 @@
+"""The papers' setups as data: ``workloads/train/<name>.toml`` -> :class:`DeploymentSpec`.
+
+A setup file has ``name``, ``description``, a ``[values]`` table (the fields of
+:class:`~nmp.train.extrapolate.DeploymentSpec`) and a ``[sources]`` table that names, for every
+value, the paper, datasheet or the reason it was chosen. A value without a source is an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+
+from nmp.config import project_root
+from nmp.errors import NmpError, SpecError
+from nmp.train.extrapolate import DeploymentSpec
+
+
+def setup_dir() -> Path:
+    return project_root() / "workloads" / "train"
+
+
+def setup_names() -> list[str]:
+    return sorted(p.stem for p in setup_dir().glob("*.toml"))
+
+
+def load_setup(name: str) -> tuple[DeploymentSpec, dict[str, str]]:
+    """(spec, sources) of a setup by name or path."""
+    path = Path(name) if name.endswith(".toml") else setup_dir() / f"{name}.toml"
+    if not path.is_file():
+        known = ", ".join(setup_names())
+        raise NmpError(f"unknown training setup '{name}' (known: {known})")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(f"not valid TOML: {exc}", file=str(path)) from None
+    values = data.get("values")
+    sources = data.get("sources", {})
+    if not isinstance(values, dict):
+        raise SpecError("missing [values] table", file=str(path))
+    fields = {f.name: f for f in dataclasses.fields(DeploymentSpec)}
+    kw = {"name": str(data.get("name", path.stem))}
+    for key, value in values.items():
+        if key not in fields or key == "name":
+            raise SpecError(f"unknown key values.{key}", file=str(path))
+        if key not in sources:
+            raise SpecError(f"values.{key} has no entry in [sources]", file=str(path))
+        default = fields[key].default
+        if isinstance(default, tuple):
+            if not isinstance(value, list):
+                raise SpecError(f"values.{key} must be a list", file=str(path))
+            value = tuple(value)
+        elif isinstance(default, bool) or not isinstance(value, type(default) | int):
+            raise SpecError(
+                f"values.{key} must be {type(default).__name__}, got {value!r}", file=str(path)
+            )
+        elif isinstance(default, float):
+            value = float(value)
+        kw[key] = value
+    spec = DeploymentSpec(**kw)
+    spec.validate()
+    return spec, {k: str(v) for k, v in sources.items()}

@@ -1,0 +1,70 @@
+"""The papers' setups, the Monte-Carlo comparison and the crossover sweep (cheap: cpr setup)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from nmp.cli import main
+from nmp.errors import NmpError
+from nmp.train.extrapolate import expected, monte_carlo
+from nmp.train.setup import load_setup, setup_names
+
+
+def test_setups_load_and_every_value_has_a_source():
+    assert {"ecrec", "cpr"} <= set(setup_names())
+    for name in ("ecrec", "cpr"):
+        spec, sources = load_setup(name)
+        assert spec.name == name and sources
+    ecrec = load_setup("ecrec")[0]
+    assert (ecrec.table_rows, ecrec.dim, ecrec.servers, ecrec.workers) == (197767405, 128, 5, 15)
+    assert ecrec.interval_min == (30.0, 60.0)
+
+
+def test_a_value_without_source_is_an_error(tmp_path):
+    bad = tmp_path / "x.toml"
+    bad.write_text('name = "x"\n[values]\nservers = 4\n[sources]\n')
+    with pytest.raises(NmpError, match="values.servers has no entry"):
+        load_setup(str(bad))
+
+
+def test_monte_carlo_mean_matches_the_closed_form_within_its_interval():
+    dep = load_setup("cpr")[0]
+    mc = {r["strategy"]: r for r in monte_carlo(dep, trials=4000)}
+    for name, r in mc.items():
+        tol = 3 * max(r["overhead_ci95_pct"], 1e-9) + 1e-6 * r["overhead_expected_pct"]
+        assert abs(r["overhead_pct"] - r["overhead_expected_pct"]) <= tol, name
+    # CPR keeps its realized portion of lost samples near the bound it was sized for.
+    assert mc["cpr-mfu"]["pls_realized_mean"] == pytest.approx(dep.cpr_pls, rel=0.1)
+    assert mc["ecrec"]["recovery_s"] == 0.0 and mc["checkpoint"]["recovery_s"] > 0
+
+
+def test_checkpointing_overhead_grows_when_storage_slows_ecrec_does_not():
+    dep = load_setup("cpr")[0]
+    fast = {r["strategy"]: r["overhead_pct"] for r in expected(dep)}
+    slow = {r["strategy"]: r["overhead_pct"] for r in expected(replace(dep, storage_gbps=0.05))}
+    assert slow["checkpoint"] > 2 * fast["checkpoint"]
+    assert slow["ecrec"] == pytest.approx(fast["ecrec"])
+
+
+def test_extrapolate_and_crossover_cli(capsys, tmp_path):
+    argv = ["train", "--extrapolate", "--setup", "cpr", "--trials", "200", "--json"]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)
+    keys = ("strategy", "overhead_pct", "recovery_s", "time_to_full_redundancy_s")
+    assert all(k in r for r in rows for k in (*keys, "memory_overhead_pct", "overhead_ci95_pct"))
+    argv = ["train", "--crossover", "--setup", "cpr", "--out", str(tmp_path), "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (tmp_path / "crossover-cpr.png").stat().st_size > 10_000
+    params = {c["parameter"] for c in out["crossovers"]}
+    assert params == {"table_rows", "storage_gbps", "server_mtbf_hours", "servers"}
+    # On this setup ECRec beats checkpointing, and slower storage only helps it.
+    st = next(
+        c
+        for c in out["crossovers"]
+        if c["parameter"] == "storage_gbps" and c["rival"] == "checkpoint"
+    )
+    assert st["ecrec_wins_at_setup"] and st["ecrec_wins_above"] is False
