@@ -5,9 +5,20 @@ into sectors of ``sector_bytes`` (32 B on NVIDIA GPUs). A request names one line
 the sectors it needs. If the line is present, the sectors already valid hit and the missing ones
 are fetched from the next level and become valid (a *sector miss*); if the line is absent, the
 least recently used unpinned way of the set is replaced and only the requested sectors are
-fetched. Pinned lines (L2 pinning with ``evict_last``) are installed before the trace with every
-sector valid, occupy their way for good and are never chosen as victims; at most ``pin_ways`` ways
-of a set may be pinned, further pinned lines fall back to normal caching.
+fetched.
+
+Persisting lines (the L2 set-aside of CUDA's ``cudaLimitPersistingL2CacheSize``, filled by
+accesses with the persisting property: an access-policy window's ``hitProp`` or a
+``prefetch.global.L2::evict_last``): a request may carry the persisting class. At most ``carve``
+ways of a set (the set-aside's share of the set) hold persisting lines. A persisting miss takes an
+empty way or the least recently used normal line while the set holds fewer than ``carve``
+persisting lines, else it replaces the least recently used persisting line (persisting data larger
+than the set-aside thrashes within it). A normal miss takes an empty way or the least recently used
+normal line and never evicts a persisting one (normal accesses may use the set-aside ways that
+persisting lines leave free, as the CUDA programming guide states); with every way persisting it
+bypasses the cache. A persisting hit on a normal line promotes it (demoting the set's least
+recently used persisting line when the set is at ``carve``). ``reset_persisting`` turns every
+persisting line normal (``cudaCtxResetPersistingL2Cache``).
 
 Set index: ``line mod sets`` for L1 (``hashed=False``) and a multiplicative hash of the line
 address for L2 (``hashed=True``): ``h = (line * 0x9E3779B97F4A7C15) mod 2^64``, set =
@@ -90,8 +101,8 @@ _STAMP_SHIFT = np.int64(9)
 class CacheState:
     """State of a bank of ``n`` identical caches, packed for locality: ``ent[n, sets, 0, ways]``
     holds the ways' tags (-1 = empty) and ``ent[n, sets, 1, ways]`` their meta words
-    ``stamp << 9 | pinned << 8 | valid`` (LRU stamp, pinned flag, valid-sector mask), so a set is
-    one contiguous run of memory and its tags are searched as one contiguous vector."""
+    ``stamp << 9 | persisting << 8 | valid`` (LRU stamp, persisting flag, valid-sector mask), so
+    a set is one contiguous run of memory and its tags are searched as one contiguous vector."""
 
     ent: np.ndarray
     hashed: bool
@@ -124,100 +135,120 @@ class CacheState:
         return (self.ent[:, :, 1, :] & _VALID).astype(np.uint8)
 
     def reset(self) -> None:
-        """Invalidate every unpinned line (as L1 is at a kernel boundary); stamps restart."""
+        """Invalidate every line that is not persisting (as L1 is at a kernel boundary)."""
         pinned = self.pinned
         self.ent[:, :, 0, :][~pinned] = -1
-        self.ent[:, :, 1, :] = np.where(pinned, self.ent[:, :, 1, :] & (_PINNED | _VALID), 0)
+        self.ent[:, :, 1, :] = np.where(pinned, self.ent[:, :, 1, :], 0)
 
-    def unpin_all(self) -> None:
-        """Release every pinned line: it stays cached as the least recently used line."""
+    def reset_persisting(self) -> None:
+        """``cudaCtxResetPersistingL2Cache``: every persisting line becomes normal (it stays
+        cached with its LRU stamp)."""
         meta = self.ent[:, :, 1, :]
-        self.ent[:, :, 1, :] = np.where((meta & _PINNED) != 0, meta & _VALID, meta)
+        self.ent[:, :, 1, :] = np.where((meta & _PINNED) != 0, meta & ~_PINNED, meta)
 
-    def pin(self, lines: np.ndarray, pin_ways: int) -> int:
-        """Install ``lines`` as pinned in cache 0 (all sectors valid), at most ``pin_ways`` per
-        set, in the given order (hottest first). Returns how many were pinned."""
+    def persist(
+        self, lines: np.ndarray, carve: int, clock: StampClock, caches: np.ndarray | None = None
+    ) -> tuple[int, int]:
+        """``prefetch.global.L2::evict_last`` of every sector of ``lines`` (in the given order)
+        into each cache of ``caches`` (default all): persisting accesses with set-aside ``carve``
+        ways per set. Returns (lines persisting afterwards, sectors fetched from memory)."""
         full = (1 << self.sectors_per_line) - 1
-        return int(_pin(self.ent, np.asarray(lines, dtype=np.int64), pin_ways, self.hashed, full))
+        caches = np.arange(self.ent.shape[0]) if caches is None else caches
+        lines = np.ascontiguousarray(lines, dtype=np.int64)
+        fetched = _persist(
+            self.ent, np.asarray(caches, dtype=np.int64), lines, carve, self.hashed, full, clock.t
+        )
+        clock.t += lines.shape[0] * len(caches)
+        return int(np.count_nonzero(self.pinned)), int(fetched)
+
+
+_POP8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
 
 @nb.njit(cache=True)
-def _pin(ent, lines, pin_ways, hashed, full):
+def _persist(ent, caches, lines, carve, hashed, full, t0):
     sets = ent.shape[1]
-    ways = ent.shape[3]
-    count = np.zeros(sets, dtype=np.int64)
-    for s in range(sets):
-        for w in range(ways):
-            if ent[0, s, 1, w] & _PINNED:
-                count[s] += 1
-    done = 0
-    for i in range(lines.shape[0]):
-        line = lines[i]
-        s = set_of(line, sets, hashed)
-        if count[s] >= pin_ways:
-            continue
-        present = False
-        for w in range(ways):
-            if ent[0, s, 0, w] == line and ent[0, s, 1, w] & _PINNED:
-                present = True
-                break
-        if present:
-            continue
-        for w in range(ways):
-            if not ent[0, s, 1, w] & _PINNED:
-                ent[0, s, 0, w] = line
-                ent[0, s, 1, w] = _PINNED | full
-                count[s] += 1
-                done += 1
-                break
-    return done
+    t = t0
+    fetched = 0
+    for c in caches:
+        for i in range(lines.shape[0]):
+            t += 1
+            s = set_of(lines[i], sets, hashed)
+            hit = access_set(ent, c, s, lines[i], full, t, True, carve)
+            fetched += _POP8[full & ~np.int64(hit)]
+    return fetched
 
 
 @nb.njit(cache=True, error_model="numpy")
-def access_set(ent, c, s, line, mask, t):
-    """:func:`access` with the set index ``s`` of ``line`` already known."""
+def _lru_way(ent, c, s, persisting):
+    """Least recently used way of set ``s`` among the persisting (or the normal) lines; an empty
+    way first when looking for a normal one; -1 if there is none."""
     ways = ent.shape[3]
-    m = np.int64(mask)
-    for w in range(ways):
-        if ent[c, s, 0, w] == line:
-            meta = ent[c, s, 1, w]
-            ent[c, s, 1, w] = (t << _STAMP_SHIFT) | (meta & _PINNED) | (meta & _VALID) | m
-            return np.uint8(meta & m)
     victim = -1
     oldest = np.int64(0x7FFFFFFFFFFFFFFF)
     for w in range(ways):
         meta = ent[c, s, 1, w]
-        if meta & _PINNED:
+        is_p = (meta & _PINNED) != 0
+        if is_p != persisting:
             continue
-        if ent[c, s, 0, w] == -1:
-            victim = w
-            break
+        if not persisting and ent[c, s, 0, w] == -1:
+            return w
         if meta < oldest:
             oldest = meta
             victim = w
+    return victim
+
+
+@nb.njit(cache=True, error_model="numpy")
+def access_set(ent, c, s, line, mask, t, persist=False, carve=0):
+    """:func:`access` with the set index ``s`` of ``line`` already known; ``persist``: the
+    request has the persisting property, ``carve``: set-aside ways per set."""
+    ways = ent.shape[3]
+    m = np.int64(mask)
+    persist = persist and carve > 0
+    n_p = 0
+    if persist:
+        for w in range(ways):
+            if ent[c, s, 1, w] & _PINNED:
+                n_p += 1
+    for w in range(ways):
+        if ent[c, s, 0, w] == line:
+            meta = ent[c, s, 1, w]
+            flag = meta & _PINNED
+            if persist and not flag:
+                if n_p >= carve:
+                    old = _lru_way(ent, c, s, True)
+                    ent[c, s, 1, old] &= ~_PINNED
+                flag = _PINNED
+            ent[c, s, 1, w] = (t << _STAMP_SHIFT) | flag | (meta & _VALID) | m
+            return np.uint8(meta & m)
+    # A persisting miss at the set's share of the set-aside replaces a persisting line.
+    victim = _lru_way(ent, c, s, persist and n_p >= carve)
     if victim >= 0:
         ent[c, s, 0, victim] = line
-        ent[c, s, 1, victim] = (t << _STAMP_SHIFT) | m
+        ent[c, s, 1, victim] = (t << _STAMP_SHIFT) | (_PINNED if persist else 0) | m
     return np.uint8(0)
 
 
 @nb.njit(cache=True, error_model="numpy")
-def access(ent, c, line, mask, t, hashed):
+def access(ent, c, line, mask, t, hashed, persist=False, carve=0):
     """One request to cache ``c``: returns the mask of requested sectors that hit.
 
     Updates LRU (stamp = ``t``, which must increase per request), fills missing sectors, and on
-    a line miss replaces an empty way if any, else the least recently used unpinned way. If every
-    way is pinned the line is not allocated (it bypasses the cache).
+    a line miss replaces a way as the module docstring says (a normal request never evicts a
+    persisting line; with every way persisting it bypasses the cache).
     """
-    return access_set(ent, c, set_of(line, ent.shape[1], hashed), line, mask, t)
+    return access_set(ent, c, set_of(line, ent.shape[1], hashed), line, mask, t, persist, carve)
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _simulate(ent, cache_ids, lines, masks, hashed, t0):
+def _simulate(ent, cache_ids, lines, masks, persist, carve, hashed, t0):
     n = lines.shape[0]
     hits = np.empty(n, dtype=np.uint8)
     for i in range(n):
-        hits[i] = access(ent, cache_ids[i], lines[i], masks[i], t0 + i + 1, hashed)
+        hits[i] = access(
+            ent, cache_ids[i], lines[i], masks[i], t0 + i + 1, hashed, persist[i], carve
+        )
     return hits
 
 
@@ -234,8 +265,12 @@ def simulate_trace(
     masks: np.ndarray,
     cache_ids: np.ndarray | None = None,
     clock: StampClock | None = None,
+    *,
+    persist: np.ndarray | None = None,
+    carve: int = 0,
 ) -> np.ndarray:
-    """Run a trace of (line, sector mask[, cache id]) requests through ``state``.
+    """Run a trace of (line, sector mask[, cache id][, persisting flag]) requests through
+    ``state`` (``carve``: set-aside ways per set for persisting requests).
 
     Returns the uint8 mask of hit sectors per request (``masks & ~hits`` is what missed).
     """
@@ -245,7 +280,10 @@ def simulate_trace(
         cache_ids = np.zeros(lines.shape[0], dtype=np.int64)
     cache_ids = np.ascontiguousarray(cache_ids, dtype=np.int64)
     clock = clock or StampClock()
-    hits = _simulate(state.ent, cache_ids, lines, masks, state.hashed, clock.t)
+    if persist is None:
+        persist = np.zeros(lines.shape[0], dtype=np.bool_)
+    persist = np.ascontiguousarray(persist, dtype=np.bool_)
+    hits = _simulate(state.ent, cache_ids, lines, masks, persist, carve, state.hashed, clock.t)
     clock.t += lines.shape[0]
     return hits
 

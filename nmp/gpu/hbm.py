@@ -21,7 +21,12 @@ What the GPU model takes from the DRAM engine (:func:`hbm_calibration`):
   only ~30 % of peak on the engine, with 128 ~72 %, with 256 ~78 % on HBM2e-3186);
 * ``pj_per_sector``: dynamic DRAM energy (ACT + RD + I/O) per 32-B sector of those fetches, and
   ``background_w_per_channel`` (refresh + background) from the same replay;
-* ``dram_latency_ns``: unloaded closed-row read latency (tRCD + CL + BL) of the derived spec.
+* ``dram_latency_ns``: unloaded closed-row read latency (tRCD + CL + BL) of the derived spec;
+* the latency under load: random 128-B fetches offered at Poisson arrivals (seeded) at
+  ``LOAD_POINTS`` x the saturated 128-B efficiency; for each, the achieved utilization (of peak)
+  and the mean time from a fetch's offer to its last sector's data (``load_latency_ns``). The GPU
+  model adds ``queueing_ns(u)`` (that latency minus the lightest load's) to its unloaded miss
+  latency: this is how a busy HBM lengthens every miss (:mod:`nmp.gpu.timing`).
 
 The calibration is computed once per (preset, pin rate, queue, interleave) and cached in
 ``nmp/gpu/data/hbm_calibration.json``; a test replays one entry again and compares, and
@@ -49,6 +54,9 @@ CYCLE_PARAMS = frozenset({"nBL", "nCCDS", "nCCDL"})
 CALIBRATION_FILE = Path(__file__).resolve().parent / "data" / "hbm_calibration.json"
 CALIBRATION_FETCHES = 16_000  # random fetches per size: enough for a steady state on one stack
 CALIBRATION_SEED = 2024
+# Offered loads of the latency-under-load replays, as fractions of the saturated 128-B efficiency.
+LOAD_POINTS = (0.05, 0.25, 0.5, 0.7, 0.8, 0.9, 0.95)
+CALIBRATION_VERSION = 2  # in the cache key: entries of an older layout are recomputed
 
 
 @dataclass(frozen=True)
@@ -63,12 +71,35 @@ class HbmCalibration:
     background_w_per_channel: float
     dram_latency_ns: float
     calibrated_against: str
+    load_utilization: tuple[float, ...] = ()
+    load_latency_ns: tuple[float, ...] = ()
 
     def efficiency_for(self, bytes_per_fetch: float) -> float:
         """Efficiency at a mean fetch size, interpolated between the calibrated sizes."""
         xs = np.array(FETCH_BYTES, dtype=float)
         ys = np.array([self.efficiency[str(b)] for b in FETCH_BYTES])
         return float(np.interp(bytes_per_fetch, xs, ys))
+
+    @property
+    def saturation(self) -> float:
+        """Highest utilization (of peak) random 128-B fetches reach: the queue's asymptote."""
+        return self.efficiency["128"]
+
+    def queueing_ns(self, utilization: float) -> float:
+        """Mean extra latency of a 128-B fetch at ``utilization`` (achieved / peak) over the
+        lightest calibrated load: interpolated between the replays, and beyond the last one
+        growing as 1 / (saturation - u) (an open queue's divergence); infinite at saturation."""
+        us = np.asarray(self.load_utilization, dtype=float)
+        lat = np.asarray(self.load_latency_ns, dtype=float)
+        if us.size == 0:
+            return 0.0
+        extra = lat - lat[0]
+        if utilization <= us[-1]:
+            return float(np.interp(utilization, us, extra))
+        sat = self.saturation
+        if utilization >= sat or us[-1] >= sat:
+            return math.inf
+        return float(extra[-1] * (sat - us[-1]) / (sat - utilization))
 
     def pj_per_sector_for(self, bytes_per_fetch: float) -> float:
         xs = np.array(FETCH_BYTES, dtype=float)
@@ -161,6 +192,7 @@ def calibrate(hbm, *, fetches: int = CALIBRATION_FETCHES, seed: int = CALIBRATIO
             / spec.org.channels
             / 1e3
         )
+    load_u, load_ns = loaded_latency(spec, efficiency["128"], fetches=fetches, seed=seed)
     return HbmCalibration(
         preset=hbm.memory_preset,
         rate_mtps=spec.rate_mtps,
@@ -172,15 +204,43 @@ def calibrate(hbm, *, fetches: int = CALIBRATION_FETCHES, seed: int = CALIBRATIO
         calibrated_against=(
             f"nmp.memory.replay of {fetches} random 32/64/128-B fetches (seed {seed}) on "
             f"{hbm.memory_preset} re-timed to {spec.rate_mtps} MT/s, {spec.org.channels} channels, "
-            f"read queue {hbm.read_queue}, {hbm.channel_interleave_bytes}-B channel interleave"
+            f"read queue {hbm.read_queue}, {hbm.channel_interleave_bytes}-B channel interleave; "
+            f"latency under load: Poisson 128-B fetches at {', '.join(map(str, LOAD_POINTS))} "
+            "x saturation"
         ),
+        load_utilization=load_u,
+        load_latency_ns=load_ns,
     )
+
+
+def loaded_latency(spec, saturation: float, *, fetches: int, seed: int):
+    """(achieved utilization, mean fetch latency ns) of random 128-B fetches offered with
+    exponential inter-arrival times at each of ``LOAD_POINTS`` x ``saturation`` (one stack)."""
+    from nmp import memory
+
+    tx = spec.org.tx_bytes
+    per = 128 // tx
+    addrs = random_fetch_requests(spec, 128, fetches, seed + 1).astype(np.uint64)
+    peak = spec.peak_bandwidth_gbps  # bytes per ns
+    out_u, out_ns = [], []
+    for i, f in enumerate(LOAD_POINTS):
+        rate = f * saturation * peak / 128.0  # fetches per ns
+        rng = np.random.default_rng(seed + 100 + i)
+        offer_ns = np.cumsum(rng.exponential(1.0 / rate, fetches))
+        arrival = np.repeat(np.floor(offer_ns / spec.tck_ns).astype(np.uint64), per)
+        stats = memory.replay(memory.make_requests(addrs, arrival=arrival), spec, timeline=True)
+        check_request_granularity(spec, addrs.shape[0], stats)
+        done = stats.timeline["done"].astype(float)
+        lat = (done - arrival.astype(float)).reshape(-1, per).max(axis=1) * spec.tck_ns
+        out_u.append(round(float(stats.bandwidth_gbps / peak), 6))
+        out_ns.append(round(float(lat.mean()), 3))
+    return tuple(out_u), tuple(out_ns)
 
 
 def _key(hbm) -> str:
     return (
         f"{hbm.memory_preset}@{int(round(hbm.data_rate_gbps * 1000))}"
-        f"/q{hbm.read_queue}/i{hbm.channel_interleave_bytes}"
+        f"/q{hbm.read_queue}/i{hbm.channel_interleave_bytes}/v{CALIBRATION_VERSION}"
     )
 
 
@@ -210,7 +270,10 @@ def hbm_calibration(hbm) -> HbmCalibration:
         return _MEMO[key]
     cache = _read_cache()
     if key in cache:
-        cal = HbmCalibration(**cache[key])
+        entry = dict(cache[key])
+        for name in ("load_utilization", "load_latency_ns"):
+            entry[name] = tuple(entry.get(name, ()))
+        cal = HbmCalibration(**entry)
     else:
         try:
             cal = calibrate(hbm)

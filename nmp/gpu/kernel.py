@@ -5,8 +5,15 @@ Occupancy follows the CUDA occupancy calculator: registers are allocated per war
 file allow (the kernel uses no shared memory). Memory-level parallelism (MLP) is resident warps
 x row loads each warp keeps in flight: ``loads_in_flight`` for the stock loop, plus
 ``prefetch_distance`` when the rows of the next lookups are prefetched into registers (which
-costs ``prefetch_regs_per_lookup`` registers per prefetched lookup). ``-maxrregcount`` caps the
-registers per thread (spills it would cause are not modeled).
+costs ``prefetch_regs_per_lookup`` registers per prefetched lookup). The L1's miss-status
+entries bound it: a warp may have ``sm.outstanding_sectors_per_warp`` sectors outstanding and an SM
+``sm.outstanding_sectors_per_sm``, so loads beyond them wait (:meth:`KernelConfig.mlp_for`).
+
+``-maxrregcount`` caps the registers per thread; ptxas fits the code in fewer registers down to
+``min_regs_per_thread`` (plus the prefetch ring's), and the registers needed beyond the cap are
+spilled to local memory (cached in L1): each is reloaded ``spill_loads_per_reg_per_lookup`` times
+per lookup, which costs L1 traffic (a warp's reload is 32 x 4 B = 4 sectors), an instruction, and
+an L1 hit's latency in each lookup's dependency chain.
 """
 
 from __future__ import annotations
@@ -28,19 +35,49 @@ class KernelConfig:
     loads_in_flight: int
     instructions_per_lookup: float
     limited_by: str
+    regs_wanted: int = 0
+    spilled_regs: int = 0
+    spill_loads_per_lookup: float = 0.0
+    outstanding_sectors_per_warp: int = 8
+    outstanding_sectors_per_sm: int = 512
 
     def mlp_lines(self, sms: int) -> int:
-        """Row loads in flight on the whole GPU when every slot is busy."""
+        """Row loads the variant asks to keep in flight on the whole GPU (every slot busy)."""
         return sms * self.resident_warps_per_sm * self.loads_in_flight
 
+    def mlp_for(self, sectors_per_load: int) -> float:
+        """Row loads in flight per warp once the L1 miss entries bound them (a load of
+        ``sectors_per_load`` sectors needs that many entries): min(asked, per-warp entries /
+        sectors, per-SM entries / (resident warps x sectors)); below 1 the warps of an SM take
+        turns for the entries."""
+        per_warp = self.outstanding_sectors_per_warp / sectors_per_load
+        per_sm = self.outstanding_sectors_per_sm / (self.resident_warps_per_sm * sectors_per_load)
+        return min(float(self.loads_in_flight), per_warp, per_sm)
 
-def regs_per_thread(gpu: GpuSpec) -> int:
+
+def regs_wanted(gpu: GpuSpec) -> int:
+    """Registers per thread the variant's code needs without a cap."""
     k = gpu.kernel
     regs = k.regs_per_thread
     if gpu.uses_prefetch:
         regs += k.prefetch_distance * k.prefetch_regs_per_lookup
+    return regs
+
+
+def regs_needed(gpu: GpuSpec) -> int:
+    """Fewest registers per thread the variant's code fits in without spilling."""
+    k = gpu.kernel
+    regs = min(k.min_regs_per_thread, k.regs_per_thread)
+    if gpu.uses_prefetch:
+        regs += k.prefetch_distance * k.prefetch_regs_per_lookup
+    return regs
+
+
+def regs_per_thread(gpu: GpuSpec) -> int:
+    """Registers per thread allocated: the wanted ones under the -maxrregcount / hardware cap."""
+    regs = regs_wanted(gpu)
     if gpu.uses_maxrregcount:
-        regs = min(regs, k.maxrregcount)
+        regs = min(regs, gpu.kernel.maxrregcount)
     return min(regs, gpu.sm.max_regs_per_thread)
 
 
@@ -69,7 +106,14 @@ def kernel_config(gpu: GpuSpec) -> KernelConfig:
     instr = k.instructions_per_lookup + (
         k.prefetch_instructions_per_lookup if gpu.uses_prefetch else 0.0
     )
+    instr += max(0, regs_needed(gpu) - regs) * k.spill_loads_per_reg_per_lookup
+    spilled = max(0, regs_needed(gpu) - regs)
     return KernelConfig(
+        regs_wanted=regs_wanted(gpu),
+        spilled_regs=spilled,
+        spill_loads_per_lookup=spilled * k.spill_loads_per_reg_per_lookup,
+        outstanding_sectors_per_warp=sm.outstanding_sectors_per_warp,
+        outstanding_sectors_per_sm=sm.outstanding_sectors_per_sm,
         regs_per_thread=regs,
         warps_per_block=warps_per_block,
         blocks_per_sm=blocks,

@@ -1,9 +1,12 @@
 """The embedding stage on a GPU: one EmbeddingBag kernel per table, back to back on one stream.
 
 For each table the kernel's real access stream (from the batch's indices) goes through the SMs'
-sectored L1s and the shared L2 (:mod:`nmp.gpu.stream`); L1s are invalidated at every kernel
-launch, the L2 keeps its content across kernels (and holds the pinned hot rows throughout when
-pinning is on). Each kernel's time is the larger of its latency bound and its bandwidth bounds
+sectored L1s and the L2 (:mod:`nmp.gpu.stream`; one cache per partition where the partitions
+cache for their own SMs); L1s are invalidated at every kernel launch, the L2 keeps its content
+across kernels. Pinning (:class:`nmp.gpu.spec.PinningSpec`) fills the L2 set-aside with
+persisting lines: per table, a pre-kernel prefetches that table's hottest rows with
+``evict_last`` (charged), or an access-policy window marks a share of the table's lines. Each
+kernel's time is the fixed point of Little's law on the loaded memory system
 (:mod:`nmp.gpu.timing`); the stage's time is their sum.
 
 HBM traffic besides the rows: the indices (read once per table: the four warps of a bag share
@@ -22,8 +25,15 @@ from nmp.gpu.cache import CacheState, StampClock
 from nmp.gpu.hbm import HbmCalibration, hbm_calibration
 from nmp.gpu.kernel import KernelConfig, kernel_config
 from nmp.gpu.spec import GpuSpec
-from nmp.gpu.stream import LEVEL_HBM, LEVEL_L1, LEVEL_L2, KernelLayout, run_kernel_stream
-from nmp.gpu.timing import STALL_KEYS, kernel_timing
+from nmp.gpu.stream import (
+    LEVEL_HBM,
+    LEVEL_L1,
+    LEVEL_L2,
+    KernelLayout,
+    L2Policy,
+    run_kernel_stream,
+)
+from nmp.gpu.timing import STALL_KEYS, LoadPrices, kernel_timing
 from nmp.results import OpResult
 
 TABLE_ALIGN_BYTES = 2 * 1024 * 1024  # tables start on 2-MiB (large page) boundaries
@@ -125,41 +135,53 @@ def embedding_stage(
     l1 = CacheState.empty(
         sm.count, l1c.sets // k, l1c.ways, hashed=False, sectors_per_line=l1c.sectors_per_line
     )
-    l2 = CacheState.empty(1, l2c.sets, l2c.ways, hashed=True, sectors_per_line=l2c.sectors_per_line)
+    parts = l2c.caches
+    l2 = CacheState.empty(
+        parts, l2c.sets // parts, l2c.ways, hashed=True, sectors_per_line=l2c.sectors_per_line
+    )
     clock = StampClock()
+    pinning = gpu.pinning
+    carve = int(math.floor(pinning.set_aside_fraction * l2c.ways)) if gpu.uses_pinning else 0
+    set_aside_bytes = carve * l2c.sets * l2c.line_bytes  # in each of the ``parts`` caches
     pin_info = {
-        "scope": gpu.pinning.scope,
+        "mechanism": pinning.mechanism,
+        "scope": pinning.scope,
+        "set_aside_bytes": set_aside_bytes // parts if gpu.uses_pinning else 0,
+        "set_aside_ways": carve,
         "rows": 0,
         "lines": 0,
-        "lines_pinned": 0,
+        "lines_persisting": 0,
         "bytes": 0,
         "prefetch_ns": 0.0,
         "prefetch_charged": False,
+        "hit_ratio": 0.0,
     }
-    pin_ways = int(math.floor(gpu.pinning.max_fraction * l2c.ways))
     pin_eff = cal.efficiency_for(l2c.line_bytes)
     profile = pin_profile if pin_profile is not None else batch
-    per_table_pins = gpu.uses_pinning and gpu.pinning.rows > 0 and gpu.pinning.scope == "per_table"
+    prefetching = (
+        gpu.uses_pinning and pinning.rows > 0 and pinning.mechanism == "evict_last_prefetch"
+    )
+    per_table = gpu.uses_pinning and pinning.scope == "per_table"
 
     def pin(tables: list[int] | None) -> float:
-        """Pin the hottest rows of ``tables``; returns the pre-kernel's time (ns)."""
-        chosen = hot_rows(profile, gpu.pinning.rows, tables)
+        """The pre-kernel over the hottest rows of ``tables``; returns its time (ns)."""
+        chosen = hot_rows(profile, pinning.rows, tables)
         lines = pin_lines(chosen, bases, row_bytes, l2c.line_bytes)
-        pinned = l2.pin(lines, pin_ways)
-        pin_bytes = pinned * l2c.line_bytes
-        # The pre-kernel (prefetch.global.L2::evict_last over the rows) streams them from HBM.
+        # Coldest first: where a set's share of the set-aside overflows, the hottest stay.
+        persisting, fetched = l2.persist(lines[::-1], carve, clock)
+        pin_bytes = fetched * l2c.sector_bytes / parts  # sampled: every cache gets each line
         t_ns = pin_bytes / (gpu.hbm.peak_bandwidth_gbps * pin_eff)
         pin_info["rows"] += int(sum(r.size for _, r in chosen))
         pin_info["lines"] += int(lines.size)
-        pin_info["lines_pinned"] += int(pinned)
+        pin_info["lines_persisting"] = persisting
         pin_info["bytes"] += int(pin_bytes)
         pin_info["prefetch_ns"] += t_ns
         return t_ns
 
-    if gpu.uses_pinning and gpu.pinning.rows > 0 and gpu.pinning.scope == "global":
+    if prefetching and not per_table:
         # Pinned once; the rows stay across batches, so the pre-kernel is reported, not charged.
         pin(None)
-    pin_info["prefetch_charged"] = per_table_pins
+    pin_info["prefetch_charged"] = prefetching and per_table
 
     clk_ghz = sm.clock_mhz / 1000.0
     peak = gpu.hbm.peak_bandwidth_gbps
@@ -175,9 +197,13 @@ def embedding_stage(
             "units",
             "instructions",
             "hbm_fetches",
+            "spill_l1_sectors",
         ),
         0.0,
     )
+    util_weighted = 0.0
+    hbm_lat_weighted = 0.0
+    mlp_used = []
     stall = dict.fromkeys(STALL_KEYS, 0.0)
     level_units = np.zeros(3)
     tables_out = []
@@ -198,20 +224,29 @@ def embedding_stage(
         )
         l1.reset()  # L1 is invalidated at each kernel launch
         pre_ns = 0.0
-        if per_table_pins:
-            l2.unpin_all()
+        policy = L2Policy(parts=parts, carve=carve)
+        if per_table:
+            l2.reset_persisting()  # cudaCtxResetPersistingL2Cache before the next table
+        if prefetching and per_table:
             pre_ns = pin([t])
             totals["hbm_stream_bytes"] += pre_ns * gpu.hbm.peak_bandwidth_gbps * pin_eff
+        if gpu.uses_pinning and pinning.mechanism == "access_window":
+            lo = bases[t] // l2c.line_bytes
+            table_bytes = lookups.num_rows * row_bytes[t]
+            ratio = pinning.hit_ratio or min(1.0, set_aside_bytes / parts / table_bytes)
+            policy = L2Policy(
+                parts=parts,
+                window_lo=lo,
+                window_hi=lo + -(-table_bytes // l2c.line_bytes),
+                hit_ratio=ratio,
+                carve=carve,
+            )
+            pin_info["hit_ratio"] = ratio
         ks, _ = run_kernel_stream(
-            lookups.indices,
-            lookups.offsets,
-            layout,
-            l1,
-            l2,
-            sample=k,
-            lat_cycles=(lat.l1_cycles, lat.l2_cycles, lat.hbm_cycles),
-            clock=clock,
+            lookups.indices, lookups.offsets, layout, l1, l2, sample=k, clock=clock, policy=policy
         )
+        if gpu.uses_pinning and pinning.mechanism == "access_window":
+            pin_info["lines_persisting"] = int(np.count_nonzero(l2.pinned))
         c = ks.counts
         # Rates of the sampled lines stand for every request (all of them when k = 1).
         l1_rate = c["l1_sector_hits"] / c["l1_sectors"] if c["l1_sectors"] else 0.0
@@ -225,21 +260,14 @@ def embedding_stage(
         lv = ks.level_units.astype(float)
         known = lv[LEVEL_L1] + lv[LEVEL_L2] + lv[LEVEL_HBM]
         share = lv[:3] / known if known else np.array([1.0, 0.0, 0.0])
-        lat_levels = np.array([lat.l1_cycles, lat.l2_cycles, lat.hbm_cycles])
         # Unsampled loads draw their levels from the sampled mix (multinomial per warp, fixed
         # seed): the warps keep their spread, which the slowest-warp-per-block rule needs.
-        if ks.unsampled.any():
-            draws = np.random.default_rng(t).multinomial(ks.unsampled, share)
-            warp_lat = ks.lat_cycles + draws @ lat_levels
-        else:
-            warp_lat = ks.lat_cycles
+        warp_levels = ks.warp_levels[:, :3].astype(float)
+        if ks.warp_levels[:, 3].any():
+            rng = np.random.default_rng(t)
+            warp_levels += rng.multinomial(ks.warp_levels[:, 3], share)
         units_lv = lv[:3] + lv[3] * share
         level_units += units_lv
-        level_cycles = {
-            "l1_hit": units_lv[0] * lat.l1_cycles,
-            "l2_hit": units_lv[1] * lat.l2_cycles,
-            "hbm_latency": units_lv[2] * lat.hbm_cycles,
-        }
         eff_rows = cal.efficiency_for(fetch_bytes)
         eff_stream = cal.efficiency_for(l2c.line_bytes)
         n = lookups.num_lookups
@@ -247,26 +275,44 @@ def embedding_stage(
             lookups.batch * row_bytes[t]
         )
         t_hbm_rows = hbm_sectors * sector / (peak * eff_rows)
-        units = float(ks.units.sum())
+        units = float(warp_levels.sum())
         instructions = units * cfg.instructions_per_lookup
+        # A spilled register's reload: 32 threads x 4 B = 4 sectors of local memory, from L1.
+        spill_sectors = units * cfg.spill_loads_per_lookup * (32 * 4 // sector)
+        slice_bytes = 32 * elem_bytes[t]
+        mlp = cfg.mlp_for(max(1, -(-slice_bytes // sector)))
+        mlp_used.append(mlp)
         bounds = {
             "hbm_bandwidth": t_hbm_rows + stream_bytes / (peak * eff_stream),
             "l2_bandwidth": l2_sectors * sector / (l2c.bytes_per_cycle * clk_ghz),
-            "l1_bandwidth": l1_sectors * sector / (l1c.bytes_per_cycle * sm.count * clk_ghz),
+            "l1_bandwidth": (l1_sectors + spill_sectors)
+            * sector
+            / (l1c.bytes_per_cycle * sm.count * clk_ghz),
             "issue": instructions / (sm.count * sm.schedulers * clk_ghz),
         }
-        index_cycles = lat.l1_cycles + lat.hbm_cycles * gpu.kernel.index_bytes / l1c.line_bytes
+        prices = LoadPrices(
+            l1_cycles=lat.l1_cycles,
+            l2_cycles=lat.l2_cycles,
+            hbm_unloaded_cycles=lat.hbm_cycles,
+            index_hbm_share=gpu.kernel.index_bytes / l1c.line_bytes,
+            spill_cycles=lat.l1_cycles if cfg.spill_loads_per_lookup > 0 else 0.0,
+        )
         kt = kernel_timing(
-            warp_lat_cycles=warp_lat,
-            warp_units=ks.units.astype(float),
-            level_cycles=level_cycles,
-            index_cycles_per_unit=index_cycles,
-            loads_in_flight=cfg.loads_in_flight,
+            warp_levels=warp_levels,
+            prices=prices,
+            mlp=mlp,
             warps_per_block=cfg.warps_per_block,
             slots=sm.count * cfg.blocks_per_sm,
             cycle_ns=sm.cycle_ns,
+            hbm_bytes=hbm_sectors * sector + stream_bytes,
+            peak_gbps=peak,
+            saturation=cal.saturation,
+            queueing_ns=cal.queueing_ns if gpu.hbm.queueing else None,
             bounds_ns=bounds,
         )
+        util_weighted += kt.hbm_utilization * kt.t_ns
+        hbm_lat_weighted += kt.hbm_latency_cycles * kt.t_ns
+        totals["spill_l1_sectors"] += spill_sectors
         t_total += kt.t_ns + pre_ns
         stall["pin_prefetch"] += pre_ns
         hbm_row_time_ns += t_hbm_rows
@@ -289,10 +335,20 @@ def embedding_stage(
                 "bounds_ns": kt.bounds_ns,
                 "hbm_efficiency": eff_rows,
                 "hbm_fetch_bytes": fetch_bytes,
+                "hbm_utilization": kt.hbm_utilization,
+                "hbm_latency_ns": kt.hbm_latency_cycles * sm.cycle_ns,
             }
         )
+    kernels_ns = sum(x["t_ns"] for x in tables_out) - stall["pin_prefetch"]
+    loaded = {
+        "hbm_utilization_in_kernels": util_weighted / kernels_ns if kernels_ns else 0.0,
+        "hbm_latency_ns_in_kernels": hbm_lat_weighted / kernels_ns * sm.cycle_ns
+        if kernels_ns
+        else 0.0,
+        "mlp_loads_per_warp": float(np.mean(mlp_used)) if mlp_used else 0.0,
+    }
     return _result(
-        gpu, cfg, cal, lat, batch, t_total, totals, stall, level_units, tables_out, pin_info
+        gpu, cfg, cal, lat, batch, t_total, totals, stall, level_units, tables_out, pin_info, loaded
     )
 
 
@@ -308,6 +364,7 @@ def _result(
     level_units,
     tables_out,
     pin_info,
+    loaded,
 ) -> OpResult:
     sector = gpu.l2.sector_bytes
     hbm_bytes = totals["hbm_sectors"] * sector + totals["hbm_stream_bytes"]
@@ -320,7 +377,7 @@ def _result(
         "hbm_dynamic": totals["hbm_sectors"] * cal.pj_per_sector_for(fetch)
         + totals["hbm_stream_bytes"] / sector * cal.pj_per_sector_for(128.0),
         "hbm_background": cal.background_w_per_channel * gpu.hbm.channels * t_ns * 1e3,
-        "l1": totals["l1_sectors"] * e.l1_pj_per_sector,
+        "l1": (totals["l1_sectors"] + totals["spill_l1_sectors"]) * e.l1_pj_per_sector,
         "l2": totals["l2_sectors"] * e.l2_pj_per_sector,
         "sm_instructions": totals["instructions"] * e.pj_per_instruction,
         "static": e.static_power_w * t_ns * 1e3,
@@ -335,8 +392,12 @@ def _result(
             "warps_per_sm": cfg.resident_warps_per_sm,
             "occupancy": cfg.occupancy,
             "occupancy_limited_by": cfg.limited_by,
+            "regs_wanted": cfg.regs_wanted,
+            "spilled_regs": cfg.spilled_regs,
+            "spill_l1_bytes": totals["spill_l1_sectors"] * sector,
             "loads_in_flight_per_warp": cfg.loads_in_flight,
             "mlp_lines_in_flight": cfg.mlp_lines(gpu.sm.count),
+            "mlp_loads_per_warp": loaded["mlp_loads_per_warp"],
             "waves_per_table": gpu.kernel.grid_blocks / (gpu.sm.count * cfg.blocks_per_sm),
         },
         "l1_hit_rate": totals["l1_sector_hits"] / totals["l1_sectors"]
@@ -356,6 +417,10 @@ def _result(
         "achieved_hbm_bandwidth_gbps": achieved,
         "hbm_peak_bandwidth_gbps": gpu.hbm.peak_bandwidth_gbps,
         "hbm_bandwidth_utilization": achieved / gpu.hbm.peak_bandwidth_gbps,
+        "hbm_utilization_in_kernels": loaded["hbm_utilization_in_kernels"],
+        "hbm_latency_loaded_ns": loaded["hbm_latency_ns_in_kernels"],
+        "hbm_queueing": gpu.hbm.queueing,
+        "l2_caches": gpu.l2.caches,
         "stall_ns": stall,
         "stall_fraction": {k: (v / t_ns if t_ns else 0.0) for k, v in stall.items()},
         "tables_bound_by": {

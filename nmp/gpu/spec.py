@@ -10,7 +10,8 @@ A GPU preset (``models/gpu/<name>.toml``) becomes a frozen :class:`GpuSpec`. Clo
 * ``baseline``: the stock PyTorch kernel at its own register count, one row load in flight.
 * ``occupancy``: compiled with ``-maxrregcount`` (42): more resident warps.
 * ``prefetch``: software prefetch of the next ``prefetch_distance`` lookups' rows.
-* ``pinning``: the hottest ``pinning.rows`` rows are pinned in L2 (never evicted).
+* ``pinning``: the hottest ``pinning.rows`` rows persist in the L2 set-aside (see
+  :class:`PinningSpec`).
 * ``combined``: all three.
 """
 
@@ -48,11 +49,17 @@ class SmSpec:
     reg_alloc_unit: int = 256
     max_regs_per_thread: int = 255
     schedulers: int = 4
+    # L1 miss-status entries: sectors a warp, and an SM, may have outstanding (loads in flight
+    # beyond them wait): the per-SM limit of Little's law.
+    outstanding_sectors_per_warp: int = 8
+    outstanding_sectors_per_sm: int = 512
 
     def validate(self) -> None:
         require_at_least(
             self,
             1,
+            "outstanding_sectors_per_warp",
+            "outstanding_sectors_per_sm",
             "count",
             "max_warps",
             "max_blocks",
@@ -82,6 +89,11 @@ class CacheSpec:
     line_bytes: int = 128
     sector_bytes: int = 32
     slices: int = 1
+    # L2 only: ``partitions`` equal partitions. "near": each partition caches the data of the
+    # SMs attached to it (a line two halves read is held twice); "home": every line lives in one
+    # partition that all SMs share (one pool of all the sets).
+    partitions: int = 1
+    partition_policy: Literal["near", "home"] = "home"
 
     def validate(self) -> None:
         if self.size_bytes < 1:
@@ -98,6 +110,13 @@ class CacheSpec:
             raise KeyedValueError("bytes_per_cycle", "latency >= 0 and bandwidth > 0 required")
         if self.slices < 1:
             raise KeyedValueError("slices", "must be >= 1")
+        if self.partitions < 1 or self.sets % self.partitions:
+            raise KeyedValueError("partitions", f"must divide the {self.sets} sets")
+
+    @property
+    def caches(self) -> int:
+        """Separate caches the SMs see: the partitions under "near", else one pool."""
+        return self.partitions if self.partition_policy == "near" else 1
 
     @property
     def sets(self) -> int:
@@ -131,6 +150,9 @@ class HbmSpec:
     # Memory-controller view used when calibrating on the DRAM engine (nmp.gpu.hbm).
     read_queue: int = 128
     channel_interleave_bytes: int = 128
+    # Misses wait in the memory system's queues: their latency rises with utilization as the
+    # DRAM engine's replays say (nmp.gpu.hbm). False: unloaded latency plus a bandwidth bound.
+    queueing: bool = True
 
     def validate(self) -> None:
         require_at_least(
@@ -187,6 +209,13 @@ class KernelSpec:
     instructions_per_lookup: float = 12.0
     prefetch_instructions_per_lookup: float = 4.0
     index_bytes: int = 8
+    # The fewest registers the stock loop compiles to without spilling: ptxas fits the code
+    # under a -maxrregcount cap at or above it (rematerializing, rescheduling); below it the
+    # excess spills. Prefetch adds its ring's registers to it as to regs_per_thread.
+    min_regs_per_thread: int = 42
+    # Registers above the cap are spilled to local memory (cached in L1); each spilled register
+    # is reloaded this many times per lookup (a store/reload of a loop-carried value is 2).
+    spill_loads_per_reg_per_lookup: float = 1.0
 
     def validate(self) -> None:
         require_at_least(
@@ -206,29 +235,44 @@ class KernelSpec:
             raise KeyedValueError("prefetch_distance", "must be >= 0")
         if self.instructions_per_lookup <= 0 or self.prefetch_instructions_per_lookup < 0:
             raise KeyedValueError("instructions_per_lookup", "must be > 0")
+        if self.spill_loads_per_reg_per_lookup < 0:
+            raise KeyedValueError("spill_loads_per_reg_per_lookup", "must be >= 0")
 
 
 @dataclass(frozen=True)
 class PinningSpec:
-    """L2 pinning: a pre-kernel prefetches the ``rows`` hottest rows with ``evict_last`` so
-    they stay; at most ``max_fraction`` of each L2 set may hold pinned lines (the persisting
-    carve-out limit).
+    """L2 pinning as the hardware does it: a set-aside of ``set_aside_fraction`` of the L2
+    (``cudaLimitPersistingL2CacheSize``; the same share of every set and partition) holds lines
+    accessed with the persisting property (:mod:`nmp.gpu.cache`). How lines get it:
 
-    ``scope = "global"`` (the paper's): the hottest rows over all tables are pinned once and
-    stay across batches (the pre-kernel is not charged per batch). ``"per_table"``: before each
-    table's kernel the previous pins are released and that table's ``rows`` hottest rows are
-    pinned; that pre-kernel streams them from HBM every batch and is charged.
+    * ``mechanism = "evict_last_prefetch"`` (the paper's): a pre-kernel issues
+      ``prefetch.global.L2::evict_last`` over the ``rows`` hottest rows (by an offline profile),
+      coldest first so that where a set overflows the hottest stay; the kernel's own loads are
+      normal.
+    * ``"access_window"``: the kernel runs with an access-policy window over the whole table and
+      ``hitRatio`` ``hit_ratio`` (0: set-aside bytes / window bytes, the CUDA guide's advice): a
+      pseudo-random share of the table's lines persist, hot or not.
+
+    ``scope = "per_table"`` (the paper's pre-kernel, before each table's kernel): the previous
+    table's persisting lines are reset to normal (``cudaCtxResetPersistingL2Cache``) and this
+    table's hottest rows are prefetched; the pre-kernel's HBM traffic and time are charged.
+    ``"global"``: the ``rows`` hottest rows over all tables are prefetched once and stay across
+    batches (reported, not charged).
     """
 
     rows: int = 60_000
-    max_fraction: float = 0.75
-    scope: Literal["global", "per_table"] = "global"
+    set_aside_fraction: float = 0.75
+    scope: Literal["global", "per_table"] = "per_table"
+    mechanism: Literal["evict_last_prefetch", "access_window"] = "evict_last_prefetch"
+    hit_ratio: float = 0.0
 
     def validate(self) -> None:
         if self.rows < 0:
             raise KeyedValueError("rows", "must be >= 0")
-        if not 0.0 <= self.max_fraction <= 1.0:
-            raise KeyedValueError("max_fraction", "must lie in [0, 1]")
+        if not 0.0 <= self.set_aside_fraction <= 1.0:
+            raise KeyedValueError("set_aside_fraction", "must lie in [0, 1]")
+        if not 0.0 <= self.hit_ratio <= 1.0:
+            raise KeyedValueError("hit_ratio", "must lie in [0, 1]")
 
 
 @dataclass(frozen=True)
@@ -295,10 +339,11 @@ class GpuSpec:
         if self.l2.sector_bytes != self.l1.sector_bytes or self.l2.line_bytes != self.l1.line_bytes:
             raise KeyedValueError("l2.line_bytes", "L1 and L2 must share line and sector sizes")
         k = self.sim.line_sample
-        if self.l2.sets % k or self.l1.sets % k:
+        l2_sets = self.l2.sets // self.l2.caches
+        if l2_sets % k or self.l1.sets % k:
             raise KeyedValueError(
                 "sim.line_sample",
-                f"must divide the L1's {self.l1.sets} and the L2's {self.l2.sets} sets",
+                f"must divide the L1's {self.l1.sets} and each L2 cache's {l2_sets} sets",
             )
 
     # --- what the variant turns on -------------------------------------------------------

@@ -55,19 +55,32 @@ class KernelLayout:
         return -(-self.dim // 32)
 
 
+@dataclass(frozen=True)
+class L2Policy:
+    """How the L2 is driven during one kernel: ``parts`` caches (the SM's partition serves it:
+    SM ``sm`` uses cache ``sm * parts // sms``; 1 = one shared pool), the access-policy window
+    [``window_lo``, ``window_hi``) in line addresses whose lines persist with ``hit_ratio``, and
+    the set-aside ``carve`` (persisting ways per set)."""
+
+    parts: int = 1
+    window_lo: int = 0
+    window_hi: int = 0
+    hit_ratio: float = 0.0
+    carve: int = 0
+
+
 @dataclass
 class KernelStream:
     """What one kernel's stream did in the caches.
 
-    Per warp (``grid_blocks * block_y``): ``units`` (loads issued), ``lat_cycles`` (sum of the
-    known units' load latencies, cycles) and ``unsampled`` (units whose L2 outcome was not
-    simulated under line sampling: the caller draws their levels from the sampled mix).
+    ``warp_levels[w, level]``: per warp (``grid_blocks * block_y``) the units (loads) served
+    by L1, L2, HBM, and ``LEVEL_UNSAMPLED`` (units whose L2 outcome was not simulated under line
+    sampling: the caller draws their levels from the sampled mix). The timing prices the levels
+    afterwards (:mod:`nmp.gpu.timing`), so one stream serves every memory-load operating point.
     ``counts`` holds sector and line totals per level; ``level_units`` units per serving level.
     """
 
-    units: np.ndarray
-    lat_cycles: np.ndarray
-    unsampled: np.ndarray
+    warp_levels: np.ndarray
     counts: dict[str, int]
     level_units: np.ndarray
 
@@ -140,26 +153,28 @@ def _next_chunk(c, emb, stop, w, offsets, cpb, n_chunks, stride):
 
 
 @nb.njit(cache=True)
-def _flush(g_w, g_lv, g_n, units, lat, unsampled, level_units, lat_l1, lat_l2, lat_hbm):
+def _flush(g_w, g_lv, g_n, warp_levels, level_units):
     """Record the units of one lookup group (see :func:`_run`)."""
     known = -1
     for i in range(g_n):
         known = max(known, g_lv[i])
     for i in range(g_n):
-        w = g_w[i]
         level = g_lv[i] if g_lv[i] >= 0 else known
-        units[w] += 1
         if level < 0:
             level = LEVEL_UNSAMPLED
         level_units[level] += 1
-        if level == LEVEL_L1:
-            lat[w] += lat_l1
-        elif level == LEVEL_L2:
-            lat[w] += lat_l2
-        elif level == LEVEL_HBM:
-            lat[w] += lat_hbm
-        else:
-            unsampled[w] += 1
+        warp_levels[g_w[i], level] += 1
+
+
+@nb.njit(cache=True)
+def _window_persists(line, lo, hi, threshold):
+    """Access-policy window: a line in [lo, hi) gets the persisting property when its hash falls
+    under ``threshold`` (hitRatio x 2^16): a fixed pseudo-random share of the window's lines, as
+    the CUDA guide describes hitRatio (which accesses persist is random, ~hitRatio of them)."""
+    if line < lo or line >= hi:
+        return False
+    h = (np.uint64(line) * np.uint64(0xD6E8FEB86659FD93)) >> np.uint64(48)
+    return np.int64(h) < threshold
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -179,9 +194,11 @@ def _run(
     l1_ent,
     l2_ent,
     sample,
-    lat_l1,
-    lat_l2,
-    lat_hbm,
+    l2_parts,
+    win_lo,
+    win_hi,
+    win_threshold,
+    carve,
     t0,
     emit,
     out_lines,
@@ -191,9 +208,7 @@ def _run(
     n_warps = grid_blocks * block_y
     cpb = (dim + 31) // 32
     n_chunks = (offsets.shape[0] - 1) * cpb
-    units = np.zeros(n_warps, dtype=np.int64)
-    lat = np.zeros(n_warps, dtype=np.float64)
-    unsampled = np.zeros(n_warps, dtype=np.int64)
+    warp_levels = np.zeros((n_warps, 4), dtype=np.int64)
     counters = np.zeros(10, dtype=np.int64)
     level_units = np.zeros(4, dtype=np.int64)
     # Per warp: current chunk (-1: finished), next lookup position, end of the chunk's bag.
@@ -226,6 +241,7 @@ def _run(
         while active > 0:
             for b in range(wave_start, wave_end):
                 sm = b % sms
+                part = (sm * l2_parts) // sms  # the SM's L2 partition (1 = one pool)
                 for w in range(b * block_y, (b + 1) * block_y):
                     # Warp w + ahead is served a few units later: start loading its first
                     # line's cache sets now (a host-cache hint; no effect on any result).
@@ -244,7 +260,7 @@ def _run(
                                 (wp // block_y) % sms,
                                 _mod_by_recip(p_line, l1_sets, inv_l1_sets),
                             )
-                            prefetch_set(l2_ent, 0, p_s2)
+                            prefetch_set(l2_ent, (((wp // block_y) % sms) * l2_parts) // sms, p_s2)
                     chunk = cur[w]
                     if chunk < 0:
                         continue
@@ -296,7 +312,10 @@ def _run(
                         else:
                             miss1 = mask & ~hit1
                             nmiss1 = nreq - nhit1
-                            hit2 = np.int64(access_set(l2_ent, 0, s2, line, miss1, t))
+                            per = _window_persists(line, win_lo, win_hi, win_threshold)
+                            hit2 = np.int64(
+                                access_set(l2_ent, part, s2, line, miss1, t, per, carve)
+                            )
                             nhit2 = _POPCOUNT[hit2]
                             counters[4] += nmiss1
                             counters[5] += nhit2
@@ -312,25 +331,14 @@ def _run(
                     # the cpb warps of its bag) share their fate: an unsampled slice takes
                     # the level of a sampled sibling (resolved when the lookup's group ends).
                     if e_cur != g_e:
-                        _flush(
-                            g_w,
-                            g_lv,
-                            g_n,
-                            units,
-                            lat,
-                            unsampled,
-                            level_units,
-                            lat_l1,
-                            lat_l2,
-                            lat_hbm,
-                        )
+                        _flush(g_w, g_lv, g_n, warp_levels, level_units)
                         g_e = e_cur
                         g_n = 0
                     g_w[g_n] = w
                     g_lv[g_n] = level
                     g_n += 1
-    _flush(g_w, g_lv, g_n, units, lat, unsampled, level_units, lat_l1, lat_l2, lat_hbm)
-    return units, lat, unsampled, counters, level_units, t, n_emit
+    _flush(g_w, g_lv, g_n, warp_levels, level_units)
+    return warp_levels, counters, level_units, t, n_emit
 
 
 def line_requests_upper_bound(n_units: int, layout: KernelLayout) -> int:
@@ -348,8 +356,8 @@ def run_kernel_stream(
     l2,
     *,
     sample: int,
-    lat_cycles: tuple[float, float, float],
     clock,
+    policy: L2Policy | None = None,
     emit: bool = False,
 ) -> tuple[KernelStream, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
     """Run one kernel's stream through the L1 bank ``l1`` (one cache per SM) and ``l2``.
@@ -358,9 +366,10 @@ def run_kernel_stream(
     sampling; 1 = every line). For the L2 that is exact set sampling; each L1 must then have
     1/k of the real sets (the caller sizes it) so that its sets see the real per-set traffic.
 
-    ``lat_cycles`` = (L1 hit, L2 hit, HBM) load latency; ``clock`` is the LRU time shared with
-    other kernels. With ``emit`` the line stream (lines, masks, SM) is returned too, in stream
-    order (tests replay it through :func:`nmp.gpu.cache.simulate_trace`).
+    ``clock`` is the LRU time shared with other kernels; ``policy`` the L2's partitions,
+    access-policy window and set-aside (default: one pool, no window). With ``emit`` the line
+    stream (lines, masks, SM) is returned too, in stream order (tests replay it through
+    :func:`nmp.gpu.cache.simulate_trace`).
     """
     indices = np.ascontiguousarray(indices, dtype=np.int64)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
@@ -369,7 +378,8 @@ def run_kernel_stream(
     out_lines = np.empty(n_out, dtype=np.int64)
     out_masks = np.empty(n_out, dtype=np.uint8)
     out_sms = np.empty(n_out, dtype=np.int64)
-    units, lat, unsampled, counters, level_units, t_end, n_emit = _run(
+    policy = policy or L2Policy()
+    warp_levels, counters, level_units, t_end, n_emit = _run(
         indices,
         offsets,
         layout.row_bytes,
@@ -385,9 +395,11 @@ def run_kernel_stream(
         l1.ent,
         l2.ent,
         sample,
-        float(lat_cycles[0]),
-        float(lat_cycles[1]),
-        float(lat_cycles[2]),
+        policy.parts,
+        policy.window_lo,
+        policy.window_hi,
+        int(round(policy.hit_ratio * 65536)),
+        policy.carve,
         clock.t,
         emit,
         out_lines,
@@ -396,9 +408,7 @@ def run_kernel_stream(
     )
     clock.t = int(t_end)
     stream = KernelStream(
-        units=units,
-        lat_cycles=lat,
-        unsampled=unsampled,
+        warp_levels=warp_levels,
         counts={name: int(v) for name, v in zip(_COUNTER_NAMES, counters, strict=True)},
         level_units=level_units,
     )

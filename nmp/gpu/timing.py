@@ -1,27 +1,38 @@
-"""Time of one EmbeddingBag kernel: latency-bound (Little's law) vs bandwidth-bound.
+"""Time of one EmbeddingBag kernel: Little's law on a loaded memory system.
 
-Latency bound. A warp keeps ``m`` row loads in flight (:mod:`nmp.gpu.kernel`); each load's
-latency is that of the level that served it (L1 hit, L2 hit, HBM: from the cache simulation) plus
-the index load that precedes it (an L1 hit, and one line miss to HBM per ``line/index`` lookups:
-the index stream is sequential). By Little's law a warp then retires ``m / latency`` lookups per
-cycle, so its time is ``sum(latencies) / m``; a block lasts as long as its slowest warp, and blocks
-are list-scheduled onto the ``SMs x blocks_per_SM`` slots in launch order (the hardware block
-scheduler refills a slot as soon as it frees), which captures the tail of the last partial wave.
+Latency. A warp keeps ``m`` row loads in flight (:meth:`nmp.gpu.kernel.KernelConfig.mlp_for`:
+what the variant asks, bounded by the L1's outstanding-sector entries per warp and per SM). Each
+load's latency is that of the level that served it (L1 hit, L2 hit, HBM: the cache simulation
+says which) plus the index load before it (an L1 hit, and one line miss to HBM per
+``line/index`` lookups: the index stream is sequential). By Little's law the warp retires ``m /
+latency`` lookups per cycle, so its time is ``sum(latencies) / m``, plus a spilled kernel's reloads
+(an L1 hit per lookup, in the chain, not overlapped). A block lasts as long as its slowest warp;
+blocks are list-scheduled onto the ``SMs x blocks_per_SM`` slots in launch order (the hardware
+block scheduler refills a slot as soon as it frees), which captures the tail of the last wave.
 
-Bandwidth bounds. HBM: bytes fetched / (peak x efficiency), the efficiency of random sector
-fetches calibrated on the nmp.memory DRAM engine (:mod:`nmp.gpu.hbm`); L2: sectors served /
-L2 bandwidth; L1 likewise per SM; instruction issue: warp instructions / (SMs x schedulers).
+Load. An HBM miss's latency is the unloaded one plus the queueing delay at the kernel's HBM
+utilization ``u = bytes / (time x peak)``, from the DRAM engine's replays at offered loads
+(:meth:`nmp.gpu.hbm.HbmCalibration.queueing_ns`; it diverges at the saturated efficiency of random
+fetches). Time and latency depend on each other: the kernel time is the fixed point ``T =
+max(makespan(latency(u(T))), other bounds)``, found by bisection (the makespan falls as T grows, so
+there is one). More loads in flight thus buy time only until the queues they fill eat it back.
 
-Kernel time = max(latency bound, bandwidth bounds). Stall breakdown (sums to the kernel time):
-the latency-bound time with perfect packing split by where the latency went (``index_load``,
-``l1_hit``, ``l2_hit``, ``hbm_latency``), ``tail`` (the makespan beyond perfect packing), and the
-excess of the binding bandwidth bound over the latency bound (``hbm_bandwidth``,
-``l2_bandwidth``, ``l1_bandwidth``, ``issue``). ``pin_prefetch`` (the per-table pinning
-pre-kernel) is added by the caller.
+Other bounds: L2 sectors / L2 bandwidth; L1 sectors (rows, spills) / L1 bandwidth per SM;
+instruction issue: warp instructions / (SMs x schedulers). With ``hbm.queueing = false`` the HBM
+latency stays unloaded and HBM bytes / (peak x random-fetch efficiency) is a hard bound instead.
+
+Stall breakdown (sums to the kernel time): the latency-bound time with perfect packing split by
+where the latency went (``index_load``, ``l1_hit``, ``l2_hit``, ``hbm_latency`` (unloaded),
+``hbm_queueing``, ``spill``), ``tail`` (the makespan beyond perfect packing), and the excess of the
+binding bandwidth bound over the latency bound (``hbm_bandwidth``, ``l2_bandwidth``,
+``l1_bandwidth``, ``issue``). ``pin_prefetch`` (the per-table pinning pre-kernel) is added by the
+caller.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numba as nb
@@ -32,6 +43,8 @@ STALL_KEYS = (
     "l1_hit",
     "l2_hit",
     "hbm_latency",
+    "hbm_queueing",
+    "spill",
     "tail",
     "hbm_bandwidth",
     "l2_bandwidth",
@@ -39,6 +52,7 @@ STALL_KEYS = (
     "issue",
     "pin_prefetch",
 )
+_BISECTIONS = 60
 
 
 @nb.njit(cache=True)
@@ -61,46 +75,123 @@ class KernelTiming:
     bounds_ns: dict[str, float]
     stall_ns: dict[str, float] = field(default_factory=dict)
     bound: str = "latency"
+    hbm_utilization: float = 0.0
+    hbm_latency_cycles: float = 0.0
+
+
+@dataclass(frozen=True)
+class LoadPrices:
+    """Cycles of each part of a lookup's chain (SM clock)."""
+
+    l1_cycles: float
+    l2_cycles: float
+    hbm_unloaded_cycles: float
+    index_hbm_share: float  # HBM index-line misses per lookup (index bytes / line bytes)
+    spill_cycles: float  # reload latency per lookup in the chain (0 without spills)
 
 
 def kernel_timing(
     *,
-    warp_lat_cycles: np.ndarray,
-    warp_units: np.ndarray,
-    level_cycles: dict[str, float],
-    index_cycles_per_unit: float,
-    loads_in_flight: int,
+    warp_levels: np.ndarray,
+    prices: LoadPrices,
+    mlp: float,
     warps_per_block: int,
     slots: int,
     cycle_ns: float,
+    hbm_bytes: float,
+    peak_gbps: float,
+    saturation: float,
+    queueing_ns: Callable[[float], float] | None,
     bounds_ns: dict[str, float],
 ) -> KernelTiming:
-    """Combine per-warp load latencies with the bandwidth bounds (see the module docstring).
+    """Kernel time from per-warp loads by level (``warp_levels[w] = (L1, L2, HBM)`` units) and
+    the bandwidth ``bounds_ns`` (see the module docstring). ``queueing_ns`` None: unloaded
+    latencies and a hard HBM bandwidth bound (``bounds_ns["hbm_bandwidth"]``)."""
+    levels = np.ascontiguousarray(warp_levels, dtype=np.float64)
+    units = levels.sum(axis=1)
+    totals = levels.sum(axis=0)
+    p = prices
 
-    ``warp_lat_cycles``: per warp, the summed latency of its row loads (cycles);
-    ``level_cycles``: total row-load latency attributed to ``l1_hit``, ``l2_hit``,
-    ``hbm_latency`` over all warps (for the breakdown).
-    """
-    m = float(loads_in_flight)
-    warp_cycles = (warp_lat_cycles + warp_units * index_cycles_per_unit) / m
-    block_cycles = warp_cycles.reshape(-1, warps_per_block).max(axis=1)
-    makespan = list_schedule(np.ascontiguousarray(block_cycles), slots)
-    packed = float(block_cycles.sum()) / slots
-    t_lat = makespan * cycle_ns
-    t = max([t_lat, *bounds_ns.values()])
+    def makespan_cycles(hbm_cycles: float) -> float:
+        index = p.l1_cycles + hbm_cycles * p.index_hbm_share
+        lat = levels @ np.array([p.l1_cycles, p.l2_cycles, hbm_cycles])
+        warp = (lat + units * index) / mlp + units * p.spill_cycles
+        block = warp.reshape(-1, warps_per_block).max(axis=1)
+        return list_schedule(np.ascontiguousarray(block), slots)
+
+    def queue_cycles(t_ns: float) -> tuple[float, float]:
+        u = hbm_bytes / (t_ns * peak_gbps) if t_ns > 0 else math.inf
+        return u, queueing_ns(u) / cycle_ns
+
+    other = {k: v for k, v in bounds_ns.items() if k != "hbm_bandwidth"}
+    floor = max(other.values(), default=0.0)
+    if queueing_ns is None:
+        q = 0.0
+        t_lat = makespan_cycles(p.hbm_unloaded_cycles) * cycle_ns
+        t = max(t_lat, floor, bounds_ns.get("hbm_bandwidth", 0.0))
+    else:
+
+        def excess(t_ns: float) -> float:
+            _, qc = queue_cycles(t_ns)
+            if math.isinf(qc):
+                return math.inf
+            return max(makespan_cycles(p.hbm_unloaded_cycles + qc) * cycle_ns, floor) - t_ns
+
+        lo = max(floor, hbm_bytes / (peak_gbps * saturation)) if hbm_bytes > 0 else floor
+        hi = max(lo, makespan_cycles(p.hbm_unloaded_cycles) * cycle_ns, 1e-9)
+        while excess(hi) > 0:
+            lo, hi = hi, hi * 2.0
+        if excess(lo) <= 0:
+            hi = lo
+        for _ in range(_BISECTIONS):
+            if hi - lo <= 1e-9 * hi:
+                break
+            mid = 0.5 * (lo + hi)
+            if excess(mid) > 0:
+                lo = mid
+            else:
+                hi = mid
+        t = hi
+        _, q = queue_cycles(t)
+        t_lat = min(makespan_cycles(p.hbm_unloaded_cycles + q) * cycle_ns, t)
+    hbm_cycles = p.hbm_unloaded_cycles + q
+    u = hbm_bytes / (t * peak_gbps) if t > 0 else 0.0
+    parts = {
+        "l1_hit": totals[0] * p.l1_cycles / mlp,
+        "l2_hit": totals[1] * p.l2_cycles / mlp,
+        "hbm_latency": totals[2] * p.hbm_unloaded_cycles / mlp,
+        "hbm_queueing": (totals[2] + units.sum() * p.index_hbm_share) * q / mlp,
+        "index_load": units.sum() * (p.l1_cycles + p.hbm_unloaded_cycles * p.index_hbm_share) / mlp,
+        "spill": units.sum() * p.spill_cycles,
+    }
+    warp = sum(parts.values())
+    blocks = levels.shape[0] / warps_per_block
+    # Perfect packing: every slot busy with the mean block (the slowest warp of each block).
+    index = p.l1_cycles + hbm_cycles * p.index_hbm_share
+    lat = levels @ np.array([p.l1_cycles, p.l2_cycles, hbm_cycles])
+    per_warp = (lat + units * index) / mlp + units * p.spill_cycles
+    block_sum = float(per_warp.reshape(-1, warps_per_block).max(axis=1).sum())
+    packed_ns = min(block_sum / slots * cycle_ns, t_lat) if blocks else 0.0
     stall = dict.fromkeys(STALL_KEYS, 0.0)
-    parts = dict(level_cycles)
-    parts["index_load"] = float(warp_units.sum()) * index_cycles_per_unit
-    total = sum(parts.values())
-    packed_ns = min(packed * cycle_ns, t_lat)
-    if total > 0:
+    if warp > 0:
         for key, value in parts.items():
-            stall[key] = packed_ns * value / total
+            stall[key] = packed_ns * value / warp
     stall["tail"] = t_lat - packed_ns
     bound = "latency"
-    if t > t_lat:
-        bound = max(bounds_ns, key=lambda k: bounds_ns[k])
-        stall[bound] = t - t_lat
+    all_bounds = dict(bounds_ns)
+    if t > t_lat * (1 + 1e-9):
+        candidates = all_bounds if queueing_ns is None else other
+        bound = max(candidates, key=lambda k: candidates[k])
+        stall[bound] += t - t_lat
+    else:
+        t_lat = t
+        stall["tail"] = t_lat - packed_ns
     return KernelTiming(
-        t_ns=t, t_latency_ns=t_lat, bounds_ns=dict(bounds_ns), stall_ns=stall, bound=bound
+        t_ns=t,
+        t_latency_ns=t_lat,
+        bounds_ns=all_bounds,
+        stall_ns=stall,
+        bound=bound,
+        hbm_utilization=u,
+        hbm_latency_cycles=hbm_cycles,
     )

@@ -1,5 +1,5 @@
 """A deliberately simple, exact sectored LRU cache in pure Python: the reference the compiled
-cache model (nmp.gpu.cache) must agree with, request by request."""
+cache model (nmp.gpu.cache) must agree with, request by request, persisting lines included."""
 
 from __future__ import annotations
 
@@ -16,9 +16,12 @@ def reference_set(line: int, sets: int, hashed: bool) -> int:
 
 
 class ReferenceSectoredLRU:
-    """``sets`` sets of ``ways`` lines; each set an OrderedDict line -> valid-sector mask, least
-    recently used first. Pinned lines live apart, count against their set's ways and never leave.
-    """
+    """``sets`` sets of ``ways`` lines; each set an OrderedDict line -> [valid-sector mask,
+    persisting], least recently used first, written from the rules in nmp.gpu.cache's docstring:
+    at most ``carve`` persisting lines per set; a persisting miss evicts the LRU normal line
+    while under ``carve``, else the LRU persisting line; a normal miss evicts only normal lines
+    (bypassing when every way persists); a persisting hit promotes (demoting the LRU persisting
+    line at ``carve``)."""
 
     def __init__(self, sets: int, ways: int, *, hashed: bool, sectors_per_line: int = 4):
         self.sets = sets
@@ -26,33 +29,31 @@ class ReferenceSectoredLRU:
         self.hashed = hashed
         self.full = (1 << sectors_per_line) - 1
         self.lru = [OrderedDict() for _ in range(sets)]
-        self.pinned = [set() for _ in range(sets)]
 
-    def pin(self, lines, pin_ways: int) -> int:
-        done = 0
-        for line in lines:
-            s = reference_set(line, self.sets, self.hashed)
-            if len(self.pinned[s]) >= pin_ways or line in self.pinned[s]:
-                continue
-            self.pinned[s].add(line)
-            done += 1
-        return done
+    def persisting(self, s: int) -> list[int]:
+        return [line for line, (_, p) in self.lru[s].items() if p]
 
-    def access(self, line: int, mask: int) -> int:
+    def access(self, line: int, mask: int, persist: bool = False, carve: int = 0) -> int:
         """Returns the mask of requested sectors that hit."""
+        persist = persist and carve > 0
         s = reference_set(line, self.sets, self.hashed)
-        if line in self.pinned[s]:
-            return mask
         entries = self.lru[s]
+        pers = self.persisting(s)
         if line in entries:
-            hit = entries[line] & mask
-            entries[line] |= mask
+            valid, p = entries[line]
+            if persist and not p:
+                if len(pers) >= carve:
+                    entries[pers[0]][1] = False
+                p = True
+            entries[line] = [valid | mask, p]
             entries.move_to_end(line)
-            return hit
-        capacity = self.ways - len(self.pinned[s])
-        if capacity <= 0:
-            return 0
-        if len(entries) >= capacity:
-            entries.popitem(last=False)
-        entries[line] = mask
+            return valid & mask
+        if persist and len(pers) >= carve:
+            del entries[pers[0]]
+        elif len(entries) >= self.ways:
+            normal = [x for x, (_, p) in entries.items() if not p]
+            if not normal:
+                return 0
+            del entries[normal[0]]
+        entries[line] = [mask, persist]
         return 0
