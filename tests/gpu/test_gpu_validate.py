@@ -1,0 +1,29 @@
+"""benchmarks/gpu_validate.py on CPU: the dry run rebuilds the batch, checks it and prints the
+plan and the ncu command without touching a GPU."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_validate.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("gpu_validate", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dry_run_prints_the_plan(capsys):
+    mod = _load()
+    assert mod.main(["--dry-run", "--skip-model", "--batch", "16", "--reuse", "random"]) == 0
+    out = capsys.readouterr().out
+    assert "12 x 500,000 rows x dim 128" in out
+    assert f"{12 * 16 * 150:,} lookups" in out
+    assert "80 MiB buffer (> L2 40 MiB)" in out
+    assert "ncu --kernel-name regex:EmbeddingBag_updateOutputKernel" in out
+    for metric in ("lts__t_sector_hit_rate.pct", "launch__registers_per_thread"):
+        assert metric in out
+    assert "nothing measured" in out
