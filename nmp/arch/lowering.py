@@ -8,9 +8,11 @@ memory's *internal view* of that level (no shared bus above it); the level takes
 slowest node. Power limits across the units of a rank (tRRD_S, tFAW) are a bound of the timing
 layer, over all levels at once.
 
-Subarray-level parallelism (bank units): the bank's subarrays are the banks of a virtual bank
-group per bank unit, replayed on the bank-group view, so that per-subarray tRC overlaps while
-the bank's single column path (tCCD_L) and tRRD_L still bind.
+Subarray-level parallelism (bank units, ``arch.bank.salp``; Kim et al., ISCA'12): with "salp2"
+(two subarrays activated at once) and "masa" (up to SALP_TRACKED_SUBARRAYS open) the bank's
+subarrays are the banks of a virtual bank group per bank unit, replayed on the bank-group view,
+so that per-subarray tRC overlaps while the bank's single column path (tCCD_L) and tRRD_L still
+bind; "salp1" replays the bank itself with its precharge hidden behind the next activation.
 """
 
 from __future__ import annotations
@@ -72,7 +74,9 @@ def _next_pow2(n: int) -> int:
 
 def _expand(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For items with ``lines[i]`` requests: (item of each request, line index within item)."""
-    if lines.size and lines.min() == lines.max():
+    if not lines.size:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if lines.min() == lines.max():
         per = int(lines[0])  # every item the same size (one table width): no prefix sums
         item = np.repeat(np.arange(lines.size, dtype=np.int64), per)
         return item, np.tile(np.arange(per, dtype=np.int64), lines.size)
@@ -116,6 +120,23 @@ def _view(mem, level: str, queue: int | None = None, **org_changes):
 
 
 _VIEWS: dict[tuple, tuple] = {}  # (id(mem), level, queue, org) -> (mem, view): specs are frozen
+
+
+def _precharge_hidden(view):
+    """SALP-1 (Kim et al., ISCA'12): the precharge of one subarray overlaps the activation of
+    the next, so consecutive rows of a bank (in different subarrays, as random rows almost
+    always are among 256) are a row cycle of tRAS apart instead of tRAS + tRP. Modeled on the
+    bank's own view with tRP taken off the critical path (one cycle)."""
+    key = ("salp1", id(view))
+    hit = _VIEWS.get(key)
+    if hit is not None and hit[0] is view:
+        return hit[1]
+    t = dict(view.timing)
+    t["nRP"] = 1
+    t["nRC"] = t["nRAS"] + 1
+    out = dataclasses.replace(view, timing=t)
+    _VIEWS[key] = (view, out)
+    return out
 
 
 def _slot_location(slot, nbanks, lpr, lpp, rows):
@@ -280,6 +301,36 @@ def split_levels(
 
 
 @njit(cache=True)
+def _subarray_slots(node, row, salp):  # pragma: no cover - compiled
+    """Activated-subarray slot of each item (in stream order, grouped by node): a row already
+    held by one of the node's ``salp`` slots keeps it (its row stays open), a new row takes the
+    least recently used slot. With 256 subarrays per bank, distinct rows almost never share a
+    subarray, so each of the ``salp`` activations in flight is its own slot."""
+    out = np.zeros(node.shape[0], dtype=np.int64)
+    held = np.full(salp, -1, dtype=np.int64)
+    used = np.zeros(salp, dtype=np.int64)
+    prev = -1
+    for i in range(node.shape[0]):
+        if node[i] != prev:
+            held[:] = -1
+            used[:] = 0
+            prev = node[i]
+        pick = -1
+        for s in range(salp):
+            if held[s] == row[i]:
+                pick = s
+        if pick < 0:
+            pick = 0
+            for s in range(1, salp):
+                if used[s] < used[pick]:
+                    pick = s
+            held[pick] = row[i]
+        used[pick] = i + 1
+        out[i] = pick
+    return out
+
+
+@njit(cache=True)
 def _emit_lines(
     perm,
     node,
@@ -299,12 +350,14 @@ def _emit_lines(
     e_col,
     row_code_shift,
     addr,
+    slots,
 ):  # pragma: no cover - compiled
     """Every lookup's requests into ``addr``, lookup by lookup in ``perm`` order: the address
     OR of its fields' encodings (bank group, bank, DRAM row, column ``col0 + line``). With
     ``salp`` > 0 the bank is the row's subarray (bank group 0), else the node's bank. With
     ``row_code_shift`` >= 0 a row's code is ``row << row_code_shift`` (equal to ``e_row[row]``,
-    without reading the large table)."""
+    without reading the large table). With ``salp`` > 0, ``slots[i]`` is the lookup's
+    activated-subarray slot (:func:`_subarray_slots`)."""
     r_sh, u_sh = _shift_of(rows_mod), _shift_of(units)
     k = 0
     for j in range(perm.shape[0]):
@@ -315,9 +368,7 @@ def _emit_lines(
         else:
             row_code = e_row[row]
         if salp > 0:
-            # the row's subarray, folded onto the tracked ones (salp is a power of two)
-            sub = (row * subarrays) >> r_sh if r_sh >= 0 else row * subarrays // rows_mod
-            base = e_bg[0] | e_bank[sub & (salp - 1)] | row_code
+            base = e_bg[0] | e_bank[slots[i]] | row_code
         else:
             u = node[i] & (units - 1) if u_sh >= 0 else node[i] % units
             base = e_bg[unit_bg[u, bank[i]]] | e_bank[unit_bank[u, bank[i]]] | row_code
@@ -402,12 +453,18 @@ def lower_level(
     # no row straddles a page: all lines of a lookup share its page (per-lookup fields)
     one_page = bool(lpr.size) and int((col0 + lpr).max()) <= lpp
     salp_level = level == "bank" and spec.subarray_parallelism
-    if salp_level:
-        salp = min(_next_pow2(spec.bank.subarrays), SALP_TRACKED_SUBARRAYS)
+    reading = spec.bank.salp
+    if salp_level and reading != "salp1":
+        # salp2: two subarrays activated at once; masa: up to SALP_TRACKED_SUBARRAYS open
+        cap = 2 if reading == "salp2" else SALP_TRACKED_SUBARRAYS
+        salp = min(_next_pow2(spec.bank.subarrays), cap)
         view = _view(mem, "bankgroup", unit_queue(mem, lpr_max, salp), bankgroups=1, banks=salp)
     else:
         salp = 0
         view = _view(mem, level, unit_queue(mem, lpr_max, lay.banks_per_unit))
+        if salp_level:
+            view = _precharge_hidden(view)
+        salp_level = False  # one bank: rows as in the node's own bank
     rows_mod = mv.org(view, "rows") if salp_level else rows
     # the requests come grouped by node (perm is), `lines[k]` of node k
     if one_page:
@@ -415,10 +472,14 @@ def lower_level(
         if composes and rows_mod <= e_row.size and lpp <= e_col.size:
             total = int(lpr.sum())
             addr = _scratch("addr", total, np.uint64) if scratch else np.empty(total, np.uint64)
+            slots = np.zeros(1, dtype=np.int64)
+            if salp:
+                slots = np.empty(perm.size, dtype=np.int64)
+                slots[perm] = _subarray_slots(node[perm], page[perm] % rows_mod, salp)
             _emit_lines(
                 perm, node, b, page, col0, lpr, lay.units, lay.unit_bg, lay.unit_bank,
                 rows_mod, salp, spec.bank.subarrays, e_bg, e_bank, e_row, e_col, row_shift,
-                addr,
+                addr, slots,
             )  # fmt: skip
             return LevelStream(level, addr, None, view, lookups, lines * float(tx), lines)
     addr, node_req = _lower_direct(
@@ -436,14 +497,16 @@ def _direct_fields(lay, perm, node, b, page, col0, lpr, lpp, rows_mod, salp, spe
     row = line_page % rows_mod
     column = (col0[item] + within) % lpp
     if salp:
-        fields = dict(bankgroup=0, bank=row * spec.bank.subarrays // rows_mod % salp)
+        fields = dict(bankgroup=0, bank=_subarray_slots(node[item], row, salp))
     else:
         unit = node % lay.units
         fields = dict(bankgroup=lay.unit_bg[unit, b][item], bank=lay.unit_bank[unit, b][item])
     return node[item], dict(fields, row=row, column=column)
 
 
-def _lower_direct(spec, lay, view, perm, node, b, page, col0, lpr, lpp, rows_mod, salp):
+def _lower_direct(
+    spec, lay, view, perm, node, b, page, col0, lpr, lpp, rows_mod, salp, rotate=False
+):
     """Every request encoded on its own (rows that straddle pages, or a mapping whose fields
     share bits)."""
     from nmp.memory import encode_address

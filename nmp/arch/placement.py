@@ -185,18 +185,49 @@ def level_node_peak_gbps(name: str, layout: LevelLayout, mem) -> float:
 
 
 def level_effective_gbps(name: str, layout: LevelLayout, mem, spec: ArchSpec, row_bytes: int):
-    """Sustainable rate of one node for random rows (used only by the partition LP): the data
-    path's peak, and for a bank without subarray parallelism one row per tRC."""
+    """Sustainable rate of one node for random rows (used by the partition LP and the
+    frequency-aware base placement): the data path's peak, and for a bank one row per row
+    cycle - tRC without subarray parallelism, tRAS with SALP-1 (precharge hidden), two rows per
+    tRC with SALP-2 (two activations in flight); MASA reaches the column path's peak."""
     peak = level_node_peak_gbps(name, layout, mem)
-    if name == "bank" and not spec.subarray_parallelism:
+    reading = spec.bank.salp if spec.subarray_parallelism else "none"
+    if name == "bank" and reading != "masa":
         tx, tck = mv.tx_bytes(mem), mv.tck_ns(mem)
         lpr = -(-row_bytes // tx)
-        per_row_cycles = max(
-            mv.timing(mem, "nRC"),
-            mv.timing(mem, "nRCD") + lpr * mv.timing(mem, "nCCDL") + mv.timing(mem, "nRP"),
-        )
+        t = {k: mv.timing(mem, k) for k in ("nRC", "nRAS", "nRCD", "nRP", "nCCDL")}
+        columns = t["nRCD"] + lpr * t["nCCDL"]
+        if reading == "salp1":
+            per_row_cycles = max(t["nRAS"], columns)
+        elif reading == "salp2":
+            per_row_cycles = max(t["nRC"] / 2, lpr * t["nCCDL"])
+        else:
+            per_row_cycles = max(t["nRC"], columns + t["nRP"])
         return min(peak, lpr * tx / (per_row_cycles * tck))
     return peak
+
+
+def frequency_first_shares(
+    profile: AccessProfile, caps: np.ndarray, order: np.ndarray, ntab: int
+) -> np.ndarray:
+    """Shares [tables, classes, levels] of a frequency-aware placement without an optimizer:
+    each table's rows sorted hottest first fill the levels in ``order`` (most bandwidth per
+    stored row first), each level taking its capacity share of the table's rows."""
+    nlev = caps.size
+    frac = np.zeros((ntab, MAX_CLASSES, nlev))
+    share = caps / caps.sum()
+    hot_first = np.arange(MAX_CLASSES - 1, -1, -1)  # class 0 (unseen rows) is the coldest
+    for t in range(ntab):
+        rows, _ = profile.class_stats(t)
+        r = rows[hot_first]
+        end = np.cumsum(r)
+        start = end - r
+        bound = np.concatenate([[0.0], np.cumsum(share[order])]) * end[-1]
+        for k, lv in enumerate(order):
+            overlap = np.clip(np.minimum(end, bound[k + 1]) - np.maximum(start, bound[k]), 0, None)
+            frac[t, hot_first, lv] = np.divide(overlap, r, out=np.zeros_like(r), where=r > 0)
+        empty = rows <= 0
+        frac[t, empty] = share  # classes without rows: any split
+    return frac
 
 
 def solve_cross_level(
@@ -226,6 +257,17 @@ def solve_cross_level(
         dtype=np.float64,
     )
     if not spec.bandwidth_aware_partition:
+        if spec.base_placement == "frequency" and profile is not None:
+            # the level with the most bandwidth per stored row takes the hottest rows
+            rate = np.array(
+                [
+                    level_effective_gbps(lv, layouts[lv], mem, spec, int(np.median(row_bytes)))
+                    * layouts[lv].nodes
+                    for lv in levels
+                ]
+            )
+            order = np.argsort(-rate / caps, kind="stable")
+            return frequency_first_shares(profile, caps, order, ntab), None
         frac = np.broadcast_to(caps / caps.sum(), (ntab, MAX_CLASSES, len(levels))).copy()
         return frac, None
     rows_b, freq_b, bytes_b = [], [], []
@@ -363,6 +405,7 @@ __all__ = [
     "Placement",
     "divmod_nonneg",
     "flatten",
+    "frequency_first_shares",
     "level_effective_gbps",
     "level_node_peak_gbps",
     "node_capacity_slots",

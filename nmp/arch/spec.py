@@ -24,6 +24,9 @@ from nmp.config import (
 )
 
 LEVELS = ("rank", "bankgroup", "bank")
+SALP_READINGS = ("salp1", "salp2", "masa")
+# how a cross-level design without the LP picks each row's level (``base_placement``)
+BASE_PLACEMENTS = ("frequency", "capacity")
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,12 @@ class UnitSpec:
     sram_pj_per_bit: float = 0.16
     area_mm2: float = 0.0
     subarrays: int = 1  # subarrays per bank usable in parallel (bank level, with SALP)
+    # What subarray-level parallelism overlaps (Kim et al., ISCA'12; bank level, with
+    # ``subarray_parallelism``): "salp1" hides the precharge of one subarray behind the
+    # activation of the next (a row every tRAS instead of tRC); "salp2" also lets a second
+    # subarray activate while the first is open (two activations in flight); "masa" keeps
+    # several subarrays' rows open at once (up to SALP_TRACKED_SUBARRAYS, tCCD_L binds).
+    salp: str = "masa"
 
     def validate(self) -> None:
         if self.units < 0:
@@ -101,6 +110,10 @@ class UnitSpec:
                 "cache_kib",
                 f"cache of {self.cache_kib:g} KiB is larger than the unit's SRAM "
                 f"(buffer_kib = {self.buffer_kib:g})",
+            )
+        if self.salp not in SALP_READINGS:
+            raise KeyedValueError(
+                "salp", f"unknown reading '{self.salp}' (known: {', '.join(SALP_READINGS)})"
             )
         if self.cache_reuse_threshold < 1:
             raise KeyedValueError("cache_reuse_threshold", "must be >= 1")
@@ -172,6 +185,11 @@ class ArchSpec:
     locality_aware_scheduling: bool = False
     table_aware_scheduling: bool = False
     partition_calibration: bool = True  # re-solve the LP with measured per-level costs
+    # Cross-level placement without the LP (ReCross's ablation base): "frequency" puts each
+    # table's hottest rows on the level with the most bandwidth per row it stores, each level
+    # taking its capacity share of the table's rows (a frequency-aware designer without an
+    # optimizer); "capacity" spreads every row by the capacity ratio, oblivious of frequency.
+    base_placement: str = "frequency"
     replicate_hot_rows: int = 0  # hottest rows copied to every node of the finest level
     profile_seed_offset: int = 1  # the access profile comes from another batch (seed + this)
     # Per-node request streams longer than this are timed on an evenly spread sample of this
@@ -205,6 +223,11 @@ class ArchSpec:
                 "policy", f"unknown policy '{self.policy}' (known: {', '.join(policy_names())})"
             )
         policy.validate(self)
+        if self.base_placement not in BASE_PLACEMENTS:
+            raise KeyedValueError(
+                "base_placement",
+                f"unknown '{self.base_placement}' (known: {', '.join(BASE_PLACEMENTS)})",
+            )
         if self.subarray_parallelism and self.bank.units == 0:
             raise KeyedValueError("subarray_parallelism", "needs bank units (bank.units > 0)")
         if self.replicate_hot_rows < 0:
@@ -228,7 +251,9 @@ def load_arch_spec(name: str, overrides: dict | None = None) -> ArchSpec:
 
 
 __all__ = [
+    "BASE_PLACEMENTS",
     "LEVELS",
+    "SALP_READINGS",
     "ArchSpec",
     "HostSpec",
     "InstructionSpec",

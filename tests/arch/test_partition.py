@@ -57,7 +57,10 @@ def test_criteo_kaggle_partition_solves_fast():
 
 def test_partition_switch_changes_placement(small_workload):
     on = load_arch("recross")
-    off = load_arch("recross", overrides={"bandwidth_aware_partition": False})
+    # the frequency-oblivious base (the default base is frequency-aware: test_mechanisms.py)
+    off = load_arch(
+        "recross", overrides={"bandwidth_aware_partition": False, "base_placement": "capacity"}
+    )
     for a in (on, off):
         a.bind(small_workload)
     batch = generate_batch(small_workload, seed=0)

@@ -33,7 +33,8 @@ class CrossLevel(RowPolicy):
     partitions_by_level = True
 
     def needs_profile(self, spec) -> bool:
-        return super().needs_profile(spec) or spec.bandwidth_aware_partition
+        frequency_base = spec.base_placement == "frequency" and len(spec.data_levels) > 1
+        return super().needs_profile(spec) or spec.bandwidth_aware_partition or frequency_base
 
     def partitions(self, spec) -> bool:
         return len(spec.data_levels) > 1
