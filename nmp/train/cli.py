@@ -13,6 +13,7 @@ takes seconds on one CPU core; every knob is ``--set train.<field>=value`` (nmp/
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 
@@ -70,7 +71,8 @@ def _run(args: argparse.Namespace) -> int:
 
         if not failures:
             failures = default_failures(cfg)
-        rows = run_compare(cfg, failures)
+        with _step_progress(args, cfg.steps) as on_step:
+            rows = run_compare(cfg, failures, on_step=on_step)
         if args.json:
             json.dump(rows, sys.stdout, indent=2)
             print()
@@ -88,7 +90,8 @@ def _run(args: argparse.Namespace) -> int:
     from nmp.train.compare import result_row
     from nmp.train.trainer import run
 
-    res = run(cfg, args.strategy, failures)
+    with _step_progress(args, cfg.steps) as on_step:
+        res = run(cfg, args.strategy, failures, on_step=on_step)
     row = result_row(res, None)
     row.pop("overhead_pct")
     row.pop("auc_change")
@@ -122,6 +125,27 @@ def _run(args: argparse.Namespace) -> int:
         print_compression(row)
     print(f"  final_state_sha256 {res.final_state_sha256}")
     return 0
+
+
+@contextlib.contextmanager
+def _step_progress(args, steps: int):
+    """A transient rich bar per strategy over its steps, on a terminal and without --json."""
+    if args.json or not sys.stdout.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    tasks: dict[str, int] = {}
+    with Progress(
+        "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
+    ) as bar:
+
+        def on_step(strategy: str, step: int) -> None:
+            if strategy not in tasks:
+                tasks[strategy] = bar.add_task(strategy, total=steps)
+            bar.update(tasks[strategy], completed=step)
+
+        yield on_step
 
 
 def _deployment(args):

@@ -68,7 +68,10 @@ def default_failures(cfg: TrainConfig) -> list[Failure]:
 
 
 def run_compare(
-    cfg: TrainConfig, failures: list[Failure], strategies: tuple[str, ...] | None = None
+    cfg: TrainConfig,
+    failures: list[Failure],
+    strategies: tuple[str, ...] | None = None,
+    on_step=None,
 ) -> list[dict[str, Any]]:
     from dataclasses import replace
 
@@ -76,11 +79,11 @@ def run_compare(
 
     strategies = strategy_names() if strategies is None else strategies
     plain = replace(cfg, compress="none")  # train.compress adds its own ECRec row below
-    base = run(plain, "failure-free", [])
+    base = run(plain, "failure-free", [], on_step=on_step)
     rows = [result_row(base, None)]
     rows[0]["identical_to_failure_free"] = True
     for name in strategies:
-        rows.append(result_row(run(plain, name, failures), base))
+        rows.append(result_row(run(plain, name, failures, on_step=on_step), base))
     if "ecrec" in strategies and (row := compressed_ecrec_row(cfg, failures, base)):
         rows.append(row)
     return rows

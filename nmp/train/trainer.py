@@ -16,6 +16,7 @@ failure-free one by a hash of the final state.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -349,8 +350,10 @@ def run(
     failures: list[Failure],
     *,
     cost: CostModel | None = None,
+    on_step: Callable[[str, int], None] | None = None,
 ) -> RunResult:
-    """Train ``cfg.steps`` steps under ``strategy`` with ``failures`` injected."""
+    """Train ``cfg.steps`` steps under ``strategy`` with ``failures`` injected; ``on_step``
+    (strategy, step) is called after every executed step (progress display)."""
     from nmp.train.strategies import make_strategy
 
     strat = make_strategy(strategy, cfg)
@@ -384,6 +387,8 @@ def run(
         strat.before_step()
         trainer.train_step(hook)
         strat.after_step()
+        if on_step is not None:
+            on_step(strategy, trainer.step)
     strat.finish()
     metrics = trainer.evaluate()
     return RunResult(
