@@ -1,6 +1,7 @@
 """Compression ratio and measured throughput of a codec on a set of chunks.
 
-Throughput is uncompressed bytes per second of wall time on this machine, one thread, best of
+Throughput is uncompressed bytes per second of this process's CPU time (``time.process_time``:
+other load on the shared machine does not count), one thread, best of
 ``repeats`` (the minimum time: the least disturbed run on a shared machine).
 """
 
@@ -29,11 +30,11 @@ def measure(
     encs: list[Encoded] = []
     outs: list[np.ndarray] = []
     for _ in range(max(1, repeats)):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         encs = [codec.encode(c, eb_rel, table=t) for c, t in zip(chunks, tables, strict=True)]
-        t1 = time.perf_counter()
+        t1 = time.process_time()
         outs = [codec.decode(e) for e in encs]
-        t2 = time.perf_counter()
+        t2 = time.process_time()
         best_c, best_d = min(best_c, t1 - t0), min(best_d, t2 - t1)
     packed = sum(e.nbytes for e in encs)
     worst = 0.0  # largest |error| / eb over every element of every chunk
