@@ -22,12 +22,14 @@ from nmp.cache.neighbors import substitute_map
 
 
 @functools.cache
-def trained_model(workload: str, steps: int, seed: int, eval_batches: int):
+def trained_model(workload: str, steps: int, seed: int, eval_batches: int, alpha: float = 0.0):
     """A trained trainer (``nmp.train.trainer.run`` with no failures); cached per process."""
     from nmp.train.config import TrainConfig
     from nmp.train.trainer import run
 
-    cfg = TrainConfig(workload=workload, steps=steps, seed=seed, eval_batches=eval_batches)
+    cfg = TrainConfig(
+        workload=workload, steps=steps, seed=seed, eval_batches=eval_batches, zipf_alpha=alpha
+    )
     return run(cfg, "none", []).trainer
 
 
@@ -51,6 +53,7 @@ def auc_change(
     l3_bound: float,
     l3_candidates: int = 1024,
     steps: int = 300,
+    alpha: float = 0.0,
     warm_batches: int = 32,
     eval_batches: int = 64,
     seed: int = 0,
@@ -64,7 +67,7 @@ def auc_change(
 
     from nmp.train.metrics import auc
 
-    tr = trained_model(workload, steps, seed, eval_batches)
+    tr = trained_model(workload, steps, seed, eval_batches, alpha)
     dim = tr.geo.dim
     table = tr.store.snapshot_all()[:, :dim].astype(np.float32)
     offsets = tr.geo.offsets

@@ -21,6 +21,8 @@ def _run(args: argparse.Namespace) -> int:
 
     fields = {
         "workload": args.workload,
+        "reuse": args.reuse,
+        "alpha": args.alpha,
         "policy": args.policy,
         "l1_mb": args.l1_mb,
         "l2_mb": args.l2_mb,
@@ -92,6 +94,7 @@ def _print(r: dict) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     from nmp.cache.policy import names
     from nmp.cache.quant import L2_DTYPES
+    from nmp.workload import REUSE_LEVELS
 
     p = sub.add_parser(
         "cache",
@@ -100,6 +103,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--workload", help="workload preset (default criteo-kaggle)")
+    p.add_argument(
+        "--reuse", choices=tuple(REUSE_LEVELS), help="access pattern: a hot-set reuse level"
+    )
+    p.add_argument("--alpha", type=float, help="access pattern: Zipf exponent")
     p.add_argument("--policy", choices=names(), help="replacement policy (default evstore)")
     p.add_argument("--l1-mb", type=float, help="L1 (fp32 rows) MiB (default 1)")
     p.add_argument("--l2-mb", type=float, help="L2 (low-precision rows) MiB")

@@ -37,6 +37,11 @@ L3_ENTRY_BYTES = 16  # an int64 key and an int64 substitute key
 @dataclass(frozen=True)
 class CacheConfig:
     workload: str = "criteo-kaggle"
+    # Access pattern overrides of the workload (nmp.workload): a reuse level (hot set) or a
+    # Zipf exponent; empty / 0 keep the preset's. The accuracy experiment's stream is the
+    # trainer's Zipf teacher whatever is set here (alpha is passed on, reuse is not).
+    reuse: str = ""
+    alpha: float = 0.0
     policy: str = "evstore"
     l1_mb: float = 1.0  # chosen default: 1/2000 of criteo-kaggle's 2.16 GB of tables
     l2_mb: float | None = None  # None: the policy's default (EVStore: as much as L1, else 0)
@@ -78,11 +83,22 @@ def layer_bytes(cfg: CacheConfig) -> tuple[int, int, int]:
     return int(l1), int(l2), int(l3)
 
 
+def workload_spec(cfg: CacheConfig):
+    from nmp.workload import load_workload
+
+    overrides: dict = {}
+    if cfg.reuse:
+        overrides["reuse"] = cfg.reuse
+    if cfg.alpha:
+        overrides["alpha"] = cfg.alpha
+    return load_workload(cfg.workload, overrides)
+
+
 def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
     """(requests, how many of them are warm-up, where they came from)."""
-    from nmp.workload import DTYPE_BYTES, load_index_file, load_workload
+    from nmp.workload import DTYPE_BYTES, load_index_file
 
-    spec = load_workload(cfg.workload)
+    spec = workload_spec(cfg)
     if cfg.index_file:
         batch = load_index_file(cfg.index_file, spec)
         stream = stream_from_batches([batch], DTYPE_BYTES[spec.tables[0].dtype])
@@ -90,7 +106,10 @@ def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
         stream = stream.head(warm + cfg.requests)
         return stream, warm, f"index file {cfg.index_file}"
     stream = request_stream(spec, cfg.warmup + cfg.requests, cfg.seed)
-    return stream, cfg.warmup, f"generator {spec.distribution} (seed {cfg.seed})"
+    how = spec.distribution + (f" {spec.reuse}" if spec.reuse else "")
+    if spec.distribution in ("zipf", "pareto"):
+        how += f" alpha {spec.effective_alpha:g}"
+    return stream, cfg.warmup, f"generator {how} (seed {cfg.seed})"
 
 
 def _vectors(uniq: np.ndarray, stream: RequestStream, seed: int) -> list[np.ndarray]:
@@ -142,11 +161,9 @@ def run_cache(cfg: CacheConfig, *, tiers: TierLatency | None = None) -> dict:
     tiers = tiers or TierLatency.model(cfg.memory, cfg.ssd_read_us)
     per_code = tiers.per_code_ns(int(round(row1)), int(round(row2)))
     lat = tiers.request_ns(mcodes, moff, per_code)
-    from nmp.workload import load_workload
-
-    spec = load_workload(cfg.workload)
     from nmp.workload import DTYPE_BYTES
 
+    spec = workload_spec(cfg)
     table_bytes = int(sum(t.rows * t.dim * DTYPE_BYTES[t.dtype] for t in spec.tables))
     all_dram = tiers.request_ns(np.ones_like(mcodes), moff, per_code)
     row = {
@@ -195,6 +212,7 @@ def run_cache(cfg: CacheConfig, *, tiers: TierLatency | None = None) -> dict:
             l3_bound=cfg.l3_bound,
             l3_candidates=cfg.l3_candidates,
             steps=cfg.train_steps,
+            alpha=cfg.alpha,
             seed=cfg.seed,
         )
         row.update(acc)

@@ -1,0 +1,200 @@
+"""The EVStore study: policies x L1 size, and EVStore's L2 precision, with plots.
+
+Runner of ``workloads/sweeps/papers/evstore-*.toml`` (``nmp evaluate papers/evstore-cache``):
+every policy at every L1 size (L2 at the default dtype where the policy has one), then EVStore
+at every L2 dtype, each a full :func:`nmp.cache.serve.run_cache` (the DLRM is trained once per
+process and shared). Writes ``report.md``, ``results.csv``, ``results.jsonl`` and three PNGs
+(hit rates, latency, AUC change) into the run folder; files go to a temporary name first.
+Points run one after another (``jobs`` is accepted and ignored: a point takes seconds, and the
+trained model is shared in this process).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from nmp.cache import policy as policies
+from nmp.cache.quant import L2_DTYPES
+from nmp.cache.serve import CacheConfig, run_cache
+from nmp.errors import NmpError
+
+_DEFAULTS = {
+    "workload": "criteo-kaggle",
+    # Zipf exponents: the preset's is chosen (the sources give none) and sets how often a whole
+    # request hits, so it is a switch of the study. 0 = the preset's.
+    "alphas": [0.0],
+    "policies": ["lru", "lfu", "groupscore", "evstore"],
+    "l1_mb": [0.25, 0.5, 1.0, 2.0, 4.0],
+    "l2_dtypes": ["fp16", "int8", "int4"],
+    "dtype_l1_mb": 1.0,
+    "requests": 40_000,
+    "warmup": 20_000,
+    "l3_bound": 0.5,
+    "accuracy": True,
+    "train_steps": 300,
+    "seed": 0,
+    "backend": "lmdb",
+}
+COLUMNS = (
+    "alpha", "policy", "l1_mb", "l2_mb", "l2_dtype", "l3_mb", "hit_rate", "l1_hit_rate",
+    "l2_hit_rate", "l3_hit_rate", "perfect_hit_rate", "avg_latency_us", "p90_latency_us",
+    "memory_bytes", "memory_reduction", "auc_change", "auc_change_ci_lo", "auc_change_ci_hi",
+    "backend_lookups_per_s",
+)  # fmt: skip
+
+
+def _params(params: dict) -> dict:
+    unknown = sorted(set(params) - set(_DEFAULTS))
+    if unknown:
+        raise NmpError(f"params.{unknown[0]}: unknown (known: {', '.join(_DEFAULTS)})")
+    p = {**_DEFAULTS, **params}
+    for name in p["policies"]:
+        policies.get(name)
+    for d in p["l2_dtypes"]:
+        if d not in L2_DTYPES:
+            raise NmpError(f"params.l2_dtypes: unknown dtype '{d}'")
+    if not p["l1_mb"] or any(not (x > 0) for x in p["l1_mb"]):
+        raise NmpError("params.l1_mb: a non-empty list of sizes > 0")
+    return p
+
+
+def configs(params: dict) -> list[CacheConfig]:
+    p = _params(params)
+    common = {
+        "workload": p["workload"],
+        "requests": p["requests"],
+        "warmup": p["warmup"],
+        "l3_bound": p["l3_bound"],
+        "accuracy": p["accuracy"],
+        "train_steps": p["train_steps"],
+        "seed": p["seed"],
+        "backend": p["backend"],
+    }
+    out = [
+        CacheConfig(policy=name, l1_mb=mb, alpha=a, **common)
+        for a in p["alphas"]
+        for name in p["policies"]
+        for mb in p["l1_mb"]
+    ]
+    for d in p["l2_dtypes"]:
+        cfg = CacheConfig(
+            policy="evstore", l1_mb=p["dtype_l1_mb"], l2_dtype=d, alpha=p["alphas"][0], **common
+        )
+        if cfg not in out:
+            out.append(cfg)
+    return out
+
+
+def _effective_alpha(cfg: CacheConfig) -> float:
+    from nmp.cache.serve import workload_spec
+
+    spec = workload_spec(cfg)
+    return float(spec.effective_alpha) if spec.distribution in ("zipf", "pareto") else 0.0
+
+
+def _write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
+    out_dir = Path(out_dir)
+    rows = []
+    for cfg in configs(params):
+        r = run_cache(cfg)
+        r.pop("config")
+        r["alpha"] = _effective_alpha(cfg)
+        rows.append(r)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    _write(out_dir / "results.csv", buf.getvalue().encode())
+    _write(out_dir / "results.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
+    _plots(rows, out_dir)
+    _write(out_dir / "report.md", _report(rows, _params(params)).encode())
+    return [{k: r.get(k) for k in COLUMNS} for r in rows]
+
+
+def _plots(rows: list[dict], out_dir: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    default_dtype = CacheConfig().l2_dtype
+    sized = [r for r in rows if r["l2_dtype"] == default_dtype]
+    alphas = list(dict.fromkeys(r["alpha"] for r in sized))
+    fig, axes = plt.subplots(len(alphas), 2, figsize=(10, 4 * len(alphas)), squeeze=False)
+    fig2, ax2 = plt.subplots(figsize=(6.5, 4.5))
+    for row_axes, a in zip(axes, alphas, strict=True):
+        at = [r for r in sized if r["alpha"] == a]
+        for name in dict.fromkeys(r["policy"] for r in at):
+            pts = sorted((r for r in at if r["policy"] == name), key=lambda r: r["memory_bytes"])
+            x = [r["memory_bytes"] / 2**20 for r in pts]
+            row_axes[0].plot(x, [r["hit_rate"] for r in pts], marker="o", label=name)
+            row_axes[1].plot(x, [r["perfect_hit_rate"] for r in pts], marker="o", label=name)
+            tag = f"{name} a={a:g}"
+            ax2.plot(x, [r["avg_latency_us"] for r in pts], marker="o", label=f"{tag} avg")
+            ax2.plot(x, [r["p90_latency_us"] for r in pts], ls="--", marker="x", label=f"{tag} p90")
+        for ax, what in zip(row_axes, ("per-key hit rate", "perfect hit rate"), strict=True):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("cache memory, all layers (MiB)")
+            ax.set_ylabel(f"{what} (Zipf alpha {a:g})")
+            ax.grid(alpha=0.3)
+        row_axes[0].legend()
+    ax2.set_xscale("log", base=2)
+    ax2.set_xlabel("cache memory, all layers (MiB)")
+    ax2.set_ylabel("modeled latency per request (us)")
+    ax2.legend(fontsize=6, ncol=2)
+    ax2.grid(alpha=0.3)
+    fig3, ax3 = plt.subplots(figsize=(5.5, 4))
+    acc = [r for r in rows if r["policy"] == "evstore" and r.get("auc_change") is not None]
+    for i, r in enumerate(acc):
+        lo, hi = r["auc_change_ci_lo"], r["auc_change_ci_hi"]
+        ax3.errorbar(
+            [i], [r["auc_change"]], yerr=[[r["auc_change"] - lo], [hi - r["auc_change"]]],
+            fmt="o", capsize=4,
+        )  # fmt: skip
+    ax3.set_xticks(
+        range(len(acc)), [f"{r['l2_dtype']} {r['l1_mb']:g} MiB\na={r['alpha']:g}" for r in acc]
+    )
+    ax3.axhline(0, color="k", lw=0.5)
+    ax3.set_ylabel("AUC change (served - exact), 95 % CI")
+    for f, name in ((fig, "hit_rates.png"), (fig2, "latency.png"), (fig3, "auc_change.png")):
+        f.tight_layout()
+        b = io.BytesIO()
+        f.savefig(b, format="png", dpi=110)
+        plt.close(f)
+        _write(out_dir / name, b.getvalue())
+
+
+def _report(rows: list[dict], p: dict) -> str:
+    head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
+
+    def cell(v):
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    body = "".join("| " + " | ".join(cell(r.get(k)) for k in COLUMNS) + " |\n" for r in rows)
+    return (
+        f"# EVStore study: {p['workload']}\n\n"
+        f"{p['requests']} measured requests after {p['warmup']} warm-up requests (seed "
+        f"{p['seed']}); L3 bound {p['l3_bound']}; AUC change from a DLRM trained "
+        f"{p['train_steps']} steps on the synthetic teacher (see nmp/cache/accuracy.py).\n\n"
+        "Per-key hit rate counts lookups served from memory; the perfect hit rate counts "
+        "requests whose every lookup hit. Latency is modeled (nmp/cache/tiers.py): DRAM rows "
+        "through nmp.memory, one SSD read per request with any miss.\n\n"
+        f"{head}{body}\n![hit rates](hit_rates.png)\n![latency](latency.png)\n"
+        "![AUC change](auc_change.png)\n"
+    )
