@@ -1,7 +1,10 @@
-"""The locality-aware issue order of a unit (ReCross): the batch's lookups of every bank in
-DRAM-row order, so that hits to an open row go back to back, and the unit's banks taken in turn
-so that their activations overlap. A stable radix sort by (node, bank, page), ties in arrival
-order; :func:`_locality_order_reference` is its numpy oracle (two packed-key sorts)."""
+"""The locality-aware issue order of a unit (ReCross): the lookups in the unit's queue, every
+bank's in DRAM-row order, so that hits to an open row go back to back, and the unit's banks taken
+in turn so that their activations overlap. A unit reorders only what its queue holds:
+:func:`windowed_locality_order` applies the order to consecutive windows of each node's arrivals
+(``arch.scheduling_window``); window 0 sorts the whole batch at once (an oracle no hardware has).
+A stable radix sort by (node, bank, page), ties in arrival order;
+:func:`_locality_order_reference` is its numpy oracle (two packed-key sorts)."""
 
 from __future__ import annotations
 
@@ -189,3 +192,24 @@ def _locality_order(
         nodes,
         banks,
     )
+
+
+def windowed_locality_order(
+    node: np.ndarray, bank: np.ndarray, page: np.ndarray, nodes: int, banks: int, window: int
+) -> np.ndarray:
+    """:func:`_locality_order` applied to each node's arrivals ``window`` lookups at a time
+    (the unit's queue): the result is grouped by node, its windows in arrival order, each
+    window in locality order. ``window`` <= 0: the whole batch is one window."""
+    if window <= 0 or not node.size:
+        return _locality_order(node, bank, page, nodes, banks)
+    nodes = max(nodes, int(node.max()) + 1)
+    by_node = np.argsort(node, kind="stable")
+    counts = np.bincount(node, minlength=nodes)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty(node.size, dtype=np.int64)
+    rank[by_node] = np.arange(node.size, dtype=np.int64) - starts[node[by_node]]
+    per_node = -(-int(counts.max()) // window)
+    # each (node, window) is a node of its own, numbered node-major: the output stays grouped
+    # by node with its windows in order
+    virtual = node * per_node + rank // window
+    return _locality_order(virtual, bank, page, nodes * per_node, banks)

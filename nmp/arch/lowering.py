@@ -26,7 +26,7 @@ from numba import njit
 
 from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout
-from nmp.arch.locality import _locality_order
+from nmp.arch.locality import windowed_locality_order
 from nmp.arch.placement import FlatLookups, Placement, divmod_nonneg
 from nmp.arch.spec import LEVELS, ArchSpec
 
@@ -444,9 +444,11 @@ def lower_level(
         split = split_levels({level: lay}, mem, flat, plc, order)
     node, lpr, b, page, col0, lookups, lines = split.level(li, lay.nodes)
     if spec.locality_aware_scheduling:
-        # the unit sees the whole batch: it serves each bank's lookups row by row (all hits to
-        # an open row together) and rotates over its banks so their activations overlap
-        perm = _locality_order(node, b, page, lay.nodes, lay.banks_per_unit)
+        # the unit reorders the lookups its queue holds: each bank's by DRAM row (hits to an
+        # open row together), its banks in turn so that their activations overlap
+        perm = windowed_locality_order(
+            node, b, page, lay.nodes, lay.banks_per_unit, spec.scheduling_window
+        )
     else:
         perm = np.argsort(node, kind="stable")  # grouped by node, each in its issue order
     lpr_max = int(lpr.max()) if lpr.size else 1

@@ -184,6 +184,10 @@ class ArchSpec:
     bandwidth_aware_partition: bool = False
     locality_aware_scheduling: bool = False
     table_aware_scheduling: bool = False
+    # Lookups a unit can reorder at once with locality_aware_scheduling (its queue); chosen:
+    # 32, the controller's read queue (Ramulator 2's default, as models/memory) holding one
+    # lookup instruction per entry; 0 sorts the whole batch in advance (an oracle).
+    scheduling_window: int = 32
     partition_calibration: bool = True  # re-solve the LP with measured per-level costs
     # Cross-level placement without the LP (ReCross's ablation base): "frequency" puts each
     # table's hottest rows on the level with the most bandwidth per row it stores, each level
@@ -230,6 +234,8 @@ class ArchSpec:
             )
         if self.subarray_parallelism and self.bank.units == 0:
             raise KeyedValueError("subarray_parallelism", "needs bank units (bank.units > 0)")
+        if self.scheduling_window < 0:
+            raise KeyedValueError("scheduling_window", "must be >= 0 (0: the whole batch)")
         if self.replicate_hot_rows < 0:
             raise KeyedValueError("replicate_hot_rows", "must be >= 0")
         for lv in LEVELS:

@@ -9,7 +9,11 @@ from nmp.arch import load_arch
 from nmp.arch import lowering as low
 from nmp.arch import memview as mv
 from nmp.arch import tree as tree_mod
-from nmp.arch.locality import _locality_order, _locality_order_reference
+from nmp.arch.locality import (
+    _locality_order,
+    _locality_order_reference,
+    windowed_locality_order,
+)
 from nmp.arch.placement import bag_major_order, flatten
 from nmp.arch.spec import LEVELS
 from nmp.memory import load_memory, make_requests, replay, replay_lines
@@ -72,7 +76,9 @@ def test_emitted_addresses_equal_direct_encoding(name, overrides, small_workload
         assert np.array_equal(stream.node_lines, alone.node_lines)
         node, lpr, b, page, col0, _, _ = split.level(LEVELS.index(lv), lay.nodes)
         if arch.spec.locality_aware_scheduling:
-            perm = _locality_order(node, b, page, lay.nodes, lay.banks_per_unit)
+            perm = windowed_locality_order(
+                node, b, page, lay.nodes, lay.banks_per_unit, arch.spec.scheduling_window
+            )
         else:
             perm = np.argsort(node, kind="stable")
         salp = 0

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from nmp.arch import load_arch, load_arch_spec
+from nmp.arch.locality import _locality_order, windowed_locality_order
 from nmp.arch.spec import LEVELS
 from nmp.errors import NmpError
 from nmp.workload import generate_batch, load_workload
@@ -62,3 +63,23 @@ def test_frequency_base_puts_hot_rows_on_the_bank_units(skewed):
 def test_unknown_readings_name_the_key(overrides, key):
     with pytest.raises(NmpError, match=key.replace(".", r"\.")):
         load_arch_spec("recross", overrides)
+
+
+def test_locality_scheduling_reorders_only_within_the_window():
+    """Each node's arrivals are reordered only inside consecutive windows of its queue's size;
+    a window as long as the batch is the whole-batch order."""
+    rng = np.random.default_rng(5)
+    n, nodes, banks, window = 3000, 4, 3, 32
+    node = rng.integers(0, nodes, n)
+    bank = rng.integers(0, banks, n)
+    page = rng.integers(0, 50, n)
+    perm = windowed_locality_order(node, bank, page, nodes, banks, window)
+    assert np.array_equal(np.sort(perm), np.arange(n))
+    assert (np.diff(node[perm]) >= 0).all()  # grouped by node
+    for nd in range(nodes):
+        arrivals = np.flatnonzero(node == nd)  # the node's lookups in arrival order
+        got = perm[node[perm] == nd]
+        for w in range(0, arrivals.size, window):
+            assert set(got[w : w + window]) == set(arrivals[w : w + window])
+    whole = windowed_locality_order(node, bank, page, nodes, banks, 0)
+    assert np.array_equal(whole, _locality_order(node, bank, page, nodes, banks))
