@@ -1,0 +1,229 @@
+"""Sensitivity study: which modelling assumptions decide the ordering of two designs.
+
+A custom study (``runner = "nmp.evaluate.sensitivity:run_study"``; see
+``workloads/sweeps/papers/sensitivity-recross-trim.toml``). Both designs run on one memory
+(``params.set``) at the nominal values of every assumption, then once per assumption at its low
+and at its high value, everything else nominal (one-at-a-time, as a tornado diagram reads).
+The figure of merit is the throughput ratio ``design / reference``; an assumption whose low or
+high value moves the ratio across 1.0 is one the ordering of the two designs depends on.
+
+Params::
+
+    design = "recross"                # the numerator of the ratio
+    reference = "trim-g"              # the denominator
+    workload = "recross-eval"
+    set = { "arch.memory.preset" = "ddr5-4800-40", ... }   # both designs, every point
+    [[assumptions]]
+    name = "workload skew (Zipf exponent)"
+    source = "chosen: 1.05; Criteo's exponent is not in the sources"
+    low = { "workload.alpha" = 0.8 }  # overrides at the low end (several keys move together)
+    high = { "workload.alpha" = 1.3 }
+    designs = ["recross", "trim-g"]   # which designs the assumption applies to (default both)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nmp.errors import NmpError
+from nmp.evaluate.store import atomic_write_text
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One assumption of the model, at a low and a high value (override sets)."""
+
+    name: str
+    low: dict[str, Any]
+    high: dict[str, Any]
+    designs: tuple[str, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class SensitivitySetup:
+    design: str
+    reference: str
+    workload: str
+    set: dict[str, Any]
+    assumptions: tuple[Assumption, ...]
+
+
+def _table(value: Any, key: str) -> dict[str, Any]:
+    if not isinstance(value, dict) or not value:
+        raise NmpError(f"params.{key}: must be a table of overrides (dotted path = value)")
+    for path in value:
+        if path.split(".", 1)[0] not in ("arch", "workload", "memory"):
+            raise NmpError(f"params.{key}.{path}: overrides start with arch., workload. or memory.")
+    return dict(value)
+
+
+def parse_params(params: dict[str, Any]) -> SensitivitySetup:
+    """The study's params, checked; errors name the key."""
+    for key in ("design", "reference", "workload"):
+        if not isinstance(params.get(key), str) or not params[key]:
+            raise NmpError(f"params.{key}: must name a preset")
+    unknown = sorted(set(params) - {"design", "reference", "workload", "set", "assumptions"})
+    if unknown:
+        raise NmpError(f"params: unknown key(s) {', '.join(unknown)}")
+    design, reference = params["design"], params["reference"]
+    raw = params.get("assumptions")
+    if not isinstance(raw, list) or not raw:
+        raise NmpError("params.assumptions: needs at least one [[params.assumptions]] table")
+    out = []
+    for i, a in enumerate(raw):
+        key = f"assumptions[{i}]"
+        if not isinstance(a, dict):
+            raise NmpError(f"params.{key}: must be a table")
+        extra = sorted(set(a) - {"name", "low", "high", "designs", "source"})
+        if extra:
+            raise NmpError(f"params.{key}: unknown key(s) {', '.join(extra)}")
+        if not isinstance(a.get("name"), str) or not a["name"]:
+            raise NmpError(f"params.{key}.name: must be a non-empty string")
+        designs = tuple(a.get("designs", (design, reference)))
+        if not designs or any(d not in (design, reference) for d in designs):
+            raise NmpError(f"params.{key}.designs: must name '{design}' and/or '{reference}'")
+        out.append(
+            Assumption(
+                a["name"],
+                _table(a.get("low"), f"{key}.low"),
+                _table(a.get("high"), f"{key}.high"),
+                designs,
+                str(a.get("source", "")),
+            )
+        )
+    names = [a.name for a in out]
+    if len(set(names)) != len(names):
+        raise NmpError("params.assumptions: names must be unique")
+    common = _table(params["set"], "set") if "set" in params else {}
+    return SensitivitySetup(design, reference, params["workload"], common, tuple(out))
+
+
+def _run(job: tuple[str, str, tuple[tuple[str, Any], ...]]) -> float:
+    from nmp.evaluate.point import run_point
+
+    arch, workload, items = job
+    return run_point(arch, workload, overrides=dict(items)).lookups_per_s
+
+
+def _jobs(setup: SensitivitySetup) -> dict[tuple[str, str, str], tuple]:
+    """(assumption or "", "low"/"high"/"nominal", design) -> the point to run."""
+    jobs = {}
+    for d in (setup.design, setup.reference):
+        jobs[("", "nominal", d)] = (d, setup.workload, tuple(sorted(setup.set.items())))
+    for a in setup.assumptions:
+        for side in ("low", "high"):
+            for d in (setup.design, setup.reference):
+                over = {**setup.set, **(getattr(a, side) if d in a.designs else {})}
+                jobs[(a.name, side, d)] = (d, setup.workload, tuple(sorted(over.items())))
+    return jobs
+
+
+def _label(overrides: dict[str, Any]) -> str:
+    """The value of an override set: one value when every key takes the same, else key=value
+    with the last two parts of each key (bankgroup.lanes=8)."""
+    values = list(overrides.values())
+    if all(v == values[0] for v in values):
+        return str(values[0])
+    return ", ".join(f"{'.'.join(k.split('.')[-2:])}={v}" for k, v in overrides.items())
+
+
+def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
+    """Run the sensitivity study into ``out_dir`` (report.md, results.csv, results.jsonl,
+    tornado.png); returns one row per assumption, widest swing first."""
+    from nmp.report.tornado import plot_tornado, tornado_order
+
+    setup = parse_params(params)
+    todo = _jobs(setup)
+    unique = sorted(set(todo.values()), key=repr)
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            speeds = dict(zip(unique, pool.map(_run, unique), strict=True))
+    else:
+        speeds = {job: _run(job) for job in unique}
+
+    def ratio(name: str, side: str) -> float:
+        return (
+            speeds[todo[(name, side, setup.design)]] / speeds[todo[(name, side, setup.reference)]]
+        )
+
+    nominal = ratio("", "nominal")
+    rows = []
+    for a in setup.assumptions:
+        lo, hi = ratio(a.name, "low"), ratio(a.name, "high")
+        rows.append(
+            {
+                "assumption": a.name,
+                "low": _label(a.low),
+                "high": _label(a.high),
+                "applies_to": "+".join(a.designs),
+                "ratio_low": lo,
+                "ratio_nominal": nominal,
+                "ratio_high": hi,
+                "swing": abs(hi - lo),
+                "decides_order": (min(lo, hi, nominal) < 1.0 < max(lo, hi, nominal)),
+                "source": a.source,
+            }
+        )
+    rows = tornado_order(rows)
+    bars = [
+        {**r, "label": r["assumption"], "low_label": r["low"], "high_label": r["high"]}
+        for r in rows
+    ]
+    title = (
+        f"{setup.design} / {setup.reference} throughput on {setup.workload}: "
+        f"each assumption at its low and high value"
+    )
+    plot_tornado(
+        bars,
+        nominal,
+        out_dir / "tornado.png",
+        title=title,
+        xlabel=f"{setup.design} / {setup.reference} lookups/s (> 1: {setup.design} faster)",
+    )
+    _write_tables(rows, out_dir)
+    atomic_write_text(out_dir / "report.md", _report(setup, rows, nominal))
+    return rows
+
+
+def _write_tables(rows: list[dict[str, Any]], out_dir: Path) -> None:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(out_dir / "results.csv", buf.getvalue())
+    atomic_write_text(
+        out_dir / "results.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+    )
+
+
+def _report(setup: SensitivitySetup, rows: list[dict[str, Any]], nominal: float) -> str:
+    pinned = ", ".join(f"{k} = {v}" for k, v in setup.set.items()) or "each preset's own"
+    deciding = [r["assumption"] for r in rows if r["decides_order"]]
+    out = [
+        f"# Sensitivity: {setup.design} against {setup.reference}",
+        "",
+        f"Throughput ratio {setup.design} / {setup.reference} on `{setup.workload}`, both on "
+        f"one memory ({pinned}). Nominal ratio: **{nominal:.3f}** "
+        f"({setup.design} {'faster' if nominal > 1 else 'slower'}). Each assumption moves to "
+        "its low and high value with every other at its nominal value (one at a time).",
+        "",
+        "Assumptions that move the ratio across 1.0 (the ordering depends on them): "
+        + (", ".join(f"**{d}**" for d in deciding) if deciding else "none"),
+        "",
+        "| assumption | applies to | low | ratio at low | high | ratio at high | swing | source |",
+        "|---|---|---|---:|---|---:|---:|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['assumption']} | {r['applies_to']} | {r['low']} | {r['ratio_low']:.3f} | "
+            f"{r['high']} | {r['ratio_high']:.3f} | {r['swing']:.3f} | {r['source']} |"
+        )
+    out += ["", "![tornado](tornado.png)", ""]
+    return "\n".join(out)

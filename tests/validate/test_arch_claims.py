@@ -1,0 +1,203 @@
+"""The NMP papers' claims (ReCross, TRiM, RecNMP) and their studies: the claims files parse and
+name functions that exist, a cheap model function computes from the model, every papers sweep
+validates, and the studies that compare designs pin one memory per comparison."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from nmp.config import project_root
+from nmp.errors import NmpError
+from nmp.evaluate.analysis import memory_system, memory_warnings
+from nmp.evaluate.sweep import expand, load_sweep
+from nmp.evaluate.validate import validate_sweep
+from nmp.plugins import load_callable
+from nmp.validate import arch_claims
+from nmp.validate.claims import CLAIMS_DIR, load_claim_file, load_claims
+
+PAPERS = ("recross", "trim", "recnmp")
+SWEEPS = project_root() / "workloads" / "sweeps"
+PAPER_SWEEPS = sorted(
+    p
+    for p in (SWEEPS / "papers").glob("*.toml")
+    if p.stem.startswith(("recross", "trim", "recnmp"))
+)
+# Studies that compare DRAM-side designs and must do so on one memory per comparison.
+COMPARING = [
+    SWEEPS / f"{n}.toml"
+    for n in (
+        "default",
+        "vector-length",
+        "batch-size",
+        "rank-count",
+        "bank-units",
+        "recross-ablation",
+    )
+]
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_claims_file_parses_and_models_resolve(paper: str) -> None:
+    claims = load_claim_file(CLAIMS_DIR / f"{paper}.toml")
+    assert len(claims) >= 5
+    for claim in claims:
+        assert claim.id.startswith(f"{paper}.")
+        assert callable(load_callable(claim.model, key=claim.id))
+        assert claim.source and claim.claim
+        if claim.kind == "value":
+            assert claim.unit, claim.id
+    assert any(c.quick for c in claims)
+
+
+def test_claim_ids_unique_over_all_papers() -> None:
+    ids = [c.id for c in load_claims()]
+    assert len(ids) == len(set(ids))
+    assert {c.paper for c in load_claims()} >= set(PAPERS)
+
+
+def test_a_model_function_computes_from_the_model() -> None:
+    # Small batches keep it cheap; the claims themselves run at the papers' batch 32.
+    small = arch_claims.speedup(quick=True, design="trim-g", baseline="recnmp", batch=2)
+    large = arch_claims.speedup(quick=True, design="trim-g", baseline="recnmp", batch=4)
+    assert small["value"] > 0 and "trim-g / recnmp" in small["detail"]
+    assert small["value"] != large["value"]  # it follows the model's points, not a constant
+    both = arch_claims.faster_than_each(
+        quick=True, design="trim-g", baselines=["recnmp"], axis="batch", values=[2, 4]
+    )
+    assert isinstance(both["value"], bool)
+    assert both["value"] == (min(small["value"], large["value"]) > 1.0)
+
+
+def test_linked_steps_and_bad_arguments() -> None:
+    assert arch_claims._steps("vector", [{"dim": 128, "channels": 2}]) == [
+        {"dim": 128, "channels": 2}
+    ]
+    assert arch_claims._steps("batch", [1, 2]) == [{"batch": 1}, {"batch": 2}]
+    with pytest.raises(NmpError, match="unknown setup"):
+        arch_claims.point("recross", setup="nope")
+    with pytest.raises(NmpError, match="unknown axis"):
+        arch_claims.point("recross", pooling=3)
+    with pytest.raises(NmpError, match="unknown ablation step"):
+        arch_claims.ablation_speedup(quick=True, step="recross+nothing")
+
+
+@pytest.mark.parametrize("path", PAPER_SWEEPS, ids=[p.stem for p in PAPER_SWEEPS])
+def test_papers_sweeps_check(path: Path) -> None:
+    spec, found = load_sweep(f"papers/{path.stem}")  # as `nmp evaluate papers/<name>` finds it
+    assert found == path
+    keyed = validate_sweep(spec, file=str(path))  # what `nmp evaluate ... --check` runs
+    assert len({k for _, k in keyed}) == len(keyed) > 0
+
+
+@pytest.mark.parametrize(
+    "path", PAPER_SWEEPS + COMPARING, ids=[p.stem for p in PAPER_SWEEPS + COMPARING]
+)
+def test_compared_designs_share_one_memory(path: Path) -> None:
+    spec, _ = load_sweep(path)
+    by_context: dict[tuple, set[str]] = defaultdict(set)
+    for p in expand(spec):
+        mem = memory_system(p.arch, p.memory, p.overrides)
+        if mem:  # GPUs bring their own HBM
+            by_context[(p.workload, repr(sorted(p.axes.items())))].add(mem)
+    assert by_context
+    assert all(len(mems) == 1 for mems in by_context.values()), dict(by_context)
+
+
+def test_memory_system_and_warning() -> None:
+    assert memory_system("recnmp") == "ddr4-2400, 4 ch x 2 ranks"
+    pinned = {"arch.memory.preset": "ddr5-4800-40", "arch.memory.channels": 1}
+    assert memory_system("recnmp", None, pinned) == "ddr5-4800-40, 1 ch x 2 ranks"
+    assert memory_system("a100-80gb") == ""
+    rows = [
+        {"group": "g", "design": "host-cpu", "memory_system": "ddr5-4800-40, 1 ch x 2 ranks"},
+        {"group": "g", "design": "recnmp", "memory_system": "ddr4-2400, 4 ch x 2 ranks"},
+        {"group": "g", "design": "a100", "memory_system": ""},
+    ]
+    (warning,) = memory_warnings(rows)
+    assert "recnmp on ddr4-2400, 4 ch x 2 ranks" in warning and "a100" not in warning
+    assert memory_warnings([rows[0], {**rows[1], "memory_system": rows[0]["memory_system"]}]) == []
+
+
+def test_sensitivity_study_parses() -> None:
+    from nmp.evaluate.sensitivity import parse_params
+    from nmp.evaluate.study import load_custom_study
+
+    study = load_custom_study("papers/sensitivity-recross-trim")
+    assert study is not None and study.runner == "nmp.evaluate.sensitivity:run_study"
+    setup = parse_params(study.params)
+    assert (setup.design, setup.reference) == ("recross", "trim-g")
+    assert len(setup.assumptions) >= 8
+    assert all(a.source for a in setup.assumptions)  # every range says where it comes from
+
+
+@pytest.mark.parametrize(
+    ("patch", "message"),
+    [
+        ({"design": ""}, "params.design"),
+        ({"assumptions": []}, "params.assumptions"),
+        ({"assumptions": [{"name": "x", "low": {}, "high": {"workload.alpha": 1}}]}, "low"),
+        ({"assumptions": [{"name": "x", "low": {"foo.a": 1}, "high": {"foo.a": 2}}]}, "foo.a"),
+        (
+            {
+                "assumptions": [
+                    {
+                        "name": "x",
+                        "low": {"workload.alpha": 1},
+                        "high": {"workload.alpha": 2},
+                        "designs": ["gpu"],
+                    }
+                ]
+            },
+            "designs",
+        ),
+    ],
+)
+def test_sensitivity_bad_params_name_the_key(patch: dict, message: str) -> None:
+    from nmp.evaluate.sensitivity import parse_params
+
+    params = {
+        "design": "recross",
+        "reference": "trim-g",
+        "workload": "recross-eval",
+        "assumptions": [
+            {"name": "a", "low": {"workload.alpha": 0.8}, "high": {"workload.alpha": 1.3}}
+        ],
+        **patch,
+    }
+    with pytest.raises(NmpError, match=message):
+        parse_params(params)
+
+
+def test_sensitivity_study_runs_small(tmp_path: Path) -> None:
+    from nmp.evaluate.sensitivity import run_study
+
+    params = {
+        "design": "recross",
+        "reference": "trim-g",
+        "workload": "recross-eval",
+        "set": {**arch_claims.SETUPS["recross"], "workload.batch": 2},
+        "assumptions": [
+            {"name": "skew", "low": {"workload.alpha": 0.8}, "high": {"workload.alpha": 1.3}},
+            {
+                "name": "replication",
+                "low": {"arch.replicate_hot_rows": 0},
+                "high": {"arch.replicate_hot_rows": 4096},
+                "designs": ["trim-g"],
+            },
+        ],
+    }
+    rows = run_study(params, out_dir=tmp_path, jobs=1)
+    assert {r["assumption"] for r in rows} == {"skew", "replication"}
+    assert rows[0]["swing"] >= rows[1]["swing"]  # widest first, as the tornado draws them
+    for r in rows:
+        values = (r["ratio_low"], r["ratio_nominal"], r["ratio_high"])
+        assert r["decides_order"] == (min(values) < 1.0 < max(values))
+    # replication at 4096 is the trim-g preset's own value: its high end is the nominal point
+    (rep,) = [r for r in rows if r["assumption"] == "replication"]
+    assert rep["ratio_high"] == pytest.approx(rep["ratio_nominal"])
+    for name in ("report.md", "results.csv", "results.jsonl", "tornado.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert "| skew |" in (tmp_path / "report.md").read_text()
