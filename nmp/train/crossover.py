@@ -1,7 +1,8 @@
 """Where ECRec overtakes checkpointing and CPR: a sweep of one setup's leverage parameters.
 
-Each parameter (total table rows, storage bandwidth per server, server MTBF, servers) is scaled
-over a log grid around the setup's value, the others held; at each point the closed-form
+Each parameter (total table rows, storage bandwidth per server, server MTBF, servers, and the
+step time of the system the parity work is set against) is scaled over a log grid around the
+setup's value, the others held; at each point the closed-form
 expected overhead (:func:`nmp.train.extrapolate.expected`, the mean of the Monte-Carlo draws) of
 checkpointing (its best interval), CPR (MFU) and ECRec is computed. A crossover is where ECRec's
 overhead minus the other's changes sign (interpolated on the log grid). Output: a table and one
@@ -32,7 +33,20 @@ PARAMS: dict[str, Any] = {
     "storage_gbps": lambda dep: [dep.storage_gbps * s for s in SCALES],
     "server_mtbf_hours": lambda dep: [dep.server_mtbf_hours * s for s in SCALES],
     "servers": lambda dep: [n for n in SERVERS if n > dep.r],
+    "step_ms": lambda dep: [_step_ms(dep) * 2.0**e for e in range(-2, 11)],
 }
+
+
+def _step_ms(dep: DeploymentSpec) -> float:
+    return dep.step_ms or step_costs(dep).step_ns / 1e6
+
+
+def _setup_value(dep: DeploymentSpec, param: str) -> float:
+    if param == "table_rows":
+        return _table_rows(dep)
+    if param == "step_ms":
+        return _step_ms(dep)
+    return getattr(dep, param)
 
 
 def _overheads(dep: DeploymentSpec) -> dict[str, float]:
@@ -71,7 +85,7 @@ def sweep(dep: DeploymentSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any
                     "setup": dep.name,
                     "parameter": param,
                     "rival": rival,
-                    "setup_value": getattr(dep, param) or _table_rows(dep),
+                    "setup_value": _setup_value(dep, param),
                     "crossover_value": cross,
                     "ecrec_wins_at_setup": bool(base["ecrec"] < base[rival]),
                     "ecrec_wins_above": None if cross is None else bool(diff[-1] < 0),
@@ -87,8 +101,9 @@ def plot(dep: DeploymentSpec, points: list[dict[str, Any]], crossings, path: Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
-    for ax, param in zip(axes.ravel(), PARAMS, strict=True):
+    fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
+    axes.ravel()[-1].axis("off")
+    for ax, param in zip(axes.ravel(), PARAMS, strict=False):
         pts = [p for p in points if p["parameter"] == param]
         xs = [p["value"] for p in pts]
         for name, style in (("checkpoint", "o-"), ("cpr-mfu", "s--"), ("ecrec", "^-")):
@@ -96,14 +111,23 @@ def plot(dep: DeploymentSpec, points: list[dict[str, Any]], crossings, path: Pat
         for c in crossings:
             if c["parameter"] == param and c["crossover_value"] is not None:
                 ax.axvline(c["crossover_value"], color="grey", lw=0.8, ls=":")
-        ax.axvline(getattr(dep, param) or _table_rows(dep), color="k", lw=0.8)
+        ax.axvline(_setup_value(dep, param), color="k", lw=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel(param + (" (black: setup; dotted: crossover)" if param == "servers" else ""))
+        ax.set_xlabel(param)
+        if param == "servers":
+            from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+            ax.set_xticks(xs)
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylabel("expected training-time overhead %")
         ax.grid(alpha=0.3, which="both")
     axes[0, 0].legend()
-    fig.suptitle(f"Setup {dep.name}: where ECRec overtakes checkpointing and CPR")
+    fig.suptitle(
+        f"Setup {dep.name}: where ECRec overtakes checkpointing and CPR "
+        "(black: the setup's value; dotted: a crossover)"
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp.png")

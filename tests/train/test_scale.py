@@ -60,7 +60,7 @@ def test_extrapolate_and_crossover_cli(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     assert (tmp_path / "crossover-cpr.png").stat().st_size > 10_000
     params = {c["parameter"] for c in out["crossovers"]}
-    assert params == {"table_rows", "storage_gbps", "server_mtbf_hours", "servers"}
+    assert params == {"table_rows", "storage_gbps", "server_mtbf_hours", "servers", "step_ms"}
     # On this setup ECRec beats checkpointing, and slower storage only helps it.
     st = next(
         c
