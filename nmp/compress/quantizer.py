@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nmp.errors import NmpError
+
 
 @dataclass(frozen=True)
 class Quantized:
@@ -41,11 +43,17 @@ def narrowest_uint(span: int) -> np.dtype:
 
 
 def absolute_bound(x: np.ndarray, eb_rel: float) -> float:
-    """``eb_rel * (max - min)``; a constant chunk gets the bound of a unit range times eb_rel
-    scaled by its magnitude (any positive bound reconstructs it exactly)."""
+    """``eb_rel * (max - min)``; a constant chunk gets ``eb_rel`` times its magnitude (any
+    positive bound reconstructs it exactly)."""
+    from nmp.compress.kernels import value_range
+
     if x.size == 0:
         return 1.0
-    lo, hi = float(x.min()), float(x.max())
+    lo, hi, _ = value_range(np.ascontiguousarray(x, dtype=np.float32).reshape(-1))
+    return _bound(lo, hi, eb_rel)
+
+
+def _bound(lo: float, hi: float, eb_rel: float) -> float:
     rng = hi - lo
     if rng == 0.0:
         rng = max(abs(lo), 1.0)
@@ -53,21 +61,33 @@ def absolute_bound(x: np.ndarray, eb_rel: float) -> float:
 
 
 def quantize(x: np.ndarray, eb_rel: float) -> Quantized:
-    eb = absolute_bound(x, eb_rel)
+    from nmp.compress.kernels import quantize_into, value_range
+
+    flat = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+    if flat.size == 0:
+        empty = np.zeros(x.shape, np.uint8)
+        return Quantized(empty, 0, 2.0, 1.0, np.zeros(0, np.uint32), np.zeros(0, np.float32))
+    lo, hi, finite = value_range(flat)
+    if not finite:
+        raise NmpError("codec input holds NaN or infinity")
+    eb = _bound(lo, hi, eb_rel)
     step = 2.0 * eb
-    q = np.rint(x.astype(np.float64) / step)
-    q_min = int(q.min()) if q.size else 0
-    span = (int(q.max()) - q_min) if q.size else 0
-    codes = (q - q_min).astype(narrowest_uint(span))
-    recon = (q * step).astype(np.float32)
-    bad = np.flatnonzero(np.abs(recon.astype(np.float64) - x) > eb)
+    # The kernel rounds x * (1/step); that is monotone in x, so the codes span exactly
+    # [round(min * (1/step)), round(max * (1/step))] (the same float64 product as the kernel's).
+    inv = 1.0 / step
+    q_min = int(np.rint(lo * inv))
+    span = int(np.rint(hi * inv)) - q_min
+    codes = np.empty(flat.size, dtype=narrowest_uint(span))
+    outliers = np.empty(flat.size, dtype=np.uint32)
+    n_out = quantize_into(flat, step, eb, q_min, codes, outliers)
+    bad = outliers[:n_out].copy()
     return Quantized(
-        codes=codes,
+        codes=codes.reshape(x.shape),
         q_min=q_min,
         step=step,
         eb_abs=eb,
-        outlier_idx=bad.astype(np.uint32),
-        outlier_val=x.reshape(-1)[bad].astype(np.float32),
+        outlier_idx=bad,
+        outlier_val=flat[bad],
     )
 
 
@@ -78,10 +98,14 @@ def dequantize(
     outlier_idx: np.ndarray | None = None,
     outlier_val: np.ndarray | None = None,
 ) -> np.ndarray:
-    out = ((codes.astype(np.float64) + q_min) * step).astype(np.float32)
+    from nmp.compress.kernels import dequantize_into
+
+    flat = np.ascontiguousarray(codes).reshape(-1)
+    out = np.empty(flat.size, dtype=np.float32)
+    dequantize_into(flat, int(q_min), float(step), out)
     if outlier_idx is not None and len(outlier_idx):
-        out.reshape(-1)[outlier_idx] = outlier_val
-    return out
+        out[outlier_idx] = outlier_val
+    return out.reshape(np.shape(codes))
 
 
 def code_entropy_bits(codes: np.ndarray) -> float:

@@ -8,8 +8,8 @@ message). The streams are the references (one per vector, the index of the first
 among the literals, in the narrowest unsigned type) and the literal vectors in first-occurrence
 order. Exact match on the quantized codes, so the lossy bound is unaffected.
 
-Vectorized: rows are compared as fixed-width byte strings (``np.unique`` on a void view); no
-Python loop over vectors.
+Compiled (numba): one pass with an open-addressing hash table over whole rows (64-bit words),
+rows compared word by word on a hash hit.
 """
 
 from __future__ import annotations
@@ -21,20 +21,19 @@ from nmp.compress.quantizer import narrowest_uint
 
 def vlz_encode(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``codes`` [n, dim] -> (refs [n] narrowest uint, literals [m, dim])."""
+    from nmp.compress.kernels import dedup_rows
+
     n = codes.shape[0]
     if n == 0:
         return np.zeros(0, np.uint8), codes
-    rows = np.ascontiguousarray(codes).view(
-        np.dtype((np.void, codes.dtype.itemsize * codes.shape[1]))
-    )
-    _, first, inverse = np.unique(rows.ravel(), return_index=True, return_inverse=True)
-    # Renumber the distinct vectors by first occurrence: literal j is the j-th new vector.
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    refs = rank[inverse.ravel()].astype(narrowest_uint(max(len(order) - 1, 0)))
-    literals = codes[np.sort(first)]
-    return refs, literals
+    b = np.ascontiguousarray(codes).view(np.uint8).reshape(n, -1)
+    pad = (-b.shape[1]) % 8
+    if pad:  # whole 64-bit words per row for the match finder
+        b = np.pad(b, ((0, 0), (0, pad)))
+    refs = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    m = dedup_rows(b.view(np.uint64), refs, first)
+    return refs.astype(narrowest_uint(max(m - 1, 0))), codes[first[:m]]
 
 
 def vlz_decode(refs: np.ndarray, literals: np.ndarray) -> np.ndarray:

@@ -102,3 +102,16 @@ def test_bad_input_is_a_clear_error():
         codec.encode(np.full((2, 2), np.nan, np.float32), 0.03)
     with pytest.raises(NmpError, match="unknown codec"):
         make_codec("gzip9")
+
+
+def test_codes_cover_the_extremes_without_wrapping():
+    """Values at exact half-steps at the ends of the range must not wrap the unsigned codes."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(2, 50))
+        x = rng.uniform(-3, 3, n).astype(np.float32)
+        x[0], x[1] = x.min(), x.max()
+        eb_rel = float(rng.choice([1e-3, 0.01, 0.03, 0.05, 0.2]))
+        q = quantize(x[None, :], eb_rel)
+        y = make_codec("quant").decode(make_codec("quant").encode(x[None, :], eb_rel))
+        assert np.all(np.abs(y.astype(np.float64) - x) <= q.eb_abs)
