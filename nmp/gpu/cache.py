@@ -147,19 +147,28 @@ class CacheState:
         self.ent[:, :, 1, :] = np.where((meta & _PINNED) != 0, meta & ~_PINNED, meta)
 
     def persist(
-        self, lines: np.ndarray, carve: int, clock: StampClock, caches: np.ndarray | None = None
+        self,
+        lines: np.ndarray,
+        carve: int,
+        clock: StampClock,
+        caches: np.ndarray | None = None,
+        sample: int = 1,
     ) -> tuple[int, int]:
         """``prefetch.global.L2::evict_last`` of every sector of ``lines`` (in the given order)
         into each cache of ``caches`` (default all): persisting accesses with set-aside ``carve``
-        ways per set. Returns (lines persisting afterwards, sectors fetched from memory)."""
+        ways per set. Returns (lines persisting afterwards, sectors fetched from memory).
+        ``sample`` = k: only the lines of sets whose index is a multiple of k are simulated (the
+        sets line sampling keeps, :mod:`nmp.gpu.stream`); both counts are scaled by k."""
         full = (1 << self.sectors_per_line) - 1
         caches = np.arange(self.ent.shape[0]) if caches is None else caches
         lines = np.ascontiguousarray(lines, dtype=np.int64)
+        if sample > 1:
+            lines = lines[set_index(lines, self.sets, self.hashed) % sample == 0]
         fetched = _persist(
             self.ent, np.asarray(caches, dtype=np.int64), lines, carve, self.hashed, full, clock.t
         )
         clock.t += lines.shape[0] * len(caches)
-        return int(np.count_nonzero(self.pinned)), int(fetched)
+        return int(np.count_nonzero(self.pinned)) * sample, int(fetched) * sample
 
 
 _POP8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)

@@ -168,7 +168,7 @@ def embedding_stage(
         chosen = hot_rows(profile, pinning.rows, tables)
         lines = pin_lines(chosen, bases, row_bytes, l2c.line_bytes)
         # Coldest first: where a set's share of the set-aside overflows, the hottest stay.
-        persisting, fetched = l2.persist(lines[::-1], carve, clock)
+        persisting, fetched = l2.persist(lines[::-1], carve, clock, sample=k)
         pin_bytes = fetched * l2c.sector_bytes / parts  # sampled: every cache gets each line
         t_ns = pin_bytes / (gpu.hbm.peak_bandwidth_gbps * pin_eff)
         pin_info["rows"] += int(sum(r.size for _, r in chosen))
@@ -182,6 +182,7 @@ def embedding_stage(
         # Pinned once; the rows stay across batches, so the pre-kernel is reported, not charged.
         pin(None)
     pin_info["prefetch_charged"] = prefetching and per_table
+    pin_info["prefetch_overlaps"] = prefetching and per_table and pinning.prefetch_overlaps
 
     clk_ghz = sm.clock_mhz / 1000.0
     peak = gpu.hbm.peak_bandwidth_gbps
@@ -224,12 +225,17 @@ def embedding_stage(
         )
         l1.reset()  # L1 is invalidated at each kernel launch
         pre_ns = 0.0
+        overlap_bytes = 0.0
         policy = L2Policy(parts=parts, carve=carve)
         if per_table:
             l2.reset_persisting()  # cudaCtxResetPersistingL2Cache before the next table
         if prefetching and per_table:
             pre_ns = pin([t])
-            totals["hbm_stream_bytes"] += pre_ns * gpu.hbm.peak_bandwidth_gbps * pin_eff
+            pre_bytes = pre_ns * gpu.hbm.peak_bandwidth_gbps * pin_eff
+            totals["hbm_stream_bytes"] += pre_bytes
+            if pinning.prefetch_overlaps:
+                # Fire-and-forget: the fetches share HBM with this kernel instead of preceding it.
+                overlap_bytes, pre_ns = pre_bytes, 0.0
         if gpu.uses_pinning and pinning.mechanism == "access_window":
             lo = bases[t] // l2c.line_bytes
             table_bytes = lookups.num_rows * row_bytes[t]
@@ -246,7 +252,7 @@ def embedding_stage(
             lookups.indices, lookups.offsets, layout, l1, l2, sample=k, clock=clock, policy=policy
         )
         if gpu.uses_pinning and pinning.mechanism == "access_window":
-            pin_info["lines_persisting"] = int(np.count_nonzero(l2.pinned))
+            pin_info["lines_persisting"] = int(np.count_nonzero(l2.pinned)) * k
         c = ks.counts
         # Rates of the sampled lines stand for every request (all of them when k = 1).
         l1_rate = c["l1_sector_hits"] / c["l1_sectors"] if c["l1_sectors"] else 0.0
@@ -283,7 +289,7 @@ def embedding_stage(
         mlp = cfg.mlp_for(max(1, -(-slice_bytes // sector)))
         mlp_used.append(mlp)
         bounds = {
-            "hbm_bandwidth": t_hbm_rows + stream_bytes / (peak * eff_stream),
+            "hbm_bandwidth": t_hbm_rows + (stream_bytes + overlap_bytes) / (peak * eff_stream),
             "l2_bandwidth": l2_sectors * sector / (l2c.bytes_per_cycle * clk_ghz),
             "l1_bandwidth": (l1_sectors + spill_sectors)
             * sector
@@ -304,7 +310,7 @@ def embedding_stage(
             warps_per_block=cfg.warps_per_block,
             slots=sm.count * cfg.blocks_per_sm,
             cycle_ns=sm.cycle_ns,
-            hbm_bytes=hbm_sectors * sector + stream_bytes,
+            hbm_bytes=hbm_sectors * sector + stream_bytes + overlap_bytes,
             peak_gbps=peak,
             saturation=cal.saturation,
             queueing_ns=cal.queueing_ns if gpu.hbm.queueing else None,

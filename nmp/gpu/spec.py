@@ -258,6 +258,13 @@ class PinningSpec:
     table's hottest rows are prefetched; the pre-kernel's HBM traffic and time are charged.
     ``"global"``: the ``rows`` hottest rows over all tables are prefetched once and stay across
     batches (reported, not charged).
+
+    ``prefetch_overlaps``: ``prefetch`` has no destination register, so a thread retires it
+    without waiting for the data (PTX ISA) and the pre-kernel ends once its prefetches are
+    issued: the fetches then share HBM with the table's kernel (their bytes raise its
+    utilization and queueing) instead of running before it at full bandwidth (False). The kernel
+    is modeled as finding the pinned rows in L2 from its start (optimistic for its first
+    microseconds).
     """
 
     rows: int = 60_000
@@ -265,6 +272,7 @@ class PinningSpec:
     scope: Literal["global", "per_table"] = "per_table"
     mechanism: Literal["evict_last_prefetch", "access_window"] = "evict_last_prefetch"
     hit_ratio: float = 0.0
+    prefetch_overlaps: bool = True
 
     def validate(self) -> None:
         if self.rows < 0:

@@ -57,14 +57,29 @@ _BISECTIONS = 60
 
 @nb.njit(cache=True)
 def list_schedule(block_cycles: np.ndarray, slots: int) -> float:
-    """Makespan of blocks started in order on the earliest free of ``slots`` slots."""
-    free = np.zeros(slots, dtype=np.float64)
+    """Makespan of blocks started in order on the earliest free of ``slots`` slots (a binary
+    min-heap of the slots' free times: the root is the earliest)."""
+    n = block_cycles.shape[0]
+    heap = np.zeros(min(slots, max(n, 1)), dtype=np.float64)
+    size = heap.shape[0]
     end = 0.0
-    for b in range(block_cycles.shape[0]):
-        s = np.argmin(free)
-        free[s] += block_cycles[b]
-        if free[s] > end:
-            end = free[s]
+    for b in range(n):
+        t = heap[0] + block_cycles[b]
+        if t > end:
+            end = t
+        # Replace the root and sift it down.
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= size:
+                break
+            if c + 1 < size and heap[c + 1] < heap[c]:
+                c += 1
+            if heap[c] >= t:
+                break
+            heap[i] = heap[c]
+            i = c
+        heap[i] = t
     return end
 
 
@@ -144,7 +159,7 @@ def kernel_timing(
         if excess(lo) <= 0:
             hi = lo
         for _ in range(_BISECTIONS):
-            if hi - lo <= 1e-9 * hi:
+            if hi - lo <= 1e-6 * hi:
                 break
             mid = 0.5 * (lo + hi)
             if excess(mid) > 0:

@@ -161,14 +161,24 @@ def test_line_sampling_matches_the_exact_simulation():
 
 def test_per_table_pinning_charges_its_prefetch():
     base = point("a100-80gb", "baseline", "medium")
-    per_table = point("a100-80gb", "pinning", "medium", "small", pinning__scope="per_table")
-    pin = per_table.breakdown["pinning"]
+    serial = point("a100-80gb", "pinning", "medium", "small", pinning__prefetch_overlaps=False)
+    pin = serial.breakdown["pinning"]
     assert pin["scope"] == "per_table" and pin["prefetch_charged"]
-    stall = per_table.breakdown["stall_ns"]["pin_prefetch"]
+    stall = serial.breakdown["stall_ns"]["pin_prefetch"]
     assert stall == pytest.approx(pin["prefetch_ns"]) and stall > 0
-    assert per_table.breakdown["hbm_bytes"] > base.breakdown["hbm_bytes"]
-    b = per_table.breakdown
-    assert per_table.latency_ns >= b["hbm_bytes"] / b["hbm_peak_bandwidth_gbps"]
+    assert serial.breakdown["hbm_bytes"] > base.breakdown["hbm_bytes"]
+    b = serial.breakdown
+    assert serial.latency_ns >= b["hbm_bytes"] / b["hbm_peak_bandwidth_gbps"]
+    # Overlapped (the default): no serial pre-kernel, the same bytes load the kernels' HBM.
+    over = point("a100-80gb", "pinning", "medium", "small")
+    assert over.breakdown["pinning"]["prefetch_overlaps"]
+    assert over.breakdown["stall_ns"]["pin_prefetch"] == 0.0
+    assert over.breakdown["hbm_bytes"] == pytest.approx(b["hbm_bytes"], rel=1e-6)
+    assert over.latency_ns < serial.latency_ns
+    assert (
+        over.breakdown["hbm_utilization_in_kernels"]
+        > serial.breakdown["hbm_utilization_in_kernels"]
+    )
 
 
 def test_hot_rows_are_the_most_counted_rows():
