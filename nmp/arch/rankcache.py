@@ -1,48 +1,85 @@
 """RecNMP's RankCache: an SRAM in each rank unit (buffer chip) that serves repeated rows.
 
-Per rank unit, rows seen at least ``cache_reuse_threshold`` times in the batch are kept after
-their first read, hottest first while they fit in ``cache_kib``; their later lookups are hits.
+The cache decides as the hardware can, access by access in issue order (a set-associative LRU,
+:mod:`nmp.arch.lru_cache`, of ``cache_kib`` per rank unit), never from the batch's future. What
+it allocates on a miss is the switch ``arch.rank.cache_policy``:
+
+* ``"profile"``: the host sets each lookup's *locality bit* (RecNMP's instruction field) from its
+  hot-entry profile (RecNMP: < 2 % overhead): rows looked up at least ``cache_reuse_threshold``
+  times per batch in the access profile, which comes from other batches than the one run;
+* ``"online"``: the unit counts the lookups of each row it has seen in this batch and allocates
+  a row at its ``cache_reuse_threshold``-th lookup.
+
+The caches start each batch cold (no reuse across batches is credited).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from nmp.arch.lru_cache import LruCache
 from nmp.arch.spec import LEVELS
 from nmp.units import KIB
 
+# chosen: RecNMP does not state the RankCache's associativity; 8 ways is a common SRAM cache
+# organization (a sweepable constant of small leverage: at 128 KiB and 256-B rows, 64 sets).
+RANKCACHE_WAYS = 8
 
-def rank_cache_hits(spec, flat, level, node, order, info) -> np.ndarray:
-    """Which lookups the rank units' caches serve (bool per lookup); ``order`` is the issue
-    order, so a row's first read is its first lookup in that order."""
+
+def _occurrence(ids: np.ndarray) -> np.ndarray:
+    """For a sequence of ids: 1 for an id's first appearance, 2 for its second, ..."""
+    order = np.argsort(ids, kind="stable")
+    srt = ids[order]
+    first = np.ones(srt.size, dtype=bool)
+    first[1:] = srt[1:] != srt[:-1]
+    start = np.maximum.accumulate(np.where(first, np.arange(srt.size), 0))
+    out = np.empty(ids.size, dtype=np.int64)
+    out[order] = np.arange(srt.size) - start + 1
+    return out
+
+
+def locality_bits(spec, flat, profile) -> np.ndarray:
+    """The host's locality bit of every lookup: its row is looked up at least
+    ``cache_reuse_threshold`` times per batch in the profile."""
+    bits = np.zeros(flat.n, dtype=bool)
+    if profile is None:
+        return bits
+    t = spec.rank.cache_reuse_threshold
+    for tab in range(flat.num_tables):
+        sel = np.flatnonzero(flat.table == tab)
+        keys, counts = profile.keys[tab], profile.counts[tab]
+        if not sel.size or not keys.size:
+            continue
+        rows = flat.row[sel]
+        pos = np.minimum(np.searchsorted(keys, rows), keys.size - 1)
+        seen = keys[pos] == rows
+        bits[sel] = seen & (counts[pos] / profile.batches >= t)
+    return bits
+
+
+def rank_cache_hits(spec, flat, level, node, order, info, profile=None) -> np.ndarray:
+    """Which lookups the rank units' caches serve (bool per lookup), simulated in ``order``
+    (the issue order)."""
     hit = np.zeros(flat.n, dtype=bool)
-    cache = spec.rank.cache_kib
     li = LEVELS.index("rank")
-    sel = np.flatnonzero(level[order] == li)
-    idx = order[sel]
-    key = node[idx] * (int(flat.grow.max()) + 1) + flat.grow[idx]
-    uniq, first, inv, counts = np.unique(
-        key, return_index=True, return_inverse=True, return_counts=True
+    idx = order[level[order] == li]
+    if not idx.size:
+        return hit
+    unit_node = node[idx]
+    key = unit_node * (int(flat.grow.max()) + 1) + flat.grow[idx]
+    if spec.rank.cache_policy == "online":
+        admit = _occurrence(key) >= spec.rank.cache_reuse_threshold
+    else:
+        admit = locality_bits(spec, flat, profile)[idx]
+    row_bytes = int(flat.row_bytes.max())
+    cache = LruCache.of_bytes(
+        int(unit_node.max()) + 1, spec.rank.cache_kib * KIB, row_bytes, RANKCACHE_WAYS
     )
-    unode = node[idx][first]
-    ubytes = flat.row_bytes[idx][first]
-    cand = counts >= spec.rank.cache_reuse_threshold
-    # hottest first within each node, admitted while they fit
-    rank_order = np.lexsort((-counts, unode))
-    csum = np.zeros(uniq.size, dtype=np.float64)
-    cb = np.where(cand[rank_order], ubytes[rank_order], 0).astype(np.float64)
-    csum_sorted = np.cumsum(cb)
-    node_sorted = unode[rank_order]
-    starts = np.searchsorted(node_sorted, node_sorted, side="left")
-    before = np.concatenate([[0.0], csum_sorted])[starts]
-    csum[rank_order] = csum_sorted - before
-    admitted = cand & (csum <= cache * KIB)
-    is_first = np.zeros(idx.size, dtype=bool)
-    is_first[first] = True
-    hit[idx] = admitted[inv] & ~is_first
-    info["cache_hits"] = int(hit.sum())
-    info["cache_rows"] = int(admitted.sum())
+    served = cache.access(unit_node, flat.grow[idx], admit)
+    hit[idx] = served
+    info["cache_hits"] = int(served.sum())
+    info["cache_rows"] = int((admit & ~served).sum())  # allocations
     return hit
 
 
-__all__ = ["rank_cache_hits"]
+__all__ = ["RANKCACHE_WAYS", "locality_bits", "rank_cache_hits"]

@@ -25,6 +25,7 @@ from nmp.config import (
 
 LEVELS = ("rank", "bankgroup", "bank")
 SALP_READINGS = ("salp1", "salp2", "masa")
+CACHE_POLICIES = ("profile", "online")  # how a RankCache decides what to allocate
 # how a cross-level design without the LP picks each row's level (``base_placement``)
 BASE_PLACEMENTS = ("frequency", "capacity")
 
@@ -80,6 +81,7 @@ class UnitSpec:
     buffer_kib: float = 16.0
     cache_kib: float = 0.0
     cache_reuse_threshold: int = 2
+    cache_policy: str = "profile"
     pj_per_add: float = 0.9
     pj_per_mul: float = 3.7
     sram_pj_per_bit: float = 0.16
@@ -114,6 +116,11 @@ class UnitSpec:
         if self.salp not in SALP_READINGS:
             raise KeyedValueError(
                 "salp", f"unknown reading '{self.salp}' (known: {', '.join(SALP_READINGS)})"
+            )
+        if self.cache_policy not in CACHE_POLICIES:
+            raise KeyedValueError(
+                "cache_policy",
+                f"unknown '{self.cache_policy}' (known: {', '.join(CACHE_POLICIES)})",
             )
         if self.cache_reuse_threshold < 1:
             raise KeyedValueError("cache_reuse_threshold", "must be >= 1")

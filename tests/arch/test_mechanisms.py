@@ -83,3 +83,33 @@ def test_locality_scheduling_reorders_only_within_the_window():
             assert set(got[w : w + window]) == set(arrivals[w : w + window])
     whole = windowed_locality_order(node, bank, page, nodes, banks, 0)
     assert np.array_equal(whole, _locality_order(node, bank, page, nodes, banks))
+
+
+def test_lru_cache_evicts_the_least_recently_used():
+    from nmp.arch.lru_cache import LruCache
+
+    cache = LruCache(owners=2, sets=1, ways=2)
+    owner = np.array([0, 0, 0, 0, 0, 1])
+    key = np.array([1, 2, 1, 3, 2, 1])  # 3 evicts 2 (1 was used more recently); owner 1 cold
+    assert cache.access(owner, key).tolist() == [False, False, True, False, False, False]
+    # the state persists across calls: owner 0 now holds 3 and 2
+    assert cache.access(np.zeros(3, int), np.array([3, 2, 1])).tolist() == [True, True, False]
+
+
+@pytest.mark.parametrize("policy", ["profile", "online"])
+def test_rank_cache_decides_without_the_future(policy, skewed):
+    """A row's first lookup in issue order is never a hit, and the online cache never serves a
+    row before its threshold-th lookup: it cannot know the batch's future."""
+    arch = load_arch("recnmp", overrides={"rank.cache_policy": policy})
+    arch.bind(skewed)
+    flat, plc, order = arch.prepare(generate_batch(skewed, seed=3))
+    assert plc.hit.any()
+    key = plc.node[order] * (int(flat.grow.max()) + 1) + flat.grow[order]
+    _, first = np.unique(key, return_index=True)
+    assert not plc.hit[order][first].any()
+    if policy == "online":
+        from nmp.arch.rankcache import _occurrence
+
+        occ = _occurrence(key)
+        # allocated at the threshold-th lookup, so served from the next one on
+        assert (occ[plc.hit[order]] > arch.spec.rank.cache_reuse_threshold).all()

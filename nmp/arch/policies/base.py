@@ -40,7 +40,9 @@ class RowPolicy:
 
     def needs_profile(self, spec) -> bool:
         """Whether placement needs the access profile (hot rows, frequency classes)."""
-        return spec.replicate_hot_rows > 0
+        return spec.replicate_hot_rows > 0 or (
+            spec.rank.cache_kib > 0 and spec.rank.cache_policy == "profile"
+        )
 
     def partitions(self, spec) -> bool:
         """Whether the partition stage solves a split of rows over several data levels."""
