@@ -261,7 +261,23 @@ def compressed_ecrec_row(cfg: Any, failures: list, base: Any) -> dict[str, Any] 
     summary = compression_summary(res)
     row.update({k: summary[k] for k in SUMMARY_KEYS})
     row["parity_compressed"] = "no: lossy parity deltas would break XOR recovery"
+    row["parity_delta_zstd_ratio"] = parity_delta_ratio(res.trainer)
     return row
+
+
+def parity_delta_ratio(trainer: Any) -> float:
+    """Lossless (zstd) ratio of the parity deltas ``old XOR new`` of one more step of a
+    finished run: what compressing ECRec's parity traffic exactly would gain. The step runs
+    on the finished trainer (after its result was taken)."""
+    from nmp.compress.stages import zstd_compress
+
+    seen: list[Any] = []
+    trainer.train_step(between_hook=seen.append)
+    p = seen[0]
+    delta = np.ascontiguousarray(p.old).view(np.uint32) ^ np.ascontiguousarray(p.new).view(
+        np.uint32
+    )
+    return delta.nbytes / max(1, len(zstd_compress(delta.tobytes())))
 
 
 def print_compression(row: dict[str, Any]) -> None:
@@ -296,20 +312,27 @@ TRAIN_DEFAULTS: dict[str, Any] = {
 }
 
 
-def auc_rows(train: dict[str, Any], ebs: list[float]) -> list[dict[str, Any]]:
-    """AUC change of compressed training against uncompressed, per workload and setting."""
-    from dataclasses import replace
-
+def check_train_params(train: Any) -> dict[str, Any]:
     from nmp.errors import NmpError
-    from nmp.train.compare import auc_change
-    from nmp.train.trainer import run
 
+    if not isinstance(train, dict):
+        raise NmpError("params.train: must be a table")
     unknown = sorted(set(train) - set(TRAIN_DEFAULTS))
     if unknown:
         raise NmpError(
             f"params.train.{unknown[0]}: unknown key (known: {', '.join(TRAIN_DEFAULTS)})"
         )
-    p = {**TRAIN_DEFAULTS, **train}
+    return {**TRAIN_DEFAULTS, **train}
+
+
+def auc_rows(train: dict[str, Any], ebs: list[float]) -> list[dict[str, Any]]:
+    """AUC change of compressed training against uncompressed, per workload and setting."""
+    from dataclasses import replace
+
+    from nmp.train.compare import auc_change
+    from nmp.train.trainer import run
+
+    p = check_train_params(train)
     rows = []
     for wl in p["workloads"]:
         cfg = _study_config(wl, p)
@@ -397,9 +420,10 @@ def run_study(params: dict[str, Any], *, out_dir: Any, jobs: int = 1) -> list[di
     from nmp.compress import study as cs
 
     out_dir = Path(out_dir)
+    check_train_params(params.get("train", {}))
     res = cs.run_ratio_speedup({k: v for k, v in params.items() if k != "train"}, out_dir)
     ebs = [float(e) for e in cs.check_params(params)["eb"]]
-    aucs = auc_rows(params.get("train", {}), ebs) if params.get("train", {}) != "skip" else []
+    aucs = auc_rows(params.get("train", {}), ebs)
     if aucs:
         cs.write_table(out_dir / "auc.csv", aucs)
         plot_auc(aucs, out_dir / "auc.png")

@@ -87,3 +87,15 @@ def test_bad_compress_config():
 
     with pytest.raises(NmpError, match="compress"):
         _config(Args())
+
+
+def test_compare_gains_an_ecrec_row_with_compression():
+    from nmp.train.compare import default_failures, run_compare
+
+    cfg = replace(CFG, compress="quant", steps=9)
+    rows = run_compare(cfg, default_failures(cfg), strategies=("ecrec",))
+    assert [r["strategy"] for r in rows] == ["failure-free", "ecrec", "ecrec+quant"]
+    assert rows[1]["identical_to_failure_free"]  # the plain rows run uncompressed
+    assert not rows[2]["identical_to_failure_free"]
+    assert rows[2]["compression_ratio"] > 3.0
+    assert rows[2]["parity_delta_zstd_ratio"] > 1.0
