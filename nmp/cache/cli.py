@@ -64,7 +64,8 @@ def _print(r: dict) -> None:
     print(
         f"  per-key hit rate {r['hit_rate']:.4f} (L1 {r['l1_hit_rate']:.4f}, L2 "
         f"{r['l2_hit_rate']:.4f}, L3 {r['l3_hit_rate']:.4f}); perfect hit rate "
-        f"{r['perfect_hit_rate']:.4f}"
+        f"{r['perfect_hit_rate']:.4f} (if lookups hit independently: "
+        f"{r['perfect_if_independent']:.4f})"
     )
     print(
         f"  modeled latency per request: avg {r['avg_latency_us']:.2f} us, p90 "

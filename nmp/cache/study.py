@@ -42,9 +42,9 @@ _DEFAULTS = {
 }
 COLUMNS = (
     "alpha", "policy", "l1_mb", "l2_mb", "l2_dtype", "l3_mb", "hit_rate", "l1_hit_rate",
-    "l2_hit_rate", "l3_hit_rate", "perfect_hit_rate", "avg_latency_us", "p90_latency_us",
-    "memory_bytes", "memory_reduction", "auc_change", "auc_change_ci_lo", "auc_change_ci_hi",
-    "backend_lookups_per_s",
+    "l2_hit_rate", "l3_hit_rate", "perfect_hit_rate", "perfect_if_independent",
+    "avg_latency_us", "p90_latency_us", "memory_bytes", "memory_reduction", "auc_change",
+    "auc_change_ci_lo", "auc_change_ci_hi", "backend_lookups_per_s",
 )  # fmt: skip
 
 
