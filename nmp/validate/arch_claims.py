@@ -217,6 +217,18 @@ def faster_than_each(
     }
 
 
+def variant_speedup(
+    *, quick: bool, design: str, set: dict[str, Any], setup: str = "recross"
+) -> dict[str, Any]:
+    """Throughput of ``design`` with the overrides ``set`` over the design as its preset has it
+    (a configuration the paper explores: more units, another capacity split)."""
+    value = (
+        point(design, setup=setup, set=set).lookups_per_s / point(design, setup=setup).lookups_per_s
+    )
+    changed = ", ".join(f"{k.removeprefix('arch.')}={v}" for k, v in set.items())
+    return {"value": value, "detail": f"{design} with {changed} / {design}; {setup} setup"}
+
+
 def ablation_speedup(*, quick: bool, step: str, setup: str = "recross") -> dict[str, Any]:
     """Speedup over the host CPU of one ablation step (``recross-base`` ... ``recross``)."""
     if step not in ABLATION:
