@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "nmp.rtl.cli",  # rtl export / rtl report
     "nmp.train.cli",  # train
     "nmp.cache.cli",  # cache
+    "nmp.shard.cli",  # shard
     "nmp.validate.cli",  # validate
 )
 

@@ -1,0 +1,14 @@
+"""nmp.shard: tiered placement of embedding rows across GPUs and memory tiers.
+
+Per-table access statistics (:mod:`~nmp.shard.stats`) drive sharders (RecShard's MILP and the
+table-wise greedy baselines, one module each under :mod:`nmp.shard.sharders`) that place every
+table on a GPU and each row in that GPU's HBM or in host memory; :mod:`~nmp.shard.cost` times a
+placement with the GPU model (``nmp.gpu``) for HBM rows and the link plus the DRAM engine
+(``nmp.memory``) for host rows; :mod:`~nmp.shard.functional` executes it against
+``torch.nn.EmbeddingBag``. Topologies are data in ``models/topology/``. Command: ``nmp shard``.
+"""
+
+from nmp.shard.registry import get_sharder, sharder_names
+from nmp.shard.topology import DEFAULT_TOPOLOGY, load_topology, topology_names
+
+__all__ = ["DEFAULT_TOPOLOGY", "get_sharder", "load_topology", "sharder_names", "topology_names"]

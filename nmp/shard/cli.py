@@ -1,0 +1,112 @@
+"""``nmp shard``: place a workload's embedding rows across GPUs and memory tiers, and cost it.
+
+nmp shard --workload criteo-terabyte --sharder recshard [--topology a100x8-pcie4]
+          [--set topology.hbm_gib=2 --set topology.gpus=16 --set workload.batch=4096]
+          [--profile-batches 8] [--eval-batches 2] [--index-file lookups.npz] [--json]
+nmp shard --workload criteo-terabyte --sharder all      # every sharder, one table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _run(args: argparse.Namespace) -> int:
+    from nmp.config import parse_set_args, split_overrides
+    from nmp.shard.registry import sharder_names
+    from nmp.shard.run import run_shard
+
+    over = split_overrides(parse_set_args(args.set), ("workload", "topology"))
+    names = sharder_names() if args.sharder == "all" else [args.sharder]
+    rows = [
+        run_shard(
+            workload=args.workload,
+            sharder=name,
+            topology=args.topology,
+            workload_overrides=over["workload"],
+            topology_overrides=over["topology"],
+            profile_batches=args.profile_batches,
+            eval_batches=args.eval_batches,
+            seed=args.seed,
+            index_file=args.index_file or "",
+            overlap=args.overlap,
+            time_limit_s=args.time_limit,
+        )
+        for name in names
+    ]
+    if args.json:
+        json.dump(rows[0] if len(rows) == 1 else rows, sys.stdout, indent=2)
+        print()
+        return 0
+    r0 = rows[0]
+    print(
+        f"nmp shard: {r0['workload']} ({r0['tables_gib']:.2f} GiB of tables) on {r0['topology']}: "
+        f"{r0['gpus']} x {r0['gpu']}, {r0['hbm_gib_per_gpu']:g} GiB HBM each for embeddings; "
+        f"profile {r0['profile']}; timed on {r0['eval_batches']} other batch(es)"
+    )
+    head = f"{'sharder':<12}{'step_ms':>10}{'load_bal':>10}{'slow/batch':>12}{'slow%':>8}"
+    head += f"{'HBM_GiB':>9}{'solve_s':>9}"
+    print(head)
+    for r in rows:
+        print(
+            f"{r['sharder']:<12}{r['step_ms']:>10.4f}{r['load_balance']:>10.2f}"
+            f"{r['slow_accesses_per_batch']:>12.0f}{100 * r['slow_access_fraction']:>7.2f}%"
+            f"{r['hbm_bytes'] / 2**30:>9.2f}{r['solve_s']:>9.2f}"
+        )
+    for r in rows:
+        if r["solver"]:
+            s = r["solver"]
+            print(
+                f"{r['sharder']} MILP: {s['variables']} variables ({s['binaries']} binary), "
+                f"{s['constraints']} constraints, {s['classes']} frequency classes, "
+                f"gap {s['mip_gap']:.2%}, {s['status']}"
+            )
+    if len(rows) == 1:
+        print(f"{'gpu':>4}{'t_ms':>10}{'hbm_ms':>10}{'slow_ms':>10}{'slow/batch':>12}  tables")
+        for g in r0["per_gpu"]:
+            print(
+                f"{g['gpu']:>4}{g['t_ms']:>10.4f}{g['hbm_ms']:>10.4f}{g['slow_ms']:>10.4f}"
+                f"{g['slow_accesses_per_batch']:>12.0f}  {g['tables']}"
+            )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from nmp.shard.topology import DEFAULT_TOPOLOGY
+
+    p = sub.add_parser(
+        "shard",
+        help="place embedding rows across GPUs and HBM/host tiers (RecShard, greedy sharders)",
+        description="Profile a workload's tables, place them with a sharder across the GPUs of "
+        "a topology (models/topology/) and the HBM / host-memory tiers, and report the modeled "
+        "embedding step time, load balance and slow-tier accesses.",
+    )
+    p.add_argument("--workload", required=True, help="workload preset (nmp models --kind workload)")
+    p.add_argument(
+        "--topology", default=DEFAULT_TOPOLOGY, help=f"topology preset (default {DEFAULT_TOPOLOGY})"
+    )
+    p.add_argument(
+        "--sharder",
+        default="recshard",
+        help="recshard, size, lookup, size-lookup, or all (default recshard)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override workload.* or topology.* by dotted path (repeatable)",
+    )
+    p.add_argument("--profile-batches", type=int, default=8, help="batches profiled (default 8)")
+    p.add_argument("--eval-batches", type=int, default=2, help="held-out batches timed (default 2)")
+    p.add_argument("--index-file", help="profile a user's index file (.npz) instead")
+    p.add_argument("--seed", type=int, default=0, help="first profile seed (default 0)")
+    p.add_argument(
+        "--overlap",
+        action="store_true",
+        help="HBM and host-tier time overlap (max) instead of adding up",
+    )
+    p.add_argument("--time-limit", type=float, default=60.0, help="MILP time limit, s (default 60)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_run)

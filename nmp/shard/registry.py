@@ -1,0 +1,68 @@
+"""Sharders behind one interface; each registers itself from its own module.
+
+A sharder takes a :class:`ShardProblem` (the tables' statistics, the GPUs, their HBM budget and
+the linearized costs) and returns a :class:`~nmp.shard.placement.Placement`. The lists of names
+(CLI choices, studies, tests) come from :data:`SHARDERS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from nmp.errors import NmpError
+from nmp.shard.cost import TableCoefficients
+from nmp.shard.placement import Placement
+from nmp.shard.stats import WorkloadStats
+
+
+@dataclass(frozen=True, eq=False)
+class ShardProblem:
+    stats: WorkloadStats
+    gpus: int
+    hbm_bytes_per_gpu: int
+    host_bytes: int
+    coef: tuple[TableCoefficients, ...]
+    time_limit_s: float = 60.0  # for sharders that search (the MILP)
+
+    def check_capacity(self) -> None:
+        """Raise unless the tables fit in HBM and host memory together."""
+        need = sum(t.bytes_ for t in self.stats.tables)
+        have = self.gpus * self.hbm_bytes_per_gpu + self.host_bytes
+        if need > have:
+            raise NmpError(
+                f"capacity too small for any placement: the tables need {need / 2**30:.2f} GiB, "
+                f"the topology has {self.gpus} x {self.hbm_bytes_per_gpu / 2**30:.2f} GiB HBM + "
+                f"{self.host_bytes / 2**30:.2f} GiB host = {have / 2**30:.2f} GiB"
+            )
+
+
+class Sharder(Protocol):
+    name: str
+    description: str
+
+    def place(self, problem: ShardProblem) -> Placement: ...
+
+
+SHARDERS: dict[str, Sharder] = {}
+
+
+def register(sharder: Sharder) -> Sharder:
+    SHARDERS[sharder.name] = sharder
+    return sharder
+
+
+def sharder_names() -> list[str]:
+    _load_all()
+    return list(SHARDERS)
+
+
+def get_sharder(name: str) -> Sharder:
+    _load_all()
+    if name not in SHARDERS:
+        raise NmpError(f"unknown sharder '{name}' (known: {', '.join(SHARDERS)})")
+    return SHARDERS[name]
+
+
+def _load_all() -> None:
+    import nmp.shard.sharders  # noqa: F401  (each module registers itself)

@@ -1,0 +1,119 @@
+"""One sharding experiment: profile a workload, place it with a sharder, cost the placement.
+
+The profile (statistics the sharders see) and the evaluation (the batches the placement is
+timed on) use different batches: a placement is judged on data it was not fitted to, as in
+training after an offline profile. Shared work (profiles, evaluation batches, cost coefficients)
+is cached per process so that a study or several claims reuse it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from nmp.shard.cost import coefficients, evaluate
+from nmp.shard.registry import ShardProblem, get_sharder
+from nmp.shard.stats import WorkloadStats, profile_index_file, profile_workload
+from nmp.shard.topology import DEFAULT_TOPOLOGY, load_topology
+from nmp.workload import DTYPE_BYTES, generate_batch, load_workload
+
+PROFILE_BATCHES = 8  # chosen: 16K samples of Criteo Terabyte at batch 2048
+EVAL_BATCHES = 2  # chosen: held-out batches the placement is timed on
+EVAL_SEED_OFFSET = 1_000_003  # evaluation seeds start here, apart from the profile's
+MILP_TIME_LIMIT_S = 60.0
+
+
+def _key(overrides: dict[str, Any] | None) -> str:
+    return repr(sorted((overrides or {}).items()))
+
+
+@functools.cache
+def _workload(name: str, okey: str, overrides_items: tuple):
+    return load_workload(name, dict(overrides_items))
+
+
+def workload_of(name: str, overrides: dict[str, Any] | None):
+    return _workload(name, _key(overrides), tuple(sorted((overrides or {}).items())))
+
+
+@functools.cache
+def _profile(name: str, okey: str, items: tuple, batches: int, seed: int, index_file: str):
+    spec = workload_of(name, dict(items))
+    if index_file:
+        return profile_index_file(spec, index_file)
+    return profile_workload(spec, batches, seed)
+
+
+@functools.cache
+def _eval_batches(name: str, okey: str, items: tuple, batches: int, seed: int):
+    spec = workload_of(name, dict(items))
+    return [generate_batch(spec, seed=seed + EVAL_SEED_OFFSET + i) for i in range(batches)]
+
+
+def run_shard(
+    *,
+    workload: str,
+    sharder: str,
+    topology: str = DEFAULT_TOPOLOGY,
+    workload_overrides: dict[str, Any] | None = None,
+    topology_overrides: dict[str, Any] | None = None,
+    profile_batches: int = PROFILE_BATCHES,
+    eval_batches: int = EVAL_BATCHES,
+    seed: int = 0,
+    index_file: str = "",
+    overlap: bool = False,
+    time_limit_s: float = MILP_TIME_LIMIT_S,
+) -> dict[str, Any]:
+    """Place ``workload`` with ``sharder`` on ``topology`` and return the result row."""
+    from nmp.errors import NmpError
+
+    if eval_batches < 1:
+        raise NmpError(f"eval batches must be >= 1, got {eval_batches}")
+    topo = load_topology(topology, topology_overrides)
+    items = tuple(sorted((workload_overrides or {}).items()))
+    okey = repr(items)
+    spec = workload_of(workload, workload_overrides)
+    stats: WorkloadStats = _profile(workload, okey, items, profile_batches, seed, index_file)
+    elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
+    coef = coefficients(topo, [t.dim for t in spec.tables], elem, spec.batch)
+    problem = ShardProblem(
+        stats, topo.gpus, topo.hbm_bytes_per_gpu, topo.host_bytes, tuple(coef), time_limit_s
+    )
+    placement = get_sharder(sharder).place(problem)
+    batches = _eval_batches(workload, okey, items, eval_batches, seed)
+    cost = evaluate(placement, topo, batches, elem, overlap=overlap)
+    per_gpu = [
+        {
+            "gpu": g,
+            "tables": placement.tables_of(g),
+            "hbm_bytes": int(cost.hbm_bytes[g]),
+            "t_ms": cost.gpu_ns[g] / 1e6,
+            "hbm_ms": cost.hbm_ns[g] / 1e6,
+            "slow_ms": cost.slow_ns[g] / 1e6,
+            "lookups_per_batch": float(cost.lookups[g]),
+            "slow_accesses_per_batch": float(cost.slow_lookups[g]),
+        }
+        for g in range(topo.gpus)
+    ]
+    lookups = float(cost.lookups.sum())
+    return {
+        "sharder": sharder,
+        "workload": spec.name,
+        "topology": topo.name,
+        "gpu": topo.gpu,
+        "gpus": topo.gpus,
+        "hbm_gib_per_gpu": topo.hbm_gib,
+        "tables_gib": spec.bytes_ / 2**30,
+        "step_ms": cost.step_ns / 1e6,
+        "load_balance": cost.load_balance,
+        "slow_accesses_per_batch": cost.slow_accesses_per_batch,
+        "slow_access_fraction": cost.slow_accesses_per_batch / lookups if lookups else 0.0,
+        "hbm_bytes": int(cost.hbm_bytes.sum()),
+        "solve_s": placement.solve_s,
+        "host_gbps": cost.host_gbps,
+        "overlap": overlap,
+        "profile": stats.describe(),
+        "eval_batches": eval_batches,
+        "solver": placement.info if sharder == "recshard" else {},
+        "per_gpu": per_gpu,
+    }

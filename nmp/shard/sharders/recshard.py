@@ -1,0 +1,243 @@
+"""RecShard's placement as a mixed-integer linear program (Sethi et al., ASPLOS'22).
+
+Each table goes to one GPU; within it, rows are split between the GPU's HBM and the host tier
+by their profiled frequency. Rows are grouped into frequency classes (:mod:`nmp.shard.stats`),
+so Criteo Terabyte's 49M rows are ~300 classes. Variables: ``x[t, g]`` (binary: table t on GPU
+g) and ``m[t, k, g]`` (rows of class k of table t in GPU g's HBM, 0..n_k). With the linearized
+costs of :func:`nmp.shard.cost.coefficients` (per table: fixed kernel time F_t, time per HBM
+lookup h_t, per host lookup s_t; A_t lookups per batch, a_tk those of class k, n_k its rows):
+
+    cost_g = sum_t x[t,g] (F_t + s_t A_t) - sum_{t,k} m[t,k,g] (s_t - h_t) a_tk / n_k
+    min z + eps sum_g cost_g    s.t.  sum_g x[t,g] = 1
+                                      m[t,k,g] <= n_k x[t,g]
+                                      sum_{t,k} m[t,k,g] row_bytes_t <= HBM_g
+                                      cost_g <= z
+                                      cost_g >= cost_{g+1}   (identical GPUs: breaks symmetry)
+
+``eps`` (1e-3, chosen) prefers the least total time among placements with the same slowest GPU.
+HiGHS (``scipy.optimize.milp``) solves it within ``time_limit_s``; the gap is reported. By
+default ``m`` is continuous (rows in a class are interchangeable; rounding down loses under one
+row per class); ``integer_rows=True`` makes it exact at row granularity. Classes never touched
+in the profile get no variable; HBM left over after the solve is filled with the GPU's
+remaining rows, hottest class first (it can only help rows the profile did not see).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import coo_matrix
+
+from nmp.errors import NmpError
+from nmp.shard.placement import Placement, TablePlacement
+from nmp.shard.registry import ShardProblem, register
+
+EPS = 1e-3
+ORDER_GPUS = True
+MIP_REL_GAP = 1e-3  # chosen: HiGHS stops within 0.1 % of the bound
+
+
+def solve(problem: ShardProblem, *, integer_rows: bool = False) -> Placement:
+    problem.check_capacity()
+    t0 = time.perf_counter()
+    stats = problem.stats.tables
+    n_t, n_g = len(stats), problem.gpus
+    classes = [s.classes() for s in stats]
+    # y variables: (table, class) pairs that carry accesses and gain from HBM
+    pairs = [
+        (t, k)
+        for t in range(n_t)
+        for k, c in enumerate(classes[t])
+        if c.accesses_per_batch > 0
+        and problem.coef[t].slow_ns_per_lookup > problem.coef[t].hbm_ns_per_lookup
+    ]
+    n_x, n_y = n_t * n_g, len(pairs) * n_g
+    n_var = n_x + n_y + 1
+    zi = n_var - 1
+    us = 1e-3  # costs in microseconds, capacity in GiB: coefficients near 1 for HiGHS
+    gib = 1.0 / 2**30
+    fixed = (
+        np.array(
+            [
+                c.fixed_ns + c.slow_ns_per_lookup * s.lookups_per_batch
+                for c, s in zip(problem.coef, stats, strict=True)
+            ]
+        )
+        * us
+    )
+    gain = (
+        np.array(
+            [
+                (problem.coef[t].slow_ns_per_lookup - problem.coef[t].hbm_ns_per_lookup)
+                * classes[t][k].density
+                for t, k in pairs
+            ]
+        )
+        * us
+    )
+    n_rows = np.array([classes[t][k].n_rows for t, k in pairs], dtype=float)
+    rbytes = np.array([stats[t].row_bytes for t, _ in pairs], dtype=float) * gib
+
+    def xi(t, g):
+        return t * n_g + g
+
+    def yi(p, g):
+        return n_x + p * n_g + g
+
+    rows, cols, vals, lo, hi = [], [], [], [], []
+    r = 0
+
+    def add(entries, low, high):
+        nonlocal r
+        for c, v in entries:
+            rows.append(r)
+            cols.append(c)
+            vals.append(v)
+        lo.append(low)
+        hi.append(high)
+        r += 1
+
+    for t in range(n_t):
+        add([(xi(t, g), 1.0) for g in range(n_g)], 1.0, 1.0)
+    for p, (t, _) in enumerate(pairs):
+        for g in range(n_g):
+            add([(yi(p, g), 1.0), (xi(t, g), -n_rows[p])], -np.inf, 0.0)
+    cap = problem.hbm_bytes_per_gpu * gib
+    # capacity rows as a fraction of the HBM (a row's share is then far above HiGHS's 1e-7
+    # feasibility tolerance, which a GiB-scaled row would not be)
+    share = rbytes / cap if cap > 0 else np.full(len(pairs), 1e9)
+    for g in range(n_g):
+        add([(yi(p, g), share[p]) for p in range(len(pairs))], -np.inf, 1.0)
+
+    def cost_row(g, sign=1.0):
+        return [(xi(t, g), sign * fixed[t]) for t in range(n_t)] + [
+            (yi(p, g), -sign * gain[p]) for p in range(len(pairs))
+        ]
+
+    for g in range(n_g):
+        add([*cost_row(g), (zi, -1.0)], -np.inf, 0.0)
+    for g in range(n_g - 1 if ORDER_GPUS else 0):
+        add(cost_row(g) + cost_row(g + 1, -1.0), 0.0, np.inf)
+    # Valid cuts: a table costs at least its cost alone on a GPU with the whole HBM (lb_t), so
+    # z >= sum of lb_t over each GPU's tables. They tighten the LP bound (without them HiGHS
+    # finds the optimum at once but cannot prove it within minutes).
+    lb = _table_lower_bounds(problem, classes, pairs, fixed, gain, n_rows, rbytes, cap)
+    for g in range(n_g):
+        add([(zi, 1.0)] + [(xi(t, g), -lb[t]) for t in range(n_t)], 0.0, np.inf)
+    a = coo_matrix((vals, (rows, cols)), shape=(r, n_var)).tocsr()
+    c = np.zeros(n_var)
+    for g in range(n_g):
+        for t in range(n_t):
+            c[xi(t, g)] = EPS * fixed[t]
+        for p in range(len(pairs)):
+            c[yi(p, g)] = -EPS * gain[p]
+    c[zi] = 1.0
+    upper = np.concatenate([np.ones(n_x), np.repeat(n_rows, n_g), [np.inf]])
+    # Some GPU holds at least ceil(T/G) tables, each costing at least its lb_t: z is at least
+    # the sum of the ceil(T/G) smallest lb_t (closes the bin-packing gap the LP leaves).
+    z_min = float(np.sort(lb)[: -(-n_t // n_g)].sum())
+    lower = np.concatenate([np.zeros(n_var - 1), [z_min]])
+    integrality = np.concatenate(
+        [np.ones(n_x), np.full(n_y, 1 if integer_rows else 0), [0]]
+    ).astype(int)
+    res = milp(
+        c,
+        constraints=LinearConstraint(a, lo, hi),
+        integrality=integrality,
+        bounds=Bounds(lower, upper),
+        options={"time_limit": problem.time_limit_s, "mip_rel_gap": MIP_REL_GAP},
+    )
+    if res.x is None:
+        raise NmpError(f"RecShard MILP found no placement ({res.message})")
+    solve_s = time.perf_counter() - t0
+    x = res.x[:n_x].reshape(n_t, n_g)
+    owner = np.argmax(x, axis=1)
+    take = np.floor(res.x[n_x : n_x + n_y].reshape(len(pairs), n_g) + 1e-6)
+    counts = [np.zeros(len(cl), dtype=np.int64) for cl in classes]
+    for p, (t, k) in enumerate(pairs):
+        counts[t][k] = int(min(take[p, owner[t]], classes[t][k].n_rows))
+    _fill_leftover(problem, classes, owner, counts)
+    placed = tuple(
+        TablePlacement(int(owner[t]), stats[t].num_rows, _rows(stats[t], classes[t], counts[t]))
+        for t in range(n_t)
+    )
+    info = {
+        "status": res.message,
+        "mip_gap": float(getattr(res, "mip_gap", 0.0) or 0.0),
+        "objective_us": float(res.x[zi]),
+        "variables": n_var,
+        "binaries": n_x,
+        "constraints": r,
+        "classes": len(pairs),
+        "integer_rows": integer_rows,
+    }
+    return Placement("recshard", n_g, placed, solve_s, info)
+
+
+def _table_lower_bounds(problem, classes, pairs, fixed, gain, n_rows, rbytes, cap) -> np.ndarray:
+    """Per table: its cost alone on one GPU, the HBM filled by gain per byte (fractional
+    knapsack: optimal for one table when rows are divisible)."""
+    lb = fixed.copy()
+    for t in range(len(fixed)):
+        mine = [p for p, (tt, _) in enumerate(pairs) if tt == t]
+        mine.sort(key=lambda p: -gain[p] / rbytes[p])
+        free = cap
+        for p in mine:
+            take = min(n_rows[p], free / rbytes[p])
+            lb[t] -= take * gain[p]
+            free -= take * rbytes[p]
+            if free <= 0:
+                break
+    return lb
+
+
+def _fill_leftover(problem, classes, owner, counts) -> None:
+    stats = problem.stats.tables
+    for g in range(problem.gpus):
+        mine = [t for t in range(len(stats)) if owner[t] == g]
+        used = sum(int(counts[t].sum()) * stats[t].row_bytes for t in mine)
+        free = problem.hbm_bytes_per_gpu - used
+        # the solver's tolerances may leave a GPU a fraction of a row over: drop coldest rows
+        pairs = [(t, k) for t in mine for k in range(len(classes[t]))]
+        for t, k in sorted(pairs, key=lambda tk: (classes[tk[0]][tk[1]].density, tk)):
+            if free < 0:
+                drop = min(int(counts[t][k]), -(free // stats[t].row_bytes))
+                counts[t][k] -= drop
+                free += drop * stats[t].row_bytes
+        for t, k in sorted(pairs, key=lambda tk: (-classes[tk[0]][tk[1]].density, tk)):
+            room = classes[t][k].n_rows - counts[t][k]
+            add = min(room, free // stats[t].row_bytes)
+            if add > 0:
+                counts[t][k] += add
+                free -= add * stats[t].row_bytes
+
+
+def _rows(stats, classes, counts) -> np.ndarray | None:
+    if int(counts.sum()) >= stats.num_rows:
+        return None
+    parts = []
+    for c, m in zip(classes, counts, strict=True):
+        if m == 0:
+            continue
+        if c.rows.size:
+            parts.append(c.rows[:m])
+        else:  # the untouched class: the lowest ids not seen in the profile
+            mask = np.ones(stats.num_rows, dtype=bool)
+            mask[stats.rows] = False
+            parts.append(np.flatnonzero(mask)[:m])
+    if not parts:
+        return np.empty(0, dtype=np.int64)
+    return np.sort(np.concatenate(parts))
+
+
+class RecShardSharder:
+    name = "recshard"
+    description = "RecShard MILP: tables to GPUs, rows to HBM or host by profiled frequency"
+
+    def place(self, problem):
+        return solve(problem)
+
+
+register(RecShardSharder())

@@ -1,0 +1,83 @@
+"""Bad input fails with one clear line: capacity, unknown GPU, index file vs tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nmp.cli import main
+from nmp.errors import NmpError, SpecError
+from nmp.shard.topology import load_topology
+from nmp.workload import save_index_file
+from tests.shard.conftest import problem, table
+
+WORKLOAD = "dlrm-benchmark"
+SMALL = [
+    "--set",
+    "workload.num_tables=2",
+    "--set",
+    "workload.rows=300",
+    "--set",
+    "workload.batch=8",
+    "--set",
+    "workload.pooling=3",
+]
+
+
+def test_capacity_too_small_for_any_placement():
+    p = problem([table([1, 2, 3], 3), table([1], 4)], 2, 1, host_bytes=256)
+    from nmp.shard.registry import get_sharder, sharder_names
+
+    for name in sharder_names():
+        with pytest.raises(NmpError, match="capacity too small for any placement"):
+            get_sharder(name).place(p)
+
+
+def test_cli_capacity_error(capsys):
+    rc = main(
+        ["shard", "--workload", WORKLOAD, *SMALL]
+        + ["--set", "topology.host.capacity_gib=1e-6", "--set", "topology.hbm_gib=0"]
+    )
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert err.startswith("nmp: error: capacity too small") and err.count("\n") == 1
+
+
+def test_unknown_gpu_in_topology(tmp_path):
+    from nmp.config import find_preset
+
+    text = find_preset("topology", "a100x8-pcie4").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace('gpu = "a100-80gb"', 'gpu = "z900"'))
+    with pytest.raises(SpecError, match=r"key 'gpu': unknown GPU 'z900'"):
+        load_topology(str(bad))
+
+
+def test_index_file_that_does_not_match_the_tables(tmp_path, capsys):
+    from nmp.workload import LookupBatch, TableLookups
+
+    # one table only, the workload has two
+    t = TableLookups(np.array([1, 2], np.int64), np.array([0, 1, 2], np.int64), None, 300, 64)
+    path = tmp_path / "idx.npz"
+    save_index_file(LookupBatch((t,)), path)
+    rc = main(["shard", "--workload", WORKLOAD, *SMALL, "--index-file", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "idx.npz" in err and err.count("\n") == 1
+
+
+def test_unknown_sharder(capsys):
+    rc = main(["shard", "--workload", WORKLOAD, *SMALL, "--sharder", "random"])
+    assert rc == 1
+    assert "unknown sharder 'random'" in capsys.readouterr().err
+
+
+def test_cli_json_keys(capsys):
+    import json
+
+    rc = main(["shard", "--workload", WORKLOAD, *SMALL, "--sharder", "recshard", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("sharder", "step_ms", "load_balance", "slow_accesses_per_batch", "hbm_bytes"):
+        assert key in out
+    assert out["solve_s"] >= 0 and len(out["per_gpu"]) == 8
+    assert out["step_ms"] == pytest.approx(max(g["t_ms"] for g in out["per_gpu"]))
