@@ -39,7 +39,7 @@ def training_speedup(
 ) -> dict:
     """Modeled step speedup of compressed over uncompressed training."""
     from nmp.compress.network import load_network
-    from nmp.compress.speedup import StepSetup, step_times
+    from nmp.compress.speedup import StepSetup, codec_rates, step_times
     from nmp.compress.study import MLPS
     from nmp.workload import load_workload
     from nmp.workload.spec import as_pooling
@@ -56,8 +56,7 @@ def training_speedup(
         bottom=bottom,
         top=top,
     )
-    comp = m["compress_gbps"] if codec_gbps == "measured" else float(codec_gbps)
-    decomp = m["decompress_gbps"] if codec_gbps == "measured" else float(codec_gbps)
+    comp, decomp = codec_rates(codec_gbps, (m["compress_gbps"], m["decompress_gbps"]))
     net = load_network(network)
     st = step_times(setup, net, ratio=m["ratio"], comp_gbps=comp, decomp_gbps=decomp)
     return {

@@ -24,11 +24,39 @@ import math
 from dataclasses import dataclass
 
 from nmp.compress.network import NetworkSpec
+from nmp.errors import NmpError
 
 # NVIDIA A100 Tensor Core GPU datasheet: 19.5 TFLOP/s FP32 (non-tensor-core) peak; HBM2 at
 # 1,555 GB/s on the 40 GB part (PAPERS.md "GPU embedding stage").
 A100_FP32_TFLOPS = 19.5
 A100_HBM_GBPS = 1555.0
+
+# GPU codec throughputs with sources, (compress, decompress) GB/s of uncompressed data. The
+# paper's own GPU compressor's throughput is not in the sources found; cuSZp2 is a GPU
+# error-bounded compressor of the same family (quantization + fast lossless encoding).
+# Named assumption: DLRM's chunks (tens of KB per message) reach the average throughput that
+# cuSZp2 reports on large HPC datasets; small kernels would in fact run slower.
+GPU_CODECS: dict[str, tuple[float, float, str]] = {
+    "cuszp2-a100": (
+        332.42,
+        513.04,
+        "Huang et al., cuSZp2 (SC'24), abstract: average 332.42 / 513.04 GB/s end-to-end "
+        "compression / decompression on an NVIDIA A100",
+    ),
+}
+
+
+def codec_rates(setting: str | float, measured: tuple[float, float]) -> tuple[float, float]:
+    """(compress, decompress) GB/s for a throughput setting: "measured" (this CPU), a GPU
+    codec of :data:`GPU_CODECS`, or one number for both directions."""
+    if setting == "measured":
+        return measured
+    if isinstance(setting, str):
+        if setting not in GPU_CODECS:
+            known = ", ".join(["measured", *GPU_CODECS])
+            raise NmpError(f"unknown codec throughput '{setting}' (known: {known}, or GB/s)")
+        return GPU_CODECS[setting][:2]
+    return float(setting), float(setting)
 
 
 @dataclass(frozen=True)

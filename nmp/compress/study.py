@@ -25,7 +25,7 @@ from nmp.compress.codec import codec_names, make_codec
 from nmp.compress.measure import measure
 from nmp.compress.network import load_network
 from nmp.compress.pooled import alltoall_chunks, pooled_batch, size_class
-from nmp.compress.speedup import StepSetup, step_times
+from nmp.compress.speedup import GPU_CODECS, StepSetup, codec_rates, step_times
 from nmp.errors import NmpError
 
 # MLP widths per workload (after the 13 dense inputs / after the interaction).
@@ -43,7 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "eb": [0.01, 0.03, 0.05],
     "nodes": [2, 4, 8, 16],
     "networks": ["ethernet-100g", "infiniband-hdr-200g", "infiniband-ndr-400g", "nvlink3-a100"],
-    "codec_gbps": ["measured", 100.0],
+    "codec_gbps": ["measured", "cuszp2-a100"],
     "seed": 0,
     "repeats": 3,
 }
@@ -72,8 +72,11 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(n, int) or n < 2:
             raise NmpError(f"params.nodes: {n!r} must be an integer >= 2")
     for g in p["codec_gbps"]:
-        if g != "measured" and not (isinstance(g, (int, float)) and g > 0):
-            raise NmpError(f"params.codec_gbps: {g!r} must be 'measured' or a positive number")
+        if g not in ("measured", *GPU_CODECS) and not (isinstance(g, (int, float)) and g > 0):
+            raise NmpError(
+                f"params.codec_gbps: {g!r} must be 'measured', one of {list(GPU_CODECS)} "
+                "or a positive number"
+            )
     for w in p["workloads"]:
         if w not in MLPS:
             raise NmpError(f"params.workloads: no MLP sizes known for '{w}' (known: {list(MLPS)})")
@@ -144,8 +147,7 @@ def speedup_rows(p: dict[str, Any], ratios: list[dict[str, Any]]) -> list[dict[s
         )
         for net in p["networks"]:
             for g in p["codec_gbps"]:
-                comp = r["compress_gbps"] if g == "measured" else float(g)
-                decomp = r["decompress_gbps"] if g == "measured" else float(g)
+                comp, decomp = codec_rates(g, (r["compress_gbps"], r["decompress_gbps"]))
                 st = step_times(setup, net, ratio=r["ratio"], comp_gbps=comp, decomp_gbps=decomp)
                 # Codec throughput (both ways equal) at which the all-to-all breaks even.
                 gain = 1.0 - 1.0 / r["ratio"]
@@ -243,7 +245,8 @@ def plot_speedup(rows: list[dict[str, Any]], path: Path, codec: str, eb: float) 
                     if r["nodes"] == nodes and r["codec_gbps"] == g
                 )
                 style = "-" if g == "measured" else "--"
-                lab = f"{nodes} nodes, codec {'CPU measured' if g == 'measured' else f'{g} GB/s'}"
+                name = {"measured": "CPU measured"}.get(g, g if isinstance(g, str) else f"{g} GB/s")
+                lab = f"{nodes} nodes, codec {name}"
                 ax.plot(*zip(*pts, strict=True), style, marker="o", label=lab)
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_xscale("log")
