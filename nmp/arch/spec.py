@@ -53,13 +53,17 @@ class HostSpec:
     clock_ghz: float = 2.2
     simd_lanes: int = 16  # FP32 lanes per core per cycle
     pj_per_flop: float = 20.0  # energy of one FP32 add on the core, with its overheads
+    # Last-level cache in front of the memory (host policy): a set-associative LRU simulated on
+    # the row stream, warmed by the batch before; hits do not cross the channel. 0: no LLC.
+    llc_mib: float = 0.0
+    llc_ways: int = 16
+    llc_pj_per_bit: float = 1.6  # energy of reading a hit from the LLC
 
     def validate(self) -> None:
-        for name in ("cores", "clock_ghz", "simd_lanes"):
+        for name in ("cores", "clock_ghz", "simd_lanes", "llc_ways"):
             if getattr(self, name) <= 0:
                 raise KeyedValueError(name, "must be positive")
-        if self.pj_per_flop < 0:
-            raise KeyedValueError("pj_per_flop", "must be >= 0")
+        require_at_least(self, 0, "pj_per_flop", "llc_mib", "llc_pj_per_bit")
 
 
 @dataclass(frozen=True)
