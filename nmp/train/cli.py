@@ -61,6 +61,12 @@ def _failures(args, cfg):
     return check_schedule(fails, cfg.steps, cfg.nodes)
 
 
+def check_schedule_for(failures, cfg):
+    from nmp.train.failures import check_schedule
+
+    return check_schedule(failures, cfg.steps, cfg.nodes)
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.extrapolate or args.crossover:
         return _extrapolate(args)
@@ -69,8 +75,40 @@ def _run(args: argparse.Namespace) -> int:
     if args.compare:
         from nmp.train.compare import default_failures, print_table, run_compare
 
+        if args.until_plateau:
+            from dataclasses import replace
+
+            from nmp.train.seeds import plateau_steps
+
+            steps, curve = plateau_steps(cfg, cfg.plateau_every, cfg.plateau_gain)
+            cfg = replace(cfg, steps=steps)
+            if not args.json:
+                print(
+                    f"criterion: held-out AUC gain < {cfg.plateau_gain} per {cfg.plateau_every} "
+                    f"steps -> {steps} steps (AUC every {cfg.plateau_every} steps: "
+                    + ", ".join(f"{a:.4f}" for a in curve)
+                    + ")"
+                )
+            failures = check_schedule_for(failures, cfg)
         if not failures:
             failures = default_failures(cfg)
+        if args.seeds is not None:
+            from nmp.train.seeds import print_seed_table, run_seeds
+
+            with _step_progress(args, cfg.steps) as on_step:
+                rows = run_seeds(cfg, failures, args.seeds, on_step=on_step)
+            if args.json:
+                json.dump(rows, sys.stdout, indent=2)
+                print()
+            else:
+                print_seed_table(
+                    rows,
+                    f"nmp train --compare --seeds {args.seeds}: {cfg.workload} (rows capped at "
+                    f"{cfg.max_rows}), {cfg.steps} steps, seeds {cfg.seed}..."
+                    f"{cfg.seed + args.seeds - 1}, {cfg.eval_batches * (cfg.batch or 128)} "
+                    "held-out samples per seed",
+                )
+            return 0
         with _step_progress(args, cfg.steps) as on_step:
             rows = run_compare(cfg, failures, on_step=on_step)
         if args.json:
@@ -140,7 +178,7 @@ def _step_progress(args, steps: int):
         "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
     ) as bar:
 
-        def on_step(strategy: str, step: int) -> None:
+        def on_step(strategy: str, step: int, trainer=None) -> None:
             if strategy not in tasks:
                 tasks[strategy] = bar.add_task(strategy, total=steps)
             bar.update(tasks[strategy], completed=step)
@@ -229,6 +267,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--setup", help="a paper's setup (workloads/train/NAME.toml: ecrec, cpr)")
     p.add_argument("--trials", type=int, help="extrapolation: Monte-Carlo draws")
+    p.add_argument(
+        "--until-plateau",
+        action="store_true",
+        help="compare: train until the failure-free AUC plateaus (train.plateau_every/_gain; "
+        "--steps is the cap)",
+    )
+    p.add_argument(
+        "--seeds", type=int, help="compare: repeat over N seeds, paired AUC changes with a 95%% CI"
+    )
     p.add_argument("--out", help="crossover: folder for the plot (default: .)")
     p.add_argument("--servers", type=int, help="extrapolation: servers")
     p.add_argument("--server-mtbf-hours", type=float, help="extrapolation: MTBF of one server")

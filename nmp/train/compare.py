@@ -45,6 +45,7 @@ def result_row(res: RunResult, base: RunResult | None) -> dict[str, Any]:
         "memory_overhead_pct": 100.0 * float(ex.get("memory_overhead", 0.0)),
         "auc": res.metrics["auc"],
         "auc_ci95": None if se is None else 1.96 * se,
+        "auc_teacher": res.metrics.get("auc_teacher"),  # the synthetic teacher's ceiling
         "auc_change": change,
         "auc_change_noise95": noise,
         "auc_change_within_noise": None if change is None else bool(abs(change) <= noise),

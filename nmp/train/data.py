@@ -33,6 +33,7 @@ class Batch:
     dense: np.ndarray  # float32 [B, 13]
     ids: np.ndarray  # int64 [T, B, P]
     label: np.ndarray  # float32 [B]
+    teacher_prob: np.ndarray | None = None  # the synthetic teacher's click probability [B]
 
     @property
     def size(self) -> int:
@@ -96,7 +97,7 @@ class SyntheticCriteo:
             logit += self._pair_scale * np.einsum("bd,bd->b", ui, uj)
         prob = 1.0 / (1.0 + np.exp(-logit))
         label = (rng.random(b) < prob).astype(np.float32)
-        return Batch(dense=dense, ids=ids, label=label)
+        return Batch(dense=dense, ids=ids, label=label, teacher_prob=prob)
 
     def batch_at(self, step: int) -> Batch:
         """Training batch of ``step`` (a pure function of seed and step)."""

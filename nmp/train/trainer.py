@@ -264,9 +264,14 @@ class Trainer:
                 logit = self.dense(torch.from_numpy(b.dense), torch.from_numpy(pooled))
                 probs.append(torch.sigmoid(logit).numpy())
                 labels.append(b.label)
-        out = all_metrics(np.concatenate(labels), np.concatenate(probs))
+        label = np.concatenate(labels)
+        out = all_metrics(label, np.concatenate(probs))
         if not (np.isfinite(out["logloss"]) and np.isfinite(out["accuracy"])):
             raise NmpError(f"evaluation produced non-finite metrics: {out}")
+        if all(b.teacher_prob is not None for b in self.eval_set):
+            # The ceiling: the AUC of the teacher's own probabilities on the same samples.
+            teacher = np.concatenate([b.teacher_prob for b in self.eval_set])
+            out["auc_teacher"] = all_metrics(label, teacher)["auc"]
         return out
 
     def dense_state(self) -> dict[str, np.ndarray]:
@@ -350,10 +355,11 @@ def run(
     failures: list[Failure],
     *,
     cost: CostModel | None = None,
-    on_step: Callable[[str, int], None] | None = None,
+    on_step: Callable[[str, int, Trainer], None] | None = None,
 ) -> RunResult:
     """Train ``cfg.steps`` steps under ``strategy`` with ``failures`` injected; ``on_step``
-    (strategy, step) is called after every executed step (progress display)."""
+    (strategy, step, trainer) is called after every executed step (progress display, the
+    plateau criterion of :func:`nmp.train.seeds.plateau_steps`)."""
     from nmp.train.strategies import make_strategy
 
     strat = make_strategy(strategy, cfg)
@@ -388,7 +394,7 @@ def run(
         trainer.train_step(hook)
         strat.after_step()
         if on_step is not None:
-            on_step(strategy, trainer.step)
+            on_step(strategy, trainer.step, trainer)
     strat.finish()
     metrics = trainer.evaluate()
     return RunResult(

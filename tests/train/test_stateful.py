@@ -62,3 +62,17 @@ def test_every_strategy_runs_with_one_mlp_replica(failure_free, tiny_cfg, strate
     else:  # the only replica was lost: stale (CPR) or fresh (ecrec, none) weights
         assert res.extra["dense_reinitialized"] == 1
     assert res.metrics["auc"] is not None
+
+
+def test_seeds_give_paired_auc_intervals_and_the_plateau_criterion_stops(tiny_cfg):
+    from nmp.train.seeds import mean_ci95, plateau_steps, run_seeds
+
+    assert mean_ci95([1.0, 3.0]) == (2.0, pytest.approx(12.706 * np.sqrt(2) / np.sqrt(2)))
+    cfg = tiny_cfg(steps=40)
+    rows = {r["strategy"]: r for r in run_seeds(cfg, [Failure(20, 1)], 2)}
+    assert rows["ecrec"]["auc_change"] == 0.0 and rows["ecrec"]["auc_change_within_noise"]
+    assert rows["none"]["auc_change_ci95"] > 0  # two seeds: a real interval
+    assert 0.5 < rows["failure-free"]["auc"] < rows["failure-free"]["auc_teacher"] <= 1.0
+    steps, curve = plateau_steps(tiny_cfg(steps=400, plateau_every=40), 40, 0.01)
+    assert steps < 400 and len(curve) == steps // 40
+    assert curve[-1] - curve[-2] < 0.01 <= curve[-2] - curve[-3]
