@@ -4,8 +4,9 @@ substitute keys (EVProx).
 
 When the user sizes only L1, L2 gets as many bytes as L1 and L3 a quarter of them. Chosen: the
 paper splits its memory budget between the layers per experiment and the sources give no single
-rule; equal L1/L2 bytes let L2 hold 2x (fp16) to ~6x (int4) as many rows, and L3's 16-byte
-key-to-key entries hold a quarter of L1's bytes as 4x L1's row count for dim-16 fp32 rows.
+rule; equal L1/L2 bytes let L2 hold 2x (fp16) to 4x (int4, with its 8-byte scale) as many
+dim-16 rows, and a quarter of L1's bytes in 16-byte key-to-key entries give L3 as many entries
+as L1 has dim-16 fp32 rows.
 """
 
 from nmp.cache.policy import HIT_GROUP_MAX, INSERT_GROUP_HITS, Policy, register

@@ -1,4 +1,5 @@
-"""The EVStore study: policies x L1 size, and EVStore's L2 precision, with plots.
+"""The EVStore study: policies x L1 size x Zipf exponent, and EVStore's L2 precision and L3
+distance bound, with plots.
 
 Runner of ``workloads/sweeps/papers/evstore-*.toml`` (``nmp evaluate papers/evstore-cache``):
 every policy at every L1 size (L2 at the default dtype where the policy has one), then EVStore
@@ -34,14 +35,16 @@ _DEFAULTS = {
     "dtype_l1_mb": 1.0,
     "requests": 40_000,
     "warmup": 20_000,
-    "l3_bound": 0.5,
+    # L3's relative distance bounds: the first applies to every point, the others are run on
+    # EVStore at dtype_l1_mb (the bound sets how many keys have a substitute: a switch).
+    "l3_bounds": [0.5],
     "accuracy": True,
     "train_steps": 300,
     "seed": 0,
     "backend": "lmdb",
 }
 COLUMNS = (
-    "alpha", "policy", "l1_mb", "l2_mb", "l2_dtype", "l3_mb", "hit_rate", "l1_hit_rate",
+    "alpha", "policy", "l1_mb", "l2_mb", "l2_dtype", "l3_mb", "l3_bound", "hit_rate", "l1_hit_rate",
     "l2_hit_rate", "l3_hit_rate", "perfect_hit_rate", "perfect_if_independent",
     "avg_latency_us", "p90_latency_us", "memory_bytes", "memory_reduction", "auc_change",
     "auc_change_ci_lo", "auc_change_ci_hi", "backend_lookups_per_s",
@@ -69,24 +72,29 @@ def configs(params: dict) -> list[CacheConfig]:
         "workload": p["workload"],
         "requests": p["requests"],
         "warmup": p["warmup"],
-        "l3_bound": p["l3_bound"],
         "accuracy": p["accuracy"],
         "train_steps": p["train_steps"],
         "seed": p["seed"],
         "backend": p["backend"],
     }
     out = [
-        CacheConfig(policy=name, l1_mb=mb, alpha=a, **common)
+        CacheConfig(policy=name, l1_mb=mb, alpha=a, l3_bound=p["l3_bounds"][0], **common)
         for a in p["alphas"]
         for name in p["policies"]
         for mb in p["l1_mb"]
     ]
     for d in p["l2_dtypes"]:
-        cfg = CacheConfig(
-            policy="evstore", l1_mb=p["dtype_l1_mb"], l2_dtype=d, alpha=p["alphas"][0], **common
-        )
-        if cfg not in out:
-            out.append(cfg)
+        for b in p["l3_bounds"]:
+            cfg = CacheConfig(
+                policy="evstore",
+                l1_mb=p["dtype_l1_mb"],
+                l2_dtype=d,
+                alpha=p["alphas"][0],
+                l3_bound=b,
+                **common,
+            )
+            if cfg not in out:
+                out.append(cfg)
     return out
 
 
@@ -115,6 +123,7 @@ def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
         r = run_cache(cfg)
         r.pop("config")
         r["alpha"] = _effective_alpha(cfg)
+        r["l3_bound"] = cfg.l3_bound
         rows.append(r)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
@@ -168,7 +177,8 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
             fmt="o", capsize=4,
         )  # fmt: skip
     ax3.set_xticks(
-        range(len(acc)), [f"{r['l2_dtype']} {r['l1_mb']:g} MiB\na={r['alpha']:g}" for r in acc]
+        range(len(acc)),
+        [f"{r['l2_dtype']} {r['l1_mb']:g} MiB\na={r['alpha']:g} b={r['l3_bound']:g}" for r in acc],
     )
     ax3.axhline(0, color="k", lw=0.5)
     ax3.set_ylabel("AUC change (served - exact), 95 % CI")
@@ -190,7 +200,7 @@ def _report(rows: list[dict], p: dict) -> str:
     return (
         f"# EVStore study: {p['workload']}\n\n"
         f"{p['requests']} measured requests after {p['warmup']} warm-up requests (seed "
-        f"{p['seed']}); L3 bound {p['l3_bound']}; AUC change from a DLRM trained "
+        f"{p['seed']}); L3 bounds {p['l3_bounds']}; AUC change from a DLRM trained "
         f"{p['train_steps']} steps on the synthetic teacher (see nmp/cache/accuracy.py).\n\n"
         "Per-key hit rate counts lookups served from memory; the perfect hit rate counts "
         "requests whose every lookup hit. Latency is modeled (nmp/cache/tiers.py): DRAM rows "

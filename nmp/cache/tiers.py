@@ -6,8 +6,8 @@
   is ``ceil(b / 64)`` lines of one open DRAM row: the first line's latency plus one burst per
   further line.
 * L2 adds the dequantization of a row: chosen 2 ns (a 16- or 32-element row is a handful of
-  SIMD instructions at ~3 GHz; sources give no figure), swept only through ``--set``-like
-  arguments of :class:`TierLatency`.
+  SIMD instructions at ~3 GHz; sources give no figure), a field of :class:`TierLatency`. It is
+  1/25 of a DRAM row read, so it has no leverage on the results.
 * L3 reads its key -> substitute entry, then the substitute's row: two dependent DRAM reads.
 * SSD: a miss reads the row from the key-value store on an NVMe SSD. ``ssd_read_us = 80``:
   NAND NVMe SSDs answer a 4-KB random read in 20-100 us and raw NAND reads take ~100 us (Pure
