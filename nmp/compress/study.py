@@ -25,6 +25,7 @@ from nmp.compress.codec import codec_names, make_codec
 from nmp.compress.measure import measure
 from nmp.compress.network import load_network
 from nmp.compress.pooled import alltoall_chunks, pooled_batch, size_class
+from nmp.compress.quantizer import code_entropy_bits, quantize
 from nmp.compress.speedup import GPU_CODECS, StepSetup, codec_rates, step_times
 from nmp.errors import NmpError
 
@@ -97,12 +98,21 @@ def ratio_rows(p: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, 
                 codec = make_codec(codec_name)
                 for eb in p["eb"]:
                     m = measure(codec, data, eb, tables=ids, repeats=p["repeats"])
-                    rows.append(
-                        {"workload": wl, "codec": codec_name, "eb": eb, "nodes": nodes, **m}
-                    )
+                    row = {"workload": wl, "codec": codec_name, "eb": eb, "nodes": nodes, **m}
+                    if codec.lossy:  # what an ideal order-0 entropy coder (Huffman) could reach
+                        row["entropy_bound_ratio"] = entropy_bound_ratio(data, eb)
+                    rows.append(row)
                     if nodes == max(p["nodes"]) and eb == 0.03 or len(p["eb"]) == 1:
                         tables += _table_rows(wl, pb, codec_name, eb, nodes, chunks)
     return rows, tables
+
+
+def entropy_bound_ratio(chunks: list[np.ndarray], eb: float) -> float:
+    """Raw bytes over the order-0 entropy of each chunk's quantization codes: the ratio of an
+    ideal per-chunk Huffman/arithmetic coder of the codes (no repeats exploited)."""
+    bits = sum(code_entropy_bits(quantize(c, eb).codes) * c.size for c in chunks)
+    raw_bits = 32.0 * sum(c.size for c in chunks)
+    return raw_bits / bits if bits else float("inf")
 
 
 def _table_rows(wl, pb, codec_name, eb, nodes, chunks) -> list[dict[str, Any]]:
@@ -322,6 +332,13 @@ def report_markdown(res: dict[str, Any], auc_rows: list[dict[str, Any]]) -> str:
                 + [f"{any_r['compress_gbps']:.2f}", f"{any_r['decompress_gbps']:.2f}"]
                 + [f"{max(s['max_error_over_bound'] for s in sel.values()):.4f}"]
             )
+        ent = {
+            r["eb"]: r["entropy_bound_ratio"]
+            for r in ratios
+            if r["workload"] == wl and r["nodes"] == nodes and "entropy_bound_ratio" in r
+        }
+        if ent:
+            body.append(["(order-0 entropy bound)"] + [f"{ent[e]:.2f}" for e in ebs] + ["", "", ""])
         lines += _md(
             ["codec", *[f"ratio eb={e}" for e in ebs], "comp GB/s", "decomp GB/s", "max err/eb"],
             body,
