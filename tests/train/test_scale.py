@@ -68,3 +68,15 @@ def test_extrapolate_and_crossover_cli(capsys, tmp_path):
         if c["parameter"] == "storage_gbps" and c["rival"] == "checkpoint"
     )
     assert st["ecrec_wins_at_setup"] and st["ecrec_wins_above"] is False
+
+
+def test_study_runner_writes_its_files(tmp_path):
+    from nmp.train.study import run_study
+
+    rows = run_study({"setup": "cpr", "trials": 100, "crossover": False}, out_dir=tmp_path)
+    assert [r["strategy"] for r in rows][:2] == ["checkpoint", "cpr-mfu"]
+    for name in ("report.md", "results.csv", "results.jsonl"):
+        assert (tmp_path / name).stat().st_size > 100
+    assert "Sources of the setup's values" in (tmp_path / "report.md").read_text()
+    with pytest.raises(NmpError, match="params.bogus"):
+        run_study({"setup": "cpr", "bogus": 1}, out_dir=tmp_path)
