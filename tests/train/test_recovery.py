@@ -92,3 +92,38 @@ def test_partial_recovery_loses_a_little_auc_none_loses_more(failure_free, tiny_
     # costs clearly more.
     assert all(abs(got[s]) < 0.006 for s in ("cpr-mfu", "cpr-ssu"))
     assert got["none"] < min(got["cpr-mfu"], got["cpr-ssu"]) - 0.008
+
+
+def test_no_charge_for_the_initial_checkpoint_and_measured_beside_modeled(tiny_cfg):
+    res = run(tiny_cfg(steps=5), "checkpoint", [])
+    assert res.extra["interval_steps"] > 5  # no periodic save in 5 steps
+    assert res.ledger.t_ns["ckpt_write"] == 0.0  # the step-0 file is written, not charged
+    assert res.extra["checkpoints_written"] == 1
+    assert res.extra["checkpoint_write_measured_s_mean"] > 0
+    assert res.extra["checkpoint_write_modeled_ns"] > 0
+    assert res.extra["measured_wall_s"]["checkpoint_write"] > 0
+
+
+def test_cpr_interval_from_pls_partial_saves_between_full_ones(tiny_cfg):
+    cfg = tiny_cfg(steps=120, cpr_pls=0.02, mtbf_steps=120.0, nodes=5, cpr_full_every=3)
+    res = run(cfg, "cpr-mfu", [])
+    interval = round(2 * 0.02 * 5 * 120)  # tau = 2 * PLS * N * MTBF, in steps (24)
+    assert res.extra["interval_steps"] == interval
+    saves = 120 // interval
+    fulls = saves // 3
+    assert res.extra["partial_saves"] == saves - fulls
+    assert res.extra["checkpoints_written"] == 1 + saves  # step-0 file + every save
+
+
+def test_mfu_saves_the_most_used_rows_and_resets_their_counters(tiny_cfg):
+    import numpy as np
+
+    from nmp.train.strategies import CPRMFU
+
+    mfu = CPRMFU(tiny_cfg())
+    mfu.counts = np.array([0, 5, 1, 3, 0], dtype=np.int64)
+    mfu.top_k = 2
+    assert mfu._partial_rows().tolist() == [1, 3]
+    assert mfu.counts.tolist() == [0, 0, 1, 0, 0]  # the saved rows count again from zero
+    mfu.top_k = 4
+    assert mfu._partial_rows().tolist() == [2]  # never-used rows are not saved
