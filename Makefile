@@ -12,9 +12,12 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 # torch first: the pinned CPU wheel; a bare `torch` requirement would pull the CUDA build.
-$(STAMP): $(BIN)/python pyproject.toml
+# The install builds the C DRAM engine (setup.py); nmp.warmup then compiles the numba kernels
+# into numba's cache (about a minute, once), so that first runs do not wait for compilers.
+$(STAMP): $(BIN)/python pyproject.toml setup.py
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/python -m nmp.warmup
 	touch $(STAMP)
 
 evaluate: $(STAMP)
@@ -33,4 +36,4 @@ bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache nmp/memory/engine-*.so

@@ -81,15 +81,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{sweep_path}: ok, {n} points")
         return 0
 
-    from rich.console import Console
 
-    from nmp.report.console import ConsoleProgress, print_sweep_summary
+    from nmp.report.console import ConsoleProgress, make_console, print_sweep_summary
     from nmp.report.files import write_report_files
 
     # With --json, stdout carries only the JSON document; progress goes to stderr.
-    console = Console(stderr=args.json)
-    if not console.is_terminal:
-        console = Console(stderr=args.json, width=120)  # logs: wide enough for the tables
+    console = make_console(stderr=args.json)  # piped: wide enough for the tables
     executor = make_executor(args.jobs, args.scheduler, args.dask_workers)
     check_run_dir(run_dir, resume=args.resume)  # before anything is written
     created = False
@@ -151,7 +148,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     """Run a custom study (a sweep file with a ``runner``) into its run folder."""
-    from rich.console import Console
 
     from nmp.evaluate.runner import (
         check_run_dir,
@@ -189,10 +185,9 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        console = Console()
-        if not console.is_terminal:
-            console = Console(width=160)
-        print_study_rows(summary, console)
+        from nmp.report.console import make_console
+
+        print_study_rows(summary, make_console())
     return 0
 
 

@@ -11,16 +11,19 @@ def _run(args: argparse.Namespace) -> int:
     from nmp.evaluate.point import run_point
 
     __import__("nmp.guard").guard.check_point_args(args)  # refuse what cannot fit (issue 25)
-    result = run_point(
-        args.arch, args.workload, args.memory, parse_set_args(args.set), seed=args.seed
-    )
+    from nmp.report.progress import first_use_status  # a status line (issue 25)
+
+    with first_use_status(quiet=args.json):
+        result = run_point(
+            args.arch, args.workload, args.memory, parse_set_args(args.set), seed=args.seed
+        )
     data = result.to_json()
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
     from nmp.report.console import print_point
 
-    print_point(data)
+    print_point(data, breakdown=args.breakdown)
     from nmp.evaluate.analysis import memory_system
 
     # Presets sit on different memories (RecNMP on 4 DDR4 channels): say which one this ran on.
@@ -51,5 +54,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, help="seed for the generated lookups (default: workload's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--breakdown", action="store_true", help="print the full breakdown table")
     __import__("nmp.guard").guard.add_argument(p)  # --max-memory
     p.set_defaults(func=_run)

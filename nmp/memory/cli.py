@@ -54,7 +54,12 @@ def _run(args: argparse.Namespace) -> int:
     guard.check(
         guard.replay_estimate(spec, size, compressed=args.trace.endswith(".gz")), args.max_memory
     )
-    stats = replay(args.trace, spec, drain=not args.no_drain)
+    from nmp.report.progress import activity
+
+    with activity(
+        f"replaying {args.trace} on {spec.name} ({spec.org.channels} ch)", quiet=args.json
+    ):
+        stats = replay(args.trace, spec, drain=not args.no_drain)
     if args.json:
         out = stats.to_json()
         out["trace"] = str(args.trace)
@@ -66,8 +71,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _print_table(trace: str, spec, stats) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from nmp.report.console import make_console
 
     o = spec.org
     table = Table(
@@ -103,7 +109,7 @@ def _print_table(trace: str, spec, stats) -> None:
         " / ".join(f"{eb[k] / 1e6:.3f}" for k in ("act", "rd", "wr", "ref", "background", "io"))
         + " uJ",
     )
-    Console().print(table)
+    make_console().print(table)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

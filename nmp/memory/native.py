@@ -10,46 +10,35 @@ set of configurations the cases do not use (closed rows, no jumps, odd queue siz
 writes and arrivals, the NMP views) through both and compares every output and a log of the
 commands.
 
-The library is built once per machine with the C compiler :func:`compiler` picks (``$CC``,
-else the newest Clang on the ``PATH``, else ``cc``; ``cc`` too where that Clang fails) at
-``-O3 -march=native`` (GCC: and ``-mtune=generic``) into the user cache (``$NMP_CACHE_DIR``,
-else ``$XDG_CACHE_HOME/nmp``, else ``~/.cache/nmp``). Its name hashes the sources, the compiler
-command and where it resolves to, and the CPU, so an edit, another compiler or another machine
-sharing the home directory gets its own build. Without a compiler :func:`available` is False
-(:func:`unavailable_reason` says why) and the driver runs the numba engine, with the same
-results; so it does for an organization the C engine does not take (:func:`unsupported`: more
-than 64 banks or 8 ranks per channel, a windowed timing rule below the rank). The C call
-releases the GIL (threads replay in parallel), and the build (once: 12-15 s with Clang, about
-35 s with GCC 12) replaces the numba engine's first compilation (about 15 s).
+The library is built when the package is installed (``setup.py``, into the package folder),
+else once per machine at first use, with the C compiler :func:`compiler` picks (``$CC``, else
+the newest Clang on the ``PATH``, else ``cc``; ``cc`` too where that Clang fails) at ``-O3
+-march=native`` (GCC: and ``-mtune=generic``) into the user cache (``$NMP_CACHE_DIR``, else
+``$XDG_CACHE_HOME/nmp``, else ``~/.cache/nmp``); see :mod:`nmp.memory.native_build`. Its name
+hashes the sources, the compiler command and where it resolves to, and the CPU, so an edit,
+another compiler or another machine sharing the home directory gets its own build. Without a
+compiler :func:`available` is False (:func:`unavailable_reason` says why) and the driver runs
+the numba engine, with the same results; so it does for an organization the C engine does not
+take (:func:`unsupported`: more than 64 banks or 8 ranks per channel, a windowed timing rule
+below the rank). The C call releases the GIL (threads replay in parallel), and the build (once:
+12-15 s with Clang, about 35 s with GCC 12) replaces the numba engine's first compilation
+(about 15 s).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
-import os
-import platform
-import shlex
-import shutil
 import subprocess
-import tempfile
-from pathlib import Path
+import sys
 
 import numpy as np
 
 from nmp.memory.engine import N_COUNTERS
+from nmp.memory.native_build import _SOURCE, build, cache_dir, compiler  # noqa: F401
+from nmp.memory.native_build import _flags as _flags  # noqa: F401 (tests)
 from nmp.memory.standards import NCMD
 
-_SOURCE = Path(__file__).with_name("engine.c")
-# the headers engine.c includes: part of the build's key
-_HEADERS = sorted(_SOURCE.parent.glob("engine_*.h"))
-_FLAGS = ("-O3", "-march=native", "-std=gnu99", "-shared", "-fPIC")
-# GCC only: -mtune=generic after -march=native. GCC 12 tunes a Zen 5 CPU as znver3 (the newest it
-# knows), which ran the reference traces 2.7% slower than generic tuning (engine alone, 4 load
-# addresses each); znver2, icelake-server, skylake-avx512 and intel tuning were 2-6% slower.
-# Clang 19 tunes for znver5 itself: generic tuning there was 0.994x (noise).
-_GCC_FLAGS = ("-mtune=generic",)
 _ERRORS = {
     -1: "out of memory",
     -2: "a constraint window above 4, or more than 64 windowed rules",
@@ -63,128 +52,13 @@ _I = ctypes.c_int64
 _ARGTYPES = [_P] * 3 + [_I] + [_P] * 8 + [_I] + [_P] * 8
 
 
-def cache_dir() -> Path:
-    """Where built libraries are kept."""
-    if os.environ.get("NMP_CACHE_DIR"):
-        return Path(os.environ["NMP_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "nmp"
-
-
-def _cpu_id() -> str:
-    """What -march=native depends on: the CPU model and its feature flags."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.machine() + platform.processor()
-    keep = [ln for ln in info.splitlines() if ln.startswith(("model name", "flags", "Features"))]
-    return "\n".join(sorted(set(keep)))
-
-
-def _clang_version(name: str) -> int:
-    """clang-19 -> 19; plain clang -> 0 (its version unknown without running it)."""
-    suffix = name[len("clang-") :] if name.startswith("clang-") else ""
-    return int(suffix) if suffix.isdigit() else 0
-
-
-def compiler() -> list[str]:
-    """The C compiler command the library is built with: ``$CC``; else the newest Clang on the
-    ``PATH`` (``clang-N`` with the largest N, else ``clang``); else ``cc``.
-
-    Clang before GCC: on the reference traces the engine built by Clang 19 ran 1.08x as fast as
-    GCC 12's build (Clang 14: 1.06x; engine alone, outputs identical), and builds in 12-15 s
-    rather than 35 s.
-    """
-    if os.environ.get("CC", "").strip():
-        return shlex.split(os.environ["CC"])
-    found: dict[str, str] = {}
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
-        try:
-            names = os.listdir(folder or ".")
-        except OSError:
-            continue
-        for name in names:
-            if (name == "clang" or _clang_version(name)) and name not in found:
-                path = os.path.join(folder or ".", name)
-                if os.access(path, os.X_OK) and not os.path.isdir(path):
-                    found[name] = path
-    if not found:
-        return ["cc"]
-    return [max(found, key=_clang_version)]
-
-
-def _flags(cc: list[str]) -> tuple[str, ...]:
-    clang = "clang" in os.path.basename(cc[0])
-    return _FLAGS if clang else _FLAGS + _GCC_FLAGS
-
-
-def _build() -> ctypes.CDLL:
-    """The library built by :func:`compiler`; where that is a Clang the user did not ask for
-    (no ``$CC``) and its build fails, by ``cc``."""
-    cc = compiler()
-    try:
-        return _build_with(cc)
-    except (OSError, subprocess.SubprocessError):
-        if os.environ.get("CC", "").strip() or cc == ["cc"]:
-            raise
-        return _build_with(["cc"])
-
-
-def _build_with(cc: list[str]) -> ctypes.CDLL:
-    flags = _flags(cc)
-    # the compiler's resolved path is in the key: an upgrade (a new target of cc or clang)
-    # builds anew
-    resolved = shutil.which(cc[0])
-    sources = [p.read_bytes() for p in (_SOURCE, *_HEADERS)]
-    key = hashlib.sha256(
-        b"\0".join(
-            [
-                *sources,
-                " ".join(cc + list(flags)).encode(),
-                os.path.realpath(resolved).encode() if resolved else b"",
-                _cpu_id().encode(),
-            ]
-        )
-    ).hexdigest()[:16]
-    user = os.getuid() if hasattr(os, "getuid") else os.getlogin()
-    # the user cache, or where that is not writable (a read-only home) a temporary folder
-    for folder in (cache_dir(), Path(tempfile.gettempdir()) / f"nmp-{user}"):
-        lib = folder / f"engine-{key}.so"
-        if lib.exists():
-            break
-        try:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            # build under a temporary name, then rename: concurrent processes (test workers)
-            # may build at once, and a reader must never load a half-written library
-            fd, tmp = tempfile.mkstemp(suffix=".so", dir=folder)
-        except OSError:
-            continue
-        os.close(fd)
-        try:
-            subprocess.run(
-                [*cc, *flags, "-o", tmp, str(_SOURCE)],
-                check=True,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            os.replace(tmp, lib)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        break
-    else:
-        raise OSError(f"no writable folder for the build ({cache_dir()}, {folder})")
-    return ctypes.CDLL(str(lib))
-
-
 @functools.lru_cache(maxsize=1)
 def _function():
     """(the C entry point, None) or (None, why it could not be built)."""
     if NCMD != 9 or N_COUNTERS != 17:  # engine.c's fixed layout
         return None, f"engine.c is written for 9 commands and 17 counters ({NCMD}, {N_COUNTERS})"
     try:
-        fn = _build().simulate_c
+        fn = ctypes.CDLL(str(build(on_build=_build_status))).simulate_c
     except subprocess.CalledProcessError as e:
         last = (e.stderr or "").strip().splitlines()
         return None, f"{' '.join(e.cmd[:1])} failed: {last[-1] if last else e.returncode}"
@@ -193,6 +67,21 @@ def _function():
     fn.restype = ctypes.c_int
     fn.argtypes = _ARGTYPES
     return fn, None
+
+
+def _build_status():
+    """A status line on stderr while the library compiles (only on a terminal: logs and pipes
+    stay clean)."""
+    import contextlib
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(
+        f"building the C DRAM engine with {' '.join(compiler())} (once per machine and "
+        "compiler; 12-35 s; `make` / `pip install` build it ahead)"
+    )
 
 
 def available() -> bool:

@@ -26,25 +26,64 @@ def _flatten(prefix: str, value: Any) -> list[tuple[str, Any]]:
     return [(prefix, value)]
 
 
-def print_point(data: dict[str, Any], console: Console | None = None) -> None:
-    """A design point: headline metrics, then its breakdown (flattened to dotted keys)."""
-    console = console or Console()
-    table = Table(title=f"{data.get('arch')} on {data.get('workload')}", title_justify="left")
+HEADLINE = (
+    ("latency_ns", "latency per batch", "time"),
+    ("lookups_per_s", "lookups/s", "num"),
+    ("energy_pj_per_lookup", "energy (pJ/lookup)", "num"),
+    ("area_mm2", "area (mm²)", "num"),
+)
+
+
+def print_point(
+    data: dict[str, Any], console: Console | None = None, *, breakdown: bool = False
+) -> None:
+    """A design point: its headline metrics, what bounds it (the bottleneck and the largest
+    bounds), and with ``breakdown`` every breakdown entry (flattened to dotted keys; ``--json``
+    has them all too)."""
+    from nmp.report.format import fmt_num, fmt_time_ns
+
+    console = console or make_console()
+    console.print(escape(f"{data.get('arch')} on {data.get('workload')} ({data.get('memory')})"))
+    table = Table()
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key, value in data.items():
-        if key in ("arch", "workload", "breakdown") or isinstance(value, dict | list):
-            continue
-        table.add_row(key, _fmt(value))
+    for key, name, kind in HEADLINE:
+        if key in data:
+            value = data[key]
+            table.add_row(name, fmt_time_ns(value) if kind == "time" else fmt_num(value))
+    bd = data.get("breakdown") or {}
+    if isinstance(bd.get("bottleneck"), str):
+        table.add_row("bottleneck", escape(bd["bottleneck"]))
+    bounds = bd.get("bounds_ns") or bd.get("time_ns") or {}
+    top = sorted(
+        ((k, v) for k, v in bounds.items() if isinstance(v, int | float)), key=lambda kv: -kv[1]
+    )[:3]
+    for k, v in top:
+        table.add_row(f"  bound: {escape(k)}", fmt_time_ns(v))
+    if isinstance(bd.get("tail_ns"), int | float):
+        table.add_row("  tail (reduction tree after the bound)", fmt_time_ns(bd["tail_ns"]))
     console.print(table)
-    breakdown = data.get("breakdown") or {}
-    if breakdown:
+    if not breakdown:
+        n = len(_flatten("", bd))
+        if n:
+            console.print(f"({n} breakdown entries: --breakdown prints them, --json has them)")
+        return
+    if bd:
         bt = Table(title="breakdown", title_justify="left")
         bt.add_column("item")
         bt.add_column("value", justify="right", overflow="fold")
-        for key, value in _flatten("", breakdown):
+        for key, value in _flatten("", bd):
             bt.add_row(key, _fmt(value))
         console.print(bt)
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console for command output: on a terminal its width; piped or redirected, wide
+    enough (200 columns) that tables are not wrapped at 80 nor names split mid-word."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, width=200)
+    return console
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,125 @@
+"""Progress on long work, for any command: a rich bar or a spinner with the elapsed time on
+stderr, shown only on a terminal and never with ``--json`` (so logs, pipes and JSON output stay
+clean).
+
+- :func:`activity`: one opaque step (a replay, a design point, a compilation) with a spinner
+  and a clock; :func:`bar`: counted steps (training steps, claims) with a bar and an ETA. The
+  sweep's own bar is :class:`nmp.report.console.ConsoleProgress`.
+- :func:`first_use_status`: the numba kernels compile the first time a model runs on a machine
+  (about 15-20 s for a design point); this says so once, until ``python -m nmp.warmup`` (run by
+  ``make``'s install step) or a first run has filled numba's cache.
+
+Usage::
+
+    from nmp.report.progress import activity, bar
+    with activity("replaying 2.1 M requests"):
+        stats = replay(trace, spec)
+    with bar("training", total=steps) as advance:
+        for step in range(steps):
+            ...
+            advance()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+
+def _live(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty() and not os.environ.get("NMP_NO_PROGRESS")
+
+
+@contextlib.contextmanager
+def activity(message: str, *, quiet: bool = False) -> Iterator[None]:
+    """A spinner and the elapsed time on stderr while the block runs (a terminal only)."""
+    if not _live(quiet):
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        progress.add_task(message, total=None)
+        yield
+
+
+@contextlib.contextmanager
+def bar(message: str, total: int, *, quiet: bool = False) -> Iterator[Callable[..., None]]:
+    """A bar of ``total`` steps; the block gets ``advance(n=1)``. Quiet: a no-op."""
+    if not _live(quiet):
+        yield lambda n=1: None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task(message, total=total)
+        yield lambda n=1: progress.advance(task, n)
+
+
+def _stamp() -> Path:
+    """Marks that the numba kernels have been compiled into numba's cache (``$NUMBA_CACHE_DIR``,
+    else the package's ``__pycache__``, numba's default for ``cache=True``)."""
+    import importlib.metadata
+
+    try:
+        numba = importlib.metadata.version("numba")
+    except importlib.metadata.PackageNotFoundError:
+        numba = "none"
+    from nmp import __version__
+
+    base = os.environ.get("NUMBA_CACHE_DIR") or str(Path(__file__).resolve().parents[1])
+    return Path(base) / "__pycache__" / f"nmp-warm-{__version__}-numba-{numba}"
+
+
+def is_warm() -> bool:
+    return _stamp().exists()
+
+
+def mark_warm() -> None:
+    with contextlib.suppress(OSError):
+        stamp = _stamp()
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+
+
+@contextlib.contextmanager
+def first_use_status(*, quiet: bool = False) -> Iterator[None]:
+    """Around a command's model work: on a machine where the kernels were never compiled, a
+    status line says why the first run takes longer; afterwards the cache is marked warm."""
+    if is_warm():
+        yield
+        return
+    with activity(
+        "first run on this machine: compiling the numba kernels (about 20 s, once; "
+        "`make` / `python -m nmp.warmup` does it at install)",
+        quiet=quiet,
+    ):
+        yield
+    mark_warm()
