@@ -23,17 +23,15 @@ EVAL_SEED_OFFSET = 1_000_003  # evaluation seeds start here, apart from the prof
 MILP_TIME_LIMIT_S = 60.0
 
 
-def _key(overrides: dict[str, Any] | None) -> str:
-    return repr(sorted((overrides or {}).items()))
-
-
-@functools.cache
-def _workload(name: str, okey: str, overrides_items: tuple):
-    return load_workload(name, dict(overrides_items))
+def _frozen(overrides: dict[str, Any] | None) -> tuple:
+    """Overrides as a hashable cache key (lists become tuples)."""
+    return tuple(
+        sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in (overrides or {}).items())
+    )
 
 
 def workload_of(name: str, overrides: dict[str, Any] | None):
-    return _workload(name, _key(overrides), tuple(sorted((overrides or {}).items())))
+    return load_workload(name, dict(overrides or {}))  # load_workload caches specs itself
 
 
 @functools.cache
@@ -48,6 +46,23 @@ def _profile(name: str, okey: str, items: tuple, batches: int, seed: int, index_
 def _eval_batches(name: str, okey: str, items: tuple, batches: int, seed: int):
     spec = workload_of(name, dict(items))
     return [generate_batch(spec, seed=seed + EVAL_SEED_OFFSET + i) for i in range(batches)]
+
+
+@functools.cache
+def _placement(
+    workload, okey, items, topology, tkey, titems, sharder, profile_batches, seed, index_file,
+    time_limit_s,
+):  # fmt: skip
+    """The sharder's placement (cached: evaluation switches such as ``overlap`` reuse it)."""
+    topo = load_topology(topology, dict(titems))
+    spec = workload_of(workload, dict(items))
+    stats = _profile(workload, okey, items, profile_batches, seed, index_file)
+    elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
+    coef = coefficients(topo, [t.dim for t in spec.tables], elem, spec.batch)
+    problem = ShardProblem(
+        stats, topo.gpus, topo.hbm_bytes_per_gpu, topo.host_bytes, tuple(coef), time_limit_s
+    )
+    return get_sharder(sharder).place(problem)
 
 
 def run_shard(
@@ -69,17 +84,17 @@ def run_shard(
 
     if eval_batches < 1:
         raise NmpError(f"eval batches must be >= 1, got {eval_batches}")
-    topo = load_topology(topology, topology_overrides)
-    items = tuple(sorted((workload_overrides or {}).items()))
+    titems = _frozen(topology_overrides)
+    topo = load_topology(topology, dict(titems))
+    items = _frozen(workload_overrides)
     okey = repr(items)
     spec = workload_of(workload, workload_overrides)
     stats: WorkloadStats = _profile(workload, okey, items, profile_batches, seed, index_file)
+    placement = _placement(
+        workload, okey, items, topology, repr(titems), titems, sharder,
+        profile_batches, seed, index_file, time_limit_s,
+    )  # fmt: skip
     elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
-    coef = coefficients(topo, [t.dim for t in spec.tables], elem, spec.batch)
-    problem = ShardProblem(
-        stats, topo.gpus, topo.hbm_bytes_per_gpu, topo.host_bytes, tuple(coef), time_limit_s
-    )
-    placement = get_sharder(sharder).place(problem)
     batches = _eval_batches(workload, okey, items, eval_batches, seed)
     cost = evaluate(placement, topo, batches, elem, overlap=overlap)
     per_gpu = [

@@ -1,0 +1,101 @@
+"""Speed of sharding (printed, not asserted).
+
+1. RecShard MILP solve time (HiGHS through scipy.optimize.milp) with its size (variables,
+   binaries, constraints, frequency classes) and final gap: Criteo Terabyte on 4, 8 and 16 GPUs
+   (1 GiB of HBM each), and a 100-table synthetic model (dlrm-benchmark with 100 tables of 1M
+   rows, Zipf 1.05, pooling 10) on 8 and 16 GPUs. The greedy size sharder's time on the same
+   problem is printed beside it as the peer figure.
+2. Cost evaluation: placements costed per second and lookups per second of
+   :func:`nmp.shard.cost.evaluate` on Criteo Terabyte (8 GPUs, 2 batches of 53K lookups), with
+   the GPU model's own time for the unsharded batch on one GPU (``embedding_stage``) as the peer.
+   CPU time of this process (``time.process_time``): the VM is shared.
+
+Usage: ``python benchmarks/shard.py [--time-limit 120]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+
+def problem_for(workload, overrides, gpus, hbm_gib, profile_batches, time_limit):
+    from nmp.shard.cost import coefficients
+    from nmp.shard.registry import ShardProblem
+    from nmp.shard.run import _frozen, _profile, workload_of
+    from nmp.shard.topology import load_topology
+    from nmp.workload import DTYPE_BYTES
+
+    topo = load_topology("a100x8-pcie4", {"gpus": gpus, "hbm_gib": hbm_gib})
+    spec = workload_of(workload, overrides)
+    items = _frozen(overrides)
+    stats = _profile(workload, repr(items), items, profile_batches, 0, "")
+    elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
+    coef = coefficients(topo, [t.dim for t in spec.tables], elem, spec.batch)
+    return (
+        topo,
+        spec,
+        ShardProblem(stats, gpus, topo.hbm_bytes_per_gpu, topo.host_bytes, tuple(coef), time_limit),
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time-limit", type=float, default=120.0)
+    args = ap.parse_args()
+    from nmp.shard.registry import get_sharder
+
+    synthetic = {"num_tables": 100, "rows": 1_000_000, "pooling": 10, "alpha": 1.05}
+    cases = [("criteo-terabyte", {}, g, 1.0, 8) for g in (4, 8, 16)]
+    cases += [("dlrm-benchmark", synthetic, g, 1.0, 2) for g in (8, 16)]
+    print("1. RecShard MILP solve time (wall s; greedy size sharder as peer)")
+    for workload, over, gpus, hbm, prof in cases:
+        _, _, p = problem_for(workload, over, gpus, hbm, prof, args.time_limit)
+        t0 = time.perf_counter()
+        pl = get_sharder("recshard").place(p)
+        milp_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        get_sharder("size").place(p)
+        greedy_s = time.perf_counter() - t0
+        i = pl.info
+        name = workload + (" (100 tables)" if over else "")
+        print(
+            f"  {name:<28} {gpus:>2} GPUs: {milp_s:7.2f} s, {i['variables']} vars "
+            f"({i['binaries']} binary), {i['constraints']} rows, {i['classes']} classes, "
+            f"gap {i['mip_gap']:.2%}; size sharder {greedy_s * 1e3:.1f} ms "
+            f"(MILP/greedy {milp_s / max(greedy_s, 1e-9):.0f}x)"
+        )
+    print("2. Cost evaluation (CPU s)")
+    from nmp.gpu import load_gpu
+    from nmp.gpu.model import embedding_stage
+    from nmp.shard.cost import evaluate
+    from nmp.shard.run import _eval_batches
+
+    topo, spec, p = problem_for("criteo-terabyte", {}, 8, 1.0, 8, args.time_limit)
+    pl = get_sharder("recshard").place(p)
+    batches = _eval_batches("criteo-terabyte", "()", (), 2, 0)
+    evaluate(pl, topo, batches, [4] * 26)  # warm-up (compilation, calibration)
+    t0 = time.process_time()
+    reps = 3
+    for _ in range(reps):
+        evaluate(pl, topo, batches, [4] * 26)
+    per = (time.process_time() - t0) / reps
+    lookups = sum(b.num_lookups for b in batches)
+    gpu = load_gpu(topo.gpu)
+    t0 = time.process_time()
+    for b in batches:
+        embedding_stage(gpu, b)
+    peer = time.process_time() - t0
+    print(
+        f"  evaluate(): {per:.3f} s per placement ({1 / per:.1f}/s), "
+        f"{lookups / per / 1e6:.2f} M lookups/s; embedding_stage on the unsharded batches "
+        f"{peer:.3f} s (evaluate/embedding_stage {per / peer:.2f}x)"
+    )
+
+
+if __name__ == "__main__":
+    main()
