@@ -26,6 +26,9 @@ new`` in place, and recovery is exact only if parity is the bit-exact XOR of the
 delta leaves ``parity != XOR(data)``, so a rebuilt row would be wrong in bits no later update
 repairs. A lossless codec (``zstd``/``lz4``) keeps recovery exact and could carry it.
 
+Evaluation reads the pooled vectors uncompressed: the held-out AUC measures the model that
+compressed training produced, not a compressed inference path.
+
 Time: the run's measured ratio and codec throughput (or ``train.codec_gbps``) go into
 :func:`nmp.compress.speedup.step_times` on the network preset ``train.network``.
 """
