@@ -1,5 +1,8 @@
-"""Where the shared reference data (``shared/reference/``: measured DRAM cycle counts, traces,
-PAPERS.md) lives: it is kept outside the repository, beside the checkout."""
+"""Where the reference data (measured DRAM cycle counts and their traces, PAPERS.md) lives: in
+the repository, ``data/reference/`` (see its README: where each figure came from), so that a
+clone from anywhere runs and passes its tests; else, for a checkout without it, the shared
+folder beside the checkout (``$NMP_SHARED``, ``../shared``, or beside the local checkout a
+scratch clone was made from)."""
 
 from __future__ import annotations
 
@@ -46,8 +49,20 @@ def shared_dir() -> Path:
     return beside
 
 
+def repo_reference_dir() -> Path:
+    """``data/reference`` in the repository."""
+    return project_root() / "data" / "reference"
+
+
 def dram_reference_dir() -> Path:
-    """``shared/reference/dram``: traces and the cycle counts Ramulator 2 and DRAMsim3 measured."""
+    """Traces and the cycle counts Ramulator 2 and DRAMsim3 measured: ``$NMP_SHARED`` where it
+    is set (an explicit choice), else ``data/reference/dram`` in the repository, else
+    ``shared/reference/dram`` beside the checkout (:func:`shared_dir`)."""
+    if os.environ.get("NMP_SHARED"):
+        return Path(os.environ["NMP_SHARED"]) / "reference" / "dram"
+    repo = repo_reference_dir() / "dram"
+    if (repo / "cases.json").is_file():
+        return repo
     return shared_dir() / "reference" / "dram"
 
 

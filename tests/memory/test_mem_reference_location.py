@@ -42,3 +42,12 @@ def test_remote_origin_or_none_names_the_place_beside(tmp_path, monkeypatch):
     bare.mkdir(parents=True)
     monkeypatch.setattr(ref, "project_root", lambda: bare)
     assert ref.shared_dir() == tmp_path / "b" / "shared"
+
+
+def test_the_repository_copy_comes_first(monkeypatch):
+    """Issue 25: a clone from anywhere has the calibration cases (data/reference/dram)."""
+    monkeypatch.delenv("NMP_SHARED", raising=False)
+    found = ref.dram_reference_dir()
+    assert found == ref.project_root() / "data" / "reference" / "dram"
+    assert (found / "cases.json").is_file()
+    assert len(list((found / "traces").glob("*.trace.gz"))) == 26
