@@ -113,10 +113,13 @@ def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
     return stream, cfg.warmup, f"generator {how} (seed {cfg.seed})"
 
 
-def _vectors(uniq: np.ndarray, stream: RequestStream, seed: int) -> list[np.ndarray]:
-    """DLRM-initialized rows of the touched keys, one array per key (tables may differ in dim)."""
+def _vectors(uniq: np.ndarray, stream: RequestStream, seed: int) -> np.ndarray | list:
+    """DLRM-initialized rows of the touched keys: an [n, dim] array, or one array per key where
+    the tables differ in dim."""
+    if np.unique(stream.dims).size == 1:
+        return init_rows(uniq, stream.table_offsets, int(stream.dims[0]), seed)
     tables = stream.tables_of(uniq)
-    out: list[np.ndarray] = [None] * uniq.size  # type: ignore[list-item]
+    out: list = [None] * uniq.size
     for d in np.unique(stream.dims):
         sel = np.flatnonzero(stream.dims[tables] == d)
         rows = init_rows(uniq[sel], stream.table_offsets, int(d), seed)
@@ -238,11 +241,10 @@ def _measure_backend(cfg, uniq, vectors, inv, mcodes, moff, warm_lookups) -> dic
     measured requests' misses (one read of all a request's misses per request)."""
     from nmp.cache.kvstore import measure_reads, open_store
 
-    dims = {v.shape[0] for v in vectors}
-    if len(dims) != 1:
+    if not isinstance(vectors, np.ndarray):
         return {"backend": cfg.backend, "backend_note": "tables of several dims: not measured"}
-    dim = dims.pop()
-    rows = np.stack(vectors)
+    rows = vectors
+    dim = int(rows.shape[1])
     with tempfile.TemporaryDirectory(prefix="nmp-cache-") as folder:
         store = open_store(cfg.backend, Path(folder), dim)
         try:
