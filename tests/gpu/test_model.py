@@ -274,3 +274,16 @@ def test_catalog_lists_every_preset():
     assert set(rows) == {"a100-40gb", "a100-80gb", "h100-sxm"}
     assert rows["h100-sxm"]["SMs"] == 132 and rows["a100-40gb"]["peak_GB/s"] == 1555.2
     assert all(np.isfinite(r["die_mm2"]) for r in rows.values())
+
+
+def test_access_policy_window_persists_a_random_share_of_the_table():
+    hot = point("a100-80gb", "pinning", "high", "reuse", **SCALED_L2)
+    window = point(
+        "a100-80gb", "pinning", "high", "reuse", pinning__mechanism="access_window", **SCALED_L2
+    )
+    pin = window.breakdown["pinning"]
+    # hitRatio = set-aside / window: 1.5 MB of a 200K x 512 B table per partition.
+    assert pin["hit_ratio"] == pytest.approx(1.5 * 2**20 / (200_000 * 512))
+    assert pin["lines_persisting"] > 0 and pin["prefetch_ns"] == 0.0
+    # Persisting lines picked by address hash, not by heat, keep fewer of the hot rows.
+    assert window.breakdown["l2_hit_rate"] < hot.breakdown["l2_hit_rate"]
