@@ -1,9 +1,13 @@
 """nmp.gpu: the DLRM embedding stage on a GPU (A100, H100).
 
-SMs and warps running the stock PyTorch EmbeddingBag kernel (occupancy from registers, memory-
-level parallelism from loads in flight), sectored L1/L2 simulated on the real access stream, L2
-pinning, software prefetch, and HBM through the nmp.memory DRAM engine. Presets in
-``models/gpu/``; ``nmp run --arch a100-80gb --workload gpu-micro24 --set arch.variant=combined``.
+SMs and warps running the stock PyTorch EmbeddingBag kernel (occupancy from registers and
+spills, memory-level parallelism from loads in flight bounded by the L1's miss entries), sectored
+L1/L2 (per partition) simulated on the real access stream, L2 pinning as a persisting set-aside,
+software prefetch, and HBM through the nmp.memory DRAM engine, whose queueing lengthens misses as
+utilization rises (each kernel's time is the fixed point of Little's law on that loaded memory).
+Presets in ``models/gpu/``; studies ``workloads/sweeps/papers/gpu-*.toml``; claims
+``nmp/validate/claims/micro24.toml``;
+``nmp run --arch a100-80gb --workload gpu-micro24 --set arch.variant=combined``.
 """
 
 from __future__ import annotations
