@@ -177,6 +177,41 @@ class ParitySpec:
 
 
 @dataclass(frozen=True)
+class DramEnergySplit:
+    """Where a read's energy goes along the DRAM's data path, so that each unit pays only the
+    part of the path its data crosses (see docs/arch-model.md, "Energy by where data moves").
+
+    A column read's energy (the IDD4R burst of :func:`nmp.memory.command_energy_pj`) moves
+    data from the sense amplifiers through the bank's column path, the bank group's I/O and
+    the chip's global data bus to the pads; ``bank_read_share`` / ``bankgroup_read_share``
+    are the parts a bank / bank-group unit pays (it sits at that point of the path). The
+    memory's ``io_pj_per_bit`` is the off-chip path from the DRAM pins to the host;
+    ``chip_to_buffer_io_share`` is its DRAM -> buffer-chip hop, what a rank unit pays.
+    Activation, refresh and background are paid by every design.
+    """
+
+    # chosen (switches; docs/arch-model.md): O'Connor et al. (MICRO'17, "Fine-grained DRAM")
+    # put HBM2's read energy at 1.21 pJ/bit activation, 2.24 on-die data movement, 0.3 I/O
+    # [secondary, PAPERS.md], most of the movement on the global wires between the banks and
+    # the I/O; a bank unit (at the bank's column path) pays about a third of a column read, a
+    # bank-group unit (at the bank group's I/O) about half.
+    bank_read_share: float = 0.35
+    bankgroup_read_share: float = 0.55
+    # chosen: the DRAM -> buffer-chip hop is half the pin-to-host I/O energy (both hops drive
+    # a terminated DDR5 data line; the host hop is the longer one, taken as equal)
+    chip_to_buffer_io_share: float = 0.5
+
+    def validate(self) -> None:
+        for name in ("bank_read_share", "bankgroup_read_share", "chip_to_buffer_io_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise KeyedValueError(name, "must be in [0, 1]")
+        if self.bank_read_share > self.bankgroup_read_share:
+            raise KeyedValueError(
+                "bank_read_share", "a bank unit's part of the path is within its bank group's"
+            )
+
+
+@dataclass(frozen=True)
 class ArchSpec:
     """One memory-side design. See the module docstring for the model."""
 
@@ -190,6 +225,7 @@ class ArchSpec:
     bank: UnitSpec = field(default_factory=UnitSpec)
     instruction: InstructionSpec = field(default_factory=InstructionSpec)
     parity: ParitySpec = field(default_factory=ParitySpec)
+    dram_energy: DramEnergySplit = field(default_factory=DramEnergySplit)
     # mechanisms (switches, so that ablations run with --set arch.<switch>=false)
     subarray_parallelism: bool = False
     bandwidth_aware_partition: bool = False
@@ -269,6 +305,7 @@ def load_arch_spec(name: str, overrides: dict | None = None) -> ArchSpec:
 
 __all__ = [
     "BASE_PLACEMENTS",
+    "DramEnergySplit",
     "LEVELS",
     "SALP_READINGS",
     "ArchSpec",

@@ -20,6 +20,7 @@ from numba import njit
 
 from nmp.arch import bounds as bnd
 from nmp.arch import memview as mv
+from nmp.arch.energy import near_memory_energy
 from nmp.arch.placement import FlatLookups, Placement, pow2_shifts
 from nmp.arch.replay import (
     SAMPLE_CHUNKS,
@@ -51,13 +52,13 @@ def time_near_memory(
     dims = np.asarray([t.dim for t in arch.tables], dtype=np.int64)
     weighted = flat.weight is not None
     energy = {"dram_core": 0.0, "dram_io": 0.0, "units": 0.0, "sram": 0.0}
-    io_pj_bit = float(mem.energy.io_pj_per_bit) if mem.energy is not None else 0.0
     bytes_by_level: dict[str, float] = {}
     levels_bd: dict[str, dict] = {}
     bounds: dict[str, float] = {}
     imbalance: dict[str, float] = {}
     stats_list: list = []
-    crossing_bytes = 0.0  # bytes that leave a DRAM chip (chip I/O energy)
+    level_stats: dict[str, list] = {}
+    rank_io_bytes = 0.0  # bytes between the DRAM chips and the buffer chip
     psum_bytes = dims * 4  # partial sums are FP32
     sums = _per_level_sums(arch, flat, plc, dims)
     # means of integers over the lookups: exact sums, so equal to a mean over every lookup
@@ -72,7 +73,8 @@ def time_near_memory(
         node_stats = []
         if stream is not None and stream.addr.size:  # replay
             node_stats = replay_nodes(stream, arch.layouts[lv].nodes, spec.replay_sample_requests)
-            stats_list.extend(s_ for s_ in node_stats if s_ is not None)
+            level_stats[lv] = [s_ for s_ in node_stats if s_ is not None]
+            stats_list.extend(level_stats[lv])
         work = policy.level_work(arch, lv, stream, flat, sums, dims)
         recv = traffic.recv.get(lv, np.zeros(arch.layouts[lv].nodes, dtype=np.int64))
         lt = bnd.level_bound(arch, lv, stream, node_stats, work, recv, row_psum, mean_dim)
@@ -83,7 +85,7 @@ def time_near_memory(
         bytes_by_level[lv] = lt.dram_bytes + recv_total
         if lv == "rank":
             # rank-level reads and the children's partial sums leave the DRAM chips
-            crossing_bytes += lt.dram_bytes + recv_total
+            rank_io_bytes += lt.dram_bytes + recv_total
         # unit energy: adds (and multiplies when weighted) + SRAM accumulator read/write
         level_dims = float(sums.dim_sum[li])  # elements the level's lookups add
         flops_add = work[3] + recv_total / 4
@@ -100,7 +102,8 @@ def time_near_memory(
     if slices != 1:
         result_bytes_chan = result_bytes_chan / slices
     if "rank" not in arch.layouts:
-        crossing_bytes += float(result_bytes_chan.sum())
+        # the in-DRAM units' results leave the chips for the buffer chip on their way out
+        rank_io_bytes += float(result_bytes_chan.sum())
     per_chan_lookups, per_rank_dram, any_in_dram = policy.instruction_lookups(arch, flat, plc, sums)
     t_ins_host, t_ca = bnd.instruction_bounds(
         spec, mem, per_chan_lookups, per_rank_dram, any_in_dram
@@ -115,12 +118,11 @@ def time_near_memory(
         result_bytes_chan.sum()
     )
     bytes_by_level = {"channel": channel_bytes, **bytes_by_level}
-    crossing_bytes += channel_bytes
     tail = bnd.reduction_tail_ns(arch, psum_bytes)
     bottleneck, latency = bnd.combine(bounds, tail)
-    e = dram_energy(mem, stats_list, latency / tck)
-    energy["dram_core"] = sum(v for k, v in e.items() if k != "io")
-    energy["dram_io"] = crossing_bytes * 8 * io_pj_bit
+    energy["dram_core"], energy["dram_io"], where = near_memory_energy(
+        arch, level_stats, latency / tck, rank_io_bytes, channel_bytes
+    )
     for d in levels_bd.values():
         d["achieved_gbps"] = d["bytes"] / latency if latency > 0 else 0.0
         d["utilization"] = d["achieved_gbps"] / d["peak_gbps"] if d["peak_gbps"] else 0.0
@@ -145,6 +147,7 @@ def time_near_memory(
         },
         compute_ns={lv: d["compute_ns"] for lv, d in levels_bd.items()},
         load_imbalance=li_b,
+        dram_energy=where,
         **plc.info,
         **arch.partition_info,
     )

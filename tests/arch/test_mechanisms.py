@@ -113,3 +113,38 @@ def test_rank_cache_decides_without_the_future(policy, skewed):
         occ = _occurrence(key)
         # allocated at the threshold-th lookup, so served from the next one on
         assert (occ[plc.hit[order]] > arch.spec.rank.cache_reuse_threshold).all()
+
+
+def test_in_dram_reads_pay_only_their_part_of_the_read_path(skewed):
+    """A bank unit's reads cost bank_read_share of a full column read: with the share at 1 the
+    DRAM core energy rises by exactly the saved part; the rank hop of the I/O is the other
+    switch, and the host pays the whole path."""
+    batch = generate_batch(skewed, seed=3)
+    ops = {}
+    for share in (0.35, 1.0):
+        arch = load_arch(
+            "trim-b",
+            overrides={"dram_energy.bank_read_share": share, "dram_energy.bankgroup_read_share": 1},
+        )
+        arch.bind(skewed)
+        ops[share] = arch.gather_reduce(batch, functional=False)[1]
+    low, full = ops[0.35], ops[1.0]
+    assert full.breakdown["dram_energy"]["read_path_saved_pj"] == 0.0
+    saved = low.breakdown["dram_energy"]["read_path_saved_pj"]
+    assert saved > 0
+    assert full.energy_pj["dram_core"] == pytest.approx(low.energy_pj["dram_core"] + saved)
+
+
+def test_host_llc_hits_do_not_cross_the_channel(skewed):
+    batch = generate_batch(skewed, seed=3)
+    ops = {}
+    for mib in (0.0, 32.0):
+        arch = load_arch("host-cpu", overrides={"host.llc_mib": mib})
+        arch.bind(skewed)
+        ops[mib] = arch.gather_reduce(batch, functional=False)[1]
+    llc = ops[32.0].breakdown["llc"]
+    assert llc["hits"] > 0 and llc["hit_rate"] < 1
+    assert ops[32.0].bytes_by_level["channel"] == pytest.approx(
+        ops[0.0].bytes_by_level["channel"] - llc["hits"] * 64
+    )
+    assert ops[32.0].t_ns < ops[0.0].t_ns
