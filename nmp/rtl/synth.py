@@ -5,17 +5,17 @@ memory model): :func:`~nmp.rtl.parity.build_datapath`. PyRTL's estimates are cal
 130 nm standard-cell library (vsclib013); :meth:`RtlFigures.at_node` rescales them by Dennard
 scaling (area x s^2, delay x s), which is optimistic below ~65 nm (no wire delay).
 
-The critical path (checked, issue 25: it reads 856 ps for XOR and GF(2^8) at every width) is
-the read-modify-write hazard path of the parity core, :func:`critical_path`: from the ``h1_addr``
+The critical path (checked, issue 25: it reads 856 ps for XOR and GF(2^8) at every width) is the
+read-modify-write hazard path of the parity core, :func:`critical_path`: from the ``h1_addr``
 register, the address compare of the word being written with the one being read (log2(depth)
-bits), the forwarding mux, the XOR with the delta, the clear-sweep mux, into the parity
-memory's write port (``wr_data``; the SRAM's own setup is not in the figure). It depends on the depth
-(777 ps at 16 words, 856 at 1024, 897 at 65536) and not on the width, because PyRTL's timing
-model gives a bitwise operator the same delay at any width (the bits work in parallel) and has
-no fanout or wire load: the forwarding select drives ``width`` mux bits, which a real netlist
-buffers (about log4(width) more gate delays: optimistic at 512 bits). The GF(2^8) multiply does
-not lengthen it: it has a pipeline stage of its own in the delta unit (774 ps into
-``s2_delta`` at 512 bits).
+bits), the forwarding mux, the XOR with the delta, the clear-sweep mux, into the parity memory's
+write port (``wr_data``; the SRAM's own setup is not in the figure) and the ``h1_data``
+register. It depends on the depth (777 ps at 16 words, 856 at 1024, 897 at 65536) and not on the
+width, because PyRTL's timing model gives a bitwise operator the same delay at any width (the
+bits work in parallel) and has no fanout or wire load: the forwarding select drives ``width``
+mux bits, which a real netlist buffers (about log4(width) more gate delays: optimistic at 512
+bits). The GF(2^8) multiply does not lengthen it: it has a pipeline stage of its own in the
+delta unit (774 ps into ``s2_delta`` at 512 bits).
 
 :func:`parity_unit_figures` is what the architecture models call: it answers from the small
 cache ``nmp/rtl/data/parity_report.json`` (kept current by a test) and computes on a miss.
@@ -122,26 +122,33 @@ def pyrtl_figures(cfg: ParityUnitConfig) -> tuple[float, float, float]:
     return float(logic_mm2), float(timing.max_length()), float(timing.max_freq(PYRTL_TECH_NM))
 
 
-def critical_path(cfg: ParityUnitConfig) -> tuple[float, str, list[str]]:
-    """(length ps at 130 nm, the register or output it ends in, the operators along it) of the
+def critical_path(cfg: ParityUnitConfig) -> tuple[float, list[str], list[str]]:
+    """(length ps at 130 nm, the registers and outputs it ends in, the operators along it) of the
     datapath's longest path, from PyRTL's timing analysis."""
     block = build_datapath(cfg)
     pyrtl.set_working_block(block)  # critical_path walks the working block
     timing = pyrtl.TimingAnalysis(block)
     paths = timing.critical_path(print_cp=False)
     nets = paths[0][-1] if paths else []
-    # where the path ends: the last wire, followed through plain assignments ('w') to the
-    # register or output it feeds (PyRTL wires compare by value: match them by identity)
-    wire = nets[-1].dests[0] if nets else None
+    # where the path ends: the registers and outputs its last wire feeds, through plain
+    # assignments ('w'); PyRTL wires compare by value, so they are matched by identity
+    frontier = list(nets[-1].dests) if nets else []
+    ends: set[str] = set()
     for _ in range(8):
-        feeds = [n for n in block.logic if n.op in "wr" and any(a is wire for a in n.args)]
-        if not feeds:
+        nxt = []
+        for wire in frontier:
+            feeds = [n for n in block.logic if n.op in "wr" and any(a is wire for a in n.args)]
+            if not feeds:
+                ends.add(wire.name)
+            for n in feeds:
+                if n.op == "r":
+                    ends.add(n.dests[0].name)
+                else:
+                    nxt.append(n.dests[0])
+        if not nxt:
             break
-        wire = feeds[0].dests[0]
-        if feeds[0].op == "r":
-            break
-    end = wire.name if wire is not None else ""
-    return float(timing.max_length()), end, [n.op for n in nets]
+        frontier = nxt
+    return float(timing.max_length()), sorted(ends), [n.op for n in nets]
 
 
 def measure(cfg: ParityUnitConfig, *, with_yosys: bool = True) -> RtlFigures:

@@ -13,8 +13,8 @@ def _cp(**kw):
 
 
 def test_the_critical_path_is_the_forwarding_path_into_the_write_port() -> None:
-    length, end, ops = _cp()
-    assert end == "wr_data"  # the parity SRAM's write data
+    length, ends, ops = _cp()
+    assert "wr_data" in ends  # the parity SRAM's write data
     # address compare, enable, forward mux, XOR with the delta, clear mux
     assert ops == ["=", "&", "x", "^", "x"]
     assert 700 < length < 1000
