@@ -122,6 +122,15 @@ class TrainConfig:
             raise KeyedValueError("cpr_fraction", "must be in (0, 1]")
         if not 0.0 < self.ssu_sample <= 1.0:
             raise KeyedValueError("ssu_sample", "must be in (0, 1]")
+        if not self.zipf_alpha >= 0.0:
+            raise KeyedValueError("zipf_alpha", "must be >= 0 (0: the workload's)")
+        for name in ("bottom", "top"):
+            if any(w < 1 for w in getattr(self, name)):
+                raise KeyedValueError(name, "layer widths must be >= 1")
+        if self.plateau_every < 1:
+            raise KeyedValueError("plateau_every", "must be >= 1")
+        if not self.plateau_gain > 0.0:
+            raise KeyedValueError("plateau_gain", "must be > 0")
         if not 0.0 < self.cpr_pls < 1.0:
             raise KeyedValueError("cpr_pls", "must be in (0, 1)")
         if not 0.0 <= self.momentum < 1.0:
