@@ -194,6 +194,26 @@ def _locality_order(
     )
 
 
+@njit(cache=True)
+def _window_nodes(node, nodes, window):  # pragma: no cover - compiled
+    """Each lookup's (node, window) as one id, node-major (node * windows per node + the
+    window of its arrival within the node), and the windows per node."""
+    seen = np.zeros(nodes, dtype=np.int64)
+    for i in range(node.shape[0]):
+        seen[node[i]] += 1
+    most = 0
+    for k in range(nodes):
+        most = max(most, seen[k])
+    per_node = max(1, (most + window - 1) // window)
+    seen[:] = 0
+    out = np.empty(node.shape[0], dtype=np.int64)
+    for i in range(node.shape[0]):
+        nd = node[i]
+        out[i] = nd * per_node + seen[nd] // window
+        seen[nd] += 1
+    return out, per_node
+
+
 def windowed_locality_order(
     node: np.ndarray, bank: np.ndarray, page: np.ndarray, nodes: int, banks: int, window: int
 ) -> np.ndarray:
@@ -203,13 +223,5 @@ def windowed_locality_order(
     if window <= 0 or not node.size:
         return _locality_order(node, bank, page, nodes, banks)
     nodes = max(nodes, int(node.max()) + 1)
-    by_node = np.argsort(node, kind="stable")
-    counts = np.bincount(node, minlength=nodes)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    rank = np.empty(node.size, dtype=np.int64)
-    rank[by_node] = np.arange(node.size, dtype=np.int64) - starts[node[by_node]]
-    per_node = -(-int(counts.max()) // window)
-    # each (node, window) is a node of its own, numbered node-major: the output stays grouped
-    # by node with its windows in order
-    virtual = node * per_node + rank // window
+    virtual, per_node = _window_nodes(np.ascontiguousarray(node, dtype=np.int64), nodes, window)
     return _locality_order(virtual, bank, page, nodes * per_node, banks)
