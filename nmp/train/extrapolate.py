@@ -253,10 +253,24 @@ def _model(dep: DeploymentSpec) -> _Model:
     )
 
 
-def _ckpt_name(dep: DeploymentSpec, i: int) -> str:
+def _ckpt_name(name: str, dep: DeploymentSpec, i: int) -> str:
     if dep.interval == "fixed" and len(dep.interval_min) > 1:
-        return f"checkpoint-{dep.interval_min[i]:g}min"
-    return "checkpoint"
+        return f"{name}-{dep.interval_min[i]:g}min"
+    return name
+
+
+def _strategies() -> list[tuple[str, Any]]:
+    """The registered protections with the closed form (``scale_model``) that models each."""
+    from nmp.train.strategies import REGISTRY
+
+    out = []
+    for name, cls in REGISTRY.items():
+        if cls.is_baseline:
+            continue
+        if cls.scale_model not in ("coded", "rollback", "partial", "reinit"):
+            raise NmpError(f"strategy '{name}' has no model at scale (scale_model)")
+        out.append((name, cls))
+    return out
 
 
 def expected(dep: DeploymentSpec) -> list[dict[str, Any]]:
@@ -264,15 +278,18 @@ def expected(dep: DeploymentSpec) -> list[dict[str, Any]]:
     time after the last save)."""
     md = _model(dep)
     rows = []
-    for i, tau in enumerate(md.ckpt_taus_ns):
-        per_fail = tau / 2 + md.load_ns + md.restart_ns
-        rows.append(_row(_ckpt_name(dep, i), md.delta_ns / tau, per_fail / md.m_ns, per_fail))
-    cpr_fail = md.shard_load_ns + md.restart_ns
-    cpr_rate = md.cpr_save_ns / md.cpr_tau_ns
-    for name in ("cpr-mfu", "cpr-ssu"):
-        rows.append(_row(name, cpr_rate, cpr_fail / md.m_ns, cpr_fail))
-    rows.append(_row("ecrec", md.parity_frac, md.rebuild_traffic_ns / md.m_ns, 0.0))
-    rows.append(_row("none", 0.0, md.reinit_ns / md.m_ns, md.reinit_ns))
+    for name, cls in _strategies():
+        if cls.scale_model == "rollback":
+            for i, tau in enumerate(md.ckpt_taus_ns):
+                per = tau / 2 + md.load_ns + md.restart_ns
+                rows.append(_row(_ckpt_name(name, dep, i), md.delta_ns / tau, per / md.m_ns, per))
+        elif cls.scale_model == "partial":
+            per = md.shard_load_ns + md.restart_ns
+            rows.append(_row(name, md.cpr_save_ns / md.cpr_tau_ns, per / md.m_ns, per))
+        elif cls.scale_model == "coded":
+            rows.append(_row(name, md.parity_frac, md.rebuild_traffic_ns / md.m_ns, 0.0))
+        else:
+            rows.append(_row(name, 0.0, md.reinit_ns / md.m_ns, md.reinit_ns))
     return rows
 
 
@@ -322,32 +339,36 @@ def monte_carlo(dep: DeploymentSpec, trials: int | None = None) -> list[dict[str
         out.append(row)
 
     replica = md.c.dense_bytes / md.base_mem
-    for i, tau in enumerate(md.ckpt_taus_ns):
-        lost = np.mod(t, tau)
-        per = lost + md.load_ns + md.restart_ns
-        rec = float(per.mean()) if per.size else tau / 2 + md.load_ns + md.restart_ns
-        add(
-            _ckpt_name(dep, i), md.delta_ns / tau, per_trial(per), rec, rec, replica,
-            interval_s=tau / 1e9,
-        )  # fmt: skip
-    lost_cpr = np.mod(t, md.cpr_tau_ns)
-    pls = per_trial(lost_cpr) / (dep.servers * h)
-    cpr_fail = md.shard_load_ns + md.restart_ns
-    for name, mem in (("cpr-mfu", 4 * md.c.rows_total), ("cpr-ssu", md.c.rows_total / 8)):
-        add(
-            name, md.cpr_save_ns / md.cpr_tau_ns, per_trial(np.full(t.size, cpr_fail)),
-            cpr_fail, cpr_fail, replica + mem / md.base_mem, interval_s=md.cpr_tau_ns / 1e9,
-            pls_bound=dep.cpr_pls, pls_realized_mean=float(pls.mean()),
-        )  # fmt: skip
-    # ECRec: a failure of another server before the rebuild ends exceeds r = 1 parity.
-    same_trial = trial[1:] == trial[:-1]
-    clash = same_trial & (np.diff(t) < md.rebuild_ns) & (node[1:] != node[:-1])
-    lost_trials = np.unique(trial[1:][clash]).size if dep.r == 1 else 0
-    add(
-        "ecrec", md.parity_frac, per_trial(np.full(t.size, md.rebuild_traffic_ns)), 0.0,
-        md.rebuild_ns, dep.r / dep.k + replica, p_data_loss=lost_trials / trials,
-    )  # fmt: skip
-    add("none", 0.0, per_trial(np.full(t.size, md.reinit_ns)), md.reinit_ns, None, replica)
+    for name, cls in _strategies():
+        if cls.scale_model == "rollback":
+            for i, tau in enumerate(md.ckpt_taus_ns):
+                per = np.mod(t, tau) + md.load_ns + md.restart_ns
+                rec = float(per.mean()) if per.size else tau / 2 + md.load_ns + md.restart_ns
+                add(
+                    _ckpt_name(name, dep, i), md.delta_ns / tau, per_trial(per), rec, rec,
+                    replica, interval_s=tau / 1e9,
+                )  # fmt: skip
+        elif cls.scale_model == "partial":
+            pls = per_trial(np.mod(t, md.cpr_tau_ns)) / (dep.servers * h)
+            per = md.shard_load_ns + md.restart_ns
+            mem = md.c.rows_total * cls.tracking_bits_per_row / 8
+            add(
+                name, md.cpr_save_ns / md.cpr_tau_ns, per_trial(np.full(t.size, per)), per, per,
+                replica + mem / md.base_mem, interval_s=md.cpr_tau_ns / 1e9,
+                pls_bound=dep.cpr_pls, pls_realized_mean=float(pls.mean()),
+            )  # fmt: skip
+        elif cls.scale_model == "coded":
+            # A failure of another server before the rebuild ends exceeds r = 1 parity.
+            same_trial = trial[1:] == trial[:-1]
+            clash = same_trial & (np.diff(t) < md.rebuild_ns) & (node[1:] != node[:-1])
+            lost_trials = np.unique(trial[1:][clash]).size if dep.r == 1 else 0
+            add(
+                name, md.parity_frac, per_trial(np.full(t.size, md.rebuild_traffic_ns)), 0.0,
+                md.rebuild_ns, dep.r / dep.k + replica, p_data_loss=lost_trials / trials,
+            )  # fmt: skip
+        else:
+            per = md.reinit_ns
+            add(name, 0.0, per_trial(np.full(t.size, per)), per, None, replica)
     c = md.c
     for r in out:
         r.update(

@@ -67,6 +67,10 @@ class Strategy:
     name = "failure-free"
     uses_parity = False
     is_baseline = True
+    # Which closed form models the strategy at a paper's scale (nmp.train.extrapolate):
+    # "coded", "rollback", "partial", "reinit"; None: not a protection (the baseline).
+    scale_model: str | None = None
+    tracking_bits_per_row = 0.0  # per-row bookkeeping memory (CPR's counters or marks)
 
     def __init__(self, cfg: TrainConfig) -> None:
         self.cfg = cfg
@@ -155,6 +159,7 @@ class ECRec(Strategy):
     name = "ecrec"
     uses_parity = True
     is_baseline = False
+    scale_model = "coded"
 
     def attach(self, trainer) -> None:
         super().attach(trainer)
@@ -358,6 +363,7 @@ class FullCheckpoint(_Checkpointing):
     """Full recovery: periodic checkpoints (Young/Daly), a failure rolls every node back."""
 
     name = "checkpoint"
+    scale_model = "rollback"
 
     def _dense_lost(self, node: int) -> None:
         pass  # the rollback below reloads the MLP from the checkpoint
@@ -401,6 +407,8 @@ class FullCheckpoint(_Checkpointing):
 
 class _CPR(_Checkpointing):
     """Partial recovery (see the module docstring); subclasses choose the partial rows."""
+
+    scale_model = "partial"
 
     def attach(self, trainer) -> None:
         n = trainer.store.total_rows
@@ -498,10 +506,11 @@ class CPRMFU(_CPR):
     """Partial recovery; partial saves keep the rows most frequently used since their last save."""
 
     name = "cpr-mfu"
+    tracking_bits_per_row = 32.0  # one access counter per row
 
     def attach(self, trainer) -> None:
         super().attach(trainer)
-        self.extra_memory_bytes = trainer.store.total_rows * 4  # one counter per row
+        self.extra_memory_bytes = int(trainer.store.total_rows * self.tracking_bits_per_row / 8)
 
     def _record(self, g: np.ndarray, b) -> None:
         self.counts += np.bincount(g.ravel(), minlength=len(self.counts))
@@ -519,10 +528,11 @@ class CPRSSU(_CPR):
     """Partial recovery; partial saves keep the rows that a sample of the inputs touched."""
 
     name = "cpr-ssu"
+    tracking_bits_per_row = 1.0  # one mark per row
 
     def attach(self, trainer) -> None:
         super().attach(trainer)
-        self.extra_memory_bytes = -(-trainer.store.total_rows // 8)  # one bit per row
+        self.extra_memory_bytes = -(-trainer.store.total_rows // 8)  # tracking_bits_per_row
 
     def _record(self, g: np.ndarray, b) -> None:
         rng = np.random.default_rng([self.cfg.seed, 0x55, self.t.step])
@@ -542,6 +552,7 @@ class Reinit(Strategy):
 
     name = "none"
     is_baseline = False
+    scale_model = "reinit"
 
     def on_failure(self, f: Failure, pending_commit=None) -> None:
         from nmp.train.trainer import init_records

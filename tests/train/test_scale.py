@@ -74,7 +74,7 @@ def test_study_runner_writes_its_files(tmp_path):
     from nmp.train.study import run_study
 
     rows = run_study({"setup": "cpr", "trials": 100, "crossover": False}, out_dir=tmp_path)
-    assert [r["strategy"] for r in rows][:2] == ["checkpoint", "cpr-mfu"]
+    assert [r["strategy"] for r in rows][:3] == ["ecrec", "checkpoint", "cpr-mfu"]
     for name in ("report.md", "results.csv", "results.jsonl"):
         assert (tmp_path / name).stat().st_size > 100
     assert "Sources of the setup's values" in (tmp_path / "report.md").read_text()
