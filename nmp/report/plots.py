@@ -4,6 +4,10 @@
 - ``pareto.png``: lookups/s against energy per lookup per workload, Pareto set highlighted.
 - ``breakdown.png``: how each design's time and energy split by component.
 
+Adding a plot: a function ``(summary, path) -> None`` decorated with ``@register_plot("x.png")``
+(here, or in a module imported by :mod:`nmp.report.files`); every sweep report then draws it
+and report.md shows it.
+
 Labels are horizontal bar labels or legends, never text placed among data points, so they do
 not overlap however many designs a sweep has.
 """
@@ -37,6 +41,23 @@ OBJECTIVE_NAMES = {
     "area_mm2": "area",
     "latency_ns": "latency",
 }
+# name of the PNG -> function(summary, path); a plot registers itself with @register_plot, and
+# write_plots draws every registered plot in registration order (the report lists them so).
+PLOTS: dict[str, Any] = {}
+
+
+def register_plot(filename: str):
+    """Decorator: draw this plot into every sweep report as ``filename``."""
+
+    def add(fn):
+        if filename in PLOTS:
+            raise ValueError(f"plot {filename} registered twice")
+        PLOTS[filename] = fn
+        return fn
+
+    return add
+
+
 MAX_BARS = 30  # labels per axis before the plot keeps only the best point of each design
 MAX_GROUPS = 6  # workload groups per figure
 DPI = 120
@@ -118,6 +139,7 @@ def _log_axis(axis: Any, values: list[float]) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+@register_plot("speedup.png")
 def plot_speedup(summary: dict[str, Any], path: Path) -> None:
     rows, groups = summary["rows"], _groups(summary)
     labels, per_design = _bar_entries(rows, groups)
@@ -160,6 +182,7 @@ def plot_speedup(summary: dict[str, Any], path: Path) -> None:
     _save(fig, path)
 
 
+@register_plot("pareto.png")
 def plot_pareto(summary: dict[str, Any], path: Path) -> None:
     rows, groups = summary["rows"], _groups(summary)
     designs = list(dict.fromkeys(r["design"] for r in rows))
@@ -296,6 +319,7 @@ def _time_panel(fig: Figure, ax: Any, picked: list[dict[str, Any]]) -> None:
     fig.colorbar(image, ax=ax, label="% of latency", fraction=0.04, pad=0.02)
 
 
+@register_plot("breakdown.png")
 def plot_breakdown(summary: dict[str, Any], path: Path) -> None:
     rows = summary["rows"]
     group = summary["groups"][0]["group"]
@@ -330,15 +354,11 @@ def plot_breakdown(summary: dict[str, Any], path: Path) -> None:
 
 
 def write_plots(run_dir: Path, summary: dict[str, Any]) -> list[str]:
-    """Draw the three plots into ``run_dir``; returns the file names."""
+    """Draw every registered plot (:data:`PLOTS`) into ``run_dir``; returns the file names."""
     if not summary["rows"]:
         return []
     out = []
-    for name, fn in (
-        ("speedup.png", plot_speedup),
-        ("pareto.png", plot_pareto),
-        ("breakdown.png", plot_breakdown),
-    ):
+    for name, fn in PLOTS.items():
         fn(summary, Path(run_dir) / name)
         out.append(name)
     return out

@@ -1,0 +1,48 @@
+"""Issue 25's report defects: units of time, stable colours, tick labels, 'tail' defined,
+which workload breakdown.png shows."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from nmp.report.files import TERMS  # noqa: E402
+from nmp.report.format import fmt_time_ns  # noqa: E402
+from nmp.report.plots import PLOTS, _log_axis, stable_colors  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"),
+    [(1_078_000.0, "1.078 ms"), (117_517.1, "117.5 µs"), (59.9, "59.9 ns"), (2.5e9, "2.5 s")],
+)
+def test_time_in_its_unit(ns: float, text: str) -> None:
+    assert fmt_time_ns(ns) == text  # never "1.078 k us"
+
+
+def test_a_designs_colour_does_not_depend_on_the_other_designs() -> None:
+    few = stable_colors(["recross", "host-cpu"])
+    many = stable_colors(["tensordimm", "recnmp", "trim-g", "trim-b", "recross", "host-cpu"])
+    assert few["recross"] == many["recross"]
+    assert len(set(many.values())) == len(many)  # distinct within one plot
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(3.1e8, 4.4e8), (6e7, 7e8), (1.0e4, 1.5e4)])
+def test_log_axes_label_several_ticks(lo: float, hi: float) -> None:
+    fig, ax = plt.subplots()
+    ax.set_xscale("log")
+    ax.scatter([lo, hi], [1, 2])
+    _log_axis(ax.xaxis, [lo, hi])
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    visible = [t for t in ax.xaxis.get_major_ticks() if lo * 0.9 <= t.get_loc() <= hi * 1.1]
+    plt.close(fig)
+    assert len(visible) >= 2, labels
+    assert all(labels), labels
+
+
+def test_tail_is_defined_and_plots_are_registered() -> None:
+    assert "*tail*" in TERMS and "reduction tree" in TERMS
+    assert list(PLOTS) == ["speedup.png", "pareto.png", "breakdown.png"]
