@@ -56,8 +56,8 @@ def _print(r: dict) -> None:
         f"{r['requests']} requests / {r['lookups']} lookups measured"
     )
     print(
-        f"  layers: L1 {r['l1_mb']:.3g} MB fp32 ({r['l1_entries']} rows), L2 {r['l2_mb']:.3g} MB "
-        f"{r['l2_dtype']} ({r['l2_entries']} rows), L3 {r['l3_mb']:.3g} MB "
+        f"  layers: L1 {r['l1_mb']:.3g} MiB fp32 ({r['l1_entries']} rows), L2 {r['l2_mb']:.3g} MiB "
+        f"{r['l2_dtype']} ({r['l2_entries']} rows), L3 {r['l3_mb']:.3g} MiB "
         f"({r['l3_entries']} key->key entries; {r['l3_keys_with_substitute']} keys have a "
         f"substitute)"
     )
