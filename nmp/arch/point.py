@@ -79,6 +79,14 @@ def run_design_point(
     breakdown["energy_pj"] = dict(op.energy_pj)
     breakdown["bytes_by_level"] = dict(op.bytes_by_level)
     breakdown["area_mm2"] = area.by_level
+    # the memory this design ran on, for comparisons across designs (run_cli warns on a mismatch)
+    org = arch_obj.mem.org
+    breakdown["memory_setup"] = {
+        "preset": arch_obj.mem.name,
+        "standard": arch_obj.mem.standard,
+        "channels": int(org.channels),
+        "ranks": int(org.ranks),
+    }
     return PointResult(
         arch=arch_obj.name,
         workload=wl.name,
