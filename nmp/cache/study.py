@@ -146,7 +146,10 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
     sized = [r for r in rows if r["l2_dtype"] == default_dtype]
     alphas = list(dict.fromkeys(r["alpha"] for r in sized))
     fig, axes = plt.subplots(len(alphas), 2, figsize=(10, 4 * len(alphas)), squeeze=False)
-    fig2, ax2 = plt.subplots(figsize=(6.5, 4.5))
+    fig2, ax2 = plt.subplots(figsize=(8, 5))
+    names = list(dict.fromkeys(r["policy"] for r in sized))
+    colour = {n: f"C{i}" for i, n in enumerate(names)}
+    markers = ("o", "s", "^", "v", "D")
     for row_axes, a in zip(axes, alphas, strict=True):
         at = [r for r in sized if r["alpha"] == a]
         for name in dict.fromkeys(r["policy"] for r in at):
@@ -155,8 +158,10 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
             row_axes[0].plot(x, [r["hit_rate"] for r in pts], marker="o", label=name)
             row_axes[1].plot(x, [r["perfect_hit_rate"] for r in pts], marker="o", label=name)
             tag = f"{name} a={a:g}"
-            ax2.plot(x, [r["avg_latency_us"] for r in pts], marker="o", label=f"{tag} avg")
-            ax2.plot(x, [r["p90_latency_us"] for r in pts], ls="--", marker="x", label=f"{tag} p90")
+            # one colour per policy, one marker per alpha; p90 dashed in the same colour
+            style = {"color": colour[name], "marker": markers[alphas.index(a) % len(markers)]}
+            ax2.plot(x, [r["avg_latency_us"] for r in pts], label=f"{tag} avg", **style)
+            ax2.plot(x, [r["p90_latency_us"] for r in pts], ls="--", label=f"{tag} p90", **style)
         for ax, what in zip(row_axes, ("per-key hit rate", "perfect hit rate"), strict=True):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("cache memory, all layers (MiB)")
@@ -168,7 +173,8 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
     ax2.set_ylabel("modeled latency per request (us)")
     ax2.legend(fontsize=6, ncol=2)
     ax2.grid(alpha=0.3)
-    fig3, ax3 = plt.subplots(figsize=(5.5, 4))
+    acc_count = sum(1 for r in rows if r["policy"] == "evstore" and r.get("auc_change") is not None)
+    fig3, ax3 = plt.subplots(figsize=(max(5.5, 0.55 * acc_count + 1.5), 4.5))
     acc = [r for r in rows if r["policy"] == "evstore" and r.get("auc_change") is not None]
     for i, r in enumerate(acc):
         lo, hi = r["auc_change_ci_lo"], r["auc_change_ci_hi"]
@@ -176,10 +182,7 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
             [i], [r["auc_change"]], yerr=[[r["auc_change"] - lo], [hi - r["auc_change"]]],
             fmt="o", capsize=4,
         )  # fmt: skip
-    ax3.set_xticks(
-        range(len(acc)),
-        [f"{r['l2_dtype']} {r['l1_mb']:g} MiB\na={r['alpha']:g} b={r['l3_bound']:g}" for r in acc],
-    )
+    ax3.set_xticks(range(len(acc)), [_acc_label(r) for r in acc], rotation=90, fontsize=7)
     ax3.axhline(0, color="k", lw=0.5)
     ax3.set_ylabel("AUC change (served - exact), 95 % CI")
     for f, name in ((fig, "hit_rates.png"), (fig2, "latency.png"), (fig3, "auc_change.png")):
@@ -188,6 +191,10 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
         f.savefig(b, format="png", dpi=110)
         plt.close(f)
         _write(out_dir / name, b.getvalue())
+
+
+def _acc_label(r: dict) -> str:
+    return f"{r['l2_dtype']} L1 {r['l1_mb']:g} MiB a={r['alpha']:g} b={r['l3_bound']:g}"
 
 
 def _report(rows: list[dict], p: dict) -> str:
