@@ -393,7 +393,7 @@ def place_rows(
             lay = layouts[lv]
             slot[sel], node[sel] = divmod_nonneg(flat.grow[sel], lay.nodes)
     if spec.replicate_hot_rows and profile is not None:
-        repl = replicate_hot(spec, layouts, mem, flat, profile, level, node, slot, info)
+        repl = replicate_hot(spec, layouts, mem, flat, profile, level, node, slot, info, order)
     if spec.rank.cache_kib > 0 and "rank" in layouts:
         hit = rank_cache_hits(spec, flat, level, node, order, info, profile)
     return Placement(level, node, slot, hit, repl, info)

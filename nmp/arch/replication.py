@@ -1,10 +1,20 @@
 """Hot-row replication (TRiM): the profile's hottest rows are copied to every node of the finest
-data level, and each lookup of a replicated row goes to the least-loaded node (water filling
-over the nodes' loads of cold lookups), which spreads the hot rows' load evenly."""
+data level, and each lookup of a replicated row goes to a lightly loaded node. TRiM does not say
+how a lookup picks its replica, so the choice is a switch (``arch.replica_choice``):
+
+* ``"bag-blocks"``: per-node counts that even out the loads (water filling over the nodes' cold
+  lookups), handed out in contiguous blocks of the batch's table-major order: the hot lookups
+  of one bag of one table share a node, so a bag sends few partial sums up (a host that
+  balances load and keeps bags together);
+* ``"least-loaded"``: the lookups of replicated rows, in issue order, each to the node with the
+  least load so far (its cold lookups counted in); consecutive hot lookups of a bag land on
+  different nodes, so a bag's partial sums come from many nodes.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from nmp.arch.placement import node_capacity_slots
 from nmp.arch.spec import LEVELS
@@ -31,7 +41,21 @@ def water_fill(loads: np.ndarray, extra: int) -> np.ndarray:
     return out
 
 
-def replicate_hot(spec, layouts, mem, flat, profile, level, node, slot, info) -> np.ndarray:
+@njit(cache=True)
+def _greedy_nodes(loads, count):  # pragma: no cover - compiled
+    """Node of each of ``count`` items placed one by one on the least-loaded node."""
+    out = np.empty(count, dtype=np.int64)
+    for i in range(count):
+        best = 0
+        for k in range(1, loads.shape[0]):
+            if loads[k] < loads[best]:
+                best = k
+        out[i] = best
+        loads[best] += 1.0
+    return out
+
+
+def replicate_hot(spec, layouts, mem, flat, profile, level, node, slot, info, order=None):
     """Move the lookups of the ``spec.replicate_hot_rows`` hottest rows (in place in ``level``,
     ``node``, ``slot``) to their replicas; returns which lookups were moved."""
     repl = np.zeros(flat.n, dtype=bool)
@@ -48,10 +72,13 @@ def replicate_hot(spec, layouts, mem, flat, profile, level, node, slot, info) ->
     li = LEVELS.index(finest)
     cold = (level == li) & ~repl
     loads = np.bincount(node[cold], minlength=lay.nodes).astype(np.float64)
-    add = water_fill(loads, int(repl.sum()))
     idx = np.flatnonzero(repl)
+    if spec.replica_choice == "least-loaded" and order is not None:
+        idx = order[repl[order]]  # in issue order
+        node[idx] = _greedy_nodes(loads.copy(), idx.size)
+    else:
+        node[idx] = np.repeat(np.arange(lay.nodes), water_fill(loads, int(idx.size)))
     level[idx] = li
-    node[idx] = np.repeat(np.arange(lay.nodes), add)
     # replicas live at the top of every node's slots
     slot[idx] = node_capacity_slots(lay, mem, int(flat.row_bytes.max())) - 1 - pos[idx]
     info["replicated_lookups"] = int(idx.size)

@@ -25,6 +25,7 @@ from nmp.config import (
 
 LEVELS = ("rank", "bankgroup", "bank")
 SALP_READINGS = ("salp1", "salp2", "masa")
+REPLICA_CHOICES = ("bag-blocks", "least-loaded")
 CACHE_POLICIES = ("profile", "online")  # how a RankCache decides what to allocate
 # how a cross-level design without the LP picks each row's level (``base_placement``)
 BASE_PLACEMENTS = ("frequency", "capacity")
@@ -242,6 +243,10 @@ class ArchSpec:
     # optimizer); "capacity" spreads every row by the capacity ratio, oblivious of frequency.
     base_placement: str = "frequency"
     replicate_hot_rows: int = 0  # hottest rows copied to every node of the finest level
+    # how a lookup of a replicated row picks its replica (nmp.arch.replication; TRiM does not
+    # say): "bag-blocks" (balanced counts, a bag's hot lookups on one node) or "least-loaded"
+    # (lookup by lookup to the least-loaded node, a bag's hot lookups spread)
+    replica_choice: str = "bag-blocks"
     profile_seed_offset: int = 1  # the access profile comes from another batch (seed + this)
     # Per-node request streams longer than this are timed on an evenly spread sample of this
     # many requests and scaled (nmp.arch.timing.sample_index); 0 replays every request.
@@ -283,6 +288,11 @@ class ArchSpec:
             raise KeyedValueError("subarray_parallelism", "needs bank units (bank.units > 0)")
         if self.scheduling_window < 0:
             raise KeyedValueError("scheduling_window", "must be >= 0 (0: the whole batch)")
+        if self.replica_choice not in REPLICA_CHOICES:
+            raise KeyedValueError(
+                "replica_choice",
+                f"unknown '{self.replica_choice}' (known: {', '.join(REPLICA_CHOICES)})",
+            )
         if self.replicate_hot_rows < 0:
             raise KeyedValueError("replicate_hot_rows", "must be >= 0")
         for lv in LEVELS:

@@ -148,3 +148,20 @@ def test_host_llc_hits_do_not_cross_the_channel(skewed):
         ops[0.0].bytes_by_level["channel"] - llc["hits"] * 64
     )
     assert ops[32.0].t_ns < ops[0.0].t_ns
+
+
+def test_replica_choice_trades_partial_sums_for_spread(skewed):
+    """Both replica choices balance the finest level's lookups; least-loaded spreads a bag's hot
+    lookups over more nodes, so the bank units send more partial sums up."""
+    batch = generate_batch(skewed, seed=3)
+    sent, spread = {}, {}
+    for choice in ("bag-blocks", "least-loaded"):
+        arch = load_arch("trim-b", overrides={"replica_choice": choice})
+        arch.bind(skewed)
+        flat, plc, _ = arch.prepare(batch)
+        traffic = arch.tree_traffic(flat, plc)
+        sent[choice] = int(traffic.send["bank"].sum())
+        loads = np.bincount(plc.node, minlength=arch.layouts["bank"].nodes)
+        spread[choice] = loads.max() / loads.mean()
+    assert sent["least-loaded"] > sent["bag-blocks"]
+    assert spread["least-loaded"] < 1.2 and spread["bag-blocks"] < 1.2
