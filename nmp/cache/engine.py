@@ -35,7 +35,7 @@ from nmp.cache.policy import (
 MISS, L1_HIT, L2_HIT, L3_VIA_L1, L3_VIA_L2 = 0, 1, 2, 3, 4
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _unlink(lay, s, prev, nxt, prio, head, tail):
     p = prio[lay, s]
     a = prev[lay, s]
@@ -50,7 +50,7 @@ def _unlink(lay, s, prev, nxt, prio, head, tail):
         tail[lay, p] = a
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _append(lay, s, p, prev, nxt, prio, head, tail, minb):
     prio[lay, s] = p
     t = tail[lay, p]
@@ -65,7 +65,7 @@ def _append(lay, s, p, prev, nxt, prio, head, tail, minb):
         minb[lay] = p
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _touch(lay, s, h, hit_rule, nb, prev, nxt, prio, head, tail, minb):
     p = prio[lay, s]
     if hit_rule == HIT_COUNT:
@@ -80,7 +80,7 @@ def _touch(lay, s, h, hit_rule, nb, prev, nxt, prio, head, tail, minb):
     _append(lay, s, q, prev, nxt, prio, head, tail, minb)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _insert(lay, key, p, cap, count, pos, skey, prev, nxt, prio, head, tail, minb, nb):
     """Insert ``key`` with priority ``p`` into layer ``lay``; returns (victim key, its priority)
     or (-1, 0) when there was room."""
@@ -98,9 +98,9 @@ def _insert(lay, key, p, cap, count, pos, skey, prev, nxt, prio, head, tail, min
         victim = skey[lay, s]
         vprio = prio[lay, s]
         _unlink(lay, s, prev, nxt, prio, head, tail)
-        pos[lay, victim] = -1
+        pos[victim, lay] = -1
     skey[lay, s] = key
-    pos[lay, key] = s
+    pos[key, lay] = s
     _append(lay, s, min(p, nb - 1), prev, nxt, prio, head, tail, minb)
     return victim, vprio
 
@@ -117,7 +117,7 @@ def simulate_kernel(keys, req_off, subst, n_keys, caps, insert_rule, hit_rule, n
     codes = np.zeros(n, dtype=np.int8)
     used = np.full(n, -1, dtype=np.int64)
     cmax = max(1, caps[0], caps[1], caps[2])
-    pos = np.full((3, n_keys), -1, dtype=np.int64)
+    pos = np.full((n_keys, 3), -1, dtype=np.int64)  # key-major: one cache line per key
     skey = np.zeros((3, cmax), dtype=np.int64)
     prev = np.zeros((3, cmax), dtype=np.int64)
     nxt = np.zeros((3, cmax), dtype=np.int64)
@@ -132,29 +132,29 @@ def simulate_kernel(keys, req_off, subst, n_keys, caps, insert_rule, hit_rule, n
         h = 0
         for i in range(lo, hi):  # pass 1: classify against the state before the request
             k = keys[i]
-            if pos[0, k] >= 0:
+            if pos[k, 0] >= 0:
                 codes[i] = L1_HIT
-            elif pos[1, k] >= 0:
+            elif pos[k, 1] >= 0:
                 codes[i] = L2_HIT
-            elif pos[2, k] >= 0:
+            elif pos[k, 2] >= 0:
                 s = subst[k]
-                if pos[0, s] >= 0:
+                if pos[s, 0] >= 0:
                     codes[i] = L3_VIA_L1
                     used[i] = s
-                elif pos[1, s] >= 0:
+                elif pos[s, 1] >= 0:
                     codes[i] = L3_VIA_L2
                     used[i] = s
             if codes[i] != MISS:
                 h += 1
         for i in range(lo, hi):  # pass 2: update
             k = keys[i]
-            if pos[0, k] >= 0:
-                _touch(0, pos[0, k], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
-            elif pos[1, k] >= 0:
-                _touch(1, pos[1, k], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
+            if pos[k, 0] >= 0:
+                _touch(0, pos[k, 0], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
+            elif pos[k, 1] >= 0:
+                _touch(1, pos[k, 1], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
             elif codes[i] >= L3_VIA_L1:  # served by a substitute: no backend read
-                if pos[2, k] >= 0:  # (an earlier miss of this request may have evicted it)
-                    _touch(2, pos[2, k], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
+                if pos[k, 2] >= 0:  # (an earlier miss of this request may have evicted it)
+                    _touch(2, pos[k, 2], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
             else:  # a miss: read from the backend into L1
                 if caps[0] > 0:
                     if insert_rule == INSERT_GROUP_HITS:
@@ -184,8 +184,8 @@ def simulate_kernel(keys, req_off, subst, n_keys, caps, insert_rule, hit_rule, n
                             nb,
                         )
                 if caps[2] > 0 and subst[k] >= 0:
-                    if pos[2, k] >= 0:
-                        _touch(2, pos[2, k], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
+                    if pos[k, 2] >= 0:
+                        _touch(2, pos[k, 2], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
                     else:
                         p3 = (
                             h
