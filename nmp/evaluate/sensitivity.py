@@ -4,14 +4,17 @@ A custom study (``runner = "nmp.evaluate.sensitivity:run_study"``; see
 ``workloads/sweeps/papers/sensitivity-recross-trim.toml``). Both designs run on one memory
 (``params.set``) at the nominal values of every assumption, then once per assumption at its low
 and at its high value, everything else nominal (one-at-a-time, as a tornado diagram reads).
-The figure of merit is the throughput ratio ``design / reference``; an assumption whose low or
-high value moves the ratio across 1.0 is one the ordering of the two designs depends on.
+The figure of merit is the throughput ratio ``design / reference`` (``metric =
+"lookups_per_s"``, the default) or the energy ratio ``reference / design`` (``metric =
+"energy_pj_per_lookup"``): above 1.0 the design is better either way. An assumption whose low
+or high value moves the ratio across 1.0 is one the ordering of the two designs depends on.
 
 Params::
 
     design = "recross"                # the numerator of the ratio
     reference = "trim-g"              # the denominator
     workload = "recross-eval"
+    metric = "lookups_per_s"          # or "energy_pj_per_lookup"
     set = { "arch.memory.preset" = "ddr5-4800-40", ... }   # both designs, every point
     [[assumptions]]
     name = "workload skew (Zipf exponent)"
@@ -34,6 +37,8 @@ from typing import Any
 from nmp.errors import NmpError
 from nmp.evaluate.store import atomic_write_text
 
+METRICS = ("lookups_per_s", "energy_pj_per_lookup")
+
 
 @dataclass(frozen=True)
 class Assumption:
@@ -53,6 +58,18 @@ class SensitivitySetup:
     workload: str
     set: dict[str, Any]
     assumptions: tuple[Assumption, ...]
+    metric: str = "lookups_per_s"
+
+    def ratio(self, design: tuple[float, float], reference: tuple[float, float]) -> float:
+        """> 1 when the design is better: faster, or less energy per lookup."""
+        if self.metric == "lookups_per_s":
+            return design[0] / reference[0]
+        return reference[1] / design[1]
+
+    def ratio_name(self) -> str:
+        if self.metric == "lookups_per_s":
+            return f"{self.design} / {self.reference} lookups/s"
+        return f"{self.reference} / {self.design} energy per lookup"
 
 
 def _table(value: Any, key: str) -> dict[str, Any]:
@@ -69,7 +86,9 @@ def parse_params(params: dict[str, Any]) -> SensitivitySetup:
     for key in ("design", "reference", "workload"):
         if not isinstance(params.get(key), str) or not params[key]:
             raise NmpError(f"params.{key}: must name a preset")
-    unknown = sorted(set(params) - {"design", "reference", "workload", "set", "assumptions"})
+    unknown = sorted(
+        set(params) - {"design", "reference", "workload", "set", "assumptions", "metric"}
+    )
     if unknown:
         raise NmpError(f"params: unknown key(s) {', '.join(unknown)}")
     design, reference = params["design"], params["reference"]
@@ -102,14 +121,18 @@ def parse_params(params: dict[str, Any]) -> SensitivitySetup:
     if len(set(names)) != len(names):
         raise NmpError("params.assumptions: names must be unique")
     common = _table(params["set"], "set") if "set" in params else {}
-    return SensitivitySetup(design, reference, params["workload"], common, tuple(out))
+    metric = params.get("metric", "lookups_per_s")
+    if metric not in METRICS:
+        raise NmpError(f"params.metric: must be one of {', '.join(METRICS)}, got {metric!r}")
+    return SensitivitySetup(design, reference, params["workload"], common, tuple(out), metric)
 
 
-def _run(job: tuple[str, str, tuple[tuple[str, Any], ...]]) -> float:
+def _run(job: tuple[str, str, tuple[tuple[str, Any], ...]]) -> tuple[float, float]:
     from nmp.evaluate.point import run_point
 
     arch, workload, items = job
-    return run_point(arch, workload, overrides=dict(items)).lookups_per_s
+    res = run_point(arch, workload, overrides=dict(items))
+    return res.lookups_per_s, res.energy_pj_per_lookup
 
 
 def _jobs(setup: SensitivitySetup) -> dict[tuple[str, str, str], tuple]:
@@ -144,13 +167,14 @@ def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[d
     unique = sorted(set(todo.values()), key=repr)
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            speeds = dict(zip(unique, pool.map(_run, unique), strict=True))
+            measured = dict(zip(unique, pool.map(_run, unique), strict=True))
     else:
-        speeds = {job: _run(job) for job in unique}
+        measured = {job: _run(job) for job in unique}
 
     def ratio(name: str, side: str) -> float:
-        return (
-            speeds[todo[(name, side, setup.design)]] / speeds[todo[(name, side, setup.reference)]]
+        return setup.ratio(
+            measured[todo[(name, side, setup.design)]],
+            measured[todo[(name, side, setup.reference)]],
         )
 
     nominal = ratio("", "nominal")
@@ -176,16 +200,13 @@ def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[d
         {**r, "label": r["assumption"], "low_label": r["low"], "high_label": r["high"]}
         for r in rows
     ]
-    title = (
-        f"{setup.design} / {setup.reference} throughput on {setup.workload}: "
-        f"each assumption at its low and high value"
-    )
+    title = f"{setup.ratio_name()} on {setup.workload}: each assumption at its low and high value"
     plot_tornado(
         bars,
         nominal,
         out_dir / "tornado.png",
         title=title,
-        xlabel=f"{setup.design} / {setup.reference} lookups/s (> 1: {setup.design} faster)",
+        xlabel=f"{setup.ratio_name()} (> 1: {setup.design} better)",
     )
     _write_tables(rows, out_dir)
     atomic_write_text(out_dir / "report.md", _report(setup, rows, nominal))
@@ -209,9 +230,9 @@ def _report(setup: SensitivitySetup, rows: list[dict[str, Any]], nominal: float)
     out = [
         f"# Sensitivity: {setup.design} against {setup.reference}",
         "",
-        f"Throughput ratio {setup.design} / {setup.reference} on `{setup.workload}`, both on "
-        f"one memory ({pinned}). Nominal ratio: **{nominal:.3f}** "
-        f"({setup.design} {'faster' if nominal > 1 else 'slower'}). Each assumption moves to "
+        f"Ratio {setup.ratio_name()} on `{setup.workload}` (> 1: {setup.design} better), both "
+        f"on one memory ({pinned}). Nominal ratio: **{nominal:.3f}** "
+        f"({setup.design} {'better' if nominal > 1 else 'worse'}). Each assumption moves to "
         "its low and high value with every other at its nominal value (one at a time).",
         "",
         "Assumptions that move the ratio across 1.0 (the ordering depends on them): "

@@ -131,12 +131,18 @@ def test_sensitivity_study_parses() -> None:
     assert (setup.design, setup.reference) == ("recross", "trim-g")
     assert len(setup.assumptions) >= 8
     assert all(a.source for a in setup.assumptions)  # every range says where it comes from
+    energy = parse_params(load_custom_study("papers/sensitivity-recross-trim-energy").params)
+    assert energy.metric == "energy_pj_per_lookup"
+    # > 1 means the design is better: faster, or less energy per lookup
+    assert energy.ratio((1.0, 50.0), (1.0, 100.0)) == 2.0
+    assert setup.ratio((2.0, 1.0), (1.0, 1.0)) == 2.0
 
 
 @pytest.mark.parametrize(
     ("patch", "message"),
     [
         ({"design": ""}, "params.design"),
+        ({"metric": "speed"}, "params.metric"),
         ({"assumptions": []}, "params.assumptions"),
         ({"assumptions": [{"name": "x", "low": {}, "high": {"workload.alpha": 1}}]}, "low"),
         ({"assumptions": [{"name": "x", "low": {"foo.a": 1}, "high": {"foo.a": 2}}]}, "foo.a"),
