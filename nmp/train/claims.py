@@ -51,13 +51,17 @@ def overhead_reduction_pct(*, quick: bool, setup: str = "ecrec") -> dict[str, An
 
 
 def recovery_speedup(*, quick: bool, setup: str = "ecrec") -> dict[str, Any]:
-    """Checkpoint recovery (load every shard + restart) over ECRec's rebuild of the lost shard."""
+    """Checkpointing's recovery (load every shard, restart, re-execute the work since the last
+    save: the ``recovery_s`` of its rows) over ECRec's rebuild of the lost shard, at the
+    checkpoint interval where the ratio is largest ("up to")."""
+    rows = _expected(setup)
     p = _recovery_parts(setup)
-    ck = p["load_s"] + p["restart_s"]
+    name, ck = max(_checkpoints(rows).items(), key=lambda kv: kv[1]["recovery_s"])
     return {
-        "value": ck / p["rebuild_s"],
-        "detail": f"setup {setup}: load {p['load_s']:.3g} s + restart {p['restart_s']:.3g} s "
-        f"vs rebuild {p['rebuild_s']:.3g} s",
+        "value": ck["recovery_s"] / p["rebuild_s"],
+        "detail": f"setup {setup}: {name} recovery {ck['recovery_s']:.3g} s (load "
+        f"{p['load_s']:.3g} s + restart {p['restart_s']:.3g} s + re-execution) vs ECRec "
+        f"rebuild {p['rebuild_s']:.3g} s",
     }
 
 

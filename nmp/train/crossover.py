@@ -34,11 +34,14 @@ PARAMS: dict[str, Any] = {
     "server_mtbf_hours": lambda dep: [dep.server_mtbf_hours * s for s in SCALES],
     "servers": lambda dep: [n for n in SERVERS if n > dep.r],
     "step_ms": lambda dep: [_step_ms(dep) * 2.0**e for e in range(-2, 11)],
+    "network_gbps": lambda dep: [dep.network_gbps * s for s in SCALES] if dep.network_gbps else [],
 }
 
 
 def _step_ms(dep: DeploymentSpec) -> float:
-    return dep.step_ms or step_costs(dep).step_ns / 1e6
+    from nmp.train.extrapolate import _model
+
+    return dep.step_ms or _model(dep).step_ns / 1e6
 
 
 def _setup_value(dep: DeploymentSpec, param: str) -> float:
@@ -73,6 +76,8 @@ def sweep(dep: DeploymentSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any
     points, crossings = [], []
     for param, grid in PARAMS.items():
         xs = grid(dep)
+        if not xs:
+            continue
         vals = [_overheads(replace(dep, **{param: x})) for x in xs]
         for x, v in zip(xs, vals, strict=True):
             points.append({"parameter": param, "value": x, **{f"{k}_pct": o for k, o in v.items()}})
@@ -102,8 +107,10 @@ def plot(dep: DeploymentSpec, points: list[dict[str, Any]], crossings, path: Pat
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
-    axes.ravel()[-1].axis("off")
-    for ax, param in zip(axes.ravel(), PARAMS, strict=False):
+    params = [p for p in PARAMS if any(q["parameter"] == p for q in points)]
+    for ax in axes.ravel()[len(params) :]:
+        ax.axis("off")
+    for ax, param in zip(axes.ravel(), params, strict=False):
         pts = [p for p in points if p["parameter"] == param]
         xs = [p["value"] for p in pts]
         for name, style in (("checkpoint", "o-"), ("cpr-mfu", "s--"), ("ecrec", "^-")):

@@ -15,10 +15,11 @@ Per strategy (system MTBF ``M = server MTBF / servers``; full checkpoint time ``
 - ``cpr-*``: saves every τ = 2 · PLS · servers · M (CPR's bound on the portion of lost samples),
   every ``cpr_full_every``-th one full, the others ``cpr_fraction`` of the rows; a failure costs
   the failed shard's load and the restart; no re-execution;
-- ``ecrec``: every step pays the parity's extra update work; a failure costs the rebuild's
-  memory traffic (the survivors' reads and the replacement's writes, sharing the step's memory
-  time); training never pauses. A second failure during the rebuild (r = 1) loses data: its
-  probability is reported;
+- ``ecrec``: every step pays the parity's extra update work (memory, and with ``network_gbps``
+  the deltas sent to the parity servers); a failure costs the rebuild's traffic (the survivors'
+  reads and the replacement's writes, or the records pulled over the replacement's NIC,
+  whichever is longer); training never pauses. A second failure during the rebuild (r = 1)
+  loses data: its probability is reported;
 - ``none``: a failure re-initializes the shard (its learned rows are lost).
 
 :func:`monte_carlo` draws failure counts (Poisson) and times (uniform over the horizon) with a
@@ -74,6 +75,13 @@ class DeploymentSpec:
     # time of the paper's system, against which the modeled parity work is set (a switch: the
     # papers' parameter-server steps are network- and CPU-bound, longer than the modeled step).
     step_ms: float = 0.0
+    # 0: the memory nodes sit in one near-memory system (no network between them). > 0: they
+    # are parameter servers with a NIC of this many GB/s each, as in ECRec and CPR: a step also
+    # moves the looked-up rows to the workers and their gradients back (the step is the longer
+    # of the memory side and the network side: the servers overlap the two, chosen), the coded
+    # update sends each delta to its parity server, and a rebuild pulls k survivors' records
+    # per lost one into the replacement server.
+    network_gbps: float = 0.0
 
     def validate(self) -> None:
         for key in ("servers", "workers", "k", "r", "trials", "cpr_full_every"):
@@ -85,8 +93,8 @@ class DeploymentSpec:
         for key in ("server_mtbf_hours", "storage_gbps", "host_flops", "horizon_hours"):
             if not getattr(self, key) > 0:
                 raise NmpError(f"setup {self.name}: {key} must be > 0")
-        if self.restart_s < 0 or self.step_ms < 0:
-            raise NmpError(f"setup {self.name}: restart_s and step_ms must be >= 0")
+        if self.restart_s < 0 or self.step_ms < 0 or self.network_gbps < 0:
+            raise NmpError(f"setup {self.name}: restart_s, step_ms, network_gbps must be >= 0")
         if self.servers <= self.r:
             raise NmpError(f"setup {self.name}: servers must exceed r ({self.r})")
         if not 0 < self.rebuild_share <= 1 or not 0 < self.cpr_fraction <= 1:
@@ -108,6 +116,8 @@ class StepCosts:
     upd_plain_ns: float
     upd_coded_ns: float
     rows_touched: int
+    lookups: int
+    dim: int
     read_ns_per_record: float  # one record read in a rebuild (per server)
     write_ns_per_record: float  # one record written (per server)
     record_bytes: int
@@ -176,6 +186,8 @@ def _step_costs(
         upd_plain_ns=upd_plain_ns,
         upd_coded_ns=upd_coded_ns,
         rows_touched=len(g_rows),
+        lookups=int(ids.size),
+        dim=int(dim),
         read_ns_per_record=read_ns,
         write_ns_per_record=upd_plain_ns * servers / len(g_rows),
         record_bytes=record_bytes,
@@ -206,6 +218,7 @@ class _Model:
     cpr_tau_ns: float
     cpr_save_ns: float  # mean write time of one CPR save (full and partial mixed)
     parity_frac: float  # ECRec's extra time per unit of training time
+    step_ns: float  # the step the fractions are taken of
     rebuild_traffic_ns: float
     rebuild_ns: float
     reinit_ns: float
@@ -233,6 +246,19 @@ def _model(dep: DeploymentSpec) -> _Model:
     # and the replacement's memory; positions include the parity (shard_rows * (k + r) / k).
     positions = shard_rows * (dep.k + dep.r) / dep.k
     traffic = positions * (dep.k * c.read_ns_per_record + c.write_ns_per_record)
+    mem_step = c.step_ns
+    mem_coded = mem_step + c.upd_coded_ns - c.upd_plain_ns
+    net_step = net_coded = 0.0
+    if dep.network_gbps:
+        # Per server: its share of the looked-up rows out and their gradients back; the
+        # coded update adds one delta record per touched row and parity to a parity server.
+        net_step = 2.0 * c.lookups * c.dim * 4 / dep.servers / dep.network_gbps
+        net_coded = net_step + c.rows_touched * c.record_bytes * dep.r / dep.servers / (
+            dep.network_gbps
+        )
+        traffic = max(traffic, positions * dep.k * c.record_bytes / dep.network_gbps)
+    step = dep.step_ms * 1e6 or max(mem_step, net_step)
+    extra = max(mem_coded, net_coded) - max(mem_step, net_step)
     return _Model(
         m_ns=m_ns,
         horizon_ns=dep.horizon_hours * HOUR_NS,
@@ -243,7 +269,8 @@ def _model(dep: DeploymentSpec) -> _Model:
         ckpt_taus_ns=taus,
         cpr_tau_ns=2.0 * dep.cpr_pls * dep.servers * m_ns,
         cpr_save_ns=cpr_save,
-        parity_frac=(c.upd_coded_ns - c.upd_plain_ns) / (dep.step_ms * 1e6 or c.step_ns),
+        parity_frac=extra / step,
+        step_ns=step,
         rebuild_traffic_ns=traffic,
         rebuild_ns=traffic / dep.rebuild_share,
         reinit_ns=shard_rows * c.write_ns_per_record,
@@ -375,8 +402,10 @@ def monte_carlo(dep: DeploymentSpec, trials: int | None = None) -> list[dict[str
             setup=dep.name,
             trials=trials,
             failures_mean=float(counts.mean()),
-            step_ms=dep.step_ms or c.step_ns / 1e6,
-            step_source="setup" if dep.step_ms else "modeled",
+            step_ms=md.step_ns / 1e6,
+            step_source="setup"
+            if dep.step_ms
+            else ("modeled, with network" if dep.network_gbps else "modeled"),
             checkpoint_write_s=md.delta_ns / 1e9,
             system_mtbf_h=md.m_ns / HOUR_NS,
             table_bytes=md.data_bytes,

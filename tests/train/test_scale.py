@@ -60,14 +60,19 @@ def test_extrapolate_and_crossover_cli(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     assert (tmp_path / "crossover-cpr.png").stat().st_size > 10_000
     params = {c["parameter"] for c in out["crossovers"]}
-    assert params == {"table_rows", "storage_gbps", "server_mtbf_hours", "servers", "step_ms"}
-    # On this setup ECRec beats checkpointing, and slower storage only helps it.
+    assert params == {
+        "table_rows",
+        "storage_gbps",
+        "server_mtbf_hours",
+        "servers",
+        "step_ms",
+        "network_gbps",
+    }
+    # A longer step dilutes the coded update's extra work: ECRec wins above a crossover.
     st = next(
-        c
-        for c in out["crossovers"]
-        if c["parameter"] == "storage_gbps" and c["rival"] == "checkpoint"
+        c for c in out["crossovers"] if c["parameter"] == "step_ms" and c["rival"] == "checkpoint"
     )
-    assert st["ecrec_wins_at_setup"] and st["ecrec_wins_above"] is False
+    assert st["crossover_value"] > st["setup_value"] and st["ecrec_wins_above"] is True
 
 
 def test_study_runner_writes_its_files(tmp_path):
@@ -80,3 +85,16 @@ def test_study_runner_writes_its_files(tmp_path):
     assert "Sources of the setup's values" in (tmp_path / "report.md").read_text()
     with pytest.raises(NmpError, match="params.bogus"):
         run_study({"setup": "cpr", "bogus": 1}, out_dir=tmp_path)
+
+
+def test_parameter_servers_pay_the_deltas_and_the_rebuild_over_their_nic():
+    from nmp.train.extrapolate import _model
+
+    dep = load_setup("cpr")[0]
+    inbox, ps = _model(replace(dep, network_gbps=0.0)), _model(dep)
+    assert ps.step_ns > inbox.step_ns  # the looked-up rows and gradients cross the NIC
+    c = ps.c
+    lost_bytes = c.rows_total / dep.servers * (dep.k + dep.r) / dep.k * dep.k * c.record_bytes
+    assert ps.rebuild_traffic_ns == pytest.approx(
+        max(inbox.rebuild_traffic_ns, lost_bytes / dep.network_gbps)
+    )
