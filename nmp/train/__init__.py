@@ -4,8 +4,15 @@
 - :mod:`nmp.train.data`: synthetic Criteo-like data with a hidden teacher; Criteo TSV reader.
 - :mod:`nmp.train.store`: embedding records (rows + optimizer state) striped with parity over N
   memory nodes (``nmp.coding``): degraded reads, two-phase commit, range-by-range rebuild.
-- :mod:`nmp.train.strategies`: ``ecrec``, ``checkpoint``, ``cpr-mfu``, ``cpr-ssu``, ``none``.
+- :mod:`nmp.train.strategies`: the recovery strategies; each registers itself
+  (``strategies.REGISTRY``: ``nmp train --strategy`` help, ``--compare`` rows and the scale
+  models derive from it).
 - :mod:`nmp.train.cost`, :mod:`nmp.train.hwcost`: modeled time and energy from ``nmp.arch``.
-- :mod:`nmp.train.trainer`: the loop; :mod:`nmp.train.compare`, :mod:`nmp.train.extrapolate`:
-  the tables of ``nmp train --compare`` and ``--extrapolate``.
+- :mod:`nmp.train.trainer`: the loop; :mod:`nmp.train.compare`, :mod:`nmp.train.seeds`: the
+  table of ``nmp train --compare`` (one seed, or several with intervals).
+- :mod:`nmp.train.setup`, :mod:`nmp.train.extrapolate`, :mod:`nmp.train.crossover`: the papers'
+  setups (``workloads/train/``), the Monte-Carlo comparison at their scale and where ECRec
+  overtakes; :mod:`nmp.train.study` runs both for ``nmp evaluate papers/ecrec|cpr``;
+  :mod:`nmp.train.claims` gives ``nmp validate`` the model's values for ECRec's and CPR's
+  published claims.
 """
