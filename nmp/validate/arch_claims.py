@@ -209,11 +209,13 @@ def faster_than_each(
             if r < worst[0]:
                 worst = (r, base, axes)
     ratio, base, axes = worst
-    span = f" ({len(steps)} steps of {axis})" if axis else ""
+    if not axis:  # one setting: every ratio fits on the line
+        each = ", ".join(f"{b} {_ratio(design, b, setup, {}):.2f}x" for b in baselines)
+        return {"value": ratio > 1.0, "detail": f"{design} over {each}; {setup} setup"}
     return {
         "value": ratio > 1.0,
-        "detail": f"closest: {design} / {base} = {ratio:.2f}x at {_label(axes)}{span}; "
-        f"{setup} setup",
+        "detail": f"closest: {design} / {base} = {ratio:.2f}x at {_label(axes)} "
+        f"({len(steps)} steps of {axis}); {setup} setup",
     }
 
 
