@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from nmp import __version__
@@ -40,7 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Piped or redirected output: rich would wrap tables at 80 columns and split names mid-word;
+# every command's console (rich reads $COLUMNS) gets this width instead. Chosen: the widest
+# table (nmp train --compare) is 150 columns.
+PIPED_COLUMNS = "200"
+
+
 def main(argv: list[str] | None = None) -> int:
+    if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
+        os.environ["COLUMNS"] = PIPED_COLUMNS
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

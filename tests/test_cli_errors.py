@@ -131,3 +131,19 @@ def test_failed_start_leaves_no_folder_and_no_latest(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     assert not (reports / "latest").exists()
     assert not [p for p in reports.iterdir() if p.is_dir()] if reports.exists() else True
+
+
+def test_piped_output_is_not_wrapped_at_80_columns(tmp_path: Path) -> None:
+    """Issue 25: piped tables wrapped at 80 columns and split names mid-word."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nmp", "models", "--kind", "memory"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    header = next(ln for ln in proc.stdout.splitlines() if "name" in ln)
+    assert "capacity_GiB" in header  # whole, on one line
+    assert max(len(ln) for ln in proc.stdout.splitlines()) > 80
