@@ -118,7 +118,7 @@ def test_cpr_interval_from_pls_partial_saves_between_full_ones(tiny_cfg):
 def test_mfu_saves_the_most_used_rows_and_resets_their_counters(tiny_cfg):
     import numpy as np
 
-    from nmp.train.strategies import CPRMFU
+    from nmp.train.strategies.cpr import CPRMFU
 
     mfu = CPRMFU(tiny_cfg())
     mfu.counts = np.array([0, 5, 1, 3, 0], dtype=np.int64)

@@ -1,0 +1,133 @@
+"""The strategy interface and its registry: every variant module registers its class."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from nmp.errors import NmpError
+from nmp.train.config import TrainConfig
+from nmp.train.failures import Failure
+
+REGISTRY: dict[str, type[Strategy]] = {}
+
+
+def register(cls: type[Strategy]) -> type[Strategy]:
+    """Class decorator: make ``cls`` available under ``cls.name``."""
+    if cls.name in REGISTRY:
+        raise NmpError(f"strategy '{cls.name}' registered twice")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def strategy_names(*, baseline: bool = False) -> tuple[str, ...]:
+    """Registered strategies in registration order (the baseline ``failure-free`` optional)."""
+    return tuple(n for n, c in REGISTRY.items() if baseline or not c.is_baseline)
+
+
+def strategy_help() -> str:
+    """One line per strategy: name and the first line of its docstring."""
+    return "; ".join(
+        f"{n}: {(c.__doc__ or '').strip().splitlines()[0].rstrip('.')}" for n, c in REGISTRY.items()
+    )
+
+
+class Strategy:
+    """No protection: the baseline that overheads are measured against."""
+
+    name = "failure-free"
+    uses_parity = False
+    is_baseline = True
+    # Which closed form models the strategy at a paper's scale (nmp.train.extrapolate):
+    # "coded", "rollback", "partial", "reinit"; None: not a protection (the baseline).
+    scale_model: str | None = None
+    tracking_bits_per_row = 0.0  # per-row bookkeeping memory (CPR's counters or marks)
+
+    def __init__(self, cfg: TrainConfig) -> None:
+        self.cfg = cfg
+        self.events: list[dict[str, Any]] = []
+        self.recovery_ns = 0.0  # modeled time training stood still because of failures
+        self.redundancy_ns: list[float | None] = []  # per failure: until fully protected again
+        self.extra_memory_bytes = 0
+        self.dense_reinitialized = 0  # failures that took the MLP's only replica
+        self.wall_s: dict[str, float] = {}  # measured wall time of the real work, by part
+
+    def attach(self, trainer) -> None:
+        self.t = trainer
+        self.store = trainer.store
+        self.cost = trainer.cost
+        self.ledger = trainer.ledger
+        b0 = trainer.data.batch_at(0)
+        self.cost.calibrate(b0, np.unique(trainer.global_rows(b0)))
+
+    def before_step(self) -> None:
+        pass
+
+    def after_step(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+    def on_failure(self, f: Failure, pending_commit=None) -> None:
+        raise NmpError(f"strategy '{self.name}' was given a failure (node {f.node})")
+
+    def _dense_failure(self, node: int) -> None:
+        """The failure erases the MLP replica on ``node``: copy a survivor to the replacement
+        node, or (no survivor) :meth:`_dense_lost`."""
+        if node not in self.t.dense_nodes:
+            return
+        if self.t.erase_dense_replica(node):
+            t_ns, e_pj = self.cost.copy_bytes_cost(self.t.dense_bytes())
+            self.ledger.add("rebuild", t_ns, e_pj)
+        else:
+            self._dense_lost(node)
+
+    def _dense_lost(self, node: int) -> None:
+        """The only MLP replica died: re-create it from the seed (learned weights lost)."""
+        self.t.reinit_dense()
+        self.dense_reinitialized += 1
+
+    def _event(self, f: Failure, **kw: Any) -> dict[str, Any]:
+        ev = {"step": f.step, "node": f.node, "phase": f.phase, "at_ns": self.ledger.total_ns}
+        ev.update(kw)
+        self.events.append(ev)
+        return ev
+
+    def memory_overhead(self) -> float:
+        """Extra memory of the protection over the unprotected model (fraction)."""
+        if self.name == "failure-free":
+            return 0.0  # the unprotected baseline itself
+        t = self.t
+        base = t.store.data_bytes + t.dense_bytes()
+        extra = (self.cfg.dense_replicas - 1) * t.dense_bytes() + self.extra_memory_bytes
+        if self.uses_parity:
+            extra += t.store.parity_bytes
+        return extra / base
+
+    def summary(self) -> dict[str, Any]:
+        red = [r for r in self.redundancy_ns if r is not None]
+        return {
+            "recovery_ns": self.recovery_ns,
+            "time_to_full_redundancy_ns": max(red) if red else None,
+            "redundancy_restored": all(r is not None for r in self.redundancy_ns),
+            "memory_overhead": self.memory_overhead(),
+            "dense_reinitialized": self.dense_reinitialized,
+            "measured_wall_s": dict(self.wall_s),
+        }
+
+    def _timed(self, part: str, t0: float) -> None:
+        self.wall_s[part] = self.wall_s.get(part, 0.0) + time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def make_strategy(name: str, cfg: TrainConfig) -> Strategy:
+    cls = REGISTRY.get(name)
+    if cls is None:
+        known = ", ".join(REGISTRY)
+        raise NmpError(f"unknown strategy '{name}' (known: {known})")
+    return cls(cfg)

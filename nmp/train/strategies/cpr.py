@@ -1,0 +1,155 @@
+"""``cpr-mfu`` / ``cpr-ssu``: partial recovery (CPR, Maeng et al. MLSys'21)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nmp.train.checkpoint import load_npz, save_npz
+from nmp.train.failures import Failure
+from nmp.train.strategies.base import register
+from nmp.train.strategies.checkpointing import _Checkpointing
+
+
+class _CPR(_Checkpointing):
+    """Partial recovery (see the module docstring); subclasses choose the partial rows."""
+
+    scale_model = "partial"
+
+    def attach(self, trainer) -> None:
+        n = trainer.store.total_rows
+        self.counts = np.zeros(n, dtype=np.int64)  # MFU: accesses per row since its last save
+        self.marked = np.zeros(n, dtype=bool)  # SSU: rows touched by sampled inputs
+        self.partials: list[Path] = []
+        super().attach(trainer)
+        self.top_k = max(1, int(self.cfg.cpr_fraction * n))
+
+    def _interval_steps(self) -> int:
+        """CPR's interval from the bound on the portion of lost samples (PLS): a failure of
+        one of N nodes loses on average half an interval of that node's updates, so
+        PLS = τ / (2 N M) and τ = 2 · PLS · N · M (M = system MTBF)."""
+        steps = 2.0 * self.cfg.cpr_pls * self.cfg.nodes * self.cfg.mtbf_steps
+        self.tau_ns = steps * self.step_ns
+        return max(1, round(steps))
+
+    def _save_full(self, *, charge: bool = True) -> None:
+        super()._save_full(charge=charge)
+        for p in self.partials:
+            p.unlink(missing_ok=True)
+        self.partials = []
+        self.counts[:] = 0
+        self.marked[:] = False
+
+    def _record(self, g: np.ndarray, b) -> None:
+        raise NotImplementedError
+
+    def _partial_rows(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def after_step(self) -> None:
+        t = self.t
+        self._record(t.global_rows(t.last_batch), t.last_batch)
+        if t.step % self.interval_steps:
+            return
+        self.saves += 1
+        if self.saves % self.cfg.cpr_full_every == 0:
+            self._save_full()
+        else:
+            self._save_partial()
+
+    def _save_partial(self) -> None:
+        t0 = time.perf_counter()
+        rows = self._partial_rows()
+        path = self.dir / f"partial-{len(self.partials):04d}.npz"
+        recs = self.store.read(rows)
+        self.write_wall_s.append(save_npz(path, rows=rows, records=recs))
+        self._timed("checkpoint_write", t0)
+        self.partials.append(path)
+        self.partial_count += 1
+        self.ledger.add("ckpt_write", self.cost.storage_ns(rows.nbytes + recs.nbytes))
+
+    def _dense_lost(self, node: int) -> None:
+        """Partial recovery of the MLP: its state as of the last full checkpoint."""
+        self.t.load_dense_state(load_npz(self.full_path))
+        self.t._sync_mirrors()
+        self.dense_reinitialized += 1
+
+    def on_failure(self, f: Failure, pending_commit=None) -> None:
+        self._dense_failure(f.node)
+        store = self.store
+        store.fail_node(f.node)
+        t0 = time.perf_counter()
+        rows = store.rows_on_node(f.node)
+        full = load_npz(self.full_path)["records"]
+        recs = full[rows]
+        nbytes = recs.nbytes
+        for p in self.partials:  # newer partial saves override older values
+            z = load_npz(p)
+            pos = np.searchsorted(rows, z["rows"])
+            pos = np.minimum(pos, len(rows) - 1)
+            hit = rows[pos] == z["rows"]
+            recs[pos[hit]] = z["records"][hit]
+            nbytes += int(hit.sum()) * recs.shape[1] * 4
+        store.restore_rows(rows, recs)
+        self._timed("checkpoint_load", t0)
+        load_ns = self.cost.storage_ns(nbytes)
+        w_ns, w_pj = self.cost.write_rows_cost(len(rows))
+        restart_ns = self.cfg.restart_s * 1e9  # the replacement node is rescheduled too
+        self.ledger.add("ckpt_load", load_ns + w_ns, w_pj)
+        self.ledger.add("restart", restart_ns)
+        self.recovery_ns += load_ns + w_ns + restart_ns
+        self.redundancy_ns.append(load_ns + w_ns + restart_ns)
+        self._event(f, reloaded_rows=int(len(rows)), partial_files=len(self.partials))
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out.update(pls_bound=self.cfg.cpr_pls, partial_saves=self.partial_count)
+        return out
+
+
+@register
+class CPRMFU(_CPR):
+    """Partial recovery; partial saves keep the rows most frequently used since their last save."""
+
+    name = "cpr-mfu"
+    tracking_bits_per_row = 32.0  # one access counter per row
+
+    def attach(self, trainer) -> None:
+        super().attach(trainer)
+        self.extra_memory_bytes = int(trainer.store.total_rows * self.tracking_bits_per_row / 8)
+
+    def _record(self, g: np.ndarray, b) -> None:
+        self.counts += np.bincount(g.ravel(), minlength=len(self.counts))
+
+    def _partial_rows(self) -> np.ndarray:
+        used = np.flatnonzero(self.counts)
+        order = np.argsort(-self.counts[used], kind="stable")[: self.top_k]
+        rows = np.sort(used[order])
+        self.counts[rows] = 0  # saved: its count starts again
+        return rows
+
+
+@register
+class CPRSSU(_CPR):
+    """Partial recovery; partial saves keep the rows that a sample of the inputs touched."""
+
+    name = "cpr-ssu"
+    tracking_bits_per_row = 1.0  # one mark per row
+
+    def attach(self, trainer) -> None:
+        super().attach(trainer)
+        self.extra_memory_bytes = -(-trainer.store.total_rows // 8)  # tracking_bits_per_row
+
+    def _record(self, g: np.ndarray, b) -> None:
+        rng = np.random.default_rng([self.cfg.seed, 0x55, self.t.step])
+        take = max(1, round(self.cfg.ssu_sample * b.size))
+        samples = rng.choice(b.size, size=take, replace=False)
+        self.marked[g[:, samples].ravel()] = True
+
+    def _partial_rows(self) -> np.ndarray:
+        rows = np.flatnonzero(self.marked)
+        self.marked[:] = False
+        return rows

@@ -1,0 +1,146 @@
+"""``ecrec``: erasure-coded store; training never pauses (see the package docstring)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from nmp.train.failures import Failure
+from nmp.train.strategies.base import Strategy, register
+
+
+@register
+class ECRec(Strategy):
+    """Erasure-coded store, degraded reads and a background rebuild; training never pauses."""
+
+    name = "ecrec"
+    uses_parity = True
+    is_baseline = False
+    scale_model = "coded"
+
+    def attach(self, trainer) -> None:
+        super().attach(trainer)
+        self.queue: list[int] = []
+        self.failed_at: dict[int, list[tuple[int, float]]] = {}  # node -> (failure, time)
+        self.range_left = 0  # steps until the range in flight commits
+        self.range_ns = 0.0
+        self.range_pj = 0.0
+        self.ranges_done = 0
+
+    def on_failure(self, f: Failure, pending_commit=None) -> None:
+        store = self.store
+        if pending_commit is not None and not self.cfg.two_phase:
+            # Without a commit log, the deltas of rows whose data unit just died die with it.
+            keep = store.node_of_row(pending_commit.rows) != f.node
+            pending_commit.rows = pending_commit.rows[keep]
+            pending_commit.old = pending_commit.old[keep]
+            pending_commit.new = pending_commit.new[keep]
+        self._dense_failure(f.node)
+        rebuilding = list(self.queue)
+        inflight = store.inflight
+        if inflight is not None and inflight.node == f.node:
+            self.range_left = 0  # the replacement died: its range restarts with the others
+        store.fail_node(f.node)
+        if f.node not in self.queue:
+            self.queue.append(f.node)
+        self.failed_at.setdefault(f.node, []).append(
+            (len(self.redundancy_ns), self.ledger.total_ns)
+        )
+        self._event(f, lost_rows=int(len(store.rows_on_node(f.node))), during_rebuild_of=rebuilding)
+        self.redundancy_ns.append(None)
+
+    def _range_stripes(self, node: int) -> np.ndarray:
+        lost = self.store.lost_positions(node)
+        size = math.ceil(self.store.stripes / self.cfg.rebuild_ranges)
+        return lost[:size]
+
+    def before_step(self) -> None:
+        store = self.store
+        while store.inflight is None and self.queue:
+            node = self.queue[0]
+            stripes = self._range_stripes(node)
+            if len(stripes) == 0:
+                self.queue.pop(0)
+                self._restored(node)
+                continue
+            t0 = time.perf_counter()
+            store.start_range(node, stripes)
+            self._timed("rebuild_decode", t0)
+            self.range_ns, self.range_pj = self.cost.rebuild_cost(node, stripes)
+            budget = self.cfg.rebuild_share * self.cost.baseline_step_ns()
+            self.range_left = max(1, math.ceil(self.range_ns / budget))
+            self._range_steps = self.range_left
+
+    def after_step(self) -> None:
+        if self.store.inflight is None:
+            return
+        self.ledger.add(
+            "rebuild", self.range_ns / self._range_steps, self.range_pj / self._range_steps
+        )
+        self.range_left -= 1
+        if self.range_left <= 0:
+            t0 = time.perf_counter()
+            self.store.commit_range()
+            self._timed("rebuild_commit", t0)
+            self.ranges_done += 1
+            node = self.queue[0]
+            if len(self.store.lost_positions(node)) == 0:
+                self.queue.pop(0)
+                self._restored(node)
+
+    def _restored(self, node: int) -> None:
+        for i, t0 in self.failed_at.pop(node, []):  # every failure of this node is healed
+            self.redundancy_ns[i] = self.ledger.total_ns - t0
+            after = self.redundancy_ns[i]
+            self.events.append(
+                {"rebuilt_node": node, "at_ns": self.ledger.total_ns, "after_ns": after}
+            )
+
+    def summary(self) -> dict[str, Any]:
+        out = super().summary()
+        out["code"] = self.cfg.code
+        out["parities"] = self.store.r
+        out["rebuild_ranges_done"] = self.ranges_done
+        out["degraded_decoded_rows"] = self.store.counters["decoded_rows"]
+        if (
+            self.store.scheme is not None
+            and not self.store.scheme.exact
+            and not self.store.lost_nodes()
+        ):
+            out["float_sum_drift"] = float_sum_drift(self.store)
+        return out
+
+
+def float_sum_drift(store) -> dict[str, float]:
+    """How far a float-sum parity has drifted: maintained parity vs a fresh sum, and the error
+    of rows decoded from it (max abs, fraction of elements not bit-equal)."""
+    fresh = store.scheme.encode(store.data)
+    par = store.parity
+    diff = np.abs(par - fresh)
+    k = store.k
+    worst, bad, n = 0.0, 0, 0
+    for j in range(k):
+        others = np.delete(store.data, j, axis=1)
+        dec = store.scheme.decode(
+            np.concatenate(
+                [others[:, :j], np.zeros_like(store.data[:, :1]), others[:, j:]], axis=1
+            ),
+            par,
+            [j],
+        )[:, j]
+        err = np.abs(dec - store.data[:, j])
+        worst = max(worst, float(err.max()))
+        bad += int(np.count_nonzero(dec.view(np.uint32) != store.data[:, j].view(np.uint32)))
+        n += dec.size
+    return {
+        "parity_max_abs": float(diff.max()),
+        "parity_mismatch_fraction": float(np.count_nonzero(diff) / diff.size),
+        "decode_max_abs": worst,
+        "decode_mismatch_fraction": bad / n,
+    }
+
+
+# ------------------------------------------------------------------------------------------------
