@@ -196,3 +196,28 @@ def check_point_args(args) -> None:
 
     est = point_estimate(args.arch, args.workload, args.memory, parse_set_args(args.set))
     check(est, getattr(args, "max_memory", None))
+
+
+def check_sweep(points: list[Any], parallel: int, max_memory: str | None = None) -> None:
+    """``nmp evaluate``: the largest point times the points that run at once (one per local
+    worker) must fit; else refuse before the first point runs, naming the point and the key."""
+    limit, source = limit_bytes(max_memory)
+    if limit is None or not points:
+        return
+    worst: tuple[float, Any, Estimate] | None = None
+    for point in points:
+        est = point_estimate(point.arch, point.workload, point.memory, point.overrides)
+        if worst is None or est.bytes_ > worst[0]:
+            worst = (est.bytes_, point, est)
+    assert worst is not None
+    need = worst[0] * max(1, min(parallel, len(points)))
+    if need <= limit:
+        return
+    est, point = worst[2], worst[1]
+    raise NmpError(
+        f"point {point.label()} on {point.workload} needs about {format_bytes(est.bytes_)} "
+        f"({est.detail}); with {min(parallel, len(points))} at once "
+        f"{format_bytes(need)}, above the limit of {format_bytes(limit)} ({source}; fewer "
+        "--jobs need less)",
+        key=est.key,
+    )

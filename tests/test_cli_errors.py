@@ -20,6 +20,10 @@ def _files(tmp: Path) -> dict[str, str]:
     (tmp / "a_file").write_text("x\n")
     (tmp / "ooo.trace").write_text("0x40 READ 10\n0x80 READ 20\n0xc0 WRITE 15\n")
     (tmp / "binary.bin").write_bytes(bytes(range(256)) * 8)
+    (tmp / "big.toml").write_text(
+        'name = "big"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'
+        'baseline = "host-cpu"\n[axes]\n"workload.batch" = [32, 100000000]\n'
+    )
     # a small sweep of two NMP presets: the evaluate cases fail before any point runs
     (tmp / "small.toml").write_text(
         'name = "small"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'
