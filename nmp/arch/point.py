@@ -133,11 +133,18 @@ def catalog_rows() -> list[dict[str, Any]]:
         mechs = [
             m
             for m, on in (
-                ("SALP", s.subarray_parallelism),
+                (f"SALP ({s.bank.salp})", s.subarray_parallelism),
                 ("LP partition", s.bandwidth_aware_partition),
-                ("locality sched", s.locality_aware_scheduling),
+                (
+                    f"locality sched (window {s.scheduling_window or 'batch'})",
+                    s.locality_aware_scheduling,
+                ),
                 ("table-aware", s.table_aware_scheduling),
-                (f"RankCache {s.rank.cache_kib:g} KiB", s.rank.cache_kib > 0),
+                (
+                    f"RankCache {s.rank.cache_kib:g} KiB ({s.rank.cache_policy})",
+                    s.rank.cache_kib > 0,
+                ),
+                (f"LLC {s.host.llc_mib:g} MiB", s.host.llc_mib > 0),
                 (f"hot-row replication {s.replicate_hot_rows}", s.replicate_hot_rows > 0),
             )
             if on
