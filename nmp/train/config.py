@@ -69,7 +69,12 @@ class TrainConfig:
     host_flops: float = 1.0e12
     # --- checkpoints and failures -------------------------------------------------------------
     storage_gbps: float = 2.0  # chosen: one NVMe SSD's sequential write bandwidth
-    restart_s: float = 0.0  # rescheduling time of a global restart (CPR's fourth part)
+    # Rescheduling after a failure (CPR's fourth part of full recovery's overhead). A CPU-sized
+    # run's modeled time is compressed (its MTBF is mtbf_steps steps of milliseconds), so the
+    # restart is stated as a fraction of the MTBF: chosen, 60 s of a 14 h system MTBF (the cpr
+    # setup, workloads/train/cpr.toml) = 0.0012. restart_s > 0 sets it in seconds instead.
+    restart_s: float = 0.0
+    restart_mtbf_fraction: float = 60.0 / (14 * 3600.0)
     interval: Literal["young", "daly"] = "young"
     # δ of Young/Daly: "model" = checkpoint bytes / storage_gbps (reproducible); "measured" =
     # the wall time of writing the first checkpoint file here (varies from run to run).
@@ -137,6 +142,8 @@ class TrainConfig:
             raise KeyedValueError("momentum", "must be in [0, 1)")
         if self.restart_s < 0:
             raise KeyedValueError("restart_s", "must be >= 0")
+        if not 0.0 <= self.restart_mtbf_fraction < 1.0:
+            raise KeyedValueError("restart_mtbf_fraction", "must be in [0, 1)")
         if self.dense_replicas < 1 or self.dense_replicas > self.nodes:
             raise KeyedValueError("dense_replicas", f"must be in 1..{self.nodes}")
         _check_compression(self)

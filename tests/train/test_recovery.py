@@ -127,3 +127,11 @@ def test_mfu_saves_the_most_used_rows_and_resets_their_counters(tiny_cfg):
     assert mfu.counts.tolist() == [0, 0, 1, 0, 0]  # the saved rows count again from zero
     mfu.top_k = 4
     assert mfu._partial_rows().tolist() == [2]  # never-used rows are not saved
+
+
+def test_restart_is_charged_to_full_and_partial_recovery(tiny_cfg):
+    for strategy in ("checkpoint", "cpr-mfu"):
+        res = run(tiny_cfg(steps=60), strategy, [Failure(30, 1)])
+        expected = 60.0 / (14 * 3600.0) * 120 * res.trainer.cost.baseline_step_ns()
+        assert res.ledger.t_ns["restart"] == pytest.approx(expected, rel=0.05)
+        assert res.extra["restart_ns"] > 0

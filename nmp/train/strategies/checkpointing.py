@@ -44,6 +44,11 @@ class _Checkpointing(Strategy):
         if self.cfg.write_time == "measured":
             self.delta_ns = self.write_wall_s[0] * 1e9
         self.step_ns = self.cost.baseline_step_ns()
+        self.restart_ns = (
+            self.cfg.restart_s * 1e9
+            if self.cfg.restart_s > 0
+            else self.cfg.restart_mtbf_fraction * self.cfg.mtbf_steps * self.step_ns
+        )
         self.interval_steps = self._interval_steps()
 
     def _interval_steps(self) -> int:
@@ -83,6 +88,7 @@ class _Checkpointing(Strategy):
             checkpoint_write_measured_s_mean=float(np.mean(self.write_wall_s)),
             checkpoints_written=len(self.write_wall_s),
             initial_checkpoint_charged=False,
+            restart_ns=self.restart_ns,
         )
         return out
 
@@ -111,12 +117,12 @@ class FullCheckpoint(_Checkpointing):
         load_ns = self.cost.storage_ns(self.ckpt_bytes)
         w_ns, w_pj = self.cost.write_rows_cost(self.store.total_rows)
         self.ledger.add("ckpt_load", load_ns + w_ns, w_pj)
-        self.ledger.add("restart", self.cfg.restart_s * 1e9)
+        self.ledger.add("restart", self.restart_ns)
         lost_steps = t.step - back_to
         self.ledger.reexec_until = max(self.ledger.reexec_until, t.step)
         # The stall is load + restart + re-execution; the re-executed steps' time is added by
         # the ledger as they run ("reexec"), so the total is completed in summary().
-        self._stall_fixed += load_ns + w_ns + self.cfg.restart_s * 1e9
+        self._stall_fixed += load_ns + w_ns + self.restart_ns
         self._event(f, rolled_back_to=back_to, reexecuted_steps=lost_steps)
         t.step = back_to
 

@@ -97,7 +97,7 @@ class _CPR(_Checkpointing):
         self._timed("checkpoint_load", t0)
         load_ns = self.cost.storage_ns(nbytes)
         w_ns, w_pj = self.cost.write_rows_cost(len(rows))
-        restart_ns = self.cfg.restart_s * 1e9  # the replacement node is rescheduled too
+        restart_ns = self.restart_ns  # the replacement node is rescheduled too
         self.ledger.add("ckpt_load", load_ns + w_ns, w_pj)
         self.ledger.add("restart", restart_ns)
         self.recovery_ns += load_ns + w_ns + restart_ns
