@@ -33,6 +33,8 @@ def _run(args: argparse.Namespace) -> int:
             index_file=args.index_file or "",
             overlap=args.overlap,
             time_limit_s=args.time_limit,
+            held_out=not args.eval_on_profile,
+            unseen=args.unseen,
         )
         for name in names
     ]
@@ -44,7 +46,8 @@ def _run(args: argparse.Namespace) -> int:
     print(
         f"nmp shard: {r0['workload']} ({r0['tables_gib']:.2f} GiB of tables) on {r0['topology']}: "
         f"{r0['gpus']} x {r0['gpu']}, {r0['hbm_gib_per_gpu']:g} GiB HBM each for embeddings; "
-        f"profile {r0['profile']}; timed on {r0['eval_batches']} other batch(es)"
+        f"profile {r0['profile']}; timed on {r0['eval_batches']} "
+        f"{'held-out' if r0['held_out'] else 'profiled'} batch(es)"
     )
     head = f"{'sharder':<12}{'step_ms':>10}{'load_bal':>10}{'slow/batch':>12}{'slow%':>8}"
     head += f"{'HBM_GiB':>9}{'solve_s':>9}"
@@ -106,6 +109,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--overlap",
         action="store_true",
         help="HBM and host-tier time overlap (max) instead of adding up",
+    )
+    p.add_argument(
+        "--eval-on-profile",
+        action="store_true",
+        help="time the placement on the profiled batches (default: on held-out batches)",
+    )
+    p.add_argument(
+        "--unseen",
+        choices=("zero", "good-turing"),
+        default="zero",
+        help="weight of rows the profile never saw: zero (RecShard) or the Good-Turing share",
     )
     p.add_argument("--time-limit", type=float, default=60.0, help="MILP time limit, s (default 60)")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -24,6 +24,7 @@ class ShardProblem:
     host_bytes: int
     coef: tuple[TableCoefficients, ...]
     time_limit_s: float = 60.0  # for sharders that search (the MILP)
+    unseen: str = "zero"  # how statistics-driven sharders weigh never-seen rows (stats.UNSEEN)
 
     def check_capacity(self) -> None:
         """Raise unless the tables fit in HBM and host memory together."""
@@ -40,6 +41,7 @@ class ShardProblem:
 class Sharder(Protocol):
     name: str
     description: str
+    uses_row_stats: bool  # reads per-row statistics (then the unseen-row switch applies)
 
     def place(self, problem: ShardProblem) -> Placement: ...
 

@@ -43,15 +43,19 @@ def _profile(name: str, okey: str, items: tuple, batches: int, seed: int, index_
 
 
 @functools.cache
-def _eval_batches(name: str, okey: str, items: tuple, batches: int, seed: int):
+def _eval_batches(
+    name: str, okey: str, items: tuple, batches: int, seed: int, held_out: bool = True
+):
+    """Held out: batches the profile did not see; else the profile's first batches."""
     spec = workload_of(name, dict(items))
-    return [generate_batch(spec, seed=seed + EVAL_SEED_OFFSET + i) for i in range(batches)]
+    first = seed + (EVAL_SEED_OFFSET if held_out else 0)
+    return [generate_batch(spec, seed=first + i) for i in range(batches)]
 
 
 @functools.cache
 def _placement(
     workload, okey, items, topology, tkey, titems, sharder, profile_batches, seed, index_file,
-    time_limit_s,
+    time_limit_s, unseen,
 ):  # fmt: skip
     """The sharder's placement (cached: evaluation switches such as ``overlap`` reuse it)."""
     topo = load_topology(topology, dict(titems))
@@ -60,8 +64,9 @@ def _placement(
     elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
     coef = coefficients(topo, [t.dim for t in spec.tables], elem, spec.batch)
     problem = ShardProblem(
-        stats, topo.gpus, topo.hbm_bytes_per_gpu, topo.host_bytes, tuple(coef), time_limit_s
-    )
+        stats, topo.gpus, topo.hbm_bytes_per_gpu, topo.host_bytes, tuple(coef), time_limit_s,
+        unseen,
+    )  # fmt: skip
     return get_sharder(sharder).place(problem)
 
 
@@ -78,12 +83,22 @@ def run_shard(
     index_file: str = "",
     overlap: bool = False,
     time_limit_s: float = MILP_TIME_LIMIT_S,
+    held_out: bool = True,
+    unseen: str = "zero",
 ) -> dict[str, Any]:
-    """Place ``workload`` with ``sharder`` on ``topology`` and return the result row."""
+    """Place ``workload`` with ``sharder`` on ``topology`` and return the result row.
+
+    ``held_out=False`` times the placement on batches of its own profile (the setting of a
+    sharder that profiles the very training data it shards), the default on other batches."""
     from nmp.errors import NmpError
 
     if eval_batches < 1:
         raise NmpError(f"eval batches must be >= 1, got {eval_batches}")
+    if not held_out and (index_file or eval_batches > profile_batches):
+        raise NmpError(
+            "timing on profiled batches needs a generated profile of at least eval_batches "
+            f"({eval_batches}) batches"
+        )
     titems = _frozen(topology_overrides)
     topo = load_topology(topology, dict(titems))
     items = _frozen(workload_overrides)
@@ -92,10 +107,10 @@ def run_shard(
     stats: WorkloadStats = _profile(workload, okey, items, profile_batches, seed, index_file)
     placement = _placement(
         workload, okey, items, topology, repr(titems), titems, sharder,
-        profile_batches, seed, index_file, time_limit_s,
+        profile_batches, seed, index_file, time_limit_s, unseen,
     )  # fmt: skip
     elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
-    batches = _eval_batches(workload, okey, items, eval_batches, seed)
+    batches = _eval_batches(workload, okey, items, eval_batches, seed, held_out)
     cost = evaluate(placement, topo, batches, elem, overlap=overlap)
     per_gpu = [
         {
@@ -129,6 +144,8 @@ def run_shard(
         "overlap": overlap,
         "profile": stats.describe(),
         "eval_batches": eval_batches,
+        "held_out": held_out,
+        "unseen": unseen,
         "solver": placement.info if sharder == "recshard" else {},
         "per_gpu": per_gpu,
     }

@@ -9,7 +9,8 @@ and the count is part of the result.
 Rows are grouped into **frequency classes** per table so that a placement program stays small:
 every row seen exactly 1, 2, 3 or 4 times is a class of its own count, then counts in
 [5, 8), [8, 16), ... (powers of two), plus one class for the rows never seen. A table of 10M
-rows becomes about 20 classes.
+rows becomes about 20 classes. RecShard gives never-seen rows no accesses; the Good-Turing
+switch gives them the share of lookups that unseen rows will get in other batches.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from nmp.workload import LookupBatch, WorkloadSpec, access_stats, generate_batch
 # Counts 1..4 are classes of their own (few-batch profiles are made of them); above, one class
 # per power of two (chosen: within a class rows differ in frequency by less than 2x).
 EXACT_COUNTS = 4
+# How rows never seen in the window are weighed (see TableStats.classes).
+UNSEEN = ("zero", "good-turing")
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,8 +88,23 @@ class TableStats:
             "max": float(b.max()),
         }
 
-    def classes(self) -> list[FrequencyClass]:
-        """The table's frequency classes, hottest first; the untouched rows last (if any)."""
+    def unseen_mass(self) -> float:
+        """Good-Turing estimate of the share of future lookups that go to rows never seen in
+        the window: rows seen exactly once / lookups (Good, Biometrika 1953)."""
+        if self.accesses == 0:
+            return 1.0
+        return float(np.count_nonzero(self.counts == 1)) / self.accesses
+
+    def classes(self, unseen: str = "zero") -> list[FrequencyClass]:
+        """The table's frequency classes, hottest first; the untouched rows last (if any).
+
+        ``unseen="zero"`` (RecShard's statistics) gives rows never seen no accesses;
+        ``"good-turing"`` gives them together the Good-Turing share :meth:`unseen_mass` of the
+        lookups and scales the seen classes by the rest."""
+        if unseen not in UNSEEN:
+            raise NmpError(f"unseen must be one of {', '.join(UNSEEN)}, got '{unseen}'")
+        untouched = self.num_rows - self.rows.size
+        p0 = self.unseen_mass() if unseen == "good-turing" and untouched else 0.0
         out = []
         c = self.counts
         edges = [*range(1, EXACT_COUNTS + 2)]
@@ -100,11 +118,11 @@ class TableStats:
             start = int(np.searchsorted(-c, -(hi - 1), side="left"))
             stop = int(np.searchsorted(-c, -lo, side="right"))
             if stop > start:
-                acc = float(c[start:stop].sum()) / self.batches
+                acc = float(c[start:stop].sum()) / self.batches * (1.0 - p0)
                 out.append(FrequencyClass(self.rows[start:stop], stop - start, acc))
-        untouched = self.num_rows - self.rows.size
         if untouched:
-            out.append(FrequencyClass(np.empty(0, dtype=np.int64), untouched, 0.0))
+            acc = p0 * self.lookups_per_batch
+            out.append(FrequencyClass(np.empty(0, dtype=np.int64), untouched, acc))
         return out
 
     def summary(self) -> dict:

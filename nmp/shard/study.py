@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 import tempfile
@@ -26,6 +27,8 @@ DEFAULTS: dict[str, Any] = {
     "profile_batches": [8],
     "eval_batches": 2,
     "overlap": [False],
+    "held_out": [True],
+    "unseen": ["zero"],  # for sharders that use row statistics (see nmp.shard.stats.UNSEEN)
     "seed": 0,
     "time_limit_s": 60.0,
     "workload_overrides": {},
@@ -37,6 +40,7 @@ COLUMNS = (
     "hbm_gib_per_gpu",
     "profile_batches",
     "overlap",
+    "held_out",
     "step_ms",
     "speedup_vs_best_baseline",
     "load_balance",
@@ -55,7 +59,7 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
             f"unknown study parameter(s) {', '.join(unknown)} (known: {', '.join(DEFAULTS)})",
         )
     p = {**DEFAULTS, **params}
-    for key in ("gpus", "hbm_gib", "sharders", "profile_batches", "overlap"):
+    for key in ("gpus", "hbm_gib", "sharders", "profile_batches", "overlap", "held_out", "unseen"):
         if not isinstance(p[key], list):
             raise NmpError(f"params.{key} must be a list, got {p[key]!r}")
     for key in ("gpus", "profile_batches"):
@@ -69,7 +73,7 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
-    from nmp.shard.registry import sharder_names
+    from nmp.shard.registry import get_sharder, sharder_names
     from nmp.shard.run import run_shard
 
     p = _params(params)
@@ -81,33 +85,40 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for gpus in p["gpus"]:
         for hbm in p["hbm_gib"]:
-            for prof in p["profile_batches"]:
+            for prof, held_out in itertools.product(p["profile_batches"], p["held_out"]):
                 for overlap in p["overlap"]:
                     group = []
                     for name in names:
-                        r = run_shard(
-                            workload=p["workload"],
-                            sharder=name,
-                            topology=p["topology"],
-                            workload_overrides=p["workload_overrides"],
-                            topology_overrides={"gpus": gpus, "hbm_gib": float(hbm)},
-                            profile_batches=prof,
-                            eval_batches=p["eval_batches"],
-                            seed=p["seed"],
-                            overlap=bool(overlap),
-                            time_limit_s=p["time_limit_s"],
-                        )
-                        group.append(r)
-                    base = [r["step_ms"] for r in group if r["sharder"] != "recshard"]
+                        variants = p["unseen"] if get_sharder(name).uses_row_stats else ["zero"]
+                        for unseen in variants:
+                            r = run_shard(
+                                workload=p["workload"],
+                                sharder=name,
+                                topology=p["topology"],
+                                workload_overrides=p["workload_overrides"],
+                                topology_overrides={"gpus": gpus, "hbm_gib": float(hbm)},
+                                profile_batches=prof,
+                                eval_batches=p["eval_batches"],
+                                seed=p["seed"],
+                                overlap=bool(overlap),
+                                time_limit_s=p["time_limit_s"],
+                                held_out=bool(held_out),
+                                unseen=unseen,
+                            )
+                            r["label"] = name if unseen == "zero" else f"{name}+{unseen}"
+                            r["stats"] = get_sharder(name).uses_row_stats
+                            group.append(r)
+                    base = [r["step_ms"] for r in group if not r["stats"]]
                     best = min(base) if base else float("nan")
                     for r in group:
                         rows.append(
                             {
-                                "sharder": r["sharder"],
+                                "sharder": r["label"],
                                 "gpus": gpus,
                                 "hbm_gib_per_gpu": float(hbm),
                                 "profile_batches": prof,
                                 "overlap": bool(overlap),
+                                "held_out": bool(held_out),
                                 "step_ms": r["step_ms"],
                                 "speedup_vs_best_baseline": best / r["step_ms"],
                                 "load_balance": r["load_balance"],
@@ -130,6 +141,7 @@ def _plot(rows, out_dir: Path, metric: str, ylabel: str, log: bool) -> str:
 
     gpus = sorted({r["gpus"] for r in rows})
     prof = min(r["profile_batches"] for r in rows)
+    held_out = rows[0]["held_out"]
     fig, axes = plt.subplots(1, len(gpus), figsize=(4.2 * len(gpus), 3.4), squeeze=False)
     for ax, g in zip(axes[0], gpus, strict=True):
         for name in sorted({r["sharder"] for r in rows}):
@@ -139,6 +151,7 @@ def _plot(rows, out_dir: Path, metric: str, ylabel: str, log: bool) -> str:
                 if r["gpus"] == g
                 and r["sharder"] == name
                 and not r["overlap"]
+                and r["held_out"] == held_out
                 and r["profile_batches"] == prof
             )
             ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=name)
@@ -168,8 +181,10 @@ def _report(rows, p, plots) -> str:
         f"`{p['topology']}` with its GPU count and HBM budget swept; profile windows "
         f"{p['profile_batches']} batches, each placement timed on {p['eval_batches']} held-out "
         "batches. Step = the slowest GPU's embedding time per batch; speedup is over the best "
-        "greedy baseline of the same point. `overlap` true: HBM and host-tier time overlap "
-        "(max) instead of adding up.",
+        "greedy baseline of the same point; `+good-turing`: RecShard with never-seen rows "
+        "weighed by their Good-Turing share (an extension). `overlap` true: HBM and host-tier "
+        "time overlap (max) instead of adding up; `held_out` false: timed on profiled "
+        "batches. Plots: the shortest profile, held out, tiers adding up.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),

@@ -81,3 +81,15 @@ def test_statistics_classes_cover_the_table():
         assert 0.0 < ts.untouched_fraction < 1.0
         assert ts.pooling()["mean"] == 6.0
         assert ts.cdf([1.0])[0] == pytest.approx(1.0)
+
+
+def test_good_turing_weighs_unseen_rows():
+    spec = small_spec()
+    ts = profile_workload(spec, 1, seed=0).tables[0]
+    zero, gt = ts.classes("zero"), ts.classes("good-turing")
+    assert zero[-1].rows.size == 0 and zero[-1].accesses_per_batch == 0.0
+    # rows seen once / lookups: the share Good-Turing expects for never-seen rows
+    p0 = np.count_nonzero(ts.counts == 1) / ts.accesses
+    assert p0 > 0
+    assert gt[-1].accesses_per_batch == pytest.approx(p0 * ts.lookups_per_batch)
+    assert sum(c.accesses_per_batch for c in gt) == pytest.approx(ts.lookups_per_batch)

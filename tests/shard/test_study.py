@@ -16,12 +16,13 @@ PARAMS = {
     "profile_batches": [2],
     "eval_batches": 1,
     "overlap": [False, True],
+    "unseen": ["zero", "good-turing"],
 }
 
 
 def test_study_writes_its_files(tmp_path):
     rows = run_study(PARAMS, out_dir=tmp_path)
-    assert len(rows) == 4
+    assert len(rows) == 6  # recshard twice (unseen zero, good-turing), size once; x2 overlap
     for name in ("report.md", "results.csv", "results.jsonl", "step_ms.png"):
         assert (tmp_path / name).stat().st_size > 0
     by = {(r["sharder"], r["overlap"]): r for r in rows}

@@ -19,7 +19,9 @@ HiGHS (``scipy.optimize.milp``) solves it within ``time_limit_s``; the gap is re
 default ``m`` is continuous (rows in a class are interchangeable; rounding down loses under one
 row per class); ``integer_rows=True`` makes it exact at row granularity. Classes never touched
 in the profile get no variable; HBM left over after the solve is filled with the GPU's
-remaining rows, hottest class first (it can only help rows the profile did not see).
+remaining rows, hottest class first (it can only help rows the profile did not see). With
+``unseen="good-turing"`` the never-seen rows form a class with the Good-Turing share of the
+lookups, so the program itself weighs them (an extension, not in the paper).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def solve(problem: ShardProblem, *, integer_rows: bool = False) -> Placement:
     t0 = time.perf_counter()
     stats = problem.stats.tables
     n_t, n_g = len(stats), problem.gpus
-    classes = [s.classes() for s in stats]
+    classes = [s.classes(problem.unseen) for s in stats]
     # y variables: (table, class) pairs that carry accesses and gain from HBM
     pairs = [
         (t, k)
@@ -234,6 +236,7 @@ def _rows(stats, classes, counts) -> np.ndarray | None:
 
 class RecShardSharder:
     name = "recshard"
+    uses_row_stats = True
     description = "RecShard MILP: tables to GPUs, rows to HBM or host by profiled frequency"
 
     def place(self, problem):

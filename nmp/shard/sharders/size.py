@@ -10,6 +10,7 @@ from nmp.shard.sharders.greedy import greedy_place
 
 class SizeSharder:
     name = "size"
+    uses_row_stats = False
     description = "greedy table-wise: balance bytes per GPU; whole tables in HBM while they fit"
 
     def place(self, problem):

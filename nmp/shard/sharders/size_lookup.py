@@ -18,6 +18,7 @@ def _key(tables) -> np.ndarray:
 
 class SizeLookupSharder:
     name = "size-lookup"
+    uses_row_stats = False
     description = "greedy table-wise: balance bytes share + lookups share per GPU"
 
     def place(self, problem):
