@@ -6,14 +6,17 @@ point is counted. A process killed mid-write leaves at most one torn last line; 
 for ``--resume`` drops it (and truncates it away, so the next append starts on a clean line). A
 malformed line anywhere else is corruption, not a crash, and raises an error naming the line.
 
-One run writes a folder at a time: :func:`run_lock` holds an exclusive ``flock`` on
-``<run>/.lock`` (released by the kernel when the process dies, however it dies), and
+One run writes a folder at a time: :func:`run_lock` holds an exclusive POSIX record lock
+(``lockf``) on ``<run>/.lock``: released by the kernel when the process dies, however it dies,
+and, unlike ``flock``, not inherited by the pool's forked workers (which would keep a killed
+run's lock alive); and
 :func:`remove_stale_temps` removes what a killed :func:`atomic_write_bytes` left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -49,7 +52,7 @@ LOCK_NAME = ".lock"
 @contextlib.contextmanager
 def run_lock(run_dir: str | Path) -> Iterator[None]:
     """Hold the run folder's lock, or raise :class:`NmpError` at once if another process holds
-    it (a second ``nmp evaluate`` on the same folder). Where ``flock`` does not exist (not
+    it (a second ``nmp evaluate`` on the same folder). Where ``fcntl`` does not exist (not
     POSIX) the run goes unlocked."""
     try:
         import fcntl
@@ -60,8 +63,10 @@ def run_lock(run_dir: str | Path) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
             raise NmpError(
                 f"another nmp evaluate (pid {holder}) is running in {run_dir}; wait for it, or "

@@ -25,7 +25,7 @@ from nmp.evaluate.runner import (
     safe_name,
     split_timings,
 )
-from nmp.evaluate.store import read_jsonl, run_lock
+from nmp.evaluate.store import read_jsonl
 from nmp.evaluate.validate import validate_sweep
 
 
@@ -44,8 +44,23 @@ def test_a_second_run_on_a_locked_folder_refuses_and_runs_nothing(tmp_path: Path
         ran.append(point)
         return fake_point(point)
 
-    with run_lock(run_dir), pytest.raises(NmpError, match="another nmp evaluate .* is running"):
-        run_sweep(spec, keyed, run_dir, point_fn=counting)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from nmp.evaluate.store import run_lock\n"
+            f"with run_lock({str(run_dir)!r}):\n print('locked', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(NmpError, match="another nmp evaluate .* is running"):
+            run_sweep(spec, keyed, run_dir, point_fn=counting)
+    finally:
+        holder.kill()
+        holder.wait()
     assert ran == []
     assert not (run_dir / "results.jsonl").exists()
     # once the first run has let go, the folder is usable again
