@@ -28,9 +28,8 @@ from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout
 from nmp.arch.locality import windowed_locality_order
 from nmp.arch.placement import FlatLookups, Placement, divmod_nonneg
+from nmp.arch.salp import SALP_TRACKED_SUBARRAYS, precharge_hidden, subarray_slots
 from nmp.arch.spec import LEVELS, ArchSpec
-
-SALP_TRACKED_SUBARRAYS = 8  # open subarrays tracked per bank (beyond this tCCD_L binds anyway)
 
 # Work arrays of the timing path (valid until the same thread lowers again) are kept per thread
 # up to this many elements each, rather than freshly mapped (page faults) at every batch.
@@ -120,23 +119,6 @@ def _view(mem, level: str, queue: int | None = None, **org_changes):
 
 
 _VIEWS: dict[tuple, tuple] = {}  # (id(mem), level, queue, org) -> (mem, view): specs are frozen
-
-
-def _precharge_hidden(view):
-    """SALP-1 (Kim et al., ISCA'12): the precharge of one subarray overlaps the activation of
-    the next, so consecutive rows of a bank (in different subarrays, as random rows almost
-    always are among 256) are a row cycle of tRAS apart instead of tRAS + tRP. Modeled on the
-    bank's own view with tRP taken off the critical path (one cycle)."""
-    key = ("salp1", id(view))
-    hit = _VIEWS.get(key)
-    if hit is not None and hit[0] is view:
-        return hit[1]
-    t = dict(view.timing)
-    t["nRP"] = 1
-    t["nRC"] = t["nRAS"] + 1
-    out = dataclasses.replace(view, timing=t)
-    _VIEWS[key] = (view, out)
-    return out
 
 
 def _slot_location(slot, nbanks, lpr, lpp, rows):
@@ -301,36 +283,6 @@ def split_levels(
 
 
 @njit(cache=True)
-def _subarray_slots(node, row, salp):  # pragma: no cover - compiled
-    """Activated-subarray slot of each item (in stream order, grouped by node): a row already
-    held by one of the node's ``salp`` slots keeps it (its row stays open), a new row takes the
-    least recently used slot. With 256 subarrays per bank, distinct rows almost never share a
-    subarray, so each of the ``salp`` activations in flight is its own slot."""
-    out = np.zeros(node.shape[0], dtype=np.int64)
-    held = np.full(salp, -1, dtype=np.int64)
-    used = np.zeros(salp, dtype=np.int64)
-    prev = -1
-    for i in range(node.shape[0]):
-        if node[i] != prev:
-            held[:] = -1
-            used[:] = 0
-            prev = node[i]
-        pick = -1
-        for s in range(salp):
-            if held[s] == row[i]:
-                pick = s
-        if pick < 0:
-            pick = 0
-            for s in range(1, salp):
-                if used[s] < used[pick]:
-                    pick = s
-            held[pick] = row[i]
-        used[pick] = i + 1
-        out[i] = pick
-    return out
-
-
-@njit(cache=True)
 def _emit_lines(
     perm,
     node,
@@ -357,7 +309,7 @@ def _emit_lines(
     ``salp`` > 0 the bank is the row's subarray (bank group 0), else the node's bank. With
     ``row_code_shift`` >= 0 a row's code is ``row << row_code_shift`` (equal to ``e_row[row]``,
     without reading the large table). With ``salp`` > 0, ``slots[i]`` is the lookup's
-    activated-subarray slot (:func:`_subarray_slots`)."""
+    activated-subarray slot (:func:`nmp.arch.salp.subarray_slots`)."""
     r_sh, u_sh = _shift_of(rows_mod), _shift_of(units)
     k = 0
     for j in range(perm.shape[0]):
@@ -465,7 +417,7 @@ def lower_level(
         salp = 0
         view = _view(mem, level, unit_queue(mem, lpr_max, lay.banks_per_unit))
         if salp_level:
-            view = _precharge_hidden(view)
+            view = precharge_hidden(view)
         salp_level = False  # one bank: rows as in the node's own bank
     rows_mod = mv.org(view, "rows") if salp_level else rows
     # the requests come grouped by node (perm is), `lines[k]` of node k
@@ -477,7 +429,7 @@ def lower_level(
             slots = np.zeros(1, dtype=np.int64)
             if salp:
                 slots = np.empty(perm.size, dtype=np.int64)
-                slots[perm] = _subarray_slots(node[perm], page[perm] % rows_mod, salp)
+                slots[perm] = subarray_slots(node[perm], page[perm] % rows_mod, salp)
             _emit_lines(
                 perm, node, b, page, col0, lpr, lay.units, lay.unit_bg, lay.unit_bank,
                 rows_mod, salp, spec.bank.subarrays, e_bg, e_bank, e_row, e_col, row_shift,
@@ -499,7 +451,7 @@ def _direct_fields(lay, perm, node, b, page, col0, lpr, lpp, rows_mod, salp, spe
     row = line_page % rows_mod
     column = (col0[item] + within) % lpp
     if salp:
-        fields = dict(bankgroup=0, bank=_subarray_slots(node[item], row, salp))
+        fields = dict(bankgroup=0, bank=subarray_slots(node[item], row, salp))
     else:
         unit = node % lay.units
         fields = dict(bankgroup=lay.unit_bg[unit, b][item], bank=lay.unit_bank[unit, b][item])
@@ -519,65 +471,9 @@ def _lower_direct(
     return encode_address(view, **fields), node_req
 
 
-def lower_vertical(
-    spec: ArchSpec, lay: LevelLayout, mem, flat: FlatLookups, order: np.ndarray
-) -> LevelStream:
-    """TensorDIMM: each lookup reads its column slice on every rank node (whole bursts)."""
-    from nmp.memory import encode_address
-
-    tx, lpp, rows = mv.tx_bytes(mem), mv.lines_per_page(mem), mv.org(mem, "rows")
-    nodes = lay.nodes
-    slice_bytes = -(-flat.row_bytes[order] // nodes)
-    lpr = -(-slice_bytes // tx)
-    # every node stores every row's slice at slot = global row id
-    b, page, col0 = _slot_location(flat.grow[order], lay.banks_per_unit, lpr, lpp, rows)
-    n = order.size
-    node = np.tile(np.arange(nodes, dtype=np.int64), n)
-    rep = np.repeat(np.arange(n, dtype=np.int64), nodes)
-    item, within = _expand(lpr[rep])
-    src = rep[item]
-    _, _, unit = lay.node_coords(node[item])
-    view = _view(mem, "rank")
-    line_page = page[src] + (col0[src] + within) // lpp
-    addr = encode_address(
-        view,
-        bankgroup=lay.unit_bg[unit, b[src]],
-        bank=lay.unit_bank[unit, b[src]],
-        row=line_page % rows,
-        column=(col0[src] + within) % lpp,
-    )
-    node_req = node[item]
-    return LevelStream(
-        "rank",
-        addr,
-        node_req,
-        view,
-        np.full(nodes, n, dtype=np.int64),
-        np.bincount(node_req, minlength=nodes).astype(np.float64) * tx,
-    )
-
-
-def lower_host(
-    mem, flat: FlatLookups, order: np.ndarray, table_rows: list[int], table_row_bytes: list[int]
-) -> np.ndarray:
-    """Physical addresses of a host CPU reading every row (tables packed line-aligned, one
-    after another, folded into the memory's capacity), in issue order."""
-    tx = mv.tx_bytes(mem)
-    t_lpr = -(-np.asarray(table_row_bytes, dtype=np.int64) // tx)
-    t_base = np.concatenate([[0], np.cumsum(np.asarray(table_rows, dtype=np.int64) * t_lpr)])
-    lpr = t_lpr[flat.table[order]]
-    item, within = _expand(lpr)
-    src = order[item]
-    line = t_base[flat.table[src]] + flat.row[src] * t_lpr[flat.table[src]] + within
-    capacity_lines = mem.capacity_bytes // tx
-    return ((line % capacity_lines) * tx).astype(np.uint64)
-
-
 __all__ = [
     "LevelLookups",
     "LevelStream",
-    "lower_host",
     "lower_level",
-    "lower_vertical",
     "split_levels",
 ]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from nmp.arch import load_arch
-from nmp.arch.lowering import lower_host
+from nmp.arch.policies.host import lower_host
 from nmp.arch.timing import replay_stream, sample_index
 from nmp.memory import make_requests, replay
 from nmp.workload import generate_batch, load_workload

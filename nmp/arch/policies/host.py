@@ -12,7 +12,7 @@ import numpy as np
 
 from nmp.arch import memview as mv
 from nmp.arch.functional import dedupe, gather_tree, gather_tree_basis
-from nmp.arch.lowering import lower_host
+from nmp.arch.lowering import _expand
 from nmp.arch.lru_cache import LruCache
 from nmp.arch.placement import FlatLookups, Placement
 from nmp.arch.policies import register
@@ -21,6 +21,22 @@ from nmp.arch.spec import LEVELS
 from nmp.arch.tree import TreeTraffic
 from nmp.config import KeyedValueError
 from nmp.results import OpResult
+
+
+def lower_host(
+    mem, flat: FlatLookups, order: np.ndarray, table_rows: list[int], table_row_bytes: list[int]
+) -> np.ndarray:
+    """Physical addresses of a host CPU reading every row (tables packed line-aligned, one
+    after another, folded into the memory's capacity), in issue order."""
+    tx = mv.tx_bytes(mem)
+    t_lpr = -(-np.asarray(table_row_bytes, dtype=np.int64) // tx)
+    t_base = np.concatenate([[0], np.cumsum(np.asarray(table_rows, dtype=np.int64) * t_lpr)])
+    lpr = t_lpr[flat.table[order]]
+    item, within = _expand(lpr)
+    src = order[item]
+    line = t_base[flat.table[src]] + flat.row[src] * t_lpr[flat.table[src]] + within
+    capacity_lines = mem.capacity_bytes // tx
+    return ((line % capacity_lines) * tx).astype(np.uint64)
 
 
 class Host:

@@ -8,13 +8,49 @@ import numpy as np
 
 from nmp.arch import memview as mv
 from nmp.arch.functional import dedupe, gather_segments
-from nmp.arch.lowering import lower_vertical
+from nmp.arch.lowering import LevelStream, _expand, _slot_location, _view
 from nmp.arch.placement import FlatLookups, Placement
 from nmp.arch.policies import register
 from nmp.arch.policies.base import RowPolicy
 from nmp.arch.spec import LEVELS
 from nmp.arch.tree import TreeTraffic
 from nmp.config import KeyedValueError
+
+
+def lower_vertical(spec, lay, mem, flat: FlatLookups, order: np.ndarray) -> LevelStream:
+    """TensorDIMM: each lookup reads its column slice on every rank node (whole bursts)."""
+    from nmp.memory import encode_address
+
+    tx, lpp, rows = mv.tx_bytes(mem), mv.lines_per_page(mem), mv.org(mem, "rows")
+    nodes = lay.nodes
+    slice_bytes = -(-flat.row_bytes[order] // nodes)
+    lpr = -(-slice_bytes // tx)
+    # every node stores every row's slice at slot = global row id
+    b, page, col0 = _slot_location(flat.grow[order], lay.banks_per_unit, lpr, lpp, rows)
+    n = order.size
+    node = np.tile(np.arange(nodes, dtype=np.int64), n)
+    rep = np.repeat(np.arange(n, dtype=np.int64), nodes)
+    item, within = _expand(lpr[rep])
+    src = rep[item]
+    _, _, unit = lay.node_coords(node[item])
+    view = _view(mem, "rank")
+    line_page = page[src] + (col0[src] + within) // lpp
+    addr = encode_address(
+        view,
+        bankgroup=lay.unit_bg[unit, b[src]],
+        bank=lay.unit_bank[unit, b[src]],
+        row=line_page % rows,
+        column=(col0[src] + within) % lpp,
+    )
+    node_req = node[item]
+    return LevelStream(
+        "rank",
+        addr,
+        node_req,
+        view,
+        np.full(nodes, n, dtype=np.int64),
+        np.bincount(node_req, minlength=nodes).astype(np.float64) * tx,
+    )
 
 
 class Vertical(RowPolicy):
