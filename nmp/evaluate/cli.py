@@ -95,6 +95,13 @@ def _run(args: argparse.Namespace) -> int:
     console = make_console(stderr=args.json)  # piped: wide enough for the tables
     executor = make_executor(args.jobs, args.scheduler, args.dask_workers)
     check_run_dir(run_dir, resume=args.resume)  # before anything is written
+    from nmp.report.progress import is_warm
+
+    if not is_warm() and not args.json:
+        console.print(
+            "first run on this machine: each design's first point compiles its numba kernels "
+            "(about 10-20 s each, once; `python -m nmp.warmup`, run by `make`, does it ahead)"
+        )
     created = False
     try:
         if args.run is None and not args.resume:
