@@ -61,6 +61,7 @@ def test_every_strategy_runs_with_one_mlp_replica(failure_free, tiny_cfg, strate
         assert res.final_state_sha256 == failure_free(dense_replicas=1, steps=60).final_state_sha256
     else:  # the only replica was lost: stale (CPR) or fresh (ecrec, none) weights
         assert res.extra["dense_reinitialized"] == 1
+        assert any("dense_restored_from" in e for e in res.events)
     assert res.metrics["auc"] is not None
 
 

@@ -89,6 +89,7 @@ class Strategy:
         """The only MLP replica died: re-create it from the seed (learned weights lost)."""
         self.t.reinit_dense()
         self.dense_reinitialized += 1
+        self.events.append({"dense_lost_on": node, "dense_restored_from": "seed (step 0)"})
 
     def _event(self, f: Failure, **kw: Any) -> dict[str, Any]:
         ev = {"step": f.step, "node": f.node, "phase": f.phase, "at_ns": self.ledger.total_ns}

@@ -76,6 +76,12 @@ class _CPR(_Checkpointing):
         self.t.load_dense_state(load_npz(self.full_path))
         self.t._sync_mirrors()
         self.dense_reinitialized += 1
+        self.events.append(
+            {
+                "dense_lost_on": node,
+                "dense_restored_from": f"full checkpoint of step {self.full_step}",
+            }
+        )
 
     def on_failure(self, f: Failure, pending_commit=None) -> None:
         self._dense_failure(f.node)
