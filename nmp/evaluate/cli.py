@@ -31,8 +31,10 @@ sweep file (TOML; see workloads/sweeps/*.toml):
   checked before anything runs; errors name the key.
 
 run folder (reports/<run>/): sweep.toml, plan.json, environment.json, results.jsonl (one line
-per finished point; --resume runs only the missing ones), errors.jsonl, summary.json,
-report.md, results.csv, speedup.png, pareto.png, breakdown.png; reports/latest -> newest run.
+per finished point, the same bytes for the same sweep; --resume runs only the missing ones),
+timings.jsonl (wall-clock times: not deterministic), errors.jsonl, summary.json, report.md,
+results.csv, speedup.png, pareto.png, breakdown.png, .lock (one run at a time);
+reports/latest -> newest run with a result.
 """
 
 
