@@ -42,9 +42,11 @@ def _rows(quick: bool, held_out: bool) -> tuple:
     return tuple(out)
 
 
-def _detail(quick: bool) -> str:
+def _detail(quick: bool, held_out: bool) -> str:
     setups = ", ".join(f"{g}x{h:g} GiB" for g, h in _setups(quick))
-    return f"{WORKLOAD} on {TOPOLOGY}, GPUs x HBM per GPU: {setups}" + (" (quick)" if quick else "")
+    timed = "held-out batches" if held_out else "profiled batches"
+    quick_note = " (quick)" if quick else ""
+    return f"{WORKLOAD} on {TOPOLOGY}, GPUs x HBM per GPU: {setups}, timed on {timed}{quick_note}"
 
 
 def _geomean(values: list[float]) -> float:
