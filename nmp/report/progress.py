@@ -110,11 +110,13 @@ def mark_warm() -> None:
 
 
 @contextlib.contextmanager
-def first_use_status(*, quiet: bool = False) -> Iterator[None]:
-    """Around a command's model work: on a machine where the kernels were never compiled, a
-    status line says why the first run takes longer; afterwards the cache is marked warm."""
+def first_use_status(busy: str = "running the model", *, quiet: bool = False) -> Iterator[None]:
+    """Around a command's model work: a spinner with the elapsed time (a big batch or many
+    channels can run for minutes); on a machine where the kernels were never compiled it says
+    why the first run takes longer, and afterwards marks the cache warm."""
     if is_warm():
-        yield
+        with activity(busy, quiet=quiet):
+            yield
         return
     with activity(
         "first run on this machine: compiling the numba kernels (about 20 s, once; "
