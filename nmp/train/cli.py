@@ -61,7 +61,7 @@ def _failures(args, cfg):
     return check_schedule(fails, cfg.steps, cfg.nodes)
 
 
-def check_schedule_for(failures, cfg):
+def _check_schedule(failures, cfg):
     from nmp.train.failures import check_schedule
 
     return check_schedule(failures, cfg.steps, cfg.nodes)
@@ -89,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
                     + ", ".join(f"{a:.4f}" for a in curve)
                     + ")"
                 )
-            failures = check_schedule_for(failures, cfg)
+            failures = _check_schedule(failures, cfg)
         if not failures:
             failures = default_failures(cfg)
         if args.seeds is not None:
@@ -105,8 +105,8 @@ def _run(args: argparse.Namespace) -> int:
                     rows,
                     f"nmp train --compare --seeds {args.seeds}: {cfg.workload} (rows capped at "
                     f"{cfg.max_rows}), {cfg.steps} steps, seeds {cfg.seed}..."
-                    f"{cfg.seed + args.seeds - 1}, {cfg.eval_batches * (cfg.batch or 128)} "
-                    "held-out samples per seed",
+                    f"{cfg.seed + args.seeds - 1}, {rows[0]['eval_samples']} held-out samples "
+                    "per seed",
                 )
             return 0
         with _step_progress(args, cfg.steps) as on_step:

@@ -46,6 +46,7 @@ def result_row(res: RunResult, base: RunResult | None) -> dict[str, Any]:
         "auc": res.metrics["auc"],
         "auc_ci95": None if se is None else 1.96 * se,
         "auc_teacher": res.metrics.get("auc_teacher"),  # the synthetic teacher's ceiling
+        "eval_samples": res.metrics["samples"],
         "auc_change": change,
         "auc_change_noise95": noise,
         "auc_change_within_noise": None if change is None else bool(abs(change) <= noise),

@@ -58,6 +58,7 @@ def run_seeds(
         row = {
             "strategy": first["strategy"],
             "seeds": seeds,
+            "eval_samples": first["eval_samples"],
             "overhead_pct": ov,
             "overhead_ci95_pct": ov_ci,
             "recovery_ns": float(np.mean([r["recovery_ns"] for r in runs])),

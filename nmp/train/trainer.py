@@ -166,7 +166,7 @@ class Trainer:
         self.dense_nodes = list(range(cfg.dense_replicas))
         self.dense_primary = 0
         self.dense_mirrors: dict[int, dict[str, np.ndarray]] = {}
-        self._sync_mirrors()
+        self.sync_mirrors()
         self._mark = np.zeros(geo.total_rows, dtype=bool)
         self._pos = np.zeros(geo.total_rows, dtype=np.int64)
 
@@ -244,7 +244,7 @@ class Trainer:
             between_hook(pending)
         self.store.write_phase2(pending)
         self.cost.charge_step(self.ledger, self.step, b, uniq)
-        self._sync_mirrors()
+        self.sync_mirrors()
         self.step += 1
         value = float(loss.detach())
         if not np.isfinite(value):
@@ -292,7 +292,7 @@ class Trainer:
             for i, vel in enumerate(self.velocity):
                 vel.copy_(torch.from_numpy(arrays[f"dense_velocity.{i}"]))
 
-    def _sync_mirrors(self) -> None:
+    def sync_mirrors(self) -> None:
         """Refresh the replicas other than the torch module's (one copy per replica node)."""
         if len(self.dense_nodes) > 1:
             state = self.dense_state()
@@ -316,7 +316,7 @@ class Trainer:
                 self.load_dense_state(self.dense_mirrors[survivors[0]])
         else:
             self.dense_mirrors.pop(node, None)
-        self._sync_mirrors()  # the replacement node receives a copy of a surviving replica
+        self.sync_mirrors()  # the replacement node receives a copy of a surviving replica
         return bool(survivors)
 
     def state_sha256(self) -> str:
@@ -337,7 +337,7 @@ class Trainer:
                 dst.copy_(src)
             for vel in self.velocity:
                 vel.zero_()
-        self._sync_mirrors()
+        self.sync_mirrors()
 
     @property
     def _mlp_sizes(self):

@@ -111,7 +111,7 @@ class FullCheckpoint(_Checkpointing):
         z = load_npz(self.full_path)
         self.store.load_all(z["records"])
         t.load_dense_state(z)
-        t._sync_mirrors()
+        t.sync_mirrors()
         self._timed("checkpoint_load", t0)
         back_to = int(z["step"])
         load_ns = self.cost.storage_ns(self.ckpt_bytes)

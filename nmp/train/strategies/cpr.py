@@ -74,7 +74,7 @@ class _CPR(_Checkpointing):
     def _dense_lost(self, node: int) -> None:
         """Partial recovery of the MLP: its state as of the last full checkpoint."""
         self.t.load_dense_state(load_npz(self.full_path))
-        self.t._sync_mirrors()
+        self.t.sync_mirrors()
         self.dense_reinitialized += 1
         self.events.append(
             {
