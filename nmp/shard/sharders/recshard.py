@@ -26,6 +26,9 @@ lookups, so the program itself weighs them (an extension, not in the paper).
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 
 import numpy as np
@@ -144,13 +147,14 @@ def solve(problem: ShardProblem, *, integer_rows: bool = False) -> Placement:
     integrality = np.concatenate(
         [np.ones(n_x), np.full(n_y, 1 if integer_rows else 0), [0]]
     ).astype(int)
-    res = milp(
-        c,
-        constraints=LinearConstraint(a, lo, hi),
-        integrality=integrality,
-        bounds=Bounds(lower, upper),
-        options={"time_limit": problem.time_limit_s, "mip_rel_gap": MIP_REL_GAP},
-    )
+    with _quiet_stdout():
+        res = milp(
+            c,
+            constraints=LinearConstraint(a, lo, hi),
+            integrality=integrality,
+            bounds=Bounds(lower, upper),
+            options={"time_limit": problem.time_limit_s, "mip_rel_gap": MIP_REL_GAP},
+        )
     if res.x is None:
         raise NmpError(f"RecShard MILP found no placement ({res.message})")
     solve_s = time.perf_counter() - t0
@@ -176,6 +180,21 @@ def solve(problem: ShardProblem, *, integer_rows: bool = False) -> Placement:
         "integer_rows": integer_rows,
     }
     return Placement("recshard", n_g, placed, solve_s, info)
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """Send the solver's stray prints (HiGHS writes some debugging lines to file descriptor 1
+    even with output off) to stderr, so that ``nmp shard --json`` stays valid JSON."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _table_lower_bounds(problem, classes, pairs, fixed, gain, n_rows, rbytes, cap) -> np.ndarray:
