@@ -121,6 +121,12 @@ def _report(dep, sources, rows, crossings, png) -> str:
                 f"| {c['parameter']} | {c['rival']} | {c['setup_value']:.4g} "
                 f"| {'yes' if c['ecrec_wins_at_setup'] else 'no'} | {where} |"
             )
+    lines += [
+        "",
+        "Accuracy is not modeled at this scale: `nmp train --compare --seeds N --nodes "
+        f"{dep.servers}` measures each strategy's AUC change, paired with the failure-free run of "
+        "each seed, on the CPU-sized trainer.",
+    ]
     lines += ["", "## Sources of the setup's values", ""]
     lines += [f"- `{k}`: {v}" for k, v in sources.items()]
     return "\n".join(lines) + "\n"
