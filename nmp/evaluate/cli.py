@@ -133,19 +133,18 @@ def _run(args: argparse.Namespace) -> int:
             write_reports=write_report_files,
             on_first_result=repoint_latest,
         )
-    except KeyboardInterrupt:
-        print(
-            f"nmp: finished points are saved in {run_dir}; continue with "
-            f"'{_resume_command(args, run_dir)}'",
-            file=sys.stderr,
-        )
-        raise
-    except BaseException:
-        # a run that failed before its first result leaves no folder and does not move latest
+    except BaseException as exc:
         if created and not _has_results(run_dir):
+            # a run stopped before its first result leaves no folder and does not move latest
             import shutil
 
             shutil.rmtree(run_dir, ignore_errors=True)
+        elif isinstance(exc, KeyboardInterrupt):
+            print(
+                f"nmp: finished points are saved in {run_dir}; continue with "
+                f"'{_resume_command(args, run_dir)}'",
+                file=sys.stderr,
+            )
         raise
     repoint_latest()  # again: the copy fallback must hold the final files
     if args.json:
