@@ -5,9 +5,11 @@ decoded to node ids (:func:`nmp.memory.lines.lines_inputs`)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numba as nb
@@ -24,6 +26,20 @@ from nmp.memory.trace import REQUEST_DTYPE, read_trace
 
 _NO_LOG = np.full((0, 5), -1, np.int64)
 ENGINES = ("auto", "native", "numba")
+# Progress hooks: called with the transactions of each engine run as it finishes (a design
+# point replays many streams; a command's progress display counts them). Empty: no cost.
+_ON_REPLAY: list[Callable[[int], None]] = []
+
+
+@contextlib.contextmanager
+def on_replay(callback: Callable[[int], None]) -> Iterator[None]:
+    """Call ``callback(transactions)`` after every engine run inside the block (this process
+    only: a sweep's pool workers have their own)."""
+    _ON_REPLAY.append(callback)
+    try:
+        yield
+    finally:
+        _ON_REPLAY.remove(callback)
 
 
 def engine_backend() -> str:
@@ -99,6 +115,8 @@ def _run(
     else:
         inputs = checked_inputs(checked, spec, scratch=scratch)
         out = engine.simulate(*inputs, params, wm, *plan.tables, log)
+    for callback in _ON_REPLAY:
+        callback(len(out[7]))  # the transactions (done cycles) of this run
     return (*out, log) if log_size else out
 
 

@@ -34,8 +34,10 @@ def _live(quiet: bool) -> bool:
 
 
 @contextlib.contextmanager
-def activity(message: str, *, quiet: bool = False) -> Iterator[None]:
-    """A spinner and the elapsed time on stderr while the block runs (a terminal only)."""
+def activity(message: str, *, quiet: bool = False, count_replays: bool = False) -> Iterator[None]:
+    """A spinner and the elapsed time on stderr while the block runs (a terminal only); with
+    ``count_replays``, the DRAM transactions replayed so far (the replay driver's hook,
+    :func:`nmp.memory.driver.on_replay`), so a long design point shows that it advances."""
     if not _live(quiet):
         yield
         return
@@ -49,8 +51,25 @@ def activity(message: str, *, quiet: bool = False) -> Iterator[None]:
         console=Console(stderr=True),
         transient=True,
     ) as progress:
-        progress.add_task(message, total=None)
-        yield
+        task = progress.add_task(message, total=None)
+        if not count_replays:
+            yield
+            return
+        from nmp.memory.driver import on_replay
+
+        replayed = [0, 0]  # transactions, engine runs
+
+        def count(transactions: int) -> None:
+            replayed[0] += transactions
+            replayed[1] += 1
+            progress.update(
+                task,
+                description=f"{message}: {replayed[0]:,} DRAM transactions replayed in "
+                f"{replayed[1]} runs",
+            )
+
+        with on_replay(count):
+            yield
 
 
 @contextlib.contextmanager
@@ -115,7 +134,7 @@ def first_use_status(busy: str = "running the model", *, quiet: bool = False) ->
     channels can run for minutes); on a machine where the kernels were never compiled it says
     why the first run takes longer, and afterwards marks the cache warm."""
     if is_warm():
-        with activity(busy, quiet=quiet):
+        with activity(busy, quiet=quiet, count_replays=True):
             yield
         return
     with activity(

@@ -107,3 +107,20 @@ def test_internal_view_and_with_org():
     shared = replay(reqs, one).cycles_drained
     private = replay(reqs, internal_view(one, "bankgroup")).cycles_drained
     assert private < shared
+
+
+def test_replay_progress_hook_counts_transactions() -> None:
+    """The driver's hook (issue 25: progress on long runs) sees every engine run, then none."""
+    import numpy as np
+
+    from nmp.memory import load_memory, make_requests, replay
+    from nmp.memory.driver import on_replay
+
+    seen: list[int] = []
+    spec = load_memory("ddr4-3200aa")
+    reqs = make_requests(np.arange(300, dtype=np.uint64) * 64)
+    with on_replay(seen.append):
+        replay(reqs, spec)
+        replay(reqs[:100], spec)
+    replay(reqs, spec)
+    assert seen == [300, 100]
