@@ -1,6 +1,6 @@
 """DRAM engine speed on the reference traces, beside Ramulator 2's recorded speed.
 
-For every case of ``shared/reference/dram/cases.json`` (located by :mod:`nmp.reference`): the
+For every case of ``data/reference/dram/cases.json`` (located by :mod:`nmp.reference`): the
 trace is read first; the timed part is ``replay(requests, spec, drain=False)`` (address
 decoding included: the C engine decodes the lines itself), which stops where Ramulator's
 ``sim.run()`` stops (last request accepted), best of ``--repeat`` runs after one warm-up run
