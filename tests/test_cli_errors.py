@@ -1,6 +1,7 @@
-"""Bad input through the real command line: exit status 1, one line ``nmp: error: ...`` that
-names the key/file/flag, and never a traceback (issue 25's list, each reproduced on main before
-its fix). Each case is a subprocess, as a user runs it."""
+"""Bad input through the command line: exit status 1, one line ``nmp: error: ...`` that names
+the key/file/flag, and never a traceback (issue 25's list, each reproduced on main before its
+fix). The table runs through ``nmp.cli.main`` in this process (an exception escaping it, a
+traceback for a user, fails the test); a failed start and piped output run as subprocesses."""
 
 from __future__ import annotations
 
@@ -72,6 +73,11 @@ CASES = [
         "notanaddress",
     ),
     (
+        "evaluate-point-too-big",
+        ["evaluate", "{tmp}/big.toml", "--out", "{tmp}/reports", "--jobs", "1"],
+        "workload.batch",
+    ),
+    (
         "evaluate-run-escapes",
         ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--run", "../x"],
         "--run",
@@ -105,6 +111,20 @@ def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
     )
 
 
+def _main(argv: list[str], tmp: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
+    """``nmp ARGV`` through the CLI's entry point, in this process."""
+    from nmp.cli import main
+
+    subs = _files(tmp)
+    monkeypatch.chdir(tmp)
+    monkeypatch.setenv("COLUMNS", "200")  # what main() sets for piped output, kept local
+    monkeypatch.delenv("NMP_MAX_MEMORY", raising=False)
+    capsys.readouterr()
+    code = main([a.format(**subs) for a in argv])
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, code, out.out, out.err)
+
+
 def _assert_clean_error(proc: subprocess.CompletedProcess, expect: str) -> None:
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
@@ -115,17 +135,19 @@ def _assert_clean_error(proc: subprocess.CompletedProcess, expect: str) -> None:
 
 
 @pytest.mark.parametrize(("argv", "expect"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_input_gives_one_line_error(argv: list[str], expect: str, tmp_path: Path) -> None:
-    _assert_clean_error(_run(argv, tmp_path), expect)
+def test_bad_input_gives_one_line_error(
+    argv: list[str], expect: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    _assert_clean_error(_main(argv, tmp_path, capsys, monkeypatch), expect)
 
 
 @pytest.mark.parametrize(
     ("argv", "expect"), [c[1:] for c in TRAIN_CASES], ids=[c[0] for c in TRAIN_CASES]
 )
 def test_bad_training_input_gives_one_line_error(
-    argv: list[str], expect: str, tmp_path: Path
+    argv: list[str], expect: str, tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    _assert_clean_error(_run(argv, tmp_path), expect)
+    _assert_clean_error(_main(argv, tmp_path, capsys, monkeypatch), expect)
 
 
 def test_failed_start_leaves_no_folder_and_no_latest(tmp_path: Path) -> None:
