@@ -9,9 +9,9 @@ Run: .venv/bin/python examples/04_train_with_failures.py   (about 20-40 s)
 
 import nmp
 
-# A small configuration: 8 tables of at most 400 rows, tiny MLPs, 120 steps.
+# A small configuration: 8 tables of at most 400 rows, tiny MLPs, 80 steps.
 cfg = nmp.TrainConfig(
-    steps=120,
+    steps=80,
     max_tables=8,
     max_rows=400,
     bottom=(16,),
@@ -21,7 +21,7 @@ cfg = nmp.TrainConfig(
     cost_sample=10_000,  # time the hardware on one step only (enough for a tutorial)
 )
 clean = nmp.run_training(cfg, "failure-free", [])
-failure = [nmp.Failure(step=60, node=1)]
+failure = [nmp.Failure(step=40, node=1)]
 for strategy in ("ecrec", "none"):
     run = nmp.run_training(cfg, strategy, failure)
     same = run.final_state_sha256 == clean.final_state_sha256
