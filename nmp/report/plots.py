@@ -109,20 +109,33 @@ def _colors(n: int) -> list[Any]:
     return [cmap(i % cmap.N) for i in range(n)]
 
 
-def stable_colors(names: list[str]) -> dict[str, Any]:
-    """A colour per name that is the same in every report: tab20's colour at the name's CRC-32
-    (a name's colour does not depend on which other designs a sweep has); where two names of
-    one plot land on one colour, the later takes the next free one."""
-    cmap = plt.get_cmap("tab20")
+def _stable_pick(names: list[str], n: int) -> dict[str, int]:
+    """An index in ``range(n)`` per name, the same in every report: the name's CRC-32 modulo
+    ``n`` (it does not depend on which other names a plot has); where two names of one plot
+    land on one index, the later (by name) takes the next free one."""
     taken: set[int] = set()
     out = {}
     for name in sorted(names):
-        i = zlib.crc32(name.encode()) % cmap.N
-        while i in taken and len(taken) < cmap.N:
-            i = (i + 1) % cmap.N
+        i = zlib.crc32(name.encode()) % n
+        while i in taken and len(taken) < n:
+            i = (i + 1) % n
         taken.add(i)
-        out[name] = cmap(i)
+        out[name] = i
     return out
+
+
+def stable_colors(names: list[str]) -> dict[str, Any]:
+    """A tab20 colour per name, the same in every report (:func:`_stable_pick`)."""
+    cmap = plt.get_cmap("tab20")
+    return {name: cmap(i) for name, i in _stable_pick(names, cmap.N).items()}
+
+
+MARKERS = "os^Dv<>pPX*h"
+
+
+def stable_markers(names: list[str]) -> dict[str, str]:
+    """A marker per name, the same in every report and distinct within a plot (up to 12)."""
+    return {name: MARKERS[i] for name, i in _stable_pick(names, len(MARKERS)).items()}
 
 
 def _log_axis(axis: Any, values: list[float]) -> None:
@@ -187,8 +200,7 @@ def plot_pareto(summary: dict[str, Any], path: Path) -> None:
     rows, groups = summary["rows"], _groups(summary)
     designs = list(dict.fromkeys(r["design"] for r in rows))
     color = stable_colors(designs)
-    markers = "os^Dv<>pPX*h"
-    marker = {d: markers[zlib.crc32(d.encode()) % len(markers)] for d in designs}
+    marker = stable_markers(designs)
     ncols = min(len(groups), 3)
     nrows = (len(groups) + ncols - 1) // ncols
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 4.2 * nrows), squeeze=False)

@@ -46,3 +46,12 @@ def test_log_axes_label_several_ticks(lo: float, hi: float) -> None:
 def test_tail_is_defined_and_plots_are_registered() -> None:
     assert "*tail*" in TERMS and "reduction tree" in TERMS
     assert list(PLOTS) == ["speedup.png", "pareto.png", "breakdown.png"]
+
+
+def test_markers_are_distinct_within_a_plot_and_stable() -> None:
+    from nmp.report.plots import stable_markers
+
+    names = ["a100-80gb", "host-cpu", "tensordimm", "recnmp", "trim-g", "trim-b", "recross"]
+    many = stable_markers(names)
+    assert len(set(many.values())) == len(names)
+    assert stable_markers(list(reversed(names))) == many  # not the order a sweep lists them
