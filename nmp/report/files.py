@@ -104,7 +104,9 @@ TERMS = (
     "for the batch; they overlap, and the largest is the bottleneck. *tail* is the time after "
     "the bottleneck's bound: the last partial sums climbing the reduction tree to the host "
     "(per level: one row transfer plus the CAS latency), which no unit can overlap. "
-    "A GPU's parts are stalls that add up to its latency."
+    "A GPU's parts are stalls that add up to its latency; its *tail* is the makespan beyond "
+    "perfect packing of thread blocks onto the SMs (the last wave: with few blocks, the "
+    "slowest block sets the time)."
 )
 
 

@@ -357,8 +357,8 @@ def plot_breakdown(summary: dict[str, Any], path: Path) -> None:
     )
     fig.suptitle(
         f"Where time and energy go: {scope}\n"
-        "tail = the reduction tree's last partial sums after the bottleneck's bound "
-        "(see report.md)",
+        "tail: NMP = the reduction tree's last partial sums after the bottleneck's bound; "
+        "GPU = the last wave of thread blocks beyond perfect packing (see report.md)",
         fontsize=10,
     )
     fig.tight_layout()

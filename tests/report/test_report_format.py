@@ -44,7 +44,7 @@ def test_log_axes_label_several_ticks(lo: float, hi: float) -> None:
 
 
 def test_tail_is_defined_and_plots_are_registered() -> None:
-    assert "*tail*" in TERMS and "reduction tree" in TERMS
+    assert "*tail*" in TERMS and "reduction tree" in TERMS and "last wave" in TERMS
     assert list(PLOTS) == ["speedup.png", "pareto.png", "breakdown.png"]
 
 
