@@ -47,9 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
 PIPED_COLUMNS = "200"
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one line, like errors (no source path and code line)."""
+    print(f"nmp: warning: {message}", file=file or sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         os.environ["COLUMNS"] = PIPED_COLUMNS
+    import warnings
+
+    warnings.showwarning = _show_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

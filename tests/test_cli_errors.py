@@ -173,3 +173,20 @@ def test_piped_output_is_not_wrapped_at_80_columns(tmp_path: Path) -> None:
     header = next(ln for ln in proc.stdout.splitlines() if "name" in ln)
     assert "capacity_GiB" in header  # whole, on one line
     assert max(len(ln) for ln in proc.stdout.splitlines()) > 80
+
+
+def test_warnings_are_one_line(tmp_path: Path) -> None:
+    """A warning (here: an organization the C engine does not take) reads like an error: one
+    line, no source path."""
+    trace = tmp_path / "t.trace"
+    trace.write_text("".join(f"LD {i * 64:#x}\n" for i in range(100)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "nmp", "replay", str(trace), "--ranks", "16", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nmp: warning: "), proc.stderr
+    assert "numba engine" in lines[0] and ".py" not in lines[0]
