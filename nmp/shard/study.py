@@ -165,7 +165,7 @@ def _plot(rows, out_dir: Path, metric: str, ylabel: str, log: bool) -> str:
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     name = f"{metric}.png"
-    fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=".png")
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=out_dir)
     os.close(fd)
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
