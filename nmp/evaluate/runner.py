@@ -135,6 +135,7 @@ def update_latest(base: Path, run_dir: Path) -> Path:
     symlinks are not allowed, a copy of the run folder."""
     link = base / LATEST
     tmp = base / f".{LATEST}.{os.getpid()}"
+    _remove_stale_links(base)
     try:
         if tmp.is_symlink() or tmp.exists():
             tmp.unlink()
@@ -149,6 +150,20 @@ def update_latest(base: Path, run_dir: Path) -> Path:
             shutil.rmtree(link)
         shutil.copytree(run_dir, link)
     return link
+
+
+def _remove_stale_links(base: Path) -> None:
+    """The ``.latest.<pid>`` links of runs killed between creating and renaming theirs."""
+    for stale in base.glob(f".{LATEST}.*"):
+        pid = stale.name.rsplit(".", 1)[-1]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            stale.unlink(missing_ok=True)
+        except OSError:
+            pass  # alive, another user's
 
 
 def check_run_dir(run_dir: Path, *, resume: bool) -> None:

@@ -233,3 +233,17 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_latest_cleans_links_of_killed_runs(tmp_path: Path) -> None:
+    from nmp.evaluate.runner import update_latest
+
+    run = tmp_path / "r1"
+    run.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs
+    stale = tmp_path / f".latest.{dead.pid}"
+    os.symlink("r1", stale)
+    update_latest(tmp_path, run)
+    assert not stale.is_symlink()
+    assert (tmp_path / "latest").resolve() == run.resolve()
