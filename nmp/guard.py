@@ -14,7 +14,12 @@ coefficients measured on this code (peak RSS and tracemalloc peaks, Zen 5 VM, No
   engine's figure, for the parse);
 - every 64-B line a design point moves: 81 B measured for the host CPU on ``recross-eval``
   (batch 64 -> 512; indices, request streams, engine arrays), 41 B for ReCross and TRiM-B:
-  :data:`LINE_BYTES` = 96 (chosen: the host CPU's figure with 1.2x headroom).
+  :data:`LINE_BYTES` = 96 (chosen: the host CPU's figure with 1.2x headroom);
+- the process itself (:data:`REPLAY_BASE_BYTES`, :data:`POINT_BASE_BYTES`).
+
+Checked against the peak RSS of fresh processes (tests/evaluate/test_guard.py): a replay on
+32768 channels, 273 MB measured, 372 MiB estimated; a host-CPU point of batch 256, 542 MB
+measured, 561 MB estimated.
 
 The limit is ``--max-memory`` (``8G``, ``512M``, bytes), else ``$NMP_MAX_MEMORY``, else 90% of
 the memory the kernel reports available now (``MemAvailable``): a run that would push the
@@ -35,7 +40,11 @@ CHANNEL_BYTES = 5 * 1024
 BANK_BYTES_NUMBA = 1024
 REQUEST_BYTES = 64
 LINE_BYTES = 96
-BASE_BYTES = 64 * 1024**2  # the interpreter, numpy, numba and the engine library (measured 44 MB)
+# The process before the work: the interpreter and its libraries, peak RSS of a tiny run
+# (measured: a 100-request replay 193 MiB; a batch-2 ReCross design point 335 MiB, with scipy's
+# LP solver and the arch model's kernels).
+REPLAY_BASE_BYTES = 200 * 1024**2
+POINT_BASE_BYTES = 340 * 1024**2
 AVAILABLE_FRACTION = 0.9  # chosen: leave the kernel and the other processes a tenth
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
@@ -108,8 +117,11 @@ def check(estimate: Estimate, max_memory: str | None = None) -> None:
     )
 
 
-def memory_estimate(spec: Any, requests: float, *, key_of_requests: str) -> Estimate:
-    """What replaying ``requests`` on the DRAM system ``spec`` (a MemorySpec) allocates."""
+def memory_estimate(
+    spec: Any, requests: float, *, key_of_requests: str, base: float = REPLAY_BASE_BYTES
+) -> Estimate:
+    """The peak memory of a process replaying ``requests`` on the DRAM system ``spec`` (a
+    MemorySpec): ``base`` plus what the work allocates."""
     o = spec.org
     banks_per_channel = o.ranks * o.bankgroups * o.banks
     numba = o.ranks > 8 or banks_per_channel > 64  # the C engine's limits (nmp.memory.native)
@@ -123,7 +135,7 @@ def memory_estimate(spec: Any, requests: float, *, key_of_requests: str) -> Esti
         f"{o.channels} channels x {o.ranks} ranks x {o.bankgroups * o.banks} banks, "
         f"{requests:,.0f} requests"
     )
-    return Estimate(BASE_BYTES + sum(terms.values()), key, detail)
+    return Estimate(base + sum(terms.values()), key, detail)
 
 
 def replay_estimate(spec: Any, trace_bytes: int, *, compressed: bool) -> Estimate:
@@ -160,7 +172,7 @@ def point_estimate(
         lines += wl.batch * wl.table_pooling(t).mean_lookups * per_vector
     keys = [k for k in ("workload.pooling", "workload.batch", "workload.dim") if k in overrides]
     lines_key = keys[0] if keys else "workload.batch"
-    est = Estimate(BASE_BYTES + lines * LINE_BYTES, lines_key, f"{lines:,.0f} 64-B lines")
+    est = Estimate(POINT_BASE_BYTES + lines * LINE_BYTES, lines_key, f"{lines:,.0f} 64-B lines")
     spec = load_design_spec(arch, memory)
     mem_args = design_memory_args(spec)
     if mem_args is None:
@@ -173,11 +185,11 @@ def point_estimate(
         mem_args = design_memory_args(spec)
     preset, kwargs = mem_args
     mem = load_memory(preset, overrides=grouped.get("memory") or None, **kwargs)
-    mem_est = memory_estimate(mem, 0, key_of_requests="lines")
-    if mem_est.bytes_ - BASE_BYTES > lines * LINE_BYTES:
+    mem_est = memory_estimate(mem, 0, key_of_requests="lines", base=0)
+    if mem_est.bytes_ > lines * LINE_BYTES:
         key = "arch.memory." + mem_est.key
-        return Estimate(est.bytes_ + mem_est.bytes_ - BASE_BYTES, key, mem_est.detail)
-    return Estimate(est.bytes_ + mem_est.bytes_ - BASE_BYTES, est.key, est.detail)
+        return Estimate(est.bytes_ + mem_est.bytes_, key, mem_est.detail)
+    return Estimate(est.bytes_ + mem_est.bytes_, est.key, est.detail)
 
 
 def add_argument(parser) -> None:
