@@ -163,6 +163,8 @@ def _plot(rows, out_dir: Path, metric: str, ylabel: str, log: bool) -> str:
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
+    timed = "held-out" if held_out else "profiled"
+    fig.suptitle(f"{prof}-batch profile, timed on {timed} batches, HBM and host time adding up")
     fig.tight_layout()
     name = f"{metric}.png"
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=out_dir)
