@@ -17,8 +17,8 @@ coefficients measured on this code (peak RSS and tracemalloc peaks, Zen 5 VM, No
   :data:`LINE_BYTES` = 96 (chosen: the host CPU's figure with 1.2x headroom);
 - the process itself (:data:`REPLAY_BASE_BYTES`, :data:`POINT_BASE_BYTES`).
 
-Checked against the peak RSS of fresh processes (tests/evaluate/test_guard.py): a replay on
-32768 channels, 273 MB measured, 372 MiB estimated; a host-CPU point of batch 256, 542 MB
+Checked against the peak RSS (VmHWM) of fresh processes (tests/evaluate/test_guard.py): a replay on
+32768 channels, 230 MB measured, 390 MB estimated; a host-CPU point of batch 256, 518 MB
 measured, 561 MB estimated.
 
 The limit is ``--max-memory`` (``8G``, ``512M``, bytes), else ``$NMP_MAX_MEMORY``, else 90% of
