@@ -14,34 +14,22 @@ def _run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from nmp.report.progress import bar
     from nmp.validate.report import print_table, write_report
-    from nmp.validate.runner import run_validation
+    from nmp.validate.runner import plan_validation
 
     console = Console(stderr=args.json)
     if not console.is_terminal:
         console = Console(stderr=args.json, width=160)
     only = tuple(args.only or ())
-    if console.is_terminal and not args.json:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        with Progress(
-            TextColumn("validate"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.description}"),
-            console=console,
-            transient=True,
-        ) as bar:
-            task = bar.add_task("", total=None)
-
-            def progress(name: str, done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total, description=name)
-
-            results = run_validation(quick=args.quick, only=only, progress=progress)
-    else:
-        results = run_validation(quick=args.quick, only=only)
-    if not results:
+    tasks = plan_validation(quick=args.quick, only=only)
+    if not tasks:
         raise NmpError(f"no check matches --only {' '.join(only)}")
+    results = []
+    with bar("validate", len(tasks), quiet=args.json) as advance:
+        for _, run in tasks:
+            results.extend(run())
+            advance()
     run_dir = write_report(results, Path(args.out), quick=args.quick)
     if args.json:
         print(json.dumps({"checks": [r.to_json() for r in results]}, indent=2))

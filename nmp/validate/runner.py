@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import time
 import traceback
 from collections.abc import Callable
@@ -54,68 +55,78 @@ def _error_row(check_id: str, exc: BaseException) -> CheckResult:
     )
 
 
+def plan_validation(
+    *, quick: bool = False, only: tuple[str, ...] = (), claims_dir: Path | None = None
+) -> list[tuple[str, Callable[[], list[CheckResult]]]]:
+    """The checks to run, in a stable order, each as (id, run): every built-in check, then every
+    claim (with ``quick``, only claims marked quick). ``only`` keeps the ids that match a glob or
+    prefix; ``claims_dir`` replaces the packaged claims folder."""
+    from nmp.validate.checks import BUILTIN_CHECKS
+    from nmp.validate.claims import CLAIMS_DIR, load_claims
+
+    tasks = [
+        (name, functools.partial(_run_builtin, name, fn, quick))
+        for name, fn in BUILTIN_CHECKS.items()
+        if _selected(name, only)
+    ]
+    tasks += [
+        (c.id, functools.partial(_run_claim, c, quick))
+        for c in load_claims(claims_dir or CLAIMS_DIR)
+        if (c.quick or not quick) and _selected(c.id, only)
+    ]
+    return tasks
+
+
 def run_validation(
     *,
     quick: bool = False,
     only: tuple[str, ...] = (),
-    progress: Callable[[str, int, int], None] | None = None,
     claims_dir: Path | None = None,
+    advance: Callable[[], None] | None = None,
 ) -> list[CheckResult]:
-    """Every built-in check and every claim (with ``quick``, only claims marked quick), in a
-    stable order. ``only`` keeps the ids that match a glob or prefix; ``claims_dir`` replaces
-    the packaged claims folder. A check that raises is an "error" row; the others still run."""
-    from nmp.validate.checks import BUILTIN_CHECKS
-    from nmp.validate.claims import CLAIMS_DIR, load_claims
-
-    claims = [
-        c
-        for c in load_claims(claims_dir or CLAIMS_DIR)
-        if (c.quick or not quick) and _selected(c.id, only)
-    ]
-    builtins = [(n, fn) for n, fn in BUILTIN_CHECKS.items() if _selected(n, only)]
-    total = len(builtins) + len(claims)
+    """Run :func:`plan_validation`'s checks; ``advance()`` is called after each. A check that
+    raises is an "error" row; the others still run."""
     results: list[CheckResult] = []
-    done = 0
-    for name, fn in builtins:
-        if progress:
-            progress(name, done, total)
-        t0 = time.perf_counter()
-        try:
-            rows = fn(quick)
-        except Exception as exc:  # one failing check must not hide the others
-            rows = [_error_row(name, exc)]
-        for r in rows:
-            r.wall_s = (time.perf_counter() - t0) / len(rows)
-        results.extend(rows)
-        done += 1
-    for claim in claims:
-        if progress:
-            progress(claim.id, done, total)
-        t0 = time.perf_counter()
-        row = CheckResult(
-            id=claim.id,
-            source=claim.source,
-            published=claim.published,
-            model=None,
-            verdict="error",
-            paper=claim.paper_title,
-            figure=claim.figure,
-            claim=claim.claim,
-            kind=claim.kind,
-            unit=claim.unit,
-        )
-        try:
-            value, row.detail = claim.evaluate(quick)
-            row.model = value
-            row.verdict = claim.verdict(value)
-        except Exception as exc:  # an error row, as above
-            err = _error_row(claim.id, exc)
-            row.model, row.detail = err.model, err.detail
-        if row.verdict != "agrees":
-            row.explanation = claim.explanation
-        row.wall_s = time.perf_counter() - t0
-        results.append(row)
-        done += 1
-    if progress:
-        progress("", done, total)
+    for _, run in plan_validation(quick=quick, only=only, claims_dir=claims_dir):
+        results.extend(run())
+        if advance:
+            advance()
     return results
+
+
+def _run_builtin(name: str, fn: Callable, quick: bool) -> list[CheckResult]:
+    t0 = time.perf_counter()
+    try:
+        rows = fn(quick)
+    except Exception as exc:  # one failing check must not hide the others
+        rows = [_error_row(name, exc)]
+    for r in rows:
+        r.wall_s = (time.perf_counter() - t0) / len(rows)
+    return rows
+
+
+def _run_claim(claim: Any, quick: bool) -> list[CheckResult]:
+    t0 = time.perf_counter()
+    row = CheckResult(
+        id=claim.id,
+        source=claim.source,
+        published=claim.published,
+        model=None,
+        verdict="error",
+        paper=claim.paper_title,
+        figure=claim.figure,
+        claim=claim.claim,
+        kind=claim.kind,
+        unit=claim.unit,
+    )
+    try:
+        value, row.detail = claim.evaluate(quick)
+        row.model = value
+        row.verdict = claim.verdict(value)
+    except Exception as exc:  # an error row, as above
+        err = _error_row(claim.id, exc)
+        row.model, row.detail = err.model, err.detail
+    if row.verdict != "agrees":
+        row.explanation = claim.explanation
+    row.wall_s = time.perf_counter() - t0
+    return [row]
