@@ -210,6 +210,14 @@ class Architecture:
         return base, parent
 
     # ---- parity ---------------------------------------------------------------------------
+    @property
+    def parity_nodes(self) -> int:
+        """How many nodes of the parity level a table's stripes rotate over (a lost one is
+        recoverable with :meth:`recover_node`)."""
+        from nmp.arch.parity import parity_nodes
+
+        return parity_nodes(self)[0]
+
     def parity_update(self, rows: np.ndarray, new_values: np.ndarray, table: int = 0) -> OpResult:
         """Write rows and update their stripes' parity in place (see :mod:`nmp.arch.parity`)."""
         from nmp.arch.parity import parity_update

@@ -168,11 +168,11 @@ def parity_vs_fresh_encode(quick: bool) -> list[CheckResult]:
         arch.parity_update(rows, vals, table=0)
         consistent = arch.parity_consistent(0)
         decoded = 0
-        for lost in range(arch._parity_state.nodes):
+        nodes = arch.parity_nodes
+        for lost in range(nodes):
             got_rows, got = arch.recover_node(lost, 0)
             want = arch.store.read(0, got_rows)
             decoded += int(np.array_equal(got.view(np.uint32), want.view(np.uint32)))
-        nodes = arch._parity_state.nodes
         ok = consistent and decoded == nodes
         rows_out.append(
             CheckResult(
