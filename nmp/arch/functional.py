@@ -236,6 +236,33 @@ def gather_tree_basis(level, node, base, bag, rows, weights, basis_a, basis_b, p
 _NO_WEIGHTS = np.empty(0, dtype=np.float32)
 
 
+def pool_tables(store, flat, table_rows, base, parent, level, node) -> list[np.ndarray]:
+    """Pooled sums of every table (float32 [batch, dim]): the lookup at ``base[level] + node``'s
+    unit is accumulated there, and the partial sums climb ``parent`` to the output. Rows are read
+    in place from ``store`` (:mod:`nmp.arch.rowdata`) where it keeps a table as two bases,
+    otherwise each distinct row is read once. ``flat`` is table-sorted (:class:`FlatLookups`)."""
+    pooled: list[np.ndarray] = []
+    starts = np.searchsorted(flat.table, np.arange(flat.num_tables + 1))
+    for t in range(flat.num_tables):
+        a, b = int(starts[t]), int(starts[t + 1])
+        rows = np.ascontiguousarray(flat.row[a:b])
+        bag = np.ascontiguousarray(flat.bag[a:b])
+        w = _NO_WEIGHTS if flat.weight is None else np.ascontiguousarray(flat.weight[a:b])
+        basis = store.basis(t)
+        if basis is not None:
+            pooled.append(
+                gather_tree_basis(
+                    level[a:b], node[a:b], base, bag, rows, w, *basis, parent, flat.batch
+                )
+            )
+            continue
+        uniq, uinv = dedupe(rows, table_rows[t])
+        values = store.read(t, uniq)
+        unit = base[level[a:b]] + node[a:b]
+        pooled.append(gather_tree(unit, bag, uinv, w, values, parent, parent.size, flat.batch))
+    return pooled
+
+
 def gather_segments(
     seg: np.ndarray,
     uinv: np.ndarray,
@@ -288,6 +315,7 @@ __all__ = [
     "gather_segments",
     "gather_tree",
     "gather_tree_basis",
+    "pool_tables",
     "reduce_segments",
     "segment_ids",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from nmp.arch import memview as mv
-from nmp.arch.functional import dedupe, gather_tree, gather_tree_basis
+from nmp.arch.functional import pool_tables
 from nmp.arch.lowering import LevelLookups, LevelStream, lower_level, split_levels
 from nmp.arch.placement import FlatLookups, Placement, bag_major_order, place_rows
 from nmp.arch.spec import LEVELS
@@ -90,39 +90,8 @@ class RowPolicy:
         """The functional gather-reduce: units accumulate per-bag partial sums of the rows
         they own, the tree adds them up (bank -> bank group -> rank -> host)."""
         assert arch.store is not None
-        pooled: list[np.ndarray] = []
-        starts = np.searchsorted(flat.table, np.arange(flat.num_tables + 1))
         base, parent, level, node = self.reduce_nodes(arch, plc)
-        no_w = np.empty(0, dtype=np.float32)
-        for t in range(flat.num_tables):
-            a, b = int(starts[t]), int(starts[t + 1])
-            rows = np.ascontiguousarray(flat.row[a:b])
-            bag = np.ascontiguousarray(flat.bag[a:b])
-            w = no_w if flat.weight is None else np.ascontiguousarray(flat.weight[a:b])
-            basis = arch.store.basis(t)
-            if basis is not None:
-                # rows read in place from the store (no gathered copy)
-                pooled.append(
-                    gather_tree_basis(
-                        level[a:b], node[a:b], base, bag, rows, w, *basis, parent, flat.batch
-                    )
-                )
-                continue
-            uniq, uinv = dedupe(rows, arch.tables[t].rows)
-            values = arch.store.read(t, uniq)
-            pooled.append(
-                gather_tree(
-                    base[level[a:b]] + node[a:b],
-                    bag,
-                    uinv,
-                    w,
-                    values,
-                    parent,
-                    parent.size,
-                    flat.batch,
-                )
-            )
-        return pooled
+        return pool_tables(arch.store, flat, arch.table_rows, base, parent, level, node)
 
     # ---- timing ----------------------------------------------------------------------------
     def time_batch(self, arch, flat, plc, order, traffic):

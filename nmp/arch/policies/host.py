@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmp.arch import memview as mv
-from nmp.arch.functional import dedupe, gather_tree, gather_tree_basis
+from nmp.arch.functional import pool_tables
 from nmp.arch.lowering import _expand
 from nmp.arch.lru_cache import LruCache
 from nmp.arch.placement import FlatLookups, Placement
@@ -81,30 +81,7 @@ class Host:
         base = np.zeros(len(LEVELS) + 1, dtype=np.int64)
         parent = np.full(1, -1, np.int64)
         level, node = np.full(flat.n, len(LEVELS), np.int64), np.zeros(flat.n, np.int64)
-        starts = np.searchsorted(flat.table, np.arange(flat.num_tables + 1))
-        no_w = np.empty(0, dtype=np.float32)
-        pooled = []
-        for t in range(flat.num_tables):
-            a, b = int(starts[t]), int(starts[t + 1])
-            rows = np.ascontiguousarray(flat.row[a:b])
-            bag = np.ascontiguousarray(flat.bag[a:b])
-            w = no_w if flat.weight is None else np.ascontiguousarray(flat.weight[a:b])
-            basis = arch.store.basis(t)
-            if basis is not None:
-                pooled.append(
-                    gather_tree_basis(
-                        level[a:b], node[a:b], base, bag, rows, w, *basis, parent, flat.batch
-                    )
-                )
-                continue
-            uniq, uinv = dedupe(rows, arch.tables[t].rows)
-            values = arch.store.read(t, uniq)
-            pooled.append(
-                gather_tree(
-                    base[level[a:b]] + node[a:b], bag, uinv, w, values, parent, 1, flat.batch
-                )
-            )
-        return pooled
+        return pool_tables(arch.store, flat, arch.table_rows, base, parent, level, node)
 
     def time_batch(self, arch, flat, plc, order, traffic) -> OpResult:
         spec, mem = arch.spec, arch.mem
