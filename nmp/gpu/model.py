@@ -156,7 +156,8 @@ def embedding_stage(
         "prefetch_charged": False,
         "hit_ratio": 0.0,
     }
-    pin_eff = cal.efficiency_for(l2c.line_bytes)
+    # HBM efficiency of line fetches: the pinning pre-kernel, the index and output streams.
+    line_eff = cal.efficiency_for(l2c.line_bytes)
     profile = pin_profile if pin_profile is not None else batch
     prefetching = (
         gpu.uses_pinning and pinning.rows > 0 and pinning.mechanism == "evict_last_prefetch"
@@ -164,19 +165,18 @@ def embedding_stage(
     per_table = gpu.uses_pinning and pinning.scope == "per_table"
 
     def pin(tables: list[int] | None) -> float:
-        """The pre-kernel over the hottest rows of ``tables``; returns its time (ns)."""
+        """The pre-kernel over the hottest rows of ``tables``; returns the bytes it fetches."""
         chosen = hot_rows(profile, pinning.rows, tables)
         lines = pin_lines(chosen, bases, row_bytes, l2c.line_bytes)
         # Coldest first: where a set's share of the set-aside overflows, the hottest stay.
         persisting, fetched = l2.persist(lines[::-1], carve, clock, sample=k)
         pin_bytes = fetched * l2c.sector_bytes / parts  # sampled: every cache gets each line
-        t_ns = pin_bytes / (gpu.hbm.peak_bandwidth_gbps * pin_eff)
         pin_info["rows"] += int(sum(r.size for _, r in chosen))
         pin_info["lines"] += int(lines.size)
         pin_info["lines_persisting"] = persisting
         pin_info["bytes"] += int(pin_bytes)
-        pin_info["prefetch_ns"] += t_ns
-        return t_ns
+        pin_info["prefetch_ns"] += pin_bytes / (gpu.hbm.peak_bandwidth_gbps * line_eff)
+        return pin_bytes
 
     if prefetching and not per_table:
         # Pinned once; the rows stay across batches, so the pre-kernel is reported, not charged.
@@ -209,7 +209,6 @@ def embedding_stage(
     level_units = np.zeros(3)
     tables_out = []
     t_total = 0.0
-    hbm_row_time_ns = 0.0
     for t, lookups in enumerate(batch.tables):
         layout = KernelLayout(
             row_bytes=row_bytes[t],
@@ -230,8 +229,8 @@ def embedding_stage(
         if per_table:
             l2.reset_persisting()  # cudaCtxResetPersistingL2Cache before the next table
         if prefetching and per_table:
-            pre_ns = pin([t])
-            pre_bytes = pre_ns * gpu.hbm.peak_bandwidth_gbps * pin_eff
+            pre_bytes = pin([t])
+            pre_ns = pre_bytes / (gpu.hbm.peak_bandwidth_gbps * line_eff)
             totals["hbm_stream_bytes"] += pre_bytes
             if pinning.prefetch_overlaps:
                 # Fire-and-forget: the fetches share HBM with this kernel instead of preceding it.
@@ -275,7 +274,6 @@ def embedding_stage(
         units_lv = lv[:3] + lv[3] * share
         level_units += units_lv
         eff_rows = cal.efficiency_for(fetch_bytes)
-        eff_stream = cal.efficiency_for(l2c.line_bytes)
         n = lookups.num_lookups
         stream_bytes = (n + lookups.batch + 1) * gpu.kernel.index_bytes + (
             lookups.batch * row_bytes[t]
@@ -289,7 +287,7 @@ def embedding_stage(
         mlp = cfg.mlp_for(max(1, -(-slice_bytes // sector)))
         mlp_used.append(mlp)
         bounds = {
-            "hbm_bandwidth": t_hbm_rows + (stream_bytes + overlap_bytes) / (peak * eff_stream),
+            "hbm_bandwidth": t_hbm_rows + (stream_bytes + overlap_bytes) / (peak * line_eff),
             "l2_bandwidth": l2_sectors * sector / (l2c.bytes_per_cycle * clk_ghz),
             "l1_bandwidth": (l1_sectors + spill_sectors)
             * sector
@@ -321,7 +319,6 @@ def embedding_stage(
         totals["spill_l1_sectors"] += spill_sectors
         t_total += kt.t_ns + pre_ns
         stall["pin_prefetch"] += pre_ns
-        hbm_row_time_ns += t_hbm_rows
         for key, value in kt.stall_ns.items():
             stall[key] += value
         totals["l1_sectors"] += l1_sectors

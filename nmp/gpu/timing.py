@@ -127,12 +127,15 @@ def kernel_timing(
     totals = levels.sum(axis=0)
     p = prices
 
-    def makespan_cycles(hbm_cycles: float) -> float:
+    def block_cycles(hbm_cycles: float) -> np.ndarray:
+        """Each block's cycles: its slowest warp's chain of loads over ``mlp`` in flight."""
         index = p.l1_cycles + hbm_cycles * p.index_hbm_share
         lat = levels @ np.array([p.l1_cycles, p.l2_cycles, hbm_cycles])
         warp = (lat + units * index) / mlp + units * p.spill_cycles
-        block = warp.reshape(-1, warps_per_block).max(axis=1)
-        return list_schedule(np.ascontiguousarray(block), slots)
+        return warp.reshape(-1, warps_per_block).max(axis=1)
+
+    def makespan_cycles(hbm_cycles: float) -> float:
+        return list_schedule(np.ascontiguousarray(block_cycles(hbm_cycles)), slots)
 
     def queue_cycles(t_ns: float) -> tuple[float, float]:
         u = hbm_bytes / (t_ns * peak_gbps) if t_ns > 0 else math.inf
@@ -180,13 +183,9 @@ def kernel_timing(
         "spill": units.sum() * p.spill_cycles,
     }
     warp = sum(parts.values())
-    blocks = levels.shape[0] / warps_per_block
     # Perfect packing: every slot busy with the mean block (the slowest warp of each block).
-    index = p.l1_cycles + hbm_cycles * p.index_hbm_share
-    lat = levels @ np.array([p.l1_cycles, p.l2_cycles, hbm_cycles])
-    per_warp = (lat + units * index) / mlp + units * p.spill_cycles
-    block_sum = float(per_warp.reshape(-1, warps_per_block).max(axis=1).sum())
-    packed_ns = min(block_sum / slots * cycle_ns, t_lat) if blocks else 0.0
+    block_sum = float(block_cycles(hbm_cycles).sum())
+    packed_ns = min(block_sum / slots * cycle_ns, t_lat) if levels.shape[0] else 0.0
     stall = dict.fromkeys(STALL_KEYS, 0.0)
     if warp > 0:
         for key, value in parts.items():
