@@ -143,8 +143,7 @@ class CacheState:
     def reset_persisting(self) -> None:
         """``cudaCtxResetPersistingL2Cache``: every persisting line becomes normal (it stays
         cached with its LRU stamp)."""
-        meta = self.ent[:, :, 1, :]
-        self.ent[:, :, 1, :] = np.where((meta & _PINNED) != 0, meta & ~_PINNED, meta)
+        self.ent[:, :, 1, :] &= ~_PINNED
 
     def persist(
         self,
@@ -171,7 +170,8 @@ class CacheState:
         return int(np.count_nonzero(self.pinned)) * sample, int(fetched) * sample
 
 
-_POP8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+# Set bits of each 8-bit sector mask (sectors a mask names).
+POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
 
 @nb.njit(cache=True)
@@ -184,7 +184,7 @@ def _persist(ent, caches, lines, carve, hashed, full, t0):
             t += 1
             s = set_of(lines[i], sets, hashed)
             hit = access_set(ent, c, s, lines[i], full, t, True, carve)
-            fetched += _POP8[full & ~np.int64(hit)]
+            fetched += POPCOUNT8[full & ~np.int64(hit)]
     return fetched
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from nmp.gpu.cache import access_set, prefetch_set, set_of
+from nmp.gpu.cache import POPCOUNT8, access_set, prefetch_set, set_of
 
 # Level at which a unit's load was served.
 LEVEL_L1, LEVEL_L2, LEVEL_HBM, LEVEL_UNSAMPLED = 0, 1, 2, 3
@@ -99,8 +99,6 @@ _COUNTER_NAMES = (
     "l1_sectors_all",  # every request, sampled or not
     "l1_lines_all",
 )
-
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
 
 @nb.njit(cache=True)
@@ -302,7 +300,7 @@ def _run(
                                 l1_ent, sm, _mod_by_recip(line, l1_sets, inv_l1_sets), line, mask, t
                             )
                         )
-                        nhit1 = _POPCOUNT[hit1]
+                        nhit1 = POPCOUNT8[hit1]
                         counters[0] += nreq
                         counters[1] += nhit1
                         counters[2] += 1
@@ -316,7 +314,7 @@ def _run(
                             hit2 = np.int64(
                                 access_set(l2_ent, part, s2, line, miss1, t, per, carve)
                             )
-                            nhit2 = _POPCOUNT[hit2]
+                            nhit2 = POPCOUNT8[hit2]
                             counters[4] += nmiss1
                             counters[5] += nhit2
                             counters[6] += 1
