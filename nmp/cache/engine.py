@@ -156,13 +156,13 @@ def simulate_kernel(keys, req_off, subst, n_keys, caps, insert_rule, hit_rule, n
                 if pos[k, 2] >= 0:  # (an earlier miss of this request may have evicted it)
                     _touch(2, pos[k, 2], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
             else:  # a miss: read from the backend into L1
+                if insert_rule == INSERT_GROUP_HITS:
+                    p = h
+                elif insert_rule == INSERT_ONE:
+                    p = 1
+                else:
+                    p = 0
                 if caps[0] > 0:
-                    if insert_rule == INSERT_GROUP_HITS:
-                        p = h
-                    elif insert_rule == INSERT_ONE:
-                        p = 1
-                    else:
-                        p = 0
                     v, vp = _insert(
                         0, k, p, caps[0], count, pos, skey, prev, nxt, prio, head, tail, minb, nb
                     )
@@ -187,15 +187,10 @@ def simulate_kernel(keys, req_off, subst, n_keys, caps, insert_rule, hit_rule, n
                     if pos[k, 2] >= 0:
                         _touch(2, pos[k, 2], h, hit_rule, nb, prev, nxt, prio, head, tail, minb)
                     else:
-                        p3 = (
-                            h
-                            if insert_rule == INSERT_GROUP_HITS
-                            else (1 if insert_rule == INSERT_ONE else 0)
-                        )
                         _insert(
                             2,
                             k,
-                            p3,
+                            p,
                             caps[2],
                             count,
                             pos,
