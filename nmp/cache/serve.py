@@ -72,6 +72,8 @@ class CacheConfig:
             raise NmpError(f"cache: requests must be >= 1, got {self.requests}")
         if self.warmup < 0:
             raise NmpError(f"cache: warmup must be >= 0, got {self.warmup}")
+        if self.accuracy and self.train_steps < 1:
+            raise NmpError(f"cache: train_steps must be >= 1, got {self.train_steps}")
         quant.check_dtype(self.l2_dtype)
         policies.get(self.policy)
 
@@ -137,10 +139,10 @@ def run_cache(cfg: CacheConfig, *, tiers: TierLatency | None = None) -> dict:
     inv = inv.astype(np.int64)
     warm_lookups = int(stream.req_off[warm])
     tables = stream.tables_of(uniq)
+    key_tables = tables[inv]  # the table of every lookup
     # bytes per row as the lookups see them (tables may differ in dim)
-    lookup_dims = stream.dims[stream.tables_of(stream.keys)]
-    dim = float(lookup_dims.mean())
-    row1 = float(stream.row_bytes[stream.tables_of(stream.keys)].mean())
+    dim = float(stream.dims[key_tables].mean())
+    row1 = float(stream.row_bytes[key_tables].mean())
     row2 = float(quant.row_bytes(int(round(dim)), cfg.l2_dtype))
     b1, b2, b3 = layer_bytes(cfg)
     caps = (int(b1 // row1), int(b2 // row2), int(b3 // L3_ENTRY_BYTES))
@@ -165,7 +167,7 @@ def run_cache(cfg: CacheConfig, *, tiers: TierLatency | None = None) -> dict:
     # The perfect hit rate if the lookups of a request hit independently, each at its table's
     # per-key hit rate: prod_t h_t^(lookups of table t per request). Compared with the measured
     # perfect rate it shows whether requests' keys hit together more (or less) than by chance.
-    mtables = stream.tables_of(stream.keys[warm_lookups:])
+    mtables = key_tables[warm_lookups:]
     per_table = np.bincount(mtables, minlength=len(stream.dims)).astype(np.float64)
     hits_t = np.bincount(mtables, weights=hit, minlength=len(stream.dims))
     used_t = per_table > 0
@@ -176,10 +178,8 @@ def run_cache(cfg: CacheConfig, *, tiers: TierLatency | None = None) -> dict:
     tiers = tiers or TierLatency.model(cfg.memory, cfg.ssd_read_us)
     per_code = tiers.per_code_ns(int(round(row1)), int(round(row2)))
     lat = tiers.request_ns(mcodes, moff, per_code)
-    from nmp.workload import DTYPE_BYTES
-
     spec = workload_spec(cfg)
-    table_bytes = int(sum(t.rows * t.dim * DTYPE_BYTES[t.dtype] for t in spec.tables))
+    table_bytes = spec.bytes_
     all_dram = tiers.request_ns(np.ones_like(mcodes), moff, per_code)
     row = {
         "policy": cfg.policy,

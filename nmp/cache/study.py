@@ -15,14 +15,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from nmp.cache import policy as policies
 from nmp.cache.quant import L2_DTYPES
 from nmp.cache.serve import CacheConfig, run_cache
 from nmp.errors import NmpError
+from nmp.evaluate.store import atomic_write_bytes, atomic_write_text
 
 _DEFAULTS = {
     "workload": "criteo-kaggle",
@@ -105,17 +104,6 @@ def _effective_alpha(cfg: CacheConfig) -> float:
     return float(spec.effective_alpha) if spec.distribution in ("zipf", "pareto") else 0.0
 
 
-def _write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
     out_dir = Path(out_dir)
     rows = []
@@ -129,10 +117,10 @@ def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
     w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
     w.writeheader()
     w.writerows(rows)
-    _write(out_dir / "results.csv", buf.getvalue().encode())
-    _write(out_dir / "results.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
+    atomic_write_text(out_dir / "results.csv", buf.getvalue())
+    atomic_write_text(out_dir / "results.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     _plots(rows, out_dir)
-    _write(out_dir / "report.md", _report(rows, _params(params)).encode())
+    atomic_write_text(out_dir / "report.md", _report(rows, _params(params)))
     return [{k: r.get(k) for k in COLUMNS} for r in rows]
 
 
@@ -173,9 +161,8 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
     ax2.set_ylabel("modeled latency per request (us)")
     ax2.legend(fontsize=6, ncol=2)
     ax2.grid(alpha=0.3)
-    acc_count = sum(1 for r in rows if r["policy"] == "evstore" and r.get("auc_change") is not None)
-    fig3, ax3 = plt.subplots(figsize=(max(5.5, 0.55 * acc_count + 1.5), 4.5))
     acc = [r for r in rows if r["policy"] == "evstore" and r.get("auc_change") is not None]
+    fig3, ax3 = plt.subplots(figsize=(max(5.5, 0.55 * len(acc) + 1.5), 4.5))
     for i, r in enumerate(acc):
         lo, hi = r["auc_change_ci_lo"], r["auc_change_ci_hi"]
         ax3.errorbar(
@@ -190,7 +177,7 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
         b = io.BytesIO()
         f.savefig(b, format="png", dpi=110)
         plt.close(f)
-        _write(out_dir / name, b.getvalue())
+        atomic_write_bytes(out_dir / name, b.getvalue())
 
 
 def _acc_label(r: dict) -> str:

@@ -90,3 +90,9 @@ def test_bad_input_is_one_line(capsys, args, message):
     assert main(["cache", *args, "--no-accuracy", "--backend", ""]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("nmp: error:") and message in err and "\n" not in err
+
+
+def test_accuracy_needs_training_steps(capsys):
+    assert main(["cache", "--train-steps", "0", "--backend", ""]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("nmp: error:") and "train_steps must be >= 1" in err and "\n" not in err
