@@ -94,6 +94,8 @@ def run_shard(
 
     if eval_batches < 1:
         raise NmpError(f"eval batches must be >= 1, got {eval_batches}")
+    if not time_limit_s > 0:
+        raise NmpError(f"MILP time limit must be > 0 s, got {time_limit_s}")
     if not held_out and (index_file or eval_batches > profile_batches):
         raise NmpError(
             "timing on profiled batches needs a generated profile of at least eval_batches "
@@ -146,6 +148,6 @@ def run_shard(
         "eval_batches": eval_batches,
         "held_out": held_out,
         "unseen": unseen,
-        "solver": placement.info if sharder == "recshard" else {},
+        "solver": placement.info,  # the MILP's size and gap; empty for the greedy sharders
         "per_gpu": per_gpu,
     }

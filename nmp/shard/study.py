@@ -10,13 +10,11 @@ import csv
 import io
 import itertools
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
-from nmp.evaluate.store import atomic_write_text
+from nmp.evaluate.store import atomic_write_bytes, atomic_write_text
 
 DEFAULTS: dict[str, Any] = {
     "workload": "criteo-terabyte",
@@ -67,6 +65,10 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
             raise NmpError(f"params.{key} must hold integers >= 1, got {p[key]!r}")
     if any(not isinstance(v, int | float) or v < 0 for v in p["hbm_gib"]):
         raise NmpError(f"params.hbm_gib must hold numbers >= 0, got {p['hbm_gib']!r}")
+    from nmp.shard.stats import UNSEEN
+
+    if any(u not in UNSEEN for u in p["unseen"]):
+        raise NmpError(f"params.unseen must hold {' or '.join(UNSEEN)}, got {p['unseen']!r}")
     if not isinstance(p["workload_overrides"], dict):
         raise NmpError("params.workload_overrides must be a table")
     return p
@@ -83,53 +85,53 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
         if n not in known:
             raise NmpError(f"params.sharders: unknown sharder '{n}' (known: {', '.join(known)})")
     rows = []
-    for gpus in p["gpus"]:
-        for hbm in p["hbm_gib"]:
-            for prof, held_out in itertools.product(p["profile_batches"], p["held_out"]):
-                for overlap in p["overlap"]:
-                    group = []
-                    for name in names:
-                        variants = p["unseen"] if get_sharder(name).uses_row_stats else ["zero"]
-                        for unseen in variants:
-                            r = run_shard(
-                                workload=p["workload"],
-                                sharder=name,
-                                topology=p["topology"],
-                                workload_overrides=p["workload_overrides"],
-                                topology_overrides={"gpus": gpus, "hbm_gib": float(hbm)},
-                                profile_batches=prof,
-                                eval_batches=p["eval_batches"],
-                                seed=p["seed"],
-                                overlap=bool(overlap),
-                                time_limit_s=p["time_limit_s"],
-                                held_out=bool(held_out),
-                                unseen=unseen,
-                            )
-                            r["label"] = name if unseen == "zero" else f"{name}+{unseen}"
-                            r["stats"] = get_sharder(name).uses_row_stats
-                            group.append(r)
-                    base = [r["step_ms"] for r in group if not r["stats"]]
-                    best = min(base) if base else float("nan")
-                    for r in group:
-                        rows.append(
-                            {
-                                "sharder": r["label"],
-                                "gpus": gpus,
-                                "hbm_gib_per_gpu": float(hbm),
-                                "profile_batches": prof,
-                                "overlap": bool(overlap),
-                                "held_out": bool(held_out),
-                                "step_ms": r["step_ms"],
-                                "speedup_vs_best_baseline": best / r["step_ms"],
-                                "load_balance": r["load_balance"],
-                                "slow_accesses_per_batch": r["slow_accesses_per_batch"],
-                                "slow_access_fraction": r["slow_access_fraction"],
-                                "hbm_gib_used": r["hbm_bytes"] / 2**30,
-                                "solve_s": r["solve_s"],
-                                "mip_gap": r["solver"].get("mip_gap", 0.0),
-                                "tables_gib": r["tables_gib"],
-                            }
-                        )
+    points = itertools.product(
+        p["gpus"], p["hbm_gib"], p["profile_batches"], p["held_out"], p["overlap"]
+    )
+    for gpus, hbm, prof, held_out, overlap in points:
+        group = []
+        for name in names:
+            variants = p["unseen"] if get_sharder(name).uses_row_stats else ["zero"]
+            for unseen in variants:
+                r = run_shard(
+                    workload=p["workload"],
+                    sharder=name,
+                    topology=p["topology"],
+                    workload_overrides=p["workload_overrides"],
+                    topology_overrides={"gpus": gpus, "hbm_gib": float(hbm)},
+                    profile_batches=prof,
+                    eval_batches=p["eval_batches"],
+                    seed=p["seed"],
+                    overlap=bool(overlap),
+                    time_limit_s=p["time_limit_s"],
+                    held_out=bool(held_out),
+                    unseen=unseen,
+                )
+                r["label"] = name if unseen == "zero" else f"{name}+{unseen}"
+                r["stats"] = get_sharder(name).uses_row_stats
+                group.append(r)
+        base = [r["step_ms"] for r in group if not r["stats"]]
+        best = min(base) if base else float("nan")
+        for r in group:
+            rows.append(
+                {
+                    "sharder": r["label"],
+                    "gpus": gpus,
+                    "hbm_gib_per_gpu": float(hbm),
+                    "profile_batches": prof,
+                    "overlap": bool(overlap),
+                    "held_out": bool(held_out),
+                    "step_ms": r["step_ms"],
+                    "speedup_vs_best_baseline": best / r["step_ms"],
+                    "load_balance": r["load_balance"],
+                    "slow_accesses_per_batch": r["slow_accesses_per_batch"],
+                    "slow_access_fraction": r["slow_access_fraction"],
+                    "hbm_gib_used": r["hbm_bytes"] / 2**30,
+                    "solve_s": r["solve_s"],
+                    "mip_gap": r["solver"].get("mip_gap", 0.0),
+                    "tables_gib": r["tables_gib"],
+                }
+            )
     return rows
 
 
@@ -167,11 +169,10 @@ def _plot(rows, out_dir: Path, metric: str, ylabel: str, log: bool) -> str:
     fig.suptitle(f"{prof}-batch profile, timed on {timed} batches, HBM and host time adding up")
     fig.tight_layout()
     name = f"{metric}.png"
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".png", dir=out_dir)
-    os.close(fd)
-    fig.savefig(tmp, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    os.replace(tmp, out_dir / name)
+    atomic_write_bytes(out_dir / name, buf.getvalue())
     return name
 
 

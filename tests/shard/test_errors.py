@@ -71,6 +71,12 @@ def test_unknown_sharder(capsys):
     assert "unknown sharder 'random'" in capsys.readouterr().err
 
 
+def test_time_limit_must_be_positive(capsys):
+    rc = main(["shard", "--workload", WORKLOAD, *SMALL, "--time-limit", "-1"])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.startswith("nmp: error: MILP time limit") and err.count("\n") == 1
+
+
 def test_cli_json_keys(capsys):
     import json
 

@@ -39,3 +39,5 @@ def test_bad_parameter_named(tmp_path):
         run_study({"gpu": [2]}, out_dir=tmp_path)
     with pytest.raises(NmpError, match="params.gpus"):
         run_study({"gpus": 4}, out_dir=tmp_path)
+    with pytest.raises(NmpError, match="params.unseen"):
+        run_study({"unseen": ["never"]}, out_dir=tmp_path)
