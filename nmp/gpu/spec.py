@@ -106,8 +106,10 @@ class CacheSpec:
             raise KeyedValueError("sector_bytes", "at most 8 sectors per line are modeled")
         if self.size_bytes % (self.line_bytes * self.ways):
             raise KeyedValueError("size_bytes", "must be a multiple of line_bytes x ways")
-        if self.hit_cycles < 0 or self.bytes_per_cycle <= 0:
-            raise KeyedValueError("bytes_per_cycle", "latency >= 0 and bandwidth > 0 required")
+        if self.hit_cycles < 0:
+            raise KeyedValueError("hit_cycles", "must be >= 0")
+        if self.bytes_per_cycle <= 0:
+            raise KeyedValueError("bytes_per_cycle", "must be > 0")
         if self.slices < 1:
             raise KeyedValueError("slices", "must be >= 1")
         if self.partitions < 1 or self.sets % self.partitions:

@@ -263,6 +263,10 @@ def test_bad_input_names_the_key():
         load_gpu("a100-80gb", {"pinning.set_aside_fraction": 1.5})
     with pytest.raises(SpecError, match="l2.partitions"):
         load_gpu("a100-80gb", {"l2.partitions": 3})
+    with pytest.raises(SpecError, match="l1.hit_cycles"):
+        load_gpu("a100-80gb", {"l1.hit_cycles": -1})
+    with pytest.raises(SpecError, match="l2.bytes_per_cycle"):
+        load_gpu("a100-80gb", {"l2.bytes_per_cycle": 0})
     with pytest.raises(SpecError, match="unknown gpu preset"):
         load_gpu("a200")
     with pytest.raises(NmpError, match="peak_bandwidth_gbps"):
