@@ -214,8 +214,12 @@ def _extrapolate(args) -> int:
 
         from nmp.train.crossover import plot, print_crossings, sweep
 
-        points, crossings = sweep(dep)
         out = Path(args.out or ".") / f"crossover-{dep.name}.png"
+        try:  # a bad --out fails before the sweep, not after it
+            out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise NmpError(f"--out {args.out}: cannot create the folder ({exc.strerror})") from None
+        points, crossings = sweep(dep)
         plot(dep, points, crossings, out)
         if args.json:
             json.dump({"plot": str(out), "crossovers": crossings, "points": points}, sys.stdout)

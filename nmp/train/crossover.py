@@ -11,6 +11,7 @@ PNG with a panel per parameter.
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from nmp.evaluate.store import atomic_write_bytes
 from nmp.train.extrapolate import DeploymentSpec, expected, step_costs
 
 SCALES = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16)
@@ -136,11 +138,10 @@ def plot(dep: DeploymentSpec, points: list[dict[str, Any]], crossings, path: Pat
         "(black: the setup's value; dotted: a crossover)"
     )
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    tmp.replace(path)
+    atomic_write_bytes(path, buf.getvalue())
     return path
 
 

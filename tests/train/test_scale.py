@@ -73,6 +73,10 @@ def test_extrapolate_and_crossover_cli(capsys, tmp_path):
         c for c in out["crossovers"] if c["parameter"] == "step_ms" and c["rival"] == "checkpoint"
     )
     assert st["crossover_value"] > st["setup_value"] and st["ecrec_wins_above"] is True
+    not_a_folder = tmp_path / "crossover-cpr.png"
+    assert main([*argv[:-2], str(not_a_folder), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("nmp: error: --out") and len(err.strip().splitlines()) == 1, err
 
 
 def test_study_runner_writes_its_files(tmp_path):
