@@ -39,23 +39,11 @@ def training_speedup(
 ) -> dict:
     """Modeled step speedup of compressed over uncompressed training."""
     from nmp.compress.network import load_network
-    from nmp.compress.speedup import StepSetup, codec_rates, step_times
-    from nmp.compress.study import MLPS
-    from nmp.workload import load_workload
-    from nmp.workload.spec import as_pooling
+    from nmp.compress.speedup import codec_rates, step_times
+    from nmp.compress.study import step_setup
 
     m = _measured(workload, nodes, codec, eb)
-    spec = load_workload(workload)
-    bottom, top = MLPS[workload]
-    setup = StepSetup(
-        nodes=nodes,
-        batch=spec.batch,
-        num_tables=len(spec.tables),
-        dim=spec.tables[0].dim,
-        pooling=as_pooling(spec.pooling).mean_lookups,
-        bottom=bottom,
-        top=top,
-    )
+    setup = step_setup(workload, nodes)
     comp, decomp = codec_rates(codec_gbps, (m["compress_gbps"], m["decompress_gbps"]))
     net = load_network(network)
     st = step_times(setup, net, ratio=m["ratio"], comp_gbps=comp, decomp_gbps=decomp)

@@ -14,8 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from nmp.compress.pooled import alltoall_chunks, pooled_batch, size_class
 from nmp.compress.quantizer import code_entropy_bits, quantize
 from nmp.compress.speedup import GPU_CODECS, StepSetup, codec_rates, step_times
 from nmp.errors import NmpError
+from nmp.evaluate.store import atomic_write_bytes, atomic_write_text
 
 # MLP widths per workload (after the 13 dense inputs / after the interaction).
 # dlrm-benchmark: facebookresearch/dlrm bench/dlrm_s_benchmark.sh, --arch-mlp-bot=512-512-64
@@ -138,23 +137,28 @@ def _table_rows(wl, pb, codec_name, eb, nodes, chunks) -> list[dict[str, Any]]:
     return out
 
 
-def speedup_rows(p: dict[str, Any], ratios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def step_setup(workload: str, nodes: int) -> StepSetup:
+    """The step of ``workload``'s preset (global batch, tables, pooling) and MLPs on ``nodes``."""
     from nmp.workload import load_workload
     from nmp.workload.spec import as_pooling
 
+    spec = load_workload(workload)
+    bottom, top = MLPS[workload]
+    return StepSetup(
+        nodes=nodes,
+        batch=spec.batch,
+        num_tables=len(spec.tables),
+        dim=spec.tables[0].dim,
+        pooling=as_pooling(spec.pooling).mean_lookups,
+        bottom=bottom,
+        top=top,
+    )
+
+
+def speedup_rows(p: dict[str, Any], ratios: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for r in ratios:
-        spec = load_workload(r["workload"])
-        bottom, top = MLPS[r["workload"]]
-        setup = StepSetup(
-            nodes=r["nodes"],
-            batch=spec.batch,
-            num_tables=len(spec.tables),
-            dim=spec.tables[0].dim,
-            pooling=as_pooling(spec.pooling).mean_lookups,
-            bottom=bottom,
-            top=top,
-        )
+        setup = step_setup(r["workload"], r["nodes"])
         for net in p["networks"]:
             for g in p["codec_gbps"]:
                 comp, decomp = codec_rates(g, (r["compress_gbps"], r["decompress_gbps"]))
@@ -179,18 +183,6 @@ def speedup_rows(p: dict[str, Any], ratios: list[dict[str, Any]]) -> list[dict[s
     return rows
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_table(path: Path, rows: list[dict[str, Any]]) -> None:
     cols: list[str] = []
     for r in rows:
@@ -199,17 +191,17 @@ def write_table(path: Path, rows: list[dict[str, Any]]) -> None:
     w = csv.DictWriter(buf, fieldnames=cols)
     w.writeheader()
     w.writerows(rows)
-    atomic_write(path, buf.getvalue().encode())
+    atomic_write_text(path, buf.getvalue())
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    atomic_write(path, "".join(json.dumps(r, default=float) + "\n" for r in rows).encode())
+    atomic_write_text(path, "".join(json.dumps(r, default=float) + "\n" for r in rows))
 
 
-def _savefig(fig, path: Path) -> None:
+def save_png(fig, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    atomic_write(path, buf.getvalue())
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def plot_ratio(rows: list[dict[str, Any]], path: Path, nodes: int) -> None:
@@ -233,7 +225,7 @@ def plot_ratio(rows: list[dict[str, Any]], path: Path, nodes: int) -> None:
         ax.set_yscale("log")
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    _savefig(fig, path)
+    save_png(fig, path)
     plt.close(fig)
 
 
@@ -263,7 +255,7 @@ def plot_speedup(rows: list[dict[str, Any]], path: Path, codec: str, eb: float) 
         ax.set(title=f"{wl}: {codec}, eb {eb}", xlabel="link Gb/s", ylabel="step speedup")
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
-    _savefig(fig, path)
+    save_png(fig, path)
     plt.close(fig)
 
 
@@ -291,7 +283,7 @@ def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[d
     rows = res["speedup"]
     write_table(Path(out_dir) / "results.csv", rows)
     write_jsonl(Path(out_dir) / "results.jsonl", rows)
-    atomic_write(Path(out_dir) / "report.md", report_markdown(res, []).encode())
+    atomic_write_text(Path(out_dir) / "report.md", report_markdown(res, []))
     return rows
 
 

@@ -379,14 +379,12 @@ def _study_config(workload: str, p: dict[str, Any]) -> Any:
 
 
 def plot_auc(rows: list[dict[str, Any]], path: Any) -> None:
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from nmp.compress.study import atomic_write
+    from nmp.compress.study import save_png
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for wl in dict.fromkeys(r["workload"] for r in rows):
@@ -408,10 +406,8 @@ def plot_auc(rows: list[dict[str, Any]], path: Any) -> None:
     ax.set(xlabel="relative error bound (hybrid, table-wise)", ylabel="AUC change (95% noise)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    save_png(fig, path)
     plt.close(fig)
-    atomic_write(path, buf.getvalue())
 
 
 def run_study(params: dict[str, Any], *, out_dir: Any, jobs: int = 1) -> list[dict[str, Any]]:
@@ -421,6 +417,7 @@ def run_study(params: dict[str, Any], *, out_dir: Any, jobs: int = 1) -> list[di
     from pathlib import Path
 
     from nmp.compress import study as cs
+    from nmp.evaluate.store import atomic_write_text
 
     out_dir = Path(out_dir)
     check_train_params(params.get("train", {}))
@@ -435,7 +432,7 @@ def run_study(params: dict[str, Any], *, out_dir: Any, jobs: int = 1) -> list[di
     rows = [{"part": "speedup", **r} for r in main] + [{"part": "auc", **r} for r in aucs]
     cs.write_table(out_dir / "results.csv", rows)
     cs.write_jsonl(out_dir / "results.jsonl", rows)
-    cs.atomic_write(out_dir / "report.md", cs.report_markdown(res, aucs).encode())
+    atomic_write_text(out_dir / "report.md", cs.report_markdown(res, aucs))
     return rows
 
 

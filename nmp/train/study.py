@@ -8,9 +8,6 @@ crossovers) and ``crossover-<setup>.png`` into the run folder.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +18,7 @@ PARAMS = ("setup", "trials", "seed", "crossover")
 
 
 def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
+    from nmp.compress.study import write_jsonl, write_table
     from nmp.evaluate.store import atomic_write_text
     from nmp.train.crossover import plot, sweep
     from nmp.train.extrapolate import monte_carlo
@@ -47,8 +45,8 @@ def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[d
     flat = [{"kind": "comparison", **r} for r in rows] + [
         {"kind": "crossover", **{k: v for k, v in c.items() if k != "range"}} for c in crossings
     ]
-    atomic_write_text(out_dir / "results.jsonl", "".join(json.dumps(r) + "\n" for r in flat))
-    atomic_write_text(out_dir / "results.csv", _csv(flat))
+    write_jsonl(out_dir / "results.jsonl", flat)
+    write_table(out_dir / "results.csv", flat)
     atomic_write_text(out_dir / "report.md", _report(dep, sources, rows, crossings, png))
     return [
         {
@@ -64,17 +62,6 @@ def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[d
         }
         for r in rows
     ]
-
-
-def _csv(rows: list[dict[str, Any]]) -> str:
-    cols: list[str] = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols)
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
 
 
 def _report(dep, sources, rows, crossings, png) -> str:
