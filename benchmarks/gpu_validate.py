@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from nmp.errors import NmpError
+
 DATA_DIR = Path(__file__).resolve().parent.parent / "nmp" / "gpu" / "data"
 NCU_METRICS = (
     "launch__registers_per_thread",
@@ -41,8 +43,8 @@ def ncu_command(args: argparse.Namespace) -> str:
     return (
         "ncu --kernel-name regex:EmbeddingBag_updateOutputKernel --cache-control all "
         f"--metrics {','.join(NCU_METRICS)} "
-        f"python benchmarks/gpu_validate.py --arch {args.arch} --reuse {args.reuse} "
-        f"--batch {args.batch} --repeats 1"
+        f"python benchmarks/gpu_validate.py --arch {args.arch} --workload {args.workload} "
+        f"--reuse {args.reuse} --batch {args.batch} --seed {args.seed} --repeats 1"
     )
 
 
@@ -173,7 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", action="store_true", help="save the measurement")
     args = parser.parse_args(argv)
 
-    spec, batch, gpu, model = build(args)
+    try:
+        spec, batch, gpu, model = build(args)
+    except NmpError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 1
     for line in plan_lines(args, spec, batch, gpu):
         print(line)
     model_us = model.latency_ns / 1e3 if model is not None else None
