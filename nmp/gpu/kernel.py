@@ -55,22 +55,21 @@ class KernelConfig:
         return min(float(self.loads_in_flight), per_warp, per_sm)
 
 
+def _prefetch_regs(gpu: GpuSpec) -> int:
+    """Registers per thread of the prefetch ring (0 without prefetch)."""
+    k = gpu.kernel
+    return k.prefetch_distance * k.prefetch_regs_per_lookup if gpu.uses_prefetch else 0
+
+
 def regs_wanted(gpu: GpuSpec) -> int:
     """Registers per thread the variant's code needs without a cap."""
-    k = gpu.kernel
-    regs = k.regs_per_thread
-    if gpu.uses_prefetch:
-        regs += k.prefetch_distance * k.prefetch_regs_per_lookup
-    return regs
+    return gpu.kernel.regs_per_thread + _prefetch_regs(gpu)
 
 
 def regs_needed(gpu: GpuSpec) -> int:
     """Fewest registers per thread the variant's code fits in without spilling."""
     k = gpu.kernel
-    regs = min(k.min_regs_per_thread, k.regs_per_thread)
-    if gpu.uses_prefetch:
-        regs += k.prefetch_distance * k.prefetch_regs_per_lookup
-    return regs
+    return min(k.min_regs_per_thread, k.regs_per_thread) + _prefetch_regs(gpu)
 
 
 def regs_per_thread(gpu: GpuSpec) -> int:
@@ -106,8 +105,8 @@ def kernel_config(gpu: GpuSpec) -> KernelConfig:
     instr = k.instructions_per_lookup + (
         k.prefetch_instructions_per_lookup if gpu.uses_prefetch else 0.0
     )
-    instr += max(0, regs_needed(gpu) - regs) * k.spill_loads_per_reg_per_lookup
     spilled = max(0, regs_needed(gpu) - regs)
+    instr += spilled * k.spill_loads_per_reg_per_lookup
     return KernelConfig(
         regs_wanted=regs_wanted(gpu),
         spilled_regs=spilled,
