@@ -60,7 +60,7 @@ class CacheConfig:
     backend: str = "lmdb"  # "lmdb", "sqlite" or "" (no real backend measurement)
     backend_requests: int = 2000  # requests whose misses are read from the backend and timed
     accuracy: bool = True  # train the DLRM and measure the AUC change
-    train_steps: int = 300  # chosen: AUC ~0.69 on the synthetic teacher, ~5 s on one core
+    train_steps: int = 300  # chosen: AUC ~0.68 on the synthetic teacher, ~5 s on one core
     index_file: str = ""  # a user's .npz index file instead of the generator
 
     def check(self) -> None:
