@@ -135,6 +135,8 @@ def _fmt_work(r: dict[str, Any]) -> str:
 def print_table(rows: list[dict[str, Any]], title: str) -> None:
     from rich.table import Table
 
+    from nmp.report.console import make_console
+
     table = Table(title=title, title_justify="left")
     cols = (
         "strategy",
@@ -163,13 +165,4 @@ def print_table(rows: list[dict[str, Any]], title: str) -> None:
             "yes" if r.get("identical_to_failure_free") else "no",
             r["final_state_sha256"][:12],
         )
-    _console().print(table)
-
-
-def _console():
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:  # piped into a file: do not truncate to 80 columns
-        console = Console(width=160)
-    return console
+    make_console().print(table)

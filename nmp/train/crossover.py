@@ -148,7 +148,7 @@ def plot(dep: DeploymentSpec, points: list[dict[str, Any]], crossings, path: Pat
 def print_crossings(crossings: list[dict[str, Any]], dep: DeploymentSpec, plot_path) -> None:
     from rich.table import Table
 
-    from nmp.train.compare import _console
+    from nmp.report.console import make_console
 
     t = Table(
         title=f"Crossovers of ECRec on setup {dep.name} (plot: {plot_path})", title_justify="left"
@@ -169,4 +169,4 @@ def print_crossings(crossings: list[dict[str, Any]], dep: DeploymentSpec, plot_p
             where,
             f"{c['range'][0]:.3g} .. {c['range'][1]:.3g}",
         )
-    _console().print(t)
+    make_console().print(t)

@@ -125,7 +125,8 @@ def _mean_or_none(values: list[float | None]) -> float | None:
 def print_seed_table(rows: list[dict[str, Any]], title: str) -> None:
     from rich.table import Table
 
-    from nmp.train.compare import _console, _fmt_time
+    from nmp.report.console import make_console
+    from nmp.train.compare import _fmt_time
 
     def pm(v, ci, fmt):
         return format(v, fmt) + ("" if ci is None else f" ±{format(ci, fmt.lstrip('+'))}")
@@ -158,4 +159,4 @@ def print_seed_table(rows: list[dict[str, Any]], title: str) -> None:
             change,
             "yes" if r["identical_to_failure_free_all"] else "no",
         )
-    _console().print(t)
+    make_console().print(t)
