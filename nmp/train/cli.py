@@ -206,7 +206,7 @@ def _deployment(args):
 
 
 def _extrapolate(args) -> int:
-    from nmp.train.extrapolate import extrapolate, print_extrapolation
+    from nmp.train.extrapolate import monte_carlo, print_extrapolation
 
     dep = _deployment(args)
     if args.crossover:
@@ -227,7 +227,7 @@ def _extrapolate(args) -> int:
         else:
             print_crossings(crossings, dep, out)
         return 0
-    rows = extrapolate(dep)
+    rows = monte_carlo(dep)
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         print()

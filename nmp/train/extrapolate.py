@@ -416,23 +416,22 @@ def monte_carlo(dep: DeploymentSpec, trials: int | None = None) -> list[dict[str
     return out
 
 
-def extrapolate(dep: DeploymentSpec) -> list[dict[str, Any]]:
-    """The comparison table of a deployment (Monte-Carlo with the setup's trials)."""
-    return monte_carlo(dep)
+def describe(dep: DeploymentSpec, rows: list[dict[str, Any]]) -> str:
+    """One sentence on the setup behind :func:`monte_carlo`'s ``rows`` (table title, report)."""
+    r0 = rows[0]
+    return (
+        f"{dep.workload}, {r0['table_bytes'] / 2**30:.1f} GiB of records, {dep.servers} servers, "
+        f"server MTBF {dep.server_mtbf_hours:g} h (system {r0['system_mtbf_h']:.1f} h), step "
+        f"{r0['step_ms']:.3g} ms ({r0['step_source']}), full checkpoint "
+        f"{r0['checkpoint_write_s']:.3g} s; {r0['trials']} seeded Monte-Carlo draws of "
+        f"{dep.horizon_hours:g} h ({r0['failures_mean']:.2f} failures on average)"
+    )
 
 
 def print_extrapolation(rows: list[dict[str, Any]], dep: DeploymentSpec) -> None:
     from rich.table import Table
 
-    r0 = rows[0]
-    title = (
-        f"Setup {dep.name}: {dep.workload}, {r0['table_bytes'] / 2**30:.1f} GiB of records, "
-        f"{dep.servers} servers, server MTBF {dep.server_mtbf_hours:g} h (system "
-        f"{r0['system_mtbf_h']:.1f} h), step {r0['step_ms']:.3g} ms ({r0['step_source']}), full "
-        f"checkpoint {r0['checkpoint_write_s']:.3g} s; {r0['trials']} Monte-Carlo draws of "
-        f"{dep.horizon_hours:g} h ({r0['failures_mean']:.2f} failures on average)"
-    )
-    t = Table(title=title, title_justify="left")
+    t = Table(title=f"Setup {dep.name}: {describe(dep, rows)}", title_justify="left")
     cols = (
         "strategy",
         "overhead % (±95%)",
@@ -467,6 +466,6 @@ def print_extrapolation(rows: list[dict[str, Any]], dep: DeploymentSpec) -> None
             f"{r['memory_overhead_pct']:.3g}",
             "; ".join(notes),
         )
-    from nmp.train.compare import _console
+    from nmp.report.console import make_console
 
-    _console().print(t)
+    make_console().print(t)

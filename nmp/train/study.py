@@ -68,15 +68,12 @@ def _report(dep, sources, rows, crossings, png) -> str:
     def s(v):
         return "-" if v is None else f"{v:.3g}"
 
-    r0 = rows[0]
+    from nmp.train.extrapolate import describe
+
     lines = [
         f"# Fault tolerance at the scale of setup `{dep.name}`",
         "",
-        f"{dep.workload}, {r0['table_bytes'] / 2**30:.1f} GiB of records, {dep.servers} servers, "
-        f"server MTBF {dep.server_mtbf_hours:g} h (system {r0['system_mtbf_h']:.1f} h), step "
-        f"{r0['step_ms']:.3g} ms ({r0['step_source']}), full checkpoint "
-        f"{r0['checkpoint_write_s']:.3g} s. {r0['trials']} seeded Monte-Carlo draws of "
-        f"{dep.horizon_hours:g} h ({r0['failures_mean']:.2f} failures on average).",
+        describe(dep, rows) + ".",
         "",
         "| strategy | overhead % (±95%) | expected % | no-failure % | recovery s "
         "| to full redundancy s | memory +% |",
