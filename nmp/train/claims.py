@@ -9,6 +9,7 @@ claim but the accuracy one is quick.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 
@@ -120,7 +121,7 @@ def cpr_accuracy_on_par(*, quick: bool, steps: int = 600, seed: int = 0) -> dict
     ok, parts = True, []
     for name in ("cpr-mfu", "cpr-ssu"):
         d = rows[name]["auc"] - full["auc"]
-        noise = 1.96 * float((rows[name]["auc_ci95"] ** 2 + full["auc_ci95"] ** 2) ** 0.5 / 1.96)
+        noise = math.hypot(rows[name]["auc_ci95"], full["auc_ci95"])  # = 1.96 x SE of d
         ok &= abs(d) <= noise
         parts.append(f"{name} {d:+.4f} (noise ±{noise:.4f})")
     return {"value": bool(ok), "detail": "AUC vs full recovery: " + ", ".join(parts)}
