@@ -50,7 +50,7 @@ class Placement:
     gpus: int
     tables: tuple[TablePlacement, ...]
     solve_s: float = 0.0
-    info: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)  # a searching sharder's solver statistics, or {}
 
     def hbm_bytes_per_gpu(self, row_bytes: list[int]) -> np.ndarray:
         out = np.zeros(self.gpus, dtype=np.int64)

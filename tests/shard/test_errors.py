@@ -77,6 +77,17 @@ def test_time_limit_must_be_positive(capsys):
     assert rc == 1 and err.startswith("nmp: error: MILP time limit") and err.count("\n") == 1
 
 
+def test_cli_table_of_every_sharder(capsys):
+    from nmp.shard.registry import sharder_names
+
+    assert main(["shard", "--workload", WORKLOAD, *SMALL, "--sharder", "all"]) == 0
+    out = capsys.readouterr().out
+    for name in sharder_names():
+        assert f"\n{name} " in out
+    # solver statistics only for the sharder that searches
+    assert [line.split()[0] for line in out.splitlines() if " MILP: " in line] == ["recshard"]
+
+
 def test_cli_json_keys(capsys):
     import json
 

@@ -58,4 +58,4 @@ def greedy_place(
         )
         for t in range(len(tables))
     )
-    return Placement(name, problem.gpus, placed, time.perf_counter() - t0, {"key": keys.tolist()})
+    return Placement(name, problem.gpus, placed, time.perf_counter() - t0)
