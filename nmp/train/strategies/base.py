@@ -99,7 +99,7 @@ class Strategy:
 
     def memory_overhead(self) -> float:
         """Extra memory of the protection over the unprotected model (fraction)."""
-        if self.name == "failure-free":
+        if self.is_baseline:
             return 0.0  # the unprotected baseline itself
         t = self.t
         base = t.store.data_bytes + t.dense_bytes()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ class _CPR(_Checkpointing):
         self.partials: list[Path] = []
         super().attach(trainer)
         self.top_k = max(1, int(self.cfg.cpr_fraction * n))
+        self.extra_memory_bytes = math.ceil(n * self.tracking_bits_per_row / 8)
 
     def _interval_steps(self) -> int:
         """CPR's interval from the bound on the portion of lost samples (PLS): a failure of
@@ -123,10 +125,6 @@ class CPRMFU(_CPR):
     name = "cpr-mfu"
     tracking_bits_per_row = 32.0  # one access counter per row
 
-    def attach(self, trainer) -> None:
-        super().attach(trainer)
-        self.extra_memory_bytes = int(trainer.store.total_rows * self.tracking_bits_per_row / 8)
-
     def _record(self, g: np.ndarray, b) -> None:
         self.counts += np.bincount(g.ravel(), minlength=len(self.counts))
 
@@ -144,10 +142,6 @@ class CPRSSU(_CPR):
 
     name = "cpr-ssu"
     tracking_bits_per_row = 1.0  # one mark per row
-
-    def attach(self, trainer) -> None:
-        super().attach(trainer)
-        self.extra_memory_bytes = -(-trainer.store.total_rows // 8)  # tracking_bits_per_row
 
     def _record(self, g: np.ndarray, b) -> None:
         rng = np.random.default_rng([self.cfg.seed, 0x55, self.t.step])
