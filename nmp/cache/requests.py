@@ -20,7 +20,7 @@ from nmp.workload import LookupBatch, WorkloadSpec, generate_batch
 @dataclass(frozen=True, eq=False)
 class RequestStream:
     """Lookups in request order: ``keys[req_off[r]:req_off[r + 1]]`` are request r's global
-    rows (table-major within the request); ``table_of_key`` maps a global row to its table."""
+    rows (table-major within the request); :meth:`tables_of` maps global rows to their tables."""
 
     keys: np.ndarray  # int64 [n]
     req_off: np.ndarray  # int64 [requests + 1]
@@ -45,13 +45,6 @@ class RequestStream:
         off = self.req_off[: r + 1]
         return RequestStream(
             self.keys[: off[-1]], off, self.table_offsets, self.dims, self.row_bytes
-        )
-
-    def tail(self, start: int) -> RequestStream:
-        """Requests ``start`` .. end."""
-        off = self.req_off[start:] - self.req_off[start]
-        return RequestStream(
-            self.keys[self.req_off[start] :], off, self.table_offsets, self.dims, self.row_bytes
         )
 
 
