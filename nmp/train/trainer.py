@@ -293,12 +293,13 @@ class Trainer:
                 vel.copy_(torch.from_numpy(arrays[f"dense_velocity.{i}"]))
 
     def sync_mirrors(self) -> None:
-        """Refresh the replicas other than the torch module's (one copy per replica node)."""
+        """Refresh the replicas other than the torch module's. They hold the same values and
+        are never written in place, so one fresh snapshot serves every mirror node."""
         if len(self.dense_nodes) > 1:
             state = self.dense_state()
             for node in self.dense_nodes:
                 if node != self.dense_primary:
-                    self.dense_mirrors[node] = {k: v.copy() for k, v in state.items()}
+                    self.dense_mirrors[node] = state
 
     def erase_dense_replica(self, node: int) -> bool:
         """A failure of ``node`` erases its MLP replica (the memory holds garbage). Returns
@@ -331,17 +332,14 @@ class Trainer:
     def reinit_dense(self) -> None:
         """The MLP as at step 0 (its only replica was lost and nothing else holds it)."""
         torch.manual_seed(self.cfg.seed)
-        fresh = DenseDLRM(NUM_DENSE, len(self.geo.table_rows), self.geo.dim, *self._mlp_sizes)
+        geo = self.geo
+        fresh = DenseDLRM(NUM_DENSE, len(geo.table_rows), geo.dim, geo.bottom, geo.top)
         with torch.no_grad():
             for dst, src in zip(self.dense_params, fresh.parameters(), strict=True):
                 dst.copy_(src)
             for vel in self.velocity:
                 vel.zero_()
         self.sync_mirrors()
-
-    @property
-    def _mlp_sizes(self):
-        return self.geo.bottom, self.geo.top
 
     def dense_bytes(self) -> int:
         """Bytes of one MLP replica: weights and optimizer state."""
