@@ -9,8 +9,6 @@ crosses it is an assumption the ordering depends on.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +17,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
+from nmp.report.plots import _save  # noqa: E402  (PNG through a temporary name and a rename)
+
 LOW_COLOR = "#4c72b0"  # the assumption at its low value
 HIGH_COLOR = "#dd8452"  # ... at its high value
-DPI = 120
 
 
 def tornado_order(bars: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -86,16 +85,3 @@ def plot_tornado(
         _save(fig, Path(path))
     finally:
         plt.close(fig)
-
-
-def _save(fig: Any, path: Path) -> None:
-    """Through a temporary file and a rename: a reader never sees half a PNG."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=DPI, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
