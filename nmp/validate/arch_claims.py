@@ -128,6 +128,16 @@ def _ratio(design: str, baseline: str, setup: str, axes: dict[str, Any]) -> floa
     )
 
 
+def _curve(
+    design: str, baseline: str, setup: str, axis: str, values: list[Any]
+) -> tuple[list[float], str]:
+    """``design``'s speedups over ``baseline`` at every step of ``axis``, and their listing."""
+    steps = _steps(axis, values)
+    ratios = [_ratio(design, baseline, setup, a) for a in steps]
+    listing = "; ".join(f"{_label(a)}: {r:.2f}x" for a, r in zip(steps, ratios, strict=True))
+    return ratios, listing
+
+
 # ---------------------------------------------------------------------------------------------
 # speed
 
@@ -161,9 +171,8 @@ def max_speedup(
     setup: str = "recross",
 ) -> dict[str, Any]:
     """The largest speedup of ``design`` over ``baseline`` along ``axis`` (an "up to" claim)."""
-    ratios = {_label(a): _ratio(design, baseline, setup, a) for a in _steps(axis, values)}
-    listing = "; ".join(f"{k}: {r:.2f}x" for k, r in ratios.items())
-    return {"value": max(ratios.values()), "detail": f"{design} / {baseline} ({listing})"}
+    ratios, listing = _curve(design, baseline, setup, axis, values)
+    return {"value": max(ratios), "detail": f"{design} / {baseline} ({listing})"}
 
 
 def mean_speedup(
@@ -177,9 +186,8 @@ def mean_speedup(
 ) -> dict[str, Any]:
     """The geometric mean over ``axis`` of ``design``'s speedup over ``baseline`` (a claim that
     states one range for a whole curve); the detail lists every value."""
-    ratios = {_label(a): _ratio(design, baseline, setup, a) for a in _steps(axis, values)}
-    value = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
-    listing = "; ".join(f"{k}: {r:.2f}x" for k, r in ratios.items())
+    ratios, listing = _curve(design, baseline, setup, axis, values)
+    value = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     return {
         "value": value,
         "detail": f"geomean over {axis} of {design} / {baseline} ({listing}); {setup} setup",
@@ -291,7 +299,7 @@ def rankcache_hit_rate_pct(
     """Share of lookups the RankCache serves, in percent, at ``cache_kib`` KiB per rank."""
     res = point(design, setup=setup, set=_cache_set(cache_kib))
     hits = float(res.breakdown.get("cache_hits", 0.0))
-    lookups = float(res.extra.get("lookups") or res.to_json().get("lookups") or 0)
+    lookups = float(res.extra.get("lookups", 0))
     if lookups <= 0:
         raise NmpError(f"{design} reports no lookup count")
     return {
