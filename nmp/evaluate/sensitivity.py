@@ -106,8 +106,12 @@ def parse_params(params: dict[str, Any]) -> SensitivitySetup:
         if not isinstance(a.get("name"), str) or not a["name"]:
             raise NmpError(f"params.{key}.name: must be a non-empty string")
         designs = tuple(a.get("designs", (design, reference)))
-        if not designs or any(d not in (design, reference) for d in designs):
-            raise NmpError(f"params.{key}.designs: must name '{design}' and/or '{reference}'")
+        stray = [d for d in designs if d not in (design, reference)]
+        if not designs or stray:
+            raise NmpError(
+                f"params.{key}.designs: must name '{design}' and/or '{reference}' "
+                f"(params.design, params.reference)" + (f", got {stray[0]!r}" if stray else "")
+            )
         out.append(
             Assumption(
                 a["name"],
