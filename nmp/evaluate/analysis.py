@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from nmp.errors import NmpError
+
 # Keys of a breakdown that hold time split by component, in order of preference.
 TIME_KEYS = ("bounds_ns", "stall_ns", "time_ns", "t_ns", "stalls_ns", "time", "stalls")
 ENERGY_KEYS = ("energy_pj", "energy", "energy_breakdown_pj")
@@ -162,8 +164,6 @@ def memory_system(arch: str, memory: str | None = None, overrides: dict | None =
             if k.startswith(("arch.memory.", "memory."))
         )
     )
-    from nmp.errors import NmpError
-
     try:
         try:
             return _memory_system(arch, memory, keep)
