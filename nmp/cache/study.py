@@ -55,6 +55,12 @@ def _params(params: dict) -> dict:
     if unknown:
         raise NmpError(f"params.{unknown[0]}: unknown (known: {', '.join(_DEFAULTS)})")
     p = {**_DEFAULTS, **params}
+    for key in ("alphas", "policies", "l1_mb", "l2_dtypes", "l3_bounds"):
+        if not isinstance(p[key], list):
+            raise NmpError(f"params.{key} must be a list, got {p[key]!r}")
+    for key in ("alphas", "policies", "l3_bounds"):  # the first alpha and bound serve every point
+        if not p[key]:
+            raise NmpError(f"params.{key} must not be empty")
     for name in p["policies"]:
         policies.get(name)
     for d in p["l2_dtypes"]:

@@ -60,6 +60,8 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
     for key in ("gpus", "hbm_gib", "sharders", "profile_batches", "overlap", "held_out", "unseen"):
         if not isinstance(p[key], list):
             raise NmpError(f"params.{key} must be a list, got {p[key]!r}")
+        if not p[key] and key != "sharders":  # an empty axis has no points
+            raise NmpError(f"params.{key} must not be empty")
     for key in ("gpus", "profile_batches"):
         if any(not isinstance(v, int) or v < 1 for v in p[key]):
             raise NmpError(f"params.{key} must hold integers >= 1, got {p[key]!r}")

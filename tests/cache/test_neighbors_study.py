@@ -54,3 +54,7 @@ def test_study_writes_its_files(tmp_path):
     assert json.loads(lines[1])["l2_mb"] == pytest.approx(0.05, abs=1e-5)  # whole bytes
     with pytest.raises(NmpError, match="params.colour"):
         run_study({"colour": 1}, out_dir=tmp_path)
+    with pytest.raises(NmpError, match="params.l1_mb must be a list"):
+        run_study({"l1_mb": 1.0}, out_dir=tmp_path)
+    with pytest.raises(NmpError, match="params.l3_bounds must not be empty"):
+        run_study({"l3_bounds": []}, out_dir=tmp_path)

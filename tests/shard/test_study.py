@@ -41,3 +41,5 @@ def test_bad_parameter_named(tmp_path):
         run_study({"gpus": 4}, out_dir=tmp_path)
     with pytest.raises(NmpError, match="params.unseen"):
         run_study({"unseen": ["never"]}, out_dir=tmp_path)
+    with pytest.raises(NmpError, match="params.overlap must not be empty"):
+        run_study({"overlap": []}, out_dir=tmp_path)
