@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nmp.shard.placement import Placement
+from nmp.shard.placement import Placement, shard_lookups
 from nmp.shard.topology import TopologySpec
 from nmp.workload import LookupBatch, TableLookups
 
@@ -132,15 +132,6 @@ class PlacementCost:
         return float(self.slow_lookups.sum())
 
 
-def _sub_lookups(lk: TableLookups, keep: np.ndarray, local: np.ndarray, rows: int) -> TableLookups:
-    bag = lk.bag_ids()[keep]
-    counts = np.bincount(bag, minlength=lk.batch)
-    offsets = np.zeros(lk.batch + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    w = None if lk.weights is None else lk.weights[keep]
-    return TableLookups(local[keep], offsets, w, max(rows, 1), lk.dim)
-
-
 def evaluate(
     placement: Placement,
     topo: TopologySpec,
@@ -180,7 +171,7 @@ def evaluate(
             for t in tables:
                 tp, lk = placement.tables[t], batch.tables[t]
                 hit, local = tp.route(lk.indices)
-                subs.append(_sub_lookups(lk, hit, local, tp.n_hbm_rows))
+                subs.append(shard_lookups(lk, hit, local, tp.n_hbm_rows))
                 ebs.append(elem_bytes[t])
                 miss = ~hit
                 n_miss = int(np.count_nonzero(miss))

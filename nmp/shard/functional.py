@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmp.errors import NmpError
-from nmp.shard.placement import Placement
+from nmp.shard.placement import Placement, shard_lookups
 from nmp.workload import LookupBatch, TableLookups
 
 
@@ -23,17 +23,15 @@ def table_values(num_rows: int, dim: int, seed: int, table: int) -> np.ndarray:
 def _bag(values: np.ndarray, lk: TableLookups, keep: np.ndarray, local: np.ndarray):
     import torch
 
-    counts = np.bincount(lk.bag_ids()[keep], minlength=lk.batch)
-    offsets = np.zeros(lk.batch + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    w = None if lk.weights is None else torch.from_numpy(lk.weights[keep])
     if values.shape[0] == 0:
         return torch.zeros((lk.batch, lk.dim), dtype=torch.float32)
+    sub = shard_lookups(lk, keep, local, values.shape[0])
+    w = None if sub.weights is None else torch.from_numpy(sub.weights)
     bag = torch.nn.EmbeddingBag.from_pretrained(
         torch.from_numpy(values), mode="sum", include_last_offset=True
     )
     return bag(
-        torch.from_numpy(local[keep]), torch.from_numpy(offsets), per_sample_weights=w
+        torch.from_numpy(sub.indices), torch.from_numpy(sub.offsets), per_sample_weights=w
     ).detach()
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from nmp.workload import TableLookups
+
 
 @dataclass(frozen=True, eq=False)
 class TablePlacement:
@@ -65,3 +67,13 @@ class Placement:
 def rows_from_mask(mask: np.ndarray) -> np.ndarray | None:
     """``hbm_rows`` for a boolean row mask (None when every row is in)."""
     return None if mask.all() else np.flatnonzero(mask)
+
+
+def shard_lookups(lk: TableLookups, keep: np.ndarray, local: np.ndarray, rows: int) -> TableLookups:
+    """The lookups ``keep`` of ``lk`` as a shard of ``rows`` rows sees them: local ids (from
+    :meth:`TablePlacement.route`), every bag kept (empty where none of its lookups is kept)."""
+    counts = np.bincount(lk.bag_ids()[keep], minlength=lk.batch)
+    offsets = np.zeros(lk.batch + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    w = None if lk.weights is None else lk.weights[keep]
+    return TableLookups(local[keep], offsets, w, max(rows, 1), lk.dim)
