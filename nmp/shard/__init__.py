@@ -8,7 +8,18 @@ placement with the GPU model (``nmp.gpu``) for HBM rows and the link plus the DR
 ``torch.nn.EmbeddingBag``. Topologies are data in ``models/topology/``. Command: ``nmp shard``.
 """
 
-from nmp.shard.registry import get_sharder, sharder_names
 from nmp.shard.topology import DEFAULT_TOPOLOGY, load_topology, topology_names
+
+
+def __getattr__(name: str):
+    # The sharders and their cost model load on first use: every `nmp` start-up imports
+    # nmp.shard.topology to build `nmp shard`'s parser, and should not pay for them.
+    if name in ("get_sharder", "sharder_names"):
+        from nmp.shard import registry
+
+        globals()[name] = getattr(registry, name)
+        return globals()[name]
+    raise AttributeError(f"module 'nmp.shard' has no attribute '{name}'")
+
 
 __all__ = ["DEFAULT_TOPOLOGY", "get_sharder", "load_topology", "sharder_names", "topology_names"]
