@@ -110,14 +110,6 @@ def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list
         addr = stream.addr if grouped else stream.addr[np.argsort(stream.node, kind="stable")]
     starts = np.concatenate([[0], np.cumsum(counts)])
     out = []
-    if max_requests <= 0 or int(counts.max(initial=0)) <= max_requests:
-        # no node is sampled: each node replays its slice of the addresses
-        from nmp.memory import replay_lines
-
-        for k in range(nodes):
-            a, b = int(starts[k]), int(starts[k + 1])
-            out.append(replay_lines(addr[a:b], stream.view) if b > a else None)
-        return out
     for k in range(nodes):
         a, b = int(starts[k]), int(starts[k + 1])
         out.append(
