@@ -27,14 +27,27 @@ class AccessProfile:
     table_rows: tuple[int, ...]
     batches: int
 
-    def row_class(self, table: int, rows: np.ndarray) -> np.ndarray:
-        """Frequency class of ``rows`` of ``table`` (0: never seen)."""
+    @property
+    def first_rows(self) -> np.ndarray:
+        """Global id of each table's row 0 (the tables' rows end to end), int64 [tables]."""
+        return np.concatenate([[0], np.cumsum(self.table_rows)[:-1]]).astype(np.int64)
+
+    def row_counts(self, table: int, rows: np.ndarray) -> np.ndarray:
+        """Lookups of ``rows`` of ``table`` over all profile batches (0: never seen)."""
         keys, counts = self.keys[table], self.counts[table]
-        cls = np.zeros(rows.size, dtype=np.int64)
+        out = np.zeros(rows.size, dtype=counts.dtype)
         if keys.size:
             pos = np.minimum(np.searchsorted(keys, rows), keys.size - 1)
             hit = keys[pos] == rows
-            cls[hit] = 1 + np.floor(np.log2(counts[pos[hit]])).astype(np.int64)
+            out[hit] = counts[pos[hit]]
+        return out
+
+    def row_class(self, table: int, rows: np.ndarray) -> np.ndarray:
+        """Frequency class of ``rows`` of ``table`` (0: never seen)."""
+        counts = self.row_counts(table, rows)
+        cls = np.zeros(rows.size, dtype=np.int64)
+        seen = counts > 0
+        cls[seen] = 1 + np.floor(np.log2(counts[seen])).astype(np.int64)
         return np.minimum(cls, MAX_CLASSES - 1)
 
     def _class_map(self) -> np.ndarray | None:
@@ -52,7 +65,7 @@ class AccessProfile:
         )
         out = None
         if fits:
-            first = np.concatenate([[0], np.cumsum(self.table_rows)[:-1]]).astype(np.int64)
+            first = self.first_rows
             out = np.zeros(total, dtype=np.int8)
             for t, (k, c) in enumerate(zip(self.keys, self.counts, strict=True)):
                 out[first[t] + k] = np.minimum(1 + np.floor(np.log2(c)).astype(np.int64), 127)
@@ -67,7 +80,7 @@ class AccessProfile:
         cmap = self._class_map()
         if cmap is not None and rows.size:
             limit = np.asarray(self.table_rows, dtype=np.int64)
-            first = np.concatenate([[0], np.cumsum(limit)[:-1]])
+            first = self.first_rows
             cls = np.empty(rows.size, dtype=np.int64)
             tables = np.ascontiguousarray(tables, dtype=np.int64)
             rows = np.ascontiguousarray(rows, dtype=np.int64)

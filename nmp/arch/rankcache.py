@@ -47,13 +47,7 @@ def locality_bits(spec, flat, profile) -> np.ndarray:
     t = spec.rank.cache_reuse_threshold
     for tab in range(flat.num_tables):
         sel = np.flatnonzero(flat.table == tab)
-        keys, counts = profile.keys[tab], profile.counts[tab]
-        if not sel.size or not keys.size:
-            continue
-        rows = flat.row[sel]
-        pos = np.minimum(np.searchsorted(keys, rows), keys.size - 1)
-        seen = keys[pos] == rows
-        bits[sel] = seen & (counts[pos] / profile.batches >= t)
+        bits[sel] = profile.row_counts(tab, flat.row[sel]) / profile.batches >= t
     return bits
 
 

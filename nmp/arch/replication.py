@@ -62,9 +62,7 @@ def replicate_hot(spec, layouts, mem, flat, profile, level, node, slot, info, or
     finest = spec.data_levels[-1]
     lay = layouts[finest]
     tabs, rows = profile.hottest(spec.replicate_hot_rows)
-    hot_keys = np.sort(
-        np.unique(np.concatenate([[0], np.cumsum(profile.table_rows)[:-1]])[tabs] + rows)
-    )
+    hot_keys = np.unique(profile.first_rows[tabs] + rows)  # sorted global row ids
     if not hot_keys.size:
         return repl
     pos = np.minimum(np.searchsorted(hot_keys, flat.grow), hot_keys.size - 1)
