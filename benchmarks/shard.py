@@ -24,23 +24,12 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 
 def problem_for(workload, overrides, gpus, hbm_gib, profile_batches, time_limit):
-    from nmp.shard.cost import coefficients
-    from nmp.shard.registry import ShardProblem
-    from nmp.shard.run import _frozen, _profile, workload_of
+    from nmp.shard.run import shard_problem, workload_of
     from nmp.shard.topology import load_topology
-    from nmp.workload import DTYPE_BYTES
 
     topo = load_topology("a100x8-pcie4", {"gpus": gpus, "hbm_gib": hbm_gib})
-    spec = workload_of(workload, overrides)
-    items = _frozen(overrides)
-    stats = _profile(workload, repr(items), items, profile_batches, 0, "")
-    elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
-    coef = coefficients(topo, [t.dim for t in spec.tables], elem, spec.batch)
-    return (
-        topo,
-        spec,
-        ShardProblem(stats, gpus, topo.hbm_bytes_per_gpu, topo.host_bytes, tuple(coef), time_limit),
-    )
+    problem = shard_problem(workload, overrides, topo, profile_batches, time_limit_s=time_limit)
+    return topo, workload_of(workload, overrides), problem
 
 
 def main() -> None:

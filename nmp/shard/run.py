@@ -14,7 +14,7 @@ from typing import Any
 from nmp.shard.cost import coefficients, evaluate
 from nmp.shard.registry import ShardProblem, get_sharder
 from nmp.shard.stats import WorkloadStats, profile_index_file, profile_workload
-from nmp.shard.topology import DEFAULT_TOPOLOGY, load_topology
+from nmp.shard.topology import DEFAULT_TOPOLOGY, TopologySpec, load_topology
 from nmp.workload import DTYPE_BYTES, generate_batch, load_workload
 
 PROFILE_BATCHES = 8  # chosen: 16K samples of Criteo Terabyte at batch 2048
@@ -52,6 +52,29 @@ def _eval_batches(
     return [generate_batch(spec, seed=first + i) for i in range(batches)]
 
 
+def shard_problem(
+    workload: str,
+    overrides: dict[str, Any] | None,
+    topo: TopologySpec,
+    profile_batches: int = PROFILE_BATCHES,
+    seed: int = 0,
+    index_file: str = "",
+    time_limit_s: float = MILP_TIME_LIMIT_S,
+    unseen: str = "zero",
+) -> ShardProblem:
+    """What a sharder sees: the workload's profile (cached per process) and the linearized
+    costs of its tables on ``topo``."""
+    items = _frozen(overrides)
+    spec = workload_of(workload, overrides)
+    stats = _profile(workload, repr(items), items, profile_batches, seed, index_file)
+    elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
+    coef = coefficients(topo, [t.dim for t in spec.tables], elem, spec.batch)
+    return ShardProblem(
+        stats, topo.gpus, topo.hbm_bytes_per_gpu, topo.host_bytes, tuple(coef), time_limit_s,
+        unseen,
+    )  # fmt: skip
+
+
 @functools.cache
 def _placement(
     workload, okey, items, topology, tkey, titems, sharder, profile_batches, seed, index_file,
@@ -59,14 +82,9 @@ def _placement(
 ):  # fmt: skip
     """The sharder's placement (cached: evaluation switches such as ``overlap`` reuse it)."""
     topo = load_topology(topology, dict(titems))
-    spec = workload_of(workload, dict(items))
-    stats = _profile(workload, okey, items, profile_batches, seed, index_file)
-    elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
-    coef = coefficients(topo, [t.dim for t in spec.tables], elem, spec.batch)
-    problem = ShardProblem(
-        stats, topo.gpus, topo.hbm_bytes_per_gpu, topo.host_bytes, tuple(coef), time_limit_s,
-        unseen,
-    )  # fmt: skip
+    problem = shard_problem(
+        workload, dict(items), topo, profile_batches, seed, index_file, time_limit_s, unseen
+    )
     return get_sharder(sharder).place(problem)
 
 
