@@ -315,8 +315,14 @@ TRAIN_DEFAULTS: dict[str, Any] = {
 }
 
 
-def check_train_params(train: Any) -> dict[str, Any]:
+def check_train_params(train: Any, ebs: list[float]) -> list[tuple[Any, list[Any]]]:
+    """The AUC half's runs, validated before anything runs: per workload, the uncompressed
+    config and the compressed ones (``variants[0]`` at every eb of ``ebs``, the others at 0.03
+    or the first eb). Bad keys or values raise :class:`NmpError` naming ``params.train.*``."""
+    from nmp.config import apply_overrides
     from nmp.errors import NmpError
+    from nmp.train.config import TrainConfig
+    from nmp.workload import load_workload
 
     if not isinstance(train, dict):
         raise NmpError("params.train: must be a table")
@@ -325,57 +331,58 @@ def check_train_params(train: Any) -> dict[str, Any]:
         raise NmpError(
             f"params.train.{unknown[0]}: unknown key (known: {', '.join(TRAIN_DEFAULTS)})"
         )
-    return {**TRAIN_DEFAULTS, **train}
+    p = {**TRAIN_DEFAULTS, **train}
+    for key in ("workloads", "variants"):
+        if not isinstance(p[key], list):
+            raise NmpError(f"params.train.{key}: must be a list")
+    for v in p["variants"]:
+        if not (isinstance(v, list) and len(v) == 3):
+            raise NmpError(f"params.train.variants: {v!r} is not [codec, eb_tables, eb_schedule]")
+    plan = []
+    for wl in p["workloads"]:
+        try:
+            load_workload(wl)
+        except NmpError as exc:
+            raise NmpError(f"params.train.workloads: {exc}") from None
+        common = {"workload": wl, "steps": p["steps"], "nodes": p["nodes"], "seed": p["seed"]}
+        base = apply_overrides(TrainConfig(), {**common, "dense_replicas": 1}, root="params.train")
+        runs = []
+        for i, (codec, tables, schedule) in enumerate(p["variants"]):
+            for eb in ebs if i == 0 else [0.03 if 0.03 in ebs else ebs[0]]:
+                knobs = {"compress": codec, "eb": eb, "eb_tables": tables, "eb_schedule": schedule}
+                runs.append(apply_overrides(base, knobs, root="params.train"))
+        plan.append((base, runs))
+    return plan
 
 
-def auc_rows(train: dict[str, Any], ebs: list[float]) -> list[dict[str, Any]]:
-    """AUC change of compressed training against uncompressed, per workload and setting."""
-    from dataclasses import replace
-
+def auc_rows(plan: list[tuple[Any, list[Any]]]) -> list[dict[str, Any]]:
+    """AUC change of compressed training against uncompressed, per run of
+    :func:`check_train_params`'s plan."""
     from nmp.train.compare import auc_change
     from nmp.train.trainer import run
 
-    p = check_train_params(train)
     rows = []
-    for wl in p["workloads"]:
-        cfg = _study_config(wl, p)
+    for cfg, runs in plan:
         base = run(cfg, "none", [])
-        for i, (codec, tables, schedule) in enumerate(p["variants"]):
-            for eb in ebs if i == 0 else [0.03 if 0.03 in ebs else ebs[0]]:
-                c = replace(cfg, compress=codec, eb=eb, eb_tables=tables, eb_schedule=schedule)
-                res = run(c, "none", [])
-                change, noise = auc_change(res, base)
-                s = compression_summary(res)
-                rows.append(
-                    {
-                        "workload": wl,
-                        "codec": codec,
-                        "eb": eb,
-                        "eb_tables": tables,
-                        "eb_schedule": schedule,
-                        "steps": cfg.steps,
-                        "auc_uncompressed": base.metrics["auc"],
-                        "auc": res.metrics["auc"],
-                        "auc_change": change,
-                        "auc_change_noise95": noise,
-                        "ratio_in_training": s["compression_ratio"],
-                    }
-                )
+        for c in runs:
+            res = run(c, "none", [])
+            change, noise = auc_change(res, base)
+            rows.append(
+                {
+                    "workload": c.workload,
+                    "codec": c.compress,
+                    "eb": c.eb,
+                    "eb_tables": c.eb_tables,
+                    "eb_schedule": c.eb_schedule,
+                    "steps": c.steps,
+                    "auc_uncompressed": base.metrics["auc"],
+                    "auc": res.metrics["auc"],
+                    "auc_change": change,
+                    "auc_change_noise95": noise,
+                    "ratio_in_training": compression_summary(res)["compression_ratio"],
+                }
+            )
     return rows
-
-
-def _study_config(workload: str, p: dict[str, Any]) -> Any:
-    from nmp.train.config import TrainConfig
-
-    cfg = TrainConfig(
-        workload=workload,
-        steps=int(p["steps"]),
-        nodes=int(p["nodes"]),
-        seed=int(p["seed"]),
-        dense_replicas=1,
-    )
-    cfg.validate()
-    return cfg
 
 
 def plot_auc(rows: list[dict[str, Any]], path: Any) -> None:
@@ -420,10 +427,10 @@ def run_study(params: dict[str, Any], *, out_dir: Any, jobs: int = 1) -> list[di
     from nmp.evaluate.store import atomic_write_text
 
     out_dir = Path(out_dir)
-    check_train_params(params.get("train", {}))
-    res = cs.run_ratio_speedup({k: v for k, v in params.items() if k != "train"}, out_dir)
     ebs = [float(e) for e in cs.check_params(params)["eb"]]
-    aucs = auc_rows(params.get("train", {}), ebs)
+    plan = check_train_params(params.get("train", {}), ebs)  # every run checked before any
+    res = cs.run_ratio_speedup({k: v for k, v in params.items() if k != "train"}, out_dir)
+    aucs = auc_rows(plan)
     if aucs:
         cs.write_table(out_dir / "auc.csv", aucs)
         plot_auc(aucs, out_dir / "auc.png")

@@ -57,6 +57,10 @@ def test_study_writes_its_files_and_rows(tmp_path):
         ({"speed": 1}, "params.speed"),
         ({"codec_gbps": ["fast"]}, "params.codec_gbps"),
         ({"train": {"step": 3}}, "params.train.step"),
+        ({"train": {"steps": 0}}, "params.train.steps"),
+        ({"train": {"workloads": ["bogus"]}}, "params.train.workloads"),
+        ({"train": {"variants": [["hybrid", "adaptive"]]}}, "params.train.variants"),
+        ({"train": {"variants": [["hybrid", "adaptive", "often"]]}}, "params.train.eb_schedule"),
     ],
 )
 def test_bad_params_name_the_key(tmp_path, bad, match):
