@@ -122,7 +122,7 @@ def run_shard(
     titems = _frozen(topology_overrides)
     topo = load_topology(topology, dict(titems))
     items = _frozen(workload_overrides)
-    okey = repr(items)
+    okey = repr(items)  # with items in the cache keys: 1, 1.0 and True hash alike, not so repr
     spec = workload_of(workload, workload_overrides)
     stats: WorkloadStats = _profile(workload, okey, items, profile_batches, seed, index_file)
     placement = _placement(
