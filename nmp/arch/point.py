@@ -146,7 +146,10 @@ def catalog_rows() -> list[dict[str, Any]]:
                     s.rank.cache_kib > 0,
                 ),
                 (f"LLC {s.host.llc_mib:g} MiB", s.host.llc_mib > 0),
-                (f"hot-row replication {s.replicate_hot_rows}", s.replicate_hot_rows > 0),
+                (
+                    f"hot-row replication {s.replicate_hot_rows} ({s.replica_choice})",
+                    s.replicate_hot_rows > 0,
+                ),
             )
             if on
         ]

@@ -165,3 +165,14 @@ def test_replica_choice_trades_partial_sums_for_spread(skewed):
         spread[choice] = loads.max() / loads.mean()
     assert sent["least-loaded"] > sent["bag-blocks"]
     assert spread["least-loaded"] < 1.2 and spread["bag-blocks"] < 1.2
+
+
+def test_models_catalog_names_each_design_switch():
+    """`nmp models --kind arch` says which reading of each unsourced switch a preset uses."""
+    from nmp.arch.point import catalog_rows
+
+    rows = {r["name"]: r["summary"] for r in catalog_rows()}
+    assert "SALP (masa)" in rows["recross"] and "window 32" in rows["recross"]
+    assert "RankCache 128 KiB (profile)" in rows["recnmp"]
+    assert "hot-row replication 4096 (bag-blocks)" in rows["trim-g"]
+    assert "LLC 32 MiB" in rows["host-cpu"]
