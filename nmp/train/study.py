@@ -30,11 +30,14 @@ def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[d
     if "setup" not in params:
         raise NmpError("params.setup: missing (a file of workloads/train/, e.g. ecrec)")
     dep, sources = load_setup(str(params["setup"]))
-    for key in ("trials", "seed"):
+    for key, least in (("trials", 1), ("seed", 0)):
         if key in params:
-            if not isinstance(params[key], int) or params[key] < (1 if key == "trials" else 0):
-                raise NmpError(f"params.{key}: must be an integer >= {1 if key == 'trials' else 0}")
-            dep = replace(dep, **{key: params[key]})
+            value = params[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise NmpError(f"params.{key}: must be an integer >= {least}")
+            dep = replace(dep, **{key: value})
+    if not isinstance(params.get("crossover", True), bool):
+        raise NmpError("params.crossover: must be true or false")
     out_dir = Path(out_dir)
     rows = monte_carlo(dep)
     crossings: list[dict[str, Any]] = []

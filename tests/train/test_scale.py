@@ -89,6 +89,10 @@ def test_study_runner_writes_its_files(tmp_path):
     assert "Sources of the setup's values" in (tmp_path / "report.md").read_text()
     with pytest.raises(NmpError, match="params.bogus"):
         run_study({"setup": "cpr", "bogus": 1}, out_dir=tmp_path)
+    with pytest.raises(NmpError, match="params.trials"):
+        run_study({"setup": "cpr", "trials": True}, out_dir=tmp_path)
+    with pytest.raises(NmpError, match="params.crossover"):
+        run_study({"setup": "cpr", "crossover": "no"}, out_dir=tmp_path)
 
 
 def test_parameter_servers_pay_the_deltas_and_the_rebuild_over_their_nic():
