@@ -61,6 +61,10 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise NmpError(f"params.{unknown[0]}: unknown key (known: {', '.join(DEFAULTS)}, train)")
     p = {k: _param(params, k) for k in DEFAULTS}
+    for key, least in (("seed", 0), ("repeats", 1)):
+        value = p[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise NmpError(f"params.{key}: {value!r} must be an integer >= {least}")
     known = codec_names()
     for c in p["codecs"]:
         if c not in known:

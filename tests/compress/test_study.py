@@ -55,6 +55,8 @@ def test_study_writes_its_files_and_rows(tmp_path):
         ({"eb": [0.0]}, "params.eb"),
         ({"nodes": [1]}, "params.nodes"),
         ({"speed": 1}, "params.speed"),
+        ({"repeats": 0}, "params.repeats"),
+        ({"seed": "x"}, "params.seed"),
         ({"codec_gbps": ["fast"]}, "params.codec_gbps"),
         ({"train": {"step": 3}}, "params.train.step"),
         ({"train": {"steps": 0}}, "params.train.steps"),
