@@ -132,13 +132,8 @@ def solve(problem: ShardProblem, *, integer_rows: bool = False) -> Placement:
     for g in range(n_g):
         add([(zi, 1.0)] + [(xi(t, g), -lb[t]) for t in range(n_t)], 0.0, np.inf)
     a = coo_matrix((vals, (rows, cols)), shape=(r, n_var)).tocsr()
-    c = np.zeros(n_var)
-    for g in range(n_g):
-        for t in range(n_t):
-            c[xi(t, g)] = EPS * fixed[t]
-        for p in range(len(pairs)):
-            c[yi(p, g)] = -EPS * gain[p]
-    c[zi] = 1.0
+    # objective in variable order (x[t, g] table-major, then y[p, g] pair-major, then z)
+    c = np.concatenate([EPS * np.repeat(fixed, n_g), -EPS * np.repeat(gain, n_g), [1.0]])
     upper = np.concatenate([np.ones(n_x), np.repeat(n_rows, n_g), [np.inf]])
     # Some GPU holds at least ceil(T/G) tables, each costing at least its lb_t: z is at least
     # the sum of the ceil(T/G) smallest lb_t (closes the bin-packing gap the LP leaves).
