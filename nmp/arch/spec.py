@@ -31,6 +31,13 @@ CACHE_POLICIES = ("profile", "online")  # how a RankCache decides what to alloca
 BASE_PLACEMENTS = ("frequency", "capacity")
 
 
+def _require_choice(obj, key: str, choices: tuple[str, ...], what: str = "") -> None:
+    """Raise :class:`KeyedValueError` naming ``key`` when its value is not one of ``choices``."""
+    value = getattr(obj, key)
+    if value not in choices:
+        raise KeyedValueError(key, f"unknown {what}'{value}' (known: {', '.join(choices)})")
+
+
 @dataclass(frozen=True)
 class MemorySetup:
     """The memory the design sits on: a ``models/memory`` preset and its channel/rank count."""
@@ -118,15 +125,8 @@ class UnitSpec:
                 f"cache of {self.cache_kib:g} KiB is larger than the unit's SRAM "
                 f"(buffer_kib = {self.buffer_kib:g})",
             )
-        if self.salp not in SALP_READINGS:
-            raise KeyedValueError(
-                "salp", f"unknown reading '{self.salp}' (known: {', '.join(SALP_READINGS)})"
-            )
-        if self.cache_policy not in CACHE_POLICIES:
-            raise KeyedValueError(
-                "cache_policy",
-                f"unknown '{self.cache_policy}' (known: {', '.join(CACHE_POLICIES)})",
-            )
+        _require_choice(self, "salp", SALP_READINGS, "reading ")
+        _require_choice(self, "cache_policy", CACHE_POLICIES)
         if self.cache_reuse_threshold < 1:
             raise KeyedValueError("cache_reuse_threshold", "must be >= 1")
 
@@ -279,20 +279,12 @@ class ArchSpec:
                 "policy", f"unknown policy '{self.policy}' (known: {', '.join(policy_names())})"
             )
         policy.validate(self)
-        if self.base_placement not in BASE_PLACEMENTS:
-            raise KeyedValueError(
-                "base_placement",
-                f"unknown '{self.base_placement}' (known: {', '.join(BASE_PLACEMENTS)})",
-            )
+        _require_choice(self, "base_placement", BASE_PLACEMENTS)
         if self.subarray_parallelism and self.bank.units == 0:
             raise KeyedValueError("subarray_parallelism", "needs bank units (bank.units > 0)")
         if self.scheduling_window < 0:
             raise KeyedValueError("scheduling_window", "must be >= 0 (0: the whole batch)")
-        if self.replica_choice not in REPLICA_CHOICES:
-            raise KeyedValueError(
-                "replica_choice",
-                f"unknown '{self.replica_choice}' (known: {', '.join(REPLICA_CHOICES)})",
-            )
+        _require_choice(self, "replica_choice", REPLICA_CHOICES)
         if self.replicate_hot_rows < 0:
             raise KeyedValueError("replicate_hot_rows", "must be >= 0")
         for lv in LEVELS:
