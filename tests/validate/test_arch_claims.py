@@ -71,6 +71,18 @@ def test_a_model_function_computes_from_the_model() -> None:
     assert both["value"] == (min(small["value"], large["value"]) > 1.0)
 
 
+def test_curve_claims_follow_every_step() -> None:
+    kw = {"quick": True, "design": "trim-g", "baseline": "recnmp", "axis": "batch"}
+    ratios = [
+        arch_claims.speedup(quick=True, design="trim-g", baseline="recnmp", batch=b)["value"]
+        for b in (2, 4)
+    ]
+    assert arch_claims.max_speedup(**kw, values=[2, 4])["value"] == max(ratios)
+    mean = arch_claims.mean_speedup(**kw, values=[2, 4])
+    assert mean["value"] == pytest.approx((ratios[0] * ratios[1]) ** 0.5)  # geometric mean
+    assert f"batch 2: {ratios[0]:.2f}x; batch 4: {ratios[1]:.2f}x" in mean["detail"]
+
+
 def test_linked_steps_and_bad_arguments() -> None:
     assert arch_claims._steps("vector", [{"dim": 128, "channels": 2}]) == [
         {"dim": 128, "channels": 2}
