@@ -102,9 +102,9 @@ def point(
 
 def _where(setup: str, axes: dict[str, Any]) -> str:
     mem = SETUPS[setup]
-    inner = ", ".join(f"{k} {v}" for k, v in axes.items())
+    inner = f" ({_label(axes)})" if axes else ""
     return (
-        f"{WORKLOAD}{' (' + inner + ')' if inner else ''} on {mem['arch.memory.preset']}, "
+        f"{WORKLOAD}{inner} on {mem['arch.memory.preset']}, "
         f"{mem['arch.memory.channels']} ch x {mem['arch.memory.ranks']} ranks"
     )
 
