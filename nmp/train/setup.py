@@ -47,9 +47,15 @@ def load_setup(name: str) -> tuple[DeploymentSpec, dict[str, str]]:
             raise SpecError(f"values.{key} has no entry in [sources]", file=str(path))
         default = fields[key].default
         if isinstance(default, tuple):
-            if not isinstance(value, list):
-                raise SpecError(f"values.{key} must be a list", file=str(path))
-            value = tuple(value)
+            elem = type(default[0]) if default else float  # (): interval_min, minutes
+            if not isinstance(value, list) or not all(
+                isinstance(v, elem | int) and not isinstance(v, bool) for v in value
+            ):
+                raise SpecError(
+                    f"values.{key} must be a list of {elem.__name__}s, got {value!r}",
+                    file=str(path),
+                )
+            value = tuple(elem(v) for v in value)
         elif isinstance(default, bool) or not isinstance(value, type(default) | int):
             raise SpecError(
                 f"values.{key} must be {type(default).__name__}, got {value!r}", file=str(path)

@@ -28,6 +28,9 @@ def test_a_value_without_source_is_an_error(tmp_path):
     bad.write_text('name = "x"\n[values]\nservers = 4\n[sources]\n')
     with pytest.raises(NmpError, match="values.servers has no entry"):
         load_setup(str(bad))
+    bad.write_text('[values]\ninterval_min = ["a"]\n[sources]\ninterval_min = "s"\n')
+    with pytest.raises(NmpError, match="values.interval_min must be a list of floats"):
+        load_setup(str(bad))
 
 
 def test_monte_carlo_mean_matches_the_closed_form_within_its_interval():
