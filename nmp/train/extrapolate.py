@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -159,19 +160,17 @@ def _step_costs(
     width += width % 2
     record_bytes = width * 4
 
-    class _Geo:
-        table_rows = tuple(t.rows for t in spec.tables)
-        pooling = 1
-
-    _Geo.dim = dim
-    _Geo.batch = spec.batch
+    # What the cost backends read of the trainer's geometry.
+    geo = SimpleNamespace(
+        table_rows=tuple(t.rows for t in spec.tables), pooling=1, dim=dim, batch=spec.batch
+    )
     cfg = TrainConfig(workload=workload, nodes=servers, arch=arch, seed=seed)
     lb = generate_batch(spec, seed=seed)
     ids = np.stack([t.indices.reshape(spec.batch, -1) for t in lb.tables])
     batch_ = Batch(dense=np.zeros((spec.batch, NUM_DENSE), np.float32), ids=ids, label=np.zeros(0))
-    g_rows = np.unique(ids + np.concatenate([[0], np.cumsum(_Geo.table_rows)[:-1]])[:, None, None])
-    plain = make_backend(cfg, _Geo, _StoreShape(record_bytes, servers, 0))
-    coded = make_backend(cfg, _Geo, _StoreShape(record_bytes, k, r))
+    g_rows = np.unique(ids + np.concatenate([[0], np.cumsum(geo.table_rows)[:-1]])[:, None, None])
+    plain = make_backend(cfg, geo, _StoreShape(record_bytes, servers, 0))
+    coded = make_backend(cfg, geo, _StoreShape(record_bytes, k, r))
     gather_ns = plain.gather(batch_)[0] / servers  # each server gathers its share in parallel
     upd_plain_ns = plain.update(g_rows)[0] / servers
     upd_coded_ns = coded.update(g_rows)[0] / servers
