@@ -68,16 +68,6 @@ class NetworkSpec:
         fn = ALGORITHMS[self.algorithm]
         return 1e9 * fn(nodes, bytes_per_peer, self.latency_us * 1e-6, self.bytes_per_s)
 
-    def with_bandwidth(self, link_gbps: float) -> NetworkSpec:
-        return NetworkSpec(
-            f"{self.name}@{link_gbps:g}G",
-            self.description,
-            link_gbps,
-            self.latency_us,
-            self.algorithm,
-            self.source,
-        )
-
 
 def load_network(name: str) -> NetworkSpec:
     """A preset of ``models/network`` by name, or a TOML file."""
