@@ -42,18 +42,9 @@ def narrowest_uint(span: int) -> np.dtype:
     return np.dtype(np.uint64)
 
 
-def absolute_bound(x: np.ndarray, eb_rel: float) -> float:
-    """``eb_rel * (max - min)``; a constant chunk gets ``eb_rel`` times its magnitude (any
-    positive bound reconstructs it exactly)."""
-    from nmp.compress.kernels import value_range
-
-    if x.size == 0:
-        return 1.0
-    lo, hi, _ = value_range(np.ascontiguousarray(x, dtype=np.float32).reshape(-1))
-    return _bound(lo, hi, eb_rel)
-
-
 def _bound(lo: float, hi: float, eb_rel: float) -> float:
+    """The absolute bound ``eb_rel * (max - min)``; a constant chunk gets ``eb_rel`` times its
+    magnitude (any positive bound reconstructs it exactly)."""
     rng = hi - lo
     if rng == 0.0:
         rng = max(abs(lo), 1.0)
