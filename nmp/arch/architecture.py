@@ -211,9 +211,10 @@ class Architecture:
 
     # ---- parity ---------------------------------------------------------------------------
     @property
-    def parity_nodes(self) -> int:
+    def parity_level_nodes(self) -> int:
         """How many nodes of the parity level a table's stripes rotate over (a lost one is
-        recoverable with :meth:`recover_node`)."""
+        recoverable with :meth:`recover_node`); not :meth:`nmp.coding.StripeLayout.parity_nodes`,
+        the nodes holding given stripes' parity."""
         from nmp.arch.parity import parity_nodes
 
         return parity_nodes(self)[0]

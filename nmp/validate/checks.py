@@ -168,7 +168,7 @@ def parity_vs_fresh_encode(quick: bool) -> list[CheckResult]:
         arch.parity_update(rows, vals, table=0)
         consistent = arch.parity_consistent(0)
         decoded = 0
-        nodes = arch.parity_nodes
+        nodes = arch.parity_level_nodes
         for lost in range(nodes):
             got_rows, got = arch.recover_node(lost, 0)
             want = arch.store.read(0, got_rows)

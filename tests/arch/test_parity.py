@@ -46,7 +46,7 @@ def test_parity_after_thousands_of_updates(name, overrides, small_workload):
         )
     assert total >= 3000
     assert arch.parity_consistent(0)
-    nodes = arch.parity_nodes
+    nodes = arch.parity_level_nodes
     for lost in (0, nodes - 1):
         got_rows, got = arch.recover_node(lost, 0)
         assert got_rows.size > 0
