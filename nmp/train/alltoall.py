@@ -86,6 +86,7 @@ class CompressedAllToAll:
     steps: int
     classes: list[str] | None = None
     stats: dict[str, DirectionStats] = field(default_factory=dict)
+    network: Any = None  # the NetworkSpec of the step-time model (train.network)
 
     def __post_init__(self) -> None:
         # One codec per direction: the hybrid's offline choice differs for values and gradients.
@@ -131,8 +132,7 @@ class CompressedAllToAll:
     def apply(self, pooled: torch.Tensor, step: int) -> torch.Tensor:
         return _LossyExchange.apply(pooled, self, step)
 
-    def summary(self, geo: Any, network: str, codec_gbps: float) -> dict[str, Any]:
-        from nmp.compress.network import load_network
+    def summary(self, geo: Any, codec_gbps: float) -> dict[str, Any]:
         from nmp.compress.speedup import StepSetup, step_times
 
         raw = sum(s.raw_bytes for s in self.stats.values())
@@ -151,9 +151,7 @@ class CompressedAllToAll:
             bottom=tuple(geo.bottom),
             top=tuple(geo.top),
         )
-        st = step_times(
-            setup, load_network(network), ratio=ratio, comp_gbps=comp, decomp_gbps=decomp
-        )
+        st = step_times(setup, self.network, ratio=ratio, comp_gbps=comp, decomp_gbps=decomp)
         per_dir = {
             d: s.raw_bytes / s.sent_bytes if s.sent_bytes else 1.0 for d, s in self.stats.items()
         }
@@ -178,7 +176,7 @@ class CompressedAllToAll:
             "codec_compress_gbps": comp,
             "codec_decompress_gbps": decomp,
             "codec_gbps_source": "train.codec_gbps" if codec_gbps else "measured (CPU, 1 thread)",
-            "network": network,
+            "network": self.network.name,
             "step_time_ns_uncompressed": st["step_time_ns_uncompressed"],
             "step_time_ns_compressed": st["step_time_ns_compressed"],
             "speedup_modeled": st["speedup_modeled"],
@@ -204,11 +202,20 @@ class _LossyExchange(torch.autograd.Function):
 
 
 def make_alltoall(cfg: Any) -> CompressedAllToAll | None:
-    """The run's compressed all-to-all, or None when ``train.compress`` is "none"."""
+    """The run's compressed all-to-all, or None when ``train.compress`` is "none". The network
+    preset is loaded here, so that a bad ``train.network`` fails before training."""
     if cfg.compress == "none":
         return None
+    from nmp.compress.network import load_network
+
     return CompressedAllToAll(
-        cfg.compress, cfg.nodes, cfg.eb, cfg.eb_schedule, cfg.eb_tables, cfg.steps
+        cfg.compress,
+        cfg.nodes,
+        cfg.eb,
+        cfg.eb_schedule,
+        cfg.eb_tables,
+        cfg.steps,
+        network=load_network(cfg.network),
     )
 
 
@@ -228,7 +235,7 @@ def compression_summary(res: Any) -> dict[str, Any]:
     tr = res.trainer
     if tr is None or tr.alltoall is None:
         return {}
-    return tr.alltoall.summary(tr.geo, tr.cfg.network, tr.cfg.codec_gbps)
+    return tr.alltoall.summary(tr.geo, tr.cfg.codec_gbps)
 
 
 def compression_report(cfg: Any, strategy: str, failures: list, res: Any) -> dict[str, Any]:

@@ -61,6 +61,7 @@ def test_every_bad_knob_is_a_one_line_error(capsys, tmp_path):
         (["--data", str(binary), "--set", "train.max_tables=0"], "not a Criteo TSV"),
         (["--fail", "step=5,node=1", "--fail", "step=5,node=1"], "given twice"),
         (["--set", "train.lr_dense=nan"], "train.lr_dense"),
+        (["--compress", "quant", "--set", "train.network=bogus"], "network preset 'bogus'"),
     ]
     for extra, needle in cases:
         argv = ["train", "--strategy", "ecrec", "--steps", "10", *TINY, *extra]
