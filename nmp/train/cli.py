@@ -61,12 +61,6 @@ def _failures(args, cfg):
     return check_schedule(fails, cfg.steps, cfg.nodes)
 
 
-def _check_schedule(failures, cfg):
-    from nmp.train.failures import check_schedule
-
-    return check_schedule(failures, cfg.steps, cfg.nodes)
-
-
 def _run(args: argparse.Namespace) -> int:
     if args.extrapolate or args.crossover:
         return _extrapolate(args)
@@ -89,7 +83,9 @@ def _run(args: argparse.Namespace) -> int:
                     + ", ".join(f"{a:.4f}" for a in curve)
                     + ")"
                 )
-            failures = _check_schedule(failures, cfg)
+            from nmp.train.failures import check_schedule
+
+            failures = check_schedule(failures, cfg.steps, cfg.nodes)  # against the new steps
         if not failures:
             failures = default_failures(cfg)
         if args.seeds is not None:
