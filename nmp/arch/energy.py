@@ -11,6 +11,7 @@ pay the buffer-chip -> host hop. The host CPU pays the whole path for every byte
 
 from __future__ import annotations
 
+from nmp.arch import memview as mv
 from nmp.arch.replay import dram_energy
 
 
@@ -47,7 +48,7 @@ def near_memory_energy(
     )
     read_path = e.get("rd", 0.0) - saved
     array = sum(v for k, v in e.items() if k not in ("io", "rd"))
-    io_bit = float(mem.energy.io_pj_per_bit) if mem.energy is not None else 0.0
+    io_bit = mv.io_pj_per_bit(mem)
     hop = spec.dram_energy.chip_to_buffer_io_share
     io = (rank_io_bytes * hop + host_io_bytes * (1.0 - hop)) * 8 * io_bit
     where = {

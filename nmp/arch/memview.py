@@ -53,10 +53,16 @@ def channel_peak_gbps(spec: Any) -> float:
     return tx_bytes(spec) / (timing(spec, "nBL") * tck_ns(spec))
 
 
+def io_pj_per_bit(spec: Any) -> float:
+    """Off-chip I/O energy per bit from the DRAM pins to the host (0 without energy figures)."""
+    return float(spec.energy.io_pj_per_bit) if spec.energy is not None else 0.0
+
+
 __all__ = [
     "banks_per_rank",
     "channel_peak_gbps",
     "chips_per_rank",
+    "io_pj_per_bit",
     "lines_per_page",
     "org",
     "timing",

@@ -285,7 +285,7 @@ def _time_parity(arch, table, rows, stripe, node, slot) -> OpResult:
     bottleneck = max(bounds, key=lambda x: bounds[x])
     latency = bounds[bottleneck]
     e = dram_energy(mem, [stt], latency / tck)
-    io_bit = float(mem.energy.io_pj_per_bit) if mem.energy is not None else 0.0
+    io_bit = mv.io_pj_per_bit(mem)
     dram_bytes = float(addr.size * tx)
     io_bytes = float(rank_bus.sum() + chan_bytes.sum())
     if not in_dram:

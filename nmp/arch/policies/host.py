@@ -21,6 +21,7 @@ from nmp.arch.spec import LEVELS
 from nmp.arch.tree import TreeTraffic
 from nmp.config import KeyedValueError
 from nmp.results import OpResult
+from nmp.units import MIB
 
 
 def lower_host(
@@ -88,7 +89,7 @@ class Host:
         tck, tx = mv.tck_ns(mem), mv.tx_bytes(mem)
         dims = np.asarray([t.dim for t in arch.tables], dtype=np.int64)
         weighted = flat.weight is not None
-        io_pj_bit = float(mem.energy.io_pj_per_bit) if mem.energy is not None else 0.0
+        io_pj_bit = mv.io_pj_per_bit(mem)
         dim_l = dims[flat.table]
         every = lower_host(mem, flat, order, arch.table_rows, arch.table_row_bytes)
         llc_hits = llc_filter(arch, every)
@@ -139,7 +140,7 @@ def llc_filter(arch, addr: np.ndarray) -> np.ndarray | None:
     if h.llc_mib <= 0:
         return None
     line = mv.tx_bytes(mem)
-    cache = LruCache.of_bytes(1, h.llc_mib * 2**20, line, h.llc_ways)
+    cache = LruCache.of_bytes(1, h.llc_mib * MIB, line, h.llc_ways)
     warm = _warmup_stream(arch)
     if warm is not None and warm.size:
         cache.access(np.zeros(warm.size, np.int64), (warm // line).astype(np.int64))
