@@ -15,4 +15,7 @@
   overtakes; :mod:`nmp.train.study` runs both for ``nmp evaluate papers/ecrec|cpr``;
   :mod:`nmp.train.claims` gives ``nmp validate`` the model's values for ECRec's and CPR's
   published claims.
+- :mod:`nmp.train.alltoall`: the embedding all-to-all compressed with an ``nmp.compress`` codec
+  (``train.compress``, SC'24), its figures, the training half of ``nmp evaluate papers/sc24-*``
+  and SC'24's accuracy claim.
 """
