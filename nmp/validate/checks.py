@@ -1,7 +1,8 @@
 """The kit's own checks against references it can compute or has on file (not papers' claims).
 
 Each check returns :class:`~nmp.validate.runner.CheckResult` rows and registers itself in
-:data:`BUILTIN_CHECKS`; ``quick`` checks a smaller sample where the full set is long.
+:data:`BUILTIN_CHECKS` under the prefix of its rows' ids (``dram.ramulator2`` gives
+``dram.ramulator2.ddr4``, ...); ``quick`` checks a smaller sample where the full set is long.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _case_result(case: dict[str, Any], folder) -> tuple[bool, bool, float]:
     return exact, within, err_pct
 
 
-@builtin("dram")
+@builtin("dram.ramulator2")
 def dram_vs_ramulator(quick: bool) -> list[CheckResult]:
     """The DRAM engine on every reference case against Ramulator 2.1: one row per standard."""
     from nmp.reference import dram_reference_dir
@@ -110,7 +111,7 @@ def _nmp_designs() -> list[str]:
     return preset_names("arch")
 
 
-@builtin("functional")
+@builtin("functional.gather-reduce")
 def gather_reduce_vs_torch(quick: bool) -> list[CheckResult]:
     """Every design's executed gather-reduce against ``torch.nn.EmbeddingBag(mode="sum")``."""
     import torch
@@ -147,7 +148,7 @@ def gather_reduce_vs_torch(quick: bool) -> list[CheckResult]:
     ]
 
 
-@builtin("parity")
+@builtin("functional.parity")
 def parity_vs_fresh_encode(quick: bool) -> list[CheckResult]:
     """In-memory parity after random updates against a fresh encode, and lost nodes decoded."""
     from nmp.arch import load_arch

@@ -65,9 +65,10 @@ def plan_validation(
     from nmp.validate.claims import CLAIMS_DIR, load_claims
 
     tasks = [
-        (name, functools.partial(_run_builtin, name, fn, quick))
+        (name, functools.partial(_run_builtin, name, fn, quick, only))
         for name, fn in BUILTIN_CHECKS.items()
-        if _selected(name, only)
+        # a pattern inside a check's prefix (dram.ramulator2.ddr5) runs it and keeps its rows
+        if _selected(name, only) or any(p.startswith(name + ".") for p in only)
     ]
     tasks += [
         (c.id, functools.partial(_run_claim, c, quick))
@@ -94,12 +95,16 @@ def run_validation(
     return results
 
 
-def _run_builtin(name: str, fn: Callable, quick: bool) -> list[CheckResult]:
+def _run_builtin(
+    name: str, fn: Callable, quick: bool, only: tuple[str, ...] = ()
+) -> list[CheckResult]:
     t0 = time.perf_counter()
     try:
         rows = fn(quick)
     except Exception as exc:  # one failing check must not hide the others
         rows = [_error_row(name, exc)]
+    if not _selected(name, only):
+        rows = [r for r in rows if _selected(r.id, only)]
     for r in rows:
         r.wall_s = (time.perf_counter() - t0) / len(rows)
     return rows

@@ -160,6 +160,17 @@ def test_cli_dram_rows_json(tmp_path, capsys):
     assert json.loads((run / "checks.json").read_text())["checks"] == rows
 
 
+def test_only_selects_rows_inside_a_builtin_check(tmp_path, capsys):
+    rc = main(["validate", "--only", "dram.ramulator2.ddr5", "--json", "--out", str(tmp_path)])
+    assert rc == 0
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)["checks"]] == [
+        "dram.ramulator2.ddr5"
+    ]
+    rc = main(["validate", "--only", "functional.parity.*", "--json", "--out", str(tmp_path)])
+    ids = [r["id"] for r in json.loads(capsys.readouterr().out)["checks"]]
+    assert rc == 0 and ids == ["functional.parity.recross", "functional.parity.trim-g"]
+
+
 def test_cli_no_match_is_an_error(tmp_path, capsys):
     assert main(["validate", "--only", "no-such-check", "--out", str(tmp_path)]) == 1
     assert "no check matches" in capsys.readouterr().err
