@@ -52,3 +52,14 @@ def test_atomic_write_leaves_no_temporary(tmp_path: Path) -> None:
     atomic_write_text(path, json.dumps({"a": 2}))
     assert json.loads(path.read_text()) == {"a": 2}
     assert os.listdir(path.parent) == ["f.json"]
+
+
+def test_atomic_writes_are_plain_files_not_private(tmp_path):
+    import os
+    import stat
+
+    from nmp.evaluate.store import _UMASK, atomic_write_text
+
+    path = tmp_path / "report.md"
+    atomic_write_text(path, "x")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o666 & ~_UMASK
