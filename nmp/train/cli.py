@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import sys
 
 from nmp.errors import NmpError
@@ -152,13 +153,45 @@ def _run(args: argparse.Namespace) -> int:
         f"energy {res.ledger.total_energy_pj / 1e6:.3f} uJ"
     )
     for ev in res.events:
-        print(f"  event: {ev}")
+        print(
+            "  event: "
+            + ", ".join(
+                f"{k.removesuffix('_ns')} {_fmt_extra(k, v)}" for k, v in ev.items() if v != []
+            )
+        )
     for k, v in res.extra.items():
-        print(f"  {k}: {v}")
+        text = _fmt_extra(k, v)
+        if text:
+            print(f"  {k.removesuffix('_ns')}: {text}")
     if res.trainer.alltoall is not None:
         print_compression(row)
     print(f"  final_state_sha256 {res.final_state_sha256}")
     return 0
+
+
+def _fmt_extra(key: str, value) -> str:
+    """A strategy's extra figure as text: times with their unit, fractions as percent, a
+    measured-time dict as 'name 1.2 s', nothing for an empty one."""
+    from nmp.report.format import fmt_time_ns
+
+    if value is None:
+        return "-"
+    seconds = re.search(r"_s(_|$)", key) is not None
+    if isinstance(value, dict):  # a dict under a *_s key holds seconds
+        return ", ".join(
+            f"{k} {_fmt_extra(k + '_s' if seconds else k, v)}" for k, v in value.items()
+        )
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if key.endswith("_ns"):
+        return fmt_time_ns(value)
+    if seconds and isinstance(value, float):
+        return f"{value:.3g} s"
+    if key == "memory_overhead":
+        return f"{100 * value:.1f} %"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 @contextlib.contextmanager

@@ -28,6 +28,16 @@ def test_train_single_strategy_json(capsys):
     assert out["events"][0]["node"] == 1
 
 
+@pytest.mark.parametrize("strategy", ["ecrec", "checkpoint"])
+def test_train_single_strategy_text_has_no_python_reprs(capsys, strategy):
+    argv = ["train", "--strategy", strategy, "--fail", "step=20,node=1", "--steps", "40"]
+    assert main([*argv, *TINY]) == 0
+    out = capsys.readouterr().out
+    assert "{" not in out and "None" not in out and "True" not in out, out
+    assert "event: step 20, node 1" in out
+    assert "memory_overhead: " in out and " %" in out
+
+
 def test_compare_json_rows(capsys):
     assert main(["train", "--compare", "--steps", "30", *TINY, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
