@@ -43,8 +43,6 @@ def _run(args: argparse.Namespace) -> int:
     from nmp.evaluate.runner import (
         LATEST,
         check_run_dir,
-        claim_run_dir,
-        default_run_name,
         resolve_run_dir,
         run_sweep,
         update_latest,
@@ -104,17 +102,7 @@ def _run(args: argparse.Namespace) -> int:
             "first run on this machine: each design's first point compiles its numba kernels "
             "(about 10-20 s each, once; `python -m nmp.warmup`, run by `make`, does it ahead)"
         )
-    created = False
-    try:
-        if args.run is None and not args.resume:
-            # an auto-named run: a folder of its own even if another run started this second
-            run_dir = claim_run_dir(base, default_run_name(sweep))
-            created = True
-        elif not run_dir.exists():
-            run_dir.mkdir(parents=True)
-            created = True
-    except OSError as exc:
-        raise NmpError(f"--out {base}: cannot create the run folder ({exc.strerror})") from None
+    run_dir, created = _make_run_dir(args, base, run_dir, sweep)
 
     def repoint_latest() -> None:
         if run_dir.parent.resolve() == base.resolve() and run_dir.name != LATEST:
@@ -163,13 +151,7 @@ def _run(args: argparse.Namespace) -> int:
 def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     """Run a custom study (a sweep file with a ``runner``) into its run folder."""
 
-    from nmp.evaluate.runner import (
-        check_run_dir,
-        claim_run_dir,
-        default_run_name,
-        resolve_run_dir,
-        update_latest,
-    )
+    from nmp.evaluate.runner import check_run_dir, resolve_run_dir, update_latest
     from nmp.evaluate.store import run_lock
     from nmp.evaluate.study import print_study_rows, run_custom_study
 
@@ -182,18 +164,23 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     check_run_dir(run_dir, resume=False)
     if (run_dir / "summary.json").exists():
         raise NmpError(f"{run_dir} already holds a study's results: pick another --run")
+    run_dir, created = _make_run_dir(args, base, run_dir, study)
     try:
-        if args.run is None:
-            run_dir = claim_run_dir(base, default_run_name(study))
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise NmpError(f"--out {base}: cannot create the run folder ({exc.strerror})") from None
-    with run_lock(run_dir):
-        if (run_dir / "summary.json").exists():  # again, under the lock
-            raise NmpError(f"{run_dir} already holds a study's results: pick another --run")
-        summary = run_custom_study(
-            study, run_dir, jobs=args.jobs, sweep_text=Path(study.file).read_text()
-        )
+        with run_lock(run_dir):
+            if (run_dir / "summary.json").exists():  # again, under the lock
+                raise NmpError(f"{run_dir} already holds a study's results: pick another --run")
+            summary = run_custom_study(
+                study, run_dir, jobs=args.jobs, sweep_text=Path(study.file).read_text()
+            )
+    except BaseException:
+        if created and not any(
+            p.name != "sweep.toml" and not p.name.startswith(".") for p in run_dir.iterdir()
+        ):
+            # a study that failed before writing anything of its own leaves no folder
+            import shutil
+
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     if run_dir.parent.resolve() == base.resolve():
         update_latest(base, run_dir)
     if args.json:
@@ -203,6 +190,22 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
 
         print_study_rows(summary, make_console())
     return 0
+
+
+def _make_run_dir(args: argparse.Namespace, base: Path, run_dir: Path, sweep) -> tuple[Path, bool]:
+    """The run folder, created if it is new: (folder, whether this run created it)."""
+    from nmp.evaluate.runner import claim_run_dir, default_run_name
+
+    try:
+        if args.run is None and not args.resume:
+            # an auto-named run: a folder of its own even if another run started this second
+            return claim_run_dir(base, default_run_name(sweep)), True
+        if not run_dir.exists():
+            run_dir.mkdir(parents=True)
+            return run_dir, True
+    except OSError as exc:
+        raise NmpError(f"--out {base}: cannot create the run folder ({exc.strerror})") from None
+    return run_dir, False
 
 
 def _has_results(run_dir: Path) -> bool:

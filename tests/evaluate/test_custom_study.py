@@ -24,7 +24,12 @@ def toy_runner(monkeypatch):
     def bad(params, *, out_dir, jobs):
         return {"not": "rows"}
 
-    mod.run, mod.bad, mod.seen = run, bad, seen
+    def refuses(params, *, out_dir, jobs):
+        from nmp.errors import NmpError
+
+        raise NmpError("unknown study parameter(s) bogus")
+
+    mod.run, mod.bad, mod.refuses, mod.seen = run, bad, refuses, seen
     monkeypatch.setitem(sys.modules, "nmp._toy_study", mod)
     return mod
 
@@ -77,6 +82,15 @@ def test_a_runner_must_return_rows(tmp_path, toy_runner, capsys):
     sweep = _write(tmp_path, 'runner = "nmp._toy_study:bad"\n')
     assert main(["evaluate", str(sweep), "--out", str(tmp_path / "o")]) == 1
     assert "not a list of rows" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("run", [[], ["--run", "r1"]])
+def test_a_study_that_fails_at_once_leaves_no_run_folder(tmp_path, toy_runner, capsys, run):
+    sweep = _write(tmp_path, 'runner = "nmp._toy_study:refuses"\n[params]\nbogus = 1\n')
+    out = tmp_path / "o"
+    assert main(["evaluate", str(sweep), "--out", str(out), *run]) == 1
+    assert "bogus" in capsys.readouterr().err
+    assert list(out.iterdir()) == []  # no empty run folder, no latest
 
 
 def test_resume_is_refused_for_a_runner_study(tmp_path, toy_runner, capsys):
