@@ -167,8 +167,7 @@ def point_estimate(
     wl = load_workload(workload, grouped.get("workload") or None)
     lines = 0.0
     for t, table in enumerate(wl.tables):
-        elem = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}.get(table.dtype, 4)
-        per_vector = math.ceil(table.dim * elem / 64)
+        per_vector = math.ceil(table.row_bytes / 64)
         lines += wl.batch * wl.table_pooling(t).mean_lookups * per_vector
     keys = [k for k in ("workload.pooling", "workload.batch", "workload.dim") if k in overrides]
     lines_key = keys[0] if keys else "workload.batch"
