@@ -201,14 +201,6 @@ def add_argument(parser) -> None:
     )
 
 
-def check_point_args(args) -> None:
-    """The guard for ``nmp run``'s parsed arguments (a one-line hook in its command)."""
-    from nmp.config import parse_set_args
-
-    est = point_estimate(args.arch, args.workload, args.memory, parse_set_args(args.set))
-    check(est, getattr(args, "max_memory", None))
-
-
 def check_sweep(points: list[Any], parallel: int, max_memory: str | None = None) -> None:
     """``nmp evaluate``: the largest point times the points that run at once (one per local
     worker) must fit; else refuse before the first point runs, naming the point and the key."""

@@ -7,16 +7,18 @@ import json
 
 
 def _run(args: argparse.Namespace) -> int:
+    from nmp import guard
     from nmp.config import parse_set_args
     from nmp.evaluate.point import run_point
+    from nmp.report.progress import first_use_status
 
-    __import__("nmp.guard").guard.check_point_args(args)  # refuse what cannot fit (issue 25)
-    from nmp.report.progress import first_use_status  # a status line (issue 25)
-
+    overrides = parse_set_args(args.set)
+    # refuse a point that cannot fit before it allocates
+    guard.check(
+        guard.point_estimate(args.arch, args.workload, args.memory, overrides), args.max_memory
+    )
     with first_use_status(quiet=args.json):
-        result = run_point(
-            args.arch, args.workload, args.memory, parse_set_args(args.set), seed=args.seed
-        )
+        result = run_point(args.arch, args.workload, args.memory, overrides, seed=args.seed)
     data = result.to_json()
     if args.json:
         print(json.dumps(data, indent=2))
@@ -27,7 +29,7 @@ def _run(args: argparse.Namespace) -> int:
     from nmp.evaluate.analysis import memory_system
 
     # Presets sit on different memories (RecNMP on 4 DDR4 channels): say which one this ran on.
-    mem = memory_system(args.arch, args.memory, parse_set_args(args.set))
+    mem = memory_system(args.arch, args.memory, overrides)
     print(
         f"memory: {mem} (compare designs on one memory: --memory, --set arch.memory.*)"
         if mem
@@ -55,5 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="seed for the generated lookups (default: workload's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--breakdown", action="store_true", help="print the full breakdown table")
-    __import__("nmp.guard").guard.add_argument(p)  # --max-memory
+    from nmp.guard import add_argument
+
+    add_argument(p)  # --max-memory
     p.set_defaults(func=_run)
