@@ -112,22 +112,13 @@ class ConsoleProgress:
         if done and not self.quiet:
             self.console.print(f"resuming: {done} of {total} points already done")
         if self.live:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
+            from rich.progress import Progress, TextColumn
+
+            from nmp.report.progress import bar_columns
 
             self._bar = Progress(
                 TextColumn("[bold]sweep"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("eta"),
-                TimeRemainingColumn(),
+                *bar_columns(),
                 TextColumn("{task.description}"),
                 console=self.console,
                 transient=False,

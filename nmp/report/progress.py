@@ -72,6 +72,25 @@ def activity(message: str, *, quiet: bool = False, count_replays: bool = False) 
             yield
 
 
+def bar_columns() -> tuple:
+    """The columns of a counted bar: the bar, done of total, elapsed, and the time left."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return (
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    )
+
+
 @contextlib.contextmanager
 def bar(message: str, total: int, *, quiet: bool = False) -> Iterator[Callable[..., None]]:
     """A bar of ``total`` steps; the block gets ``advance(n=1)``. Quiet: a no-op."""
@@ -79,22 +98,11 @@ def bar(message: str, total: int, *, quiet: bool = False) -> Iterator[Callable[.
         yield lambda n=1: None
         return
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import Progress, TextColumn
 
     with Progress(
         TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
+        *bar_columns(),
         console=Console(stderr=True),
         transient=True,
     ) as progress:
