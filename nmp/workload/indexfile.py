@@ -44,6 +44,15 @@ def load_index_file(path: str | Path, workload: WorkloadSpec | None = None) -> L
     Every problem raises :class:`~nmp.errors.TraceError` naming the file and the key."""
     file = str(path)
     try:
+        with open(file, "rb") as fh:
+            magic = fh.read(4)
+    except FileNotFoundError:
+        raise TraceError("no such file", file=file) from None
+    except OSError as exc:
+        raise TraceError(f"cannot read: {exc.strerror}", file=file) from None
+    if magic != b"PK\x03\x04":  # an .npz is a zip archive; numpy would call anything else pickled
+        raise TraceError("not an .npz archive (np.savez writes one)", file=file)
+    try:
         npz = np.load(file, allow_pickle=False)
     except FileNotFoundError:
         raise TraceError("no such file", file=file) from None
@@ -52,8 +61,6 @@ def load_index_file(path: str | Path, workload: WorkloadSpec | None = None) -> L
         raise TraceError(f"cannot read as .npz without pickled objects: {exc}", file=file) from None
     except (OSError, EOFError) as exc:
         raise TraceError(f"not a readable .npz file: {exc}", file=file) from None
-    if not hasattr(npz, "files"):
-        raise TraceError("not an .npz archive (a single .npy array?)", file=file)
     with npz:
         try:
             arrays = {k: npz[k] for k in npz.files}

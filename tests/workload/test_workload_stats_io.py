@@ -143,8 +143,12 @@ def test_unreadable_index_files(tmp_path):
         load_index_file(tmp_path / "missing.npz")
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"not a zip")
-    with pytest.raises(TraceError):
+    with pytest.raises(TraceError, match="not an .npz archive"):
         load_index_file(junk)
+    npy = tmp_path / "one.npy"
+    np.save(npy, np.arange(3))
+    with pytest.raises(TraceError, match="not an .npz archive"):
+        load_index_file(npy)
     objects = tmp_path / "objects.npz"
     ragged = np.empty(2, dtype=object)
     ragged[0], ragged[1] = np.array([1]), np.array([1, 2])
