@@ -61,20 +61,26 @@ PEAK = (
 )
 
 
+def _peak_rss(code: str) -> int:
+    """The peak RSS in bytes of a fresh Python process running ``code``."""
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", code + PEAK], capture_output=True, text=True, check=True
+    )
+    return int(out.stdout.split()[-1])
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_replay_estimate_bounds_the_measured_peak() -> None:
     """The estimate is what refuses runs: it must not be below what a replay really takes (peak
     RSS of a fresh process), nor so far above that sane runs are refused."""
-    import subprocess
-
-    code = (
+    peak = _peak_rss(
         "import numpy as np\n"
         "from nmp.memory import load_memory, replay, make_requests\n"
         "spec = load_memory('ddr4-3200aa', channels=32768)\n"
-        "replay(make_requests(np.arange(200000, dtype=np.uint64) * 64), spec)\n" + PEAK
+        "replay(make_requests(np.arange(200000, dtype=np.uint64) * 64), spec)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    peak = int(out.stdout.split()[-1])
     est = guard.memory_estimate(
         load_memory("ddr4-3200aa", channels=32768), 200000, key_of_requests="trace"
     )
@@ -85,14 +91,10 @@ def test_replay_estimate_bounds_the_measured_peak() -> None:
 def test_point_estimate_tracks_the_measured_peak() -> None:
     """A design point's estimate against the peak RSS of a fresh process (the host CPU, which
     moves every line through the engine: the largest bytes per line measured)."""
-    import subprocess
-
-    code = (
+    peak = _peak_rss(
         "from nmp.evaluate.point import run_point\n"
-        "run_point('host-cpu', 'recross-eval', None, {'workload.batch': 256})\n" + PEAK
+        "run_point('host-cpu', 'recross-eval', None, {'workload.batch': 256})\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    peak = int(out.stdout.split()[-1])
     est = guard.point_estimate("host-cpu", "recross-eval", None, {"workload.batch": 256})
     # measured 518 MB against 561 MB; within 10% below is still a useful guard (the default
     # limit keeps a tenth of the available memory free)
