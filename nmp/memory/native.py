@@ -35,8 +35,7 @@ import sys
 import numpy as np
 
 from nmp.memory.engine import N_COUNTERS
-from nmp.memory.native_build import _SOURCE, build, cache_dir, compiler  # noqa: F401
-from nmp.memory.native_build import _flags as _flags  # noqa: F401 (tests)
+from nmp.memory.native_build import _SOURCE, build, compiler
 from nmp.memory.standards import NCMD
 
 _ERRORS = {

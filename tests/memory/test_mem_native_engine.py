@@ -16,7 +16,16 @@ import pytest
 from memref import dram_ref_dir, load_cases
 
 from nmp.errors import NmpError
-from nmp.memory import driver, engine, internal_view, load_memory, make_requests, native, read_trace
+from nmp.memory import (
+    driver,
+    engine,
+    internal_view,
+    load_memory,
+    make_requests,
+    native,
+    native_build,
+    read_trace,
+)
 from nmp.memory.lines import engine_inputs
 from nmp.reference import case_memory_spec
 
@@ -86,10 +95,10 @@ def test_reference_cases_identical(dram_ref):
 def test_portable_build_identical(dram_ref, monkeypatch, tmp_path, cc, flags):
     """engine.c has AVX-512 paths, AVX2 paths for CPUs without AVX-512, and plain C loops for
     the others (such as ARM): each build gives the reference's results. So does the system's
-    ``cc`` (GCC on Debian) where the library is built with Clang (native.compiler)."""
+    ``cc`` (GCC on Debian) where the library is built with Clang (native_build.compiler)."""
     if flags and platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip(f"the {flags} builds are x86 builds ({platform.machine()} builds plain C)")
-    monkeypatch.setenv("CC", f"{cc or ' '.join(native.compiler())} {flags}".strip())
+    monkeypatch.setenv("CC", f"{cc or ' '.join(native_build.compiler())} {flags}".strip())
     if flags:  # (the system cc's build is an ordinary one: the user cache keeps it)
         monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path))
     native._function.cache_clear()
@@ -278,13 +287,13 @@ def test_compiler_choice(monkeypatch, tmp_path):
 
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setenv("PATH", str(bins))
-    assert native.compiler() == ["cc"]
+    assert native_build.compiler() == ["cc"]
     tool("clang")
-    assert native.compiler() == ["clang"]
+    assert native_build.compiler() == ["clang"]
     for name in ("clang-14", "clang-19", "clang-apply-replacements-22", "clang-cpp-22"):
         tool(name)
-    assert native.compiler() == ["clang-19"]
-    assert "-mtune=generic" not in native._flags(native.compiler())
+    assert native_build.compiler() == ["clang-19"]
+    assert "-mtune=generic" not in native_build._flags(native_build.compiler())
     # a Clang found on the PATH that cannot build: the build falls back to cc (a build that
     # the user cache keeps, as the system-cc build test's)
     (bins / "clang-19").write_text("#!/bin/sh\nexit 1\n")
@@ -295,5 +304,5 @@ def test_compiler_choice(monkeypatch, tmp_path):
     finally:
         native._function.cache_clear()
     monkeypatch.setenv("CC", "gcc -m64")
-    assert native.compiler() == ["gcc", "-m64"]
-    assert "-mtune=generic" in native._flags(native.compiler())
+    assert native_build.compiler() == ["gcc", "-m64"]
+    assert "-mtune=generic" in native_build._flags(native_build.compiler())
