@@ -33,7 +33,7 @@ def test_tutorial_runs(path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert EXPECT[path.name] in proc.stdout, proc.stdout
     if path.name == "04_train_with_failures.py":
-        assert "ecrec  AUC" in proc.stdout and "failure-free: True" in proc.stdout
+        assert "failure-free: True" in proc.stdout
 
 
 def test_public_api_resolves_lazily() -> None:
