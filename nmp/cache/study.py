@@ -50,7 +50,7 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def _params(params: dict) -> dict:
+def check_params(params: dict) -> dict:
     unknown = sorted(set(params) - set(_DEFAULTS))
     if unknown:
         raise NmpError(f"params.{unknown[0]}: unknown (known: {', '.join(_DEFAULTS)})")
@@ -72,7 +72,7 @@ def _params(params: dict) -> dict:
 
 
 def configs(params: dict) -> list[CacheConfig]:
-    p = _params(params)
+    p = check_params(params)
     common = {
         "workload": p["workload"],
         "requests": p["requests"],
@@ -126,7 +126,7 @@ def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
     atomic_write_text(out_dir / "results.csv", buf.getvalue())
     atomic_write_text(out_dir / "results.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     _plots(rows, out_dir)
-    atomic_write_text(out_dir / "report.md", _report(rows, _params(params)))
+    atomic_write_text(out_dir / "report.md", _report(rows, check_params(params)))
     return [{k: r.get(k) for k in COLUMNS} for r in rows]
 
 

@@ -158,7 +158,10 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     if args.resume:
         raise NmpError(f"study '{study.name}' has its own runner and cannot --resume: run it again")
     if args.check:
-        print(f"{study.file}: ok, runner {study.runner}")
+        from nmp.evaluate.study import check_study_params
+
+        checked = "params checked" if check_study_params(study) else "params not checked"
+        print(f"{study.file}: ok, runner {study.runner} ({checked})")
         return 0
     run_dir = resolve_run_dir(base, args.run, resume=False, sweep=study)
     check_run_dir(run_dir, resume=False)

@@ -161,6 +161,11 @@ def _label(overrides: dict[str, Any]) -> str:
     return ", ".join(f"{'.'.join(k.split('.')[-2:])}={v}" for k, v in overrides.items())
 
 
+def check_params(params: dict[str, Any]) -> None:
+    """``nmp evaluate --check``: the study's parameters, as :func:`parse_params` reads them."""
+    parse_params(params)
+
+
 def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
     """Run the sensitivity study into ``out_dir`` (report.md, results.csv, results.jsonl,
     tornado.png); returns one row per assumption, widest swing first."""

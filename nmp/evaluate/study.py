@@ -13,7 +13,9 @@ each brings its own runner::
 ``reports/latest`` as for any sweep) and calls ``runner(params, out_dir=run_dir, jobs=N)``. The
 runner computes the study, writes its own files there (``report.md``, ``results.csv``,
 ``results.jsonl``, plots) and returns its result rows (flat dicts); this module saves the
-sweep file and ``summary.json`` and prints the rows.
+sweep file and ``summary.json`` and prints the rows. A runner's module may define
+``check_params(params)``, which ``nmp evaluate --check`` calls (runners check their params
+before they compute anything).
 """
 
 from __future__ import annotations
@@ -75,6 +77,20 @@ def parse_custom_study(data: dict[str, Any], *, file: str | None = None) -> Cust
         raise SpecError("must be a string", file=file, key="description")
     load_callable(data["runner"], file=file, key="runner")
     return CustomStudy(name, data["runner"], description, dict(params), file)
+
+
+def check_study_params(study: CustomStudy) -> bool:
+    """Check the study's ``[params]`` with its runner module's ``check_params(params)``, where
+    the module has one (it raises :class:`NmpError` naming ``params.<key>``); returns whether
+    the params were checked."""
+    import importlib
+
+    module = importlib.import_module(study.runner.split(":")[0])
+    check = getattr(module, "check_params", None)
+    if check is None:
+        return False
+    check(study.params)
+    return True
 
 
 def run_custom_study(

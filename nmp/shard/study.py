@@ -50,7 +50,7 @@ COLUMNS = (
 )
 
 
-def _params(params: dict[str, Any]) -> dict[str, Any]:
+def check_params(params: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
         raise NmpError(
@@ -80,7 +80,7 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
     from nmp.shard.registry import get_sharder, sharder_names
     from nmp.shard.run import run_shard
 
-    p = _params(params)
+    p = check_params(params)
     names = p["sharders"] or sharder_names()
     known = sharder_names()
     for n in names:
@@ -208,7 +208,7 @@ def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[d
     """Run the study (``jobs`` is unused: the MILP and the GPU model run in this process)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    p = _params(params)
+    p = check_params(params)
     rows = study_rows(p)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(rows[0]))

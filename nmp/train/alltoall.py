@@ -424,6 +424,14 @@ def plot_auc(rows: list[dict[str, Any]], path: Any) -> None:
     plt.close(fig)
 
 
+def check_params(params: dict[str, Any]) -> list[tuple[Any, list[Any]]]:
+    """The ratio/speedup half's parameters and every training run of the AUC half."""
+    from nmp.compress import study as cs
+
+    ebs = [float(e) for e in cs.check_params(params)["eb"]]
+    return check_train_params(params.get("train", {}), ebs)
+
+
 def run_study(params: dict[str, Any], *, out_dir: Any, jobs: int = 1) -> list[dict[str, Any]]:
     """``nmp evaluate papers/sc24-*``: ratio, throughput and speedup (nmp.compress.study) plus
     the AUC change of compressed training; returns the main codec's speedup rows and the AUC
@@ -434,8 +442,7 @@ def run_study(params: dict[str, Any], *, out_dir: Any, jobs: int = 1) -> list[di
     from nmp.evaluate.store import atomic_write_text
 
     out_dir = Path(out_dir)
-    ebs = [float(e) for e in cs.check_params(params)["eb"]]
-    plan = check_train_params(params.get("train", {}), ebs)  # every run checked before any
+    plan = check_params(params)  # every run checked before any
     res = cs.run_ratio_speedup({k: v for k, v in params.items() if k != "train"}, out_dir)
     aucs = auc_rows(plan)
     if aucs:

@@ -17,11 +17,9 @@ from nmp.errors import NmpError
 PARAMS = ("setup", "trials", "seed", "crossover")
 
 
-def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
-    from nmp.compress.study import write_jsonl, write_table
-    from nmp.evaluate.store import atomic_write_text
-    from nmp.train.crossover import plot, sweep
-    from nmp.train.extrapolate import monte_carlo
+def check_params(params: dict[str, Any]) -> tuple[Any, Any]:
+    """The study's parameters (``nmp evaluate --check`` calls this too): the deployment of
+    ``params.setup`` with the trials and seed given, and the setup's sources."""
     from nmp.train.setup import load_setup
 
     unknown = sorted(set(params) - set(PARAMS))
@@ -38,6 +36,16 @@ def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[d
             dep = replace(dep, **{key: value})
     if not isinstance(params.get("crossover", True), bool):
         raise NmpError("params.crossover: must be true or false")
+    return dep, sources
+
+
+def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
+    from nmp.compress.study import write_jsonl, write_table
+    from nmp.evaluate.store import atomic_write_text
+    from nmp.train.crossover import plot, sweep
+    from nmp.train.extrapolate import monte_carlo
+
+    dep, sources = check_params(params)
     out_dir = Path(out_dir)
     rows = monte_carlo(dep)
     crossings: list[dict[str, Any]] = []

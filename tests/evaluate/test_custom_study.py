@@ -97,3 +97,33 @@ def test_resume_is_refused_for_a_runner_study(tmp_path, toy_runner, capsys):
     sweep = _write(tmp_path, 'runner = "nmp._toy_study:run"\n[params]\nxs = [1]\n')
     assert main(["evaluate", str(sweep), "--resume", "--out", str(tmp_path / "o")]) == 1
     assert "cannot --resume" in capsys.readouterr().err
+
+
+def test_check_runs_the_runners_check_params(tmp_path, toy_runner, capsys):
+    def check_params(params):
+        if params.get("xs") == []:
+            from nmp.errors import NmpError
+
+            raise NmpError("params.xs: must not be empty")
+
+    sweep = _write(tmp_path, 'runner = "nmp._toy_study:run"\n[params]\nxs = []\n')
+    assert main(["evaluate", str(sweep), "--check"]) == 0  # no check_params: not checked
+    assert "params not checked" in capsys.readouterr().out
+    toy_runner.check_params = check_params
+    assert main(["evaluate", str(sweep), "--check"]) == 1
+    assert "params.xs: must not be empty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "papers/recshard-capacity",
+        "papers/evstore-cache",
+        "papers/sc24-alltoall",
+        "papers/ecrec",
+        "papers/sensitivity-recross-trim",
+    ],
+)
+def test_paper_studies_check_their_params(name, capsys):
+    assert main(["evaluate", name, "--check"]) == 0
+    assert "(params checked)" in capsys.readouterr().out
