@@ -1,18 +1,18 @@
 """Report files of a sweep run: ``report.md``, ``results.csv`` and the PNG plots.
 
 Input is the summary dict built by ``nmp.evaluate.analysis`` (plain data: this package does not
-import the evaluator). Every file is written atomically (temporary name, then ``os.replace``).
+import the evaluator). Every file is written atomically by :mod:`nmp.evaluate.store`'s leaf
+helpers (temporary name, then ``os.replace``; the umask's mode).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from nmp.evaluate.store import atomic_write_text
 from nmp.report.format import fmt_num, fmt_ratio, fmt_time_ns
 
 CSV_METRICS = (
@@ -24,20 +24,6 @@ CSV_METRICS = (
     "energy_saving",
 )
 MAX_MD_ROWS = 60
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def axis_columns(rows: list[dict[str, Any]]) -> list[str]:
@@ -194,7 +180,7 @@ def write_report_files(run_dir: str | Path, summary: dict[str, Any]) -> list[str
 
         sessions = json.loads(env_path.read_text()).get("sessions") or [{}]
         summary = {**summary, "environment": sessions[-1]}
-    _atomic_write(run_dir / "results.csv", results_csv(summary))
+    atomic_write_text(run_dir / "results.csv", results_csv(summary))
     plots = write_plots(run_dir, summary)
-    _atomic_write(run_dir / "report.md", report_markdown(summary, plots))
+    atomic_write_text(run_dir / "report.md", report_markdown(summary, plots))
     return ["report.md", "results.csv", *plots]

@@ -14,8 +14,7 @@ not overlap however many designs a sweep has.
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 import zlib
 from pathlib import Path
 from typing import Any
@@ -69,17 +68,15 @@ def _short(x: float) -> str:
 
 
 def _save(fig: Figure, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
+    """Write ``fig`` as a PNG atomically (:func:`nmp.evaluate.store.atomic_write_bytes`)."""
+    from nmp.evaluate.store import atomic_write_bytes
+
+    buf = io.BytesIO()
     try:
-        fig.savefig(tmp, dpi=DPI, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     finally:
         plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def _groups(summary: dict[str, Any]) -> list[str]:

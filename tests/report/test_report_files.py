@@ -60,6 +60,19 @@ def test_files_exist(run: tuple[Path, dict]) -> None:
     )
 
 
+def test_report_files_are_not_private(run: tuple[Path, dict]) -> None:
+    """report.md, results.csv and the plots get the umask's mode, as every other file of the
+    run (mkstemp's 0600 would hide them from the other users of a shared machine)."""
+    import os
+    import stat
+
+    from nmp.evaluate.store import _UMASK
+
+    run_dir, _ = run
+    for name in ("report.md", "results.csv", "speedup.png", "pareto.png", "breakdown.png"):
+        assert stat.S_IMODE(os.stat(run_dir / name).st_mode) == 0o666 & ~_UMASK, name
+
+
 def test_csv_has_one_row_per_point(run: tuple[Path, dict]) -> None:
     run_dir, summary = run
     with open(run_dir / "results.csv", newline="") as fh:
