@@ -67,11 +67,6 @@ def test_missing_and_empty(tmp_path):
 def test_dramsim3_cycles_out_of_order_are_an_error(tmp_path) -> None:
     """Issue 25: a DRAMsim3 trace whose cycles go backwards was accepted silently (the fast
     path did not read them). Both parse paths now name the line."""
-    import pytest
-
-    from nmp.errors import TraceError
-    from nmp.memory.trace import read_trace
-
     canonical = tmp_path / "a.trace"
     canonical.write_text("0x40 READ 10\n0x80 READ 20\n0xc0 WRITE 15\n")
     with pytest.raises(TraceError, match=r"a\.trace:3: DRAMsim3 cycle 15 is below"):
