@@ -99,15 +99,15 @@ TRAIN_CASES = [
 def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
     subs = _files(tmp)
     args = [a.format(**subs) for a in argv]
-    env = {**os.environ, "NMP_CACHE_DIR": os.environ.get("NMP_CACHE_DIR", "")}
-    env.pop("NMP_MAX_MEMORY", None)
+    # the default memory limit, not the caller's $NMP_MAX_MEMORY
+    env = {k: v for k, v in os.environ.items() if v and k != "NMP_MAX_MEMORY"}
     return subprocess.run(
         [sys.executable, "-m", "nmp", *args],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=tmp,
-        env={k: v for k, v in env.items() if v},
+        env=env,
     )
 
 
