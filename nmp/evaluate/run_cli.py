@@ -23,11 +23,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
+    from nmp.evaluate.analysis import dominant_bottleneck, memory_system, time_components
     from nmp.report.console import print_point
 
-    print_point(data, breakdown=args.breakdown)
-    from nmp.evaluate.analysis import memory_system
-
+    bd = data.get("breakdown") or {}
+    print_point(
+        data,
+        bottleneck=dominant_bottleneck(bd),
+        time_split_ns=time_components(bd),
+        breakdown=args.breakdown,
+    )
     # Presets sit on different memories (RecNMP on 4 DDR4 channels): say which one this ran on.
     mem = memory_system(args.arch, args.memory, overrides)
     print(

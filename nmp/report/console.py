@@ -35,11 +35,18 @@ HEADLINE = (
 
 
 def print_point(
-    data: dict[str, Any], console: Console | None = None, *, breakdown: bool = False
+    data: dict[str, Any],
+    console: Console | None = None,
+    *,
+    bottleneck: str = "",
+    time_split_ns: dict[str, float] | None = None,
+    breakdown: bool = False,
 ) -> None:
-    """A design point: its headline metrics, what bounds it (the bottleneck and the largest
-    bounds), and with ``breakdown`` every breakdown entry (flattened to dotted keys; ``--json``
-    has them all too)."""
+    """A design point: its headline metrics, what bounds it (``bottleneck`` and the three
+    largest parts of ``time_split_ns``, as the sweep report has them:
+    :func:`nmp.evaluate.analysis.dominant_bottleneck` and ``time_components``), and with
+    ``breakdown`` every breakdown entry (flattened to dotted keys; ``--json`` has them all
+    too)."""
     from nmp.report.format import fmt_num, fmt_time_ns
 
     console = console or make_console()
@@ -52,14 +59,12 @@ def print_point(
             value = data[key]
             table.add_row(name, fmt_time_ns(value) if kind == "time" else fmt_num(value))
     bd = data.get("breakdown") or {}
-    if isinstance(bd.get("bottleneck"), str):
-        table.add_row("bottleneck", escape(bd["bottleneck"]))
-    bounds = bd.get("bounds_ns") or bd.get("time_ns") or {}
-    top = sorted(
-        ((k, v) for k, v in bounds.items() if isinstance(v, int | float)), key=lambda kv: -kv[1]
-    )[:3]
-    for k, v in top:
-        table.add_row(f"  bound: {escape(k)}", fmt_time_ns(v))
+    if bottleneck:
+        table.add_row("bottleneck", escape(bottleneck))
+    # a GPU's parts are stalls that add up to its latency; an NMP design's, overlapping bounds
+    part = "stall" if "stall_ns" in bd else "bound"
+    for k, v in sorted((time_split_ns or {}).items(), key=lambda kv: -kv[1])[:3]:
+        table.add_row(f"  {part}: {escape(k)}", fmt_time_ns(v))
     if isinstance(bd.get("tail_ns"), int | float):
         table.add_row("  tail (reduction tree after the bound)", fmt_time_ns(bd["tail_ns"]))
     console.print(table)

@@ -153,3 +153,28 @@ def test_cli_runs_a_small_real_sweep_and_resumes(tmp_path: Path) -> None:
     resumed = json.loads(again.stdout)
     assert resumed["ran"] == 0 and resumed["reused"] == 4
     assert resumed["rows"] == summary["rows"]
+
+
+@pytest.mark.parametrize(
+    ("arch", "part"),
+    [("recross", "  bound: "), ("host-cpu", "  bound: "), ("a100-80gb", "  stall: ")],
+)
+def test_nmp_run_summary_names_what_bounds_the_point(
+    arch: str, part: str, capsys, monkeypatch
+) -> None:
+    """`nmp run` without --json: the bottleneck and the largest parts of the time split, as the
+    sweep report derives them (a GPU's from its stalls, which the summary once left out)."""
+    from nmp.cli import main
+    from nmp.evaluate.analysis import dominant_bottleneck
+    from nmp.evaluate.point import run_point
+
+    monkeypatch.setenv("COLUMNS", "200")
+    argv = ["run", "--arch", arch, "--workload", "recross-eval", "--set", "workload.batch=2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    expected = dominant_bottleneck(
+        run_point(arch, "recross-eval", None, {"workload.batch": 2}).to_json()["breakdown"]
+    )
+    row = next(ln for ln in out.splitlines() if "bottleneck" in ln)
+    assert expected in row, out
+    assert 1 <= sum(part in ln for ln in out.splitlines()) <= 3, out
