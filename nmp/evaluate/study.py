@@ -20,7 +20,9 @@ before they compute anything).
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,17 @@ def parse_custom_study(data: dict[str, Any], *, file: str | None = None) -> Cust
     return CustomStudy(name, data["runner"], description, dict(params), file)
 
 
+@contextlib.contextmanager
+def _named(study: CustomStudy) -> Iterator[None]:
+    """A runner's error about its params (``params.eb: ...``) names the study file too."""
+    try:
+        yield
+    except NmpError as exc:
+        if exc.file is not None or study.file is None:
+            raise
+        raise NmpError(exc.message, file=study.file, line=exc.line, key=exc.key) from None
+
+
 def check_study_params(study: CustomStudy) -> bool:
     """Check the study's ``[params]`` with its runner module's ``check_params(params)``, where
     the module has one (it raises :class:`NmpError` naming ``params.<key>``); returns whether
@@ -89,7 +102,8 @@ def check_study_params(study: CustomStudy) -> bool:
     check = getattr(module, "check_params", None)
     if check is None:
         return False
-    check(study.params)
+    with _named(study):
+        check(study.params)
     return True
 
 
@@ -100,7 +114,8 @@ def run_custom_study(
     runner = load_callable(study.runner, file=study.file, key="runner")
     if sweep_text:
         atomic_write_text(run_dir / "sweep.toml", sweep_text)
-    rows = runner(study.params, out_dir=run_dir, jobs=jobs or 1)
+    with _named(study):
+        rows = runner(study.params, out_dir=run_dir, jobs=jobs or 1)
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise NmpError(f"{study.runner} returned {type(rows).__name__}, not a list of rows (dicts)")
     written = sorted(

@@ -111,7 +111,8 @@ def test_check_runs_the_runners_check_params(tmp_path, toy_runner, capsys):
     assert "params not checked" in capsys.readouterr().out
     toy_runner.check_params = check_params
     assert main(["evaluate", str(sweep), "--check"]) == 1
-    assert "params.xs: must not be empty" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "toy.toml: params.xs: must not be empty" in err
 
 
 @pytest.mark.parametrize(
