@@ -19,42 +19,14 @@ import contextlib
 import errno
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
+from nmp.fileio import atomic_write_bytes
 
-
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _current_umask()
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and
-    ``os.replace``: readers see the old file or the new one, never half of one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes the file 0600; a report is a plain file (0666 less the umask)
-        os.fchmod(fd, 0o666 & ~_UMASK)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        # Leave nothing half-written behind, whatever interrupted us.
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text", "JsonlLog", "run_lock"]
 
 
 LOCK_NAME = ".lock"

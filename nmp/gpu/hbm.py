@@ -38,8 +38,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from nmp.errors import NmpError
+from nmp.fileio import atomic_write_bytes
 
 FETCH_BYTES = (32, 64, 128)
 # Timing parameters counted in clocks, not ns (they do not scale with the data rate).
@@ -252,12 +251,9 @@ def _read_cache() -> dict[str, Any]:
 
 
 def _write_cache(data: dict[str, Any]) -> None:
-    CALIBRATION_FILE.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=CALIBRATION_FILE.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, CALIBRATION_FILE)
+    atomic_write_bytes(
+        CALIBRATION_FILE, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+    )
 
 
 _MEMO: dict[str, HbmCalibration] = {}

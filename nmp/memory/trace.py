@@ -11,13 +11,13 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
 from nmp.errors import TraceError
+from nmp.fileio import atomic_write_bytes
 
 REQUEST_DTYPE = np.dtype([("addr", "<u8"), ("write", "?")])
 
@@ -242,11 +242,4 @@ def write_trace(
     else:
         raise TraceError(f"unknown trace format '{fmt}' (ramulator or dramsim3)")
     data = (body + "\n").encode("ascii") if len(addr) else b""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)

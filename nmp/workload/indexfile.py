@@ -15,14 +15,13 @@ must agree); with neither, ``num_rows`` is taken as max index + 1 and ``dims`` i
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from nmp.errors import NmpError, TraceError
+from nmp.fileio import atomic_file
 from nmp.workload.batch import LookupBatch, TableLookups, lookup_problem
 from nmp.workload.spec import WorkloadSpec
 
@@ -183,11 +182,5 @@ def save_index_file(batch: LookupBatch, path: str | Path) -> None:
     path = Path(path)
     if path.suffix != ".npz":
         raise NmpError("index files end in .npz", file=str(path))
-    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=path.parent or ".", prefix=f".{path.stem}-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as fh:
+        np.savez(fh, **arrays)

@@ -58,8 +58,31 @@ def test_atomic_writes_are_plain_files_not_private(tmp_path):
     import os
     import stat
 
-    from nmp.evaluate.store import _UMASK, atomic_write_text
+    from nmp.evaluate.store import atomic_write_text
+    from nmp.fileio import UMASK as _UMASK
 
     path = tmp_path / "report.md"
     atomic_write_text(path, "x")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o666 & ~_UMASK
+
+
+def test_traces_and_index_files_are_plain_files_too(tmp_path):
+    import os
+    import stat
+
+    import numpy as np
+
+    from nmp.fileio import UMASK
+    from nmp.memory import make_requests, write_trace
+    from nmp.workload import generate_batch, load_workload
+    from nmp.workload.indexfile import load_index_file, save_index_file
+
+    trace = tmp_path / "t.trace.gz"
+    write_trace(make_requests(np.arange(4, dtype=np.uint64) * 64), trace)
+    batch = generate_batch(load_workload("recross-eval", {"rows": [50, 20], "batch": 2}), seed=1)
+    index = tmp_path / "i.npz"
+    save_index_file(batch, index)
+    assert load_index_file(index).tables[0].indices.tolist() == batch.tables[0].indices.tolist()
+    for path in (trace, index):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o666 & ~UMASK, path
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["i.npz", "t.trace.gz"]  # no temps

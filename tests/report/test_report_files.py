@@ -66,7 +66,7 @@ def test_report_files_are_not_private(run: tuple[Path, dict]) -> None:
     import os
     import stat
 
-    from nmp.evaluate.store import _UMASK
+    from nmp.fileio import UMASK as _UMASK
 
     run_dir, _ = run
     for name in ("report.md", "results.csv", "speedup.png", "pareto.png", "breakdown.png"):
