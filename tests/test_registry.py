@@ -1,0 +1,78 @@
+"""The generic registry: duplicate names, unknown names, lazy loading."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from nmp.errors import NmpError
+from nmp.registry import REGISTRIES, Registry
+
+
+@dataclass(frozen=True)
+class _Variant:
+    name: str
+    description: str = ""
+
+
+def _fresh(kind: str, modules: tuple[str, ...] = ()) -> Registry:
+    REGISTRIES.pop(kind, None)
+    return Registry(kind, modules)
+
+
+def test_register_get_and_names_keep_order():
+    reg = _fresh("test variant")
+    a = reg.register(_Variant("a", "first one"))
+    reg.register(_Variant("b"))
+    assert reg.get("a") is a
+    assert reg.names() == ("a", "b")
+    assert "b" in reg and "c" not in reg
+    assert reg.describe()[0] == {"name": "a", "description": "first one"}
+
+
+def test_unknown_name_lists_known_names():
+    reg = _fresh("test variant")
+    reg.register(_Variant("x"))
+    reg.register(_Variant("y"))
+    with pytest.raises(NmpError, match=r"unknown test variant 'z' \(known: x, y\)"):
+        reg.get("z")
+
+
+def test_duplicate_name_is_an_error_but_reregistering_the_same_object_is_not():
+    reg = _fresh("test variant")
+    v = reg.register(_Variant("x", "one"))
+    reg.register(v)
+    with pytest.raises(NmpError, match="test variant 'x' registered twice"):
+        reg.register(_Variant("x", "another"))
+
+
+def test_decorator_with_explicit_name():
+    reg = _fresh("test function")
+
+    @reg.register(name="double")
+    def _double(v: int) -> int:
+        """Twice the value."""
+        return 2 * v
+
+    assert reg.get("double")(3) == 6
+    assert reg.describe() == [{"name": "double", "description": "Twice the value."}]
+
+
+def test_modules_load_on_first_lookup_only(monkeypatch):
+    imported: list[str] = []
+    reg = _fresh("test lazy", ("some.module",))
+    monkeypatch.setattr(
+        "nmp.registry.importlib.import_module",
+        lambda name: imported.append(name) or reg.register(_Variant("late")),
+    )
+    assert imported == []
+    assert reg.names() == ("late",)
+    reg.names()
+    assert imported == ["some.module"]
+
+
+def test_a_nameless_item_is_refused():
+    reg = _fresh("test variant")
+    with pytest.raises(NmpError, match="non-empty string name"):
+        reg.register(object())
