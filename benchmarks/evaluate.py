@@ -21,7 +21,7 @@ from typing import Any
 from nmp.evaluate.executor import DaskExecutor, LocalExecutor
 from nmp.evaluate.runner import run_sweep
 from nmp.evaluate.sweep import Point, parse_sweep
-from nmp.evaluate.validate import keyed_points, validate_sweep
+from nmp.evaluate.sweepcheck import keyed_points, validate_sweep
 from nmp.report.files import write_report_files
 
 # 5 designs x 5 vector lengths x 8 batch sizes x 5 lookup seeds = 1000 points, on recross-eval.

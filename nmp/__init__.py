@@ -43,7 +43,7 @@ _LAZY = {
     "XorCode": ("nmp.coding", "XorCode"),
     "ReedSolomonCode": ("nmp.coding", "ReedSolomonCode"),
     "parse_sweep": ("nmp.evaluate.sweep", "parse_sweep"),
-    "validate_sweep": ("nmp.evaluate.validate", "validate_sweep"),
+    "validate_sweep": ("nmp.evaluate.sweepcheck", "validate_sweep"),
     "run_sweep": ("nmp.evaluate.runner", "run_sweep"),
     "TrainConfig": ("nmp.train.config", "TrainConfig"),
     "Failure": ("nmp.train.failures", "Failure"),

@@ -49,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     from nmp.evaluate.study import load_custom_study
     from nmp.evaluate.sweep import load_sweep, parse_sweep
-    from nmp.evaluate.validate import validate_sweep
+    from nmp.evaluate.sweepcheck import validate_sweep
 
     if args.jobs is not None and args.jobs < 1:
         raise NmpError("--jobs must be >= 1")

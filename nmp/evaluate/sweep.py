@@ -22,7 +22,7 @@ A sweep file is TOML (see ``workloads/sweeps/default.toml``)::
 An axis is a dotted path rooted at ``arch``, ``workload`` or ``memory`` (``arch.bank.units``);
 TOML's dotted keys (``workload.batch = [...]``) and quoted keys (``"workload.batch" = [...]``)
 are the same thing here. This module checks the file's own structure and expands it into
-:class:`Point` s; :mod:`nmp.evaluate.validate` checks it against the presets.
+:class:`Point` s; :mod:`nmp.evaluate.sweepcheck` checks it against the presets.
 """
 
 from __future__ import annotations

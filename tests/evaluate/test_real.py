@@ -13,7 +13,7 @@ import pytest
 from nmp.config import project_root
 from nmp.errors import SpecError
 from nmp.evaluate.sweep import load_sweep, parse_sweep
-from nmp.evaluate.validate import validate_sweep
+from nmp.evaluate.sweepcheck import validate_sweep
 
 SWEEPS = sorted((project_root() / "workloads" / "sweeps").glob("*.toml"))
 

@@ -26,7 +26,7 @@ from nmp.evaluate.runner import (
     split_timings,
 )
 from nmp.evaluate.store import read_jsonl
-from nmp.evaluate.validate import validate_sweep
+from nmp.evaluate.sweepcheck import validate_sweep
 
 
 def _keyed():
@@ -79,7 +79,7 @@ def test_two_processes_on_one_folder_run_each_point_once(tmp_path: Path) -> None
         from evaluate_fakes import ToyProvider, fake_point, toy_sweep
         from nmp.errors import NmpError
         from nmp.evaluate.runner import run_sweep
-        from nmp.evaluate.validate import validate_sweep
+        from nmp.evaluate.sweepcheck import validate_sweep
         def slow(p):
             time.sleep(0.05)
             return fake_point(p)

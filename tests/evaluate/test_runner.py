@@ -18,7 +18,7 @@ from nmp.errors import NmpError
 from nmp.evaluate.executor import DaskExecutor, LocalExecutor, SerialExecutor
 from nmp.evaluate.runner import run_sweep
 from nmp.evaluate.store import read_jsonl
-from nmp.evaluate.validate import validate_sweep
+from nmp.evaluate.sweepcheck import validate_sweep
 
 HERE = Path(__file__).parent
 
@@ -98,7 +98,7 @@ sys.path.insert(0, {here!r})
 from evaluate_fakes import ToyProvider, slow_point, toy_sweep
 from nmp.evaluate.executor import LocalExecutor
 from nmp.evaluate.runner import run_sweep
-from nmp.evaluate.validate import validate_sweep
+from nmp.evaluate.sweepcheck import validate_sweep
 spec = toy_sweep()
 keyed = validate_sweep(spec, provider=ToyProvider())
 run_sweep(spec, keyed, Path({run_dir!r}), point_fn=slow_point, executor=LocalExecutor(2))

@@ -7,7 +7,7 @@ from evaluate_fakes import ToyProvider, toy_sweep
 
 from nmp.errors import SpecError
 from nmp.evaluate.sweep import expand, grid_size, parse_sweep
-from nmp.evaluate.validate import validate_sweep
+from nmp.evaluate.sweepcheck import validate_sweep
 
 
 def test_grid_expansion_order_and_count() -> None:

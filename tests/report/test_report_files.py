@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from nmp.evaluate.runner import run_sweep
-from nmp.evaluate.validate import validate_sweep
+from nmp.evaluate.sweepcheck import validate_sweep
 from nmp.report.console import ConsoleProgress, print_sweep_summary
 from nmp.report.files import write_report_files
 

@@ -13,7 +13,7 @@ from nmp.config import project_root
 from nmp.errors import NmpError
 from nmp.evaluate.analysis import memory_system, memory_warnings
 from nmp.evaluate.sweep import expand, load_sweep
-from nmp.evaluate.validate import validate_sweep
+from nmp.evaluate.sweepcheck import validate_sweep
 from nmp.plugins import load_callable
 from nmp.validate import arch_claims
 from nmp.validate.claims import CLAIMS_DIR, load_claim_file, load_claims
