@@ -96,6 +96,23 @@ def test_lru_cache_evicts_the_least_recently_used():
     assert cache.access(np.zeros(3, int), np.array([3, 2, 1])).tolist() == [True, True, False]
 
 
+def test_lru_cache_is_the_gpu_cache_with_one_sector_per_line():
+    """Where the two simulators overlap (whole-line entries, hashed sets, no set-aside, every
+    miss allocating), the near-memory LRU and the GPU's sectored cache give the same hits
+    access by access (docs/architecture.md says why they stay two kernels)."""
+    from nmp.arch.lru_cache import LruCache
+    from nmp.gpu.cache import CacheState, simulate_trace
+
+    rng = np.random.default_rng(7)
+    owner = rng.integers(0, 3, 20_000)
+    key = (rng.zipf(1.2, owner.size) % 5_000) * 64
+    arch_hits = LruCache(owners=3, sets=16, ways=4).access(owner, key)
+    state = CacheState.empty(3, 16, 4, hashed=True, sectors_per_line=1)
+    gpu_hits = simulate_trace(state, key, np.ones(key.size, np.uint8), cache_ids=owner)
+    assert 0.1 < arch_hits.mean() < 0.9
+    assert np.array_equal(arch_hits, gpu_hits == 1)
+
+
 @pytest.mark.parametrize("policy", ["profile", "online"])
 def test_rank_cache_decides_without_the_future(policy, skewed):
     """A row's first lookup in issue order is never a hit, and the online cache never serves a
