@@ -26,6 +26,7 @@ evaluate: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff format --check nmp tests benchmarks
 	$(BIN)/ruff check nmp tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(JOBS) -q
 
 lint: $(STAMP)
@@ -36,4 +37,4 @@ bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache nmp/memory/engine-*.so
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache nmp/memory/engine-*.so

@@ -126,7 +126,7 @@ def _convert(value: Any, tp: Any, key: str, file: str | None) -> Any:
             allowed = ", ".join(repr(a) for a in args)
             raise SpecError(f"must be one of {allowed}, got {value!r}", file=file, key=key)
         return value
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if isinstance(value, tp):
             return value
         if not isinstance(value, dict):
@@ -186,7 +186,7 @@ def from_mapping(
     """Build dataclass ``cls`` from ``data``: unknown keys, missing keys and wrong types raise
     :class:`SpecError` naming ``file`` and the dotted key."""
     hints = get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
         known = ", ".join(fields)
@@ -302,7 +302,7 @@ def _resolve(obj: Any, parts: list[str], full_key: str) -> Any:
 
 def _set_path(obj: Any, parts: list[str], value: Any, full_key: str, owner_cls: Any) -> Any:
     part, rest = parts[0], parts[1:]
-    if dataclasses.is_dataclass(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         names = {f.name for f in dataclasses.fields(obj)}
         if part not in names:
             raise SpecError(

@@ -182,6 +182,7 @@ def point_estimate(
     if grouped.get("arch"):
         spec = apply_overrides(spec, grouped["arch"], root="arch")
         mem_args = design_memory_args(spec)
+    assert mem_args is not None  # overrides keep a design's own memory
     preset, kwargs = mem_args
     mem = load_memory(preset, overrides=grouped.get("memory") or None, **kwargs)
     mem_est = memory_estimate(mem, 0, key_of_requests="lines", base=0)

@@ -34,7 +34,7 @@ def warm(verbose: bool = True) -> float:
         if verbose:
             print(f"nmp warmup: {text} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
 
-    say("C DRAM engine " + ("ready" if native.available() else native.unavailable_reason()))
+    say("C DRAM engine " + ("ready" if native.available() else str(native.unavailable_reason())))
     requests = make_requests(np.arange(256, dtype=np.uint64) * 64)
     failed = 0
     steps = [("replay", lambda p=p: replay(requests, load_memory(p))) for p in PRESETS]

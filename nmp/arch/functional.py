@@ -8,6 +8,8 @@ children. The kernels are compiled (numba); the Python side loops over tables on
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -214,7 +216,7 @@ def _make_gather_tree_basis(fixed_dim: int, weighted: bool):
     return kernel
 
 
-_BASIS_KERNELS: dict[tuple[int, bool], object] = {}
+_BASIS_KERNELS: dict[tuple[int, bool], Any] = {}
 
 
 def gather_tree_basis(level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch):
@@ -248,7 +250,7 @@ def pool_tables(store, flat, table_rows, base, parent, level, node) -> list[np.n
         rows = np.ascontiguousarray(flat.row[a:b])
         bag = np.ascontiguousarray(flat.bag[a:b])
         w = _NO_WEIGHTS if flat.weight is None else np.ascontiguousarray(flat.weight[a:b])
-        basis = store.basis(t)
+        basis: tuple[np.ndarray, np.ndarray] | None = store.basis(t)
         if basis is not None:
             pooled.append(
                 gather_tree_basis(

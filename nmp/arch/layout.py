@@ -82,7 +82,9 @@ def build_layout(spec: ArchSpec, mem) -> dict[str, LevelLayout]:
     total = sum(caps.values())
     from nmp.arch.policies import get_policy
 
-    if get_policy(spec.policy).near_memory and total != rank_banks:
+    policy = get_policy(spec.policy)
+    assert policy is not None  # ArchSpec.validate has refused an unknown policy
+    if policy.near_memory and total != rank_banks:
         key = f"arch.{data_levels[-1]}.capacity_banks" if data_levels else "arch.policy"
         raise SpecError(
             f"the levels' capacity_banks sum to {total}, but a rank has {rank_banks} banks "

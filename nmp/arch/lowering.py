@@ -278,8 +278,8 @@ def split_levels(
         buf,
     )
     m = int(offsets[-1])
-    fields = [buf[f * m : (f + 1) * m] for f in range(5)]
-    return LevelLookups(offsets, *fields, lookups, lines)
+    node, lpr, bank, page, col0 = (buf[f * m : (f + 1) * m] for f in range(5))
+    return LevelLookups(offsets, node, lpr, bank, page, col0, lookups, lines)
 
 
 @njit(cache=True)

@@ -17,6 +17,7 @@ back over the channel (another rank). XOR throughput is the unit's width at its 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,13 +28,16 @@ from nmp.arch.timing import dram_energy
 from nmp.errors import NmpError
 from nmp.results import OpResult
 
+if TYPE_CHECKING:
+    from nmp.coding import ReedSolomonCode, StripeLayout, XorCode
+
 XOR_WIDTH_BYTES = 8  # the parity unit's datapath: 64 bits per cycle (nmp rtl report width 64)
 
 
 @dataclass
 class ParityState:
-    code: object
-    layout: object
+    code: XorCode | ReedSolomonCode
+    layout: StripeLayout
     nodes: int
     stripes: list[np.ndarray]  # per table: sorted stripe ids with materialized parity
     parity: list[np.ndarray]  # per table: uint8 [m, r, row_bytes]
@@ -150,7 +154,7 @@ def parity_update(arch, rows: np.ndarray, new_values: np.ndarray, table: int = 0
     for i in range(st.code.r):
         g = coef[i, j]
         term = delta if np.all(g == 1) else gf_mul(g[:, None], delta)
-        np.bitwise_xor.at(st.parity[table], (pos, i), term)
+        np.bitwise_xor.at(st.parity[table], (pos, i), term)  # type: ignore[arg-type]  # numpy stub
     arch.store.write(table, rows, new)
     return _time_parity(arch, table, rows, stripe, node, slot)
 

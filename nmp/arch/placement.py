@@ -196,6 +196,7 @@ def level_effective_gbps(name: str, layout: LevelLayout, mem, spec: ArchSpec, ro
         lpr = -(-row_bytes // tx)
         t = {k: mv.timing(mem, k) for k in ("nRC", "nRAS", "nRCD", "nRP", "nCCDL")}
         columns = t["nRCD"] + lpr * t["nCCDL"]
+        per_row_cycles: float
         if reading == "salp1":
             per_row_cycles = max(t["nRAS"], columns)
         elif reading == "salp2":
@@ -234,7 +235,7 @@ def solve_cross_level(
     spec: ArchSpec,
     layouts: dict[str, LevelLayout],
     mem,
-    profile: AccessProfile,
+    profile: AccessProfile | None,
     row_bytes,
     calibration: dict[str, tuple[float, float]] | None = None,
 ) -> tuple[np.ndarray, PartitionResult | None]:
@@ -270,6 +271,7 @@ def solve_cross_level(
             return frequency_first_shares(profile, caps, order, ntab), None
         frac = np.broadcast_to(caps / caps.sum(), (ntab, MAX_CLASSES, len(levels))).copy()
         return frac, None
+    assert profile is not None  # the bandwidth-aware partition needs one (needs_profile)
     rows_b, freq_b, bytes_b = [], [], []
     for t in range(ntab):
         r, f = profile.class_stats(t)

@@ -122,7 +122,7 @@ def _cached_arch_impl(arch, memory, key_a, key_m, a_ov, m_ov) -> Architecture:
 
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per architecture preset for ``nmp models``."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in preset_names("arch"):
         try:
             arch = load_arch(name)

@@ -105,6 +105,7 @@ def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list
         # lower_level emits the requests grouped by node: each node's are then a slice
         counts, addr = stream.node_lines, stream.addr
     else:
+        assert stream.node is not None  # (set where node_lines is not)
         counts = np.bincount(stream.node, minlength=nodes)
         grouped = bool((stream.node[1:] >= stream.node[:-1]).all())
         addr = stream.addr if grouped else stream.addr[np.argsort(stream.node, kind="stable")]

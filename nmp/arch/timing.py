@@ -97,6 +97,7 @@ def time_near_memory(
             energy["sram"] += float(flat.row_bytes[plc.hit].sum()) * 8 * unit.sram_pj_per_bit
     bounds["act_window"] = bnd.act_window_bound(mem, stats_list)
     # pooled partial sums returned to the host, per channel
+    assert traffic.host_recv is not None  # (tree_reduce always sets it)
     result_bytes_chan = traffic.host_recv.astype(np.float64) * row_psum
     slices = policy.result_slices(arch)
     if slices != 1:

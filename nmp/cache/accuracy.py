@@ -78,7 +78,8 @@ def auc_change(
     ek, eo = _requests(tr.eval_set, offsets)
     keys = np.concatenate([wk, ek])
     req_off = np.concatenate([wo, wo[-1] + eo[1:]])
-    caps = tuple(int(round(e * total)) for e in entries_per_row)
+    c1, c2, c3 = (int(round(e * total)) for e in entries_per_row)
+    caps = (c1, c2, c3)
     subst = np.full(total, -1, dtype=np.int64)
     if caps[2] > 0:
         counts = np.bincount(wk, minlength=total)
@@ -98,7 +99,9 @@ def auc_change(
     via2 = codes == engine.L3_VIA_L2
     served[via2] = quant.quantize_dequantize(table[used[via2]], l2_dtype)
 
-    labels, p_exact, p_served = [], [], []
+    labels: list[np.ndarray] = []
+    p_exact: list[np.ndarray] = []
+    p_served: list[np.ndarray] = []
     pos = 0
     with torch.no_grad():
         for b in tr.eval_set:

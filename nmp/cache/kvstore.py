@@ -22,7 +22,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -121,7 +121,7 @@ def open_store(name: str, folder: str | Path, dim: int) -> KVStore:
 
 def measure_reads(
     store: KVStore, keys: np.ndarray, req_off: np.ndarray, max_requests: int = 2000
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Read the keys of up to ``max_requests`` requests, one ``get_rows`` per request, and
     time it (wall clock): lookups/s, and mean / median / p90 latency per request and the mean
     per lookup in us. On a shared machine the mean carries the neighbours' preemptions; the

@@ -153,6 +153,7 @@ def run_cache(cfg: CacheConfig, *, tiers: TierLatency | None = None) -> dict:
     if caps[2] > 0:
         counts = np.bincount(inv[:warm_lookups], minlength=uniq.size)
         cands = min(cfg.l3_candidates, max(1, (caps[0] + caps[1]) // len(stream.dims)))
+        assert vectors is not None  # (drawn above for an L3)
         subst, _ = substitute_map(tables, vectors, counts, candidates=cands, bound=cfg.l3_bound)
     codes, _, held = engine.simulate(
         inv, stream.req_off, subst, caps, pol.insert_rule, pol.hit_rule

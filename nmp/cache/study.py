@@ -16,6 +16,7 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 from nmp.cache import policy as policies
 from nmp.cache.quant import L2_DTYPES
@@ -153,7 +154,10 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
             row_axes[1].plot(x, [r["perfect_hit_rate"] for r in pts], marker="o", label=name)
             tag = f"{name} a={a:g}"
             # one colour per policy, one marker per alpha; p90 dashed in the same colour
-            style = {"color": colour[name], "marker": markers[alphas.index(a) % len(markers)]}
+            style: dict[str, Any] = {
+                "color": colour[name],
+                "marker": markers[alphas.index(a) % len(markers)],
+            }
             ax2.plot(x, [r["avg_latency_us"] for r in pts], label=f"{tag} avg", **style)
             ax2.plot(x, [r["p90_latency_us"] for r in pts], ls="--", label=f"{tag} p90", **style)
         for ax, what in zip(row_axes, ("per-key hit rate", "perfect hit rate"), strict=True):

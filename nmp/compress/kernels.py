@@ -23,7 +23,7 @@ def quantize_into(
         v = np.float64(x[i])
         q = np.rint(v * inv)
         codes[i] = np.int64(q) - q_min
-        misses += abs(np.float64(np.float32(q * step)) - v) > eb
+        misses += abs(np.float64(np.float32(q * step)) - v) > eb  # type: ignore[assignment]
     if misses == 0:
         return 0
     n_out = 0

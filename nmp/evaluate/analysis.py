@@ -43,8 +43,8 @@ def pareto_mask(values: np.ndarray, senses: Sequence[str]) -> np.ndarray:
     block = max(1, 4_000_000 // max(1, n * g.shape[1]))
     for start in range(0, n, block):
         b = g[start : start + block]
-        ge = (g[None, :, :] >= b[:, None, :]).all(axis=2)  # [b, n]: row j >= row i everywhere
-        gt = (g[None, :, :] > b[:, None, :]).any(axis=2)
+        ge: Any = (g[None, :, :] >= b[:, None, :]).all(axis=2)  # [b, n]: j >= i everywhere
+        gt: Any = (g[None, :, :] > b[:, None, :]).any(axis=2)
         mask[start : start + block] = ~(ge & gt).any(axis=1)
     return mask
 

@@ -41,14 +41,14 @@ def git_state() -> dict[str, Any] | None:
 
 
 def environment(extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
     try:
-        cpus = len(os.sched_getaffinity(0))
+        cpus: int | None = len(os.sched_getaffinity(0))
     except AttributeError:
         cpus = os.cpu_count()
     return {

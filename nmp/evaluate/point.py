@@ -57,13 +57,13 @@ def load_design_spec(arch: str, memory: str | None = None) -> Any:
     if is_gpu(arch):
         from nmp.gpu.spec import load_gpu
 
-        spec = load_gpu(arch)
-        if memory and memory.lower() != spec.hbm.memory_preset:
+        gpu = load_gpu(arch)
+        if memory and memory.lower() != gpu.hbm.memory_preset:
             raise SpecError(
                 f"the GPU's HBM is part of the preset '{arch}' (derived from "
-                f"{spec.hbm.memory_preset}): it cannot run on memory '{memory}'"
+                f"{gpu.hbm.memory_preset}): it cannot run on memory '{memory}'"
             )
-        return spec
+        return gpu
     from nmp.arch.spec import load_arch_spec
 
     spec = load_arch_spec(arch)
@@ -75,7 +75,7 @@ def load_design_spec(arch: str, memory: str | None = None) -> Any:
 def design_memory_args(spec: Any) -> tuple[str, dict[str, Any]] | None:
     """(memory preset, ``load_memory`` keyword arguments) of a design spec; None for a design
     without a DRAM spec of its own (a GPU: its HBM is described by the GPU spec)."""
-    setup = getattr(spec, "memory", None)
+    setup: Any = getattr(spec, "memory", None)
     preset = getattr(setup, "preset", None)
     if not isinstance(preset, str):
         return None

@@ -30,7 +30,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nmp.config import to_mapping
 from nmp.errors import NmpError
@@ -56,7 +56,7 @@ TIMING_FIELDS = frozenset({"lp_solve_s"})
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 
 
-class Progress:
+class Progress(Protocol):
     """Hooks the runner calls while points finish (the console one is in nmp.report)."""
 
     def start(self, total: int, done: int) -> None: ...
@@ -64,6 +64,19 @@ class Progress:
     def point(self, label: str, ok: bool, detail: str) -> None: ...
 
     def finish(self) -> None: ...
+
+
+class SilentProgress:
+    """:class:`Progress` that shows nothing (the default)."""
+
+    def start(self, total: int, done: int) -> None:
+        pass
+
+    def point(self, label: str, ok: bool, detail: str) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
 
 
 def _now() -> str:
@@ -212,7 +225,7 @@ def run_sweep(
             executor=executor or SerialExecutor(),
             resume=resume,
             fail_fast=fail_fast,
-            progress=progress or Progress(),
+            progress=progress or SilentProgress(),
             write_reports=write_reports,
             on_first_result=on_first_result,
         )

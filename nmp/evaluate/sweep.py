@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -400,6 +400,7 @@ def expand(spec: SweepSpec, own_memory: Callable[[str], bool] | None = None) -> 
     blocks = _blocks(spec, own_memory)
     sizes = np.array([b.size for b in blocks], dtype=np.int64)
     total = int(sizes.sum())
+    flat: Sequence[int]
     if spec.sampling == "grid":
         flat = range(total)
     else:

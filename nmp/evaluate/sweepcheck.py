@@ -262,10 +262,10 @@ def validate_sweep(
                 checked.add(design_id)
         except NmpError as exc:
             prefix = f"point {point.index} ({point.label()} on {point.workload}): "
-            where = _sweep_key(spec, design_key[point.design], point, exc.key)
-            if where is None:  # the spec objected elsewhere: keep its key in the message
+            sweep_key = _sweep_key(spec, design_key[point.design], point, exc.key)
+            if sweep_key is None:  # the spec objected elsewhere: keep its key in the message
                 raise _rekey(exc, file, exc.key or "axes", prefix) from None
-            raise SpecError(prefix + exc.message, file=file, key=where) from None
+            raise SpecError(prefix + exc.message, file=file, key=sweep_key) from None
         out.append((dataclasses.replace(point, weight=_lookups(workload)), key))
     return out
 

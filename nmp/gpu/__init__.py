@@ -29,7 +29,7 @@ def catalog_rows() -> list[dict[str, Any]]:
     from nmp.errors import SpecError
     from nmp.gpu.kernel import kernel_config
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in gpu_names():
         try:
             g = load_gpu(name)

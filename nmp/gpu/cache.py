@@ -89,7 +89,7 @@ def prefetch_set(ent, c, s):
     ways = ent.shape[3]
     first = (c * ent.shape[1] + s) * ways * 2
     for k in range(0, ways * 2 + 7, 8):  # one prefetch per 64-B host line
-        _prefetch(ent, first + k)
+        _prefetch(ent, first + k)  # type: ignore[call-arg]  # an intrinsic: no typingctx
 
 
 _VALID = np.int64(0xFF)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -143,7 +144,7 @@ def embedding_stage(
     pinning = gpu.pinning
     carve = int(math.floor(pinning.set_aside_fraction * l2c.ways)) if gpu.uses_pinning else 0
     set_aside_bytes = carve * l2c.sets * l2c.line_bytes  # in each of the ``parts`` caches
-    pin_info = {
+    pin_info: dict[str, Any] = {
         "mechanism": pinning.mechanism,
         "scope": pinning.scope,
         "set_aside_bytes": set_aside_bytes // parts if gpu.uses_pinning else 0,
@@ -207,7 +208,7 @@ def embedding_stage(
     mlp_used = []
     stall = dict.fromkeys(STALL_KEYS, 0.0)
     level_units = np.zeros(3)
-    tables_out = []
+    tables_out: list[dict[str, Any]] = []
     t_total = 0.0
     for t, lookups in enumerate(batch.tables):
         layout = KernelLayout(

@@ -138,6 +138,7 @@ def kernel_timing(
         return list_schedule(np.ascontiguousarray(block_cycles(hbm_cycles)), slots)
 
     def queue_cycles(t_ns: float) -> tuple[float, float]:
+        assert queueing_ns is not None  # called only where it is given (the else below)
         u = hbm_bytes / (t_ns * peak_gbps) if t_ns > 0 else math.inf
         return u, queueing_ns(u) / cycle_ns
 

@@ -11,6 +11,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numba as nb
 import numpy as np
@@ -178,7 +179,7 @@ def replay(
     at ``cycles``: every figure is then Ramulator's.
     """
     requests = _as_requests(trace_or_requests)
-    names = requests.dtype.names
+    names = requests.dtype.names or ()
     arrival = requests["arrival"] if "arrival" in names else None
     return _replay_lines(
         (requests["addr"], requests["write"], arrival), spec, drain=drain, timeline=timeline
@@ -228,7 +229,7 @@ def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool
     # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded
     # ones with latency 1), over the RD commands issued by then.
     snap_counts = _counts(snap)
-    at_cycles = {
+    at_cycles: dict[str, Any] = {
         "cmd_counts": snap_counts,
         "row_hits": int(snap[E.C_HIT_R] + snap[E.C_HIT_W]),
         "row_misses": int(snap[E.C_MISS_R] + snap[E.C_MISS_W]),

@@ -31,6 +31,8 @@ evaluations aside) and a log of the commands.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba as nb
 import numpy as np
 
@@ -50,6 +52,7 @@ W = 4  # issue-history depth (largest constraint window: tFAW)
 INF = np.int64(1) << 62
 U = np.uint64  # unsigned indices: numba then skips its negative-index wraparound code
 
+trailing_zeros: Any  # numba types it when compiling (mypy sees an intrinsic's typing signature)
 try:  # numba's count-trailing-zeros intrinsic (one instruction)
     from numba.cpython.unsafe.numbers import trailing_zeros
 except ImportError:  # pragma: no cover - an internal module; a portable fallback
@@ -340,7 +343,7 @@ def simulate(
                             due |= U(1 if d else 0) << x
                             fut = min(fut, INF if d else t)
                         while due != U(0):
-                            i = w0 + np.int64(trailing_zeros(due))
+                            i = w0 + np.int64(trailing_zeros(due))  # type: ignore[assignment]
                             due &= due - U(1)
                             # an active-buffer request's row is open: its column command is next
                             sb = (row + U(i - w0)) * uns  # flat index of the slot
@@ -413,7 +416,7 @@ def simulate(
                                         due &= ~(U(1) << x)
                                         fut = min(fut, floor)
                             while due != U(0):
-                                i = w0 + np.int64(trailing_zeros(due))
+                                i = w0 + np.int64(trailing_zeros(due))  # type: ignore[assignment]
                                 due &= due - U(1)
                                 sb = (row + U(i - w0)) * uns  # flat index of the slot
                                 bq = bnkf[row + U(i - w0)]

@@ -110,7 +110,13 @@ def lines_inputs(
     return checked_inputs(check_lines(addr, spec, write, arrival), spec, scratch=scratch)
 
 
-def checked_inputs(checked: tuple, spec: MemorySpec, *, scratch: bool = False) -> tuple:
+# channel, rank, bank group, bank, row, write, key, arrival: one value per transaction
+EngineInputs = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]
+
+
+def checked_inputs(checked: tuple, spec: MemorySpec, *, scratch: bool = False) -> EngineInputs:
     """:func:`lines_inputs` of lines :func:`check_lines` already checked."""
     plan = plan_of(spec)
     addr, wr_in, has_write, arrival = checked
@@ -130,6 +136,7 @@ def checked_inputs(checked: tuple, spec: MemorySpec, *, scratch: bool = False) -
     )
     nodes = [out[i * m : (i + 1) * m] for i in range(7)]
     if not full:
+        assert zeros is not None  # (full otherwise)
         nodes[0] = nodes[1] = nodes[6] = zeros[:m]
     elif zeros is not None:
         nodes[6] = zeros[:m]

@@ -16,7 +16,9 @@ from nmp.units import log2_exact
 
 
 @functools.lru_cache(maxsize=32)
-def _table_arrays(standard: str, timing: tuple[tuple[str, int], ...], bus_level: str):
+def _table_arrays(
+    standard: str, timing: tuple[tuple[str, int], ...], bus_level: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     tab = build_table(standard, dict(timing), bus_level)
     scope = np.tile(tab.scope, (4, 1))
     tab_i = np.ascontiguousarray(np.stack([tab.start, tab.end, tab.sstart, tab.send, scope]))

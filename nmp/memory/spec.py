@@ -216,7 +216,7 @@ def internal_view(spec: MemorySpec, level: str) -> MemorySpec:
     """
     if level not in BUS_LEVELS:
         raise SpecError(f"unknown level '{level}' (expected one of {', '.join(BUS_LEVELS)})")
-    return dataclasses.replace(spec, bus_level=level)
+    return spec.replace(bus_level=level)
 
 
 def _canonical(name: str) -> str:

@@ -181,17 +181,19 @@ def build_table(
     end = np.zeros((4, NCMD), np.int64)
     sstart = np.zeros((4, NCMD), np.int64)
     send = np.zeros((4, NCMD), np.int64)
-    nxt, lat_l, win_l = [], [], []
-    for level in range(4):
+    nxt: list[int] = []
+    lat_l: list[int] = []
+    win_l: list[int] = []
+    for lvl in range(4):
         for p in range(NCMD):
             for sib, (s_arr, e_arr) in ((False, (start, end)), (True, (sstart, send))):
-                s_arr[level, p] = len(nxt)
+                s_arr[lvl, p] = len(nxt)
                 for (lv, pc, fc, win, sb), val in sorted(merged.items()):
-                    if lv == level and pc == p and sb == sib:
+                    if lv == lvl and pc == p and sb == sib:
                         nxt.append(fc)
                         lat_l.append(val)
                         win_l.append(win)
-                e_arr[level, p] = len(nxt)
+                e_arr[lvl, p] = len(nxt)
     if any(w > MAX_WINDOW for w in win_l):
         raise SpecError(f"window above {MAX_WINDOW} is not supported")
     return ConstraintTable(

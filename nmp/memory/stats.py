@@ -14,6 +14,7 @@ near-memory processing avoids it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 def command_energy_pj(
     spec: MemorySpec,
-    cmd_counts: dict[str, int],
+    cmd_counts: Mapping[str, float],
     cycles: float,
     active_cycles: float | None = None,
 ) -> dict[str, float]:

@@ -176,15 +176,15 @@ def read_trace(path: str | os.PathLike) -> np.ndarray:
                     file=str(path),
                     line=i + 1,
                 )
-        matches = [m for m in matches if m is not None]
+    found = [m for m in matches if m is not None]  # blank and comment lines dropped
     if fmt == "ramulator":
-        ops = [m.group(1) for m in matches]
-        addrs = [m.group(2) for m in matches]
-        write = np.fromiter((o == "ST" for o in ops), bool, len(ops))
+        op_names = [m.group(1) for m in found]
+        addrs = [m.group(2) for m in found]
+        write = np.fromiter((o == "ST" for o in op_names), bool, len(op_names))
     else:
-        addrs = [m.group(1) for m in matches]
-        write = np.fromiter((m.group(2)[0] in "Ww" for m in matches), bool, len(matches))
-        _check_cycles([m.group(3) for m in matches], lines=lines, text=text, path=path)
+        addrs = [m.group(1) for m in found]
+        write = np.fromiter((m.group(2)[0] in "Ww" for m in found), bool, len(found))
+        _check_cycles([m.group(3) for m in found], lines=lines, text=text, path=path)
     try:
         addr = np.fromiter((int(a, 0) for a in addrs), np.uint64, len(addrs))
     except OverflowError:

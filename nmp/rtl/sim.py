@@ -45,7 +45,7 @@ def entry_inputs(cfg: ParityUnitConfig, stream: UpdateStream, idx: int) -> dict[
 
 @dataclass(frozen=True)
 class SimResult:
-    outputs: list[tuple[int, int, int, int]]  # per cycle: in_ready, wr_en, wr_addr, wr_data
+    outputs: list[tuple[int, ...]]  # per cycle: in_ready, wr_en, wr_addr, wr_data
     readback: dict[int, int]  # touched address -> parity word after the stream
     cycles: int
 

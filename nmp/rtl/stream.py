@@ -65,6 +65,7 @@ def random_stream(
     rng = np.random.default_rng(seed)
     nbytes = cfg.width // 8
     touch = min(cfg.depth, 64) if touch is None else min(touch, cfg.depth)
+    code: ReedSolomonCode | XorCode
     if cfg.gf:
         code = ReedSolomonCode(k, 2)
         coefs = code.coefficients[parity_row]

@@ -43,7 +43,7 @@ def save_npz(path: Path, **arrays: np.ndarray) -> float:
     t0 = time.perf_counter()
     try:
         with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub: allow_pickle
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

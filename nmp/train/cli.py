@@ -200,9 +200,9 @@ def _step_progress(args, steps: int):
     if args.json or not sys.stdout.isatty():
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
     with Progress(
         "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
     ) as bar:

@@ -49,7 +49,9 @@ def result_row(res: RunResult, base: RunResult | None) -> dict[str, Any]:
         "eval_samples": res.metrics["samples"],
         "auc_change": change,
         "auc_change_noise95": noise,
-        "auc_change_within_noise": None if change is None else bool(abs(change) <= noise),
+        "auc_change_within_noise": (
+            None if change is None or noise is None else bool(abs(change) <= noise)
+        ),
         "logloss": res.metrics["logloss"],
         "accuracy": res.metrics["accuracy"],
         "final_state_sha256": res.final_state_sha256,

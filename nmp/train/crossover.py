@@ -153,8 +153,8 @@ def print_crossings(crossings: list[dict[str, Any]], dep: DeploymentSpec, plot_p
     t = Table(
         title=f"Crossovers of ECRec on setup {dep.name} (plot: {plot_path})", title_justify="left"
     )
-    for c in ("parameter", "rival", "setup value", "ECRec wins at setup", "crossover", "range"):
-        t.add_column(c, justify="left" if c in ("parameter", "rival") else "right")
+    for col in ("parameter", "rival", "setup value", "ECRec wins at setup", "crossover", "range"):
+        t.add_column(col, justify="left" if col in ("parameter", "rival") else "right")
     for c in crossings:
         cross = c["crossover_value"]
         where = "none in range"

@@ -152,7 +152,7 @@ class CriteoTSV:
     def eval_batches(self, count: int) -> list[Batch]:
         lo = self._n_train
         n = self._label.shape[0]
-        out = []
+        out: list[Batch] = []
         while lo < n and len(out) < count:
             out.append(self._slice(lo, min(n, lo + self.batch)))
             lo += self.batch

@@ -368,7 +368,7 @@ def monte_carlo(dep: DeploymentSpec, trials: int | None = None) -> list[dict[str
     for name, cls in _strategies():
         if cls.scale_model == "rollback":
             for i, tau in enumerate(md.ckpt_taus_ns):
-                per = np.mod(t, tau) + md.load_ns + md.restart_ns
+                per: Any = np.mod(t, tau) + md.load_ns + md.restart_ns  # ns per failure
                 rec = float(per.mean()) if per.size else tau / 2 + md.load_ns + md.restart_ns
                 add(
                     _ckpt_name(name, dep, i), md.delta_ns / tau, per_trial(per), rec, rec,

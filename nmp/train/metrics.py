@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -50,7 +52,7 @@ def accuracy(label: np.ndarray, prob: np.ndarray) -> float:
     return float(np.mean((np.asarray(prob) >= 0.5) == (np.asarray(label) >= 0.5)))
 
 
-def all_metrics(label: np.ndarray, prob: np.ndarray) -> dict[str, float | None]:
+def all_metrics(label: np.ndarray, prob: np.ndarray) -> dict[str, Any]:
     """AUC (None when the labels are all one class: it is undefined), logloss, accuracy."""
     a = auc(label, prob)
     pos = int(np.asarray(label, dtype=bool).sum())

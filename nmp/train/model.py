@@ -38,6 +38,9 @@ def interaction_dim(num_tables: int, dim: int) -> int:
 class DenseDLRM(nn.Module):
     """Bottom MLP, dot interaction, top MLP; the embeddings come from outside."""
 
+    _li: torch.Tensor  # lower-triangle indices of the interaction (buffers)
+    _lj: torch.Tensor
+
     def __init__(
         self,
         num_dense: int,

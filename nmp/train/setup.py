@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from nmp.config import project_root
 from nmp.errors import NmpError, SpecError
@@ -39,13 +40,13 @@ def load_setup(name: str) -> tuple[DeploymentSpec, dict[str, str]]:
     if not isinstance(values, dict):
         raise SpecError("missing [values] table", file=str(path))
     fields = {f.name: f for f in dataclasses.fields(DeploymentSpec)}
-    kw = {"name": str(data.get("name", path.stem))}
+    kw: dict[str, Any] = {"name": str(data.get("name", path.stem))}
     for key, value in values.items():
         if key not in fields or key == "name":
             raise SpecError(f"unknown key values.{key}", file=str(path))
         if key not in sources:
             raise SpecError(f"values.{key} has no entry in [sources]", file=str(path))
-        default = fields[key].default
+        default: Any = fields[key].default
         if isinstance(default, tuple):
             elem = type(default[0]) if default else float  # (): interval_min, minutes
             if not isinstance(value, list) or not all(

@@ -25,7 +25,7 @@ updated by the buffered writes and deltas, is committed to the replacement node.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,9 +59,9 @@ class RangeInFlight:
     pos: np.ndarray  # position of ``node`` in each of them
     snapshot_data: np.ndarray  # float32 [m, W] (meaningful where pos < k)
     snapshot_parity: np.ndarray  # parity [m, ...] (meaningful where pos >= k)
-    buf_has: np.ndarray = field(default=None)  # bool [m]: a newer value was written
-    buf_value: np.ndarray = field(default=None)  # float32 [m, W]
-    buf_delta: np.ndarray = field(default=None)  # parity deltas accumulated [m, ...]
+    buf_has: np.ndarray  # bool [m]: a newer value was written
+    buf_value: np.ndarray  # float32 [m, W]
+    buf_delta: np.ndarray  # parity deltas accumulated [m, ...]
 
 
 class StripedStore:
@@ -163,6 +163,7 @@ class StripedStore:
 
     def _inflight_read(self, stripes: np.ndarray) -> np.ndarray:
         f = self.inflight
+        assert f is not None  # (a range is in flight here)
         i = np.searchsorted(f.stripes, stripes)
         return np.where(f.buf_has[i, None], f.buf_value[i], f.snapshot_data[i])
 
@@ -177,6 +178,7 @@ class StripedStore:
         st = self.state[stripes]
         f = self.inflight
         if f is not None and (st == INFLIGHT).any():
+            assert self.scheme is not None  # (only a store with parity rebuilds ranges)
             rows, cols = np.nonzero(st == INFLIGHT)
             i = np.searchsorted(f.stripes, stripes[rows])
             d = cols < self.k
@@ -233,6 +235,7 @@ class StripedStore:
         fl = st == INFLIGHT
         if fl.any():
             f = self.inflight
+            assert f is not None  # (a range is in flight here)
             i = np.searchsorted(f.stripes, s[fl])
             f.buf_value[i] = new[fl]
             f.buf_has[i] = True
@@ -263,6 +266,7 @@ class StripedStore:
             d64 = np.ascontiguousarray(delta).view(np.uint64)
             xor_scatter(self.parity.view(np.uint64)[:, 0], s, d64)
             return
+        assert scheme is not None  # (only a store with parity applies it)
         for slot in range(self.k):
             sel = np.flatnonzero(j == slot)
             if len(sel) == 0:
@@ -280,6 +284,7 @@ class StripedStore:
                     fl = pst == INFLIGHT
                     if fl.any():
                         f = self.inflight
+                        assert f is not None  # (a range is in flight here)
                         fi = np.searchsorted(f.stripes, ss[fl])
                         f.buf_delta[fi] = scheme.combine(f.buf_delta[fi], contrib[i][fl])
 
@@ -320,6 +325,7 @@ class StripedStore:
 
     def _abort_inflight(self) -> None:
         f = self.inflight
+        assert f is not None  # (a range is in flight here)
         d = f.pos < self.k
         idx = np.flatnonzero(d & f.buf_has)
         self.state[f.stripes, f.pos] = LOST
@@ -342,6 +348,7 @@ class StripedStore:
         pos = np.argmax(self.node_of_pos[stripes] == node, axis=1)
         full = self._decode_stripes(stripes)
         m = len(stripes)
+        assert self.scheme is not None  # (only a store with parity rebuilds ranges)
         snap_d = full[np.arange(m), np.minimum(pos, self.k - 1)]
         snap_p = self.scheme.encode(full)  # [m, r, ...]
         snap_p = snap_p[np.arange(m), np.clip(pos - self.k, 0, self.r - 1)]
@@ -361,6 +368,7 @@ class StripedStore:
     def commit_range(self) -> None:
         """Write the range to the replacement node; apply buffered writes and deltas."""
         f = self.inflight
+        assert f is not None and self.scheme is not None  # (a range is in flight here)
         d = f.pos < self.k
         value = np.where(f.buf_has[:, None], f.buf_value, f.snapshot_data)
         self.data[f.stripes[d], f.pos[d]] = value[d]

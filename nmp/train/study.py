@@ -33,7 +33,8 @@ def check_params(params: dict[str, Any]) -> tuple[Any, Any]:
             value = params[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise NmpError(f"params.{key}: must be an integer >= {least}")
-            dep = replace(dep, **{key: value})
+            override: dict[str, Any] = {key: value}
+            dep = replace(dep, **override)
     if not isinstance(params.get("crossover", True), bool):
         raise NmpError("params.crossover: must be true or false")
     return dep, sources

@@ -128,6 +128,7 @@ class Trainer:
         self.cfg = cfg
         self.geo = resolve_geometry(cfg)
         geo = self.geo
+        self.data: CriteoTSV | SyntheticCriteo
         if cfg.data:
             self.data = CriteoTSV(cfg.data, geo.table_rows, batch=geo.batch)
             if geo.pooling != 1:
@@ -219,11 +220,14 @@ class Trainer:
         with torch.no_grad():  # by hand: torch.optim would pull in torch._dynamo (3 s)
             if self.velocity:  # heavy-ball momentum: v = mu v + g; w -= lr v
                 for prm, vel in zip(self.dense_params, self.velocity, strict=True):
+                    assert prm.grad is not None  # (after backward)
                     vel.mul_(self.cfg.momentum).add_(prm.grad)
                     prm.add_(vel, alpha=-self.cfg.lr_dense)
             else:
                 for prm in self.dense_params:
+                    assert prm.grad is not None
                     prm.add_(prm.grad, alpha=-self.cfg.lr_dense)
+        assert pooled_t.grad is not None
         grad = pooled_t.grad.numpy().transpose(1, 0, 2)  # [T, B, dim]
         t, bsz, p = b.ids.shape
         per_lookup = np.broadcast_to(grad[:, :, None, :], (t, bsz, p, self.geo.dim)).reshape(
@@ -256,7 +260,7 @@ class Trainer:
 
     # -- evaluation and state --------------------------------------------------------------------
 
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self) -> dict[str, Any]:
         labels, probs = [], []
         with torch.no_grad():
             for b in self.eval_set:

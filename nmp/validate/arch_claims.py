@@ -210,7 +210,7 @@ def faster_than_each(
     steps: list[dict[str, Any]] = [{}]
     if axis:
         steps = _steps(axis, (quick_values if quick and quick_values else values) or [])
-    worst = (math.inf, "", {})
+    worst: tuple[float, str, dict[str, Any]] = (math.inf, "", {})
     for axes in steps:
         for base in baselines:
             r = _ratio(design, base, setup, axes)

@@ -126,6 +126,7 @@ def gather_reduce_vs_torch(quick: bool) -> list[CheckResult]:
         arch.bind(workload)
         batch = generate_batch(workload, seed=5)
         pooled, _ = arch.gather_reduce(batch)
+        assert pooled is not None and arch.store is not None  # (bound, functional)
         for t, lk in enumerate(batch.tables):
             bag = torch.nn.EmbeddingBag.from_pretrained(
                 torch.from_numpy(arch.store.dense_table(t)), mode="sum"
@@ -172,6 +173,7 @@ def parity_vs_fresh_encode(quick: bool) -> list[CheckResult]:
         nodes = arch.parity_level_nodes
         for lost in range(nodes):
             got_rows, got = arch.recover_node(lost, 0)
+            assert arch.store is not None  # (bound)
             want = arch.store.read(0, got_rows)
             decoded += int(np.array_equal(got.view(np.uint32), want.view(np.uint32)))
         ok = consistent and decoded == nodes

@@ -194,7 +194,7 @@ def load_claim_file(path: Path) -> list[Claim]:
             Claim(
                 id=raw["id"],
                 paper=paper["id"],
-                paper_title=paper.get("title", paper["id"]),
+                paper_title=str(paper.get("title", paper["id"])),
                 source=raw["source"],
                 claim=raw["claim"],
                 kind=raw["kind"],

@@ -7,7 +7,7 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from nmp.evaluate.store import atomic_write_text
 from nmp.validate.runner import CheckResult
@@ -36,13 +36,14 @@ def print_table(results: list[CheckResult], console: Any) -> None:
     from rich.table import Table
 
     table = Table(title="nmp validate", show_lines=False)
-    for name, just in (
+    columns: tuple[tuple[str, Literal["left", "right"]], ...] = (
         ("check", "left"),
         ("source", "left"),
         ("published", "right"),
         ("model", "right"),
         ("verdict", "left"),
-    ):
+    )
+    for name, just in columns:
         table.add_column(name, justify=just, overflow="fold")
     for r in results:
         source = f"{r.paper} {r.figure}".strip() if r.group == "claim" else r.source

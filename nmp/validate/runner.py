@@ -64,7 +64,7 @@ def plan_validation(
     from nmp.validate.checks import BUILTIN_CHECKS
     from nmp.validate.claims import CLAIMS_DIR, load_claims
 
-    tasks = [
+    tasks: list[tuple[str, Callable[[], list[CheckResult]]]] = [
         (name, functools.partial(_run_builtin, name, fn, quick, only))
         for name, fn in BUILTIN_CHECKS.items()
         # a pattern inside a check's prefix (dram.ramulator2.ddr5) runs it and keeps its rows

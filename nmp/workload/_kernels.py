@@ -92,7 +92,7 @@ def _zipf_one(u01, rows, a, h_x1, h_n, s):
     u = h_n + u01 * (h_x1 - h_n)
     t = max(u * (1.0 - a), -1.0)
     x = math.exp(_helper1(t) * u)
-    k = math.floor(x + 0.5)
+    k: float = math.floor(x + 0.5)
     k = min(max(k, 1.0), float(rows))
     ok = k - x <= s
     if not ok:

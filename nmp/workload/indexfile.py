@@ -104,14 +104,14 @@ def _from_arrays(
         )
     sizes: dict[str, np.ndarray | None] = {}
     for key in ("num_rows", "dims"):
-        arr = arrays.get(key)
-        if arr is not None:
-            arr = _int_array(np.atleast_1d(arr), file, key)
-            if arr.shape[0] != count:
+        size = arrays.get(key)
+        if size is not None:
+            size = _int_array(np.atleast_1d(size), file, key)
+            if size.shape[0] != count:
                 raise TraceError(f"must have one entry per table ({count})", file=file, key=key)
-            if (arr < 1).any():
+            if (size < 1).any():
                 raise TraceError("entries must be >= 1", file=file, key=key)
-        sizes[key] = arr
+        sizes[key] = size
     out = []
     batch = None
     for t in range(count):
@@ -183,4 +183,4 @@ def save_index_file(batch: LookupBatch, path: str | Path) -> None:
     if path.suffix != ".npz":
         raise NmpError("index files end in .npz", file=str(path))
     with atomic_file(path) as fh:
-        np.savez(fh, **arrays)
+        np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub: allow_pickle

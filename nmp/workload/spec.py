@@ -417,7 +417,7 @@ def _load_workload(path: Path, overrides: dict[str, Any] | None) -> WorkloadSpec
 
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per workload preset, for ``nmp models``."""
-    out = []
+    out: list[dict[str, Any]] = []
     for name in preset_names("workload"):
         try:
             spec = load_workload(name)

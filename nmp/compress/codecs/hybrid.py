@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmp.compress.codec import Encoded, check_chunk, register
+from nmp.compress.codec import Codec, Encoded, check_chunk, register
 from nmp.compress.codecs.quant import QuantCodec
 from nmp.compress.codecs.vector_lz import VectorLZCodec
 from nmp.compress.quantizer import quantize
@@ -26,7 +26,10 @@ class HybridCodec:
     description = "quantizer, then per table vector LZ or entropy coding (offline choice)"
 
     def __init__(self) -> None:
-        self.members = {"quant-vlz": VectorLZCodec(), "quant-zstd": QuantCodec("zstd")}
+        self.members: dict[str, Codec] = {
+            "quant-vlz": VectorLZCodec(),
+            "quant-zstd": QuantCodec("zstd"),
+        }
         self.choice: dict[int, str] = {}
         self.analysis: dict[int, dict] = {}
 

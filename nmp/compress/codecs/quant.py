@@ -3,6 +3,8 @@ a generic lossless stage (zstd = LZ77 + Huffman/FSE entropy coding; LZ4 = LZ77 o
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from nmp.compress.codec import Encoded, check_chunk, check_eb_rel, register
@@ -29,6 +31,8 @@ def restore(codes: np.ndarray, enc: Encoded) -> np.ndarray:
 
 class QuantCodec:
     lossy = True
+    _compress: Any  # the lossless stage's pair (nmp.compress.stages), None without a stage
+    _decompress: Any
 
     def __init__(self, stage: str | None) -> None:
         self.stage = stage
