@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import njit
 
 from nmp.arch import memview as mv
 from nmp.arch.area import parity_unit_figures
@@ -79,6 +80,30 @@ def _state(arch) -> ParityState:
             [np.empty((0, p.r, 4 * arch.tables[t].dim), np.uint8) for t in range(ntab)],
         )
     return arch._parity_state
+
+
+@njit(cache=True, nogil=True)
+def _xor_rows(parity, index, delta):  # pragma: no cover - compiled
+    for i in range(index.shape[0]):
+        p = index[i]
+        for w in range(delta.shape[1]):
+            parity[p, w] ^= delta[i, w]
+
+
+def xor_into(parity: np.ndarray, index: np.ndarray, delta: np.ndarray) -> None:
+    """The parity unit's read-modify-write, in place: ``parity[index[i]] ^= delta[i]`` in order
+    (a repeated index accumulates), on 64-bit words (the unit's datapath width,
+    ``XOR_WIDTH_BYTES``) where the rows are whole words, else on bytes. ``parity`` is a
+    C-contiguous 2-D array of parity rows; ``delta`` holds as many bytes per row. The one XOR
+    of the kit: :func:`parity_update` and the trainer's parity (``nmp.train``) both call it."""
+    rows = parity.shape[0]
+    pb = parity.view(np.uint8).reshape(rows, -1)
+    db = np.ascontiguousarray(delta).view(np.uint8).reshape(len(index), -1)
+    if db.shape[1] != pb.shape[1]:
+        raise NmpError(f"xor_into: {db.shape[1]} delta bytes per row, parity has {pb.shape[1]}")
+    word = XOR_WIDTH_BYTES if pb.shape[1] % XOR_WIDTH_BYTES == 0 else 1
+    dt = np.uint64 if word == XOR_WIDTH_BYTES else np.uint8
+    _xor_rows(pb.view(dt), np.ascontiguousarray(index, dtype=np.int64), db.view(dt))
 
 
 def _row_bytes(values: np.ndarray) -> np.ndarray:
@@ -154,7 +179,7 @@ def parity_update(arch, rows: np.ndarray, new_values: np.ndarray, table: int = 0
     for i in range(st.code.r):
         g = coef[i, j]
         term = delta if np.all(g == 1) else gf_mul(g[:, None], delta)
-        np.bitwise_xor.at(st.parity[table], (pos, i), term)  # type: ignore[arg-type]  # numpy stub
+        xor_into(st.parity[table].reshape(-1, delta.shape[1]), pos * st.code.r + i, term)
     arch.store.write(table, rows, new)
     return _time_parity(arch, table, rows, stripe, node, slot)
 
@@ -381,4 +406,4 @@ def _merge_stats(stats: list) -> _Merged:
     return _Merged(stats)
 
 
-__all__ = ["parity_consistent", "parity_update", "recover_node"]
+__all__ = ["parity_consistent", "parity_update", "recover_node", "xor_into"]

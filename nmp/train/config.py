@@ -53,6 +53,9 @@ class TrainConfig:
     data: str = ""  # a Criteo TSV file; empty: the synthetic teacher stream
     # --- memory nodes and parity --------------------------------------------------------------
     nodes: int = 5  # PAPERS.md: ECRec evaluated with 5 servers; here memory nodes
+    # Data-parallel workers: the batch is split into this many contiguous micro-batches whose
+    # gradients are added in worker order (the distributed run's workers; nmp train --procs).
+    workers: int = 1
     code: Literal["xor", "rs", "float-sum"] = "xor"
     parities: int = 1  # r; with code = "rs" r = 2 survives two concurrent failures
     two_phase: bool = True  # two-phase commit of data update and parity delta
@@ -106,6 +109,7 @@ class TrainConfig:
             "max_rows",
             "max_pooling",
             "nodes",
+            "workers",
             "rebuild_ranges",
             "eval_batches",
             "cost_sample",

@@ -83,16 +83,33 @@ class CostModel:
         self.geo = geo
         self.store = store
         self.backend = make_backend(cfg, geo, store)
+        # (batch) -> (ns, pJ) of the batch's gathers on the servers' designs; the trainer sets it
+        # (its servers' NodeMemory), the backend's one-design gather stands in without one.
+        self.gather_fn = self.backend.gather
         self._sums = np.zeros(8)  # gather ns, pJ, lookups, update ns, pJ, rows, samples, -
         self._last_decoded = 0
+        # Error of charging an untimed step at the running mean: on every timed step after the
+        # first, the mean's prediction against the step's timing (relative, per part).
+        self.sample_errors: dict[str, list[float]] = {"gather": [], "update": []}
         params = _mlp_weights(geo)
         self.dense_ns_per_step = 6.0 * params * geo.batch / cfg.host_flops * 1e9
 
     # -- rates -------------------------------------------------------------------------------
 
-    def _sample(self, batch, rows: np.ndarray) -> None:
-        g_ns, g_pj = self.backend.gather(batch)
+    def wants_sample(self, step: int) -> bool:
+        """Whether ``step`` is timed by the hardware models (the others are charged the mean)."""
+        return self._sums[6] == 0 or step % self.cfg.cost_sample == 0
+
+    def _sample(self, batch, rows: np.ndarray, gather=None) -> None:
+        g_ns, g_pj = gather if gather is not None else self.gather_fn(batch)
         u_ns, u_pj = self.backend.update(rows)
+        if self._sums[6] > 0:
+            for part, got, pred in (
+                ("gather", g_ns, batch.ids.size * self.ns_per_lookup),
+                ("update", u_ns, len(rows) * self.ns_per_update),
+            ):
+                if got > 0:
+                    self.sample_errors[part].append(pred / got - 1.0)
         self._sums += [g_ns, g_pj, batch.ids.size, u_ns, u_pj, max(1, len(rows)), 1, 0]
 
     @property
@@ -115,11 +132,27 @@ class CostModel:
         if self._sums[6] == 0:
             self._sample(batch, rows)
 
+    def sampling_report(self) -> dict[str, Any]:
+        """How far charging untimed steps at the running mean is off, measured on this run's
+        timed steps (``train.cost_sample = 1`` times every step: no error)."""
+        out: dict[str, Any] = {
+            "cost_sample": self.cfg.cost_sample,
+            "timed_steps": int(self._sums[6]),
+        }
+        for part, errs in self.sample_errors.items():
+            e = np.abs(np.asarray(errs))
+            out[f"{part}_mean_abs_error_pct"] = float(100 * e.mean()) if e.size else None
+            out[f"{part}_max_abs_error_pct"] = float(100 * e.max()) if e.size else None
+        return out
+
     # -- charges -------------------------------------------------------------------------------
 
-    def charge_step(self, ledger: CostLedger, step: int, batch, rows: np.ndarray) -> None:
-        if self._sums[6] == 0 or step % self.cfg.cost_sample == 0:
-            self._sample(batch, rows)
+    def charge_step(
+        self, ledger: CostLedger, step: int, batch, rows: np.ndarray, gather=None
+    ) -> None:
+        """Charge one step; ``gather`` = (ns, pJ) of its gathers when the trainer timed them."""
+        if gather is not None or self.wants_sample(step):
+            self._sample(batch, rows, gather)
         lookups = batch.ids.size
         parts = {
             "gather": (lookups * self.ns_per_lookup, lookups * self.pj_per_lookup),

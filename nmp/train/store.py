@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nmp.arch.parity import xor_into
 from nmp.errors import NmpError
 from nmp.train.codes import ParityScheme, XorScheme
-from nmp.train.kernels import xor_scatter
 from nmp.train.layout import stripe_positions
 
 VALID, LOST, INFLIGHT = 0, 1, 2
@@ -74,17 +74,24 @@ class StripedStore:
         num_nodes: int,
         scheme: ParityScheme | None,
         *,
+        layout_parities: int = 0,
         rotating: bool = True,
         seed: int = 0,
     ) -> None:
         self.width = width + (width % 2)  # whole 64-bit words per record
         self.num_nodes = num_nodes
         self.scheme = scheme
-        self.k = scheme.k if scheme else num_nodes
+        # Without a scheme the rows still sit where a layout with ``layout_parities`` parities
+        # puts them (k = nodes - layout_parities data rows per stripe), so that every strategy
+        # of one configuration places each row on the same node (the servers' partial sums, and
+        # so the bits of training, depend on the placement).
+        r_layout = scheme.r if scheme else layout_parities
+        self.k = scheme.k if scheme else num_nodes - layout_parities
         self.r = scheme.r if scheme else 0
         self.total_rows = total_rows
-        lay = stripe_positions(total_rows, num_nodes, self.k, self.r, rotating=rotating)
-        self.stripe_of, self.slot_of, self.node_of_pos = lay
+        lay = stripe_positions(total_rows, num_nodes, self.k, r_layout, rotating=rotating)
+        self.stripe_of, self.slot_of, node_of_pos = lay
+        self.node_of_pos = np.ascontiguousarray(node_of_pos[:, : self.k + self.r])
         self.stripes = self.node_of_pos.shape[0]
         self.data = np.zeros((self.stripes, self.k, self.width), dtype=np.float32)
         self.parity = (
@@ -261,10 +268,9 @@ class StripedStore:
         # k vectorized passes instead of a per-row loop or an unbuffered ufunc.at.
         scheme = self.scheme
         if isinstance(scheme, XorScheme) and (self._all_valid or not self.state[:, self.k].any()):
-            # XOR with every parity valid: one compiled pass of 64-bit XORs into the parity
-            # words (duplicate stripes accumulate; XOR is associative and commutative).
-            d64 = np.ascontiguousarray(delta).view(np.uint64)
-            xor_scatter(self.parity.view(np.uint64)[:, 0], s, d64)
+            # XOR with every parity valid: the parity units' in-place XOR of nmp.arch (duplicate
+            # stripes accumulate; XOR is associative and commutative).
+            xor_into(self.parity.reshape(self.stripes, -1), s, delta)
             return
         assert scheme is not None  # (only a store with parity applies it)
         for slot in range(self.k):

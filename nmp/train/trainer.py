@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from nmp.errors import NmpError
+from nmp.train import dense as dense_step
 from nmp.train import optim
 from nmp.train.config import TrainConfig
 from nmp.train.cost import CostLedger, CostModel
@@ -31,6 +32,15 @@ from nmp.train.data import NUM_DENSE, Batch, CriteoTSV, SyntheticCriteo
 from nmp.train.failures import Failure
 from nmp.train.metrics import all_metrics
 from nmp.train.model import DenseDLRM
+from nmp.train.shard import (
+    NodeMemory,
+    ShardMap,
+    add_partials,
+    combine_row_grads,
+    micro_row_grads,
+    request_for,
+    worker_slices,
+)
 from nmp.train.store import StripedStore
 
 
@@ -145,9 +155,28 @@ class Trainer:
             from nmp.train.codes import make_scheme
 
             scheme = make_scheme(cfg.code, cfg.nodes, cfg.parities)
-        self.store = StripedStore(geo.total_rows, self.width, cfg.nodes, scheme, seed=cfg.seed)
+        self.store = StripedStore(
+            geo.total_rows,
+            self.width,
+            cfg.nodes,
+            scheme,
+            layout_parities=cfg.parities,
+            seed=cfg.seed,
+        )
         self.store.load_all(init_records(geo, self.width, cfg.seed))
+        self.shard = ShardMap(geo.table_rows, cfg.nodes, cfg.parities)
+        self.slices = worker_slices(geo.batch, cfg.workers)
+        # Every memory node is an embedding server whose memory is an nmp.arch design; its
+        # units gather-reduce its rows (the values read from the store, decoded where lost).
+        self.node_mem = [
+            NodeMemory(cfg.arch, cfg.memory, cfg.seed, self.shard, n, geo.dim)
+            for n in range(cfg.nodes)
+        ]
+        g0 = self.global_rows(self.data.batch_at(0))[:, self.slices[0]]
+        for n, mem in enumerate(self.node_mem):
+            mem.prime(request_for(self.shard, n, g0))
         self.cost = cost or CostModel(cfg, geo, self.store)
+        self.cost.gather_fn = self.gather_cost
         self.ledger = CostLedger()
         from nmp.train.alltoall import make_alltoall
 
@@ -186,88 +215,106 @@ class Trainer:
         self._pos[uniq] = np.arange(len(uniq))
         return uniq, self._pos[g]
 
-    def pooled(self, b: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Gather-reduce through the store: (pooled [B, T, dim], unique rows, their records,
-        inverse index of each lookup)."""
+    def pool(self, g: np.ndarray, values, *, timed: bool = False):
+        """The pooled vectors [B, T, dim] of one micro-batch (global rows ``g`` [T, B, P]):
+        every server's units gather-reduce its rows, the partial sums added in server order.
+        With ``timed``, also the servers' OpResults (None for a server without lookups)."""
+        parts, ops = [], []
+        for n, mem in enumerate(self.node_mem):
+            part, op = mem.gather(request_for(self.shard, n, g), values, timed=timed)
+            parts.append(part)
+            ops.append(op)
+        return add_partials(parts), ops
+
+    def _values(self, b: Batch):
+        """(distinct rows of ``b``, their records, inverse, a reader of their records)."""
         g = self.global_rows(b)
         uniq, inv = self._unique(g.ravel())
         rec = self.store.read(uniq)
-        t, bsz, p = g.shape
-        emb = rec[:, : self.geo.dim]
-        if p == 1:
-            pooled = emb[inv].reshape(t, bsz, self.geo.dim)
-        else:
-            vals = emb[inv].reshape(t, bsz, p, self.geo.dim)
-            pooled = vals[:, :, 0].copy()
-            for i in range(1, p):  # fixed summation order: the units' sequential accumulate
-                pooled += vals[:, :, i]
-        return pooled.transpose(1, 0, 2), uniq, rec, inv
+        pos = self._pos
+        return g, uniq, rec, inv, (lambda rows: rec[pos[rows]])
+
+    def pooled(self, b: Batch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Gather-reduce through the servers: (pooled [B, T, dim], unique rows, their records,
+        inverse index of each lookup)."""
+        g, uniq, rec, inv, values = self._values(b)
+        pooled = np.concatenate([self.pool(g[:, sl], values)[0] for sl in self.slices])
+        return pooled, uniq, rec, inv
+
+    def gather_cost(self, b: Batch, ops_by_micro=None) -> tuple[float, float]:
+        """Modeled (ns, pJ) of the step's gathers: every server serves the workers' requests
+        one after the other and the servers work in parallel (the slowest one's time; energy
+        summed)."""
+        if ops_by_micro is None:
+            g, _, _, _, values = self._values(b)
+            ops_by_micro = [self.pool(g[:, sl], values, timed=True)[1] for sl in self.slices]
+        per_node = np.zeros(len(self.node_mem))
+        energy = 0.0
+        for ops in ops_by_micro:
+            for n, op in enumerate(ops):
+                if op is not None:
+                    per_node[n] += op.t_ns
+                    energy += op.total_energy_pj
+        return float(per_node.max()), energy
 
     def train_step(self, between_hook=None) -> float:
         """One optimizer step on batch ``self.step``; returns the loss."""
         b = self.data.batch_at(self.step)
         self.last_batch = b
-        pooled, uniq, rec, inv = self.pooled(b)
-        pooled_t = torch.from_numpy(np.ascontiguousarray(pooled)).requires_grad_(True)
-        sent = self.alltoall.apply(pooled_t, self.step) if self.alltoall else pooled_t
-        logit = self.dense(torch.from_numpy(b.dense), sent)
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(
-            logit, torch.from_numpy(b.label)
+        g, uniq, rec, inv, values = self._values(b)
+        timed = self.cost.wants_sample(self.step)
+        bsz = b.size
+        loss_value, grads, row_parts, ops = 0.0, [], [], []
+        for sl in self.slices:
+            gw = g[:, sl]
+            pooled, op = self.pool(gw, values, timed=timed)
+            ops.append(op)
+            exchange = (
+                (lambda t, a2a=self.alltoall, s=self.step: a2a.apply(t, s))
+                if self.alltoall
+                else None
+            )
+            loss, grad_w, pooled_grad = dense_step.micro_step(
+                self.dense, self.dense_params, b.dense[sl], pooled, b.label[sl], bsz, exchange
+            )
+            loss_value += loss
+            grads.append(grad_w)
+            row_parts.append(micro_row_grads(gw, pooled_grad))
+        dense_step.apply_update(
+            self.dense_params,
+            self.velocity,
+            dense_step.add_grads(grads),
+            lr=self.cfg.lr_dense,
+            momentum=self.cfg.momentum,
         )
-        for prm in self.dense_params:
-            prm.grad = None
-        loss.backward()
-        with torch.no_grad():  # by hand: torch.optim would pull in torch._dynamo (3 s)
-            if self.velocity:  # heavy-ball momentum: v = mu v + g; w -= lr v
-                for prm, vel in zip(self.dense_params, self.velocity, strict=True):
-                    assert prm.grad is not None  # (after backward)
-                    vel.mul_(self.cfg.momentum).add_(prm.grad)
-                    prm.add_(vel, alpha=-self.cfg.lr_dense)
-            else:
-                for prm in self.dense_params:
-                    assert prm.grad is not None
-                    prm.add_(prm.grad, alpha=-self.cfg.lr_dense)
-        assert pooled_t.grad is not None
-        grad = pooled_t.grad.numpy().transpose(1, 0, 2)  # [T, B, dim]
-        t, bsz, p = b.ids.shape
-        per_lookup = np.broadcast_to(grad[:, :, None, :], (t, bsz, p, self.geo.dim)).reshape(
-            -1, self.geo.dim
-        )
-        # Per-row gradient: the lookups' gradients summed in lookup order (index_add_ on CPU
-        # accumulates sequentially, so the sum is deterministic).
-        row_grad_t = torch.zeros((len(uniq), self.geo.dim), dtype=torch.float32)
-        row_grad_t.index_add_(
-            0,
-            torch.from_numpy(inv.reshape(-1)),
-            torch.from_numpy(np.require(per_lookup, requirements="W")),
-        )
-        row_grad = row_grad_t.numpy()
+        rows, row_grad = combine_row_grads(row_parts)
+        assert np.array_equal(rows, uniq)
         new = optim.apply_rows(self.cfg.optimizer, rec, row_grad, lr=self.cfg.lr_embedding)
         pending = self.store.write_phase1(uniq, rec, new)
         if between_hook is not None:
             between_hook(pending)
         self.store.write_phase2(pending)
-        self.cost.charge_step(self.ledger, self.step, b, uniq)
+        gather = self.gather_cost(b, ops) if timed else None
+        self.cost.charge_step(self.ledger, self.step, b, uniq, gather=gather)
         self.sync_mirrors()
         self.step += 1
-        value = float(loss.detach())
-        if not np.isfinite(value):
+        if not np.isfinite(loss_value):
             raise NmpError(
-                f"training diverged: loss {value} at step {self.step - 1} (lower "
+                f"training diverged: loss {loss_value} at step {self.step - 1} (lower "
                 "train.lr_embedding / train.lr_dense)"
             )
-        return value
+        return loss_value
 
     # -- evaluation and state --------------------------------------------------------------------
 
     def evaluate(self) -> dict[str, Any]:
         labels, probs = [], []
-        with torch.no_grad():
-            for b in self.eval_set:
-                pooled, *_ = self.pooled(b)
-                logit = self.dense(torch.from_numpy(b.dense), torch.from_numpy(pooled))
-                probs.append(torch.sigmoid(logit).numpy())
-                labels.append(b.label)
+        for b in self.eval_set:
+            g, _, _, _, values = self._values(b)
+            for sl in worker_slices(b.size, self.cfg.workers):
+                pooled = self.pool(g[:, sl], values)[0]
+                probs.append(dense_step.predict(self.dense, b.dense[sl], pooled))
+            labels.append(b.label)
         label = np.concatenate(labels)
         out = all_metrics(label, np.concatenate(probs))
         if not (np.isfinite(out["logloss"]) and np.isfinite(out["accuracy"])):

@@ -107,3 +107,22 @@ def test_float_sum_parity_drifts():
     got = st.snapshot_all()
     err = np.abs(got - ref).max()
     assert 0 < err < 1e-4
+
+
+def test_one_xor_for_trainer_and_model():
+    """nmp.arch.parity.xor_into is the store's parity update: in order, repeated rows
+    accumulate, 64-bit words or bytes."""
+    import nmp.train.store as store_mod
+    from nmp.arch.parity import xor_into
+
+    assert store_mod.xor_into is xor_into
+    rng = np.random.default_rng(1)
+    for nbytes in (16, 12):  # whole words / a byte tail
+        par = rng.integers(0, 256, (5, nbytes), dtype=np.uint8)
+        idx = np.array([3, 1, 3, 0])
+        delta = rng.integers(0, 256, (4, nbytes), dtype=np.uint8)
+        want = par.copy()
+        for i, d in zip(idx, delta, strict=True):
+            want[i] ^= d
+        xor_into(par, idx, delta)
+        assert np.array_equal(par, want)

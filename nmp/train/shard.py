@@ -1,0 +1,211 @@
+"""Embedding servers: where each row lives, and each server's memory as an ``nmp.arch`` design.
+
+The rows of all tables are numbered globally (table after table) and striped over the ``N``
+servers by :func:`nmp.train.layout.stripe_positions` with ``k = N - parities`` data rows per
+stripe, for every strategy (a strategy without parity leaves the parity positions empty): the
+servers' partial sums, and so the bits of training, depend on where rows sit, so every strategy
+of one configuration places them alike.
+
+A server holds its rows of table ``t`` as a *shard table* (its rows of ``t`` in global order,
+numbered ``0..n-1``). :class:`NodeMemory` is the server's memory: an ``nmp.arch`` design (a
+preset or an ``--arch`` file) bound to the shard tables, whose units read the rows' current
+values from the server's records. A lookup request (one worker's micro-batch) is gathered and
+reduced by the design's functional path (``policy.execute``, the code ``nmp run`` times) and,
+when asked, timed by the same DRAM model (``time_gather_reduce``).
+
+The single-process trainer and the distributed one call the same functions in the same order
+(per micro-batch: every server's partial sums, added in server order; per-row gradients per
+micro-batch, combined in worker order), so the two agree bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nmp.train.layout import stripe_positions
+
+
+def worker_slices(batch: int, workers: int) -> list[slice]:
+    """The contiguous sample slices of the ``workers`` data-parallel workers (sizes differ by at
+    most one, larger first, as ``numpy.array_split``)."""
+    bounds = np.cumsum([0] + [len(a) for a in np.array_split(np.arange(batch), workers)])
+    return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+class ShardMap:
+    """Which server holds each global row, and the row's index in that server's shard table."""
+
+    def __init__(self, table_rows: tuple[int, ...], nodes: int, parities: int) -> None:
+        self.table_rows = tuple(int(n) for n in table_rows)
+        self.nodes = nodes
+        self.k, self.r = nodes - parities, parities
+        self.offsets = np.concatenate([[0], np.cumsum(self.table_rows)]).astype(np.int64)
+        total = int(self.offsets[-1])
+        self.stripe_of, self.slot_of, self.node_of_pos = stripe_positions(
+            total, nodes, self.k, parities
+        )
+        self.node_of_row = self.node_of_pos[self.stripe_of, self.slot_of]
+        table = np.repeat(np.arange(len(self.table_rows)), self.table_rows)
+        self.table_of_row = table
+        # Index of each row among the rows of its table on its node (rows in global order).
+        key = self.node_of_row * len(self.table_rows) + table
+        order = np.argsort(key, kind="stable")
+        counts = np.bincount(key, minlength=nodes * len(self.table_rows))
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        local = np.empty(total, dtype=np.int64)
+        local[order] = np.arange(total) - np.repeat(starts, counts)
+        self.local_of_row = local
+        self.shard_rows = counts.reshape(nodes, len(self.table_rows))  # [node, table]
+
+    @property
+    def total_rows(self) -> int:
+        return int(self.offsets[-1])
+
+    def rows_of_node(self, node: int) -> np.ndarray:
+        """Global rows held by ``node``, sorted."""
+        return np.flatnonzero(self.node_of_row == node)
+
+    def global_rows(self, ids: np.ndarray) -> np.ndarray:
+        """Global row of every lookup of ``ids`` [T, B, P] (rows within each table)."""
+        return ids + self.offsets[:-1, None, None]
+
+
+@dataclass
+class Request:
+    """One micro-batch's lookups on one server, in (table, sample, position) order."""
+
+    pos: np.ndarray  # int64 flat position of each lookup in the micro-batch's [T, B, P]
+    rows: np.ndarray  # int64 global row of each lookup
+    shape: tuple[int, int, int]  # (T, B, P) of the micro-batch
+
+
+def request_for(shard: ShardMap, node: int, g: np.ndarray) -> Request:
+    """The lookups of the micro-batch with global rows ``g`` [T, B, P] that ``node`` serves."""
+    flat = g.reshape(-1)
+    pos = np.flatnonzero(shard.node_of_row[flat] == node)
+    return Request(pos=pos, rows=flat[pos], shape=tuple(int(x) for x in g.shape))
+
+
+class _RecordView:
+    """What the design's units read: the current values of the shard tables' rows, supplied per
+    request by ``values(global_rows) -> float32 [n, >= dim]`` (the server's records)."""
+
+    def __init__(self, shard: ShardMap, node: int, dim: int) -> None:
+        self.dim = dim
+        self.global_of = [
+            np.flatnonzero((shard.node_of_row == node) & (shard.table_of_row == t))
+            for t in range(len(shard.table_rows))
+        ]
+        self.values: Any = None
+
+    def read(self, table: int, rows: np.ndarray) -> np.ndarray:
+        got = self.values(self.global_of[table][np.asarray(rows, dtype=np.int64)])
+        return np.ascontiguousarray(got[:, : self.dim], dtype=np.float32)
+
+    def basis(self, table: int) -> None:
+        return None  # the rows are real values, never the hashed initial contents
+
+
+class NodeMemory:
+    """One server's memory: an ``nmp.arch`` design holding the server's shard tables.
+
+    ``gather`` executes one request on the design's units (the functional gather-reduce of
+    ``nmp run``) and returns the partial sums [B, T, dim] of the server's rows per bag, plus the
+    design's timing of the request when ``timed``.
+    """
+
+    def __init__(self, arch: str, memory: str, seed: int, shard: ShardMap, node: int, dim: int):
+        from nmp.arch.point import load_arch
+        from nmp.workload.spec import TableSpec
+
+        self.shard, self.node, self.dim = shard, node, dim
+        self.arch = load_arch(arch, memory or None, data_seed=seed)
+        rows = shard.shard_rows[node]
+        # A shard table may be empty (a tiny table on many servers); the design needs a row.
+        self.arch.bind([TableSpec(rows=max(1, int(n)), dim=dim) for n in rows])
+        self.view = _RecordView(shard, node, dim)
+        self.arch.store = self.view  # the units read the server's records
+
+    def lookup_batch(self, req: Request):
+        """The request as the design's input: per shard table, CSR bags of local row ids."""
+        from nmp.workload.batch import LookupBatch, TableLookups
+
+        t_n, b_n, p_n = req.shape
+        t_of = req.pos // (b_n * p_n)
+        bag = (req.pos // p_n) % b_n
+        local = self.shard.local_of_row[req.rows]
+        tables = []
+        starts = np.searchsorted(t_of, np.arange(t_n + 1))
+        for t in range(t_n):
+            a, b = int(starts[t]), int(starts[t + 1])
+            counts = np.bincount(bag[a:b], minlength=b_n)
+            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            tables.append(
+                TableLookups(
+                    indices=np.ascontiguousarray(local[a:b]),
+                    offsets=offsets,
+                    weights=None,
+                    num_rows=max(1, int(self.shard.shard_rows[self.node, t])),
+                    dim=self.dim,
+                )
+            )
+        return LookupBatch(tuple(tables))
+
+    def prime(self, req: Request) -> None:
+        """Fix the design's profile-dependent state (hot-row profile, partition) on one request
+        (the first of the run), so that every incarnation of the server places rows alike."""
+        self.arch.prepare(self.lookup_batch(req))
+
+    def gather(self, req: Request, values, *, timed: bool = False):
+        """(partial sums float32 [B, T, dim], the design's OpResult or None)."""
+        t_n, b_n, _ = req.shape
+        if len(req.rows) == 0:
+            return np.zeros((b_n, t_n, self.dim), dtype=np.float32), None
+        self.view.values = values
+        flat, plc, order = self.arch.prepare(self.lookup_batch(req))
+        pooled = self.arch.policy.execute(self.arch, flat, plc)
+        op = None
+        if timed:
+            from nmp.arch.timing import time_gather_reduce
+
+            op = time_gather_reduce(self.arch, flat, plc, order, self.arch.tree_traffic(flat, plc))
+        self.view.values = None
+        return np.ascontiguousarray(np.stack(pooled, axis=1)), op
+
+
+def add_partials(parts: list[np.ndarray]) -> np.ndarray:
+    """The pooled vectors: the servers' partial sums added in server order (fixed, so that
+    every path rounds alike)."""
+    out = parts[0].copy()
+    for p in parts[1:]:
+        out += p
+    return out
+
+
+def micro_row_grads(g: np.ndarray, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row gradients of one micro-batch: ``g`` [T, B, P] global rows, ``grad`` [B, T, dim]
+    the pooled gradients. Returns (sorted distinct rows, float32 [n, dim]): each lookup's bag
+    gradient added in lookup order ((table, sample, position); ``np.add.at`` is sequential)."""
+    t_n, b_n, p_n = g.shape
+    dim = grad.shape[2]
+    flat = g.reshape(-1)
+    rows, inv = np.unique(flat, return_inverse=True)
+    per_lookup = np.broadcast_to(
+        grad.transpose(1, 0, 2)[:, :, None, :], (t_n, b_n, p_n, dim)
+    ).reshape(-1, dim)
+    out = np.zeros((len(rows), dim), dtype=np.float32)
+    np.add.at(out, inv.reshape(-1), per_lookup)
+    return rows, out
+
+
+def combine_row_grads(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The workers' per-row gradients summed in worker order: (sorted rows, float32 [n, dim])."""
+    rows = np.unique(np.concatenate([r for r, _ in parts])) if parts else np.empty(0, np.int64)
+    dim = next((g.shape[1] for _, g in parts), 0)
+    out = np.zeros((len(rows), dim), dtype=np.float32)
+    for r, g in parts:
+        out[np.searchsorted(rows, r)] += g
+    return rows, out
