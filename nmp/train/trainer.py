@@ -87,6 +87,31 @@ def resolve_geometry(cfg: TrainConfig) -> Geometry:
     )
 
 
+def make_data(cfg: TrainConfig, geo: Geometry):
+    """(geometry, data stream): the synthetic teacher, or a Criteo TSV file (one id per bag)."""
+    if cfg.data:
+        data = CriteoTSV(cfg.data, geo.table_rows, batch=geo.batch)
+        if geo.pooling != 1:
+            geo = Geometry(**{**geo.__dict__, "pooling": 1})
+        return geo, data
+    return geo, SyntheticCriteo(
+        geo.table_rows, batch=geo.batch, pooling=geo.pooling, alpha=geo.alpha, seed=cfg.seed
+    )
+
+
+def make_dense(cfg: TrainConfig, geo: Geometry) -> DenseDLRM:
+    """The MLP as at step 0 (seeded: every replica and every process builds the same one)."""
+    torch.manual_seed(cfg.seed)
+    return DenseDLRM(NUM_DENSE, len(geo.table_rows), geo.dim, geo.bottom, geo.top)
+
+
+def record_width(cfg: TrainConfig, geo: Geometry) -> int:
+    """float32 words of one record: the row, its optimizer state, padding to whole 64-bit
+    words (as the store keeps it)."""
+    w = geo.dim + optim.state_width(cfg.optimizer, geo.dim)
+    return w + (w % 2)
+
+
 def init_records(
     geo: Geometry, width: int, seed: int, rows: np.ndarray | None = None
 ) -> np.ndarray:
@@ -117,6 +142,17 @@ def _uniform_hash(keys: np.ndarray, seed: np.uint64) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
+def state_digest(records: np.ndarray, dense: dict[str, np.ndarray]) -> str:
+    """SHA-256 of the records of every row (float32 [rows, width], row order) and of the MLP
+    arrays (by name): the one fingerprint of a run's state, in every trainer."""
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(records, dtype=np.float32).tobytes())
+    for k, v in sorted(dense.items()):
+        h.update(k.encode())
+        h.update(np.ascontiguousarray(v).tobytes())
+    return h.hexdigest()
+
+
 @dataclass
 class RunResult:
     strategy: str
@@ -137,17 +173,9 @@ class Trainer:
         torch.set_num_threads(1)
         self.cfg = cfg
         self.geo = resolve_geometry(cfg)
+        self.geo, self.data = make_data(cfg, self.geo)
         geo = self.geo
-        self.data: CriteoTSV | SyntheticCriteo
-        if cfg.data:
-            self.data = CriteoTSV(cfg.data, geo.table_rows, batch=geo.batch)
-            if geo.pooling != 1:
-                self.geo = geo = Geometry(**{**geo.__dict__, "pooling": 1})
-        else:
-            self.data = SyntheticCriteo(
-                geo.table_rows, batch=geo.batch, pooling=geo.pooling, alpha=geo.alpha, seed=cfg.seed
-            )
-        self.dense = DenseDLRM(NUM_DENSE, len(geo.table_rows), geo.dim, geo.bottom, geo.top)
+        self.dense = make_dense(cfg, geo)
         self.dense_params = list(self.dense.parameters())
         self.width = geo.dim + optim.state_width(cfg.optimizer, geo.dim)
         scheme = None
@@ -327,8 +355,13 @@ class Trainer:
 
     def dense_state(self) -> dict[str, np.ndarray]:
         """Weights (``dense.*``) and optimizer state (``dense_velocity.*``) of the MLP."""
-        out = {f"dense.{k}": v.detach().numpy().copy() for k, v in self.dense.state_dict().items()}
-        for i, vel in enumerate(self.velocity):
+        return self.dense_arrays(self.dense, self.velocity)
+
+    @staticmethod
+    def dense_arrays(model, velocity) -> dict[str, np.ndarray]:
+        """:meth:`dense_state` of any replica (a distributed worker's too)."""
+        out = {f"dense.{k}": v.detach().numpy().copy() for k, v in model.state_dict().items()}
+        for i, vel in enumerate(velocity):
             out[f"dense_velocity.{i}"] = vel.numpy().copy()
         return out
 
@@ -373,12 +406,7 @@ class Trainer:
 
     def state_sha256(self) -> str:
         """SHA-256 of every embedding record (values and optimizer state) and MLP weight."""
-        h = hashlib.sha256()
-        h.update(np.ascontiguousarray(self.store.snapshot_all()).tobytes())
-        for k, v in sorted(self.dense_state().items()):
-            h.update(k.encode())
-            h.update(np.ascontiguousarray(v).tobytes())
-        return h.hexdigest()
+        return state_digest(self.store.snapshot_all(), self.dense_state())
 
     def reinit_dense(self) -> None:
         """The MLP as at step 0 (its only replica was lost and nothing else holds it)."""

@@ -125,15 +125,29 @@ class CPRMFU(_CPR):
     name = "cpr-mfu"
     tracking_bits_per_row = 32.0  # one access counter per row
 
+    @staticmethod
+    def new_tracking(rows: int) -> np.ndarray:
+        return np.zeros(rows, dtype=np.int64)  # accesses per row since its last save
+
+    @staticmethod
+    def track(state, rows, sample, batch_size: int, step: int, cfg) -> None:
+        """Count the accesses of the lookups' ``rows`` (indices into ``state``)."""
+        state += np.bincount(rows, minlength=len(state))
+
+    @staticmethod
+    def choose(state, top_k: int) -> np.ndarray:
+        """The ``top_k`` most used rows (never-used rows are not saved); their counts restart."""
+        used = np.flatnonzero(state)
+        order = np.argsort(-state[used], kind="stable")[:top_k]
+        rows = np.sort(used[order])
+        state[rows] = 0  # saved: its count starts again
+        return rows
+
     def _record(self, g: np.ndarray, b) -> None:
-        self.counts += np.bincount(g.ravel(), minlength=len(self.counts))
+        self.track(self.counts, g.ravel(), None, b.size, self.t.step, self.cfg)
 
     def _partial_rows(self) -> np.ndarray:
-        used = np.flatnonzero(self.counts)
-        order = np.argsort(-self.counts[used], kind="stable")[: self.top_k]
-        rows = np.sort(used[order])
-        self.counts[rows] = 0  # saved: its count starts again
-        return rows
+        return self.choose(self.counts, self.top_k)
 
 
 @register
@@ -143,13 +157,29 @@ class CPRSSU(_CPR):
     name = "cpr-ssu"
     tracking_bits_per_row = 1.0  # one mark per row
 
+    @staticmethod
+    def new_tracking(rows: int) -> np.ndarray:
+        return np.zeros(rows, dtype=bool)  # touched by a sampled input since the last save
+
+    @staticmethod
+    def track(state, rows, sample, batch_size: int, step: int, cfg) -> None:
+        """Mark the ``rows`` of lookups whose ``sample`` (index in the batch) is drawn: a
+        seeded sample of ``ssu_sample`` of the batch's inputs per step."""
+        rng = np.random.default_rng([cfg.seed, 0x55, step])
+        take = max(1, round(cfg.ssu_sample * batch_size))
+        drawn = np.zeros(batch_size, dtype=bool)
+        drawn[rng.choice(batch_size, size=take, replace=False)] = True
+        state[rows[drawn[sample]]] = True
+
+    @staticmethod
+    def choose(state, top_k: int) -> np.ndarray:
+        rows = np.flatnonzero(state)
+        state[:] = False
+        return rows
+
     def _record(self, g: np.ndarray, b) -> None:
-        rng = np.random.default_rng([self.cfg.seed, 0x55, self.t.step])
-        take = max(1, round(self.cfg.ssu_sample * b.size))
-        samples = rng.choice(b.size, size=take, replace=False)
-        self.marked[g[:, samples].ravel()] = True
+        sample = np.broadcast_to(np.arange(b.size)[None, :, None], g.shape).ravel()
+        self.track(self.marked, g.ravel(), sample, b.size, self.t.step, self.cfg)
 
     def _partial_rows(self) -> np.ndarray:
-        rows = np.flatnonzero(self.marked)
-        self.marked[:] = False
-        return rows
+        return self.choose(self.marked, self.top_k)

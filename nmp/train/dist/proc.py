@@ -1,0 +1,191 @@
+"""The main of one process of a distributed run: ``python -m nmp.train.dist.proc SPEC ROLE``.
+
+``ROLE`` is ``server:<n>``, ``worker:<w>`` or ``spare:<id>``. A spare waits until the launcher
+assigns it the role of a dead process. Each process then loops over generations: it joins the
+generation's gloo group, restores what the strategy restores (:meth:`begin`), and trains from
+the generation's resume step; a failed peer or an aborted step sends it to the next generation.
+At the end it writes its result (``result/<role>.json``, arrays in ``final/<role>.npz``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _connect(spec):
+    import torch.distributed as dist
+
+    return dist.TCPStore(
+        spec.host,
+        spec.port,
+        is_master=False,
+        timeout=datetime.timedelta(seconds=max(60.0, spec.timeout_s)),
+    )
+
+
+def child_main(spec_path: str, role: str, log_path: str) -> None:
+    """The entry of a forked role process: output to its log, then :func:`main`."""
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    code = main([spec_path, role])
+    sys.stdout.flush()
+    os._exit(code)
+
+
+def main(argv: list[str]) -> int:
+    from nmp.train.dist.comm import Comm, CommError, make_group
+    from nmp.train.dist.context import Context, RunSpec
+    from nmp.train.dist.control import Aborted, Control
+
+    spec = RunSpec.read(Path(argv[0]))
+    role = argv[1]
+    store = _connect(spec)
+    ctl = Control(store)
+    ctx = Context(spec)
+    ctx.store = store
+    fresh = False
+    if role.startswith("spare:"):
+        # a hot spare: everything imported and compiled, waiting for a role to take over
+        from nmp.train.dist import server as _s, worker as _w  # noqa: F401
+
+        key = f"assign/{role.split(':')[1]}"
+        while not store.check([key]):
+            time.sleep(0.005)
+        role, fresh = store.get(key).decode(), True
+    kind, idx = role.split(":")
+    if kind == "server":
+        from nmp.train.dist.server import Server
+
+        obj = Server(ctx, int(idx), fresh=fresh)
+    else:
+        from nmp.train.dist.worker import Worker
+
+        obj = Worker(ctx, int(idx), fresh=fresh)
+    rank = spec.rank(role)
+    steps = ctx.cfg.steps
+    gen = -1
+    begin_s: dict[int, float] = {}
+    traffic: dict[str, int] = {}
+    messages: dict[str, int] = {}
+    probs = None
+    while True:
+        rec = ctl.next_generation(gen, timeout_s=max(300.0, spec.timeout_s))
+        gen = rec["gen"]
+        if rec["members"].get(role) != os.getpid():
+            if fresh:
+                continue  # a spare assigned a role: its generation is being published
+            return 0  # replaced (a stale process the launcher counted as dead)
+        joined_fresh = fresh and role in rec["fresh"]
+        comm = None
+        try:
+            comm = Comm(
+                make_group(store, gen, rank, spec.world, timeout_s=spec.timeout_s, host=spec.host),
+                rank,
+                spec.world,
+            )
+            t0 = time.perf_counter()
+            obj.begin(rec, comm, joined_fresh)
+            begin_s[gen] = time.perf_counter() - t0
+            fresh = False
+            ctl.ready(gen)
+            for i in range(int(rec["resume_step"]), steps):
+                obj.save_if_due(i)
+                obj.step(i, comm, ctl, gen)
+            if kind == "worker" and int(idx) == 0:
+                store.set("trained", "1")
+            if kind == "server":
+                obj.finish_rebuild(comm, steps)
+                for _ in ctx.data.eval_batches(ctx.cfg.eval_batches) if spec.eval else ():
+                    obj.step(-1, comm, ctl, gen, train=False)
+            elif spec.eval:
+                probs = _evaluate(obj, comm, ctx)
+            comm.flush()
+            for k, v in comm.bytes.items():
+                traffic[k] = traffic.get(k, 0) + v
+            for k, v in comm.messages.items():
+                messages[k] = messages.get(k, 0) + v
+            break
+        except (CommError, Aborted) as exc:
+            if comm is not None:
+                for k, v in comm.bytes.items():
+                    traffic[k] = traffic.get(k, 0) + v
+                for k, v in comm.messages.items():
+                    messages[k] = messages.get(k, 0) + v
+                comm.abort()
+            ctl.broken(gen, f"{role}: {type(exc).__name__}: {exc}")
+            continue
+    _write_result(ctx, role, obj, begin_s, traffic, messages, probs)
+    return 0
+
+
+def _evaluate(worker, comm, ctx):
+    """Worker ``w`` evaluates its slices; worker 0 collects everyone's, in worker order."""
+    import numpy as np
+
+    mine = worker.evaluate(comm)
+    if worker.index != 0:
+        comm.post(ctx.worker_rank(0), "eval_probs", np.concatenate(mine))
+        comm.flush()
+        return None
+    per = [mine] + [None] * (ctx.spec.workers - 1)
+    for w in range(1, ctx.spec.workers):
+        (flat,) = comm.recv(ctx.worker_rank(w))
+        sizes = [len(m) for m in _slices_per_batch(ctx, w)]
+        per[w] = np.split(flat, np.cumsum(sizes)[:-1])
+    # batch by batch, the workers' slices in order (the single-process evaluation's order)
+    return [np.concatenate([per[w][e] for w in range(ctx.spec.workers)]) for e in range(len(mine))]
+
+
+def _slices_per_batch(ctx, w):
+    from nmp.train.shard import worker_slices
+
+    out = []
+    for b in ctx.data.eval_batches(ctx.cfg.eval_batches):
+        sl = worker_slices(b.size, ctx.spec.workers)[w]
+        out.append(range(sl.start, sl.stop))
+    return out
+
+
+def _write_result(ctx, role, obj, begin_s, traffic, messages, probs) -> None:
+    import numpy as np
+
+    from nmp.train.checkpoint import save_npz
+
+    out = ctx.run_dir
+    (out / "result").mkdir(exist_ok=True)
+    (out / "final").mkdir(exist_ok=True)
+    name = role.replace(":", "-")
+    res = {
+        "role": role,
+        "pid": os.getpid(),
+        "begin_s": {str(k): v for k, v in begin_s.items()},
+        "traffic_bytes": traffic,
+        "traffic_messages": messages,
+    }
+    if hasattr(obj, "result"):
+        res.update(obj.result())
+    if hasattr(obj, "step_wall"):
+        res["step_wall"] = obj.step_wall
+    if probs is not None:
+        from nmp.train.metrics import all_metrics
+
+        labels = np.concatenate([b.label for b in ctx.data.eval_batches(ctx.cfg.eval_batches)])
+        res["metrics"] = all_metrics(labels, np.concatenate(probs))
+        teacher = [b.teacher_prob for b in ctx.data.eval_batches(ctx.cfg.eval_batches)]
+        if all(t is not None for t in teacher):
+            res["metrics"]["auc_teacher"] = all_metrics(labels, np.concatenate(teacher))["auc"]
+    save_npz(out / "final" / f"{name}.npz", **obj.final_arrays())
+    (out / "result" / f"{name}.json").write_text(json.dumps(res))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,173 @@
+"""A data-parallel worker process: its micro-batch, the MLP replica, the exchanges.
+
+One step (the servers' side is :mod:`nmp.train.dist.server`):
+
+1. send each server the lookups of the micro-batch it holds rows of (positions and rows);
+2. receive the servers' partial sums and add them in server order: the pooled vectors
+   (through the SC'24 codec when ``train.compress`` names one: real compressed bytes);
+3. forward and backward (:func:`nmp.train.dense.micro_step`); send each server the per-row
+   gradients of its rows; send the MLP gradients to every other worker and add everyone's in
+   worker order (an all-gather in a fixed order, not a ring all-reduce, whose summation order
+   would differ from the single-process trainer's);
+4. vote; on ``commit`` apply the update (every replica the same).
+
+The MLP is replicated on every worker: a replacement worker copies a survivor's replica (or,
+under full recovery, loads the checkpoint like everyone else).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from nmp.train import dense as dense_step
+from nmp.train.dist.comm import Comm
+from nmp.train.dist.control import ABORT, Aborted, Control
+from nmp.train.dist.context import Context
+from nmp.train.shard import add_partials, micro_row_grads, request_for
+
+
+class Worker:
+    def __init__(self, ctx: Context, index: int, *, fresh: bool) -> None:
+        from nmp.train.trainer import make_dense
+
+        self.ctx, self.index, self.role = ctx, index, f"worker:{index}"
+        self.model = make_dense(ctx.cfg, ctx.geo)
+        self.params = list(self.model.parameters())
+        import torch
+
+        self.velocity = (
+            [torch.zeros_like(p) for p in self.params]
+            if ctx.cfg.dense_optimizer == "momentum"
+            else []
+        )
+        self.step_wall: list[tuple[int, int, float]] = []  # (generation, step, seconds)
+        self.codec = None
+        if ctx.cfg.compress != "none":
+            from nmp.train.dist.exchange import PooledCodec
+
+            self.codec = PooledCodec(ctx.cfg)
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def state(self) -> np.ndarray:
+        return dense_step.flat_grads([p.detach() for p in [*self.params, *self.velocity]])
+
+    def load_state(self, flat: np.ndarray) -> None:
+        import torch
+
+        with torch.no_grad():
+            for dst, src in zip(
+                [*self.params, *self.velocity],
+                dense_step.unflat_grads(flat, [*self.params, *self.velocity]),
+                strict=True,
+            ):
+                dst.copy_(src)
+
+    def begin(self, rec: dict[str, Any], comm: Comm, fresh: bool) -> None:
+        from nmp.train.dist import files
+
+        ctx = self.ctx
+        if rec.get("rollback") is not None:
+            z = files.load(ctx.ckpt_dir(rec["rollback"]) / files.part_name("dense"))
+            self.load_state(z["state"])
+            return
+        new = sorted(int(r.split(":")[1]) for r in rec["fresh"] if r.startswith("worker:"))
+        if not new:
+            return
+        donor = min(w for w in range(ctx.spec.workers) if w not in new)
+        if self.index == donor:
+            for w in new:
+                comm.post(ctx.worker_rank(w), "dense_copy", self.state())
+            comm.flush()
+        elif self.index in new:
+            (flat,) = comm.recv(ctx.worker_rank(donor))
+            self.load_state(flat)
+
+    # -- one step -------------------------------------------------------------------------------
+
+    def _pooled(self, comm: Comm, g: np.ndarray, kind: str, step: int) -> np.ndarray:
+        ctx = self.ctx
+        for n in range(ctx.spec.servers):
+            req = request_for(ctx.shard, n, g)
+            comm.post(ctx.server_rank(n), kind, req.pos, req.rows, np.asarray(req.shape))
+        parts = []
+        for n in range(ctx.spec.servers):
+            parts.append(self._receive_partial(comm, n, step))
+        return add_partials(parts)
+
+    def _receive_partial(self, comm: Comm, n: int, step: int) -> np.ndarray:
+        got = comm.recv(self.ctx.server_rank(n))
+        if self.codec is not None and len(got) > 1:
+            return self.codec.decode(got, step)
+        return got[0]
+
+    def step(self, i: int, comm: Comm, ctl: Control, gen: int) -> float:
+        ctx = self.ctx
+        t0 = time.perf_counter()
+        if self.index == 0:
+            ctl.set_progress(i)
+        b = ctx.batch(i)
+        sl = ctx.slices[self.index]
+        g = ctx.shard.global_rows(b.ids)[:, sl]
+        pooled = self._pooled(comm, g, "lookup", i)
+        loss, grads, pooled_grad = dense_step.micro_step(
+            self.model, self.params, b.dense[sl], pooled, b.label[sl], b.size
+        )
+        rows, rgrad = micro_row_grads(g, pooled_grad)
+        node = ctx.shard.node_of_row[rows]
+        for n in range(ctx.spec.servers):
+            m = node == n
+            comm.post(ctx.server_rank(n), "row_grad", rows[m], rgrad[m])
+        mine = dense_step.flat_grads(grads)
+        for w in range(ctx.spec.workers):
+            if w != self.index:
+                comm.post(ctx.worker_rank(w), "dense_grad", mine)
+        parts = []
+        for w in range(ctx.spec.workers):
+            flat = mine if w == self.index else comm.recv(ctx.worker_rank(w))[0]
+            parts.append(dense_step.unflat_grads(flat, grads))
+        total = dense_step.add_grads(parts)
+        comm.flush()
+        if ctl.vote(gen, i, ctx.spec.world, ctx.spec.timeout_s) == ABORT:
+            raise Aborted(f"step {i} aborted")
+        ctl.fault_point(self.role, "commit", i)
+        dense_step.apply_update(
+            self.params, self.velocity, total, lr=ctx.cfg.lr_dense, momentum=ctx.cfg.momentum
+        )
+        self.step_wall.append((gen, i, time.perf_counter() - t0))
+        return loss
+
+    def evaluate(self, comm: Comm) -> list[np.ndarray]:
+        """This worker's click probabilities on each held-out batch (its slice of it)."""
+        from nmp.train.shard import worker_slices
+
+        ctx = self.ctx
+        out = []
+        for b in ctx.data.eval_batches(ctx.cfg.eval_batches):
+            sl = worker_slices(b.size, ctx.spec.workers)[self.index]
+            g = ctx.shard.global_rows(b.ids)[:, sl]
+            pooled = self._pooled(comm, g, "eval_lookup", -1)
+            out.append(dense_step.predict(self.model, b.dense[sl], pooled))
+        comm.flush()
+        return out
+
+    def save_if_due(self, step: int) -> None:
+        """Worker 0 writes the MLP replica into every full save."""
+        from nmp.train.dist.files import Saver
+
+        if self.index != 0:
+            return
+        if not hasattr(self, "saver"):
+            self.saver = Saver(self.ctx, "dense")
+        if self.saver.due(step) and self.saver.is_full(step):
+            self.saver.save(step, full=True, state=self.state())
+        elif self.saver.due(step):  # a partial save still counts this process's part
+            self.saver.save(step, full=False, state=np.zeros(0, np.float32))
+
+    def final_arrays(self) -> dict[str, np.ndarray]:
+        from nmp.train.trainer import Trainer
+
+        return Trainer.dense_arrays(self.model, self.velocity)
