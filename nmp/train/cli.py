@@ -19,6 +19,7 @@ import re
 import sys
 
 from nmp.errors import NmpError
+from nmp.results import jsonable
 
 
 def _config(args: argparse.Namespace):
@@ -62,10 +63,46 @@ def _failures(args, cfg):
     return check_schedule(fails, cfg.steps, cfg.nodes)
 
 
+def _procs(args: argparse.Namespace, cfg) -> int:
+    """``--procs SERVERS,WORKERS``: the distributed trainer on this machine."""
+    from dataclasses import replace
+
+    from nmp.train.dist.launch import parse_kill
+    from nmp.train.dist.report import print_procs, run_procs
+
+    try:
+        servers, workers = (int(x) for x in args.procs.split(","))
+    except ValueError:
+        raise NmpError(f"--procs expects SERVERS,WORKERS like 4,2, got '{args.procs}'") from None
+    if servers < 2 or workers < 1 or servers + workers > 64:
+        raise NmpError(f"--procs {args.procs}: 2..63 servers and 1..62 workers, 64 in all")
+    if args.fail or args.random_failures or args.compare:
+        raise NmpError("--procs kills real processes: give --kill, not --fail/--compare")
+    if not args.strategy:
+        raise NmpError("--procs needs --strategy NAME")
+    cfg = replace(cfg, nodes=servers, workers=workers)
+    try:
+        cfg.validate()
+    except ValueError as exc:
+        raise NmpError(f"train config: {exc}") from None
+    kills = [parse_kill(k) for k in args.kill or []]
+    row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
+    if args.json:
+        json.dump(jsonable(row), sys.stdout, indent=2)
+        print()
+    else:
+        print_procs(row)
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.extrapolate or args.crossover:
         return _extrapolate(args)
     cfg = _config(args)
+    if args.procs:
+        return _procs(args, cfg)
+    if args.kill:
+        raise NmpError("--kill kills processes of a distributed run: give --procs SERVERS,WORKERS")
     failures = _failures(args, cfg)
     if args.compare:
         from nmp.train.compare import default_failures, print_table, run_compare
@@ -316,6 +353,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compress", help="codec of the all-to-all (none, quant, hybrid, ...)")
     p.add_argument("--eb", type=float, help="relative error bound of the codec (0.03)")
     p.add_argument("--eb-schedule", choices=("constant", "decay"), help="decay: 2x -> 1x")
+    p.add_argument(
+        "--procs",
+        metavar="SERVERS,WORKERS",
+        help="run on torch.distributed: SERVERS embedding-server and WORKERS worker processes "
+        "on this machine (see docs/training.md for several hosts)",
+    )
+    p.add_argument(
+        "--kill",
+        action="append",
+        metavar="server=N,step=S[,phase=commit]",
+        help="with --procs: SIGKILL the process of server N (or worker=N) at step S; repeatable",
+    )
+    p.add_argument("--run-dir", help="with --procs: keep the run's files (logs, checkpoints) here")
     p.add_argument("--set", action="append", metavar="train.KEY=VALUE", help="override a knob")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_run)

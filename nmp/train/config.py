@@ -93,6 +93,8 @@ class TrainConfig:
     cpr_full_every: int = 4  # chosen: every 4th save is a full one (bounds a cold row's age)
     ssu_sample: float = 0.05  # fraction of each batch's samples whose rows SSU records
     ckpt_dir: str = ""  # empty: a temporary folder removed after the run
+    # Steps between saves; 0: Young/Daly (checkpoint) or CPR's bound on lost samples (cpr-*).
+    ckpt_every: int = 0
     # --- all-to-all compression (SC'24; nmp/train/alltoall.py) ---------------------------------
     compress: str = "none"  # codec (nmp.compress) of the pooled vectors crossing nodes
     eb: float = 0.03  # PAPERS.md: SC'24's base relative error bound (0.01 / 0.05 by table)
@@ -115,7 +117,7 @@ class TrainConfig:
             "cost_sample",
             "cpr_full_every",
         )
-        require_at_least(self, 0, "batch", "max_tables", "dim", "seed")
+        require_at_least(self, 0, "batch", "max_tables", "dim", "seed", "ckpt_every")
         if self.parities < 1:
             raise KeyedValueError("parities", "must be >= 1")
         if self.code in ("xor", "float-sum") and self.parities != 1:

@@ -83,6 +83,19 @@ class DeploymentSpec:
     # update sends each delta to its parity server, and a rebuild pulls k survivors' records
     # per lost one into the replacement server.
     network_gbps: float = 0.0
+    # Bytes sent per unit of work, by kind (nmp.train.traffic): per lookup, per sparse partial
+    # sum, per (worker, row) gradient, per updated row to its parity server, per rebuilt
+    # position. 0: the message layout's value (nmp.train.traffic.layout); a setup sets the
+    # values a distributed run counted (nmp train --procs ... --json: traffic_per_unit).
+    traffic_lookup: float = 0.0
+    traffic_pooled: float = 0.0
+    traffic_row_grad: float = 0.0
+    traffic_parity_delta: float = 0.0
+    traffic_repair: float = 0.0
+    # Cost of one message beyond its bytes (us; one-way, measured by a ping-pong): per step a
+    # server takes each worker's lookups and gradients and sends it partial sums (3 per
+    # worker), and the coded update one delta message to each other server. 0: not charged.
+    message_us: float = 0.0
 
     def validate(self) -> None:
         for key in ("servers", "workers", "k", "r", "trials", "cpr_full_every"):
@@ -94,6 +107,11 @@ class DeploymentSpec:
         for key in ("server_mtbf_hours", "storage_gbps", "host_flops", "horizon_hours"):
             if not getattr(self, key) > 0:
                 raise NmpError(f"setup {self.name}: {key} must be > 0")
+        for key in ("lookup", "pooled", "row_grad", "parity_delta", "repair"):
+            if not getattr(self, f"traffic_{key}") >= 0:
+                raise NmpError(f"setup {self.name}: traffic_{key} must be >= 0")
+        if not self.message_us >= 0:
+            raise NmpError(f"setup {self.name}: message_us must be >= 0")
         if self.restart_s < 0 or self.step_ms < 0 or self.network_gbps < 0:
             raise NmpError(f"setup {self.name}: restart_s, step_ms, network_gbps must be >= 0")
         if self.servers <= self.r:
@@ -118,6 +136,8 @@ class StepCosts:
     upd_coded_ns: float
     rows_touched: int
     lookups: int
+    pooled_vectors: int  # sparse partial sums a step sends: distinct (sample, table, server)
+    worker_rows: int  # row gradients a step sends: distinct rows per worker, summed
     dim: int
     read_ns_per_record: float  # one record read in a rebuild (per server)
     write_ns_per_record: float  # one record written (per server)
@@ -179,6 +199,13 @@ def _step_costs(
     burst = -(-record_bytes // BURST_BYTES) * BURST_BYTES
     # A record read costs the gather's time per looked-up byte (bursts of the record).
     read_ns = gather_ns * servers / ids.size * (burst / (dim * 4))
+    g_all = ids + np.concatenate([[0], np.cumsum(geo.table_rows)[:-1]])[:, None, None]
+    t_n, b_n, _ = ids.shape
+    slot = np.arange(b_n)[None, :, None] * t_n + np.arange(t_n)[:, None, None]
+    pooled_vectors = int(np.unique(slot * servers + g_all % servers).size)  # rows round robin
+    worker_rows = sum(
+        int(np.unique(g_all[:, sl]).size) for sl in np.array_split(np.arange(b_n), workers)
+    )
     return StepCosts(
         step_ns=gather_ns + upd_plain_ns + dense_ns,
         gather_ns=gather_ns,
@@ -186,6 +213,8 @@ def _step_costs(
         upd_coded_ns=upd_coded_ns,
         rows_touched=len(g_rows),
         lookups=int(ids.size),
+        pooled_vectors=pooled_vectors,
+        worker_rows=worker_rows,
         dim=int(dim),
         read_ns_per_record=read_ns,
         write_ns_per_record=upd_plain_ns * servers / len(g_rows),
@@ -194,6 +223,15 @@ def _step_costs(
         dense_bytes=mlp * 4,
         backend=plain.name,
     )
+
+
+def traffic_profile(dep: DeploymentSpec, c: StepCosts):
+    """The setup's bytes per unit of work (:mod:`nmp.train.traffic`): its counted values where
+    it gives them, the message layout's elsewhere."""
+    from nmp.train.traffic import KINDS, TrafficProfile, layout
+
+    lay = layout(c.dim, c.record_bytes, dep.k).as_dict()
+    return TrafficProfile(**{k: getattr(dep, f"traffic_{k}") or lay[k] for k in KINDS})
 
 
 def _mlp_weights(tables: int, dim: int, bottom, top) -> int:
@@ -226,9 +264,13 @@ class _Model:
     c: StepCosts
 
 
-def _model(dep: DeploymentSpec) -> _Model:
+def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
+    """The pieces of every strategy's cost; ``units`` (lookups, pooled_vectors, worker_rows,
+    rows_touched, rows_total) replace the generated batch's where a run's own step is known."""
     dep.validate()
     c = step_costs(dep)
+    if units:
+        c = replace(c, **units)
     data_bytes = float(c.rows_total) * c.record_bytes
     m_ns = dep.server_mtbf_hours * HOUR_NS / dep.servers
     bw = dep.servers * dep.storage_gbps  # bytes per ns, all servers writing in parallel
@@ -249,13 +291,21 @@ def _model(dep: DeploymentSpec) -> _Model:
     mem_coded = mem_step + c.upd_coded_ns - c.upd_plain_ns
     net_step = net_coded = 0.0
     if dep.network_gbps:
-        # Per server: its share of the looked-up rows out and their gradients back; the
-        # coded update adds one delta record per touched row and parity to a parity server.
-        net_step = 2.0 * c.lookups * c.dim * 4 / dep.servers / dep.network_gbps
-        net_coded = net_step + c.rows_touched * c.record_bytes * dep.r / dep.servers / (
-            dep.network_gbps
+        # Per server NIC, the step's traffic by kind at bytes per unit (nmp.train.traffic):
+        # the lookups in, the sparse partial sums out, the row gradients in; the coded update
+        # adds one delta per touched row and parity to a parity server; a rebuild receives
+        # k survivors' shards per lost position.
+        tp = traffic_profile(dep, c)
+        step_bytes = (
+            c.lookups * tp.lookup + c.pooled_vectors * tp.pooled + c.worker_rows * tp.row_grad
         )
-        traffic = max(traffic, positions * dep.k * c.record_bytes / dep.network_gbps)
+        msg_ns = dep.message_us * 1e3
+        net_step = step_bytes / dep.servers / dep.network_gbps + 3 * dep.workers * msg_ns
+        parity_bytes = c.rows_touched * dep.r * tp.parity_delta
+        net_coded = (
+            net_step + parity_bytes / dep.servers / dep.network_gbps + (dep.servers - 1) * msg_ns
+        )
+        traffic = max(traffic, positions * tp.repair / dep.network_gbps)
     step = dep.step_ms * 1e6 or max(mem_step, net_step)
     extra = max(mem_coded, net_coded) - max(mem_step, net_step)
     return _Model(
@@ -316,6 +366,33 @@ def expected(dep: DeploymentSpec) -> list[dict[str, Any]]:
             rows.append(_row(name, md.parity_frac, md.rebuild_traffic_ns / md.m_ns, 0.0))
         else:
             rows.append(_row(name, 0.0, md.reinit_ns / md.m_ns, md.reinit_ns))
+    return rows
+
+
+def scheduled(
+    dep: DeploymentSpec, steps: int, failure_steps: list[int], units: dict[str, int] | None = None
+) -> list[dict[str, Any]]:
+    """Overhead per strategy of one run of ``steps`` steps with a failure before each of
+    ``failure_steps``: the closed form's pieces on that schedule (no draws). The checkpoint
+    rows use the first interval; a failure at step f re-executes f mod the interval."""
+    md = _model(dep, units)
+    horizon = steps * md.step_ns
+    rows = []
+    for name, cls in _strategies():
+        if cls.scale_model == "rollback":
+            tau = md.ckpt_taus_ns[0]
+            per = [(f * md.step_ns) % tau + md.load_ns + md.restart_ns for f in failure_steps]
+            rows.append(_row(name, md.delta_ns / tau, sum(per) / horizon, max(per, default=0.0)))
+        elif cls.scale_model == "partial":
+            per = [md.shard_load_ns + md.restart_ns for _ in failure_steps]
+            steady = md.cpr_save_ns / md.cpr_tau_ns
+            rows.append(_row(name, steady, sum(per) / horizon, max(per, default=0.0)))
+        elif cls.scale_model == "coded":
+            per = md.rebuild_traffic_ns * len(failure_steps)
+            rows.append(_row(name, md.parity_frac, per / horizon, 0.0))
+        else:
+            per = md.reinit_ns * len(failure_steps)
+            rows.append(_row(name, 0.0, per / horizon, md.reinit_ns if failure_steps else 0.0))
     return rows
 
 

@@ -160,10 +160,12 @@ class NodeMemory:
         self.arch.prepare(self.lookup_batch(req))
 
     def gather(self, req: Request, values, *, timed: bool = False):
-        """(partial sums float32 [B, T, dim], the design's OpResult or None)."""
-        t_n, b_n, _ = req.shape
+        """(the server's partial sums, the design's OpResult or None). The partial sums are
+        sparse, as the server sends them: the (sample, table) slots where it holds at least one
+        lookup (``slot = sample * T + table``, ascending) and their vectors float32 [n, dim]."""
+        t_n, b_n, p_n = req.shape
         if len(req.rows) == 0:
-            return np.zeros((b_n, t_n, self.dim), dtype=np.float32), None
+            return (np.empty(0, np.int64), np.empty((0, self.dim), np.float32)), None
         self.view.values = values
         flat, plc, order = self.arch.prepare(self.lookup_batch(req))
         pooled = self.arch.policy.execute(self.arch, flat, plc)
@@ -173,16 +175,18 @@ class NodeMemory:
 
             op = time_gather_reduce(self.arch, flat, plc, order, self.arch.tree_traffic(flat, plc))
         self.view.values = None
-        return np.ascontiguousarray(np.stack(pooled, axis=1)), op
+        slots = np.unique((req.pos // p_n) % b_n * t_n + req.pos // (b_n * p_n))
+        dense = np.stack(pooled, axis=1).reshape(b_n * t_n, self.dim)
+        return (slots, np.ascontiguousarray(dense[slots])), op
 
 
-def add_partials(parts: list[np.ndarray]) -> np.ndarray:
-    """The pooled vectors: the servers' partial sums added in server order (fixed, so that
-    every path rounds alike)."""
-    out = parts[0].copy()
-    for p in parts[1:]:
-        out += p
-    return out
+def add_partials(parts: list, batch: int, tables: int, dim: int) -> np.ndarray:
+    """The pooled vectors [B, T, dim]: the servers' sparse partial sums added in server order
+    onto zeros (fixed, so that every path rounds alike)."""
+    out = np.zeros((batch * tables, dim), dtype=np.float32)
+    for slots, vectors in parts:
+        out[slots] += vectors
+    return out.reshape(batch, tables, dim)
 
 
 def micro_row_grads(g: np.ndarray, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -252,7 +252,7 @@ class Trainer:
             part, op = mem.gather(request_for(self.shard, n, g), values, timed=timed)
             parts.append(part)
             ops.append(op)
-        return add_partials(parts), ops
+        return add_partials(parts, g.shape[1], g.shape[0], self.geo.dim), ops
 
     def _values(self, b: Batch):
         """(distinct rows of ``b``, their records, inverse, a reader of their records)."""

@@ -100,12 +100,24 @@ def test_study_runner_writes_its_files(tmp_path):
 
 def test_parameter_servers_pay_the_deltas_and_the_rebuild_over_their_nic():
     from nmp.train.extrapolate import _model
+    from nmp.train.traffic import layout
 
     dep = load_setup("cpr")[0]
     inbox, ps = _model(replace(dep, network_gbps=0.0)), _model(dep)
-    assert ps.step_ns > inbox.step_ns  # the looked-up rows and gradients cross the NIC
+    assert ps.step_ns > inbox.step_ns  # the lookups, partial sums and gradients cross the NIC
     c = ps.c
-    lost_bytes = c.rows_total / dep.servers * (dep.k + dep.r) / dep.k * dep.k * c.record_bytes
+    tp = layout(c.dim, c.record_bytes, dep.k)  # = what the distributed trainer sends (counted)
+    bw = dep.network_gbps
+    lost = c.rows_total / dep.servers * (dep.k + dep.r) / dep.k
     assert ps.rebuild_traffic_ns == pytest.approx(
-        max(inbox.rebuild_traffic_ns, lost_bytes / dep.network_gbps)
+        max(inbox.rebuild_traffic_ns, lost * tp.repair / bw)
     )
+    # The coded update's extra time per step: each touched row's delta to its parity server,
+    # at the bytes per updated row the distributed run counts (stripe id + record).
+    net = c.lookups * tp.lookup + c.pooled_vectors * tp.pooled + c.worker_rows * tp.row_grad
+    net_step = net / dep.servers / bw
+    net_coded = net_step + c.rows_touched * dep.r * (8 + c.record_bytes) / dep.servers / bw
+    mem_coded = c.step_ns + c.upd_coded_ns - c.upd_plain_ns
+    extra = max(mem_coded, net_coded) - max(c.step_ns, net_step)
+    assert ps.parity_frac == pytest.approx(extra / max(c.step_ns, net_step), rel=1e-9)
+    assert ps.parity_frac > 0.01  # the term is not negligible here: tripling it would show

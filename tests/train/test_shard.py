@@ -35,10 +35,12 @@ def test_servers_gather_reduce_on_the_design_equals_the_sum_of_rows(tiny_cfg):
     g = tr.global_rows(b)[:, :8]
     n = 2
     req = request_for(tr.shard, n, g)
-    part, op = tr.node_mem[n].gather(req, lambda r: recs[r], timed=True)
+    (slots, vectors), op = tr.node_mem[n].gather(req, lambda r: recs[r], timed=True)
     mask = tr.shard.node_of_row[g] == n
-    mine = (recs[g] * mask[..., None]).sum(axis=2).transpose(1, 0, 2)
-    np.testing.assert_allclose(part, mine, rtol=0, atol=1e-6)
+    mine = (recs[g] * mask[..., None]).sum(axis=2).transpose(1, 0, 2).reshape(-1, tr.geo.dim)
+    has = mask.any(axis=2).T.reshape(-1)  # (sample, table) slots with a row on the server
+    assert np.array_equal(slots, np.flatnonzero(has))  # sparse: only those are sent
+    np.testing.assert_allclose(vectors, mine[slots], rtol=0, atol=1e-6)
     assert op.t_ns > 0 and op.total_energy_pj > 0  # the design's DRAM timing of the request
 
 

@@ -133,3 +133,26 @@ class Comm:
             except Exception:  # noqa: BLE001 - best effort: the group is already broken
                 continue
         self.pg = None
+
+
+def probe(comm: Comm, peer: int, *, first: bool, big_bytes: int = 4 << 20, rounds: int = 5):
+    """Ping-pong with ``peer`` (both call it, ``first`` on one side): (one-way latency s of an
+    8-byte message, one-way GB/s of a ``big_bytes`` message), the medians of ``rounds``."""
+    import time
+
+    out = []
+    for nbytes in (8, big_bytes):
+        buf = np.zeros(nbytes, dtype=np.uint8)
+        times = []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            if first:
+                comm.post(peer, "probe", buf)
+                comm.recv(peer)
+            else:
+                comm.recv(peer)
+                comm.post(peer, "probe", buf)
+            comm.flush()
+            times.append((time.perf_counter() - t0) / 2)
+        out.append(float(np.median(times)))
+    return out[0], big_bytes / out[1] / 1e9

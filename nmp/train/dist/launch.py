@@ -175,6 +175,21 @@ class Launcher:
             "generations": self.rec["gen"] + 1,
         }
 
+    def traffic(self) -> dict[str, dict[str, int]]:
+        """Bytes and messages sent by every process that ran (killed ones included), by kind."""
+        out: dict[str, dict[str, int]] = {"bytes": {}, "messages": {}}
+        for pid, path in self.log_of.items():
+            role = path.name.split("-")[1] + ":" + path.name.split("-")[2]
+            for r in (role, *self.spec.roles()):
+                key = f"traffic/{r}/{pid}"
+                if self.store.check([key]):
+                    got = json.loads(self.store.get(key))
+                    for what in ("bytes", "messages"):
+                        for k, v in got[what].items():
+                            out[what][k] = out[what].get(k, 0) + int(v)
+                    break
+        return out
+
     def _ready_count(self, gen: int) -> int:
         key = f"ready/{gen}"
         return int(self.store.add(key, 0)) if self.store.check([key]) else 0
@@ -350,4 +365,5 @@ def launch(spec, kills: list[Kill], *, spares: int = 1) -> dict[str, Any]:
         p.stem.replace("-", ":"): json.loads(p.read_text())
         for p in sorted((run_dir / "result").glob("*.json"))
     }
+    rec["traffic"] = lau.traffic()
     return rec

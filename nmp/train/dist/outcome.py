@@ -56,12 +56,3 @@ def digest(run_dir: Path, ctx) -> dict[str, Any]:
     if ctx.coded:
         out["parity_consistent"] = parity_consistent(records, parity, ctx.shard.k)
     return out
-
-
-def traffic(results: dict[str, dict[str, Any]]) -> dict[str, int]:
-    """Payload bytes sent, by kind, summed over every process of the run."""
-    out: dict[str, int] = {}
-    for res in results.values():
-        for kind, n in res.get("traffic_bytes", {}).items():
-            out[kind] = out.get(kind, 0) + int(n)
-    return dict(sorted(out.items()))

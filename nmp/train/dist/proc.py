@@ -42,7 +42,7 @@ def child_main(spec_path: str, role: str, log_path: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from nmp.train.dist.comm import Comm, CommError, make_group
+    from nmp.train.dist.comm import Comm, CommError, make_group, probe
     from nmp.train.dist.context import Context, RunSpec
     from nmp.train.dist.control import Aborted, Control
 
@@ -74,6 +74,8 @@ def main(argv: list[str]) -> int:
     steps = ctx.cfg.steps
     gen = -1
     begin_s: dict[int, float] = {}
+    group_s: dict[int, float] = {}
+    link = None
     traffic: dict[str, int] = {}
     messages: dict[str, int] = {}
     probs = None
@@ -87,11 +89,15 @@ def main(argv: list[str]) -> int:
         joined_fresh = fresh and role in rec["fresh"]
         comm = None
         try:
+            t0 = time.perf_counter()
             comm = Comm(
                 make_group(store, gen, rank, spec.world, timeout_s=spec.timeout_s, host=spec.host),
                 rank,
                 spec.world,
             )
+            group_s[gen] = time.perf_counter() - t0
+            if gen == 0 and rank in (0, spec.servers):  # server 0 and worker 0 time the link
+                link = probe(comm, spec.servers - rank, first=rank == 0)
             t0 = time.perf_counter()
             obj.begin(rec, comm, joined_fresh)
             begin_s[gen] = time.perf_counter() - t0
@@ -100,6 +106,7 @@ def main(argv: list[str]) -> int:
             for i in range(int(rec["resume_step"]), steps):
                 obj.save_if_due(i)
                 obj.step(i, comm, ctl, gen)
+                _publish_counts(store, role, traffic, messages, comm)
             if kind == "worker" and int(idx) == 0:
                 store.set("trained", "1")
             if kind == "server":
@@ -109,6 +116,7 @@ def main(argv: list[str]) -> int:
             elif spec.eval:
                 probs = _evaluate(obj, comm, ctx)
             comm.flush()
+            _publish_counts(store, role, traffic, messages, comm)
             for k, v in comm.bytes.items():
                 traffic[k] = traffic.get(k, 0) + v
             for k, v in comm.messages.items():
@@ -123,8 +131,21 @@ def main(argv: list[str]) -> int:
                 comm.abort()
             ctl.broken(gen, f"{role}: {type(exc).__name__}: {exc}")
             continue
-    _write_result(ctx, role, obj, begin_s, traffic, messages, probs)
+    extra = {"group_s": {str(k): v for k, v in group_s.items()}, "link": link}
+    _write_result(ctx, role, obj, begin_s, traffic, messages, probs, extra)
     return 0
+
+
+def _publish_counts(store, role, traffic, messages, comm) -> None:
+    """This process's bytes and messages so far, by kind, kept in the store after every step
+    (a killed process's traffic still counts)."""
+    b = dict(traffic)
+    m = dict(messages)
+    for k, v in comm.bytes.items():
+        b[k] = b.get(k, 0) + v
+    for k, v in comm.messages.items():
+        m[k] = m.get(k, 0) + v
+    store.set(f"traffic/{role}/{os.getpid()}", json.dumps({"bytes": b, "messages": m}))
 
 
 def _evaluate(worker, comm, ctx):
@@ -155,7 +176,7 @@ def _slices_per_batch(ctx, w):
     return out
 
 
-def _write_result(ctx, role, obj, begin_s, traffic, messages, probs) -> None:
+def _write_result(ctx, role, obj, begin_s, traffic, messages, probs, extra) -> None:
     import numpy as np
 
     from nmp.train.checkpoint import save_npz
@@ -170,6 +191,7 @@ def _write_result(ctx, role, obj, begin_s, traffic, messages, probs) -> None:
         "begin_s": {str(k): v for k, v in begin_s.items()},
         "traffic_bytes": traffic,
         "traffic_messages": messages,
+        **extra,
     }
     if hasattr(obj, "result"):
         res.update(obj.result())

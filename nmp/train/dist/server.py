@@ -154,10 +154,11 @@ class Server:
         timed = train and i % ctx.cfg.cost_sample == 0
         t_ns = e_pj = 0.0
         for w, req in enumerate(reqs):
-            part, op = self.mem.gather(req, self.values, timed=timed)
+            (slots, vectors), op = self.mem.gather(req, self.values, timed=timed)
             if op is not None:
                 t_ns, e_pj = t_ns + op.t_ns, e_pj + op.total_energy_pj
-            comm.post(ctx.worker_rank(w), "pooled" if train else "eval_pooled", part)
+            kind = "pooled" if train else "eval_pooled"
+            comm.post(ctx.worker_rank(w), kind, slots.astype(np.int32), vectors)
         if timed:
             self.modeled["gather_ns"].append(t_ns)
             self.modeled["gather_pj"].append(e_pj)

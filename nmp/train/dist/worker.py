@@ -93,16 +93,14 @@ class Worker:
         for n in range(ctx.spec.servers):
             req = request_for(ctx.shard, n, g)
             comm.post(ctx.server_rank(n), kind, req.pos, req.rows, np.asarray(req.shape))
-        parts = []
-        for n in range(ctx.spec.servers):
-            parts.append(self._receive_partial(comm, n, step))
-        return add_partials(parts)
+        parts = [self._receive_partial(comm, n, step) for n in range(ctx.spec.servers)]
+        return add_partials(parts, g.shape[1], g.shape[0], ctx.geo.dim)
 
-    def _receive_partial(self, comm: Comm, n: int, step: int) -> np.ndarray:
+    def _receive_partial(self, comm: Comm, n: int, step: int):
         got = comm.recv(self.ctx.server_rank(n))
-        if self.codec is not None and len(got) > 1:
+        if self.codec is not None and len(got) > 2:
             return self.codec.decode(got, step)
-        return got[0]
+        return got[0], got[1]
 
     def step(self, i: int, comm: Comm, ctl: Control, gen: int) -> float:
         ctx = self.ctx

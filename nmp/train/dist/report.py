@@ -1,0 +1,325 @@
+"""``nmp train --procs SERVERS,WORKERS``: a distributed run, measured beside the scale model.
+
+Two runs of the same configuration on this machine: the failure-free baseline (no protection,
+no kill) and the strategy with its kills. Measured: the wall time of training (all processes
+ready to the last commit), the median step, the regroup after each kill, the time spent
+restoring state and re-executing committed steps (``pause_s``), the bytes sent by kind, the
+link (a ping-pong between two processes) and the checkpoint writes. Modeled: the scale model
+(:func:`nmp.train.extrapolate.scheduled`) for the *same* configuration and failure schedule,
+with the measured link and storage bandwidths, the measured baseline step, the group formation
+time as restart, and the bytes per unit of work this run counted.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nmp.errors import NmpError
+
+
+def interval_steps(cfg, strategy: str) -> int:
+    """Steps between saves: ``train.ckpt_every``, else the single-process strategy's rule
+    (Young/Daly on the modeled write time and MTBF; CPR's bound on lost samples)."""
+    from nmp.train.strategies import REGISTRY, make_strategy
+    from nmp.train.trainer import Trainer
+
+    if cfg.ckpt_every:
+        return cfg.ckpt_every
+    cls = REGISTRY[strategy]
+    if cls.scale_model not in ("rollback", "partial"):
+        return 0
+    strat = make_strategy(strategy, cfg)
+    strat.attach(Trainer(cfg, parity=False))
+    strat.finish()
+    return int(strat.interval_steps)
+
+
+def check(cfg, strategy: str, kills) -> None:
+    from nmp.train.strategies import REGISTRY
+
+    cls = REGISTRY.get(strategy)
+    if cls is None:
+        raise NmpError(f"unknown strategy '{strategy}' (known: {', '.join(REGISTRY)})")
+    if cls.is_baseline and kills:
+        raise NmpError(f"strategy '{strategy}' protects nothing: it cannot be given --kill")
+    if cls.uses_parity and (cfg.code != "xor" or cfg.parities != 1):
+        raise NmpError("--procs runs ECRec with the XOR code (train.code xor, parities 1)")
+    if cfg.nodes < 2:
+        raise NmpError("--procs needs at least 2 servers")
+    for k in kills:
+        kind, idx = k.role.split(":")
+        limit = cfg.nodes if kind == "server" else cfg.workers
+        if int(idx) >= limit:
+            raise NmpError(f"--kill {kind}={idx}: the run has {kind}s 0..{limit - 1}")
+        if not 0 < k.step < cfg.steps:
+            raise NmpError(f"--kill step={k.step}: the run has steps 1..{cfg.steps - 1}")
+
+
+def _one(cfg, strategy: str, kills, folder: Path, timeout_s: float, every: int) -> dict:
+    from nmp.train.dist.context import Context, RunSpec
+    from nmp.train.dist.launch import launch
+    from nmp.train.dist.outcome import digest
+
+    spec = RunSpec(
+        cfg=asdict(cfg),
+        strategy=strategy,
+        servers=cfg.nodes,
+        workers=cfg.workers,
+        run_dir=str(folder),
+        timeout_s=timeout_s,
+        ckpt_every=every,
+    )
+    rec = launch(spec, kills)
+    ctx = Context(replace(spec))
+    rec.update(digest(folder, ctx))
+    rec["traffic_bytes"] = {k: v for k, v in rec["traffic"]["bytes"].items() if k != "probe"}
+    rec["traffic_messages"] = {
+        k: v for k, v in rec["traffic"]["messages"].items() if k != "probe"
+    }
+    rec["ctx"] = ctx
+    return rec
+
+
+def _step_times(rec: dict) -> list[float]:
+    return [s for _, _, s in rec["results"]["worker:0"].get("step_wall", [])]
+
+
+def _measured(base: dict, run: dict) -> dict[str, Any]:
+    res = run["results"]
+    steps_base = np.asarray(_step_times(base))
+    out: dict[str, Any] = {
+        "train_wall_s": run["train_wall_s"],
+        "failure_free_train_wall_s": base["train_wall_s"],
+        "overhead_pct": 100.0 * (run["train_wall_s"] / base["train_wall_s"] - 1.0),
+        "step_ms_median": 1e3 * float(np.median(_step_times(run))),
+        "failure_free_step_ms_median": 1e3 * float(np.median(steps_base)),
+        # the steady state: the median step against the baseline's (failures barely move it)
+        "overhead_steady_pct": 100.0 * (np.median(_step_times(run)) / np.median(steps_base) - 1),
+        "setup_s": run["setup_s"],
+    }
+    failures = [e for e in run["events"] if "failed" in e]
+    walls = res["worker:0"].get("step_wall", [])
+    restore = reexec = regroup = 0.0
+    for ev in failures:
+        g = ev["gen"]
+        begin = max(float(r.get("begin_s", {}).get(str(g), 0.0)) for r in res.values())
+        restore += begin
+        regroup += max(0.0, ev.get("regroup_wall_s", 0.0) - begin)
+        # committed steps that a rollback re-executes
+        redo = range(ev["resume_step"], ev["committed_steps"])
+        reexec += sum(s for gg, i, s in walls if gg == g and i in redo)
+    out.update(
+        pause_s=restore + reexec,
+        restore_s=restore,
+        reexec_s=reexec,
+        regroup_s=regroup,
+        failures=len(failures),
+    )
+    return out
+
+
+def _link(base: dict) -> tuple[float, float]:
+    link = next(r["link"] for r in base["results"].values() if r.get("link"))
+    return float(link[0]), float(link[1])
+
+
+def _storage_gbps(run: dict) -> float | None:
+    secs = sum(sum(r.get("ckpt_write_s", [])) for r in run["results"].values())
+    nbytes = sum(r.get("ckpt_bytes", 0) for r in run["results"].values())
+    return nbytes / secs / 1e9 if secs > 0 and nbytes else None
+
+
+def _units(run: dict) -> dict[str, int]:
+    """Units of work the run did (its configuration's steps, each executed step counted)."""
+    from nmp.train.traffic import step_units
+
+    ctx = run["ctx"]
+    walls = run["results"]["worker:0"].get("step_wall", [])
+    out: dict[str, int] = {}
+    for _, i, _ in walls:
+        for k, v in step_units(ctx, i).items():
+            out[k] = out.get(k, 0) + v
+    positions = 0
+    for ev in run["events"]:
+        if ev.get("failed", "") and ev["failed"].startswith("server:") and ctx.coded:
+            n = int(ev["failed"].split(":")[1])
+            positions += int((ctx.shard.node_of_pos == n).sum()) - _padding(ctx, n)
+    out["repair"] = positions
+    return out
+
+
+def _padding(ctx, node: int) -> int:
+    """Data slots of ``node`` past the last row (the last stripe's padding: never stored)."""
+    shard = ctx.shard
+    last = shard.node_of_pos.shape[0] - 1
+    slots = np.arange(shard.k)
+    return int(((shard.node_of_pos[last, : shard.k] == node) & (last * shard.k + slots >= shard.total_rows)).sum())
+
+
+def modeled(cfg, strategy: str, base: dict, run: dict, every: int) -> dict[str, Any]:
+    """The scale model on this configuration and failure schedule (see the module doc)."""
+    from nmp.train import optim
+    from nmp.train.extrapolate import DeploymentSpec, scheduled
+    from nmp.train.traffic import counted, step_units
+
+    ctx = run["ctx"]
+    latency_s, gbps = _link(base)
+    step_ms = 1e3 * float(np.median(_step_times(base)))
+    # restart: forming a group, as the process that arrived last at the start saw it (the
+    # others' times include waiting for it)
+    group_s = min(float(r.get("group_s", {}).get("0", 0.0)) for r in base["results"].values())
+    units = _units(run)
+    per_unit = counted(run["traffic_bytes"], units)
+    storage = _storage_gbps(run)
+    every_min = (every or 1) * step_ms / 60e3
+    s = ctx.spec.servers
+    dep = DeploymentSpec(
+        name="measured-cluster",
+        workload=cfg.workload,
+        table_rows=ctx.shard.total_rows,
+        dim=ctx.geo.dim,
+        batch=ctx.geo.batch,
+        servers=s,
+        workers=ctx.spec.workers,
+        server_mtbf_hours=cfg.mtbf_steps * step_ms * s / 3.6e6,
+        storage_gbps=storage or cfg.storage_gbps,
+        restart_s=group_s,
+        optimizer_state_words=optim.state_width(cfg.optimizer, ctx.geo.dim),
+        k=ctx.shard.k,
+        r=1,
+        rebuild_share=cfg.rebuild_share,
+        cpr_fraction=cfg.cpr_fraction,
+        cpr_pls=cfg.cpr_pls,
+        cpr_full_every=cfg.cpr_full_every,
+        interval="fixed",
+        interval_min=(every_min,),
+        arch=cfg.arch,
+        bottom=(*cfg.bottom, ctx.geo.dim),
+        top=(*cfg.top, 1),
+        step_ms=step_ms,
+        network_gbps=gbps,
+        message_us=1e6 * latency_s,
+        **{f"traffic_{k}": v for k, v in per_unit.items() if v},
+    )
+    one = step_units(ctx, 0)
+    step_units_ = {
+        "lookups": one["lookup"],
+        "pooled_vectors": one["pooled"],
+        "worker_rows": one["row_grad"],
+        "rows_touched": len(np.unique(ctx.shard.global_rows(ctx.batch(0).ids))),
+        "rows_total": ctx.shard.total_rows,
+    }
+    fails = [e["at_step"] for e in run["events"] if "kill" in e and e["kill"].startswith("server")]
+    rows = {r["strategy"]: r for r in scheduled(dep, cfg.steps, fails, step_units_)}
+    row = rows.get(strategy)
+    return {
+        "modeled_overhead_pct": None if row is None else row["overhead_pct"],
+        "modeled_overhead_no_failure_pct": None if row is None else row["overhead_no_failure_pct"],
+        "model_inputs": {
+            "step_ms": step_ms,
+            "link_gbps": gbps,
+            "link_latency_us": 1e6 * latency_s,
+            "storage_gbps": storage,
+            "restart_s": group_s,
+            "checkpoint_interval_steps": every,
+            "traffic_per_unit": per_unit,
+        },
+    }
+
+
+def run_procs(
+    cfg, strategy: str, kills, *, run_dir: str | None = None, timeout_s: float = 60.0
+) -> dict[str, Any]:
+    """Baseline and strategy runs; the row of ``nmp train --procs ... --json``."""
+    from nmp.train.compare import auc_change
+
+    check(cfg, strategy, kills)
+    every = interval_steps(cfg, strategy)
+    folder = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix="nmp-procs-"))
+    try:
+        base = _one(cfg, "failure-free", [], folder / "failure-free", timeout_s, 0)
+        run = _one(cfg, strategy, kills, folder / strategy, timeout_s, every)
+        meas = _measured(base, run)
+        model = modeled(cfg, strategy, base, run, every)
+    finally:
+        if run_dir is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    m, mb = run["results"]["worker:0"]["metrics"], base["results"]["worker:0"]["metrics"]
+    change, noise = auc_change(_Res(m), _Res(mb))
+    row: dict[str, Any] = {
+        "strategy": strategy,
+        "procs": {"servers": cfg.nodes, "workers": cfg.workers},
+        "final_state_sha256": run["final_state_sha256"],
+        "failure_free_sha256": base["final_state_sha256"],
+        "identical_to_failure_free": run["final_state_sha256"] == base["final_state_sha256"],
+        "overhead_pct": meas["overhead_pct"],
+        "modeled_overhead_pct": model["modeled_overhead_pct"],
+        "pause_s": meas["pause_s"],
+        "recovery_ns": 1e9 * meas["pause_s"],
+        "auc": m["auc"],
+        "auc_ci95": None if m["auc_se"] is None else 1.96 * m["auc_se"],
+        "auc_teacher": m.get("auc_teacher"),
+        "eval_samples": m["samples"],
+        "auc_change": change,
+        "auc_change_noise95": noise,
+        "auc_change_within_noise": None if change is None else bool(abs(change) <= noise),
+        "logloss": m["logloss"],
+        "accuracy": m["accuracy"],
+        "checkpoint_interval_steps": every or None,
+        "measured": meas,
+        "modeled": model,
+        "traffic_bytes": run["traffic_bytes"],
+        "failure_free_traffic_bytes": base["traffic_bytes"],
+        "events": run["events"],
+    }
+    if "parity_consistent" in run:
+        row["parity_consistent"] = run["parity_consistent"]
+    return row
+
+
+class _Res:
+    def __init__(self, metrics) -> None:
+        self.metrics = metrics
+
+
+def print_procs(row: dict[str, Any]) -> None:
+    """The run as a few lines of text."""
+    meas, model = row["measured"], row["modeled"]
+    inp = model["model_inputs"]
+    p = row["procs"]
+    print(
+        f"{row['strategy']}: {p['servers']} servers + {p['workers']} workers (processes), "
+        f"{meas['failures']} killed; final state "
+        + ("identical to" if row["identical_to_failure_free"] else "differs from")
+        + " the failure-free run's"
+    )
+    mod = row["modeled_overhead_pct"]
+    print(
+        f"  overhead measured {row['overhead_pct']:+.1f} % (training {meas['train_wall_s']:.2f} s "
+        f"vs {meas['failure_free_train_wall_s']:.2f} s), modeled "
+        + ("-" if mod is None else f"{mod:+.1f} %")
+    )
+    print(
+        f"  pause {row['pause_s']:.3f} s (restore {meas['restore_s']:.3f} s, re-execution "
+        f"{meas['reexec_s']:.3f} s), regroup {meas['regroup_s']:.3f} s, median step "
+        f"{meas['step_ms_median']:.1f} ms (failure-free {meas['failure_free_step_ms_median']:.1f})"
+    )
+    print(
+        f"  model inputs: link {inp['link_gbps']:.2f} GB/s ({inp['link_latency_us']:.0f} us), "
+        f"storage {inp['storage_gbps'] or 0:.2f} GB/s, restart {inp['restart_s']:.3f} s"
+    )
+    auc = row["auc"]
+    ch = row["auc_change"]
+    print(
+        "  held-out AUC "
+        + ("undefined" if auc is None else f"{auc:.4f}")
+        + ("" if ch is None else f", change {ch:+.4f} (noise ±{row['auc_change_noise95']:.4f})")
+    )
+    print(f"  bytes sent: {row['traffic_bytes']}")
+    print(f"  final_state_sha256 {row['final_state_sha256']}")

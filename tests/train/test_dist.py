@@ -1,0 +1,135 @@
+"""The distributed trainer: real processes on torch.distributed, real SIGKILLs.
+
+Each test is one or two small runs (3 servers, 2 workers, a spare: 6 processes forked from a
+warm fork server; a few seconds each on two cores)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from nmp.cli import main
+from nmp.train.dist.context import Context, RunSpec
+from nmp.train.dist.launch import launch, parse_kill
+from nmp.train.dist.outcome import digest
+from nmp.train.trainer import run
+
+STEPS = 30
+TINY = [
+    "--set", "train.max_tables=8",
+    "--set", "train.max_rows=400",
+    "--set", "train.bottom=[16]",
+    "--set", "train.top=[16]",
+    "--set", "train.eval_batches=2",
+    "--set", "train.batch=64",
+    "--set", "train.cost_sample=100000",
+    "--set", "train.ckpt_every=10",
+    "--steps", str(STEPS),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cfg(tiny_cfg):
+    return tiny_cfg(steps=STEPS, nodes=3, workers=2, eval_batches=2, ckpt_every=10)
+
+
+@pytest.fixture(scope="module")
+def single(cfg):
+    """The single-process trainer's failure-free run of the same configuration."""
+    return run(cfg, "failure-free", [])
+
+
+def _launch(cfg, strategy, kills, tmp_path):
+    spec = RunSpec(
+        cfg=dataclasses.asdict(cfg),
+        strategy=strategy,
+        servers=cfg.nodes,
+        workers=cfg.workers,
+        run_dir=str(tmp_path),
+        timeout_s=60,
+        ckpt_every=cfg.ckpt_every,
+    )
+    rec = launch(spec, [parse_kill(k) for k in kills])
+    rec.update(digest(tmp_path, Context(spec)))
+    return rec
+
+
+def test_failure_free_processes_match_the_single_process_trainer_bit_for_bit(cfg, single, tmp_path):
+    from nmp.train.dist.context import Context
+    from nmp.train.traffic import counted, layout, step_units
+
+    rec = _launch(cfg, "ecrec", [], tmp_path)
+    assert rec["final_state_sha256"] == single.final_state_sha256
+    assert rec["parity_consistent"]  # every server's parity is the XOR of its stripes
+    assert rec["results"]["worker:0"]["metrics"]["auc"] == single.metrics["auc"]
+    # the bytes the processes sent, per unit of work, are what the scale model charges
+    ctx = Context(RunSpec.read(tmp_path / "spec.json"))
+    units: dict[str, int] = {}
+    for i in range(STEPS):
+        for k, v in step_units(ctx, i).items():
+            units[k] = units.get(k, 0) + v
+    got = counted(rec["traffic"]["bytes"], units)
+    want = layout(ctx.geo.dim, 4 * ctx.width, ctx.shard.k).as_dict()
+    assert got["parity_delta"] == want["parity_delta"]
+    assert got["row_grad"] == want["row_grad"] and got["pooled"] == want["pooled"]
+    assert got["lookup"] == pytest.approx(want["lookup"], rel=0.1)  # + each request's shape
+
+
+def test_ecrec_survives_a_sigkill_bit_identical_without_pause(capsys, single, tmp_path):
+    argv = ["train", "--procs", "3,2", "--strategy", "ecrec", "--kill", "server=1,step=15"]
+    assert main([*argv, *TINY, "--run-dir", str(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["final_state_sha256"] == out["failure_free_sha256"] == single.final_state_sha256
+    assert out["identical_to_failure_free"] and out["parity_consistent"]
+    assert out["pause_s"] < 0.05  # no state to restore, no step to re-execute
+    kill, failed = out["events"][0], out["events"][1]
+    assert kill["kill"] == "server:1" and failed["rebuilding"] == ["server:1"]
+    assert out["traffic_bytes"]["repair"] > 0  # the replacement rebuilt from parity
+    assert isinstance(out["overhead_pct"], float) and out["modeled_overhead_pct"] > 0
+    for key in ("auc", "final_state_sha256", "recovery_ns", "events"):  # nmp train's keys
+        assert key in out
+
+
+def test_ecrec_kill_in_the_commit_phase_and_again_during_the_rebuild(cfg, single, tmp_path):
+    kills = ["server=1,step=12,phase=commit", "server=1,step=14"]
+    rec = _launch(cfg, "ecrec", kills, tmp_path)
+    failed = [e for e in rec["events"] if "failed" in e]
+    assert len(failed) == 2 and failed[1]["rebuilding"] == ["server:1"]
+    assert failed[0]["committed_steps"] == 13  # the commit held: the victim's step rolls forward
+    assert rec["final_state_sha256"] == single.final_state_sha256
+    assert rec["parity_consistent"]
+
+
+def test_checkpoint_rolls_every_process_back_and_reexecutes(capsys, single, tmp_path):
+    argv = ["train", "--procs", "3,2", "--strategy", "checkpoint", "--kill", "server=2,step=16"]
+    assert main([*argv, *TINY, "--run-dir", str(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["final_state_sha256"] == single.final_state_sha256
+    assert out["events"][1]["rollback_to"] == 10
+    assert out["pause_s"] > 0 and out["measured"]["reexec_s"] > 0
+    files = list((tmp_path / "checkpoint" / "ckpt").glob("step-*/server-*.npz"))
+    assert len(files) >= 3 * 3  # real files, every server, saves at steps 0, 10, 20
+
+
+def test_cpr_reloads_only_the_lost_shard(cfg, single, tmp_path):
+    rec = _launch(cfg, "cpr-ssu", ["server=0,step=15"], tmp_path)
+    assert rec["final_state_sha256"] != single.final_state_sha256  # partial: some updates lost
+    assert [e["resume_step"] for e in rec["events"] if "failed" in e] == [15]  # no rollback
+    auc = rec["results"]["worker:0"]["metrics"]["auc"]
+    assert abs(auc - single.metrics["auc"]) < 0.1
+
+
+def test_kill_input_errors(capsys):
+    base = ["train", "--strategy", "ecrec", *TINY]
+    for extra, needle in (
+        (["--kill", "server=1,step=5"], "--procs"),
+        (["--procs", "3,2", "--kill", "server=9,step=5"], "servers 0..2"),
+        (["--procs", "3,2", "--kill", "server=1,step=500"], "steps 1.."),
+        (["--procs", "3,2", "--kill", "disk=1,step=5"], "unknown key"),
+        (["--procs", "x"], "SERVERS,WORKERS"),
+    ):
+        assert main([*base, *extra]) == 1, extra
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
