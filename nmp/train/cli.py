@@ -286,7 +286,9 @@ def _extrapolate(args) -> int:
         except OSError as exc:
             raise NmpError(f"--out {args.out}: cannot create the folder ({exc.strerror})") from None
         points, crossings = sweep(dep)
-        plot(dep, points, crossings, out)
+        from nmp.train.setup import load_marks
+
+        plot(dep, points, crossings, out, load_marks(args.setup) if args.setup else [])
         if args.json:
             json.dump({"plot": str(out), "crossovers": crossings, "points": points}, sys.stdout)
             print()

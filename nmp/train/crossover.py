@@ -102,7 +102,15 @@ def sweep(dep: DeploymentSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any
     return points, crossings
 
 
-def plot(dep: DeploymentSpec, points: list[dict[str, Any]], crossings, path: Path) -> Path:
+def plot(
+    dep: DeploymentSpec,
+    points: list[dict[str, Any]],
+    crossings,
+    path: Path,
+    marks: list[dict[str, Any]] = (),
+) -> Path:
+    """One panel per parameter; black: the setup's value; dotted grey: a crossover; dashed
+    green: the setup's ``marks`` (configurations its source names)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -121,6 +129,19 @@ def plot(dep: DeploymentSpec, points: list[dict[str, Any]], crossings, path: Pat
             if c["parameter"] == param and c["crossover_value"] is not None:
                 ax.axvline(c["crossover_value"], color="grey", lw=0.8, ls=":")
         ax.axvline(_setup_value(dep, param), color="k", lw=0.8)
+        for m in marks:
+            if m["parameter"] == param:
+                ax.axvline(m["value"], color="tab:green", lw=0.8, ls="--")
+                ax.annotate(
+                    m["label"],
+                    (m["value"], 0.98),
+                    xycoords=("data", "axes fraction"),
+                    rotation=90,
+                    va="top",
+                    ha="right",
+                    fontsize=7,
+                    color="tab:green",
+                )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(param)
@@ -135,7 +156,8 @@ def plot(dep: DeploymentSpec, points: list[dict[str, Any]], crossings, path: Pat
     axes[0, 0].legend()
     fig.suptitle(
         f"Setup {dep.name}: where ECRec overtakes checkpointing and CPR "
-        "(black: the setup's value; dotted: a crossover)"
+        "(black: the setup's value; dotted: a crossover; dashed: configurations of the setup's "
+        "source)"
     )
     fig.tight_layout()
     buf = io.BytesIO()

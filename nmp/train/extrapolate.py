@@ -96,6 +96,15 @@ class DeploymentSpec:
     # server takes each worker's lookups and gradients and sends it partial sums (3 per
     # worker), and the coded update one delta message to each other server. 0: not charged.
     message_us: float = 0.0
+    # 0: the workers' NICs are not a limit; > 0: each worker's NIC in GB/s (its lookups,
+    # partial sums and gradients cross it; the servers' parity deltas do not).
+    worker_network_gbps: float = 0.0
+    # False: ``batch`` is the step's batch, split over the workers; True: every worker trains
+    # a batch of its own (asynchronous parameter-server workers, as XDL's in ECRec's artifact),
+    # so the servers serve ``workers`` batches per step and update their rows for each.
+    batch_per_worker: bool = False
+    # > 0: memory of one server (GB); its share of the records and parity must fit.
+    server_memory_gb: float = 0.0
 
     def validate(self) -> None:
         for key in ("servers", "workers", "k", "r", "trials", "cpr_full_every"):
@@ -110,8 +119,9 @@ class DeploymentSpec:
         for key in ("lookup", "pooled", "row_grad", "parity_delta", "repair"):
             if not getattr(self, f"traffic_{key}") >= 0:
                 raise NmpError(f"setup {self.name}: traffic_{key} must be >= 0")
-        if not self.message_us >= 0:
-            raise NmpError(f"setup {self.name}: message_us must be >= 0")
+        for key in ("message_us", "worker_network_gbps", "server_memory_gb"):
+            if not getattr(self, key) >= 0:
+                raise NmpError(f"setup {self.name}: {key} must be >= 0")
         if self.restart_s < 0 or self.step_ms < 0 or self.network_gbps < 0:
             raise NmpError(f"setup {self.name}: restart_s, step_ms, network_gbps must be >= 0")
         if self.servers <= self.r:
@@ -272,6 +282,13 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
     if units:
         c = replace(c, **units)
     data_bytes = float(c.rows_total) * c.record_bytes
+    if dep.server_memory_gb:
+        per_server = data_bytes * (dep.k + dep.r) / dep.k / dep.servers / 1e9
+        if per_server > dep.server_memory_gb:
+            raise NmpError(
+                f"setup {dep.name}: {per_server:.0f} GB of records and parity per server do "
+                f"not fit in server_memory_gb = {dep.server_memory_gb:g}"
+            )
     m_ns = dep.server_mtbf_hours * HOUR_NS / dep.servers
     bw = dep.servers * dep.storage_gbps  # bytes per ns, all servers writing in parallel
     delta_ns = data_bytes / bw
@@ -287,23 +304,36 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
     # and the replacement's memory; positions include the parity (shard_rows * (k + r) / k).
     positions = shard_rows * (dep.k + dep.r) / dep.k
     traffic = positions * (dep.k * c.read_ns_per_record + c.write_ns_per_record)
-    mem_step = c.step_ns
-    mem_coded = mem_step + c.upd_coded_ns - c.upd_plain_ns
+    # Batches a server serves per step: one (the step's batch, split over the workers), or
+    # one per worker (every worker trains its own batch: XDL's workers in ECRec's artifact).
+    nb = dep.workers if dep.batch_per_worker else 1
+    dense_ns = c.step_ns - c.gather_ns - c.upd_plain_ns  # per worker, its share of the batch
+    if dep.batch_per_worker:
+        dense_ns *= dep.workers  # each worker computes its whole batch
+    mem_step = nb * (c.gather_ns + c.upd_plain_ns) + dense_ns
+    mem_coded = mem_step + nb * (c.upd_coded_ns - c.upd_plain_ns)
     net_step = net_coded = 0.0
     if dep.network_gbps:
         # Per server NIC, the step's traffic by kind at bytes per unit (nmp.train.traffic):
         # the lookups in, the sparse partial sums out, the row gradients in; the coded update
         # adds one delta per touched row and parity to a parity server; a rebuild receives
-        # k survivors' shards per lost position.
+        # k survivors' shards per lost position. Per worker NIC (worker_network_gbps): its
+        # share of the same lookups, partial sums and gradients.
         tp = traffic_profile(dep, c)
-        step_bytes = (
-            c.lookups * tp.lookup + c.pooled_vectors * tp.pooled + c.worker_rows * tp.row_grad
-        )
+        grad_rows = c.rows_touched if dep.batch_per_worker else c.worker_rows
+        step_bytes = c.lookups * tp.lookup + c.pooled_vectors * tp.pooled + grad_rows * tp.row_grad
         msg_ns = dep.message_us * 1e3
-        net_step = step_bytes / dep.servers / dep.network_gbps + 3 * dep.workers * msg_ns
-        parity_bytes = c.rows_touched * dep.r * tp.parity_delta
-        net_coded = (
-            net_step + parity_bytes / dep.servers / dep.network_gbps + (dep.servers - 1) * msg_ns
+        net_step = nb * step_bytes / dep.servers / dep.network_gbps + 3 * dep.workers * msg_ns
+        if dep.worker_network_gbps:
+            per_worker = step_bytes if dep.batch_per_worker else step_bytes / dep.workers
+            net_step = max(net_step, per_worker / dep.worker_network_gbps)
+        parity_bytes = nb * c.rows_touched * dep.r * tp.parity_delta
+        net_coded = max(
+            net_step,
+            nb * step_bytes / dep.servers / dep.network_gbps
+            + 3 * dep.workers * msg_ns
+            + parity_bytes / dep.servers / dep.network_gbps
+            + (dep.servers - 1) * msg_ns,
         )
         traffic = max(traffic, positions * tp.repair / dep.network_gbps)
     step = dep.step_ms * 1e6 or max(mem_step, net_step)

@@ -36,6 +36,7 @@ def load_setup(name: str) -> tuple[DeploymentSpec, dict[str, str]]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SpecError(f"not valid TOML: {exc}", file=str(path)) from None
     values = data.get("values")
+    _check_marks(data.get("marks", []), path)
     sources = data.get("sources", {})
     if not isinstance(values, dict):
         raise SpecError("missing [values] table", file=str(path))
@@ -57,7 +58,12 @@ def load_setup(name: str) -> tuple[DeploymentSpec, dict[str, str]]:
                     file=str(path),
                 )
             value = tuple(elem(v) for v in value)
-        elif isinstance(default, bool) or not isinstance(value, type(default) | int):
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise SpecError(
+                    f"values.{key} must be true or false, got {value!r}", file=str(path)
+                )
+        elif isinstance(value, bool) or not isinstance(value, type(default) | int):
             raise SpecError(
                 f"values.{key} must be {type(default).__name__}, got {value!r}", file=str(path)
             )
@@ -67,3 +73,25 @@ def load_setup(name: str) -> tuple[DeploymentSpec, dict[str, str]]:
     spec = DeploymentSpec(**kw)
     spec.validate()
     return spec, {k: str(v) for k, v in sources.items()}
+
+
+MARK_KEYS = ("parameter", "label", "value", "source")
+
+
+def _check_marks(marks, path: Path) -> list[dict]:
+    if not isinstance(marks, list):
+        raise SpecError("marks must be an array of tables", file=str(path))
+    for i, m in enumerate(marks):
+        if not isinstance(m, dict) or set(m) != set(MARK_KEYS):
+            raise SpecError(f"marks[{i}] needs exactly {', '.join(MARK_KEYS)}", file=str(path))
+        v = m["value"]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not v > 0:
+            raise SpecError(f"marks[{i}].value must be a number > 0", file=str(path))
+    return marks
+
+
+def load_marks(name: str) -> list[dict]:
+    """The setup's marks: configurations its source names, drawn on the crossover plot."""
+    load_setup(name)  # the same checks and errors
+    path = Path(name) if name.endswith(".toml") else setup_dir() / f"{name}.toml"
+    return _check_marks(tomllib.loads(path.read_text()).get("marks", []), path)

@@ -53,7 +53,10 @@ def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[d
     png = None
     if params.get("crossover", True):
         points, crossings = sweep(dep)
-        png = plot(dep, points, crossings, out_dir / f"crossover-{dep.name}.png")
+        from nmp.train.setup import load_marks
+
+        marks = load_marks(str(params["setup"]))
+        png = plot(dep, points, crossings, out_dir / f"crossover-{dep.name}.png", marks)
     flat = [{"kind": "comparison", **r} for r in rows] + [
         {"kind": "crossover", **{k: v for k, v in c.items() if k != "range"}} for c in crossings
     ]

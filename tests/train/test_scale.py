@@ -121,3 +121,25 @@ def test_parameter_servers_pay_the_deltas_and_the_rebuild_over_their_nic():
     extra = max(mem_coded, net_coded) - max(c.step_ns, net_step)
     assert ps.parity_frac == pytest.approx(extra / max(c.step_ns, net_step), rel=1e-9)
     assert ps.parity_frac > 0.01  # the term is not negligible here: tripling it would show
+
+
+def test_ecrec_setup_is_the_artifacts_and_what_reverses_it():
+    """ECRec's artifact (Thesys-lab/ECRec): SGD records of 512 B, 100 Gbit/s servers, workers
+    at 10 Gbit/s, a batch of 2048 per worker. The workers' NICs bound the step, the parity
+    deltas ride the servers' slack: ECRec's overhead is below checkpointing's; with the
+    artifact's commented-out 25 Gbit/s servers the servers bound the step and it is not."""
+    from nmp.train.setup import load_marks
+
+    dep, sources = load_setup("ecrec")
+    assert (dep.optimizer_state_words, dep.batch, dep.batch_per_worker) == (0, 2048, True)
+    assert all("Thesys-lab/ECRec" in sources[k] for k in ("servers", "workers", "k", "dim"))
+    rows = {r["strategy"]: r for r in expected(dep)}
+    ckpt = rows["checkpoint-30min"]["overhead_no_failure_pct"]
+    assert rows["ecrec"]["overhead_no_failure_pct"] < 0.1 * ckpt
+    slow = {r["strategy"]: r for r in expected(replace(dep, network_gbps=25 / 8))}
+    assert slow["ecrec"]["overhead_no_failure_pct"] > 10 * ckpt
+    marks = {m["label"]: m for m in load_marks("ecrec")}
+    assert (
+        marks["4S"]["value"] == 4 * dep.table_rows
+        and "TOTAL_NUM_STEPS" in marks["226004 steps in 2 h?"]["source"]
+    )
