@@ -190,3 +190,12 @@ def parity_vs_fresh_encode(quick: bool) -> list[CheckResult]:
             )
         )
     return rows_out
+
+
+@builtin("train.scale-vs-cluster")
+def scale_model_vs_cluster(quick: bool) -> list[CheckResult]:
+    """The trainer's scale model against a small cluster of real processes (nmp.train)."""
+    from importlib import import_module
+
+    # nmp.train sits above nmp.validate in the layers: loaded by name, as claim models are
+    return import_module("nmp.train.measured").check_rows(quick)

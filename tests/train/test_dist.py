@@ -133,3 +133,27 @@ def test_kill_input_errors(capsys):
         assert main([*base, *extra]) == 1, extra
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_validate_states_the_scale_models_error_against_the_small_cluster(monkeypatch):
+    """The check's rows come from real runs; here the runs are stubbed to test the verdict."""
+    from nmp.train import measured
+
+    def fake(quick):
+        row = {
+            "strategy": "ecrec",
+            "overhead_pct": 12.0,
+            "modeled_overhead_pct": 10.0,
+            "overhead_noise95_pct": 1.0,
+            "identical_to_failure_free": True,
+            "procs": {"servers": 3, "workers": 2},
+            "pause_s": 0.0,
+            "measured": {"step_ms_median": 30.0, "failure_free_step_ms_median": 27.0},
+            "modeled": {"model_inputs": {"link_gbps": 1.0, "link_latency_us": 50.0}},
+        }
+        return [row, {**row, "strategy": "checkpoint", "modeled_overhead_pct": 36.0}]
+
+    monkeypatch.setattr(measured, "rows", fake)
+    ok, bad = measured.check_rows(True)
+    assert ok.verdict == "agrees" and "error -2.0 pp" in ok.model  # within 1 + 5 pp
+    assert bad.verdict == "disagrees" and bad.explanation  # 24 pp off: said, with why

@@ -96,8 +96,6 @@ def main(argv: list[str]) -> int:
                 spec.world,
             )
             group_s[gen] = time.perf_counter() - t0
-            if gen == 0 and rank in (0, spec.servers):  # server 0 and worker 0 time the link
-                link = probe(comm, spec.servers - rank, first=rank == 0)
             t0 = time.perf_counter()
             obj.begin(rec, comm, joined_fresh)
             begin_s[gen] = time.perf_counter() - t0
@@ -109,6 +107,9 @@ def main(argv: list[str]) -> int:
                 _publish_counts(store, role, traffic, messages, comm)
             if kind == "worker" and int(idx) == 0:
                 store.set("trained", "1")
+            if spec.extra.get("probe") and rank in (0, spec.servers):
+                # server 0 and worker 0 time the link once training is over (the others wait)
+                link = probe(comm, spec.servers - rank, first=rank == 0)
             if kind == "server":
                 obj.finish_rebuild(comm, steps)
                 for _ in ctx.data.eval_batches(ctx.cfg.eval_batches) if spec.eval else ():

@@ -61,7 +61,9 @@ def check(cfg, strategy: str, kills) -> None:
             raise NmpError(f"--kill step={k.step}: the run has steps 1..{cfg.steps - 1}")
 
 
-def _one(cfg, strategy: str, kills, folder: Path, timeout_s: float, every: int) -> dict:
+def _one(
+    cfg, strategy: str, kills, folder: Path, timeout_s: float, every: int, probe: bool = False
+) -> dict:
     from nmp.train.dist.context import Context, RunSpec
     from nmp.train.dist.launch import launch
     from nmp.train.dist.outcome import digest
@@ -74,6 +76,7 @@ def _one(cfg, strategy: str, kills, folder: Path, timeout_s: float, every: int) 
         run_dir=str(folder),
         timeout_s=timeout_s,
         ckpt_every=every,
+        extra={"probe": probe},
     )
     rec = launch(spec, kills)
     ctx = Context(replace(spec))
@@ -122,6 +125,17 @@ def _measured(base: dict, run: dict) -> dict[str, Any]:
         failures=len(failures),
     )
     return out
+
+
+def _noise(base: dict, run: dict) -> float:
+    """95 % band of the measured overhead (percentage points) from the spread of the step
+    times: each run's training time is a sum of n steps, var = n var(step), taken as
+    independent (drift in the machine's load widens the real band)."""
+    a, b = np.asarray(_step_times(run)), np.asarray(_step_times(base))
+    if len(a) < 2 or len(b) < 2:
+        return float("nan")
+    var = len(a) * a.var(ddof=1) + len(b) * b.var(ddof=1)
+    return float(100 * 1.96 * np.sqrt(var) / b.sum())
 
 
 def _link(base: dict) -> tuple[float, float]:
@@ -233,17 +247,28 @@ def modeled(cfg, strategy: str, base: dict, run: dict, every: int) -> dict[str, 
     }
 
 
+def baseline(cfg, folder: Path, timeout_s: float = 60.0) -> dict:
+    """The failure-free run (no protection, no kill) the overheads are measured against."""
+    return _one(cfg, "failure-free", [], Path(folder) / "failure-free", timeout_s, 0, probe=True)
+
+
 def run_procs(
-    cfg, strategy: str, kills, *, run_dir: str | None = None, timeout_s: float = 60.0
+    cfg,
+    strategy: str,
+    kills,
+    *,
+    run_dir: str | None = None,
+    timeout_s: float = 60.0,
+    base: dict | None = None,
 ) -> dict[str, Any]:
-    """Baseline and strategy runs; the row of ``nmp train --procs ... --json``."""
+    """Baseline (unless given) and strategy runs; the row of ``nmp train --procs ... --json``."""
     from nmp.train.compare import auc_change
 
     check(cfg, strategy, kills)
     every = interval_steps(cfg, strategy)
     folder = Path(run_dir) if run_dir else Path(tempfile.mkdtemp(prefix="nmp-procs-"))
     try:
-        base = _one(cfg, "failure-free", [], folder / "failure-free", timeout_s, 0)
+        base = base or baseline(cfg, folder, timeout_s)
         run = _one(cfg, strategy, kills, folder / strategy, timeout_s, every)
         meas = _measured(base, run)
         model = modeled(cfg, strategy, base, run, every)
@@ -274,6 +299,7 @@ def run_procs(
         "checkpoint_interval_steps": every or None,
         "measured": meas,
         "modeled": model,
+        "overhead_noise95_pct": _noise(base, run),
         "traffic_bytes": run["traffic_bytes"],
         "failure_free_traffic_bytes": base["traffic_bytes"],
         "events": run["events"],
