@@ -168,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
     row.pop("overhead_pct")
     row.pop("auc_change")
     if res.trainer.alltoall is not None:  # SC'24 compression: figures + AUC vs uncompressed
-        from nmp.train.alltoall import compression_report, print_compression
+        from nmp.train.alltoall.report import compression_report, print_compression
 
         row.update(compression_report(cfg, args.strategy, failures, res))
     if args.json:

@@ -206,7 +206,7 @@ class Trainer:
         self.cost = cost or CostModel(cfg, geo, self.store)
         self.cost.gather_fn = self.gather_cost
         self.ledger = CostLedger()
-        from nmp.train.alltoall import make_alltoall
+        from nmp.train.alltoall.exchange import make_alltoall
 
         self.alltoall = make_alltoall(cfg)  # None unless train.compress names a codec
         self.step = 0

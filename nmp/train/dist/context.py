@@ -64,7 +64,7 @@ class RunSpec:
 def strategy_class(name: str):
     from nmp.train.strategies import REGISTRY
 
-    return REGISTRY.get(name)
+    return REGISTRY.get(name)  # an NmpError naming the known strategies when unknown
 
 
 class Context:

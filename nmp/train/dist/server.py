@@ -75,6 +75,9 @@ class Server:
         from nmp.train.dist.files import Saver
 
         self.saver = Saver(ctx, self.role)
+        from nmp.train.alltoall.exchange import make_alltoall
+
+        self.codec = make_alltoall(cfg)  # train.compress: the pooled and gradient traffic
         self.events: list[dict[str, Any]] = []
 
     # -- records --------------------------------------------------------------------------------
@@ -158,7 +161,11 @@ class Server:
             if op is not None:
                 t_ns, e_pj = t_ns + op.t_ns, e_pj + op.total_energy_pj
             kind = "pooled" if train else "eval_pooled"
-            comm.post(ctx.worker_rank(w), kind, slots.astype(np.int32), vectors)
+            if self.codec is not None and train:  # SC'24: real compressed bytes
+                msg = self.codec.encode_partial(slots, vectors, req.shape[0], i)
+                comm.post(ctx.worker_rank(w), kind, *msg)
+            else:
+                comm.post(ctx.worker_rank(w), kind, slots.astype(np.int32), vectors)
         if timed:
             self.modeled["gather_ns"].append(t_ns)
             self.modeled["gather_pj"].append(e_pj)
@@ -170,6 +177,8 @@ class Server:
         parts = []
         for w in range(ctx.spec.workers):
             rows, grads = comm.recv(ctx.worker_rank(w))
+            if self.codec is not None:
+                grads = self.codec.decode_grads(rows, grads, ctx.geo.dim)
             parts.append((rows, grads))
         rows, grad = combine_row_grads(parts)
         idx = self.local(rows)
@@ -308,6 +317,7 @@ class Server:
             "events": self.events,
             "ckpt_write_s": self.saver.write_s,
             "ckpt_bytes": self.saver.bytes,
+            "codec": _codec_stats(self.codec),
         }
 
     def final_arrays(self) -> dict[str, np.ndarray]:
@@ -317,3 +327,10 @@ class Server:
             "pstripes": self.pstripes,
             "parity": self.parity,
         }
+
+
+def _codec_stats(codec) -> dict[str, Any] | None:
+    """Bytes before and after the codec and its CPU seconds, by direction (this process)."""
+    if codec is None:
+        return None
+    return {d: vars(st) for d, st in codec.stats.items()}

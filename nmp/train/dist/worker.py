@@ -44,11 +44,10 @@ class Worker:
             else []
         )
         self.step_wall: list[tuple[int, int, float]] = []  # (generation, step, seconds)
-        self.codec = None
-        if ctx.cfg.compress != "none":
-            from nmp.train.dist.exchange import PooledCodec
+        from nmp.train.alltoall.exchange import make_alltoall
 
-            self.codec = PooledCodec(ctx.cfg)
+        self.codec = make_alltoall(ctx.cfg)  # train.compress: the pooled and gradient traffic
+        self.exchange_s: list[float] = []  # per step: lookups out to pooled vectors in
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -98,8 +97,8 @@ class Worker:
 
     def _receive_partial(self, comm: Comm, n: int, step: int):
         got = comm.recv(self.ctx.server_rank(n))
-        if self.codec is not None and len(got) > 2:
-            return self.codec.decode(got, step)
+        if len(got) == 3:  # compressed: slots, blob, offsets
+            return self.codec.decode_partial(*got, len(self.ctx.geo.table_rows), self.ctx.geo.dim)
         return got[0], got[1]
 
     def step(self, i: int, comm: Comm, ctl: Control, gen: int) -> float:
@@ -110,7 +109,9 @@ class Worker:
         b = ctx.batch(i)
         sl = ctx.slices[self.index]
         g = ctx.shard.global_rows(b.ids)[:, sl]
+        t1 = time.perf_counter()
         pooled = self._pooled(comm, g, "lookup", i)
+        self.exchange_s.append(time.perf_counter() - t1)
         loss, grads, pooled_grad = dense_step.micro_step(
             self.model, self.params, b.dense[sl], pooled, b.label[sl], b.size
         )
@@ -118,7 +119,10 @@ class Worker:
         node = ctx.shard.node_of_row[rows]
         for n in range(ctx.spec.servers):
             m = node == n
-            comm.post(ctx.server_rank(n), "row_grad", rows[m], rgrad[m])
+            if self.codec is not None:
+                comm.post(ctx.server_rank(n), "row_grad", *self.codec.encode_grads(rows[m], rgrad[m], i))
+            else:
+                comm.post(ctx.server_rank(n), "row_grad", rows[m], rgrad[m])
         mine = dense_step.flat_grads(grads)
         for w in range(ctx.spec.workers):
             if w != self.index:
@@ -164,6 +168,11 @@ class Worker:
             self.saver.save(step, full=True, state=self.state())
         elif self.saver.due(step):  # a partial save still counts this process's part
             self.saver.save(step, full=False, state=np.zeros(0, np.float32))
+
+    def result(self) -> dict[str, Any]:
+        from nmp.train.dist.server import _codec_stats
+
+        return {"exchange_s": self.exchange_s, "codec": _codec_stats(self.codec)}
 
     def final_arrays(self) -> dict[str, np.ndarray]:
         from nmp.train.trainer import Trainer

@@ -15,8 +15,10 @@
 - ``none``: the failed node's rows are re-initialized.
 - ``failure-free``: no protection (the baseline that overheads are measured against).
 
-Each variant is one module (:data:`VARIANTS`) that registers its classes (:func:`register`);
-the CLI's list, help, the comparison's rows and the models at scale come from :data:`REGISTRY`.
+Each variant is one module that registers its classes (:func:`register`) in :data:`REGISTRY`
+(an ``nmp.registry.Registry`` that imports the modules on first use); the CLI's list, help,
+the comparison's rows, the models at scale and the distributed trainer's recovery come from
+it and from each class's attributes (``uses_parity``, ``scale_model``), never from a name.
 The dense MLP is replicated on ``dense_replicas`` nodes in every strategy: a failure erases the
 replica on its node and a survivor is copied; with no survivor the checkpointing strategies
 reload it from their checkpoint and the others re-create it from the seed (its learned weights
@@ -24,8 +26,6 @@ are lost, an event says so).
 """
 
 from __future__ import annotations
-
-from importlib import import_module
 
 from nmp.train.strategies.base import (
     REGISTRY,
@@ -36,15 +36,8 @@ from nmp.train.strategies.base import (
     strategy_names,
 )
 
-# Each variant module registers its strategies when imported; this order is the comparison's.
-VARIANTS = ("ecrec", "checkpointing", "cpr", "reinit")
-for _module in VARIANTS:
-    import_module(f"nmp.train.strategies.{_module}")
-register(Strategy)  # the failure-free baseline, last
-
 __all__ = [
     "REGISTRY",
-    "VARIANTS",
     "Strategy",
     "make_strategy",
     "register",

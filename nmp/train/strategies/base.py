@@ -8,18 +8,27 @@ from typing import Any
 import numpy as np
 
 from nmp.errors import NmpError
+from nmp.registry import Registry
 from nmp.train.config import TrainConfig
 from nmp.train.failures import Failure
 
-REGISTRY: dict[str, type[Strategy]] = {}
+# Each variant module registers its strategies when imported; this order is the comparison's,
+# the failure-free baseline last.
+REGISTRY: Registry[type[Strategy]] = Registry(
+    "strategy",
+    (
+        "nmp.train.strategies.ecrec",
+        "nmp.train.strategies.checkpointing",
+        "nmp.train.strategies.cpr",
+        "nmp.train.strategies.reinit",
+        "nmp.train.strategies.baseline",
+    ),
+)
 
 
 def register(cls: type[Strategy]) -> type[Strategy]:
     """Class decorator: make ``cls`` available under ``cls.name``."""
-    if cls.name in REGISTRY:
-        raise NmpError(f"strategy '{cls.name}' registered twice")
-    REGISTRY[cls.name] = cls
-    return cls
+    return REGISTRY.register(cls)
 
 
 def strategy_names(*, baseline: bool = False) -> tuple[str, ...]:
@@ -127,8 +136,4 @@ class Strategy:
 
 
 def make_strategy(name: str, cfg: TrainConfig) -> Strategy:
-    cls = REGISTRY.get(name)
-    if cls is None:
-        known = ", ".join(REGISTRY)
-        raise NmpError(f"unknown strategy '{name}' (known: {known})")
-    return cls(cfg)
+    return REGISTRY.get(name)(cfg)
