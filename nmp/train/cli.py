@@ -86,7 +86,15 @@ def _procs(args: argparse.Namespace, cfg) -> int:
     except ValueError as exc:
         raise NmpError(f"train config: {exc}") from None
     kills = [parse_kill(k) for k in args.kill or []]
+    from nmp.train.dist.launch import torchrun_env
+
+    if torchrun_env() is not None and not args.run_dir:
+        raise NmpError(
+            "under torchrun, give --run-dir: a folder every host shares (results, checkpoints)"
+        )
     row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
+    if row is None:
+        return 0  # another host's agent: rank 0 reports
     if args.json:
         json.dump(jsonable(row), sys.stdout, indent=2)
         print()

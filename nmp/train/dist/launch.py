@@ -1,7 +1,9 @@
-"""The launcher of a distributed run on one machine: processes, kills, generations, results.
+"""The launcher of a distributed run: processes, kills, generations, results.
 
-It hosts the rendezvous store (the scheduler of the run, never killed), starts one process per
-role plus a hot spare, and watches them. ``--kill server=N,step=S`` sends SIGKILL to the process
+On one machine it hosts the rendezvous store (the scheduler of the run, never killed), starts
+one process per role plus a hot spare, and watches them; under ``torchrun --nnodes N`` one
+agent per host does so for its share of the roles, torchrun's store is the rendezvous and agent
+0 coordinates. ``--kill server=N,step=S`` sends SIGKILL to the process
 holding the role once worker 0 reaches step ``S`` (the OS kills it: no cooperation);
 ``phase=commit`` arms a fault point so that the kill lands after the step's commit decision
 and before the victim applied it.
@@ -63,34 +65,49 @@ def parse_kill(text: str) -> Kill:
 
 
 class Launcher:
-    def __init__(self, spec, store, kills: list[Kill], *, spares: int = 1) -> None:
+    """One host's agent; agent 0 also coordinates (generations, the end of the run).
+
+    On one machine there is one agent running every role. Under ``torchrun --nnodes N`` each
+    host runs an agent for the roles ``i`` with ``i mod N`` = its index; an agent reports a
+    local death (and the spare it handed the role to) through the store's ``deaths`` queue,
+    and the coordinator publishes the generation."""
+
+    def __init__(
+        self, spec, store, kills: list[Kill], *, spares: int = 1, agent: int = 0, agents: int = 1
+    ) -> None:
         from nmp.train.dist.context import strategy_class
         from nmp.train.dist.control import Control
 
         self.spec, self.store, self.ctl = spec, store, Control(store)
-        self.kills = sorted(kills, key=lambda k: k.step)
+        self.agent, self.agents, self.coordinator = agent, agents, agent == 0
+        self.local = [r for i, r in enumerate(spec.roles()) if i % agents == agent]
+        self.kills = sorted((k for k in kills if k.role in self.local), key=lambda k: k.step)
         self.recovery = strategy_class(spec.strategy).scale_model
         self.run_dir = Path(spec.run_dir)
         self.procs: dict[str, _Child] = {}
-        self.spares: list[tuple[int, _Child]] = []
+        self.spares: list[tuple[str, _Child]] = []
         self.n_spares = spares
         self._next_spare = 0
-        self.finished: set[str] = set()
         self.events: list[dict[str, Any]] = []
         self.rec: dict[str, Any] = {}
         self.log_of: dict[int, Path] = {}
         self.killed: set[int] = set()
 
+    def pid_of(self, proc: _Child) -> str:
+        """A process's id across hosts: agent and pid."""
+        return f"{self.agent}:{proc.pid}"
+
     # -- processes ------------------------------------------------------------------------------
 
     def _start(self, role: str):
-        path = self.run_dir / f"log-{role.replace(':', '-')}-{len(self.log_of)}.txt"
+        path = self.run_dir / f"log-{role.replace(':', '-')}-a{self.agent}-{len(self.log_of)}.txt"
         proc = _Child(role, self.run_dir / "spec.json", path)
         self.log_of[proc.pid] = path
+        self.store.queue_push("procs", self.pid_of(proc))
         return proc
 
     def _spawn_spare(self) -> None:
-        sid = self._next_spare
+        sid = f"{self.agent}.{self._next_spare}"
         self._next_spare += 1
         self.spares.append((sid, self._start(f"spare:{sid}")))
 
@@ -109,43 +126,68 @@ class Launcher:
                 p.kill()
                 p.wait()
 
+    def _fail_run(self, message: str, exc=NmpError):
+        self.store.set("run/error", message)
+        self.stop()
+        raise exc(message)
+
     # -- the run --------------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
         spec = self.spec
         t_start = time.perf_counter()
-        for role in spec.roles():
+        for role in self.local:
             self.procs[role] = self._start(role)
+            self.store.set(f"pid/{role}", self.pid_of(self.procs[role]))
         for _ in range(self.n_spares):
             self._spawn_spare()
-        self.rec = {
-            "gen": 0,
-            "members": {r: p.pid for r, p in self.procs.items()},
-            "resume_step": 0,
-            "rollback": None,
-            "rebuilding": [],
-            "fresh": [],
-        }
-        self.ctl.publish(self.rec)
+        if self.coordinator:
+            roles = spec.roles()
+            while not self.store.check([f"pid/{r}" for r in roles]):
+                self._check_error()
+                time.sleep(0.005)
+            members = {r: self.store.get(f"pid/{r}").decode() for r in roles}
+            self.rec = {
+                "gen": 0,
+                "members": members,
+                "resume_step": 0,
+                "rollback": None,
+                "rebuilding": [],
+                "fresh": [],
+            }
+            self.ctl.publish(self.rec)
         t_ready = self._wait_ready(0, t_start)
         t_trained = None
         pending = list(self.kills)
         armed: set[Kill] = set()
         regroup: dict[str, Any] | None = None
         broken_since = None
-        while len(self.finished) < len(self.procs):
+        while not self._over():
+            self._check_error()
             for role, p in list(self.procs.items()):
                 rc = p.poll()
-                if rc is None or role in self.finished:
+                if rc is None or self.store.check([f"finished/{role}/{self.pid_of(p)}"]):
                     continue
                 if rc == 0:
-                    self.finished.add(role)
+                    self.store.set(f"finished/{role}/{self.pid_of(p)}", "1")
+                    self.store.add("finished", 1)
                     continue
-                regroup = self._failure(role, rc)
-                broken_since = None
-            if regroup is not None and self._ready_count(regroup["gen"]) >= spec.world:
-                regroup["event"]["regroup_wall_s"] = time.perf_counter() - regroup["t"]
-                regroup = None
+                self._local_death(role, rc)
+            if self.coordinator:
+                while self.store.queue_len("deaths"):
+                    regroup = self._failure(json.loads(self.store.queue_pop("deaths", False)))
+                    broken_since = None
+                if regroup is not None and self._ready_count(regroup["gen"]) >= spec.world:
+                    regroup["event"]["regroup_wall_s"] = time.perf_counter() - regroup["t"]
+                    regroup = None
+                if t_trained is None and self.store.check(["trained"]):
+                    t_trained = time.perf_counter()
+                g = self.rec["gen"]
+                if regroup is None and self.store.check([f"broken/{g}"]):
+                    broken_since = broken_since or time.perf_counter()
+                    if time.perf_counter() - broken_since > 2.0:  # no death: re-form the group
+                        regroup = self._new_generation(None, "", "group failed without a death")
+                        broken_since = None
             for k in list(pending):
                 p = self.procs[k.role]
                 if k.phase == "commit":
@@ -159,35 +201,42 @@ class Launcher:
                 elif self.ctl.progress() >= k.step:
                     self._kill(k, p)
                     pending.remove(k)
-            if t_trained is None and self.store.check(["trained"]):
-                t_trained = time.perf_counter()
-            g = self.rec["gen"]
-            if regroup is None and self.store.check([f"broken/{g}"]):
-                broken_since = broken_since or time.perf_counter()
-                if time.perf_counter() - broken_since > 2.0:  # no death: re-form the group
-                    regroup = self._new_generation(None, "group failed without a death")
-                    broken_since = None
             time.sleep(0.002)
+        if self.coordinator:
+            self.store.set("run/done", "1")
+        events = self.events
+        while self.store.queue_len("events"):
+            events.append(json.loads(self.store.queue_pop("events", False)))
         return {
             "setup_s": t_ready - t_start,
             "train_wall_s": (t_trained or time.perf_counter()) - t_ready,
-            "events": self.events,
-            "generations": self.rec["gen"] + 1,
+            "events": sorted(events, key=lambda e: e["t"]),
+            "generations": self.ctl.generation() + 1,
         }
+
+    def _over(self) -> bool:
+        if self.coordinator:
+            return int(self.store.add("finished", 0)) >= self.spec.world
+        return self.store.check(["run/done"])
+
+    def _check_error(self) -> None:
+        if self.store.check(["run/error"]):
+            self.stop()
+            raise NmpError(self.store.get("run/error").decode())
 
     def traffic(self) -> dict[str, dict[str, int]]:
         """Bytes and messages sent by every process that ran (killed ones included), by kind."""
         out: dict[str, dict[str, int]] = {"bytes": {}, "messages": {}}
-        for pid, path in self.log_of.items():
-            role = path.name.split("-")[1] + ":" + path.name.split("-")[2]
-            for r in (role, *self.spec.roles()):
-                key = f"traffic/{r}/{pid}"
-                if self.store.check([key]):
-                    got = json.loads(self.store.get(key))
-                    for what in ("bytes", "messages"):
-                        for k, v in got[what].items():
-                            out[what][k] = out[what].get(k, 0) + int(v)
-                    break
+        ids = []
+        while self.store.queue_len("procs"):
+            ids.append(self.store.queue_pop("procs", False).decode())
+        for pid in ids:
+            key = f"traffic/{pid}"
+            if self.store.check([key]):
+                got = json.loads(self.store.get(key))
+                for what in ("bytes", "messages"):
+                    for k, v in got[what].items():
+                        out[what][k] = out[what].get(k, 0) + int(v)
         return out
 
     def _ready_count(self, gen: int) -> int:
@@ -196,56 +245,67 @@ class Launcher:
 
     def _wait_ready(self, gen: int, t_start: float) -> float:
         while self._ready_count(gen) < self.spec.world:
+            self._check_error()
             for role, p in self.procs.items():
                 if p.poll() is not None:
-                    raise NmpError(
+                    self._fail_run(
                         f"distributed run: process {role} exited with {p.returncode} at start "
-                        f"(log in {self.run_dir})"
+                        f"(log in {self.log_of[p.pid]})"
                     )
             if time.perf_counter() - t_start > max(300.0, self.spec.timeout_s):
-                raise NmpError(f"distributed run: processes not ready (logs in {self.run_dir})")
+                self._fail_run(f"distributed run: processes not ready (logs in {self.run_dir})")
             time.sleep(0.005)
         return time.perf_counter()
 
     def _kill(self, k: Kill, p: _Child) -> None:
         p.send_signal(signal.SIGKILL)
         self.killed.add(p.pid)
-        self.events.append(
-            {
-                "kill": k.role,
-                "pid": p.pid,
-                "at_step": k.step,
-                "phase": k.phase,
-                "progress_at_kill": self.ctl.progress(),
-                "gen": self.rec["gen"],
-            }
+        self.store.queue_push(
+            "events",
+            json.dumps(
+                {
+                    "kill": k.role,
+                    "pid": p.pid,
+                    "at_step": k.step,
+                    "phase": k.phase,
+                    "progress_at_kill": self.ctl.progress(),
+                    "gen": self.ctl.generation(),
+                    "t": time.time(),
+                }
+            ),
         )
 
-    def _failure(self, role: str, rc: int) -> dict[str, Any]:
-        """A process died: abort the step in flight, hand its role to a spare, regroup."""
-        pid = self.procs[role].pid
-        if pid not in self.killed:  # not our SIGKILL: a bug or a crash, not a fault to recover
-            self.stop()
-            tail = self.log_of[pid].read_text(errors="replace").strip().splitlines()[-1:]
-            raise NmpError(
+    def _local_death(self, role: str, rc: int) -> None:
+        """A local process died: a crash ends the run; our SIGKILL hands its role to a spare
+        and tells the coordinator."""
+        p = self.procs[role]
+        if p.pid not in self.killed:  # not our SIGKILL: a bug or a crash, not a fault to recover
+            tail = self.log_of[p.pid].read_text(errors="replace").strip().splitlines()[-1:]
+            self._fail_run(
                 f"distributed run: {role} exited with {rc} ({' '.join(tail)}; log "
-                f"{self.log_of[pid]})"
+                f"{self.log_of[p.pid]})"
             )
+        self.procs[role] = self._take_spare(role)
+        new = self.pid_of(self.procs[role])
+        self.store.queue_push("deaths", json.dumps({"role": role, "pid": new, "rc": rc}))
+
+    def _failure(self, death: dict[str, Any]) -> dict[str, Any]:
+        """(coordinator) A process died: check the code still covers it, regroup."""
+        role = death["role"]
         if role.startswith("server:") and self.recovery == "coded":
             healthy = {r for r in self.rec["rebuilding"] if self.store.check([f"healthy/{r}"])}
             others = [r for r in self.rec["rebuilding"] if r != role and r not in healthy]
             if others:
-                self.stop()
                 from nmp.train.store import DataLossError
 
-                raise DataLossError(
+                self._fail_run(
                     f"{role} died while {', '.join(others)} was being rebuilt: stripes with both "
-                    "positions lost exceed the one XOR parity (r = 1)"
+                    "positions lost exceed the one XOR parity (r = 1)",
+                    DataLossError,
                 )
-        self.procs[role] = self._take_spare(role)
-        return self._new_generation(role, f"{role} died (exit {rc})")
+        return self._new_generation(role, death["pid"], f"{role} died (exit {death['rc']})")
 
-    def _new_generation(self, dead: str | None, reason: str) -> dict[str, Any]:
+    def _new_generation(self, dead: str | None, pid: str, reason: str) -> dict[str, Any]:
         from nmp.train.dist import files
 
         t = time.perf_counter()
@@ -262,9 +322,12 @@ class Launcher:
         if dead is not None and self.recovery == "rollback":
             rollback = files.latest_full(_StoreCtx(self.store))
             resume = rollback
+        members = dict(old["members"])
+        if dead is not None:
+            members[dead] = pid
         self.rec = {
             "gen": old["gen"] + 1,
-            "members": {r: p.pid for r, p in self.procs.items()},
+            "members": members,
             "resume_step": resume,
             "rollback": rollback,
             "rebuilding": rebuilding,
@@ -279,7 +342,7 @@ class Launcher:
             "resume_step": resume,
             "rollback_to": rollback,
             "rebuilding": rebuilding,
-            "detected_s": t,
+            "t": time.time(),
         }
         self.events.append(event)
         self.ctl.publish(self.rec)
@@ -338,25 +401,36 @@ class _StoreCtx:
 
 
 def launch(spec, kills: list[Kill], *, spares: int = 1) -> dict[str, Any]:
-    """Run ``spec`` on this machine; returns the launcher's record and every role's result."""
+    """Run ``spec``: on this machine, or, under ``torchrun --nnodes N`` (one process per
+    host), as this host's agent of a run over N hosts. Returns the run's record and every
+    role's result (the coordinator's; the other agents' record holds what they saw)."""
     import datetime
+    from dataclasses import replace
 
     import torch.distributed as dist
 
-    store = dist.TCPStore(
-        spec.host,
-        0,
-        is_master=True,
-        wait_for_workers=False,
-        timeout=datetime.timedelta(seconds=max(60.0, spec.timeout_s)),
-    )
-    from dataclasses import replace
-
-    spec = replace(spec, port=store.port)
+    timeout = datetime.timedelta(seconds=max(60.0, spec.timeout_s))
+    env = torchrun_env()
+    if env is None:
+        store = dist.TCPStore(spec.host, 0, is_master=True, wait_for_workers=False, timeout=timeout)
+        spec = replace(spec, port=store.port)
+        agent, agents = 0, 1
+    else:
+        agent, agents, host, port = env
+        n = _next_run()
+        prefix = f"nmp/run{n}/"
+        base = dist.TCPStore(host, port, is_master=False, timeout=timeout)
+        store = dist.PrefixStore(prefix, base)
+        spec = replace(
+            spec, host=host, port=port, extra={**spec.extra, "prefix": prefix, "agents": agents}
+        )
+        # the host's address for gloo, in the environment the fork server inherits
+        os.environ.setdefault("NMP_GLOO_HOST", _own_address(host))
+    os.environ["NMP_AGENT"] = str(agent)
     run_dir = Path(spec.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     spec.write(run_dir / "spec.json")
-    lau = Launcher(spec, store, kills, spares=spares)
+    lau = Launcher(spec, store, kills, spares=spares, agent=agent, agents=agents)
     try:
         rec = lau.run()
     finally:
@@ -366,4 +440,41 @@ def launch(spec, kills: list[Kill], *, spares: int = 1) -> dict[str, Any]:
         for p in sorted((run_dir / "result").glob("*.json"))
     }
     rec["traffic"] = lau.traffic()
+    rec["coordinator"] = lau.coordinator
     return rec
+
+
+_RUNS = [0]
+
+
+def _next_run() -> int:
+    """The number of this process's next run (every agent runs the same sequence)."""
+    _RUNS[0] += 1
+    return _RUNS[0]
+
+
+def torchrun_env() -> tuple[int, int, str, int] | None:
+    """(agent index, agents, store host, store port) under torchrun, else None. torchrun
+    starts one process per host (``--nproc-per-node 1``); its agent's store serves the run."""
+    if "TORCHELASTIC_RUN_ID" not in os.environ:
+        return None
+    if int(os.environ.get("LOCAL_WORLD_SIZE", "1")) != 1:
+        raise NmpError("under torchrun, nmp train --procs needs --nproc-per-node 1 (one agent per host)")
+    return (
+        int(os.environ["RANK"]),
+        int(os.environ["WORLD_SIZE"]),
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+    )
+
+
+def _own_address(peer: str) -> str:
+    """This host's address on the route to ``peer`` (what gloo binds and announces)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect((peer, 9))
+            return sock.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"

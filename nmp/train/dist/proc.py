@@ -20,12 +20,19 @@ from pathlib import Path
 def _connect(spec):
     import torch.distributed as dist
 
-    return dist.TCPStore(
+    store = dist.TCPStore(
         spec.host,
         spec.port,
         is_master=False,
         timeout=datetime.timedelta(seconds=max(60.0, spec.timeout_s)),
     )
+    prefix = spec.extra.get("prefix")
+    return dist.PrefixStore(prefix, store) if prefix else store
+
+
+def my_id() -> str:
+    """This process's id across hosts: its agent and pid (as the launcher records it)."""
+    return f"{os.environ.get('NMP_AGENT', '0')}:{os.getpid()}"
 
 
 def child_main(spec_path: str, role: str, log_path: str) -> None:
@@ -72,6 +79,7 @@ def main(argv: list[str]) -> int:
         obj = Worker(ctx, int(idx), fresh=fresh)
     rank = spec.rank(role)
     steps = ctx.cfg.steps
+    gloo_host = os.environ.get("NMP_GLOO_HOST", spec.host)
     gen = -1
     begin_s: dict[int, float] = {}
     group_s: dict[int, float] = {}
@@ -82,7 +90,7 @@ def main(argv: list[str]) -> int:
     while True:
         rec = ctl.next_generation(gen, timeout_s=max(300.0, spec.timeout_s))
         gen = rec["gen"]
-        if rec["members"].get(role) != os.getpid():
+        if rec["members"].get(role) != my_id():
             if fresh:
                 continue  # a spare assigned a role: its generation is being published
             return 0  # replaced (a stale process the launcher counted as dead)
@@ -91,7 +99,7 @@ def main(argv: list[str]) -> int:
         try:
             t0 = time.perf_counter()
             comm = Comm(
-                make_group(store, gen, rank, spec.world, timeout_s=spec.timeout_s, host=spec.host),
+                make_group(store, gen, rank, spec.world, timeout_s=spec.timeout_s, host=gloo_host),
                 rank,
                 spec.world,
             )
@@ -146,7 +154,7 @@ def _publish_counts(store, role, traffic, messages, comm) -> None:
         b[k] = b.get(k, 0) + v
     for k, v in comm.messages.items():
         m[k] = m.get(k, 0) + v
-    store.set(f"traffic/{role}/{os.getpid()}", json.dumps({"bytes": b, "messages": m}))
+    store.set(f"traffic/{my_id()}", json.dumps({"bytes": b, "messages": m}))
 
 
 def _evaluate(worker, comm, ctx):

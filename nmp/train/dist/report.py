@@ -77,6 +77,8 @@ def _one(
         extra={"probe": probe},
     )
     rec = launch(spec, kills)
+    if not rec["coordinator"]:
+        return rec
     ctx = Context(replace(spec))
     rec.update(digest(folder, ctx))
     rec["traffic_bytes"] = {k: v for k, v in rec["traffic"]["bytes"].items() if k != "probe"}
@@ -260,8 +262,9 @@ def run_procs(
     run_dir: str | None = None,
     timeout_s: float = 60.0,
     base: dict | None = None,
-) -> dict[str, Any]:
-    """Baseline (unless given) and strategy runs; the row of ``nmp train --procs ... --json``."""
+) -> dict[str, Any] | None:
+    """Baseline (unless given) and strategy runs; the row of ``nmp train --procs ... --json``
+    (None on an agent other than torchrun's rank 0, which reports)."""
     from nmp.train.compare import auc_change
 
     check(cfg, strategy, kills)
@@ -270,6 +273,8 @@ def run_procs(
     try:
         base = base or baseline(cfg, folder, timeout_s)
         run = _one(cfg, strategy, kills, folder / strategy, timeout_s, every)
+        if not run["coordinator"]:
+            return None  # another host's agent under torchrun: agent 0 reports
         meas = _measured(base, run)
         model = modeled(cfg, strategy, base, run, every)
     finally:
