@@ -4,6 +4,13 @@
 - :mod:`nmp.train.data`: synthetic Criteo-like data with a hidden teacher; Criteo TSV reader.
 - :mod:`nmp.train.store`: embedding records (rows + optimizer state) striped with parity over N
   memory nodes (``nmp.coding``): degraded reads, two-phase commit, range-by-range rebuild.
+- :mod:`nmp.train.shard`: the embedding servers: where rows live, each server's memory as an
+  ``nmp.arch`` design whose units gather-reduce its rows; :mod:`nmp.train.dense`: the workers'
+  micro-batch forward/backward, shared by both trainers.
+- :mod:`nmp.train.dist`: the same training as processes on torch.distributed (servers,
+  workers, real SIGKILLs, recovery), ``nmp train --procs``; :mod:`nmp.train.traffic`: its bytes
+  per unit of work, which the scale model charges; :mod:`nmp.train.measured`: the scale model
+  against the small cluster (``nmp validate``).
 - :mod:`nmp.train.strategies`: the recovery strategies; each registers itself
   (``strategies.REGISTRY``: ``nmp train --strategy`` help, ``--compare`` rows and the scale
   models derive from it).
@@ -16,6 +23,6 @@
   :mod:`nmp.train.claims` gives ``nmp validate`` the model's values for ECRec's and CPR's
   published claims.
 - :mod:`nmp.train.alltoall`: the embedding all-to-all compressed with an ``nmp.compress`` codec
-  (``train.compress``, SC'24), its figures, the training half of ``nmp evaluate papers/sc24-*``
-  and SC'24's accuracy claim.
+  (``train.compress``, SC'24), one module per job: the exchange, its figures, the training half
+  of ``nmp evaluate papers/sc24-*`` and SC'24's accuracy claim.
 """

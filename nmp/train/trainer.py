@@ -481,6 +481,6 @@ def run(
         final_state_sha256=trainer.state_sha256(),
         ledger=trainer.ledger,
         events=strat.events,
-        extra=strat.summary(),
+        extra={**strat.summary(), "cost_sampling": trainer.cost.sampling_report()},
         trainer=trainer,
     )

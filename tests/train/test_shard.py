@@ -65,3 +65,17 @@ def test_row_gradients_per_server_subset_are_bitwise_the_whole_batch():
 def test_worker_slices_cover_the_batch():
     sl = worker_slices(10, 3)
     assert [(s.start, s.stop) for s in sl] == [(0, 4), (4, 7), (7, 10)]
+
+
+def test_sampled_timing_reports_its_error_against_timed_steps(tiny_cfg):
+    """Every step is modeled; untimed steps are charged the running mean, and the run states
+    how far that mean was from the steps it did time."""
+    from nmp.train.trainer import run
+
+    full = run(tiny_cfg(steps=12, cost_sample=1), "failure-free", [])
+    sampled = run(tiny_cfg(steps=12, cost_sample=4), "failure-free", [])
+    rep = sampled.extra["cost_sampling"]
+    assert rep["timed_steps"] == 4 and rep["gather_mean_abs_error_pct"] is not None
+    assert full.extra["cost_sampling"]["timed_steps"] == 13  # step 0 twice: calibrate + charge
+    g_full, g_samp = full.ledger.t_ns["gather"], sampled.ledger.t_ns["gather"]
+    assert g_full > 0 and abs(g_samp / g_full - 1) < 0.25  # within the reported kind of error
