@@ -20,9 +20,10 @@ from nmp.train.strategies import strategy_names
 from nmp.train.trainer import RunResult, run
 
 
-def auc_change(res: RunResult, base: RunResult | None) -> tuple[float | None, float | None]:
+def auc_change(res: Any, base: Any | None) -> tuple[float | None, float | None]:
     """AUC change against ``base`` and its noise: 1.96 x the standard error of the difference
-    of two AUCs on the same held-out set, taken as independent (Hanley-McNeil SEs; ignoring the
+    of two AUCs on the same held-out set (of any two results with ``metrics``: runs of either
+    trainer), taken as independent (Hanley-McNeil SEs; ignoring the
     positive correlation of the two models' scores makes this band wider than a paired test's,
     so "inside the noise" is the cautious verdict)."""
     m, b = res.metrics, (base.metrics if base else None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,7 @@ def plot(
     points: list[dict[str, Any]],
     crossings,
     path: Path,
-    marks: list[dict[str, Any]] = (),
+    marks: Sequence[dict[str, Any]] = (),
 ) -> Path:
     """One panel per parameter; black: the setup's value; dotted grey: a crossover; dashed
     green: the setup's ``marks`` (configurations its source names)."""

@@ -37,6 +37,7 @@ def micro_step(model, params, dense_x, pooled, label, batch_total: int, exchange
         prm.grad = None
     loss.backward()
     grads = [prm.grad.detach().clone() for prm in params]
+    assert pooled_t.grad is not None  # (after backward)
     return float(loss.detach()), grads, pooled_t.grad.numpy().copy()
 
 

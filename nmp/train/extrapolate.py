@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -280,7 +280,7 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
     dep.validate()
     c = step_costs(dep)
     if units:
-        c = replace(c, **units)
+        c = replace(c, **cast(dict[str, Any], units))
     data_bytes = float(c.rows_total) * c.record_bytes
     if dep.server_memory_gb:
         per_server = data_bytes * (dep.k + dep.r) / dep.k / dep.servers / 1e9
@@ -418,11 +418,11 @@ def scheduled(
             steady = md.cpr_save_ns / md.cpr_tau_ns
             rows.append(_row(name, steady, sum(per) / horizon, max(per, default=0.0)))
         elif cls.scale_model == "coded":
-            per = md.rebuild_traffic_ns * len(failure_steps)
-            rows.append(_row(name, md.parity_frac, per / horizon, 0.0))
+            rebuilds = md.rebuild_traffic_ns * len(failure_steps)
+            rows.append(_row(name, md.parity_frac, rebuilds / horizon, 0.0))
         else:
-            per = md.reinit_ns * len(failure_steps)
-            rows.append(_row(name, 0.0, per / horizon, md.reinit_ns if failure_steps else 0.0))
+            reinits = md.reinit_ns * len(failure_steps)
+            rows.append(_row(name, 0.0, reinits / horizon, md.reinit_ns if failure_steps else 0.0))
     return rows
 
 

@@ -21,7 +21,7 @@ micro-batch, combined in worker order), so the two agree bit for bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -86,7 +86,8 @@ def request_for(shard: ShardMap, node: int, g: np.ndarray) -> Request:
     """The lookups of the micro-batch with global rows ``g`` [T, B, P] that ``node`` serves."""
     flat = g.reshape(-1)
     pos = np.flatnonzero(shard.node_of_row[flat] == node)
-    return Request(pos=pos, rows=flat[pos], shape=tuple(int(x) for x in g.shape))
+    t_n, b_n, p_n = g.shape
+    return Request(pos=pos, rows=flat[pos], shape=(int(t_n), int(b_n), int(p_n)))
 
 
 class _RecordView:
@@ -127,7 +128,8 @@ class NodeMemory:
         # A shard table may be empty (a tiny table on many servers); the design needs a row.
         self.arch.bind([TableSpec(rows=max(1, int(n)), dim=dim) for n in rows])
         self.view = _RecordView(shard, node, dim)
-        self.arch.store = self.view  # the units read the server's records
+        # the units read the server's records (a RowStore's read/basis interface)
+        self.arch.store = cast(Any, self.view)
 
     def lookup_batch(self, req: Request):
         """The request as the design's input: per shard table, CSR bags of local row ids."""

@@ -86,6 +86,7 @@ class Context:
         self.width = record_width(self.cfg, self.geo)
         self.run_dir = Path(spec.run_dir)
         self._batch: tuple[int, Any] | None = None
+        self.store: Any = None  # the rendezvous store (set by the process that uses it)
 
     @property
     def coded(self) -> bool:

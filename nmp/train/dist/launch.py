@@ -26,7 +26,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from nmp.errors import NmpError
 
@@ -126,7 +126,7 @@ class Launcher:
                 p.kill()
                 p.wait()
 
-    def _fail_run(self, message: str, exc=NmpError):
+    def _fail_run(self, message: str, exc: type[Exception] = NmpError) -> NoReturn:
         self.store.set("run/error", message)
         self.stop()
         raise exc(message)
@@ -321,7 +321,9 @@ class Launcher:
             self.store.delete_key(f"healthy/{dead}")
         if dead is not None and self.recovery == "rollback":
             rollback = files.latest_full(_StoreCtx(self.store))
-            resume = rollback
+            if rollback is None:  # every run saves at step 0 before training
+                self._fail_run("full recovery found no complete checkpoint to roll back to")
+            resume = int(rollback)
         members = dict(old["members"])
         if dead is not None:
             members[dead] = pid
@@ -411,6 +413,7 @@ def launch(spec, kills: list[Kill], *, spares: int = 1) -> dict[str, Any]:
 
     timeout = datetime.timedelta(seconds=max(60.0, spec.timeout_s))
     env = torchrun_env()
+    store: Any
     if env is None:
         store = dist.TCPStore(spec.host, 0, is_master=True, wait_for_workers=False, timeout=timeout)
         spec = replace(spec, port=store.port)

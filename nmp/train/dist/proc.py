@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def _connect(spec):
@@ -69,6 +70,7 @@ def main(argv: list[str]) -> int:
             time.sleep(0.005)
         role, fresh = store.get(key).decode(), True
     kind, idx = role.split(":")
+    obj: Any
     if kind == "server":
         from nmp.train.dist.server import Server
 

@@ -37,7 +37,7 @@ def interval_steps(cfg, strategy: str) -> int:
     strat = make_strategy(strategy, cfg)
     strat.attach(Trainer(cfg, parity=False))
     strat.finish()
-    return int(strat.interval_steps)
+    return int(getattr(strat, "interval_steps"))  # the saving strategies' interval
 
 
 def check(cfg, strategy: str, kills) -> None:
@@ -193,6 +193,7 @@ def modeled(cfg, strategy: str, base: dict, run: dict, every: int) -> dict[str, 
     storage = _storage_gbps(run)
     every_min = (every or 1) * step_ms / 60e3
     s = ctx.spec.servers
+    counted_kw: dict[str, Any] = {f"traffic_{k}": v for k, v in per_unit.items() if v}
     dep = DeploymentSpec(
         name="measured-cluster",
         workload=cfg.workload,
@@ -219,7 +220,7 @@ def modeled(cfg, strategy: str, base: dict, run: dict, every: int) -> dict[str, 
         step_ms=step_ms,
         network_gbps=gbps,
         message_us=1e6 * latency_s,
-        **{f"traffic_{k}": v for k, v in per_unit.items() if v},
+        **counted_kw,
     )
     one = step_units(ctx, 0)
     step_units_ = {
@@ -298,7 +299,9 @@ def run_procs(
         "eval_samples": m["samples"],
         "auc_change": change,
         "auc_change_noise95": noise,
-        "auc_change_within_noise": None if change is None else bool(abs(change) <= noise),
+        "auc_change_within_noise": (
+            None if change is None or noise is None else bool(abs(change) <= noise)
+        ),
         "logloss": m["logloss"],
         "accuracy": m["accuracy"],
         "checkpoint_interval_steps": every or None,

@@ -151,7 +151,8 @@ class Server:
         reqs = []
         for w in range(ctx.spec.workers):
             pos, rows, shape = comm.recv(ctx.worker_rank(w))
-            reqs.append(Request(pos=pos, rows=rows, shape=tuple(int(x) for x in shape)))
+            t_n, b_n, p_n = (int(x) for x in shape)
+            reqs.append(Request(pos=pos, rows=rows, shape=(t_n, b_n, p_n)))
         if self.rebuilding:
             self._repair(comm, np.concatenate([r.rows for r in reqs]), i)
         timed = train and i % ctx.cfg.cost_sample == 0

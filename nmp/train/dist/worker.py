@@ -98,7 +98,10 @@ class Worker:
     def _receive_partial(self, comm: Comm, n: int, step: int):
         got = comm.recv(self.ctx.server_rank(n))
         if len(got) == 3:  # compressed: slots, blob, offsets
-            return self.codec.decode_partial(*got, len(self.ctx.geo.table_rows), self.ctx.geo.dim)
+            assert self.codec is not None
+            slots, blob, offsets = got
+            tables, dim = len(self.ctx.geo.table_rows), self.ctx.geo.dim
+            return self.codec.decode_partial(slots, blob, offsets, tables, dim)
         return got[0], got[1]
 
     def step(self, i: int, comm: Comm, ctl: Control, gen: int) -> float:
