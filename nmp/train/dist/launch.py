@@ -19,16 +19,24 @@ A group that fails without a death (a timeout) is re-formed with the same member
 
 from __future__ import annotations
 
+import datetime
 import json
 import multiprocessing
 import os
 import signal
+import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+import torch.distributed as dist
+
 from nmp.errors import NmpError
+from nmp.train.dist import files
+from nmp.train.dist.context import strategy_class
+from nmp.train.dist.control import Control
+from nmp.train.store import DataLossError
 
 
 @dataclass(frozen=True)
@@ -75,9 +83,6 @@ class Launcher:
     def __init__(
         self, spec, store, kills: list[Kill], *, spares: int = 1, agent: int = 0, agents: int = 1
     ) -> None:
-        from nmp.train.dist.context import strategy_class
-        from nmp.train.dist.control import Control
-
         self.spec, self.store, self.ctl = spec, store, Control(store)
         self.agent, self.agents, self.coordinator = agent, agents, agent == 0
         self.local = [r for i, r in enumerate(spec.roles()) if i % agents == agent]
@@ -296,8 +301,6 @@ class Launcher:
             healthy = {r for r in self.rec["rebuilding"] if self.store.check([f"healthy/{r}"])}
             others = [r for r in self.rec["rebuilding"] if r != role and r not in healthy]
             if others:
-                from nmp.train.store import DataLossError
-
                 self._fail_run(
                     f"{role} died while {', '.join(others)} was being rebuilt: stripes with both "
                     "positions lost exceed the one XOR parity (r = 1)",
@@ -306,8 +309,6 @@ class Launcher:
         return self._new_generation(role, death["pid"], f"{role} died (exit {death['rc']})")
 
     def _new_generation(self, dead: str | None, pid: str, reason: str) -> dict[str, Any]:
-        from nmp.train.dist import files
-
         t = time.perf_counter()
         old = self.rec
         first = self.ctl.abort_in_flight(old["gen"], int(old["resume_step"]))
@@ -406,11 +407,6 @@ def launch(spec, kills: list[Kill], *, spares: int = 1) -> dict[str, Any]:
     """Run ``spec``: on this machine, or, under ``torchrun --nnodes N`` (one process per
     host), as this host's agent of a run over N hosts. Returns the run's record and every
     role's result (the coordinator's; the other agents' record holds what they saw)."""
-    import datetime
-    from dataclasses import replace
-
-    import torch.distributed as dist
-
     timeout = datetime.timedelta(seconds=max(60.0, spec.timeout_s))
     env = torchrun_env()
     store: Any
@@ -473,8 +469,6 @@ def torchrun_env() -> tuple[int, int, str, int] | None:
 
 def _own_address(peer: str) -> str:
     """This host's address on the route to ``peer`` (what gloo binds and announces)."""
-    import socket
-
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         try:
             sock.connect((peer, 9))

@@ -17,10 +17,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch.distributed as dist
+
+from nmp.train.checkpoint import save_npz
+from nmp.train.dist.comm import Comm, CommError, make_group, probe
+from nmp.train.dist.context import Context, RunSpec
+from nmp.train.dist.control import Aborted, Control
+from nmp.train.dist.server import Server
+from nmp.train.dist.worker import Worker
+from nmp.train.metrics import all_metrics
+from nmp.train.shard import worker_slices
+
 
 def _connect(spec):
-    import torch.distributed as dist
-
     store = dist.TCPStore(
         spec.host,
         spec.port,
@@ -50,10 +60,6 @@ def child_main(spec_path: str, role: str, log_path: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from nmp.train.dist.comm import Comm, CommError, make_group, probe
-    from nmp.train.dist.context import Context, RunSpec
-    from nmp.train.dist.control import Aborted, Control
-
     spec = RunSpec.read(Path(argv[0]))
     role = argv[1]
     store = _connect(spec)
@@ -63,8 +69,6 @@ def main(argv: list[str]) -> int:
     fresh = False
     if role.startswith("spare:"):
         # a hot spare: everything imported and compiled, waiting for a role to take over
-        from nmp.train.dist import server as _s, worker as _w  # noqa: F401
-
         key = f"assign/{role.split(':')[1]}"
         while not store.check([key]):
             time.sleep(0.005)
@@ -72,12 +76,8 @@ def main(argv: list[str]) -> int:
     kind, idx = role.split(":")
     obj: Any
     if kind == "server":
-        from nmp.train.dist.server import Server
-
         obj = Server(ctx, int(idx), fresh=fresh)
     else:
-        from nmp.train.dist.worker import Worker
-
         obj = Worker(ctx, int(idx), fresh=fresh)
     rank = spec.rank(role)
     steps = ctx.cfg.steps
@@ -161,8 +161,6 @@ def _publish_counts(store, role, traffic, messages, comm) -> None:
 
 def _evaluate(worker, comm, ctx):
     """Worker ``w`` evaluates its slices; worker 0 collects everyone's, in worker order."""
-    import numpy as np
-
     mine = worker.evaluate(comm)
     if worker.index != 0:
         comm.post(ctx.worker_rank(0), "eval_probs", np.concatenate(mine))
@@ -178,8 +176,6 @@ def _evaluate(worker, comm, ctx):
 
 
 def _slices_per_batch(ctx, w):
-    from nmp.train.shard import worker_slices
-
     out = []
     for b in ctx.data.eval_batches(ctx.cfg.eval_batches):
         sl = worker_slices(b.size, ctx.spec.workers)[w]
@@ -188,10 +184,6 @@ def _slices_per_batch(ctx, w):
 
 
 def _write_result(ctx, role, obj, begin_s, traffic, messages, probs, extra) -> None:
-    import numpy as np
-
-    from nmp.train.checkpoint import save_npz
-
     out = ctx.run_dir
     (out / "result").mkdir(exist_ok=True)
     (out / "final").mkdir(exist_ok=True)
@@ -209,8 +201,6 @@ def _write_result(ctx, role, obj, begin_s, traffic, messages, probs, extra) -> N
     if hasattr(obj, "step_wall"):
         res["step_wall"] = obj.step_wall
     if probs is not None:
-        from nmp.train.metrics import all_metrics
-
         labels = np.concatenate([b.label for b in ctx.data.eval_batches(ctx.cfg.eval_batches)])
         res["metrics"] = all_metrics(labels, np.concatenate(probs))
         teacher = [b.teacher_prob for b in ctx.data.eval_batches(ctx.cfg.eval_batches)]

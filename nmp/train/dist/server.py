@@ -33,16 +33,18 @@ import numpy as np
 
 from nmp.arch.parity import xor_into
 from nmp.train import optim
+from nmp.train.alltoall.exchange import make_alltoall
 from nmp.train.dist.comm import Comm
 from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.context import Context
+from nmp.train.dist import files
+from nmp.train.dist.files import Saver
 from nmp.train.shard import NodeMemory, Request, combine_row_grads, request_for
+from nmp.train.trainer import init_records
 
 
 class Server:
     def __init__(self, ctx: Context, node: int, *, fresh: bool) -> None:
-        from nmp.train.trainer import init_records
-
         self.ctx, self.node, self.role = ctx, node, f"server:{node}"
         cfg, shard = ctx.cfg, ctx.shard
         self.rows = shard.rows_of_node(node)
@@ -57,34 +59,27 @@ class Server:
         self.parity = np.zeros((len(self.pstripes), 4 * ctx.width), dtype=np.uint8)
         self.row_ok = np.ones(len(self.rows), dtype=bool)
         self.par_ok = np.ones(len(self.pstripes), dtype=bool)
-        if ctx.coded:
-            self.parity[:] = self._encode(self.pstripes, self._initial_records)
         if fresh:
             self.lose()
+        elif ctx.coded:
+            self.parity[:] = self._encode(self.pstripes, self._initial_records)
         self.mem = NodeMemory(cfg.arch, cfg.memory, cfg.seed, shard, node, ctx.geo.dim)
         g0 = shard.global_rows(ctx.batch(0).ids)[:, ctx.slices[0]]
         self.mem.prime(request_for(shard, node, g0))
         self.rebuilding_peers: set[int] = set()
-        self.ranges_left = 0
         self.modeled: dict[str, list[float]] = {"gather_ns": [], "gather_pj": []}
         self.wall: dict[str, float] = {}
         self.tracking = (
             ctx.strategy.new_tracking(len(self.rows)) if ctx.recovery == "partial" else None
         )
         self.top_k = max(1, int(cfg.cpr_fraction * len(self.rows)))
-        from nmp.train.dist.files import Saver
-
         self.saver = Saver(ctx, self.role)
-        from nmp.train.alltoall.exchange import make_alltoall
-
         self.codec = make_alltoall(cfg)  # train.compress: the pooled and gradient traffic
         self.events: list[dict[str, Any]] = []
 
     # -- records --------------------------------------------------------------------------------
 
     def _initial_records(self, rows: np.ndarray) -> np.ndarray:
-        from nmp.train.trainer import init_records
-
         return init_records(self.ctx.geo, self.ctx.width, self.ctx.cfg.seed, rows)
 
     def _encode(self, stripes: np.ndarray, records_of) -> np.ndarray:
@@ -120,8 +115,6 @@ class Server:
 
     def begin(self, rec: dict[str, Any], comm: Comm, fresh: bool) -> None:
         """Restore what the strategy restores for this generation."""
-        from nmp.train.dist import files
-
         ctx = self.ctx
         self.rebuilding_peers = {
             int(r.split(":")[1]) for r in rec.get("rebuilding", []) if r != self.role
@@ -134,8 +127,6 @@ class Server:
             self.records[:] = files.partial_restore(ctx, self.role, self.rows, rec["resume_step"])
             self.row_ok[:] = True
         elif fresh and ctx.recovery == "reinit":
-            from nmp.train.trainer import init_records
-
             seed = ctx.cfg.seed + 7919 * int(rec["gen"])
             self.records[:] = init_records(ctx.geo, ctx.width, seed, self.rows)
             self.row_ok[:] = True
