@@ -95,7 +95,14 @@ class Registry(Generic[T]):
             importlib.import_module(module)
 
     def get(self, name: str) -> T:
-        """The variant ``name``; an NmpError listing the known names when there is none."""
+        """The variant ``name``; an NmpError listing the known names when there is none.
+
+        A name already registered is returned without importing the family's other modules
+        (a claim model's module registers it when the claim names it)."""
+        try:
+            return self._items[name]
+        except (KeyError, TypeError):
+            pass
         self.load()
         try:
             return self._items[name]
@@ -121,7 +128,10 @@ class Registry(Generic[T]):
         return [{"name": k, "description": _describe(v)} for k, v in self.items()]
 
     def __contains__(self, name: object) -> bool:
-        self.load()
+        if not isinstance(name, str):
+            return False
+        if name not in self._items:
+            self.load()
         return name in self._items
 
     def __iter__(self) -> Iterator[str]:

@@ -17,7 +17,7 @@ import numpy as np
 from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout, build_layout
 from nmp.arch.placement import FlatLookups, Placement, flatten, solve_cross_level
-from nmp.arch.policies import PlacementPolicy, get_policy
+from nmp.arch.policies import PlacementPolicy, check_policy
 from nmp.arch.profile import AccessProfile, build_profile
 from nmp.arch.rowdata import RowStore
 from nmp.arch.spec import LEVELS, ArchSpec
@@ -32,10 +32,11 @@ class Architecture:
     def __init__(self, spec: ArchSpec, mem: Any, *, data_seed: int = 0) -> None:
         self.spec = spec
         self.mem = mem
-        policy = get_policy(spec.policy)
-        assert policy is not None  # ArchSpec.validate checked the name
-        self.policy: PlacementPolicy = policy
-        self.layouts: dict[str, LevelLayout] = build_layout(spec, mem)
+        # the spec may come from overrides that no preset loader saw: the policy checks it here
+        self.policy: PlacementPolicy = check_policy(spec, root="arch")
+        self.layouts: dict[str, LevelLayout] = build_layout(
+            spec, mem, near_memory=self.policy.near_memory
+        )
         self.data_seed = data_seed
         self.store: RowStore | None = None
         self.workload = None

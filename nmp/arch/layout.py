@@ -61,9 +61,10 @@ class LevelLayout:
         return int(len(np.unique(self.unit_bg[0])))
 
 
-def build_layout(spec: ArchSpec, mem) -> dict[str, LevelLayout]:
+def build_layout(spec: ArchSpec, mem, *, near_memory: bool = True) -> dict[str, LevelLayout]:
     """Level layouts of a design on memory ``mem``; raises SpecError naming the key when the
-    unit counts do not divide the organization."""
+    unit counts do not divide the organization. ``near_memory``: the design's policy has units
+    that read rows near memory (then its levels' capacity must cover a rank's banks)."""
     bgs, banks = mv.org(mem, "bankgroups"), mv.org(mem, "banks")
     rank_banks = bgs * banks
     channels, ranks = mv.org(mem, "channels"), mv.org(mem, "ranks")
@@ -80,11 +81,7 @@ def build_layout(spec: ArchSpec, mem) -> dict[str, LevelLayout]:
             cap = rank_banks
         caps[lv] = cap
     total = sum(caps.values())
-    from nmp.arch.policies import get_policy
-
-    policy = get_policy(spec.policy)
-    assert policy is not None  # ArchSpec.validate has refused an unknown policy
-    if policy.near_memory and total != rank_banks:
+    if near_memory and total != rank_banks:
         key = f"arch.{data_levels[-1]}.capacity_banks" if data_levels else "arch.policy"
         raise SpecError(
             f"the levels' capacity_banks sum to {total}, but a rank has {rank_banks} banks "

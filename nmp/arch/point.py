@@ -11,7 +11,8 @@ from typing import Any
 
 from nmp.arch.architecture import Architecture
 from nmp.arch.area import design_area_mm2
-from nmp.arch.spec import ArchSpec, load_arch_spec
+from nmp.arch.presets import load_arch_spec
+from nmp.arch.spec import ArchSpec
 from nmp.config import preset_names
 from nmp.errors import NmpError
 from nmp.results import PointResult

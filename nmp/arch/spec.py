@@ -14,14 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from nmp.config import (
-    KeyedValueError,
-    apply_overrides,
-    find_preset,
-    from_mapping,
-    load_toml,
-    require_at_least,
-)
+from nmp.config import KeyedValueError, require_at_least
 
 LEVELS = ("rank", "bankgroup", "bank")
 SALP_READINGS = ("salp1", "salp2", "masa")
@@ -271,14 +264,6 @@ class ArchSpec:
     def validate(self) -> None:
         if self.replay_sample_requests < 0:
             raise KeyedValueError("replay_sample_requests", "must be >= 0 (0 replays everything)")
-        from nmp.arch.policies import get_policy, policy_names
-
-        policy = get_policy(self.policy)
-        if policy is None:
-            raise KeyedValueError(
-                "policy", f"unknown policy '{self.policy}' (known: {', '.join(policy_names())})"
-            )
-        policy.validate(self)
         _require_choice(self, "base_placement", BASE_PLACEMENTS)
         if self.subarray_parallelism and self.bank.units == 0:
             raise KeyedValueError("subarray_parallelism", "needs bank units (bank.units > 0)")
@@ -295,16 +280,6 @@ class ArchSpec:
                 raise KeyedValueError(f"{lv}.capacity_banks", "a level without units holds no rows")
 
 
-def load_arch_spec(name: str, overrides: dict | None = None) -> ArchSpec:
-    """Load preset ``name`` (or a TOML path) and apply dotted ``overrides``."""
-    path = find_preset("arch", name)
-    data = load_toml(path)
-    spec = from_mapping(ArchSpec, data, file=str(path))
-    if overrides:
-        spec = apply_overrides(spec, overrides, root="arch")
-    return spec
-
-
 __all__ = [
     "BASE_PLACEMENTS",
     "DramEnergySplit",
@@ -316,5 +291,4 @@ __all__ = [
     "MemorySetup",
     "ParitySpec",
     "UnitSpec",
-    "load_arch_spec",
 ]

@@ -10,14 +10,15 @@ without knowing the policy's name:
 
 With one bucket this is LRU; with the hit count as priority it is LFU (ties broken by recency
 of the last count change); with EVStore's group score it is groupScore. Each policy module calls
-:func:`register` once; the CLI's choices, the docs and the tests derive from :func:`names`.
+:func:`register` once; the CLI's choices, the docs and the tests derive from :func:`names`
+(:data:`CACHE_POLICIES`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nmp.errors import NmpError
+from nmp.registry import Registry
 
 # Priority rules understood by the engine (numba sees the integers).
 INSERT_ZERO = 0  # every entry has priority 0 (one bucket)
@@ -43,32 +44,10 @@ class Policy:
     l3_per_l1: float = 0.0
 
 
-_REGISTRY: dict[str, Policy] = {}
-_MODULES = ("lru", "lfu", "groupscore", "evstore")
-
-
-def register(policy: Policy) -> Policy:
-    if policy.name in _REGISTRY and _REGISTRY[policy.name] != policy:
-        raise NmpError(f"cache policy '{policy.name}' registered twice")
-    _REGISTRY[policy.name] = policy
-    return policy
-
-
-def _load_all() -> None:
-    import importlib
-
-    for mod in _MODULES:
-        importlib.import_module(f"nmp.cache.{mod}")
-
-
-def names() -> tuple[str, ...]:
-    _load_all()
-    return tuple(_REGISTRY)
-
-
-def get(name: str) -> Policy:
-    _load_all()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise NmpError(f"unknown cache policy '{name}' (known: {', '.join(_REGISTRY)})") from None
+#: The cache policies by name; each module registers its policy when imported.
+CACHE_POLICIES: Registry[Policy] = Registry(
+    "cache policy", tuple(f"nmp.cache.{m}" for m in ("lru", "lfu", "groupscore", "evstore"))
+)
+register = CACHE_POLICIES.register
+names = CACHE_POLICIES.names
+get = CACHE_POLICIES.get

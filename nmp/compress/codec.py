@@ -4,8 +4,8 @@ A codec turns one *chunk* (the float32 ``[vectors, dim]`` block of one table tha
 to another: pooled embeddings forward, their gradients backward) into an :class:`Encoded` blob
 and back. Lossy codecs take the relative error bound ``eb_rel`` and derive the absolute one from
 the chunk (``eb = eb_rel * (max - min)``, SC'24's per-table bound); lossless ones ignore it.
-Every codec registers itself once (:func:`register`); stages and CLIs list names from here and
-never test a codec's name.
+Every codec registers itself once (:func:`register`, into :data:`CODECS`); stages and CLIs list
+names from here and never test a codec's name.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from nmp.errors import NmpError
+from nmp.registry import Registry
 
 # Bytes of the fixed header every blob carries (dtype/shape/bound/offset words), counted in
 # every ratio so that a tiny chunk cannot look free.
@@ -49,36 +50,24 @@ class Codec(Protocol):
     def decode(self, enc: Encoded) -> np.ndarray: ...
 
 
-_REGISTRY: dict[str, Callable[[], Codec]] = {}
+#: Codec factories by name; each module of nmp.compress.codecs registers its codecs when imported.
+CODECS: Registry[Callable[[], Codec]] = Registry(
+    "codec",
+    tuple(f"nmp.compress.codecs.{m}" for m in ("hybrid", "lossless", "quant", "raw", "vector_lz")),
+)
 
 
 def register(name: str) -> Callable[[Callable[[], Codec]], Callable[[], Codec]]:
     """Class/factory decorator: ``make_codec(name)`` builds a fresh instance."""
-
-    def deco(factory: Callable[[], Codec]) -> Callable[[], Codec]:
-        if name in _REGISTRY:
-            raise RuntimeError(f"codec '{name}' registered twice")
-        _REGISTRY[name] = factory
-        return factory
-
-    return deco
-
-
-def _load_all() -> None:
-    from nmp.compress import codecs  # noqa: F401  (each module registers itself)
+    return CODECS.register(name=name)
 
 
 def codec_names() -> tuple[str, ...]:
-    _load_all()
-    return tuple(_REGISTRY)
+    return CODECS.names()
 
 
 def make_codec(name: str) -> Codec:
-    _load_all()
-    try:
-        return _REGISTRY[name]()
-    except KeyError:
-        raise NmpError(f"unknown codec '{name}' (known: {', '.join(_REGISTRY)})") from None
+    return CODECS.get(name)()
 
 
 def check_chunk(x: np.ndarray) -> np.ndarray:

@@ -135,9 +135,9 @@ def _ratio(num: float, den: float) -> float | None:
 @functools.cache
 def _memory_system(arch: str, memory: str | None, items: tuple[tuple[str, Any], ...]) -> str:
     from nmp.config import apply_overrides
-    from nmp.evaluate.point import design_memory_args, is_gpu, load_design_spec
+    from nmp.evaluate.point import design_memory_args, load_design_spec, own_memory
 
-    if is_gpu(arch):
+    if own_memory(arch):
         return ""
     overrides = dict(items)
     spec = load_design_spec(arch, memory)

@@ -1,7 +1,7 @@
 """One design point: an architecture (near-memory design or GPU) running a workload.
 
-The dispatch lives here, above both ``nmp.arch`` and ``nmp.gpu``: a name that is a GPU preset
-runs the GPU model, any other name an NMP architecture preset. Both return a
+The dispatch lives here, above both ``nmp.arch`` and ``nmp.gpu``: the design family whose
+presets include the name (:func:`nmp.design.family_of`) runs it. Every family returns a
 :class:`nmp.results.PointResult` with the same JSON keys.
 """
 
@@ -9,27 +9,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from nmp.config import apply_overrides, preset_names, split_overrides
-from nmp.errors import SpecError
+from nmp.config import split_overrides
+from nmp.design import family_of
 from nmp.results import PointResult
 
 OVERRIDE_ROOTS = ("arch", "workload", "memory")
 
 
-def is_gpu(arch: str) -> bool:
-    return arch in preset_names("gpu")
+def own_memory(arch: str) -> bool:
+    """Whether design ``arch``'s memory is part of its preset (a GPU's HBM): such a design is
+    not crossed with a sweep's memories and has no DRAM spec to show."""
+    return family_of(arch).own_memory
 
 
 def check_arch_name(arch: str) -> None:
-    """An ``--arch`` that is neither an NMP preset nor a GPU preset (nor a TOML file) raises an
-    error listing both kinds: ``--arch`` takes either."""
-    known = set(preset_names("arch") + preset_names("gpu"))
-    if arch.endswith(".toml") or arch in known:
-        return
-    raise SpecError(
-        f"unknown architecture '{arch}' (NMP presets: {', '.join(preset_names('arch'))}; "
-        f"GPU presets: {', '.join(preset_names('gpu'))})"
-    )
+    """An ``--arch`` that no design family has a preset of (nor a TOML file) raises an error
+    listing every family's presets: ``--arch`` takes any."""
+    family_of(arch)
 
 
 def run_point(
@@ -43,33 +39,13 @@ def run_point(
     """Evaluate one design point. ``overrides`` maps dotted paths rooted at ``arch``,
     ``workload`` or ``memory`` to values (``{"arch.variant": "combined"}``)."""
     grouped = split_overrides(overrides or {}, OVERRIDE_ROOTS)
-    check_arch_name(arch)
-    if is_gpu(arch):
-        from nmp.gpu import run_design_point
-    else:
-        from nmp.arch import run_design_point
-    return run_design_point(arch, workload, memory=memory, overrides=grouped, seed=seed)
+    return family_of(arch).run_point(arch, workload, memory, grouped, seed)
 
 
 def load_design_spec(arch: str, memory: str | None = None) -> Any:
     """The spec of architecture preset ``arch`` (a ``GpuSpec`` for a GPU preset, else an
     ``ArchSpec``) with memory preset ``memory``, if given, replacing the design's own."""
-    if is_gpu(arch):
-        from nmp.gpu.spec import load_gpu
-
-        gpu = load_gpu(arch)
-        if memory and memory.lower() != gpu.hbm.memory_preset:
-            raise SpecError(
-                f"the GPU's HBM is part of the preset '{arch}' (derived from "
-                f"{gpu.hbm.memory_preset}): it cannot run on memory '{memory}'"
-            )
-        return gpu
-    from nmp.arch.spec import load_arch_spec
-
-    spec = load_arch_spec(arch)
-    if memory:
-        spec = apply_overrides(spec, {"memory.preset": memory}, root="arch")
-    return spec
+    return family_of(arch).load_spec(arch, memory)
 
 
 def design_memory_args(spec: Any) -> tuple[str, dict[str, Any]] | None:
@@ -82,11 +58,7 @@ def design_memory_args(spec: Any) -> tuple[str, dict[str, Any]] | None:
     return preset, {"channels": setup.channels, "ranks": setup.ranks}
 
 
-def check_design(spec: Any, memory_spec: Any) -> None:
-    """Build an NMP design on its memory, which checks what needs both (a unit count that does
-    not divide the banks of its level...); a GPU spec is checked on load."""
-    if memory_spec is None:
-        return
-    from nmp.arch.architecture import Architecture
-
-    Architecture(spec, memory_spec)
+def check_design(arch: str, spec: Any, memory_spec: Any) -> None:
+    """Build design ``arch`` (its spec, possibly overridden) on its memory, which checks what
+    needs both (a unit count that does not divide the banks of its level...)."""
+    family_of(arch).check(spec, memory_spec)

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from nmp.config import apply_overrides, field_exists, split_overrides, to_mapping
 from nmp.errors import NmpError, SpecError
+from nmp.evaluate.point import check_design, design_memory_args, load_design_spec, own_memory
 from nmp.evaluate.sweep import ROOTS, Point, SweepSpec, axis_paths, expand, is_linked
 
 
@@ -44,8 +45,9 @@ class SpecProvider(Protocol):
         """Whether design ``name``'s memory is part of its preset (not crossed with memories)."""
         ...
 
-    def check_design(self, arch_spec: Any, memory_spec: Any) -> None:
-        """Raise :class:`SpecError` if the design cannot be built on that memory."""
+    def check_design(self, arch: str, arch_spec: Any, memory_spec: Any) -> None:
+        """Raise :class:`SpecError` if design ``arch`` (its spec after a point's overrides)
+        cannot be built on that memory."""
         ...
 
 
@@ -71,23 +73,18 @@ class PresetProvider:
         return self._cached(("memory", name), lambda: load_memory(name))
 
     def arch(self, name: str, memory: str | None) -> Any:
-        from nmp.evaluate.point import load_design_spec
-
         return self._cached(("arch", name, memory or ""), lambda: load_design_spec(name, memory))
 
     def own_memory(self, name: str) -> bool:
-        from nmp.evaluate.point import is_gpu
+        try:
+            return own_memory(name)
+        except NmpError:  # no family has it: loading it (self.arch) reports it at its key
+            return False
 
-        return is_gpu(name)
-
-    def check_design(self, arch_spec: Any, memory_spec: Any) -> None:
-        from nmp.evaluate.point import check_design
-
-        check_design(arch_spec, memory_spec)
+    def check_design(self, arch: str, arch_spec: Any, memory_spec: Any) -> None:
+        check_design(arch, arch_spec, memory_spec)
 
     def memory_for(self, arch_spec: Any) -> Any:
-        from nmp.evaluate.point import design_memory_args
-
         args = design_memory_args(arch_spec)
         if args is None:
             return None
@@ -258,7 +255,7 @@ def validate_sweep(
             # the organization...), once per distinct design configuration.
             design_id = point_key({"arch": resolved["arch"], "memory": resolved["memory"]})
             if design_id not in checked:
-                provider.check_design(arch_spec, memory_spec)
+                provider.check_design(point.arch, arch_spec, memory_spec)
                 checked.add(design_id)
         except NmpError as exc:
             prefix = f"point {point.index} ({point.label()} on {point.workload}): "

@@ -31,9 +31,9 @@ from nmp.config import (
     preset_names,
     require_at_least,
 )
+from nmp.gpu.variants import GPU_VARIANTS, KernelVariant
 
-Variant = Literal["baseline", "occupancy", "prefetch", "pinning", "combined"]
-VARIANTS: tuple[str, ...] = ("baseline", "occupancy", "prefetch", "pinning", "combined")
+VARIANTS: tuple[str, ...] = GPU_VARIANTS.names()  # the kernel variants' names, in order
 
 
 @dataclass(frozen=True)
@@ -340,10 +340,12 @@ class GpuSpec:
         )
     )
     sim: SimSpec = field(default_factory=SimSpec)
-    variant: Variant = "baseline"
+    variant: str = "baseline"  # a name in nmp.gpu.variants.GPU_VARIANTS
     description: str = ""
 
     def validate(self) -> None:
+        if self.variant not in GPU_VARIANTS:
+            raise KeyedValueError("variant", GPU_VARIANTS.unknown_message(self.variant))
         if self.die_area_mm2 <= 0:
             raise KeyedValueError("die_area_mm2", "must be > 0")
         if self.l2.sector_bytes != self.l1.sector_bytes or self.l2.line_bytes != self.l1.line_bytes:
@@ -359,16 +361,20 @@ class GpuSpec:
     # --- what the variant turns on -------------------------------------------------------
 
     @property
+    def kernel_variant(self) -> KernelVariant:
+        return GPU_VARIANTS.get(self.variant)
+
+    @property
     def uses_maxrregcount(self) -> bool:
-        return self.variant in ("occupancy", "combined")
+        return self.kernel_variant.maxrregcount
 
     @property
     def uses_prefetch(self) -> bool:
-        return self.variant in ("prefetch", "combined")
+        return self.kernel_variant.prefetch
 
     @property
     def uses_pinning(self) -> bool:
-        return self.variant in ("pinning", "combined")
+        return self.kernel_variant.pinning
 
 
 def gpu_from_mapping(data: dict[str, Any], *, file: str | None = None) -> GpuSpec:

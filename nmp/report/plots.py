@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import io
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 import numpy as np
+
+from nmp.registry import Registry
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
@@ -42,19 +45,12 @@ OBJECTIVE_NAMES = {
 }
 # name of the PNG -> function(summary, path); a plot registers itself with @register_plot, and
 # write_plots draws every registered plot in registration order (the report lists them so).
-PLOTS: dict[str, Any] = {}
+PLOTS: Registry[Callable[[dict[str, Any], Path], None]] = Registry("plot")
 
 
 def register_plot(filename: str):
     """Decorator: draw this plot into every sweep report as ``filename``."""
-
-    def add(fn):
-        if filename in PLOTS:
-            raise ValueError(f"plot {filename} registered twice")
-        PLOTS[filename] = fn
-        return fn
-
-    return add
+    return PLOTS.register(name=filename)
 
 
 MAX_BARS = 30  # labels per axis before the plot keeps only the best point of each design

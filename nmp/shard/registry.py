@@ -2,7 +2,8 @@
 
 A sharder takes a :class:`ShardProblem` (the tables' statistics, the GPUs, their HBM budget and
 the linearized costs) and returns a :class:`~nmp.shard.placement.Placement`. The lists of names
-(CLI choices, studies, tests) come from :data:`SHARDERS`.
+(CLI choices, studies, tests) come from :data:`SHARDERS`, which imports the sharders'
+modules on its first lookup.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from nmp.errors import NmpError
+from nmp.registry import Registry
 from nmp.shard.cost import TableCoefficients
 from nmp.shard.placement import Placement
 from nmp.shard.stats import WorkloadStats
@@ -46,25 +48,17 @@ class Sharder(Protocol):
     def place(self, problem: ShardProblem) -> Placement: ...
 
 
-SHARDERS: dict[str, Sharder] = {}
-
-
-def register(sharder: Sharder) -> Sharder:
-    SHARDERS[sharder.name] = sharder
-    return sharder
+#: The sharders by name (order = CLI order); each module registers its sharder when imported.
+SHARDERS: Registry[Sharder] = Registry(
+    "sharder",
+    tuple(f"nmp.shard.sharders.{m}" for m in ("lookup", "recshard", "size", "size_lookup")),
+)
+register = SHARDERS.register
 
 
 def sharder_names() -> list[str]:
-    _load_all()
-    return list(SHARDERS)
+    return list(SHARDERS.names())
 
 
 def get_sharder(name: str) -> Sharder:
-    _load_all()
-    if name not in SHARDERS:
-        raise NmpError(f"unknown sharder '{name}' (known: {', '.join(SHARDERS)})")
-    return SHARDERS[name]
-
-
-def _load_all() -> None:
-    import nmp.shard.sharders  # noqa: F401  (each module registers itself)
+    return SHARDERS.get(name)

@@ -67,7 +67,7 @@ class ToyProvider:
     def own_memory(self, name: str) -> bool:
         return False
 
-    def check_design(self, arch_spec: Any, memory_spec: Any) -> None:
+    def check_design(self, arch: str, arch_spec: Any, memory_spec: Any) -> None:
         from nmp.errors import SpecError
 
         if arch_spec.name == "c" and arch_spec.bank.units == 1:

@@ -68,7 +68,7 @@ BASE = {"workloads": ["recross-eval"], "archs": ["host-cpu", "recross"]}
         ({"axes": {"workload.batchsize": [1]}}, "axes.workload.batchsize", "no field"),
         ({"axes": {"memory.org.rankz": [1]}}, "axes.memory.org.rankz", "no field 'rankz'"),
         ({"axes": {"workload.batch": []}}, "axes.workload.batch", "empty axis"),
-        ({"archs": ["host-cpu", "recros"]}, "archs[1]", "unknown arch preset 'recros'"),
+        ({"archs": ["host-cpu", "recros"]}, "archs[1]", "unknown architecture 'recros'"),
         ({"workloads": ["criteo"]}, "workloads[0]", "unknown workload preset"),
         ({"memories": ["ddr6"]}, "memories[0]", "unknown memory preset"),
         # found by building the design on its memory, before any point runs

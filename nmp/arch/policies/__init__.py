@@ -13,12 +13,17 @@ point ask the policy, never its name:
 * functional execution: ``tree_traffic`` and ``execute``.
 
 Adding a policy is one module here that subclasses :class:`~nmp.arch.policies.base.RowPolicy`
-(or implements :class:`PlacementPolicy`), calls :func:`register`, and is imported below.
+(or implements :class:`PlacementPolicy`), calls :func:`register`, and is listed in
+:data:`POLICIES` (which imports the modules on its first lookup).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
+
+from nmp.config import KeyedValueError
+from nmp.errors import NmpError, SpecError
+from nmp.registry import Registry
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,25 +51,35 @@ class PlacementPolicy(Protocol):
     ) -> OpResult: ...
 
 
-_REGISTRY: dict[str, PlacementPolicy] = {}
+#: The placement policies by name; each module below registers its policy when imported.
+POLICIES: Registry[PlacementPolicy] = Registry(
+    "placement policy",
+    (
+        "nmp.arch.policies.host",
+        "nmp.arch.policies.horizontal",
+        "nmp.arch.policies.vertical",
+        "nmp.arch.policies.cross_level",
+    ),
+)
+register = POLICIES.register
 
 
-def register(policy: PlacementPolicy) -> PlacementPolicy:
-    """Make ``policy`` available under ``policy.name``."""
-    _REGISTRY[policy.name] = policy
+def check_policy(spec: Any, *, file: str | None = None, root: str = "") -> PlacementPolicy:
+    """The policy a design's spec names, after the policy checked that the spec suits it
+    (levels, partitioning); a SpecError naming ``file`` and the key (under ``root``) if not.
+
+    Called where a design is assembled (loading its preset, building an Architecture), never
+    inside the spec: the spec stays data and the policies may import it."""
+    prefix = f"{root}." if root else ""
+    try:
+        policy = POLICIES.get(spec.policy)
+    except NmpError as exc:
+        raise SpecError(exc.message, file=file, key=f"{prefix}policy") from None
+    try:
+        policy.validate(spec)
+    except KeyedValueError as exc:
+        raise SpecError(exc.message, file=file, key=f"{prefix}{exc.key}") from None
     return policy
 
 
-def policy_names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
-
-
-def get_policy(name: str) -> PlacementPolicy | None:
-    """The registered policy ``name`` (None when unknown; ArchSpec.validate reports it)."""
-    return _REGISTRY.get(name)
-
-
-# the policies register themselves on import
-from nmp.arch.policies import cross_level, horizontal, host, vertical  # noqa: E402, F401
-
-__all__ = ["PlacementPolicy", "get_policy", "policy_names", "register"]
+__all__ = ["POLICIES", "PlacementPolicy", "check_policy", "register"]

@@ -1,3 +1,1 @@
-"""Codec variants, one module each; importing this package registers them all."""
-
-from nmp.compress.codecs import hybrid, lossless, quant, raw, vector_lz  # noqa: F401
+"""Codec variants, one module each; :data:`nmp.compress.codec.CODECS` lists and loads them."""

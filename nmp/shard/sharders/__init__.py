@@ -1,3 +1,1 @@
-"""The sharders; importing this package registers each one (order = CLI order)."""
-
-from nmp.shard.sharders import lookup, recshard, size, size_lookup  # noqa: F401
+"""The sharders, one module each; :data:`nmp.shard.registry.SHARDERS` lists and loads them."""
