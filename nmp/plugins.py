@@ -1,34 +1,106 @@
-"""Data files that name code: ``"module:function"`` references, resolved with clear errors.
+"""Data files that name code: ``"module:function"`` references to registered functions.
 
 Claims files (``nmp/validate/claims/*.toml``, key ``model``) and custom studies
-(``workloads/sweeps/**/*.toml``, key ``runner``) name the function that computes them. Only
-functions inside the ``nmp`` package are accepted, so a data file cannot run arbitrary code.
+(``workloads/sweeps/**/*.toml``, key ``runner``) name the function that computes them. The
+string keeps its ``module:function`` form, but it resolves only to a function its module
+registered, with :func:`claim_model` or :func:`study_runner`: a data file can run a model or a
+study, never another callable that happens to be reachable (a re-exported class, a helper
+imported from the standard library, a private function).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from nmp.errors import SpecError
+from nmp.errors import NmpError, SpecError
+from nmp.registry import Registry
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Claim models by ``module:function``; the modules below register theirs when imported.
+CLAIM_MODELS: Registry[Callable[..., Any]] = Registry(
+    "claim model",
+    (
+        "nmp.cache.claims",
+        "nmp.compress.claims",
+        "nmp.gpu.claims",
+        "nmp.shard.claims",
+        "nmp.train.alltoall.claim",
+        "nmp.train.claims",
+        "nmp.validate.arch_claims",
+    ),
+)
+
+#: Custom-study runners by ``module:function``; the modules below register theirs when imported.
+STUDY_RUNNERS: Registry[Callable[..., Any]] = Registry(
+    "study runner",
+    (
+        "nmp.cache.study",
+        "nmp.evaluate.sensitivity",
+        "nmp.shard.study",
+        "nmp.train.alltoall.study",
+        "nmp.train.study",
+    ),
+)
 
 
-def load_callable(ref: Any, *, file: str | None = None, key: str | None = None) -> Callable:
-    """The function ``ref`` (``"nmp.pkg.module:function"``) names; a SpecError naming the file
-    and key where it is malformed, outside ``nmp``, missing, or not callable."""
+def reference(fn: Callable[..., Any]) -> str:
+    """The ``module:function`` string a data file names ``fn`` by."""
+    return f"{fn.__module__}:{fn.__name__}"
+
+
+def claim_model(fn: F) -> F:
+    """Decorator: a claims file may name ``fn`` as a claim's ``model``."""
+    return CLAIM_MODELS.register(fn, name=reference(fn))
+
+
+def study_runner(fn: F) -> F:
+    """Decorator: a custom study may name ``fn`` as its ``runner``."""
+    return STUDY_RUNNERS.register(fn, name=reference(fn))
+
+
+def load_callable(
+    ref: Any, registry: Registry[Any], *, file: str | None = None, key: str | None = None
+) -> Callable[..., Any]:
+    """The function ``ref`` (``"nmp.pkg.module:function"``) names, if its module registered it
+    in ``registry``; a one-line SpecError naming the file and key where it is malformed,
+    outside ``nmp``, in no module, or not registered."""
     if not isinstance(ref, str) or ref.count(":") != 1:
         raise SpecError(f"must be 'module:function', got {ref!r}", file=file, key=key)
-    module_name, attr = ref.split(":")
+    module_name = ref.split(":")[0]
     if module_name != "nmp" and not module_name.startswith("nmp."):
         raise SpecError(
             f"'{ref}': only functions of the nmp package are allowed", file=file, key=key
         )
     try:
-        module = importlib.import_module(module_name)
+        importlib.import_module(module_name)  # registers the module's functions
     except ModuleNotFoundError as exc:
         raise SpecError(f"'{ref}': no module {exc.name!r}", file=file, key=key) from None
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise SpecError(f"'{ref}': {module_name} has no function {attr!r}", file=file, key=key)
-    return fn
+    try:
+        return registry.get(ref)
+    except NmpError as exc:
+        raise SpecError(exc.message, file=file, key=key) from None
+
+
+def load_claim_model(ref: Any, *, file: str | None = None, key: str | None = None):
+    """The claim model ``ref`` names (see :func:`load_callable`)."""
+    return load_callable(ref, CLAIM_MODELS, file=file, key=key)
+
+
+def load_study_runner(ref: Any, *, file: str | None = None, key: str | None = None):
+    """The study runner ``ref`` names (see :func:`load_callable`)."""
+    return load_callable(ref, STUDY_RUNNERS, file=file, key=key)
+
+
+__all__ = [
+    "CLAIM_MODELS",
+    "STUDY_RUNNERS",
+    "claim_model",
+    "load_callable",
+    "load_claim_model",
+    "load_study_runner",
+    "reference",
+    "study_runner",
+]

@@ -84,6 +84,10 @@ class Registry(Generic[T]):
         self._items[key] = item
         return item
 
+    def unregister(self, name: str) -> None:
+        """Forget ``name`` (a test's temporary variant); nothing if it is not registered."""
+        self._items.pop(name, None)
+
     # -- finding -------------------------------------------------------------------------------
 
     def load(self) -> None:

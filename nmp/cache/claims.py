@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from nmp.cache.serve import CacheConfig, run_cache
+from nmp.plugins import claim_model
 
 _SIZES_MB = (0.25, 1.0, 4.0)
 
@@ -35,6 +36,7 @@ def _setup(quick: bool) -> str:
     return f"criteo-kaggle, {n} requests after {n // 2} warm-up ({'quick' if quick else 'full'})"
 
 
+@claim_model
 def perfect_band(*, quick: bool, per_key=(0.6, 0.9), perfect=(0.01, 0.5)) -> dict:
     """Where a configuration's per-key hit rate lies in ``per_key``, does its perfect hit rate
     lie in ``perfect``? Over every policy at L1 0.25, 1 and 4 MiB."""
@@ -52,6 +54,7 @@ def perfect_band(*, quick: bool, per_key=(0.6, 0.9), perfect=(0.01, 0.5)) -> dic
     }
 
 
+@claim_model
 def perfect_over(*, quick: bool, policy: str, baseline: str, l1_mb: float) -> dict:
     """Is ``policy``'s perfect hit rate above ``baseline``'s at the same L1 size?"""
     a, b = _run(policy, l1_mb, quick), _run(baseline, l1_mb, quick)
@@ -63,6 +66,7 @@ def perfect_over(*, quick: bool, policy: str, baseline: str, l1_mb: float) -> di
     }
 
 
+@claim_model
 def latency_below(*, quick: bool, metric: str, l1_mb: float, baseline: str) -> dict:
     """Is EVStore's ``metric`` latency below ``baseline``'s given the same total memory (the
     baseline's L1 gets all of EVStore's L1 + L2 + L3 bytes)?"""
@@ -75,6 +79,7 @@ def latency_below(*, quick: bool, metric: str, l1_mb: float, baseline: str) -> d
     }
 
 
+@claim_model
 def auc_loss_below(*, quick: bool, l1_mb: float, l2_dtype: str, max_loss: float) -> dict:
     """Is EVStore's AUC loss (exact - served) below ``max_loss``?"""
     r = _run("evstore", l1_mb, quick, accuracy=True, l2_dtype=l2_dtype)
@@ -87,6 +92,7 @@ def auc_loss_below(*, quick: bool, l1_mb: float, l2_dtype: str, max_loss: float)
     }
 
 
+@claim_model
 def memory_reduction(*, quick: bool, l1_mb: float, at_least: float) -> dict:
     """Is EVStore's memory reduction against the whole table in DRAM at least ``at_least``?"""
     r = _run("evstore", l1_mb, quick)

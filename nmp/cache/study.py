@@ -23,6 +23,7 @@ from nmp.cache.quant import L2_DTYPES
 from nmp.cache.serve import CacheConfig, run_cache
 from nmp.errors import NmpError
 from nmp.evaluate.store import atomic_write_bytes, atomic_write_text
+from nmp.plugins import study_runner
 
 _DEFAULTS = {
     "workload": "criteo-kaggle",
@@ -111,6 +112,7 @@ def _effective_alpha(cfg: CacheConfig) -> float:
     return float(spec.effective_alpha) if spec.distribution in ("zipf", "pareto") else 0.0
 
 
+@study_runner
 def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
     out_dir = Path(out_dir)
     rows = []

@@ -13,6 +13,7 @@ import functools
 from nmp.compress.codec import make_codec
 from nmp.compress.measure import measure
 from nmp.compress.pooled import alltoall_chunks, pooled_batch
+from nmp.plugins import claim_model
 
 
 @functools.cache
@@ -27,6 +28,7 @@ def _measured(workload: str, nodes: int, codec: str, eb: float, seed: int = 0) -
     )
 
 
+@claim_model
 def training_speedup(
     *,
     quick: bool,
@@ -59,6 +61,7 @@ def training_speedup(
     }
 
 
+@claim_model
 def ratio_higher(
     *, quick: bool, workload: str, nodes: int, better: str, worse: str, eb: float = 0.03
 ) -> dict:

@@ -36,6 +36,7 @@ from typing import Any
 
 from nmp.errors import NmpError
 from nmp.evaluate.store import atomic_write_text
+from nmp.plugins import study_runner
 
 METRICS = ("lookups_per_s", "energy_pj_per_lookup")
 
@@ -166,6 +167,7 @@ def check_params(params: dict[str, Any]) -> None:
     parse_params(params)
 
 
+@study_runner
 def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
     """Run the sensitivity study into ``out_dir`` (report.md, results.csv, results.jsonl,
     tornado.png); returns one row per assumption, widest swing first."""

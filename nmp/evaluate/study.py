@@ -29,7 +29,7 @@ from typing import Any
 
 from nmp.errors import NmpError, SpecError
 from nmp.evaluate.store import atomic_write_json, atomic_write_text
-from nmp.plugins import load_callable
+from nmp.plugins import load_study_runner
 
 KEYS = ("name", "description", "runner", "params")
 
@@ -77,7 +77,7 @@ def parse_custom_study(data: dict[str, Any], *, file: str | None = None) -> Cust
     description = data.get("description", "")
     if not isinstance(description, str):
         raise SpecError("must be a string", file=file, key="description")
-    load_callable(data["runner"], file=file, key="runner")
+    load_study_runner(data["runner"], file=file, key="runner")
     return CustomStudy(name, data["runner"], description, dict(params), file)
 
 
@@ -111,7 +111,7 @@ def run_custom_study(
     study: CustomStudy, run_dir: Path, *, jobs: int | None = None, sweep_text: str = ""
 ) -> dict[str, Any]:
     """Run ``study`` into ``run_dir`` (which exists); returns the summary also saved there."""
-    runner = load_callable(study.runner, file=study.file, key="runner")
+    runner = load_study_runner(study.runner, file=study.file, key="runner")
     if sweep_text:
         atomic_write_text(run_dir / "sweep.toml", sweep_text)
     with _named(study):

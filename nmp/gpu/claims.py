@@ -17,6 +17,7 @@ from nmp.gpu.kernel import kernel_config
 from nmp.gpu.model import embedding_stage
 from nmp.gpu.point import PROFILE_SEED_OFFSET
 from nmp.gpu.spec import load_gpu
+from nmp.plugins import claim_model
 
 QUICK_TABLES = 2
 MEMORY_STALLS = ("index_load", "l1_hit", "l2_hit", "hbm_latency", "hbm_queueing")
@@ -56,6 +57,7 @@ def gain_pct(arch: str, variant: str, reuse: str, quick: bool) -> float:
     ) * 100
 
 
+@claim_model
 def best_gain(*, quick: bool, arch: str = "a100-80gb", variant: str = "occupancy") -> dict:
     """The largest gain of ``variant`` over the reuse levels (the paper's "up to")."""
     gains = {r: gain_pct(arch, variant, r, quick) for r in _levels(quick)}
@@ -64,6 +66,7 @@ def best_gain(*, quick: bool, arch: str = "a100-80gb", variant: str = "occupancy
     return {"value": gains[best], "detail": f"{_setup(arch, quick)}; {variant}: {text}"}
 
 
+@claim_model
 def stock_kernel_register_limited(*, quick: bool, arch: str = "a100-80gb") -> dict:
     """Whether the stock kernel's occupancy is below 100 % because of its registers."""
     cfg = kernel_config(load_gpu(arch))
@@ -76,6 +79,7 @@ def stock_kernel_register_limited(*, quick: bool, arch: str = "a100-80gb") -> di
     }
 
 
+@claim_model
 def latency_stalls_remain(
     *, quick: bool, arch: str = "a100-80gb", reuse: str = "high", share: float = 0.5
 ) -> dict:
@@ -90,12 +94,14 @@ def latency_stalls_remain(
     }
 
 
+@claim_model
 def helps(*, quick: bool, arch: str = "a100-80gb", variant: str, reuse: str = "high") -> dict:
     """Whether ``variant`` is faster than the stock kernel at ``reuse``."""
     g = gain_pct(arch, variant, reuse, quick)
     return {"value": g > 0, "detail": f"{_setup(arch, quick)}, {reuse} reuse: {variant} {g:+.1f} %"}
 
 
+@claim_model
 def complements(*, quick: bool, arch: str = "a100-80gb", reuse: str = "high") -> dict:
     """Whether the combined kernel beats prefetch alone and pinning alone."""
     g = {v: gain_pct(arch, v, reuse, quick) for v in ("prefetch", "pinning", "combined")}
@@ -106,6 +112,7 @@ def complements(*, quick: bool, arch: str = "a100-80gb", reuse: str = "high") ->
     }
 
 
+@claim_model
 def shrinks_with_reuse(*, quick: bool, arch: str = "a100-80gb", variant: str = "pinning") -> dict:
     """Whether ``variant``'s gain at high reuse exceeds its gain on uniform lookups."""
     hi = gain_pct(arch, variant, "high", quick)

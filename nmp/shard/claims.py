@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 import math
 
+from nmp.plugins import claim_model
+
 WORKLOAD = "criteo-terabyte"
 TOPOLOGY = "a100x8-pcie4"
 BASELINES = ("size", "lookup", "size-lookup")
@@ -69,16 +71,19 @@ def _ratio(quick: bool, held_out: bool, metric: str) -> dict:
     }
 
 
+@claim_model
 def throughput_gain(*, quick: bool, held_out: bool) -> dict:
     """Embedding throughput of RecShard over the baselines: baseline step / RecShard step."""
     return _ratio(quick, held_out, "step_ms")
 
 
+@claim_model
 def load_balance_gain(*, quick: bool, held_out: bool) -> dict:
     """Baselines' load-balance ratio (max/mean GPU time) over RecShard's."""
     return _ratio(quick, held_out, "load_balance")
 
 
+@claim_model
 def slow_access_reduction_over(*, quick: bool, held_out: bool, at_least: float) -> dict:
     """Whether the baselines' host-tier accesses per batch are over ``at_least`` times
     RecShard's at every point and against every baseline (RecShard at 0 counts as over)."""
@@ -95,6 +100,7 @@ def slow_access_reduction_over(*, quick: bool, held_out: bool, at_least: float) 
     }
 
 
+@claim_model
 def fastest_everywhere(*, quick: bool, held_out: bool) -> dict:
     """Whether RecShard's step is at most every baseline's at every capacity-bound point."""
     worst = []

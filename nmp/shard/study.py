@@ -15,6 +15,7 @@ from typing import Any
 
 from nmp.errors import NmpError
 from nmp.evaluate.store import atomic_write_bytes, atomic_write_text
+from nmp.plugins import study_runner
 
 DEFAULTS: dict[str, Any] = {
     "workload": "criteo-terabyte",
@@ -204,6 +205,7 @@ def _report(rows, p, plots) -> str:
     return "\n".join(lines)
 
 
+@study_runner
 def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
     """Run the study (``jobs`` is unused: the MILP and the GPU model run in this process)."""
     out_dir = Path(out_dir)

@@ -12,6 +12,8 @@ import functools
 import math
 from typing import Any
 
+from nmp.plugins import claim_model
+
 
 @functools.cache
 def _expected(setup: str) -> dict[str, dict[str, Any]]:
@@ -38,6 +40,7 @@ def _checkpoints(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in rows.items() if k.startswith("checkpoint")}
 
 
+@claim_model
 def overhead_reduction_pct(*, quick: bool, setup: str = "ecrec") -> dict[str, Any]:
     """How much of checkpointing's failure-free training overhead ECRec removes (%), against
     the checkpoint interval where checkpointing costs most ("up to")."""
@@ -51,6 +54,7 @@ def overhead_reduction_pct(*, quick: bool, setup: str = "ecrec") -> dict[str, An
     }
 
 
+@claim_model
 def recovery_speedup(*, quick: bool, setup: str = "ecrec") -> dict[str, Any]:
     """Checkpointing's recovery (load every shard, restart, re-execute the work since the last
     save: the ``recovery_s`` of its rows) over ECRec's rebuild of the lost shard, at the
@@ -66,6 +70,7 @@ def recovery_speedup(*, quick: bool, setup: str = "ecrec") -> dict[str, Any]:
     }
 
 
+@claim_model
 def overhead_lower(*, quick: bool, setup: str, better: str, worse: str) -> dict[str, Any]:
     """Whether ``better``'s expected overhead (with failures) is below ``worse``'s (the lowest
     of the checkpoint intervals when ``worse`` is ``checkpoint``)."""
@@ -83,6 +88,7 @@ def overhead_lower(*, quick: bool, setup: str, better: str, worse: str) -> dict[
     }
 
 
+@claim_model
 def ecrec_never_pauses(*, quick: bool, setup: str = "ecrec") -> dict[str, Any]:
     rows = _expected(setup)
     pause = rows["ecrec"]["recovery_s"]
@@ -93,6 +99,7 @@ def ecrec_never_pauses(*, quick: bool, setup: str = "ecrec") -> dict[str, Any]:
     }
 
 
+@claim_model
 def overhead_pct(*, quick: bool, setup: str, strategy: str) -> dict[str, Any]:
     """Expected training-time overhead (%) of ``strategy`` on the setup, failures included."""
     rows = _expected(setup)
@@ -113,6 +120,7 @@ def _small_compare(steps: int, seed: int) -> tuple:
     return tuple(rows)
 
 
+@claim_model
 def cpr_accuracy_on_par(*, quick: bool, steps: int = 600, seed: int = 0) -> dict[str, Any]:
     """Whether CPR's AUC after a failure stays within the noise of full recovery's (the trainer
     on the synthetic teacher; the noise band is the 95 % interval of the AUC difference)."""

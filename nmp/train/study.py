@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
+from nmp.plugins import study_runner
 
 PARAMS = ("setup", "trials", "seed", "crossover")
 
@@ -40,6 +41,7 @@ def check_params(params: dict[str, Any]) -> tuple[Any, Any]:
     return dep, sources
 
 
+@study_runner
 def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
     from nmp.compress.study import write_jsonl, write_table
     from nmp.evaluate.store import atomic_write_text

@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 from nmp.errors import NmpError
+from nmp.plugins import claim_model
 from nmp.results import PointResult
 
 WORKLOAD = "recross-eval"  # Criteo Kaggle tables, vector length 64, batch 32, pooling 80
@@ -142,6 +143,7 @@ def _curve(
 # speed
 
 
+@claim_model
 def speedup(
     *, quick: bool, design: str, baseline: str, setup: str = "recross", **axes: Any
 ) -> dict[str, Any]:
@@ -150,6 +152,7 @@ def speedup(
     return {"value": value, "detail": f"{design} / {baseline}, {_where(setup, axes)}"}
 
 
+@claim_model
 def latency_speedup(
     *, quick: bool, design: str, baseline: str, setup: str = "recross", **axes: Any
 ) -> dict[str, Any]:
@@ -161,6 +164,7 @@ def latency_speedup(
     return {"value": value, "detail": f"latency {baseline} / {design}, {_where(setup, axes)}"}
 
 
+@claim_model
 def max_speedup(
     *,
     quick: bool,
@@ -175,6 +179,7 @@ def max_speedup(
     return {"value": max(ratios), "detail": f"{design} / {baseline} ({listing})"}
 
 
+@claim_model
 def mean_speedup(
     *,
     quick: bool,
@@ -194,6 +199,7 @@ def mean_speedup(
     }
 
 
+@claim_model
 def faster_than_each(
     *,
     quick: bool,
@@ -227,6 +233,7 @@ def faster_than_each(
     }
 
 
+@claim_model
 def variant_speedup(
     *, quick: bool, design: str, set: dict[str, Any], setup: str = "recross"
 ) -> dict[str, Any]:
@@ -239,6 +246,7 @@ def variant_speedup(
     return {"value": value, "detail": f"{design} with {changed} / {design}; {setup} setup"}
 
 
+@claim_model
 def ablation_speedup(*, quick: bool, step: str, setup: str = "recross") -> dict[str, Any]:
     """Speedup over the host CPU of one ablation step (``recross-base`` ... ``recross``)."""
     if step not in ABLATION:
@@ -248,6 +256,7 @@ def ablation_speedup(*, quick: bool, step: str, setup: str = "recross") -> dict[
     return {"value": value, "detail": f"{step} / host-cpu (switched off: {off}); {setup} setup"}
 
 
+@claim_model
 def ablation_each_adds_speed(*, quick: bool, setup: str = "recross") -> dict[str, Any]:
     """True when each mechanism, added in the paper's order, makes ReCross faster."""
     speeds = [_ratio(step, "host-cpu", setup, {}) for step in ABLATION]
@@ -260,6 +269,7 @@ def ablation_each_adds_speed(*, quick: bool, setup: str = "recross") -> dict[str
 # energy and area
 
 
+@claim_model
 def energy_saving_pct(
     *, quick: bool, design: str, baseline: str, setup: str = "recross", **axes: Any
 ) -> dict[str, Any]:
@@ -274,6 +284,7 @@ def energy_saving_pct(
     }
 
 
+@claim_model
 def area_ratio(
     *, quick: bool, design: str, baseline: str, setup: str = "recross"
 ) -> dict[str, Any]:
@@ -293,6 +304,7 @@ def _cache_set(cache_kib: float) -> dict[str, Any]:
     return {"arch.rank.cache_kib": cache_kib, "arch.rank.buffer_kib": cache_kib + 32.0}
 
 
+@claim_model
 def rankcache_hit_rate_pct(
     *, quick: bool, cache_kib: float, setup: str = "recnmp", design: str = "recnmp"
 ) -> dict[str, Any]:
@@ -309,6 +321,7 @@ def rankcache_hit_rate_pct(
     }
 
 
+@claim_model
 def rankcache_saturates(
     *, quick: bool, small_kib: float, knee_kib: float, large_kib: float, setup: str = "recnmp"
 ) -> dict[str, Any]:
@@ -326,6 +339,7 @@ def rankcache_saturates(
     }
 
 
+@claim_model
 def load_imbalance_pct(
     *, quick: bool, design: str, setup: str = "recnmp", **axes: Any
 ) -> dict[str, Any]:
@@ -339,6 +353,7 @@ def load_imbalance_pct(
     }
 
 
+@claim_model
 def area_ratio_exceeds(
     *, quick: bool, design: str, baseline: str, factor: float, setup: str = "recross"
 ) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from typing import Any
 
 from nmp.config import load_toml
 from nmp.errors import SpecError
-from nmp.plugins import load_callable
+from nmp.plugins import load_claim_model
 
 CLAIMS_DIR = Path(__file__).parent / "claims"
 KINDS = ("ordering", "value")
@@ -85,7 +85,7 @@ class Claim:
 
     def evaluate(self, quick: bool) -> tuple[Any, str]:
         """The model's value for this claim and a detail line (the setup it ran)."""
-        fn = load_callable(self.model, file=self.file, key=f"{self.id}.model")
+        fn = load_claim_model(self.model, file=self.file, key=f"{self.id}.model")
         out = fn(quick=quick, **self.args)
         detail = ""
         if isinstance(out, dict):

@@ -9,6 +9,7 @@ import types
 import pytest
 
 from nmp.cli import main
+from nmp.plugins import STUDY_RUNNERS, reference, study_runner
 
 
 @pytest.fixture
@@ -31,7 +32,12 @@ def toy_runner(monkeypatch):
 
     mod.run, mod.bad, mod.refuses, mod.seen = run, bad, refuses, seen
     monkeypatch.setitem(sys.modules, "nmp._toy_study", mod)
-    return mod
+    for fn in (run, bad, refuses):
+        fn.__module__ = mod.__name__
+        study_runner(fn)
+    yield mod
+    for fn in (run, bad, refuses):
+        STUDY_RUNNERS.unregister(reference(fn))
 
 
 def _write(tmp_path, text):

@@ -14,7 +14,7 @@ from nmp.errors import NmpError
 from nmp.evaluate.analysis import memory_system, memory_warnings
 from nmp.evaluate.sweep import expand, load_sweep
 from nmp.evaluate.sweepcheck import validate_sweep
-from nmp.plugins import load_callable
+from nmp.plugins import load_claim_model
 from nmp.validate import arch_claims
 from nmp.validate.claims import CLAIMS_DIR, load_claim_file, load_claims
 
@@ -45,7 +45,7 @@ def test_claims_file_parses_and_models_resolve(paper: str) -> None:
     assert len(claims) >= 5
     for claim in claims:
         assert claim.id.startswith(f"{paper}.")
-        assert callable(load_callable(claim.model, key=claim.id))
+        assert callable(load_claim_model(claim.model, key=claim.id))
         assert claim.source and claim.claim
         if claim.kind == "value":
             assert claim.unit, claim.id

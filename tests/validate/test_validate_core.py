@@ -10,6 +10,7 @@ import pytest
 
 from nmp.cli import main
 from nmp.errors import SpecError
+from nmp.plugins import CLAIM_MODELS, claim_model, reference
 from nmp.validate.claims import load_claim_file, load_claims, verdict
 from nmp.validate.runner import run_validation
 
@@ -32,7 +33,8 @@ def _claim(**kw) -> str:
 
 @pytest.fixture
 def toy_models(monkeypatch):
-    """Model functions in a module under nmp (a data file may only name nmp's functions)."""
+    """Registered model functions in a module under nmp (a data file may only name nmp's
+    registered functions)."""
     mod = types.ModuleType("nmp._toy_models")
     calls = []
 
@@ -48,7 +50,12 @@ def toy_models(monkeypatch):
 
     mod.ordering, mod.value, mod.broken, mod.calls = ordering, value, broken, calls
     monkeypatch.setitem(sys.modules, "nmp._toy_models", mod)
-    return mod
+    for fn in (ordering, value, broken):
+        fn.__module__ = mod.__name__
+        claim_model(fn)
+    yield mod
+    for fn in (ordering, value, broken):
+        CLAIM_MODELS.unregister(reference(fn))
 
 
 def test_verdicts():
@@ -124,7 +131,7 @@ def test_runner_evaluates_claims_and_keeps_going_after_an_error(tmp_path, toy_mo
 def test_unknown_model_function_is_an_error_row(tmp_path, toy_models):
     (tmp_path / "toy.toml").write_text(PAPER + _claim(model='"nmp._toy_models:nothing"'))
     (row,) = run_validation(quick=True, only=("toy",), claims_dir=tmp_path)
-    assert row.verdict == "error" and "has no function 'nothing'" in row.model
+    assert row.verdict == "error" and "unknown claim model 'nmp._toy_models:nothing'" in row.model
 
 
 def test_a_claim_may_only_name_nmp_functions(tmp_path):
@@ -134,11 +141,11 @@ def test_a_claim_may_only_name_nmp_functions(tmp_path):
 
 
 def test_packaged_claims_load_with_unique_ids_and_resolvable_models():
-    from nmp.plugins import load_callable
+    from nmp.plugins import load_claim_model
 
     claims = load_claims()
     for c in claims:
-        assert callable(load_callable(c.model, file=c.file, key=c.id))
+        assert callable(load_claim_model(c.model, file=c.file, key=c.id))
         assert c.source and c.claim
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+from nmp.plugins import claim_model
 from nmp.train.alltoall.report import compression_summary
 
 
+@claim_model
 def accuracy_claim(
     *,
     quick: bool,

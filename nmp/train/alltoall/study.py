@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nmp.plugins import study_runner
 from nmp.train.alltoall.plot import plot_auc
 from nmp.train.alltoall.report import compression_summary
 
@@ -100,6 +101,7 @@ def check_params(params: dict[str, Any]) -> list[tuple[Any, list[Any]]]:
     return check_train_params(params.get("train", {}), ebs)
 
 
+@study_runner
 def run_study(params: dict[str, Any], *, out_dir: Any, jobs: int = 1) -> list[dict[str, Any]]:
     """``nmp evaluate papers/sc24-*``: ratio, throughput and speedup (nmp.compress.study) plus
     the AUC change of compressed training; returns the main codec's speedup rows and the AUC
