@@ -1,7 +1,11 @@
-"""``nmp models``: every preset of every kind with its key figures.
+"""``nmp models``: every preset of every kind with its key figures, and every registry.
 
 Each model package that has presets exposes ``catalog_rows() -> list[dict]``; a row has at least
 ``name`` and ``summary`` (a short string of key figures) and may add columns of its own.
+
+``nmp models --registries`` lists every variant family (:class:`nmp.registry.Registry`) and its
+members, as Ramulator 2 dumps its factories: what a preset's ``policy``, a sweep's ``sharder``
+or a claim's ``model`` may name.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ import argparse
 import importlib
 import json
 
+from nmp.registry import all_registries
+
 # (kind, module providing catalog_rows)
 CATALOG_SOURCES = (
     ("memory", "nmp.memory"),
@@ -17,6 +23,26 @@ CATALOG_SOURCES = (
     ("gpu", "nmp.gpu"),
     ("workload", "nmp.workload"),
 )
+
+
+# The modules that declare a registry (tests/test_catalog.py checks that none is missing).
+REGISTRY_MODULES = (
+    "nmp.design",
+    "nmp.arch.policies",
+    "nmp.gpu.variants",
+    "nmp.shard.registry",
+    "nmp.cache.policy",
+    "nmp.compress.codec",
+    "nmp.report.plots",
+    "nmp.plugins",
+)
+
+
+def collect_registries() -> dict[str, list[dict[str, str]]]:
+    """Every registry's members (name, description, module), by family."""
+    for module_name in REGISTRY_MODULES:
+        importlib.import_module(module_name)
+    return {kind: reg.describe() for kind, reg in sorted(all_registries().items())}
 
 
 def collect(kinds: list[str] | None = None) -> dict[str, list[dict]]:
@@ -31,14 +57,27 @@ def collect(kinds: list[str] | None = None) -> dict[str, list[dict]]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    catalog = collect(args.kind)
+    if args.registries:
+        catalog = {"registries": collect_registries()}
+        if args.kind:
+            catalog.update(collect(args.kind))
+    else:
+        catalog = collect(args.kind)
     if args.json:
         print(json.dumps(catalog, indent=2))
         return 0
+    # rich takes a noticeable fraction of a second to import: only for a table
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
+    for kind, members in catalog.pop("registries", {}).items():
+        table = Table(title=f"registry: {kind}", title_justify="left")
+        for col in ("name", "description", "module"):
+            table.add_column(col, overflow="fold")
+        for member in members:
+            table.add_row(member["name"], member["description"], member["module"])
+        console.print(table)
     for kind, rows in catalog.items():
         if not rows:
             continue
@@ -59,13 +98,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "models",
         help="list hardware and workload presets with their key figures",
-        description="List the presets (memory, arch, gpu, workload) with their key figures.",
+        description="List the presets (memory, arch, gpu, workload) with their key figures, "
+        "or (--registries) every variant family and its members.",
     )
     p.add_argument(
         "--kind",
         action="append",
         choices=[k for k, _ in CATALOG_SOURCES],
         help="only this kind (repeatable)",
+    )
+    p.add_argument(
+        "--registries",
+        action="store_true",
+        help="list every registry (placement policies, sharders, codecs, claim models...) and "
+        "its members instead of the presets (with --kind: and those presets)",
     )
     p.add_argument("--json", action="store_true", help="print the catalog as JSON")
     p.set_defaults(func=_run)

@@ -39,6 +39,14 @@ def _describe(item: Any) -> str:
     return text.splitlines()[0].strip() if text else ""
 
 
+def _module(item: Any) -> str:
+    """The module that defines ``item`` (a function, a class, or an instance's class)."""
+    module = getattr(item, "__module__", None)
+    if not isinstance(module, str):
+        module = type(item).__module__
+    return module
+
+
 class Registry(Generic[T]):
     """Named variants of one family.
 
@@ -128,8 +136,10 @@ class Registry(Generic[T]):
         return tuple(self._items.items())
 
     def describe(self) -> list[dict[str, str]]:
-        """One row per variant: name and description (for ``nmp models``)."""
-        return [{"name": k, "description": _describe(v)} for k, v in self.items()]
+        """One row per variant: name, description and defining module (``nmp models``)."""
+        return [
+            {"name": k, "description": _describe(v), "module": _module(v)} for k, v in self.items()
+        ]
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -149,5 +159,6 @@ class Registry(Generic[T]):
 
 
 def all_registries() -> dict[str, Registry[Any]]:
-    """Every registry (their families' modules declare them on import; call after loading)."""
+    """Every registry created so far (a family's registry exists once the module that declares
+    it is imported: :data:`nmp.catalog.REGISTRY_MODULES` lists those modules)."""
     return dict(REGISTRIES)

@@ -28,7 +28,7 @@ def test_register_get_and_names_keep_order():
     assert reg.get("a") is a
     assert reg.names() == ("a", "b")
     assert "b" in reg and "c" not in reg
-    assert reg.describe()[0] == {"name": "a", "description": "first one"}
+    assert reg.describe()[0] == {"name": "a", "description": "first one", "module": __name__}
 
 
 def test_unknown_name_lists_known_names():
@@ -56,7 +56,9 @@ def test_decorator_with_explicit_name():
         return 2 * v
 
     assert reg.get("double")(3) == 6
-    assert reg.describe() == [{"name": "double", "description": "Twice the value."}]
+    assert reg.describe() == [
+        {"name": "double", "description": "Twice the value.", "module": __name__}
+    ]
 
 
 def test_modules_load_on_first_lookup_only(monkeypatch):
