@@ -3,17 +3,19 @@
 hidden ``.<name>.*.tmp`` (``nmp evaluate --resume`` removes those in a run folder).
 
 It sits at the bottom of the package (stdlib only), so that traces (``nmp.memory``), index
-files (``nmp.workload``), calibration caches (``nmp.gpu``) and reports share one mechanism.
+files (``nmp.workload``), calibration caches (``nmp.gpu``), reports and run folders
+(``nmp.evaluate.store``) share one mechanism.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 
 def _current_umask() -> int:
@@ -50,3 +52,13 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (:func:`atomic_file`)."""
     with atomic_file(path) as fh:
         fh.write(data)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | Path, data: Any) -> None:
+    """Write ``data`` as indented JSON (one trailing newline) to ``path`` atomically."""
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")

@@ -28,7 +28,6 @@ machine into swap or the OOM killer is refused before it starts, not minutes lat
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass
@@ -148,50 +147,6 @@ def replay_estimate(spec: Any, trace_bytes: int, *, compressed: bool) -> Estimat
     return Estimate(est.bytes_, key, est.detail)
 
 
-def point_estimate(
-    arch: str, workload: str, memory: str | None, overrides: dict[str, Any]
-) -> Estimate:
-    """``nmp run``: the lines one batch moves (lookups x 64-B lines per vector) and the memory
-    system's state. Loads only the specs (milliseconds), never the design."""
-    from nmp.config import split_overrides
-    from nmp.evaluate.point import (
-        OVERRIDE_ROOTS,
-        check_arch_name,
-        design_memory_args,
-        load_design_spec,
-    )
-    from nmp.workload import load_workload
-
-    check_arch_name(arch)
-    grouped = split_overrides(overrides or {}, OVERRIDE_ROOTS)
-    wl = load_workload(workload, grouped.get("workload") or None)
-    lines = 0.0
-    for t, table in enumerate(wl.tables):
-        per_vector = math.ceil(table.row_bytes / 64)
-        lines += wl.batch * wl.table_pooling(t).mean_lookups * per_vector
-    keys = [k for k in ("workload.pooling", "workload.batch", "workload.dim") if k in overrides]
-    lines_key = keys[0] if keys else "workload.batch"
-    est = Estimate(POINT_BASE_BYTES + lines * LINE_BYTES, lines_key, f"{lines:,.0f} 64-B lines")
-    spec = load_design_spec(arch, memory)
-    mem_args = design_memory_args(spec)
-    if mem_args is None:
-        return est
-    from nmp.config import apply_overrides
-    from nmp.memory import load_memory
-
-    if grouped.get("arch"):
-        spec = apply_overrides(spec, grouped["arch"], root="arch")
-        mem_args = design_memory_args(spec)
-    assert mem_args is not None  # overrides keep a design's own memory
-    preset, kwargs = mem_args
-    mem = load_memory(preset, overrides=grouped.get("memory") or None, **kwargs)
-    mem_est = memory_estimate(mem, 0, key_of_requests="lines", base=0)
-    if mem_est.bytes_ > lines * LINE_BYTES:
-        key = "arch.memory." + mem_est.key
-        return Estimate(est.bytes_ + mem_est.bytes_, key, mem_est.detail)
-    return Estimate(est.bytes_ + mem_est.bytes_, est.key, est.detail)
-
-
 def add_argument(parser) -> None:
     """The ``--max-memory`` flag of a command that runs a model."""
     parser.add_argument(
@@ -199,29 +154,4 @@ def add_argument(parser) -> None:
         metavar="SIZE",
         help="refuse a run whose estimated memory exceeds SIZE (8G, 512M; default: 90%% of "
         "the available memory, or $NMP_MAX_MEMORY)",
-    )
-
-
-def check_sweep(points: list[Any], parallel: int, max_memory: str | None = None) -> None:
-    """``nmp evaluate``: the largest point times the points that run at once (one per local
-    worker) must fit; else refuse before the first point runs, naming the point and the key."""
-    limit, source = limit_bytes(max_memory)
-    if limit is None or not points:
-        return
-    worst: tuple[float, Any, Estimate] | None = None
-    for point in points:
-        est = point_estimate(point.arch, point.workload, point.memory, point.overrides)
-        if worst is None or est.bytes_ > worst[0]:
-            worst = (est.bytes_, point, est)
-    assert worst is not None
-    need = worst[0] * max(1, min(parallel, len(points)))
-    if need <= limit:
-        return
-    est, point = worst[2], worst[1]
-    raise NmpError(
-        f"point {point.label()} on {point.workload} needs about {format_bytes(est.bytes_)} "
-        f"({est.detail}); with {min(parallel, len(points))} at once "
-        f"{format_bytes(need)}, above the limit of {format_bytes(limit)} ({source}; fewer "
-        "--jobs need less)",
-        key=est.key,
     )

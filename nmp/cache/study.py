@@ -22,7 +22,7 @@ from nmp.cache import policy as policies
 from nmp.cache.quant import L2_DTYPES
 from nmp.cache.serve import CacheConfig, run_cache
 from nmp.errors import NmpError
-from nmp.evaluate.store import atomic_write_bytes, atomic_write_text
+from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.plugins import study_runner
 
 _DEFAULTS = {

@@ -26,7 +26,7 @@ from nmp.compress.pooled import alltoall_chunks, pooled_batch, size_class
 from nmp.compress.quantizer import code_entropy_bits, quantize
 from nmp.compress.speedup import GPU_CODECS, StepSetup, codec_rates, step_times
 from nmp.errors import NmpError
-from nmp.evaluate.store import atomic_write_bytes, atomic_write_text
+from nmp.fileio import atomic_write_bytes, atomic_write_text
 
 # MLP widths per workload (after the 13 dense inputs / after the interaction).
 # dlrm-benchmark: facebookresearch/dlrm bench/dlrm_s_benchmark.sh, --arch-mlp-bot=512-512-64

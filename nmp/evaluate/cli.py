@@ -80,13 +80,13 @@ def _run(args: argparse.Namespace) -> int:
         n = len({k for _, k in keyed})
         print(f"{sweep_path}: ok, {n} points")
         return 0
-    from nmp import guard
+    from nmp.evaluate.budget import check_sweep
     from nmp.evaluate.executor import default_jobs
 
     local = not (args.scheduler or args.dask_workers)  # a cluster's memory is not ours
     if local:
         unique = list({k: p for p, k in keyed}.values())
-        guard.check_sweep(unique, args.jobs or default_jobs(), args.max_memory)
+        check_sweep(unique, args.jobs or default_jobs(), args.max_memory)
 
     from nmp.report.console import ConsoleProgress, make_console, print_sweep_summary
     from nmp.report.files import write_report_files

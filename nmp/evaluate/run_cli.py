@@ -9,15 +9,15 @@ import json
 def _run(args: argparse.Namespace) -> int:
     from nmp import guard
     from nmp.config import parse_set_args
+    from nmp.evaluate.budget import point_estimate
     from nmp.evaluate.point import run_point
+    from nmp.memory.driver import on_replay
     from nmp.report.progress import first_use_status
 
     overrides = parse_set_args(args.set)
     # refuse a point that cannot fit before it allocates
-    guard.check(
-        guard.point_estimate(args.arch, args.workload, args.memory, overrides), args.max_memory
-    )
-    with first_use_status(quiet=args.json):
+    guard.check(point_estimate(args.arch, args.workload, args.memory, overrides), args.max_memory)
+    with first_use_status(quiet=args.json, replays=on_replay):
         result = run_point(args.arch, args.workload, args.memory, overrides, seed=args.seed)
     data = result.to_json()
     if args.json:

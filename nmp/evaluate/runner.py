@@ -37,15 +37,9 @@ from nmp.errors import NmpError
 from nmp.evaluate.analysis import analyze
 from nmp.evaluate.environment import environment
 from nmp.evaluate.executor import Executor, PointFn, SerialExecutor
-from nmp.evaluate.store import (
-    JsonlLog,
-    atomic_write_json,
-    atomic_write_text,
-    read_jsonl,
-    remove_stale_temps,
-    run_lock,
-)
+from nmp.evaluate.store import JsonlLog, read_jsonl, remove_stale_temps, run_lock
 from nmp.evaluate.sweep import Point, SweepSpec
+from nmp.fileio import atomic_write_json, atomic_write_text
 
 RESULTS = "results.jsonl"
 ERRORS = "errors.jsonl"

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
-from nmp.evaluate.store import atomic_write_text
+from nmp.fileio import atomic_write_text
 from nmp.plugins import study_runner
 
 METRICS = ("lookups_per_s", "energy_pj_per_lookup")

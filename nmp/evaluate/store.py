@@ -1,4 +1,4 @@
-"""Crash-safe files of a sweep run: atomic whole-file writes and an append-only JSONL log.
+"""Crash-safe files of a sweep run: an append-only JSONL log, a run lock, stale temporaries.
 
 A run folder holds ``results.jsonl``: one self-contained JSON object per finished point, appended
 by the one collecting process as points finish, each line flushed and fsynced before the next
@@ -10,7 +10,8 @@ One run writes a folder at a time: :func:`run_lock` holds an exclusive POSIX rec
 (``lockf``) on ``<run>/.lock``: released by the kernel when the process dies, however it dies,
 and, unlike ``flock``, not inherited by the pool's forked workers (which would keep a killed
 run's lock alive); and
-:func:`remove_stale_temps` removes what a killed :func:`atomic_write_bytes` left behind.
+:func:`remove_stale_temps` removes what a killed :func:`nmp.fileio.atomic_write_bytes` left
+behind. Whole-file writes themselves are :mod:`nmp.fileio`'s.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
-from nmp.fileio import atomic_write_bytes
 
-__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text", "JsonlLog", "run_lock"]
+__all__ = ["JsonlLog", "read_jsonl", "remove_stale_temps", "run_lock"]
 
 
 LOCK_NAME = ".lock"
@@ -64,8 +64,8 @@ def run_lock(run_dir: str | Path) -> Iterator[None]:
 
 def remove_stale_temps(folder: str | Path) -> list[Path]:
     """Delete the hidden temporary files (``.<name>.*.tmp``) a killed
-    :func:`atomic_write_bytes` left in ``folder``; call it only while holding the folder's
-    :func:`run_lock` (no writer is then alive)."""
+    :func:`nmp.fileio.atomic_write_bytes` left in ``folder``; call it only while holding the
+    folder's :func:`run_lock` (no writer is then alive)."""
     removed = []
     for tmp in Path(folder).glob(".*"):
         if tmp.name == LOCK_NAME or not tmp.is_file():
@@ -74,14 +74,6 @@ def remove_stale_temps(folder: str | Path) -> list[Path]:
             tmp.unlink()
             removed.append(tmp)
     return removed
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path: str | Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 class JsonlLog:

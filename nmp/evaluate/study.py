@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError, SpecError
-from nmp.evaluate.store import atomic_write_json, atomic_write_text
+from nmp.fileio import atomic_write_json, atomic_write_text
 from nmp.plugins import load_study_runner
 
 KEYS = ("name", "description", "runner", "params")

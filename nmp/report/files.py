@@ -1,8 +1,8 @@
 """Report files of a sweep run: ``report.md``, ``results.csv`` and the PNG plots.
 
 Input is the summary dict built by ``nmp.evaluate.analysis`` (plain data: this package does not
-import the evaluator). Every file is written atomically by :mod:`nmp.evaluate.store`'s leaf
-helpers (temporary name, then ``os.replace``; the umask's mode).
+import the evaluator). Every file is written atomically by :mod:`nmp.fileio` (temporary name,
+then ``os.replace``; the umask's mode).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from nmp.evaluate.store import atomic_write_text
+from nmp.fileio import atomic_write_text
 from nmp.report.format import fmt_num, fmt_ratio, fmt_time_ns
 
 CSV_METRICS = (

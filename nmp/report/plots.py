@@ -23,6 +23,7 @@ from typing import Any
 import matplotlib
 import numpy as np
 
+from nmp.fileio import atomic_write_bytes
 from nmp.registry import Registry
 
 matplotlib.use("Agg")
@@ -64,9 +65,7 @@ def _short(x: float) -> str:
 
 
 def _save(fig: Figure, path: Path) -> None:
-    """Write ``fig`` as a PNG atomically (:func:`nmp.evaluate.store.atomic_write_bytes`)."""
-    from nmp.evaluate.store import atomic_write_bytes
-
+    """Write ``fig`` as a PNG atomically (:func:`nmp.fileio.atomic_write_bytes`)."""
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")

@@ -26,7 +26,11 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
+
+# A hook that calls its argument with the transactions of each replay while its block runs.
+ReplayHook = Callable[[Callable[[int], None]], AbstractContextManager[object]]
 
 
 def _live(quiet: bool) -> bool:
@@ -34,10 +38,13 @@ def _live(quiet: bool) -> bool:
 
 
 @contextlib.contextmanager
-def activity(message: str, *, quiet: bool = False, count_replays: bool = False) -> Iterator[None]:
+def activity(
+    message: str, *, quiet: bool = False, replays: ReplayHook | None = None
+) -> Iterator[None]:
     """A spinner and the elapsed time on stderr while the block runs (a terminal only); with
-    ``count_replays``, the DRAM transactions replayed so far (the replay driver's hook,
-    :func:`nmp.memory.driver.on_replay`), so a long design point shows that it advances."""
+    ``replays`` (the replay driver's hook, :func:`nmp.memory.driver.on_replay`, passed in by
+    the command: this package sits below the models), the DRAM transactions replayed so far,
+    so a long design point shows that it advances."""
     if not _live(quiet):
         yield
         return
@@ -52,11 +59,9 @@ def activity(message: str, *, quiet: bool = False, count_replays: bool = False) 
         transient=True,
     ) as progress:
         task = progress.add_task(message, total=None)
-        if not count_replays:
+        if replays is None:
             yield
             return
-        from nmp.memory.driver import on_replay
-
         replayed = [0, 0]  # transactions, engine runs
 
         def count(transactions: int) -> None:
@@ -68,7 +73,7 @@ def activity(message: str, *, quiet: bool = False, count_replays: bool = False) 
                 f"{replayed[1]} runs",
             )
 
-        with on_replay(count):
+        with replays(count):
             yield
 
 
@@ -137,12 +142,15 @@ def mark_warm() -> None:
 
 
 @contextlib.contextmanager
-def first_use_status(busy: str = "running the model", *, quiet: bool = False) -> Iterator[None]:
+def first_use_status(
+    busy: str = "running the model", *, quiet: bool = False, replays: ReplayHook | None = None
+) -> Iterator[None]:
     """Around a command's model work: a spinner with the elapsed time (a big batch or many
     channels can run for minutes); on a machine where the kernels were never compiled it says
-    why the first run takes longer, and afterwards marks the cache warm."""
+    why the first run takes longer, and afterwards marks the cache warm. ``replays``: as for
+    :func:`activity`."""
     if is_warm():
-        with activity(busy, quiet=quiet, count_replays=True):
+        with activity(busy, quiet=quiet, replays=replays):
             yield
         return
     with activity(

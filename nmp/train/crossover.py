@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from nmp.evaluate.store import atomic_write_bytes
+from nmp.fileio import atomic_write_bytes
 from nmp.train.extrapolate import DeploymentSpec, expected, step_costs
 
 SCALES = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16)

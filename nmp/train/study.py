@@ -44,7 +44,7 @@ def check_params(params: dict[str, Any]) -> tuple[Any, Any]:
 @study_runner
 def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
     from nmp.compress.study import write_jsonl, write_table
-    from nmp.evaluate.store import atomic_write_text
+    from nmp.fileio import atomic_write_text
     from nmp.train.crossover import plot, sweep
     from nmp.train.extrapolate import monte_carlo
 

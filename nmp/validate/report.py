@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
-from nmp.evaluate.store import atomic_write_text
+from nmp.fileio import atomic_write_text
 from nmp.validate.runner import CheckResult
 
 STYLE = {"agrees": "green", "within band": "yellow", "disagrees": "red", "error": "bold red"}

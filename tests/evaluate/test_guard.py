@@ -8,6 +8,7 @@ import pytest
 
 from nmp import guard
 from nmp.errors import NmpError
+from nmp.evaluate import budget
 from nmp.memory import load_memory
 
 
@@ -46,8 +47,8 @@ def test_check_refuses_above_the_limit_only(monkeypatch) -> None:
 
 
 def test_point_estimate_grows_with_the_batch() -> None:
-    base = guard.point_estimate("host-cpu", "recross-eval", None, {})
-    big = guard.point_estimate("host-cpu", "recross-eval", None, {"workload.batch": 3200})
+    base = budget.point_estimate("host-cpu", "recross-eval", None, {})
+    big = budget.point_estimate("host-cpu", "recross-eval", None, {"workload.batch": 3200})
     assert big.key == "workload.batch"
     # 26 tables x pooling 80 x 4 lines per 256-B vector per sample
     assert big.bytes_ - base.bytes_ == pytest.approx(3168 * 26 * 80 * 4 * guard.LINE_BYTES)
@@ -95,7 +96,7 @@ def test_point_estimate_tracks_the_measured_peak() -> None:
         "from nmp.evaluate.point import run_point\n"
         "run_point('host-cpu', 'recross-eval', None, {'workload.batch': 256})\n"
     )
-    est = guard.point_estimate("host-cpu", "recross-eval", None, {"workload.batch": 256})
+    est = budget.point_estimate("host-cpu", "recross-eval", None, {"workload.batch": 256})
     # measured 518 MB against 561 MB; within 10% below is still a useful guard (the default
     # limit keeps a tenth of the available memory free)
     assert 0.9 * peak <= est.bytes_ <= 3 * peak, (peak, est.bytes_)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from nmp.errors import NmpError
-from nmp.evaluate.store import JsonlLog, atomic_write_text, read_jsonl
+from nmp.evaluate.store import JsonlLog, read_jsonl
+from nmp.fileio import atomic_write_text
 
 
 def test_append_and_read_back(tmp_path: Path) -> None:
@@ -58,8 +59,8 @@ def test_atomic_writes_are_plain_files_not_private(tmp_path):
     import os
     import stat
 
-    from nmp.evaluate.store import atomic_write_text
     from nmp.fileio import UMASK as _UMASK
+    from nmp.fileio import atomic_write_text
 
     path = tmp_path / "report.md"
     atomic_write_text(path, "x")

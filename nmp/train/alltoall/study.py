@@ -109,7 +109,7 @@ def run_study(params: dict[str, Any], *, out_dir: Any, jobs: int = 1) -> list[di
     from pathlib import Path
 
     from nmp.compress import study as cs
-    from nmp.evaluate.store import atomic_write_text
+    from nmp.fileio import atomic_write_text
 
     out_dir = Path(out_dir)
     plan = check_params(params)  # every run checked before any
