@@ -71,7 +71,7 @@ def _next_pow2(n: int) -> int:
     return 1 << max(0, int(n - 1).bit_length())
 
 
-def _expand(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def expand_lines(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For items with ``lines[i]`` requests: (item of each request, line index within item)."""
     if not lines.size:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
@@ -91,7 +91,7 @@ def unit_queue(mem, lines_per_lookup: int, overlap: int) -> int:
     return int(min(mem.controller.read_queue, max(8, 2 * lines_per_lookup * overlap)))
 
 
-def _view(mem, level: str, queue: int | None = None, **org_changes):
+def unit_view(mem, level: str, queue: int | None = None, **org_changes):
     """The memory as one unit sees it: a channel of its own (its own request buffer, command
     issue and data path) with one rank, and the constraints of the shared buses above ``level``
     dropped (``nmp.memory.internal_view``). Each node's stream is replayed on it separately;
@@ -121,7 +121,7 @@ def _view(mem, level: str, queue: int | None = None, **org_changes):
 _VIEWS: dict[tuple, tuple] = {}  # (id(mem), level, queue, org) -> (mem, view): specs are frozen
 
 
-def _slot_location(slot, nbanks, lpr, lpp, rows):
+def slot_locations(slot, nbanks, lpr, lpp, rows):
     q, b = divmod_nonneg(slot, nbanks)
     if lpr.size and lpr.min() == lpr.max():
         r = int(lpr[0])  # one row size: the same arithmetic on scalars
@@ -154,7 +154,7 @@ def _split_levels(
 ):  # pragma: no cover - compiled
     """The lookups of every wanted level in issue order (not SRAM hits), levels one after
     another (``offsets``): their node, lines per row, bank in the node, page and first column
-    (as :func:`_slot_location`; the m lookups' fields one after another in ``buf``, at least
+    (as :func:`slot_locations`; the m lookups' fields one after another in ``buf``, at least
     5 m long), and per level and node the lookups and lines. Divisions by powers of two are
     shifts (slots are non-negative)."""
     nlev = want.shape[0]
@@ -412,10 +412,10 @@ def lower_level(
         # salp2: two subarrays activated at once; masa: up to SALP_TRACKED_SUBARRAYS open
         cap = 2 if reading == "salp2" else SALP_TRACKED_SUBARRAYS
         salp = min(_next_pow2(spec.bank.subarrays), cap)
-        view = _view(mem, "bankgroup", unit_queue(mem, lpr_max, salp), bankgroups=1, banks=salp)
+        view = unit_view(mem, "bankgroup", unit_queue(mem, lpr_max, salp), bankgroups=1, banks=salp)
     else:
         salp = 0
-        view = _view(mem, level, unit_queue(mem, lpr_max, lay.banks_per_unit))
+        view = unit_view(mem, level, unit_queue(mem, lpr_max, lay.banks_per_unit))
         if salp_level:
             view = precharge_hidden(view)
         salp_level = False  # one bank: rows as in the node's own bank
@@ -446,7 +446,7 @@ def _direct_fields(lay, perm, node, b, page, col0, lpr, lpp, rows_mod, salp, spe
     """(item of each request, fields of each request) of the lookups ``perm``, for a direct
     ``encode_address`` of every request."""
     node, b, page, col0, lpr = node[perm], b[perm], page[perm], col0[perm], lpr[perm]
-    item, within = _expand(lpr)
+    item, within = expand_lines(lpr)
     line_page = page[item] + (col0[item] + within) // lpp
     row = line_page % rows_mod
     column = (col0[item] + within) % lpp

@@ -24,7 +24,7 @@ from numba import njit
 
 from nmp.arch import memview as mv
 from nmp.arch.area import parity_unit_figures
-from nmp.arch.lowering import _slot_location, _view, unit_queue
+from nmp.arch.lowering import slot_locations, unit_queue, unit_view
 from nmp.arch.timing import dram_energy
 from nmp.errors import NmpError
 from nmp.results import OpResult
@@ -242,7 +242,7 @@ def _time_parity(arch, table, rows, stripe, node, slot) -> OpResult:
     upd_slot = np.concatenate([slot, pslot.ravel()])
     upd_id = np.concatenate([np.arange(n), np.repeat(np.arange(n), r)])
     is_parity = np.concatenate([np.zeros(n, bool), np.ones(n * r, bool)])
-    b, page, col0 = _slot_location(
+    b, page, col0 = slot_locations(
         upd_slot, banks_per_node, np.full(upd_slot.size, lpr), lpp, nrows_dram
     )
     # each access = lpr reads then lpr writes of the same lines
@@ -385,8 +385,8 @@ def _parity_view(arch, exec_level: str, queue: int):
         return mem, lambda node, coords: np.zeros_like(node)
     ranks = mv.org(mem, "ranks")
     if exec_level == "rank":
-        return _view(mem, "rank"), lambda node, coords: coords[0] * ranks + coords[1]
-    return _view(mem, exec_level, queue), lambda node, coords: node
+        return unit_view(mem, "rank"), lambda node, coords: coords[0] * ranks + coords[1]
+    return unit_view(mem, exec_level, queue), lambda node, coords: node
 
 
 class _Merged:

@@ -16,8 +16,8 @@ A sweep file is TOML (see ``workloads/sweeps/default.toml``)::
     [[designs]]                                   # a named preset + fixed overrides (+ own axes)
     name = "recross-no-salp"
     arch = "recross"
-    set = { "arch.bank.subarray_parallelism" = false }
-    axes = { "arch.bank.units" = [4, 8] }
+    set = { "arch.subarray_parallelism" = false }
+    axes = { "arch.replicate_hot_rows" = [0, 1024] }
 
 An axis is a dotted path rooted at ``arch``, ``workload`` or ``memory`` (``arch.bank.units``);
 TOML's dotted keys (``workload.batch = [...]``) and quoted keys (``"workload.batch" = [...]``)

@@ -72,7 +72,7 @@ def parse_mapping(name: str) -> Mapping:
     return Mapping("".join(tokens), tuple(fields))
 
 
-def _segments(spec: MemorySpec) -> list[tuple[str, int, int]]:
+def address_segments(spec: MemorySpec) -> list[tuple[str, int, int]]:
     """(field, nbits, shift within field) from the LSB up."""
     o = spec.org
     bits = {
@@ -106,7 +106,7 @@ def decode_address(addrs: np.ndarray | int, spec: MemorySpec) -> dict[str, np.nd
         )
     x = a >> np.uint64(log2_exact(spec.org.tx_bytes))
     out = {f: np.zeros(a.shape, np.int64) for f in FIELDS}
-    for f, nbits, shift in _segments(spec):
+    for f, nbits, shift in address_segments(spec):
         if nbits == 0:
             continue
         val = (x & np.uint64((1 << nbits) - 1)).astype(np.int64)
@@ -151,7 +151,7 @@ def encode_address(
             raise SpecError(f"{f} out of range [0, {lim}) for '{spec.name}'")
     x = np.zeros(arrays[0].shape, np.uint64)
     pos = 0
-    for f, nbits, shift in _segments(spec):
+    for f, nbits, shift in address_segments(spec):
         if nbits == 0:
             continue
         part = (fields[f].astype(np.uint64) >> np.uint64(shift)) & np.uint64((1 << nbits) - 1)

@@ -9,7 +9,7 @@ import functools
 import numpy as np
 
 from nmp.memory import native
-from nmp.memory.mapping import FIELDS, _segments
+from nmp.memory.mapping import FIELDS, address_segments
 from nmp.memory.spec import MemorySpec
 from nmp.memory.standards import build_table
 from nmp.units import log2_exact
@@ -36,7 +36,7 @@ class _Plan:
         pos = np.zeros(len(FIELDS), np.int64)
         mask = np.zeros(len(FIELDS), np.int64)
         low = 0
-        for f, nbits, shift in _segments(spec):
+        for f, nbits, shift in address_segments(spec):
             if f != "column":
                 assert shift == 0 and mask[FIELDS.index(f)] == 0, "one bit range per field"
                 pos[FIELDS.index(f)] = low

@@ -64,7 +64,7 @@ def _short(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
-def _save(fig: Figure, path: Path) -> None:
+def save_png(fig: Figure, path: Path) -> None:
     """Write ``fig`` as a PNG atomically (:func:`nmp.fileio.atomic_write_bytes`)."""
     buf = io.BytesIO()
     try:
@@ -184,7 +184,7 @@ def plot_speedup(summary: dict[str, Any], path: Path) -> None:
     )
     ax.margins(x=0.12)
     ax.grid(axis="x", alpha=0.3)
-    _save(fig, path)
+    save_png(fig, path)
 
 
 @register_plot("pareto.png")
@@ -258,7 +258,7 @@ def plot_pareto(summary: dict[str, Any], path: Path) -> None:
         fontsize=11,
     )
     fig.tight_layout()
-    _save(fig, path)
+    save_png(fig, path)
 
 
 def _split_panel(
@@ -354,7 +354,7 @@ def plot_breakdown(summary: dict[str, Any], path: Path) -> None:
         fontsize=10,
     )
     fig.tight_layout()
-    _save(fig, path)
+    save_png(fig, path)
 
 
 def write_plots(run_dir: Path, summary: dict[str, Any]) -> list[str]:

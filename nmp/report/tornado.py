@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
-from nmp.report.plots import _save  # noqa: E402  (PNG through a temporary name and a rename)
+from nmp.report.plots import save_png  # noqa: E402  (PNG through a temporary name and a rename)
 
 LOW_COLOR = "#4c72b0"  # the assumption at its low value
 HIGH_COLOR = "#dd8452"  # ... at its high value
@@ -82,6 +82,6 @@ def plot_tornado(
             fontsize=7,
             loc="lower right",
         )
-        _save(fig, Path(path))
+        save_png(fig, Path(path))
     finally:
         plt.close(fig)

@@ -91,9 +91,9 @@ def yosys_cells(cfg: ParityUnitConfig) -> tuple[int, dict[str, int]]:
     """``yosys synth -top <name>; stat`` on the datapath: total cells and cells per type."""
     if not yosys_available():
         raise NmpError("yosys is not installed; it is needed for the cell count")
-    from nmp.rtl.verilog import _fresh_names
+    from nmp.rtl.verilog import fresh_names
 
-    _fresh_names()
+    fresh_names()
     buf = io.StringIO()
     pyrtl.output_to_verilog(buf, block=build_datapath(cfg), module_name=cfg.name)
     with tempfile.TemporaryDirectory() as tmp:

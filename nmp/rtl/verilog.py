@@ -37,7 +37,7 @@ _SV_KEYWORDS = frozenset(
 )
 
 
-def _fresh_names() -> None:
+def fresh_names() -> None:
     """PyRTL numbers temporaries and memories from process-global counters; restart them so
     the exported text does not depend on what was built before."""
     pyrtl.wire._reset_wire_indexers()
@@ -46,7 +46,7 @@ def _fresh_names() -> None:
 
 def module_text(cfg: ParityUnitConfig) -> str:
     """The Verilog module (synchronous active-high ``rst``) of ``build_unit(cfg)``."""
-    _fresh_names()
+    fresh_names()
     block = build_unit(cfg)
     buf = io.StringIO()
     pyrtl.output_to_verilog(buf, add_reset=True, block=block, module_name=cfg.name)

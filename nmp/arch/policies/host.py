@@ -12,7 +12,7 @@ import numpy as np
 
 from nmp.arch import memview as mv
 from nmp.arch.functional import pool_tables
-from nmp.arch.lowering import _expand
+from nmp.arch.lowering import expand_lines
 from nmp.arch.lru_cache import LruCache
 from nmp.arch.placement import FlatLookups, Placement
 from nmp.arch.policies import register
@@ -33,7 +33,7 @@ def lower_host(
     t_lpr = -(-np.asarray(table_row_bytes, dtype=np.int64) // tx)
     t_base = np.concatenate([[0], np.cumsum(np.asarray(table_rows, dtype=np.int64) * t_lpr)])
     lpr = t_lpr[flat.table[order]]
-    item, within = _expand(lpr)
+    item, within = expand_lines(lpr)
     src = order[item]
     line = t_base[flat.table[src]] + flat.row[src] * t_lpr[flat.table[src]] + within
     capacity_lines = mem.capacity_bytes // tx

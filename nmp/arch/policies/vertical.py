@@ -8,7 +8,7 @@ import numpy as np
 
 from nmp.arch import memview as mv
 from nmp.arch.functional import dedupe, gather_segments
-from nmp.arch.lowering import LevelStream, _expand, _slot_location, _view
+from nmp.arch.lowering import LevelStream, expand_lines, slot_locations, unit_view
 from nmp.arch.placement import FlatLookups, Placement
 from nmp.arch.policies import register
 from nmp.arch.policies.base import RowPolicy
@@ -26,14 +26,14 @@ def lower_vertical(spec, lay, mem, flat: FlatLookups, order: np.ndarray) -> Leve
     slice_bytes = -(-flat.row_bytes[order] // nodes)
     lpr = -(-slice_bytes // tx)
     # every node stores every row's slice at slot = global row id
-    b, page, col0 = _slot_location(flat.grow[order], lay.banks_per_unit, lpr, lpp, rows)
+    b, page, col0 = slot_locations(flat.grow[order], lay.banks_per_unit, lpr, lpp, rows)
     n = order.size
     node = np.tile(np.arange(nodes, dtype=np.int64), n)
     rep = np.repeat(np.arange(n, dtype=np.int64), nodes)
-    item, within = _expand(lpr[rep])
+    item, within = expand_lines(lpr[rep])
     src = rep[item]
     _, _, unit = lay.node_coords(node[item])
-    view = _view(mem, "rank")
+    view = unit_view(mem, "rank")
     line_page = page[src] + (col0[src] + within) // lpp
     addr = encode_address(
         view,
