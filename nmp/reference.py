@@ -6,6 +6,7 @@ scratch clone was made from)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from pathlib import Path
@@ -69,8 +70,6 @@ def dram_reference_dir() -> Path:
 def case_memory_spec(memory_args: list[str]):
     """The memory spec of a reference case's ``memory_args``: ``nmp replay``'s memory flags,
     parsed and applied as ``nmp replay`` does."""
-    import argparse
-
     from nmp.memory.cli import add_memory_arguments, memory_spec
 
     parser = argparse.ArgumentParser(prog="memory_args", add_help=False, exit_on_error=False)

@@ -15,6 +15,9 @@ from __future__ import annotations
 import sys
 import time
 
+from nmp.config import preset_names
+from nmp.report.progress import mark_warm
+
 PRESETS = ("ddr4-3200aa", "ddr5-4800-40")  # the README's replay and the default sweep's memory
 
 
@@ -22,11 +25,9 @@ def warm(verbose: bool = True) -> float:
     """Compile everything; returns the seconds it took."""
     import numpy as np
 
-    from nmp.config import preset_names
     from nmp.evaluate.point import run_point
     from nmp.memory import load_memory, native, replay
     from nmp.memory.trace import make_requests
-    from nmp.report.progress import mark_warm
 
     t0 = time.perf_counter()
 

@@ -16,14 +16,18 @@ import numpy as np
 
 from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout, build_layout
+from nmp.arch.parity import parity_consistent, parity_nodes, parity_update, recover_node
 from nmp.arch.placement import FlatLookups, Placement, flatten, solve_cross_level
 from nmp.arch.policies import PlacementPolicy, check_policy
 from nmp.arch.profile import AccessProfile, build_profile
 from nmp.arch.rowdata import RowStore
 from nmp.arch.spec import LEVELS, ArchSpec
+from nmp.arch.timing import time_gather_reduce
 from nmp.arch.tree import HOST, TreeTraffic, parents
 from nmp.errors import NmpError
 from nmp.results import OpResult
+from nmp.workload import generate_batch
+from nmp.workload.spec import DTYPE_BYTES
 
 
 class Architecture:
@@ -139,8 +143,6 @@ class Architecture:
         """Time the first partition on a profiling batch: per level, measured ns per DRAM byte
         (whole level: its slowest node, row misses, refresh) and the fixed time of the partial
         sums it receives."""
-        from nmp.arch.timing import time_gather_reduce
-
         probe = _calibration_batch(self.workload, self.spec.profile_seed_offset, batch)
         flat = flatten(probe, self.table_row_bytes, self.table_rows)
         order = self.issue_order(flat)
@@ -178,8 +180,6 @@ class Architecture:
         self, batch, tables: Any = None, *, functional: bool = True
     ) -> tuple[list[np.ndarray] | None, OpResult]:
         """Pooled sums per table (float32 [batch, dim]) computed by the units, and the cost."""
-        from nmp.arch.timing import time_gather_reduce
-
         flat, plc, order = self.prepare(batch, tables)
         pooled = self.policy.execute(self, flat, plc) if functional else None
         result = time_gather_reduce(self, flat, plc, order, self.tree_traffic(flat, plc))
@@ -216,32 +216,22 @@ class Architecture:
         """How many nodes of the parity level a table's stripes rotate over (a lost one is
         recoverable with :meth:`recover_node`); not :meth:`nmp.coding.StripeLayout.parity_nodes`,
         the nodes holding given stripes' parity."""
-        from nmp.arch.parity import parity_nodes
-
         return parity_nodes(self)[0]
 
     def parity_update(self, rows: np.ndarray, new_values: np.ndarray, table: int = 0) -> OpResult:
         """Write rows and update their stripes' parity in place (see :mod:`nmp.arch.parity`)."""
-        from nmp.arch.parity import parity_update
-
         return parity_update(self, rows, new_values, table)
 
     def parity_consistent(self, table: int = 0) -> bool:
         """Whether the parity equals a fresh encode of the current rows, bit for bit."""
-        from nmp.arch.parity import parity_consistent
-
         return parity_consistent(self, table)
 
     def recover_node(self, lost_node: int, table: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Rows a lost node held (in stripes with parity), decoded from the survivors."""
-        from nmp.arch.parity import recover_node
-
         return recover_node(self, lost_node, table)
 
 
 def _dtype_bytes(table) -> int:
-    from nmp.workload.spec import DTYPE_BYTES
-
     return DTYPE_BYTES[getattr(table, "dtype", "float32")]
 
 
@@ -268,15 +258,12 @@ def _profile_for(workload, offset: int, batch) -> AccessProfile:
 def _calibration_batch(workload, offset: int, batch):
     if workload is None or not hasattr(workload, "seed"):
         return batch
-    from nmp.workload import generate_batch
 
     return generate_batch(workload, seed=workload.seed + offset * 1_000_003 + 7919 * 97)
 
 
 @functools.lru_cache(maxsize=16)
 def _cached_profile(workload, offset: int, batches: int = 4) -> AccessProfile:
-    from nmp.workload import generate_batch
-
     # seeds far from the ones a user evaluates (workload.seed, seed + 1, ...)
     seeds = [workload.seed + offset * 1_000_003 + 7919 * i for i in range(batches)]
     drawn = [generate_batch(workload, seed=s) for s in seeds]

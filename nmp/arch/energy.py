@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from nmp.arch import memview as mv
 from nmp.arch.replay import dram_energy
+from nmp.memory import command_energy_pj
 
 
 def read_share(spec, level: str) -> float:
@@ -37,8 +38,6 @@ def near_memory_energy(
     ``rank_io_bytes``: bytes between the DRAM chips and the buffer chip (rank units' reads, the
     partial sums in-DRAM units send up); ``host_io_bytes``: bytes between the buffer chip and
     the host (instructions, results)."""
-    from nmp.memory import command_energy_pj
-
     mem, spec = arch.mem, arch.spec
     every = [st for stats in level_stats.values() for st in stats]
     e = dram_energy(mem, every, latency_cycles)

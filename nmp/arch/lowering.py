@@ -30,6 +30,7 @@ from nmp.arch.locality import windowed_locality_order
 from nmp.arch.placement import FlatLookups, Placement, divmod_nonneg
 from nmp.arch.salp import SALP_TRACKED_SUBARRAYS, precharge_hidden, subarray_slots
 from nmp.arch.spec import LEVELS, ArchSpec
+from nmp.memory import encode_address, internal_view
 
 # Work arrays of the timing path (valid until the same thread lowers again) are kept per thread
 # up to this many elements each, rather than freshly mapped (page faults) at every batch.
@@ -97,8 +98,6 @@ def unit_view(mem, level: str, queue: int | None = None, **org_changes):
     dropped (``nmp.memory.internal_view``). Each node's stream is replayed on it separately;
     activation power limits across the units of a rank are enforced by the timing layer
     (``act_window``)."""
-    from nmp.memory import internal_view
-
     q = mem.controller.read_queue if queue is None else queue
     key = (id(mem), level, q, tuple(sorted(org_changes.items())))
     hit = _VIEWS.get(key)
@@ -333,8 +332,6 @@ def _field_codes(view) -> tuple[tuple[np.ndarray, ...], bool, int]:
     """Encodings of every bank group, bank, row and column of ``view`` alone (the others 0),
     whether addresses are the OR of their fields' codes, and s if every row's code is
     ``row << s`` (else -1). Specs are frozen: kept per view."""
-    from nmp.memory import encode_address
-
     hit = _FIELD_CODES.get(id(view))
     if hit is not None and hit[0] is view:
         return hit[1]
@@ -463,8 +460,6 @@ def _lower_direct(
 ):
     """Every request encoded on its own (rows that straddle pages, or a mapping whose fields
     share bits)."""
-    from nmp.memory import encode_address
-
     node_req, fields = _direct_fields(
         lay, perm, node, b, page, col0, lpr, lpp, rows_mod, salp, spec
     )

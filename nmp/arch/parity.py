@@ -26,7 +26,9 @@ from nmp.arch import memview as mv
 from nmp.arch.area import parity_unit_figures
 from nmp.arch.lowering import slot_locations, unit_queue, unit_view
 from nmp.arch.timing import dram_energy
+from nmp.coding import ReedSolomonCode, StripeLayout, XorCode, gf_mul
 from nmp.errors import NmpError
+from nmp.memory import encode_address, make_requests, replay
 from nmp.results import OpResult
 
 if TYPE_CHECKING:
@@ -61,8 +63,6 @@ def parity_nodes(arch) -> tuple[int, int, str]:
 
 def _state(arch) -> ParityState:
     if arch._parity_state is None:
-        from nmp.coding import ReedSolomonCode, StripeLayout, XorCode
-
         p = arch.spec.parity
         nodes, _, _ = parity_nodes(arch)
         if p.k + p.r > nodes:
@@ -151,8 +151,6 @@ def _ensure_stripes(arch, table: int, stripes: np.ndarray) -> np.ndarray:
 def parity_update(arch, rows: np.ndarray, new_values: np.ndarray, table: int = 0) -> OpResult:
     """Write ``new_values`` (float32 [n, dim]) to ``rows`` of ``table`` and update the parity
     in place, in order (a row written twice sees its first write as old value)."""
-    from nmp.coding import gf_mul
-
     rows = np.asarray(rows, dtype=np.int64).ravel()
     dim = arch.tables[table].dim
     new = np.ascontiguousarray(new_values, dtype=np.float32).reshape(rows.size, dim)
@@ -225,8 +223,6 @@ def recover_node(arch, lost_node: int, table: int = 0) -> tuple[np.ndarray, np.n
 
 
 def _time_parity(arch, table, rows, stripe, node, slot) -> OpResult:
-    from nmp.memory import encode_address, make_requests
-
     spec, mem = arch.spec, arch.mem
     st = _state(arch)
     p = spec.parity
@@ -262,8 +258,6 @@ def _time_parity(arch, table, rows, stripe, node, slot) -> OpResult:
         column=(col0[acc] + within) % lpp,
     )
     # units work concurrently, each on its own stream in update order
-    from nmp.memory import replay
-
     if exec_level == "host":
         perm = np.argsort(upd_id[acc] * 2 * lpr * (r + 1) + np.arange(acc.size), kind="stable")
         stats = [replay(make_requests(addr[perm], is_write[perm]), view)]

@@ -18,6 +18,7 @@ from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout
 from nmp.arch.partition import PartitionProblem, PartitionResult, solve_partition
 from nmp.arch.profile import MAX_CLASSES, AccessProfile
+from nmp.arch.rankcache import rank_cache_hits
 from nmp.arch.spec import LEVELS, ArchSpec
 
 
@@ -372,7 +373,6 @@ def place_rows(
     rows interleaved over their level's nodes; then the mechanisms that move some lookups,
     hot-row replication (:mod:`nmp.arch.replication`) and the RankCache
     (:mod:`nmp.arch.rankcache`). ``order`` is the issue order (a permutation of the lookups)."""
-    from nmp.arch.rankcache import rank_cache_hits
     from nmp.arch.replication import replicate_hot
 
     n = flat.n

@@ -15,12 +15,12 @@ from nmp.arch.presets import load_arch_spec
 from nmp.arch.spec import ArchSpec
 from nmp.config import preset_names
 from nmp.errors import NmpError
+from nmp.memory import load_memory
 from nmp.results import PointResult
+from nmp.workload import generate_batch, load_workload
 
 
 def load_memory_for(spec: ArchSpec, memory: str | None = None, overrides: dict | None = None):
-    from nmp.memory import load_memory
-
     return load_memory(
         memory or spec.memory.preset,
         channels=spec.memory.channels,
@@ -59,8 +59,6 @@ def run_design_point(
     """One design point of ``arch`` running ``workload`` (see the module docstring).
 
     ``overrides = {"arch": {...}, "workload": {...}, "memory": {...}}`` by dotted path."""
-    from nmp.workload import generate_batch, load_workload
-
     overrides = overrides or {}
     unknown = set(overrides) - {"arch", "workload", "memory"}
     if unknown:

@@ -12,6 +12,7 @@ import numpy as np
 
 from nmp.arch import memview as mv
 from nmp.arch.lowering import LevelStream
+from nmp.memory import command_energy_pj, make_requests, replay_lines
 
 # A sampled replay times this many evenly spaced contiguous chunks of a long stream: contiguous
 # so that each chunk keeps the stream's row locality and queue occupancy, spread so that every
@@ -70,8 +71,6 @@ def replay_stream(
 ):
     """Replay ``addr`` on ``view``; streams over ``max_requests`` (when > 0) are timed on a
     sample of that many requests (:func:`sample_index`) and scaled (:func:`scale_stats`)."""
-    from nmp.memory import make_requests, replay_lines
-
     if addr.dtype != np.uint64:
         addr = make_requests(addr)["addr"]  # checks: non-negative integers
     if max_requests <= 0 or addr.size <= max_requests:
@@ -85,8 +84,6 @@ def replay_stream(
 def dram_energy(mem: Any, stats_list: list, latency_cycles: float) -> dict[str, float]:
     """DRAM energy of the replays' commands, with background and refresh counted once for the
     whole memory over the batch (the replays overlap in time)."""
-    from nmp.memory import command_energy_pj
-
     counts: dict[str, float] = {}
     for st in stats_list:
         for k, v in st.cmd_counts.items():

@@ -19,12 +19,13 @@ import numpy as np
 
 from nmp.cache import engine, quant
 from nmp.cache.neighbors import substitute_map
+from nmp.train.config import TrainConfig
+from nmp.train.metrics import auc
 
 
 @functools.cache
 def trained_model(workload: str, steps: int, seed: int, eval_batches: int, alpha: float = 0.0):
     """A trained trainer (``nmp.train.trainer.run`` with no failures); cached per process."""
-    from nmp.train.config import TrainConfig
     from nmp.train.trainer import run
 
     cfg = TrainConfig(
@@ -64,8 +65,6 @@ def auc_change(
     ``entries_per_row`` are the L1, L2, L3 entries per table row of the serving configuration.
     """
     import torch
-
-    from nmp.train.metrics import auc
 
     tr = trained_model(workload, steps, seed, eval_batches, alpha)
     dim = tr.geo.dim

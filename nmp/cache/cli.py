@@ -15,6 +15,8 @@ import argparse
 import json
 import sys
 
+from nmp.cache.policy import names
+
 
 def _run(args: argparse.Namespace) -> int:
     from nmp.cache.serve import CacheConfig, run_cache
@@ -93,7 +95,6 @@ def _print(r: dict) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from nmp.cache.policy import names
     from nmp.cache.quant import L2_DTYPES
     from nmp.workload import REUSE_LEVELS
 

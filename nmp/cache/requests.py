@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nmp.errors import NmpError
-from nmp.workload import LookupBatch, WorkloadSpec, generate_batch
+from nmp.workload import DTYPE_BYTES, LookupBatch, WorkloadSpec, generate_batch
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,7 +78,6 @@ def request_stream(spec: WorkloadSpec, requests: int, seed: int | None = None) -
     """``requests`` inference requests of ``spec`` (batches with seeds seed, seed + 1, ...)."""
     if requests < 1:
         raise NmpError(f"requests must be >= 1, got {requests}")
-    from nmp.workload import DTYPE_BYTES
 
     base = spec.seed if seed is None else int(seed)
     count = -(-requests // spec.batch)

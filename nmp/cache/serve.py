@@ -25,12 +25,15 @@ import numpy as np
 
 from nmp.cache import engine, quant
 from nmp.cache import policy as policies
+from nmp.cache.accuracy import auc_change
+from nmp.cache.kvstore import measure_reads, open_store
 from nmp.cache.neighbors import substitute_map
 from nmp.cache.requests import RequestStream, request_stream, stream_from_batches
 from nmp.cache.table import init_rows
 from nmp.cache.tiers import TierLatency
 from nmp.errors import NmpError
 from nmp.units import MIB
+from nmp.workload import DTYPE_BYTES, load_index_file, load_workload
 
 L3_ENTRY_BYTES = 16  # an int64 key and an int64 substitute key
 
@@ -87,8 +90,6 @@ def layer_bytes(cfg: CacheConfig) -> tuple[int, int, int]:
 
 
 def workload_spec(cfg: CacheConfig):
-    from nmp.workload import load_workload
-
     overrides: dict = {}
     if cfg.reuse:
         overrides["reuse"] = cfg.reuse
@@ -99,8 +100,6 @@ def workload_spec(cfg: CacheConfig):
 
 def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
     """(requests, how many of them are warm-up, where they came from)."""
-    from nmp.workload import DTYPE_BYTES, load_index_file
-
     spec = workload_spec(cfg)
     if cfg.index_file:
         batch = load_index_file(cfg.index_file, spec)
@@ -218,8 +217,6 @@ def run_cache(cfg: CacheConfig, *, tiers: TierLatency | None = None) -> dict:
         row.update(_measure_backend(cfg, uniq, vectors, inv, mcodes, moff, warm_lookups))
     row["auc_change"] = None
     if cfg.accuracy:
-        from nmp.cache.accuracy import auc_change
-
         total_rows = sum(t.rows for t in spec.tables)
         acc = auc_change(
             workload=cfg.workload,
@@ -240,8 +237,6 @@ def run_cache(cfg: CacheConfig, *, tiers: TierLatency | None = None) -> dict:
 def _measure_backend(cfg, uniq, vectors, inv, mcodes, moff, warm_lookups) -> dict:
     """Write the touched rows into the store, check they read back, and time the reads of the
     measured requests' misses (one read of all a request's misses per request)."""
-    from nmp.cache.kvstore import measure_reads, open_store
-
     if not isinstance(vectors, np.ndarray):
         return {"backend": cfg.backend, "backend_note": "tables of several dims: not measured"}
     rows = vectors

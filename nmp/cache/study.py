@@ -20,7 +20,7 @@ from typing import Any
 
 from nmp.cache import policy as policies
 from nmp.cache.quant import L2_DTYPES
-from nmp.cache.serve import CacheConfig, run_cache
+from nmp.cache.serve import CacheConfig, run_cache, workload_spec
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.plugins import study_runner
@@ -106,8 +106,6 @@ def configs(params: dict) -> list[CacheConfig]:
 
 
 def _effective_alpha(cfg: CacheConfig) -> float:
-    from nmp.cache.serve import workload_spec
-
     spec = workload_spec(cfg)
     return float(spec.effective_alpha) if spec.distribution in ("zipf", "pareto") else 0.0
 

@@ -12,7 +12,10 @@ import functools
 
 from nmp.compress.codec import make_codec
 from nmp.compress.measure import measure
+from nmp.compress.network import load_network
 from nmp.compress.pooled import alltoall_chunks, pooled_batch
+from nmp.compress.speedup import codec_rates, step_times
+from nmp.compress.study import step_setup
 from nmp.plugins import claim_model
 
 
@@ -40,10 +43,6 @@ def training_speedup(
     codec_gbps: str | float = "measured",
 ) -> dict:
     """Modeled step speedup of compressed over uncompressed training."""
-    from nmp.compress.network import load_network
-    from nmp.compress.speedup import codec_rates, step_times
-    from nmp.compress.study import step_setup
-
     m = _measured(workload, nodes, codec, eb)
     setup = step_setup(workload, nodes)
     comp, decomp = codec_rates(codec_gbps, (m["compress_gbps"], m["decompress_gbps"]))

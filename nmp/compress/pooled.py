@@ -14,12 +14,13 @@ MLP), node ``owner(t)`` sends ``pooled[t][slice_j]`` to every node ``j != owner(
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
 from nmp.errors import NmpError
+from nmp.workload import generate_batch, load_workload
 
 
 def _uniform(keys: np.ndarray, seed: int) -> np.ndarray:
@@ -55,9 +56,6 @@ class PooledBatch:
 
 def pooled_batch(workload: str, *, seed: int = 0, batch: int = 0) -> PooledBatch:
     """One batch of ``workload`` pooled through EmbeddingBag (``batch`` 0: the preset's)."""
-    from dataclasses import replace
-
-    from nmp.workload import generate_batch, load_workload
 
     spec = load_workload(workload)
     if batch:

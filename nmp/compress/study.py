@@ -27,6 +27,8 @@ from nmp.compress.quantizer import code_entropy_bits, quantize
 from nmp.compress.speedup import GPU_CODECS, StepSetup, codec_rates, step_times
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
+from nmp.workload import load_workload
+from nmp.workload.spec import as_pooling
 
 # MLP widths per workload (after the 13 dense inputs / after the interaction).
 # dlrm-benchmark: facebookresearch/dlrm bench/dlrm_s_benchmark.sh, --arch-mlp-bot=512-512-64
@@ -143,9 +145,6 @@ def _table_rows(wl, pb, codec_name, eb, nodes, chunks) -> list[dict[str, Any]]:
 
 def step_setup(workload: str, nodes: int) -> StepSetup:
     """The step of ``workload``'s preset (global batch, tables, pooling) and MLPs on ``nodes``."""
-    from nmp.workload import load_workload
-    from nmp.workload.spec import as_pooling
-
     spec = load_workload(workload)
     bottom, top = MLPS[workload]
     return StepSetup(

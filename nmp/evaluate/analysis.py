@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from nmp.config import apply_overrides
 from nmp.errors import NmpError
+from nmp.evaluate.point import design_memory_args, load_design_spec, own_memory
 
 # Keys of a breakdown that hold time split by component, in order of preference.
 TIME_KEYS = ("bounds_ns", "stall_ns", "time_ns", "t_ns", "stalls_ns", "time", "stalls")
@@ -134,9 +136,6 @@ def _ratio(num: float, den: float) -> float | None:
 
 @functools.cache
 def _memory_system(arch: str, memory: str | None, items: tuple[tuple[str, Any], ...]) -> str:
-    from nmp.config import apply_overrides
-    from nmp.evaluate.point import design_memory_args, load_design_spec, own_memory
-
     if own_memory(arch):
         return ""
     overrides = dict(items)

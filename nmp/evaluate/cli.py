@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
+from nmp.config import load_toml
 from nmp.errors import NmpError
+from nmp.guard import add_argument
 
 DEFAULT_SWEEP = "default"
 EPILOG = """\
@@ -65,7 +68,6 @@ def _run(args: argparse.Namespace) -> int:
         stored = run_dir / "sweep.toml"
         if not stored.exists():
             raise NmpError(f"nothing to resume: {stored} does not exist")
-        from nmp.config import load_toml
 
         sweep, sweep_path = parse_sweep(load_toml(stored), file=str(stored)), stored
     else:
@@ -124,8 +126,6 @@ def _run(args: argparse.Namespace) -> int:
     except BaseException as exc:
         if created and not _has_results(run_dir):
             # a run stopped before its first result leaves no folder and does not move latest
-            import shutil
-
             shutil.rmtree(run_dir, ignore_errors=True)
         elif isinstance(exc, KeyboardInterrupt):
             print(
@@ -180,8 +180,6 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
             p.name != "sweep.toml" and not p.name.startswith(".") for p in run_dir.iterdir()
         ):
             # a study that failed before writing anything of its own leaves no folder
-            import shutil
-
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     if run_dir.parent.resolve() == base.resolve():
@@ -253,7 +251,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--dask-workers", type=int, metavar="N", help="start a local Dask cluster of N workers"
     )
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
-    from nmp.guard import add_argument
 
     add_argument(p)
     p.add_argument(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from nmp import guard
+from nmp.config import parse_set_args
+from nmp.guard import add_argument
+
 
 def _run(args: argparse.Namespace) -> int:
-    from nmp import guard
-    from nmp.config import parse_set_args
     from nmp.evaluate.budget import point_estimate
     from nmp.evaluate.point import run_point
     from nmp.memory.driver import on_replay
@@ -62,7 +64,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="seed for the generated lookups (default: workload's)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--breakdown", action="store_true", help="print the full breakdown table")
-    from nmp.guard import add_argument
 
     add_argument(p)  # --max-memory
     p.set_defaults(func=_run)

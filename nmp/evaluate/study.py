@@ -21,12 +21,14 @@ before they compute anything).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nmp.config import load_toml
 from nmp.errors import NmpError, SpecError
 from nmp.fileio import atomic_write_json, atomic_write_text
 from nmp.plugins import load_study_runner
@@ -51,7 +53,6 @@ def is_custom(data: dict[str, Any]) -> bool:
 
 def load_custom_study(name_or_path: str | Path) -> CustomStudy | None:
     """The custom study a sweep name or file holds, or None for a design-point sweep."""
-    from nmp.config import load_toml
     from nmp.evaluate.sweep import find_sweep
 
     path = find_sweep(name_or_path)
@@ -96,8 +97,6 @@ def check_study_params(study: CustomStudy) -> bool:
     """Check the study's ``[params]`` with its runner module's ``check_params(params)``, where
     the module has one (it raises :class:`NmpError` naming ``params.<key>``); returns whether
     the params were checked."""
-    import importlib
-
     module = importlib.import_module(study.runner.split(":")[0])
     check = getattr(module, "check_params", None)
     if check is None:

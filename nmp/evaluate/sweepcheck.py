@@ -24,6 +24,8 @@ from nmp.config import apply_overrides, field_exists, split_overrides, to_mappin
 from nmp.errors import NmpError, SpecError
 from nmp.evaluate.point import check_design, design_memory_args, load_design_spec, own_memory
 from nmp.evaluate.sweep import ROOTS, Point, SweepSpec, axis_paths, expand, is_linked
+from nmp.memory import load_memory
+from nmp.workload import load_workload
 
 
 class SpecProvider(Protocol):
@@ -63,13 +65,9 @@ class PresetProvider:
         return self._cache[key]
 
     def workload(self, name: str) -> Any:
-        from nmp.workload import load_workload
-
         return self._cached(("workload", name), lambda: load_workload(name))
 
     def memory(self, name: str) -> Any:
-        from nmp.memory import load_memory
-
         return self._cached(("memory", name), lambda: load_memory(name))
 
     def arch(self, name: str, memory: str | None) -> Any:
@@ -92,8 +90,6 @@ class PresetProvider:
         key = ("memory_for", preset, repr(sorted(kwargs.items())))
 
         def load() -> Any:
-            from nmp.memory import load_memory
-
             return load_memory(preset, **kwargs)
 
         return self._cached(key, load)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nmp.errors import SpecError
 from nmp.gpu.spec import VARIANTS, GpuSpec, gpu_names, load_gpu
 
 
@@ -26,7 +27,6 @@ def run_design_point(arch, workload, memory=None, overrides=None, seed=None):
 
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per GPU preset for ``nmp models``."""
-    from nmp.errors import SpecError
     from nmp.gpu.kernel import kernel_config
 
     rows: list[dict[str, Any]] = []

@@ -18,6 +18,7 @@ from nmp.gpu.model import embedding_stage
 from nmp.gpu.point import PROFILE_SEED_OFFSET
 from nmp.gpu.spec import load_gpu
 from nmp.plugins import claim_model
+from nmp.workload import generate_batch, load_workload
 
 QUICK_TABLES = 2
 MEMORY_STALLS = ("index_load", "l1_hit", "l2_hit", "hbm_latency", "hbm_queueing")
@@ -29,8 +30,6 @@ def _levels(quick: bool) -> tuple[str, ...]:
 
 @functools.cache
 def _batches(reuse: str, quick: bool):
-    from nmp.workload import generate_batch, load_workload
-
     over: dict[str, Any] = {"reuse": reuse}
     if quick:
         over["num_tables"] = QUICK_TABLES

@@ -44,8 +44,11 @@ from typing import Any
 
 import numpy as np
 
+from nmp import memory
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes
+from nmp.gpu.spec import gpu_names, load_gpu
+from nmp.memory.spec import load_memory
 
 FETCH_BYTES = (32, 64, 128)
 # Timing parameters counted in clocks, not ns (they do not scale with the data rate).
@@ -119,8 +122,6 @@ def scaled_timing(timing: dict[str, int], tck_old_ps: float, tck_new_ps: float) 
 
 def gpu_memory_spec(hbm, *, channels: int | None = None):
     """The nmp.memory spec of a GPU's HBM (``hbm``: :class:`nmp.gpu.spec.HbmSpec`)."""
-    from nmp.memory.spec import load_memory
-
     base = load_memory(hbm.memory_preset)
     if base.org.channels != hbm.channels_per_stack:
         raise NmpError(
@@ -162,9 +163,6 @@ def check_request_granularity(spec, n_addrs: int, stats) -> None:
 
 def calibrate(hbm, *, fetches: int = CALIBRATION_FETCHES, seed: int = CALIBRATION_SEED):
     """Replay random fetches of each size on one stack of the derived spec (uncached)."""
-    from nmp import memory
-    from nmp.memory.spec import load_memory
-
     spec = load_memory(
         gpu_memory_spec(hbm),
         overrides={
@@ -215,8 +213,6 @@ def calibrate(hbm, *, fetches: int = CALIBRATION_FETCHES, seed: int = CALIBRATIO
 def loaded_latency(spec, saturation: float, *, fetches: int, seed: int):
     """(achieved utilization, mean fetch latency ns) of random 128-B fetches offered with
     exponential inter-arrival times at each of ``LOAD_POINTS`` x ``saturation`` (one stack)."""
-    from nmp import memory
-
     tx = spec.org.tx_bytes
     per = 128 // tx
     addrs = random_fetch_requests(spec, 128, fetches, seed + 1).astype(np.uint64)
@@ -285,8 +281,6 @@ def hbm_calibration(hbm) -> HbmCalibration:
 
 def recalibrate_all() -> dict[str, Any]:
     """Recompute the calibration of every GPU preset's HBM and rewrite the cache file."""
-    from nmp.gpu.spec import gpu_names, load_gpu
-
     _MEMO.clear()
     data = {}
     for name in gpu_names():

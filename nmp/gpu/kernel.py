@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nmp.errors import SpecError
 from nmp.gpu.spec import GpuSpec
 
 
@@ -95,8 +96,6 @@ def kernel_config(gpu: GpuSpec) -> KernelConfig:
     limited_by = min(limits, key=lambda name: limits[name])
     blocks = limits[limited_by]
     if blocks < 1:
-        from nmp.errors import SpecError
-
         raise SpecError(
             f"a block of {warps_per_block} warps at {regs} registers/thread does not fit an SM",
             key="arch.kernel.regs_per_thread",

@@ -8,6 +8,7 @@ from nmp.errors import SpecError
 from nmp.gpu.model import embedding_stage
 from nmp.gpu.spec import load_gpu
 from nmp.results import PointResult
+from nmp.workload import DTYPE_BYTES, generate_batch, load_workload
 
 # The pinned set is profiled on another batch of the same workload (an offline profile), drawn
 # with this seed offset: profiling the very batch being timed would pre-load exactly the rows it
@@ -29,8 +30,6 @@ def run_design_point(
     HBM is part of its preset: ``memory`` may only name the preset its HBM derives from, and
     memory overrides are refused (change ``arch.hbm.*`` instead).
     """
-    from nmp.workload import DTYPE_BYTES, generate_batch, load_workload
-
     overrides = overrides or {}
     gpu = load_gpu(arch, overrides.get("arch") or {})
     if memory is not None and memory.lower() != gpu.hbm.memory_preset:

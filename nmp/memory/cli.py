@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
+
+from nmp import guard
+from nmp.config import parse_set_args
+from nmp.errors import NmpError
+from nmp.guard import add_argument
+from nmp.memory import load_memory
 
 
 def add_memory_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,9 +34,6 @@ def add_memory_arguments(p: argparse.ArgumentParser) -> None:
 
 def memory_spec(args: argparse.Namespace):
     """The memory spec that :func:`add_memory_arguments`' flags describe."""
-    from nmp.config import parse_set_args
-    from nmp.memory import load_memory
-
     return load_memory(
         args.memory,
         channels=args.channels,
@@ -40,10 +44,6 @@ def memory_spec(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from nmp import guard
-    from nmp.errors import NmpError
     from nmp.memory import replay
 
     spec = memory_spec(args)
@@ -125,7 +125,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("trace", help="trace file (.gz or plain)")
     add_memory_arguments(p)
     p.add_argument("--no-drain", action="store_true", help="stop when the last request is accepted")
-    from nmp.guard import add_argument
 
     add_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")

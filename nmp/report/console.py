@@ -7,7 +7,11 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import Progress, TextColumn
 from rich.table import Table
+
+from nmp.report.format import fmt_num, fmt_ratio, fmt_time_ns
+from nmp.report.progress import bar_columns
 
 
 def _fmt(value: Any) -> str:
@@ -47,8 +51,6 @@ def print_point(
     :func:`nmp.evaluate.analysis.dominant_bottleneck` and ``time_components``), and with
     ``breakdown`` every breakdown entry (flattened to dotted keys; ``--json`` has them all
     too)."""
-    from nmp.report.format import fmt_num, fmt_time_ns
-
     console = console or make_console()
     console.print(escape(f"{data.get('arch')} on {data.get('workload')} ({data.get('memory')})"))
     table = Table()
@@ -117,10 +119,6 @@ class ConsoleProgress:
         if done and not self.quiet:
             self.console.print(f"resuming: {done} of {total} points already done")
         if self.live:
-            from rich.progress import Progress, TextColumn
-
-            from nmp.report.progress import bar_columns
-
             self._bar = Progress(
                 TextColumn("[bold]sweep"),
                 *bar_columns(),
@@ -159,8 +157,6 @@ class ConsoleProgress:
 
 
 def _ratio(value: float | None) -> str:
-    from nmp.report.format import fmt_ratio
-
     return fmt_ratio(value)
 
 
@@ -168,8 +164,6 @@ def print_sweep_summary(
     summary: dict[str, Any], console: Console | None = None, *, max_rows: int = 12
 ) -> None:
     """The best points of each workload, then its Pareto set (capped at ``max_rows``)."""
-    from nmp.report.format import fmt_num
-
     console = console or Console()
     rows = summary["rows"]
     by_key = {r["key"]: r for r in rows}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -176,8 +177,6 @@ def write_report_files(run_dir: str | Path, summary: dict[str, Any]) -> list[str
     run_dir = Path(run_dir)
     env_path = run_dir / "environment.json"
     if env_path.exists() and "environment" not in summary:
-        import json
-
         sessions = json.loads(env_path.read_text()).get("sessions") or [{}]
         summary = {**summary, "environment": sessions[-1]}
     atomic_write_text(run_dir / "results.csv", results_csv(summary))

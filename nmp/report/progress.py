@@ -23,11 +23,14 @@ Usage::
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
+
+from nmp import __version__
 
 # A hook that calls its argument with the transactions of each replay while its block runs.
 ReplayHook = Callable[[Callable[[int], None]], AbstractContextManager[object]]
@@ -118,13 +121,10 @@ def bar(message: str, total: int, *, quiet: bool = False) -> Iterator[Callable[.
 def _stamp() -> Path:
     """Marks that the numba kernels have been compiled into numba's cache (``$NUMBA_CACHE_DIR``,
     else the package's ``__pycache__``, numba's default for ``cache=True``)."""
-    import importlib.metadata
-
     try:
         numba = importlib.metadata.version("numba")
     except importlib.metadata.PackageNotFoundError:
         numba = "none"
-    from nmp import __version__
 
     base = os.environ.get("NUMBA_CACHE_DIR") or str(Path(__file__).resolve().parents[1])
     return Path(base) / "__pycache__" / f"nmp-warm-{__version__}-numba-{numba}"

@@ -37,6 +37,7 @@ import pyrtl
 
 from nmp.errors import NmpError
 from nmp.rtl.parity import ParityUnitConfig, build_datapath
+from nmp.rtl.verilog import fresh_names
 
 PYRTL_TECH_NM = 130.0
 CACHE_PATH = Path(__file__).with_name("data") / "parity_report.json"
@@ -91,7 +92,6 @@ def yosys_cells(cfg: ParityUnitConfig) -> tuple[int, dict[str, int]]:
     """``yosys synth -top <name>; stat`` on the datapath: total cells and cells per type."""
     if not yosys_available():
         raise NmpError("yosys is not installed; it is needed for the cell count")
-    from nmp.rtl.verilog import fresh_names
 
     fresh_names()
     buf = io.StringIO()

@@ -12,9 +12,11 @@ import argparse
 import json
 import sys
 
+from nmp.config import parse_set_args, split_overrides
+from nmp.shard.topology import DEFAULT_TOPOLOGY
+
 
 def _run(args: argparse.Namespace) -> int:
-    from nmp.config import parse_set_args, split_overrides
     from nmp.shard.registry import sharder_names
     from nmp.shard.run import run_shard
 
@@ -77,8 +79,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from nmp.shard.topology import DEFAULT_TOPOLOGY
-
     p = sub.add_parser(
         "shard",
         help="place embedding rows across GPUs and HBM/host tiers (RecShard, greedy sharders)",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nmp.gpu import load_gpu
 from nmp.shard.placement import Placement, shard_lookups
 from nmp.shard.topology import TopologySpec
 from nmp.workload import LookupBatch, TableLookups
@@ -56,7 +57,6 @@ class TableCoefficients:
 def _gpu_line(gpu_name: str, dim: int, elem_bytes: int, batch: int) -> tuple[float, float]:
     """(fixed ns, ns per lookup) of one EmbeddingBag kernel on ``gpu_name``, measured on the GPU
     model with an empty table and with ``CALIBRATION_POOLING`` uniform lookups per bag."""
-    from nmp.gpu import load_gpu
     from nmp.gpu.model import embedding_stage
 
     gpu = load_gpu(gpu_name)
@@ -141,7 +141,6 @@ def evaluate(
     overlap: bool = False,
 ) -> PlacementCost:
     """Cost of ``placement`` averaged over ``batches`` (see the module docstring)."""
-    from nmp.gpu import load_gpu
     from nmp.gpu.model import embedding_stage
     from nmp.memory import load_memory, replay_lines
 

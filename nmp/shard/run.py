@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from nmp.errors import NmpError
 from nmp.shard.cost import coefficients, evaluate
 from nmp.shard.registry import ShardProblem, get_sharder
 from nmp.shard.stats import WorkloadStats, profile_index_file, profile_workload
@@ -108,8 +109,6 @@ def run_shard(
 
     ``held_out=False`` times the placement on batches of its own profile (the setting of a
     sharder that profiles the very training data it shards), the default on other batches."""
-    from nmp.errors import NmpError
-
     if eval_batches < 1:
         raise NmpError(f"eval batches must be >= 1, got {eval_batches}")
     if not time_limit_s > 0:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nmp.errors import NmpError
-from nmp.workload import LookupBatch, WorkloadSpec, access_stats, generate_batches
+from nmp.workload import LookupBatch, WorkloadSpec, access_stats, generate_batches, load_index_file
 
 # Counts 1..4 are classes of their own (few-batch profiles are made of them); above, one class
 # per power of two (chosen: within a class rows differ in frequency by less than 2x).
@@ -193,7 +193,5 @@ def profile_workload(spec: WorkloadSpec, batches: int, seed: int) -> WorkloadSta
 def profile_index_file(spec: WorkloadSpec, path: str) -> WorkloadStats:
     """Statistics of a user's index file (one batch; see :mod:`nmp.workload.indexfile`); the
     file must match the workload's tables (count, rows, dims), else a TraceError names it."""
-    from nmp.workload import load_index_file
-
     batch = load_index_file(path, spec)
     return stats_of_batches([batch], row_bytes_of(spec), f"index file {path}")

@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 from nmp.errors import NmpError
+from nmp.evaluate.point import run_point
 from nmp.plugins import claim_model
 from nmp.results import PointResult
 
@@ -80,8 +81,6 @@ def _design(name: str) -> tuple[str, dict[str, Any]]:
 
 @functools.cache
 def _run(arch: str, items: tuple[tuple[str, Any], ...]) -> PointResult:
-    from nmp.evaluate.point import run_point
-
     return run_point(arch, WORKLOAD, overrides=dict(items))
 
 

@@ -14,7 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from nmp.config import preset_names
+from nmp.reference import case_memory_spec, dram_reference_dir
 from nmp.validate.runner import CheckResult
+from nmp.workload import generate_batch, load_workload
 
 BUILTIN_CHECKS: dict[str, Callable[[bool], list[CheckResult]]] = {}
 
@@ -37,7 +40,6 @@ ROW_KEYS = ("row_hits", "row_misses", "row_conflicts")
 def _case_result(case: dict[str, Any], folder) -> tuple[bool, bool, float]:
     """(exact, within bounds, cycle error %) of one reference case."""
     from nmp.memory import replay
-    from nmp.reference import case_memory_spec
 
     spec = case_memory_spec(case["memory_args"])
     stats = replay(str(folder / case["trace"]), spec, drain=False)
@@ -54,8 +56,6 @@ def _case_result(case: dict[str, Any], folder) -> tuple[bool, bool, float]:
 @builtin("dram.ramulator2")
 def dram_vs_ramulator(quick: bool) -> list[CheckResult]:
     """The DRAM engine on every reference case against Ramulator 2.1: one row per standard."""
-    from nmp.reference import dram_reference_dir
-
     folder = dram_reference_dir()
     path = folder / "cases.json"
     if not path.is_file():
@@ -99,15 +99,11 @@ def dram_vs_ramulator(quick: bool) -> list[CheckResult]:
 
 
 def _small_workload():
-    from nmp.workload import load_workload
-
     # Four small tables (one of 7 rows: heavy reuse), so that every design replays quickly.
     return load_workload("recross-eval", {"rows": [1000, 500, 3000, 7], "batch": 8, "pooling": 20})
 
 
 def _nmp_designs() -> list[str]:
-    from nmp.config import preset_names
-
     return preset_names("arch")
 
 
@@ -117,7 +113,6 @@ def gather_reduce_vs_torch(quick: bool) -> list[CheckResult]:
     import torch
 
     from nmp.arch import load_arch
-    from nmp.workload import generate_batch
 
     workload = _small_workload()
     worst, names = 0.0, _nmp_designs()

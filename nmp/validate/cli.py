@@ -5,18 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from nmp.errors import NmpError
+from nmp.validate.runner import plan_validation
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from rich.console import Console
 
     from nmp.report.progress import bar
     from nmp.validate.report import print_table, write_report
-    from nmp.validate.runner import plan_validation
 
     console = Console(stderr=args.json)
     if not console.is_terminal:

@@ -17,6 +17,7 @@ from nmp.arch.functional import pool_tables
 from nmp.arch.lowering import LevelLookups, LevelStream, lower_level, split_levels
 from nmp.arch.placement import FlatLookups, Placement, bag_major_order, place_rows
 from nmp.arch.spec import LEVELS
+from nmp.arch.timing import time_near_memory
 from nmp.arch.tree import TreeTraffic, tree_reduce
 from nmp.config import KeyedValueError
 
@@ -95,8 +96,6 @@ class RowPolicy:
 
     # ---- timing ----------------------------------------------------------------------------
     def time_batch(self, arch, flat, plc, order, traffic):
-        from nmp.arch.timing import time_near_memory
-
         return time_near_memory(arch, flat, plc, order, traffic)
 
     def split(self, arch, flat, plc, order) -> LevelLookups | None:

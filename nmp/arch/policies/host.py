@@ -14,7 +14,7 @@ from nmp.arch import memview as mv
 from nmp.arch.functional import pool_tables
 from nmp.arch.lowering import expand_lines
 from nmp.arch.lru_cache import LruCache
-from nmp.arch.placement import FlatLookups, Placement
+from nmp.arch.placement import FlatLookups, Placement, flatten
 from nmp.arch.policies import register
 from nmp.arch.replay import dram_energy, hit_rate, replay_stream
 from nmp.arch.spec import LEVELS
@@ -22,6 +22,7 @@ from nmp.arch.tree import TreeTraffic
 from nmp.config import KeyedValueError
 from nmp.results import OpResult
 from nmp.units import MIB
+from nmp.workload import generate_batch
 
 
 def lower_host(
@@ -153,8 +154,6 @@ def _warmup_stream(arch) -> np.ndarray | None:
     wl = arch.workload
     if wl is None or not hasattr(wl, "seed"):
         return None
-    from nmp.arch.placement import flatten
-    from nmp.workload import generate_batch
 
     prev = generate_batch(wl, seed=wl.seed + 7_777_777 + arch.spec.profile_seed_offset)
     flat = flatten(prev, arch.table_row_bytes, arch.table_rows)

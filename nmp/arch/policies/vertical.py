@@ -15,12 +15,11 @@ from nmp.arch.policies.base import RowPolicy
 from nmp.arch.spec import LEVELS
 from nmp.arch.tree import TreeTraffic
 from nmp.config import KeyedValueError
+from nmp.memory import encode_address
 
 
 def lower_vertical(spec, lay, mem, flat: FlatLookups, order: np.ndarray) -> LevelStream:
     """TensorDIMM: each lookup reads its column slice on every rank node (whole bursts)."""
-    from nmp.memory import encode_address
-
     tx, lpp, rows = mv.tx_bytes(mem), mv.lines_per_page(mem), mv.org(mem, "rows")
     nodes = lay.nodes
     slice_bytes = -(-flat.row_bytes[order] // nodes)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from nmp.errors import NmpError
 from nmp.shard.placement import Placement, TablePlacement
 from nmp.shard.registry import ShardProblem
 from nmp.shard.stats import TableStats
@@ -44,8 +45,6 @@ def greedy_place(
                 free -= tables[t].bytes_
     host = sum(t.bytes_ for t, h in zip(tables, in_hbm, strict=True) if not h)
     if host > problem.host_bytes:
-        from nmp.errors import NmpError
-
         raise NmpError(
             f"sharder '{name}': the tables left out of HBM need {host / 2**30:.2f} GiB of host "
             f"memory, the topology has {problem.host_bytes / 2**30:.2f} GiB"
