@@ -68,6 +68,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     # rich takes a noticeable fraction of a second to import: only for a table
     from rich.console import Console
+
+    # rich: loaded on use (start-up time)
     from rich.table import Table
 
     console = Console()

@@ -70,6 +70,7 @@ def dram_reference_dir() -> Path:
 def case_memory_spec(memory_args: list[str]):
     """The memory spec of a reference case's ``memory_args``: ``nmp replay``'s memory flags,
     parsed and applied as ``nmp replay`` does."""
+    # numpy: loaded on use (start-up time)
     from nmp.memory.cli import add_memory_arguments, memory_spec
 
     parser = argparse.ArgumentParser(prog="memory_args", add_help=False, exit_on_error=False)

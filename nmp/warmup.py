@@ -23,8 +23,10 @@ PRESETS = ("ddr4-3200aa", "ddr5-4800-40")  # the README's replay and the default
 
 def warm(verbose: bool = True) -> float:
     """Compile everything; returns the seconds it took."""
+    # numpy: loaded on use (start-up time)
     import numpy as np
 
+    # numpy, numba: loaded on use (start-up time)
     from nmp.evaluate.point import run_point
     from nmp.memory import load_memory, native, replay
     from nmp.memory.trace import make_requests

@@ -31,6 +31,7 @@ class AreaReport:
 def parity_unit_figures(width_bits: int = 64) -> tuple[float, float, str]:
     """(area mm^2, clock MHz, source) of one parity unit at 40 nm."""
     try:
+        # numba, pyrtl: loaded on use (start-up time)
         from nmp.rtl.synth import CACHE_PATH
         from nmp.rtl.synth import parity_unit_figures as rtl_figures
 

@@ -373,6 +373,7 @@ def place_rows(
     rows interleaved over their level's nodes; then the mechanisms that move some lookups,
     hot-row replication (:mod:`nmp.arch.replication`) and the RankCache
     (:mod:`nmp.arch.rankcache`). ``order`` is the issue order (a permutation of the lookups)."""
+    # on use: nmp.arch.replication imports this module (a cycle)
     from nmp.arch.replication import replicate_hot
 
     n = flat.n

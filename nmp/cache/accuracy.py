@@ -26,6 +26,7 @@ from nmp.train.metrics import auc
 @functools.cache
 def trained_model(workload: str, steps: int, seed: int, eval_batches: int, alpha: float = 0.0):
     """A trained trainer (``nmp.train.trainer.run`` with no failures); cached per process."""
+    # torch: loaded on use (start-up time)
     from nmp.train.trainer import run
 
     cfg = TrainConfig(
@@ -64,6 +65,7 @@ def auc_change(
 
     ``entries_per_row`` are the L1, L2, L3 entries per table row of the serving configuration.
     """
+    # torch: loaded on use (start-up time)
     import torch
 
     tr = trained_model(workload, steps, seed, eval_batches, alpha)

@@ -19,6 +19,7 @@ from nmp.cache.policy import names
 
 
 def _run(args: argparse.Namespace) -> int:
+    # numba: loaded on use (start-up time)
     from nmp.cache.serve import CacheConfig, run_cache
 
     fields = {
@@ -95,6 +96,7 @@ def _print(r: dict) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    # numpy: loaded on use (start-up time)
     from nmp.cache.quant import L2_DTYPES
     from nmp.workload import REUSE_LEVELS
 

@@ -76,7 +76,7 @@ class LmdbStore:
 
     def __init__(self, folder: Path, dim: int, map_bytes: int = 1 << 34) -> None:
         try:
-            import lmdb
+            import lmdb  # an optional dependency: only this backend needs it
         except ImportError:
             raise NmpError("backend 'lmdb' needs the lmdb package (pip install lmdb)") from None
         self.dim = dim

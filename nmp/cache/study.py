@@ -132,9 +132,11 @@ def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
 
 
 def _plots(rows: list[dict], out_dir: Path) -> None:
+    # matplotlib: loaded on use (start-up time)
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib: loaded on use (start-up time)
     import matplotlib.pyplot as plt
 
     default_dtype = CacheConfig().l2_dtype

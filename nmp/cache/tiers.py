@@ -38,6 +38,7 @@ def dram_line_latency_ns(
     memory: str = "ddr4-3200aa", samples: int = 2000, seed: int = 0
 ) -> tuple[float, float]:
     """(idle latency of one random line read, time of one further burst) in ns on ``memory``."""
+    # numba: loaded on use (start-up time)
     from nmp.memory import load_memory, make_requests, replay
 
     spec = load_memory(memory)

@@ -52,6 +52,7 @@ def _bound(lo: float, hi: float, eb_rel: float) -> float:
 
 
 def quantize(x: np.ndarray, eb_rel: float) -> Quantized:
+    # numba: loaded on use (start-up time)
     from nmp.compress.kernels import quantize_into, value_range
 
     flat = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
@@ -89,6 +90,7 @@ def dequantize(
     outlier_idx: np.ndarray | None = None,
     outlier_val: np.ndarray | None = None,
 ) -> np.ndarray:
+    # numba: loaded on use (start-up time)
     from nmp.compress.kernels import dequantize_into
 
     flat = np.ascontiguousarray(codes).reshape(-1)

@@ -208,9 +208,11 @@ def save_png(fig, path: Path) -> None:
 
 
 def plot_ratio(rows: list[dict[str, Any]], path: Path, nodes: int) -> None:
+    # matplotlib: loaded on use (start-up time)
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib: loaded on use (start-up time)
     import matplotlib.pyplot as plt
 
     wls = sorted({r["workload"] for r in rows})
@@ -233,9 +235,11 @@ def plot_ratio(rows: list[dict[str, Any]], path: Path, nodes: int) -> None:
 
 
 def plot_speedup(rows: list[dict[str, Any]], path: Path, codec: str, eb: float) -> None:
+    # matplotlib: loaded on use (start-up time)
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib: loaded on use (start-up time)
     import matplotlib.pyplot as plt
 
     wls = sorted({r["workload"] for r in rows})

@@ -21,6 +21,7 @@ from nmp.compress.quantizer import narrowest_uint
 
 def vlz_encode(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``codes`` [n, dim] -> (refs [n] narrowest uint, literals [m, dim])."""
+    # numba: loaded on use (start-up time)
     from nmp.compress.kernels import dedup_rows
 
     n = codes.shape[0]

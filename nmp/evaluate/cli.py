@@ -42,6 +42,7 @@ reports/latest -> newest run with a result.
 
 
 def _run(args: argparse.Namespace) -> int:
+    # numpy: loaded when the command runs, not for `nmp --help`
     from nmp.evaluate.executor import make_executor
     from nmp.evaluate.runner import (
         LATEST,
@@ -82,6 +83,7 @@ def _run(args: argparse.Namespace) -> int:
         n = len({k for _, k in keyed})
         print(f"{sweep_path}: ok, {n} points")
         return 0
+    # numpy: loaded when the command runs, not for `nmp --help`
     from nmp.evaluate.budget import check_sweep
     from nmp.evaluate.executor import default_jobs
 
@@ -90,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         unique = list({k: p for p, k in keyed}.values())
         check_sweep(unique, args.jobs or default_jobs(), args.max_memory)
 
+    # rich: loaded when the command runs, not for `nmp --help`
     from nmp.report.console import ConsoleProgress, make_console, print_sweep_summary
     from nmp.report.files import write_report_files
 
@@ -97,6 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     console = make_console(stderr=args.json)  # piped: wide enough for the tables
     executor = make_executor(args.jobs, args.scheduler, args.dask_workers)
     check_run_dir(run_dir, resume=args.resume)  # before anything is written
+    # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import is_warm
 
     if not is_warm() and not args.json:
@@ -151,6 +155,7 @@ def _run(args: argparse.Namespace) -> int:
 def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     """Run a custom study (a sweep file with a ``runner``) into its run folder."""
 
+    # numpy: loaded when the command runs, not for `nmp --help`
     from nmp.evaluate.runner import check_run_dir, resolve_run_dir, update_latest
     from nmp.evaluate.store import run_lock
     from nmp.evaluate.study import print_study_rows, run_custom_study
@@ -158,6 +163,7 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     if args.resume:
         raise NmpError(f"study '{study.name}' has its own runner and cannot --resume: run it again")
     if args.check:
+        # loaded when the command runs, not for `nmp --help`
         from nmp.evaluate.study import check_study_params
 
         checked = "params checked" if check_study_params(study) else "params not checked"
@@ -187,6 +193,7 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
+        # rich: loaded on use (start-up time)
         from nmp.report.console import make_console
 
         print_study_rows(summary, make_console())
@@ -195,6 +202,7 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
 
 def _make_run_dir(args: argparse.Namespace, base: Path, run_dir: Path, sweep) -> tuple[Path, bool]:
     """The run folder, created if it is new: (folder, whether this run created it)."""
+    # numpy: loaded on use (start-up time)
     from nmp.evaluate.runner import claim_run_dir, default_run_name
 
     try:
@@ -210,6 +218,7 @@ def _make_run_dir(args: argparse.Namespace, base: Path, run_dir: Path, sweep) ->
 
 
 def _has_results(run_dir: Path) -> bool:
+    # numpy: loaded on use (start-up time)
     from nmp.evaluate.runner import RESULTS
 
     path = run_dir / RESULTS

@@ -11,6 +11,7 @@ from nmp.guard import add_argument
 
 
 def _run(args: argparse.Namespace) -> int:
+    # numpy, numba: loaded when the command runs, not for `nmp --help`
     from nmp.evaluate.budget import point_estimate
     from nmp.evaluate.point import run_point
     from nmp.memory.driver import on_replay
@@ -25,6 +26,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
+    # numpy, rich: loaded on use (start-up time)
     from nmp.evaluate.analysis import dominant_bottleneck, memory_system, time_components
     from nmp.report.console import print_point
 

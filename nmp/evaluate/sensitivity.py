@@ -133,6 +133,7 @@ def parse_params(params: dict[str, Any]) -> SensitivitySetup:
 
 
 def _run(job: tuple[str, str, tuple[tuple[str, Any], ...]]) -> tuple[float, float]:
+    # numpy: loaded on use (start-up time)
     from nmp.evaluate.point import run_point
 
     arch, workload, items = job
@@ -171,6 +172,7 @@ def check_params(params: dict[str, Any]) -> None:
 def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
     """Run the sensitivity study into ``out_dir`` (report.md, results.csv, results.jsonl,
     tornado.png); returns one row per assumption, widest swing first."""
+    # matplotlib: loaded on use (start-up time)
     from nmp.report.tornado import plot_tornado, tornado_order
 
     setup = parse_params(params)

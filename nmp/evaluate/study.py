@@ -53,6 +53,7 @@ def is_custom(data: dict[str, Any]) -> bool:
 
 def load_custom_study(name_or_path: str | Path) -> CustomStudy | None:
     """The custom study a sweep name or file holds, or None for a design-point sweep."""
+    # numpy: loaded on use (start-up time)
     from nmp.evaluate.sweep import find_sweep
 
     path = find_sweep(name_or_path)
@@ -150,6 +151,7 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
 def print_study_rows(summary: dict[str, Any], console: Any, *, max_columns: int = 12) -> None:
     """The study's rows as one table (the first ``max_columns`` columns; the rest are in its
     files)."""
+    # rich: loaded on use (start-up time)
     from rich.table import Table
 
     rows = summary["rows"]

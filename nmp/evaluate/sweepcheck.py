@@ -26,6 +26,7 @@ from nmp.evaluate.point import check_design, design_memory_args, load_design_spe
 from nmp.evaluate.sweep import ROOTS, Point, SweepSpec, axis_paths, expand, is_linked
 from nmp.memory import load_memory
 from nmp.workload import load_workload
+from nmp.workload.spec import as_pooling
 
 
 class SpecProvider(Protocol):
@@ -266,8 +267,6 @@ def validate_sweep(
 def _lookups(workload: Any) -> float:
     """Lookups per batch of a workload spec (an estimate of a point's cost)."""
     try:
-        from nmp.workload.spec import as_pooling
-
         total = 0.0
         for table in workload.tables:
             pooling = table.pooling if table.pooling is not None else workload.pooling

@@ -15,11 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from nmp.errors import SpecError
+from nmp.gpu.kernel import kernel_config
 from nmp.gpu.spec import VARIANTS, GpuSpec, gpu_names, load_gpu
 
 
 def run_design_point(arch, workload, memory=None, overrides=None, seed=None):
     """See :func:`nmp.gpu.point.run_design_point`."""
+    # numba: loaded on use (start-up time)
     from nmp.gpu.point import run_design_point as _run
 
     return _run(arch, workload, memory=memory, overrides=overrides, seed=seed)
@@ -27,8 +29,6 @@ def run_design_point(arch, workload, memory=None, overrides=None, seed=None):
 
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per GPU preset for ``nmp models``."""
-    from nmp.gpu.kernel import kernel_config
-
     rows: list[dict[str, Any]] = []
     for name in gpu_names():
         try:

@@ -57,6 +57,7 @@ from nmp.memory.trace import REQUEST_DTYPE, make_requests, read_trace, write_tra
 def __getattr__(name: str):
     # The engine (numba) loads on first use, so that `nmp models` and spec loading stay light.
     if name in ("replay", "replay_lines"):
+        # numba: loaded on use (start-up time)
         from nmp.memory import driver
 
         globals()[name] = getattr(driver, name)

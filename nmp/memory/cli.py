@@ -44,6 +44,7 @@ def memory_spec(args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace) -> int:
+    # numba: loaded on use (start-up time)
     from nmp.memory import replay
 
     spec = memory_spec(args)
@@ -54,6 +55,7 @@ def _run(args: argparse.Namespace) -> int:
     guard.check(
         guard.replay_estimate(spec, size, compressed=args.trace.endswith(".gz")), args.max_memory
     )
+    # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import activity
 
     with activity(
@@ -71,8 +73,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _print_table(trace: str, spec, stats) -> None:
+    # rich: loaded on use (start-up time)
     from rich.table import Table
 
+    # rich: loaded on use (start-up time)
     from nmp.report.console import make_console
 
     o = spec.org

@@ -137,6 +137,7 @@ class MemorySpec:
     bus_level: Literal["channel", "rank", "bankgroup", "bank"] = "channel"
 
     def validate(self) -> None:
+        # loaded when the command runs, not for `nmp --help`
         from nmp.memory.mapping import parse_mapping
         from nmp.memory.standards import load_standard
 
@@ -254,6 +255,7 @@ def load_memory(
     if ranks is not None:
         changes["org.ranks"] = ranks
     if mapping is not None:
+        # loaded when the command runs, not for `nmp --help`
         from nmp.memory.mapping import parse_mapping
 
         changes["mapping"] = parse_mapping(mapping).name

@@ -172,6 +172,7 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
 
 def write_report_files(run_dir: str | Path, summary: dict[str, Any]) -> list[str]:
     """Write report.md, results.csv and the plots into ``run_dir``; returns their names."""
+    # matplotlib: loaded on use (start-up time)
     from nmp.report.plots import write_plots
 
     run_dir = Path(run_dir)

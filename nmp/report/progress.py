@@ -51,6 +51,7 @@ def activity(
     if not _live(quiet):
         yield
         return
+    # rich: loaded on use (start-up time)
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -82,6 +83,7 @@ def activity(
 
 def bar_columns() -> tuple:
     """The columns of a counted bar: the bar, done of total, elapsed, and the time left."""
+    # rich: loaded on use (start-up time)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -105,6 +107,7 @@ def bar(message: str, total: int, *, quiet: bool = False) -> Iterator[Callable[.
     if not _live(quiet):
         yield lambda n=1: None
         return
+    # rich: loaded on use (start-up time)
     from rich.console import Console
     from rich.progress import Progress, TextColumn
 

@@ -15,6 +15,7 @@ DEFAULT_OUT = "rtl"
 
 
 def _config(args: argparse.Namespace, **over):
+    # numba, pyrtl: loaded on use (start-up time)
     from nmp.rtl.parity import ParityUnitConfig
 
     fields = dict(
@@ -29,6 +30,7 @@ def _config(args: argparse.Namespace, **over):
 
 
 def _export(args: argparse.Namespace) -> int:
+    # numba, pyrtl: loaded on use (start-up time)
     from nmp.rtl.verilog import export
 
     if args.entries < 1:
@@ -43,6 +45,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    # numba, pyrtl: loaded on use (start-up time)
     from nmp.rtl import synth
 
     variants = {"xor": [False], "gf": [True], "both": [False, True]}[args.variant]
@@ -62,6 +65,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([f.to_dict() for f in figures], indent=1))
         return 0
+    # rich: loaded on use (start-up time)
     from rich.console import Console
     from rich.table import Table
 

@@ -15,6 +15,7 @@ def __getattr__(name: str):
     # The sharders and their cost model load on first use: every `nmp` start-up imports
     # nmp.shard.topology to build `nmp shard`'s parser, and should not pay for them.
     if name in ("get_sharder", "sharder_names"):
+        # numpy: loaded on use (start-up time)
         from nmp.shard import registry
 
         globals()[name] = getattr(registry, name)

@@ -27,6 +27,7 @@ def _setups(quick: bool) -> list[tuple[int, float]]:
 
 @functools.cache
 def _rows(quick: bool, held_out: bool) -> tuple:
+    # numpy: loaded on use (start-up time)
     from nmp.shard.run import run_shard
 
     out = []

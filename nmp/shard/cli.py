@@ -17,6 +17,7 @@ from nmp.shard.topology import DEFAULT_TOPOLOGY
 
 
 def _run(args: argparse.Namespace) -> int:
+    # numpy: loaded on use (start-up time)
     from nmp.shard.registry import sharder_names
     from nmp.shard.run import run_shard
 

@@ -57,6 +57,7 @@ class TableCoefficients:
 def _gpu_line(gpu_name: str, dim: int, elem_bytes: int, batch: int) -> tuple[float, float]:
     """(fixed ns, ns per lookup) of one EmbeddingBag kernel on ``gpu_name``, measured on the GPU
     model with an empty table and with ``CALIBRATION_POOLING`` uniform lookups per bag."""
+    # numba: loaded on use (start-up time)
     from nmp.gpu.model import embedding_stage
 
     gpu = load_gpu(gpu_name)
@@ -75,6 +76,7 @@ def _gpu_line(gpu_name: str, dim: int, elem_bytes: int, batch: int) -> tuple[flo
 @functools.cache
 def host_bandwidth_gbps(preset: str, channels: int, row_bytes: int) -> float:
     """Effective bandwidth of the host memory for random row reads, replayed on ``nmp.memory``."""
+    # numba: loaded on use (start-up time)
     from nmp.memory import load_memory, replay_lines
 
     spec = load_memory(preset, channels=channels)
@@ -141,6 +143,7 @@ def evaluate(
     overlap: bool = False,
 ) -> PlacementCost:
     """Cost of ``placement`` averaged over ``batches`` (see the module docstring)."""
+    # numba: loaded on use (start-up time)
     from nmp.gpu.model import embedding_stage
     from nmp.memory import load_memory, replay_lines
 

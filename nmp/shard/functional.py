@@ -21,6 +21,7 @@ def table_values(num_rows: int, dim: int, seed: int, table: int) -> np.ndarray:
 
 
 def _bag(values: np.ndarray, lk: TableLookups, keep: np.ndarray, local: np.ndarray):
+    # torch: loaded on use (start-up time)
     import torch
 
     if values.shape[0] == 0:

@@ -68,6 +68,7 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
             raise NmpError(f"params.{key} must hold integers >= 1, got {p[key]!r}")
     if any(not isinstance(v, int | float) or v < 0 for v in p["hbm_gib"]):
         raise NmpError(f"params.hbm_gib must hold numbers >= 0, got {p['hbm_gib']!r}")
+    # numpy: loaded on use (start-up time)
     from nmp.shard.stats import UNSEEN
 
     if any(u not in UNSEEN for u in p["unseen"]):
@@ -78,6 +79,7 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
+    # numpy: loaded on use (start-up time)
     from nmp.shard.registry import get_sharder, sharder_names
     from nmp.shard.run import run_shard
 
@@ -139,9 +141,11 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _plot(rows, out_dir: Path, metric: str, ylabel: str, log: bool) -> str:
+    # matplotlib: loaded on use (start-up time)
     import matplotlib
 
     matplotlib.use("Agg")
+    # matplotlib: loaded on use (start-up time)
     import matplotlib.pyplot as plt
 
     gpus = sorted({r["gpus"] for r in rows})

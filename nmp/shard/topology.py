@@ -116,6 +116,7 @@ def load_topology(
     data.setdefault("name", path.stem)
     spec = from_mapping(TopologySpec, data, file=str(path))
     spec = apply_overrides(spec, overrides or {}, root="topology")
+    # loaded when the command runs, not for `nmp --help`
     from nmp.gpu import gpu_names
 
     if spec.gpu not in gpu_names():

@@ -39,6 +39,7 @@ ROW_KEYS = ("row_hits", "row_misses", "row_conflicts")
 
 def _case_result(case: dict[str, Any], folder) -> tuple[bool, bool, float]:
     """(exact, within bounds, cycle error %) of one reference case."""
+    # numba: loaded on use (start-up time)
     from nmp.memory import replay
 
     spec = case_memory_spec(case["memory_args"])
@@ -110,8 +111,10 @@ def _nmp_designs() -> list[str]:
 @builtin("functional.gather-reduce")
 def gather_reduce_vs_torch(quick: bool) -> list[CheckResult]:
     """Every design's executed gather-reduce against ``torch.nn.EmbeddingBag(mode="sum")``."""
+    # torch: loaded on use (start-up time)
     import torch
 
+    # numba: loaded on use (start-up time)
     from nmp.arch import load_arch
 
     workload = _small_workload()
@@ -147,6 +150,7 @@ def gather_reduce_vs_torch(quick: bool) -> list[CheckResult]:
 @builtin("functional.parity")
 def parity_vs_fresh_encode(quick: bool) -> list[CheckResult]:
     """In-memory parity after random updates against a fresh encode, and lost nodes decoded."""
+    # numba: loaded on use (start-up time)
     from nmp.arch import load_arch
 
     workload = _small_workload()

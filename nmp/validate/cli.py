@@ -12,8 +12,10 @@ from nmp.validate.runner import plan_validation
 
 
 def _run(args: argparse.Namespace) -> int:
+    # rich: loaded on use (start-up time)
     from rich.console import Console
 
+    # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import bar
     from nmp.validate.report import print_table, write_report
 

@@ -33,6 +33,7 @@ def counts(results: list[CheckResult]) -> dict[str, int]:
 
 
 def print_table(results: list[CheckResult], console: Any) -> None:
+    # rich: loaded on use (start-up time)
     from rich.table import Table
 
     table = Table(title="nmp validate", show_lines=False)

@@ -61,6 +61,7 @@ def plan_validation(
     """The checks to run, in a stable order, each as (id, run): every built-in check, then every
     claim (with ``quick``, only claims marked quick). ``only`` keeps the ids that match a glob or
     prefix; ``claims_dir`` replaces the packaged claims folder."""
+    # numpy: loaded when the command runs, not for `nmp --help`
     from nmp.validate.checks import BUILTIN_CHECKS
     from nmp.validate.claims import CLAIMS_DIR, load_claims
 

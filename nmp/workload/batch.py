@@ -189,6 +189,7 @@ def ranked_rows(spec: WorkloadSpec, table: int, ranks: np.ndarray | int) -> np.n
     if head == rows:
         return head_rows[ranks]
     if ranks.ndim == 1:
+        # numba: loaded on use (start-up time)
         from nmp.workload._kernels import ranked_kernel
 
         half, mask = sampling._feistel_params(rows)
@@ -225,6 +226,7 @@ def _reuse_rows(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int
         out[hot] = members[sampling.zipf_ranks(rng, n_hot, hot_rows, spec.hot_alpha)]
         todo = np.flatnonzero(~hot)
     else:
+        # numba: loaded on use (start-up time)
         from nmp.workload._kernels import reuse_kernel
 
         redraw = reuse_kernel(rng.random(n), hot_fraction, members, rows, bitmap, out)

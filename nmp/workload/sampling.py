@@ -55,6 +55,7 @@ def permute(ranks: np.ndarray, rows: int, keys: np.ndarray) -> np.ndarray:
     [0, rows) are re-encrypted (cycle walking), which keeps it a bijection of [0, rows). The
     domain is < 4 x rows, so fewer than 4 passes are expected per value.
     """
+    # numba: loaded on use (start-up time)
     from nmp.workload._kernels import permute_kernel
 
     x = np.ascontiguousarray(ranks, dtype=np.uint64).ravel()
@@ -127,6 +128,7 @@ def zipf_ranks(rng: np.random.Generator, n: int, rows: int, alpha: float) -> np.
     a = float(alpha)
     h_x1, h_n, s = _zipf_constants(rows, a)
 
+    # numba: loaded on use (start-up time)
     from nmp.workload._kernels import zipf_redraw_kernel
 
     out = np.empty(n, dtype=np.int64)

@@ -107,6 +107,7 @@ def access_stats(lookups, num_rows: int | None = None):
     """Access statistics of a :class:`TableLookups` (or of a bare index array, with
     ``num_rows``) -> :class:`AccessStats`; of a :class:`LookupBatch` or a list of batches of
     one workload -> a tuple with one :class:`AccessStats` per table (batches pooled)."""
+    # loaded when the command runs, not for `nmp --help`
     from nmp.workload.batch import LookupBatch, TableLookups
 
     if isinstance(lookups, TableLookups):
