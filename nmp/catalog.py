@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+from typing import Any
 
 from nmp.registry import all_registries
 
@@ -57,12 +58,11 @@ def collect(kinds: list[str] | None = None) -> dict[str, list[dict]]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    catalog: dict[str, Any] = {}
     if args.registries:
-        catalog = {"registries": collect_registries()}
-        if args.kind:
-            catalog.update(collect(args.kind))
-    else:
-        catalog = collect(args.kind)
+        catalog["registries"] = collect_registries()
+    if args.kind or not args.registries:
+        catalog.update(collect(args.kind))
     if args.json:
         print(json.dumps(catalog, indent=2))
         return 0

@@ -53,12 +53,14 @@ def reference(fn: Callable[..., Any]) -> str:
 
 def claim_model(fn: F) -> F:
     """Decorator: a claims file may name ``fn`` as a claim's ``model``."""
-    return CLAIM_MODELS.register(fn, name=reference(fn))
+    CLAIM_MODELS.register(fn, name=reference(fn))
+    return fn
 
 
 def study_runner(fn: F) -> F:
     """Decorator: a custom study may name ``fn`` as its ``runner``."""
-    return STUDY_RUNNERS.register(fn, name=reference(fn))
+    STUDY_RUNNERS.register(fn, name=reference(fn))
+    return fn
 
 
 def load_callable(

@@ -6,7 +6,7 @@ import tomllib
 
 import nmp.evaluate.sweep as sweep_module
 from nmp.evaluate.sweep import parse_sweep
-from nmp.evaluate.validate import validate_sweep
+from nmp.evaluate.sweepcheck import validate_sweep
 
 
 def test_the_documented_example_validates_against_the_presets():
