@@ -60,7 +60,7 @@ def family_presets(family: DesignFamily) -> list[str]:
 def family_of(arch: str) -> DesignFamily:
     """The family whose presets include ``arch`` (a TOML path: the family that loads files); a
     SpecError listing every family's presets when none does."""
-    families = [FAMILIES.get(name) for name in FAMILIES.names()]
+    families = [family for _, family in FAMILIES.items()]
     for family in families:
         if arch in family_presets(family):
             return family

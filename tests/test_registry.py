@@ -78,3 +78,36 @@ def test_a_nameless_item_is_refused():
     reg = _fresh("test variant")
     with pytest.raises(NmpError, match="non-empty string name"):
         reg.register(object())
+
+
+def test_a_registered_name_is_found_without_loading_the_other_modules(monkeypatch):
+    imported: list[str] = []
+    reg = _fresh("test lazy", ("other.module",))
+    monkeypatch.setattr("nmp.registry.importlib.import_module", imported.append)
+    early = reg.register(_Variant("early"))
+    assert reg.get("early") is early and imported == []
+    with pytest.raises(NmpError, match="unknown test lazy 'late'"):
+        reg.get("late")
+    assert imported == ["other.module"]
+
+
+def test_unregister_forgets_a_name():
+    reg = _fresh("test variant")
+    reg.register(_Variant("x"))
+    reg.unregister("x")
+    reg.unregister("x")  # absent: nothing
+    assert reg.names() == ()
+    reg.register(_Variant("x", "a different object, now allowed"))
+
+
+def test_every_family_gives_the_same_unknown_name_error():
+    from nmp.arch.policies import POLICIES
+    from nmp.cache.policy import CACHE_POLICIES
+    from nmp.compress.codec import CODECS
+    from nmp.design import FAMILIES
+    from nmp.gpu.variants import GPU_VARIANTS
+    from nmp.shard.registry import SHARDERS
+
+    for reg in (POLICIES, CACHE_POLICIES, CODECS, FAMILIES, GPU_VARIANTS, SHARDERS):
+        with pytest.raises(NmpError, match=rf"^unknown {reg.kind} 'nope' \(known: \w"):
+            reg.get("nope")
