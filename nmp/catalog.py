@@ -34,6 +34,7 @@ REGISTRY_MODULES = (
     "nmp.shard.registry",
     "nmp.cache.policy",
     "nmp.compress.codec",
+    "nmp.train.strategies.base",
     "nmp.report.plots",
     "nmp.plugins",
 )
