@@ -13,6 +13,7 @@ import os
 import sys
 
 from nmp import __version__
+from nmp.cliargs import NmpArgumentParser
 from nmp.errors import NmpError
 
 # Modules that define ``register(subparsers)``; order is the order of ``nmp --help``.
@@ -30,7 +31,7 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = NmpArgumentParser(
         prog="nmp",
         description="Near-memory-processing modeling and co-design kit for DLRM embeddings.",
     )
@@ -81,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # a file the command could not write or read (a full disk, a folder it may not write
+        # into) that the command's own checks did not foresee: still one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"nmp: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ sub-key).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import os
 import re
 import tomllib
@@ -52,23 +54,58 @@ def project_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
+# The largest TOML file read (chosen: the biggest preset or sweep is 20 KB; a larger "TOML"
+# file is a mistake, such as a trace or a device given for a preset, not a spec).
+MAX_TOML_BYTES = 16 * 1024**2
+
+
 def load_toml(path: str | Path) -> dict[str, Any]:
-    """Parse a TOML file; a syntax error names the file and line."""
+    """Parse a TOML file; a syntax error names the file and line, a byte that is not UTF-8 its
+    line, a non-finite float (``nan``, ``inf``) its key."""
     path = Path(path)
     try:
-        text = path.read_text()
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_TOML_BYTES + 1)
     except FileNotFoundError:
         raise SpecError("no such file", file=str(path)) from None
     except OSError as exc:
         raise SpecError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    if len(raw) > MAX_TOML_BYTES:
+        raise SpecError(f"larger than {MAX_TOML_BYTES >> 20} MiB: not a spec", file=str(path))
     try:
-        return tomllib.loads(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(
+            f"not UTF-8 text (byte {raw[exc.start]:#04x}); TOML files are UTF-8",
+            file=str(path),
+            line=line,
+        ) from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         # Python 3.11's TOMLDecodeError carries the position only in its text.
         match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
         line = int(match.group(1)) if match else None
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
         raise SpecError(f"invalid TOML: {msg}", file=str(path), line=line) from None
+    check_finite(data, file=str(path))
+    return data
+
+
+def check_finite(value: Any, *, file: str | None = None, key: str = "") -> None:
+    """Raise :class:`SpecError` at the first non-finite float (``nan``, ``inf``) in ``value``
+    (nested tables and arrays), naming its dotted key: no spec field is meaningful at NaN or
+    infinity, and some (a Zipf exponent, a size) make a model loop forever."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SpecError(f"must be a finite number, got {value}", file=file, key=key or None)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_finite(v, file=file, key=_join(key, str(k)))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            check_finite(v, file=file, key=f"{key}[{i}]")
 
 
 def preset_dir(kind: str) -> Path:
@@ -166,6 +203,8 @@ def _convert(value: Any, tp: Any, key: str, file: str | None) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise SpecError(f"must be a number, got {value!r}", file=file, key=key)
+        if not math.isfinite(value):
+            raise SpecError(f"must be a finite number, got {value!r}", file=file, key=key)
         return float(value)
     if tp is str:
         if not isinstance(value, str):
@@ -174,6 +213,18 @@ def _convert(value: Any, tp: Any, key: str, file: str | None) -> Any:
     if isinstance(tp, type) and isinstance(value, tp):
         return value
     raise SpecError(f"must be {_type_name(tp)}, got {value!r}", file=file, key=key)
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``get_type_hints(cls)``, once per class: it compiles every annotation string each time
+    (most of the time of ``nmp evaluate --check`` before it was cached)."""
+    return get_type_hints(cls)
+
+
+@functools.cache
+def _init_fields(cls: type) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(cls) if f.init}
 
 
 def _join(prefix: str, name: str) -> str:
@@ -185,8 +236,8 @@ def from_mapping(
 ) -> T:
     """Build dataclass ``cls`` from ``data``: unknown keys, missing keys and wrong types raise
     :class:`SpecError` naming ``file`` and the dotted key."""
-    hints = get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    hints = _type_hints(cls)
+    fields = _init_fields(cls)
     unknown = sorted(set(data) - set(fields))
     if unknown:
         known = ", ".join(fields)
@@ -222,15 +273,30 @@ def from_mapping(
     return obj
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """The field names of dataclass ``cls``; None for any other type."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def to_mapping(obj: Any) -> Any:
     """A dataclass (recursively) as plain dicts/lists, the inverse of :func:`from_mapping`."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_mapping(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    cls = type(obj)
+    if cls in _SCALARS:
+        return obj
+    names = _field_names(cls)
+    if names is not None:
+        return {name: to_mapping(getattr(obj, name)) for name in names}
     if isinstance(obj, list | tuple):
         return [to_mapping(v) for v in obj]
     if isinstance(obj, dict):
         return {k: to_mapping(v) for k, v in obj.items()}
     return obj
+
+
+_SCALARS = frozenset({int, float, str, bool, type(None)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,6 +321,7 @@ def parse_set_args(items: list[str] | None) -> dict[str, Any]:
         if not sep or not key:
             raise SpecError(f"--set expects key=value, got '{item}'")
         out[key] = parse_value(value.strip())
+        check_finite(out[key], key=key)
     return out
 
 
@@ -300,61 +367,126 @@ def _resolve(obj: Any, parts: list[str], full_key: str) -> Any:
     return obj
 
 
-def _set_path(obj: Any, parts: list[str], value: Any, full_key: str, owner_cls: Any) -> Any:
+def _replace(obj: Any, changes: dict[str, Any], key_prefix: str) -> Any:
+    """``dataclasses.replace``, with a constructor's objection as a :class:`SpecError` at
+    its key."""
+    try:
+        return dataclasses.replace(obj, **changes)
+    except KeyedValueError as exc:
+        raise SpecError(exc.message, key=_join(key_prefix, exc.key)) from None
+    except (ValueError, TypeError) as exc:
+        raise SpecError(str(exc), key=key_prefix or None) from None
+
+
+def _set_path(
+    obj: Any, parts: list[str], value: Any, full_key: str, owner_cls: Any, touched: set[str]
+) -> Any:
+    """``obj`` with the field at ``parts`` set to ``value`` (converted to the field's type);
+    adds the key path (relative to the root) of every dataclass it rebuilds to ``touched``."""
     part, rest = parts[0], parts[1:]
+    depth = len(full_key.split(".")) - len(parts)
+    prefix = ".".join(full_key.split(".")[:depth])
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        names = {f.name for f in dataclasses.fields(obj)}
+        names = _field_names(type(obj)) or ()
         if part not in names:
             raise SpecError(
                 f"no field '{part}' in {type(obj).__name__} (fields: {', '.join(sorted(names))})",
                 key=full_key,
             )
-        hints = get_type_hints(type(obj))
+        hints = _type_hints(type(obj))
         current = getattr(obj, part)
         if rest:
-            new = _set_path(current, rest, value, full_key, hints[part])
+            new = _set_path(current, rest, value, full_key, hints[part], touched)
         else:
             new = _convert(value, hints[part], full_key, None)
-        return dataclasses.replace(obj, **{part: new})
+        touched.add(prefix)
+        return _replace(obj, {part: new}, prefix)
     if isinstance(obj, list | tuple) and part.isdigit() and int(part) < len(obj):
         idx = int(part)
         items = list(obj)
         item_tp = get_args(owner_cls)[0] if get_args(owner_cls) else Any
         items[idx] = (
-            _set_path(items[idx], rest, value, full_key, item_tp)
+            _set_path(items[idx], rest, value, full_key, item_tp, touched)
             if rest
             else _convert(value, item_tp, full_key, None)
         )
         return tuple(items) if isinstance(obj, tuple) else items
     if isinstance(obj, dict):
+        args = get_args(owner_cls)
+        value_tp = args[1] if get_origin(owner_cls) is dict and len(args) == 2 else Any
         new = dict(obj)
         if rest:
             if part not in obj:
                 raise SpecError(f"no entry '{part}'", key=full_key)
-            new[part] = _set_path(obj[part], rest, value, full_key, Any)
+            new[part] = _set_path(obj[part], rest, value, full_key, value_tp, touched)
         else:
-            new[part] = value
+            new[part] = _convert(value, value_tp, full_key, None)
         return new
     raise SpecError(f"cannot set '{part}' on a {type(obj).__name__}", key=full_key)
+
+
+def _validate_at(spec: Any, path: str, root: str) -> None:
+    """Run the ``validate()`` of the dataclass at dotted ``path`` in ``spec`` (as
+    :func:`from_mapping` does after building it), its errors keyed from ``root``."""
+    obj = spec
+    parts = path.split(".") if path else []
+    for part in parts[len(root.split(".")) if root else 0 :]:
+        obj = (
+            obj[int(part)]
+            if isinstance(obj, list | tuple)
+            else (obj[part] if isinstance(obj, dict) else getattr(obj, part))
+        )
+    validate = getattr(obj, "validate", None)
+    if not callable(validate):
+        return
+    try:
+        validate()
+    except KeyedValueError as exc:
+        raise SpecError(exc.message, key=_join(path, exc.key)) from None
+    except ValueError as exc:
+        raise SpecError(str(exc), key=path or None) from None
 
 
 def apply_overrides(spec: T, overrides: dict[str, Any], *, root: str = "") -> T:
     """Return ``spec`` with each dotted-path override applied and the result re-validated.
 
-    ``root`` prefixes keys in error messages (``arch.bank.units``).
+    ``root`` prefixes keys in error messages (``arch.bank.units``). Every dataclass on the
+    path of an override is rebuilt (its ``__post_init__`` runs) and, once all overrides are
+    applied, validated, deepest first: cross-field checks see the final values, and the specs
+    the overrides did not touch, valid already, are not checked again.
     """
+    touched: set[str] = set()
+    # The top-level fields in one rebuild (a spec's __post_init__ may be costly: a sweep's
+    # workload axes set several at once), unless a deeper override goes through one of them.
+    top = {k: v for k, v in overrides.items() if "." not in k}
+    deeper = {k.partition(".")[0] for k in overrides if "." in k}
+    if len(top) > 1 and dataclasses.is_dataclass(spec) and not deeper & set(top):
+        names = _field_names(type(spec)) or ()
+        hints = _type_hints(type(spec))
+        changes = {}
+        for key, value in top.items():
+            if key not in names:
+                raise SpecError(
+                    f"no field '{key}' in {type(spec).__name__} (fields: "
+                    f"{', '.join(sorted(names))})",
+                    key=_join(root, key),
+                )
+            changes[key] = _convert(value, hints[key], _join(root, key), None)
+        spec = _replace(spec, changes, root)
+        touched.add(root)
+        overrides = {k: v for k, v in overrides.items() if "." in k}
     for key, value in overrides.items():
         full_key = _join(root, key)
-        spec = _set_path(spec, key.split("."), value, full_key, type(spec))
-    if overrides:
-        # Rebuild through from_mapping so cross-field validation runs on the new values.
-        spec = from_mapping(type(spec), to_mapping(spec), key_prefix=root)
+        spec = _set_path(spec, key.split("."), value, full_key, type(spec), touched)
+    for path in sorted(touched, key=lambda p: (-len(p.split(".")) if p else 0, p)):
+        _validate_at(spec, path, root)
     return spec
 
 
 __all__ = [
     "KeyedValueError",
     "apply_overrides",
+    "check_finite",
     "field_exists",
     "find_preset",
     "from_mapping",

@@ -16,10 +16,13 @@ from nmp.evaluate.point import (
     check_arch_name,
     design_memory_args,
     load_design_spec,
+    own_memory,
 )
+from nmp.evaluate.sweep import grid_size
 from nmp.guard import (
     LINE_BYTES,
     POINT_BASE_BYTES,
+    SWEEP_POINT_BYTES,
     Estimate,
     format_bytes,
     limit_bytes,
@@ -83,4 +86,17 @@ def check_sweep(points: list[Any], parallel: int, max_memory: str | None = None)
         f"{format_bytes(need)}, above the limit of {format_bytes(limit)} ({source}; fewer "
         "--jobs need less)",
         key=est.key,
+    )
+
+
+def sweep_estimate(sweep: Any, file: str) -> Estimate:
+    """``nmp evaluate``: the points of a sweep before they are expanded (a few axes of many
+    values multiply into more points than memory holds): :data:`SWEEP_POINT_BYTES` each."""
+    points = grid_size(sweep, own_memory)
+    if sweep.sampling == "random":  # the samples, and a baseline point for each at most
+        points = 2 * min(points, sweep.samples)
+    return Estimate(
+        POINT_BASE_BYTES + points * SWEEP_POINT_BYTES,
+        "axes" if sweep.sampling == "grid" else "samples",
+        f"{points:,} points in {file}",
     )

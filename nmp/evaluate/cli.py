@@ -16,9 +16,10 @@ from pathlib import Path
 
 from nmp.config import load_toml
 from nmp.errors import NmpError
-from nmp.guard import add_argument
+from nmp.guard import add_argument, check
 
 DEFAULT_SWEEP = "default"
+DEFAULT_POINT_TIME_LIMIT_S = 600.0  # = nmp.evaluate.executor.DEFAULT_TIME_LIMIT_S (a test says)
 EPILOG = """\
 sweep file (TOML; see workloads/sweeps/*.toml):
   name = "study"                    workloads = ["recross-eval"]
@@ -43,6 +44,7 @@ reports/latest -> newest run with a result.
 
 def _run(args: argparse.Namespace) -> int:
     # numpy: loaded when the command runs, not for `nmp --help`
+    from nmp.evaluate.budget import check_sweep, sweep_estimate
     from nmp.evaluate.executor import make_executor
     from nmp.evaluate.runner import (
         LATEST,
@@ -51,9 +53,8 @@ def _run(args: argparse.Namespace) -> int:
         run_sweep,
         update_latest,
     )
-    from nmp.evaluate.study import load_custom_study
+    from nmp.evaluate.study import is_custom, load_custom_study
     from nmp.evaluate.sweep import load_sweep, parse_sweep
-    from nmp.evaluate.sweepcheck import validate_sweep
 
     if args.jobs is not None and args.jobs < 1:
         raise NmpError("--jobs must be >= 1")
@@ -61,6 +62,10 @@ def _run(args: argparse.Namespace) -> int:
         raise NmpError("--dask-workers must be >= 1")
     if args.scheduler and args.dask_workers:
         raise NmpError("give either --scheduler (a running cluster) or --dask-workers (a new one)")
+    if args.point_time_limit < 0:
+        raise NmpError("--point-time-limit must be >= 0 (0: no limit)")
+    if not args.out.strip():
+        raise NmpError("--out is empty: give a folder (default: reports)")
     base = Path(args.out)
     if base.exists() and not base.is_dir():
         raise NmpError(f"--out {base}: not a folder")
@@ -69,22 +74,27 @@ def _run(args: argparse.Namespace) -> int:
         stored = run_dir / "sweep.toml"
         if not stored.exists():
             raise NmpError(f"nothing to resume: {stored} does not exist")
-
-        sweep, sweep_path = parse_sweep(load_toml(stored), file=str(stored)), stored
+        data = load_toml(stored)
+        if is_custom(data):
+            raise NmpError(
+                f"{run_dir} holds a study with its own runner ({data.get('runner')}), which "
+                "cannot --resume: run it again (nmp evaluate "
+                f"{data.get('name') or 'STUDY'})"
+            )
+        sweep, sweep_path = parse_sweep(data, file=str(stored)), stored
     else:
         study = load_custom_study(args.sweep or DEFAULT_SWEEP)
         if study is not None:  # a study with its own runner (sharding, caches, ...)
             return _run_study(args, study, base)
         sweep, sweep_path = load_sweep(args.sweep or DEFAULT_SWEEP)
         run_dir = resolve_run_dir(base, args.run, resume=args.resume, sweep=sweep)
+    check(sweep_estimate(sweep, str(sweep_path)), args.max_memory)
     # Everything is checked against the presets before the first point runs.
-    keyed = validate_sweep(sweep, file=str(sweep_path))
+    keyed = _validate(sweep, sweep_path, quiet=args.json)
     if args.check:
         n = len({k for _, k in keyed})
         print(f"{sweep_path}: ok, {n} points")
         return 0
-    # numpy: loaded when the command runs, not for `nmp --help`
-    from nmp.evaluate.budget import check_sweep
     from nmp.evaluate.executor import default_jobs
 
     local = not (args.scheduler or args.dask_workers)  # a cluster's memory is not ours
@@ -98,7 +108,9 @@ def _run(args: argparse.Namespace) -> int:
 
     # With --json, stdout carries only the JSON document; progress goes to stderr.
     console = make_console(stderr=args.json)  # piped: wide enough for the tables
-    executor = make_executor(args.jobs, args.scheduler, args.dask_workers)
+    executor = make_executor(
+        args.jobs, args.scheduler, args.dask_workers, args.point_time_limit or None
+    )
     check_run_dir(run_dir, resume=args.resume)  # before anything is written
     # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import is_warm
@@ -144,12 +156,36 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print_sweep_summary(summary, console)
     if summary["failed"]:
+        first = summary["failed"][0]
+        hint = " (--point-time-limit)" if "PointTimeout" in first["error"] else ""
         raise NmpError(
-            f"{len(summary['failed'])} of {summary['points']} points failed (see "
-            f"{run_dir / 'errors.jsonl'}); fix and continue with "
-            f"'{_resume_command(args, run_dir)}'"
+            f"{len(summary['failed'])} of {summary['points']} points failed (first: "
+            f"{first['point']}: {first['error']}{hint}; all in {run_dir / 'errors.jsonl'}); fix "
+            f"and continue with '{_resume_command(args, run_dir)}'"
         )
     return 0
+
+
+def _validate(sweep, sweep_path, *, quiet: bool):
+    """:func:`validate_sweep` with a bar on a terminal (a large sweep takes seconds)."""
+    import contextlib
+
+    # numpy and rich: loaded when the command runs, not for `nmp --help`
+    from nmp.evaluate.sweepcheck import validate_sweep
+    from nmp.report.progress import bar
+
+    with contextlib.ExitStack() as stack:
+        advance = None
+        checked = 0
+
+        def progress(done: int, total: int) -> None:
+            nonlocal advance, checked
+            if advance is None:
+                advance = stack.enter_context(bar(f"checking {total:,} points", total, quiet=quiet))
+            advance(done - checked)
+            checked = done
+
+        return validate_sweep(sweep, file=str(sweep_path), progress=progress)
 
 
 def _run_study(args: argparse.Namespace, study, base: Path) -> int:
@@ -260,6 +296,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--dask-workers", type=int, metavar="N", help="start a local Dask cluster of N workers"
     )
     p.add_argument("--fail-fast", action="store_true", help="stop at the first failed point")
+    p.add_argument(
+        "--point-time-limit",
+        type=float,
+        default=DEFAULT_POINT_TIME_LIMIT_S,
+        metavar="SECONDS",
+        help="a point that runs longer fails, named in errors.jsonl, and the sweep goes on "
+        f"(default {DEFAULT_POINT_TIME_LIMIT_S:g}; 0: no limit; not on a Dask cluster)",
+    )
 
     add_argument(p)
     p.add_argument(

@@ -9,6 +9,7 @@ deterministic functions of their configuration, so every executor gives the same
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import multiprocessing
@@ -27,15 +28,60 @@ from nmp.errors import NmpError
 
 PointFn = Callable[[Any], Any]
 MAX_CHUNK = 16
+# A point's default time limit (chosen: the slowest point of the kit's studies takes about a
+# minute on one core, the first point of a design adds 10-20 s of numba compilation; ten
+# minutes is far above both, and still bounds a point that would never finish).
+DEFAULT_TIME_LIMIT_S = 600.0
+# A pool worker whose point ignores its time limit (a compiled loop does not return to Python,
+# where the limit is raised) is killed this long after it (chosen).
+KILL_GRACE_S = 10.0
 
 
-def evaluate_one(point_fn: PointFn, point: Any) -> dict[str, Any]:
-    """Run one point; never raises (the error travels back as data)."""
+class PointTimeout(Exception):
+    """A point ran past its time limit."""
+
+
+def _time_limit_message(limit_s: float) -> str:
+    return f"ran longer than the time limit of {limit_s:g} s per point"
+
+
+@contextlib.contextmanager
+def _time_limit(limit_s: float | None) -> Iterator[None]:
+    """Raise :class:`PointTimeout` in the block after ``limit_s`` seconds (SIGALRM; only in a
+    process's main thread, where signal handlers run: elsewhere the block runs unlimited)."""
+    usable = (
+        limit_s
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise PointTimeout(_time_limit_message(limit_s))
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, limit_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def evaluate_one(
+    point_fn: PointFn, point: Any, time_limit_s: float | None = None
+) -> dict[str, Any]:
+    """Run one point within ``time_limit_s``; never raises (the error travels back as data)."""
     t0 = time.perf_counter()
     try:
-        result = point_fn(point)
+        with _time_limit(time_limit_s):
+            result = point_fn(point)
         data = result.to_json() if hasattr(result, "to_json") else dict(result)
         return {"ok": True, "result": data, "wall_s": time.perf_counter() - t0}
+    except PointTimeout as exc:
+        return {"ok": False, "error": f"PointTimeout: {exc}", "wall_s": time.perf_counter() - t0}
     except Exception as exc:  # noqa: BLE001 (any failure of a model is reported per point)
         return {
             "ok": False,
@@ -43,6 +89,17 @@ def evaluate_one(point_fn: PointFn, point: Any) -> dict[str, Any]:
             "traceback": traceback.format_exc(limit=8),
             "wall_s": time.perf_counter() - t0,
         }
+
+
+# In a pool worker: where it reports (pid, position, monotonic time) as each point starts, so
+# that the collecting process can kill a worker stuck past its point's time limit.
+_STARTS: Any = None
+
+
+def _init_worker(parent_pid: int, starts: Any) -> None:
+    global _STARTS
+    _STARTS = starts
+    _die_with_parent(parent_pid)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -70,8 +127,18 @@ def _die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="nmp-parent-watch", daemon=True).start()
 
 
-def evaluate_chunk(point_fn: PointFn, points: list[Any]) -> list[dict[str, Any]]:
-    return [evaluate_one(point_fn, p) for p in points]
+def evaluate_chunk(
+    point_fn: PointFn,
+    points: list[Any],
+    positions: list[int] | None = None,
+    time_limit_s: float | None = None,
+) -> list[dict[str, Any]]:
+    out = []
+    for j, point in enumerate(points):
+        if _STARTS is not None and positions is not None:
+            _STARTS.put((os.getpid(), positions[j], time.monotonic()))
+        out.append(evaluate_one(point_fn, point, time_limit_s))
+    return out
 
 
 def chunk_indices(n: int, slots: int) -> list[list[int]]:
@@ -91,6 +158,7 @@ def default_jobs() -> int:
 
 class Executor:
     name = "executor"
+    time_limit_s: float | None = None
 
     def run(self, point_fn: PointFn, points: list[Any]) -> Iterator[tuple[int, dict[str, Any]]]:
         """Yield (position in ``points``, outcome) as each point finishes."""
@@ -101,60 +169,95 @@ class Executor:
 
 
 class SerialExecutor(Executor):
-    """In this process, one point after another (``--jobs 1``; easiest to debug)."""
+    """In this process, one point after another (``--jobs 1``; easiest to debug). A point past
+    its time limit is stopped when it next runs Python code (a compiled loop that never
+    returns is not: the local pool kills such a worker)."""
 
     name = "serial"
 
+    def __init__(self, time_limit_s: float | None = None) -> None:
+        self.time_limit_s = time_limit_s
+
     def run(self, point_fn: PointFn, points: list[Any]) -> Iterator[tuple[int, dict[str, Any]]]:
         for i, point in enumerate(points):
-            yield i, evaluate_one(point_fn, point)
+            yield i, evaluate_one(point_fn, point, self.time_limit_s)
 
 
 class LocalExecutor(Executor):
     """A pool of ``jobs`` worker processes on this machine.
 
     Workers are forked where the platform allows it, so they start with the parent's imports
-    (numba-compiled models included) instead of re-importing them.
+    (numba-compiled models included) instead of re-importing them. A point past its time limit
+    fails with :class:`PointTimeout` in its worker; a worker that does not stop
+    :data:`KILL_GRACE_S` later is killed, its point fails the same way, and the points that
+    were lost with the pool run in a new one.
     """
 
     name = "local"
 
-    def __init__(self, jobs: int | None = None) -> None:
+    def __init__(self, jobs: int | None = None, time_limit_s: float | None = None) -> None:
         self.jobs = jobs or default_jobs()
+        self.time_limit_s = time_limit_s
 
     def describe(self) -> dict[str, Any]:
         return {"executor": self.name, "jobs": self.jobs}
 
     def run(self, point_fn: PointFn, points: list[Any]) -> Iterator[tuple[int, dict[str, Any]]]:
-        if not points:
-            return
+        finished: set[int] = set()
+        todo = list(range(len(points)))
+        while todo:
+            yield from self._run_pool(point_fn, points, todo, finished)
+            todo = [i for i in todo if i not in finished]
+
+    def _run_pool(
+        self, point_fn: PointFn, points: list[Any], todo: list[int], finished: set[int]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Run the points at positions ``todo`` in one pool; returns early (its points not in
+        ``finished`` to run again) where a worker was killed for its time limit."""
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-        workers = min(self.jobs, len(points))
+        workers = min(self.jobs, len(todo))
+        starts = ctx.SimpleQueue() if self.time_limit_s else None
         pool = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=ctx,
-            initializer=_die_with_parent,
-            initargs=(os.getpid(),),
+            initializer=_init_worker,
+            initargs=(os.getpid(), starts),
         )
+        running: dict[int, tuple[int, float]] = {}  # worker pid -> (position, start time)
+        killed = False
         try:
             # Runs of consecutive points per task: a worker keeps its design's caches warm.
-            futures = {
-                pool.submit(evaluate_chunk, point_fn, [points[i] for i in chunk]): chunk
-                for chunk in chunk_indices(len(points), workers)
-            }
+            futures = {}
+            for chunk in chunk_indices(len(todo), workers):
+                positions = [todo[c] for c in chunk]
+                fut = pool.submit(
+                    evaluate_chunk,
+                    point_fn,
+                    [points[i] for i in positions],
+                    positions,
+                    self.time_limit_s,
+                )
+                futures[fut] = positions
             pending = set(futures)
             while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
                 for fut in done:
                     try:
                         outcomes = fut.result()
                     except BrokenProcessPool:
+                        if killed:  # the points lost with the pool run in a new one
+                            pool.shutdown(wait=True, cancel_futures=True)
+                            return
                         raise NmpError(
                             "a worker process died (killed or out of memory); the points that "
                             "finished are saved: run again with --resume"
                         ) from None
-                    yield from zip(futures[fut], outcomes, strict=True)
+                    for i, outcome in zip(futures[fut], outcomes, strict=True):
+                        finished.add(i)
+                        yield i, outcome
+                if starts is not None and not killed:
+                    killed = yield from self._kill_overdue(pool, starts, running, finished)
         except BaseException:
             # Interrupted (Ctrl-C, --fail-fast, an error): the points still running would be
             # lost anyway (--resume re-runs them), so stop the workers instead of waiting.
@@ -164,6 +267,37 @@ class LocalExecutor(Executor):
                 proc.terminate()
             raise
         pool.shutdown(wait=True)
+
+    def _kill_overdue(
+        self,
+        pool: ProcessPoolExecutor,
+        starts: Any,
+        running: dict[int, tuple[int, float]],
+        finished: set[int],
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Kill a worker whose point is :data:`KILL_GRACE_S` past its time limit (its point
+        fails); returns whether one was killed."""
+        while not starts.empty():
+            pid, position, t0 = starts.get()
+            running[pid] = (position, t0)
+        assert self.time_limit_s is not None
+        now = time.monotonic()
+        for pid, (position, t0) in running.items():
+            if position in finished or now - t0 < self.time_limit_s + KILL_GRACE_S:
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            finished.add(position)
+            yield (
+                position,
+                {
+                    "ok": False,
+                    "error": f"PointTimeout: {_time_limit_message(self.time_limit_s)} (killed)",
+                    "wall_s": now - t0,
+                },
+            )
+            return True
+        return False
 
 
 class DaskExecutor(Executor):
@@ -241,10 +375,16 @@ class DaskExecutor(Executor):
 
 
 def make_executor(
-    jobs: int | None = None, scheduler: str | None = None, dask_workers: int | None = None
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    dask_workers: int | None = None,
+    time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
 ) -> Executor:
-    """The executor the command-line flags ask for."""
+    """The executor the command-line flags ask for (a Dask cluster's points run without a time
+    limit: its workers run them in threads, where no signal reaches them)."""
     if scheduler or dask_workers:
         return DaskExecutor(scheduler, dask_workers)
     jobs = jobs or default_jobs()
-    return SerialExecutor() if jobs == 1 else LocalExecutor(jobs)
+    if jobs == 1:
+        return SerialExecutor(time_limit_s)
+    return LocalExecutor(jobs, time_limit_s)

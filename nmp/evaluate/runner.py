@@ -7,7 +7,8 @@ A run folder (``reports/<run>/``) holds:
 - ``environment.json``: versions, git commit, host, executor of each session (first run and
   every ``--resume``);
 - ``results.jsonl``: one line per finished point, appended as points finish (see
-  :mod:`nmp.evaluate.store`); ``errors.jsonl``: points that raised (re-run by ``--resume``);
+  :mod:`nmp.evaluate.store`) and rewritten in plan order when the run ends; ``errors.jsonl``:
+  points that raised or ran past the time limit (re-run by ``--resume``);
 - ``summary.json``, ``report.md``, ``results.csv`` and the PNG plots, written at the end.
 
 ``--resume`` re-reads ``results.jsonl`` and runs only the planned points whose key is not in it,
@@ -16,9 +17,10 @@ on ``<run>/.lock`` (:func:`nmp.evaluate.store.run_lock`) from before it reads th
 it has written its report: a second ``nmp evaluate`` on the same folder refuses at once instead
 of running the points again.
 
-``results.jsonl`` is deterministic: the same sweep gives the same bytes. What is not (the wall
-time of each point, when it finished, the LP solver's time) goes to ``timings.jsonl``, one line
-per point with its key.
+``results.jsonl`` is deterministic: the same sweep gives the same bytes, whether its points ran
+in one process, in a pool (finishing in any order) or over several ``--resume`` sessions. What
+is not (the wall time of each point, when it finished, the LP solver's time) goes to
+``timings.jsonl``, one line per point with its key.
 """
 
 from __future__ import annotations
@@ -37,7 +39,13 @@ from nmp.errors import NmpError
 from nmp.evaluate.analysis import analyze
 from nmp.evaluate.environment import environment
 from nmp.evaluate.executor import Executor, PointFn, SerialExecutor
-from nmp.evaluate.store import JsonlLog, read_jsonl, remove_stale_temps, run_lock
+from nmp.evaluate.store import (
+    JsonlLog,
+    read_jsonl,
+    remove_stale_temps,
+    rewrite_jsonl,
+    run_lock,
+)
 from nmp.evaluate.sweep import Point, SweepSpec
 from nmp.fileio import atomic_write_json, atomic_write_text
 
@@ -337,12 +345,13 @@ def _run_locked(
         progress.finish()
     wall_s = time.perf_counter() - t0
 
-    # Rows follow the current plan (labels and order), whichever session produced them.
+    # Rows follow the current plan (labels and order), whichever session produced them; so
+    # does results.jsonl from now on: the log in completion order becomes the same bytes that
+    # a serial, a parallel and a resumed run of this sweep write.
     records = [
-        {**done[k], **p.to_json(), "key": k, "result": done[k]["result"]}
-        for k, p in plan.items()
-        if k in done
+        {"key": k, **p.to_json(), "result": done[k]["result"]} for k, p in plan.items() if k in done
     ]
+    rewrite_jsonl(results_path, records + [r for k, r in done.items() if k not in plan])
     summary: dict[str, Any] = {
         "sweep": sweep.name,
         "description": sweep.description,

@@ -25,8 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
+from nmp.fileio import atomic_write_bytes
 
-__all__ = ["JsonlLog", "read_jsonl", "remove_stale_temps", "run_lock"]
+__all__ = [
+    "JsonlLog",
+    "jsonl_line",
+    "read_jsonl",
+    "remove_stale_temps",
+    "rewrite_jsonl",
+    "run_lock",
+]
 
 
 LOCK_NAME = ".lock"
@@ -76,12 +84,41 @@ def remove_stale_temps(folder: str | Path) -> list[Path]:
     return removed
 
 
+def jsonl_line(record: dict[str, Any]) -> bytes:
+    """``record`` as one line of a JSONL log (compact, newline-terminated)."""
+    line = json.dumps(record, separators=(",", ":"), allow_nan=True)
+    if "\n" in line:  # json.dumps never emits a raw newline; keep the invariant explicit
+        raise ValueError("record serialized across lines")
+    return (line + "\n").encode("utf-8")
+
+
+def rewrite_jsonl(path: str | Path, records: list[dict[str, Any]]) -> None:
+    """Replace the log at ``path`` by ``records`` in this order, atomically (a reader sees the
+    old log or the new one); nothing is written where the bytes would not change."""
+    data = b"".join(jsonl_line(r) for r in records)
+    path = Path(path)
+    with contextlib.suppress(FileNotFoundError):
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise NmpError(
+            f"cannot rewrite in plan order: {exc.strerror} (the log is kept as it was)",
+            file=str(path),
+        ) from None
+
+
 class JsonlLog:
-    """An append-only log of JSON objects, one per line, each durable once ``append`` returns."""
+    """An append-only log of JSON objects, one per line, each durable once ``append`` returns.
+
+    A line is written whole or not at all: where the write fails (a full disk, a quota), the
+    file is cut back to where the line began and :class:`NmpError` names the file, so no torn
+    line is left for the next reader."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._fh: Any = None
+        self._fd: int | None = None
 
     def __enter__(self) -> JsonlLog:
         return self
@@ -90,20 +127,30 @@ class JsonlLog:
         self.close()
 
     def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"), allow_nan=True)
-        if "\n" in line:  # json.dumps never emits a raw newline; keep the invariant explicit
-            raise ValueError("record serialized across lines")
-        if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (kept open)
-        self._fh.write(line + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        data = memoryview(jsonl_line(record))
+        try:
+            if self._fd is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            start = os.lseek(self._fd, 0, os.SEEK_END)
+        except OSError as exc:
+            raise NmpError(f"cannot write: {exc.strerror}", file=str(self.path)) from None
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+            os.fsync(self._fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, start)
+            raise NmpError(
+                f"cannot write: {exc.strerror} (the line was not saved; the lines before it are)",
+                file=str(self.path),
+            ) from None
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def read_jsonl(path: str | Path, *, repair: bool = False) -> list[dict[str, Any]]:

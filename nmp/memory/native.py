@@ -35,7 +35,7 @@ import sys
 import numpy as np
 
 from nmp.memory.engine import N_COUNTERS
-from nmp.memory.native_build import _SOURCE, build, compiler
+from nmp.memory.native_build import _SOURCE, compiler, load
 from nmp.memory.standards import NCMD
 
 _ERRORS = {
@@ -57,7 +57,7 @@ def _function():
     if NCMD != 9 or N_COUNTERS != 17:  # engine.c's fixed layout
         return None, f"engine.c is written for 9 commands and 17 counters ({NCMD}, {N_COUNTERS})"
     try:
-        fn = ctypes.CDLL(str(build(on_build=_build_status))).simulate_c
+        fn = load("simulate_c", on_build=_build_status)
     except subprocess.CalledProcessError as e:
         last = (e.stderr or "").strip().splitlines()
         return None, f"{' '.join(e.cmd[:1])} failed: {last[-1] if last else e.returncode}"

@@ -9,7 +9,18 @@ Where a library is looked for, in order:
 2. the user cache (``$NMP_CACHE_DIR``, else ``$XDG_CACHE_HOME/nmp``, else ``~/.cache/nmp``),
    built at first use where the install-time build did not run or failed, or where the key
    differs (another ``$CC``, an edited engine.c, another CPU sharing the install);
-3. a temporary folder, where the user cache is not writable.
+3. ``$TMPDIR/nmp-<uid>``, where the user cache is not writable;
+4. a fresh private temporary folder (``mkdtemp``: mode 0700, a name no one can predict,
+   removed at exit), where neither can be used.
+
+Loading a library runs its code, so a library is only loaded from a place no other user can
+write: the cache folders (2, 3) must be directories owned by this user with no access for group
+or others (they are created so; one of ours with read access for others is tightened to 0700,
+one writable by others is not used at all, as anything in it may have been planted), and the
+library itself a regular file (not a link) owned by this user and writable by no one else. The
+package folder's library (1) may also be root's (a system-wide install). A library that does
+not load (corrupt, truncated) is removed and built again (:func:`load`), instead of leaving the
+replays on the numba engine for good.
 
 The key hashes the sources, the compiler command and where it resolves to, and the CPU, so a
 library is only ever loaded by the configuration that built it.
@@ -17,11 +28,14 @@ library is only ever loaded by the configuration that built it.
 
 from __future__ import annotations
 
+import atexit
+import ctypes
 import hashlib
 import os
 import platform
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -92,19 +106,82 @@ def _flags(cc: list[str]) -> tuple[str, ...]:
     return _FLAGS if clang else _FLAGS + _GCC_FLAGS
 
 
-def build(folders: list[Path] | None = None, on_build=None) -> Path:
+def build(folders: list[Path] | None = None, on_build=None, *, prebuilt: bool = True) -> Path:
     """The library built by :func:`compiler`; where that is a Clang the user did not ask for
     (no ``$CC``) and its build fails, by ``cc``. A library already built with the same key in
-    the package folder or in ``folders`` (default: the user cache, then a temporary folder) is
-    reused; else it is built into the first writable one of ``folders``. ``on_build()`` returns
-    a context manager entered around an actual compilation (a status line)."""
+    the package folder (unless ``prebuilt`` is False) or in ``folders`` (default: the user
+    cache, then ``$TMPDIR/nmp-<uid>``, each used only if private: see the module docstring) is
+    reused; else it is built into the first usable one, or into a fresh private temporary
+    folder. ``on_build()`` returns a context manager entered around an actual compilation (a
+    status line)."""
     cc = compiler()
     try:
-        return _build_with(cc, folders, on_build)
+        return _build_with(cc, folders, on_build, prebuilt)
     except (OSError, subprocess.SubprocessError):
         if os.environ.get("CC", "").strip() or cc == ["cc"]:
             raise
-        return _build_with(["cc"], folders, on_build)
+        return _build_with(["cc"], folders, on_build, prebuilt)
+
+
+def load(symbol: str, on_build=None) -> ctypes._CFuncPtr:
+    """``symbol`` of the library :func:`build` gives, loaded; a library that does not load or
+    lacks it (a corrupt or truncated file) is removed where it is this user's cache, and the
+    library built again, once."""
+    lib = build(on_build=on_build)
+    try:
+        return _symbol(lib, symbol)
+    except OSError:
+        in_package = lib.parent == _SOURCE.parent
+        if not in_package:
+            lib.unlink(missing_ok=True)
+        return _symbol(build(on_build=on_build, prebuilt=not in_package), symbol)
+
+
+def _symbol(lib: Path, symbol: str) -> ctypes._CFuncPtr:
+    """``symbol`` of ``lib``, checked whole first (the loader maps a truncated library and
+    then dies of SIGBUS reading past its end: a crash, not an error)."""
+    if not elf_intact(lib):
+        raise OSError(f"{lib}: not a whole shared library (truncated or corrupt)")
+    try:
+        return getattr(ctypes.CDLL(str(lib)), symbol)
+    except AttributeError:
+        raise OSError(f"{lib}: no symbol {symbol}") from None
+
+
+def elf_intact(lib: Path) -> bool:
+    """Whether ``lib`` is an ELF file whose program headers, loaded segments and section
+    headers all lie within it. True for a file that is not ELF where ELF is not the platform's
+    format (the loader judges it there)."""
+    import struct
+
+    try:
+        data = lib.read_bytes()
+    except OSError:
+        return False
+    if data[:4] != b"\x7fELF":
+        return platform.system() != "Linux"
+    if len(data) < 64 or data[4] not in (1, 2) or data[5] not in (1, 2):
+        return False
+    end = "<" if data[5] == 1 else ">"
+    if data[4] == 2:  # 64-bit
+        phoff, shoff = struct.unpack_from(end + "QQ", data, 32)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", data, 54)
+        phdr, ptype_off = end + "IIQQQQQQ", (0, 2, 5)  # type, offset, filesz positions
+    else:
+        phoff, shoff = struct.unpack_from(end + "II", data, 28)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", data, 42)
+        phdr, ptype_off = end + "IIIIIIII", (0, 1, 4)
+    size = len(data)
+    if phoff + phnum * phentsize > size or shoff + shnum * shentsize > size:
+        return False
+    if phentsize < struct.calcsize(phdr) and phnum:
+        return False
+    for i in range(phnum):
+        fields = struct.unpack_from(phdr, data, phoff + i * phentsize)
+        ptype, offset, filesz = (fields[j] for j in ptype_off)
+        if ptype == 1 and offset + filesz > size:  # PT_LOAD
+            return False
+    return True
 
 
 def build_into(folder: Path) -> Path:
@@ -132,46 +209,113 @@ def library_key(cc: list[str]) -> str:
 
 
 def default_folders() -> list[Path]:
-    """The user cache, or where that is not writable (a read-only home) a temporary folder."""
+    """The user cache, then (a read-only home) a temporary folder named for this user."""
     user = os.getuid() if hasattr(os, "getuid") else os.getlogin()
     return [cache_dir(), Path(tempfile.gettempdir()) / f"nmp-{user}"]
 
 
-def _build_with(cc: list[str], folders: list[Path] | None, on_build) -> Path:
+def _uid() -> int:
+    return os.getuid() if hasattr(os, "getuid") else -1
+
+
+def private_folder(folder: Path) -> bool:
+    """Whether a library may be built into and loaded from ``folder``: created (mode 0700)
+    where missing, it must be a directory owned by this user that no one else may write into
+    (one of ours that others may only read is tightened to 0700)."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.stat(folder)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != _uid() or st.st_mode & 0o022:
+        return False
+    if st.st_mode & 0o077:
+        try:
+            os.chmod(folder, 0o700)
+        except OSError:
+            return False
+    return True
+
+
+def trusted_file(lib: Path, owners: tuple[int, ...]) -> bool:
+    """Whether ``lib`` is a regular file (not a link) owned by one of ``owners`` that no one
+    else may write."""
+    try:
+        st = os.lstat(lib)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid in owners and not st.st_mode & 0o022
+
+
+def _package_library(key: str) -> Path | None:
+    """The install's library, if it is there and trusted (this user's or root's; its folder
+    writable by no one else)."""
+    lib = _SOURCE.parent / f"engine-{key}.so"
+    owners = (_uid(), 0)
+    if not trusted_file(lib, owners):
+        return None
+    try:
+        st = os.stat(lib.parent)
+    except OSError:
+        return None
+    return lib if st.st_uid in owners and not st.st_mode & 0o022 else None
+
+
+def _compile(cc: list[str], folder: Path, lib: Path, on_build) -> None:
+    """Build into ``lib`` under a temporary name, then rename: concurrent processes (test
+    workers) may build at once, and a reader must never load a half-written library."""
     import contextlib
 
-    flags = _flags(cc)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=folder)
+    os.close(fd)
+    try:
+        with on_build() if on_build else contextlib.nullcontext():
+            subprocess.run(
+                [*cc, *_flags(cc), "-o", tmp, str(_SOURCE)],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        os.replace(tmp, lib)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _build_with(cc: list[str], folders: list[Path] | None, on_build, prebuilt: bool) -> Path:
     key = library_key(cc)
-    prebuilt = _SOURCE.parent / f"engine-{key}.so"
-    if prebuilt.exists():
-        return prebuilt
-    folders = default_folders() if folders is None else folders
-    for folder in folders:
-        lib = folder / f"engine-{key}.so"
-        if lib.exists():
-            break
-        try:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            # build under a temporary name, then rename: concurrent processes (test workers)
-            # may build at once, and a reader must never load a half-written library
-            fd, tmp = tempfile.mkstemp(suffix=".so", dir=folder)
-        except OSError:
-            continue
-        os.close(fd)
-        try:
-            with on_build() if on_build else contextlib.nullcontext():
-                subprocess.run(
-                    [*cc, *flags, "-o", tmp, str(_SOURCE)],
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                    timeout=300,
-                )
-            os.replace(tmp, lib)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        break
-    else:
+    name = f"engine-{key}.so"
+    if prebuilt:
+        installed = _package_library(key)
+        if installed is not None:
+            return installed
+    if folders is not None:  # the caller's (the install's) folders: used as they are
+        for folder in folders:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                continue
+            lib = folder / name
+            if not lib.exists():
+                _compile(cc, folder, lib, on_build)
+            return lib
         raise OSError(f"no writable folder for the build ({', '.join(map(str, folders))})")
+    for folder in default_folders():
+        if not private_folder(folder):
+            continue
+        lib = folder / name
+        if trusted_file(lib, (_uid(),)):
+            return lib
+        try:
+            if os.path.lexists(lib):  # not ours, or writable by others: replaced by our build
+                os.unlink(lib)
+            _compile(cc, folder, lib, on_build)
+        except OSError:
+            continue  # not writable after all (a read-only file system)
+        return lib
+    folder = Path(tempfile.mkdtemp(prefix="nmp-engine-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    lib = folder / name
+    _compile(cc, folder, lib, on_build)
     return lib

@@ -53,7 +53,7 @@ def test_native_build_needs_only_the_standard_library() -> None:
     text = (ROOT / "nmp" / "memory" / "native_build.py").read_text()
     imports = [ln.split()[1] for ln in text.splitlines() if ln.startswith(("import ", "from "))]
     assert set(imports) <= {
-        "__future__", "hashlib", "os", "platform", "shlex", "shutil", "subprocess",
-        "tempfile", "pathlib",
+        "__future__", "atexit", "ctypes", "hashlib", "os", "platform", "shlex", "shutil",
+        "stat", "subprocess", "tempfile", "pathlib",
     }, imports  # fmt: skip
     assert os.path.exists(ROOT / "setup.py")

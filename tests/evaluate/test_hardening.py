@@ -1,0 +1,141 @@
+"""Issue 30 in the sweep machinery: results.jsonl holds the same bytes however its points ran,
+no point runs forever, a full disk tears no line, and checking a sweep's points is fast."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from evaluate_fakes import FlakyPoint, ToyProvider, fake_point, toy_sweep
+
+from nmp.errors import NmpError
+from nmp.evaluate import executor as executor_mod
+from nmp.evaluate import store
+from nmp.evaluate.executor import LocalExecutor, SerialExecutor
+from nmp.evaluate.runner import run_sweep
+from nmp.evaluate.sweep import Point
+from nmp.evaluate.sweepcheck import point_key, resolve_point, validate_sweep
+
+
+def _keyed():
+    spec = toy_sweep()
+    return spec, validate_sweep(spec, file="toy.toml", provider=ToyProvider())
+
+
+def jittered_point(point: Point) -> dict:
+    """fake_point, after a pause that depends on the point: in a pool, points finish in
+    another order than they were planned."""
+    h = int(hashlib.sha256(str(point.index).encode()).hexdigest()[:4], 16)
+    time.sleep((h % 7) * 0.004)
+    return fake_point(point)
+
+
+def test_results_are_the_same_bytes_serial_parallel_and_resumed(tmp_path: Path) -> None:
+    spec, keyed = _keyed()
+    serial = tmp_path / "serial"
+    run_sweep(spec, keyed, serial, point_fn=fake_point, executor=SerialExecutor())
+    expected = (serial / "results.jsonl").read_bytes()
+    assert expected.count(b"\n") == len({k for _, k in keyed})
+    for name in ("pool-1", "pool-2"):  # two runs of a pool: points finish in any order
+        run_sweep(spec, keyed, tmp_path / name, point_fn=jittered_point, executor=LocalExecutor(2))
+        assert (tmp_path / name / "results.jsonl").read_bytes() == expected, name
+    # interrupted twice (failed points), resumed twice, in a pool
+    resumed = tmp_path / "resumed"
+    run_sweep(spec, keyed, resumed, point_fn=FlakyPoint({1, 4, 9}), executor=LocalExecutor(2))
+    run_sweep(spec, keyed, resumed, point_fn=FlakyPoint({9}), resume=True)
+    assert (resumed / "results.jsonl").read_bytes() != expected  # point 9 is missing
+    run_sweep(spec, keyed, resumed, point_fn=jittered_point, executor=LocalExecutor(2), resume=True)
+    assert (resumed / "results.jsonl").read_bytes() == expected
+
+
+def hang_at_3(point: Point) -> dict:
+    """Point 3 never returns (a Python loop: the time limit's signal stops it)."""
+    while point.index == 3:
+        time.sleep(0.01)
+    return fake_point(point)
+
+
+def hang_deaf_at_3(point: Point) -> dict:
+    """Point 3 never returns and never sees the time limit (as a compiled loop that does not
+    return to Python would): only killing the worker stops it."""
+    if point.index == 3:
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        while True:
+            time.sleep(0.01)
+    return fake_point(point)
+
+
+@pytest.mark.parametrize(
+    ("executor", "point_fn"),
+    [
+        (SerialExecutor(time_limit_s=0.5), hang_at_3),
+        (LocalExecutor(2, time_limit_s=0.5), hang_at_3),
+        (LocalExecutor(2, time_limit_s=0.5), hang_deaf_at_3),
+    ],
+    ids=["serial", "pool", "pool-killed"],
+)
+def test_a_point_past_its_time_limit_fails_and_the_sweep_goes_on(
+    executor, point_fn, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr(executor_mod, "KILL_GRACE_S", 0.5)
+    spec, keyed = _keyed()
+    t0 = time.monotonic()
+    summary = run_sweep(spec, keyed, tmp_path / "r", point_fn=point_fn, executor=executor)
+    assert time.monotonic() - t0 < 60
+    assert [f["key"] for f in summary["failed"]] == [keyed[3][1]]
+    error = summary["failed"][0]["error"]
+    assert "time limit of 0.5 s" in error and "PointTimeout" in error
+    assert ("(killed)" in error) == (point_fn is hang_deaf_at_3)
+    assert summary["completed"] == summary["points"] - 1
+    # the other points are right: the same bytes as a clean run without the point
+    clean = run_sweep(spec, keyed, tmp_path / "clean", point_fn=FlakyPoint({3}))
+    assert clean["completed"] == summary["completed"]
+    assert (tmp_path / "r" / "results.jsonl").read_bytes() == (
+        tmp_path / "clean" / "results.jsonl"
+    ).read_bytes()
+
+
+def test_a_full_disk_leaves_no_torn_line(tmp_path: Path, monkeypatch) -> None:
+    """ENOSPC part-way through a line: the file is cut back to the lines before it, and the
+    error is one NmpError naming the file."""
+    path = tmp_path / "results.jsonl"
+    log = store.JsonlLog(path)
+    log.append({"key": "a", "result": 1})
+    real_write = os.write
+
+    def half_then_full(fd: int, data) -> int:
+        if len(data) > 8:
+            return real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(store.os, "write", half_then_full)
+    with pytest.raises(NmpError, match="No space left on device") as err:
+        log.append({"key": "b", "result": 2})
+    assert err.value.file == str(path)
+    monkeypatch.setattr(store.os, "write", real_write)
+    log.close()
+    assert path.read_bytes() == b'{"key":"a","result":1}\n'
+    assert [r["key"] for r in store.read_jsonl(path)] == ["a"]
+
+
+def test_point_keys_by_parts_equal_the_full_resolution() -> None:
+    """The key validate_sweep composes from cached parts hashes the same bytes as
+    point_key(resolve_point(...)) on the real presets (a run's keys must not change)."""
+    from nmp.config import load_toml
+    from nmp.evaluate.sweep import parse_sweep
+    from nmp.evaluate.sweepcheck import PresetProvider
+
+    root = Path(__file__).resolve().parents[2]
+    path = root / "workloads" / "sweeps" / "default.toml"
+    spec = parse_sweep(load_toml(path), file=str(path))
+    calls = []
+    keyed = validate_sweep(spec, file=str(path), progress=lambda d, t: calls.append((d, t)))
+    provider = PresetProvider()
+    for point, key in keyed[:: max(1, len(keyed) // 12)]:
+        assert key == point_key(resolve_point(point, provider)), point.label()
+    assert calls[0] == (0, len(keyed)) and calls[-1] == (len(keyed), len(keyed))
