@@ -64,6 +64,11 @@ class NmpArgumentParser(argparse.ArgumentParser):
             kwargs["type"] = _TYPES[kwargs["type"]]
         return super().add_argument(*args, **kwargs)
 
+    def format_help(self) -> str:
+        # a subcommand's description is often its module docstring: its reST ``literals``
+        # read as plain text in a terminal
+        return super().format_help().replace("``", "")
+
     def error(self, message: str):  # type: ignore[override]
         self.print_usage(sys.stderr)
         command = self.prog.removeprefix("nmp").strip()
@@ -77,7 +82,7 @@ def check_out_folder(path: str | os.PathLike | None, flag: str = "--out") -> Pat
     by creating (and removing) a file in it; else :class:`NmpError` naming ``flag``. An empty
     string is refused (it would write into the current folder unasked)."""
     if path is None or str(path).strip() == "":
-        raise NmpError(f"{flag} is empty: give a folder (e.g. {flag} reports)")
+        raise NmpError(f"{flag} is empty: give a folder")
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise NmpError(f"{flag} {folder}: not a folder")

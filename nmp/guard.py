@@ -47,6 +47,34 @@ SWEEP_POINT_BYTES = 4096
 # LP solver and the arch model's kernels).
 REPLAY_BASE_BYTES = 200 * 1024**2
 POINT_BASE_BYTES = 340 * 1024**2
+# nmp cache (no accuracy run): 408 MiB peak for 1,000 requests of criteo-kaggle; from 200,000
+# to 800,000 requests (26 lookups each, dim 16) 636 -> 1,885 MiB: 80 B per lookup. Chosen: 96 B
+# per lookup, and the touched keys' vectors (4 B x dim per lookup at most) on top.
+CACHE_BASE_BYTES = 420 * 1024**2
+CACHE_LOOKUP_BYTES = 96
+# nmp shard (criteo-kaggle, size sharder): 219 MiB peak; profiling 33M lookups (64 batches of
+# 20,000) 1,008 MiB, timing 8.3M lookups 388 MiB: 24 and 20 B per lookup; 100,000 GPUs 276 MiB:
+# 600 B per GPU. Chosen: 32 B per lookup, 1 KiB per GPU.
+SHARD_BASE_BYTES = 220 * 1024**2
+SHARD_LOOKUP_BYTES = 32
+SHARD_GPU_BYTES = 1024
+# nmp train (criteo-kaggle, 5 steps): 438 MiB peak. Records: max_rows 200,000 -> 1,000,000 ->
+# 4,000,000 (1.48 -> 5.57 -> 18.8 million rows of dim 16, row-wise Adagrad, ecrec) 905 -> 2,184
+# -> 6,468 MiB: 313-324 B per row of 68 B of record (the records, their copies in the stores,
+# parity and the optimizer; 290 B without ecrec); chosen: 6x the record. Samples: batch 128 ->
+# 20,000 (33 batches held: a step's and 32 held-out) +632 MiB: 960 B per sample (chosen: 1.5
+# KiB). Nodes: 10^6 -> 10^7 nodes +765 MiB:
+# 77 B per node (chosen: 96 B). --extrapolate: 22 B per Monte-Carlo draw (2 x 10^6 draws) and
+# 51 B per failure drawn (6.7 x 10^6 failures) (chosen: 32 and 80 B).
+TRAIN_BASE_BYTES = 440 * 1024**2
+TRAIN_RECORD_FACTOR = 6
+TRAIN_SAMPLE_BYTES = 1536
+TRAIN_NODE_BYTES = 96
+TRIAL_BYTES = 32
+FAILURE_BYTES = 80
+# nmp rtl export: 1,000 -> 1,000,000 stimulus entries of 64 bits, 180 -> 715 MiB peak: 535 B
+# per entry, 8.4 B per bit (chosen: 12 B per bit).
+TESTBENCH_BYTES_PER_BIT = 12
 AVAILABLE_FRACTION = 0.9  # chosen: leave the kernel and the other processes a tenth
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
@@ -59,6 +87,7 @@ class Estimate:
     bytes_: float
     key: str
     detail: str
+    file: str | None = None  # the file that makes it large (an input file), if any
 
 
 def parse_size(text: str, *, what: str = "--max-memory") -> int:
@@ -115,7 +144,8 @@ def check(estimate: Estimate, max_memory: str | None = None) -> None:
     raise NmpError(
         f"this run needs about {format_bytes(estimate.bytes_)} of memory ({estimate.detail}), "
         f"above the limit of {format_bytes(limit)} ({source})",
-        key=estimate.key,
+        key=estimate.key or None,
+        file=estimate.file,
     )
 
 
@@ -150,6 +180,23 @@ def replay_estimate(spec: Any, trace_bytes: int, *, compressed: bool) -> Estimat
     return Estimate(est.bytes_, key, est.detail)
 
 
+# The shortest trace line (``LD 0x40`` and its newline: 8 B; chosen, 6 B, so that the bound
+# below errs high): a trace text of N bytes holds at most N / 6 requests.
+MIN_TRACE_LINE_BYTES = 6
+
+
+def trace_text_bound(spec: Any, max_memory: str | None = None) -> int | None:
+    """The most bytes of trace text (gunzipped) a replay on ``spec`` may read within the limit:
+    a gzip trace can inflate far beyond what :func:`replay_estimate` assumed from its size, so
+    the reader stops there (None: no limit known)."""
+    limit, _ = limit_bytes(max_memory)
+    if limit is None:
+        return None
+    state = memory_estimate(spec, 0, key_of_requests="trace").bytes_
+    requests = max(0.0, limit - state) / REQUEST_BYTES
+    return int(requests * MIN_TRACE_LINE_BYTES)
+
+
 def add_argument(parser) -> None:
     """The ``--max-memory`` flag of a command that runs a model."""
     parser.add_argument(
@@ -157,4 +204,85 @@ def add_argument(parser) -> None:
         metavar="SIZE",
         help="refuse a run whose estimated memory exceeds SIZE (8G, 512M; default: 90%% of "
         "the available memory, or $NMP_MAX_MEMORY)",
+    )
+
+
+def cache_estimate(lookups: float, dim: float, key: str) -> Estimate:
+    """``nmp cache``: the request stream of ``lookups`` lookups (keys, offsets, codes, the
+    per-key state) and a vector of ``dim`` floats per touched key."""
+    per_lookup = CACHE_LOOKUP_BYTES + 4 * dim
+    return Estimate(CACHE_BASE_BYTES + lookups * per_lookup, key, f"{lookups:,.0f} lookups")
+
+
+def shard_estimate(
+    lookups: float, gpus: int, tables: int, per_gpu_table_bytes: float, lookups_key: str
+) -> Estimate:
+    """``nmp shard``: the profiled and evaluated batches (``lookups``), per-GPU state, and the
+    sharder's own per-GPU-and-table memory (a MILP's model)."""
+    terms = {
+        lookups_key: lookups * SHARD_LOOKUP_BYTES,
+        "topology.gpus": gpus * (SHARD_GPU_BYTES + tables * per_gpu_table_bytes),
+    }
+    key = max(terms, key=terms.__getitem__)
+    return Estimate(
+        SHARD_BASE_BYTES + sum(terms.values()),
+        key,
+        f"{lookups:,.0f} lookups profiled and timed, {gpus:,} GPUs x {tables} tables",
+    )
+
+
+def train_estimate(
+    rows: float, dim: int, state_floats_per_row: float, samples: float, nodes: int
+) -> Estimate:
+    """``nmp train``: the embedding records (``rows`` of ``dim`` floats and their optimizer
+    state), the samples a run holds (a step's batch and the held-out batches) and the
+    per-node state of ``nodes`` memory nodes."""
+    terms = {
+        "train.max_rows": rows * (TRAIN_RECORD_FACTOR * 4 * (dim + state_floats_per_row)),
+        "train.batch": samples * TRAIN_SAMPLE_BYTES,
+        "train.nodes": nodes * TRAIN_NODE_BYTES,
+    }
+    key = max(terms, key=terms.__getitem__)
+    return Estimate(
+        TRAIN_BASE_BYTES + sum(terms.values()),
+        key,
+        f"{rows:,.0f} embedding rows of {dim} floats, {samples:,.0f} samples held, {nodes:,} nodes",
+    )
+
+
+def extrapolation_estimate(trials: int, failures: float) -> Estimate:
+    """``nmp train --extrapolate``: the Monte-Carlo draws and the failures drawn in them."""
+    terms = {"--trials": trials * TRIAL_BYTES, "--servers": failures * FAILURE_BYTES}
+    key = max(terms, key=terms.__getitem__)
+    return Estimate(
+        TRAIN_BASE_BYTES + sum(terms.values()),
+        key,
+        f"{trials:,} draws of {failures:,.0f} failures in all",
+    )
+
+
+def text_file_estimate(size: float, file: str) -> Estimate:
+    """Reading a text data file of ``size`` bytes whole (a Criteo TSV): its text, the split
+    fields and the parsed columns (chosen: 12 bytes per byte of text, Python strings of the
+    fields included)."""
+    return Estimate(REPLAY_BASE_BYTES + 12 * size, "", f"{format_bytes(size)} of text", file=file)
+
+
+def testbench_estimate(entries: int, width_bits: int) -> Estimate:
+    """``nmp rtl export``: the testbench's stimulus and expected values, as text, in memory."""
+    return Estimate(
+        REPLAY_BASE_BYTES + entries * TESTBENCH_BYTES_PER_BIT * width_bits,
+        "--entries",
+        f"{entries:,} stimulus entries of {width_bits} bits",
+    )
+
+
+def array_file_estimate(declared_bytes: float, file: str) -> Estimate:
+    """Reading an array file (``.npz``) whose arrays declare ``declared_bytes``: the arrays, and
+    a converted copy of each (int64 / float32) while they are checked (chosen: x2)."""
+    return Estimate(
+        REPLAY_BASE_BYTES + 2 * declared_bytes,
+        "",
+        f"{format_bytes(declared_bytes)} of arrays declared in the file",
+        file=file,
     )

@@ -37,14 +37,14 @@ def _run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "memory": args.memory,
         "ssd_read_us": args.ssd_read_us,
-        "backend": args.backend,
+        "backend": "" if args.backend == "none" else args.backend,
         "index_file": args.index_file,
         "train_steps": args.train_steps,
     }
     cfg = CacheConfig(**{k: v for k, v in fields.items() if v is not None})
     if args.no_accuracy:
         cfg = CacheConfig(**{**cfg.__dict__, "accuracy": False})
-    row = run_cache(cfg)
+    row = run_cache(cfg, max_memory=args.max_memory)
     if args.json:
         json.dump(row, sys.stdout, indent=2)
         print()
@@ -119,12 +119,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--l3-bound", type=float, help="L3 relative distance bound (default 0.5)")
     p.add_argument("--requests", type=int, help="measured requests (default 40000)")
     p.add_argument("--warmup", type=int, help="warm-up requests before them (default 20000)")
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=int, help="seed of the generated requests (default 0)")
     p.add_argument("--memory", help="host DRAM preset for tier latency (default ddr4-3200aa)")
     p.add_argument("--ssd-read-us", type=float, help="modeled SSD read latency (default 80)")
-    p.add_argument("--backend", choices=("lmdb", "sqlite", ""), help="key-value store")
+    p.add_argument(
+        "--backend",
+        type=lambda name: name or "none",  # "" (before: no backend) is none
+        choices=("lmdb", "sqlite", "none"),
+        help="key-value store measured for the miss path (default lmdb; none: no measurement)",
+    )
     p.add_argument("--index-file", help="a .npz index file (nmp.workload) as the requests")
     p.add_argument("--train-steps", type=int, help="DLRM training steps for the AUC change")
     p.add_argument("--no-accuracy", action="store_true", help="skip the AUC change (faster)")
-    p.add_argument("--json", action="store_true")
+    from nmp.guard import add_argument
+
+    add_argument(p)
+    p.add_argument("--json", action="store_true", help="print the result row as JSON")
     p.set_defaults(func=_run)

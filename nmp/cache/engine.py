@@ -231,7 +231,9 @@ def simulate(
         req_off,
         np.ascontiguousarray(subst, dtype=np.int64),
         n_keys,
-        np.asarray(caps, dtype=np.int64),
+        # a layer never holds more entries than there are keys: the same results, and memory
+        # for the keys, not for a capacity that may be terabytes
+        np.asarray([min(int(c), n_keys) for c in caps], dtype=np.int64),
         int(insert_rule),
         int(hit_rule),
         nb,

@@ -129,9 +129,22 @@ def _vectors(uniq: np.ndarray, stream: RequestStream, seed: int) -> np.ndarray |
     return out
 
 
-def run_cache(cfg: CacheConfig, *, tiers: TierLatency | None = None) -> dict:
-    """Simulate ``cfg``; returns the flat result row (see the module docstring for terms)."""
+def run_cache(
+    cfg: CacheConfig, *, tiers: TierLatency | None = None, max_memory: str | None = None
+) -> dict:
+    """Simulate ``cfg``; returns the flat result row (see the module docstring for terms).
+    A stream that cannot fit the memory limit (:mod:`nmp.guard`) is refused before it is
+    generated."""
     cfg.check()
+    if not cfg.index_file:  # (an index file is bounded as it is read)
+        from nmp import guard
+
+        spec = workload_spec(cfg)
+        per_request = sum(spec.table_pooling(t).mean_lookups for t in range(len(spec.tables)))
+        dim = max(t.dim for t in spec.tables)
+        key = "requests" if cfg.requests >= cfg.warmup else "warmup"
+        lookups = (cfg.requests + cfg.warmup) * per_request
+        guard.check(guard.cache_estimate(lookups, dim, key), max_memory)
     pol = policies.get(cfg.policy)
     stream, warm, source = build_stream(cfg)
     uniq, inv = np.unique(stream.keys, return_inverse=True)

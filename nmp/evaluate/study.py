@@ -79,8 +79,28 @@ def parse_custom_study(data: dict[str, Any], *, file: str | None = None) -> Cust
     description = data.get("description", "")
     if not isinstance(description, str):
         raise SpecError("must be a string", file=file, key="description")
-    load_study_runner(data["runner"], file=file, key="runner")
+    check_runner_signature(load_study_runner(data["runner"], file=file, key="runner"), file=file)
     return CustomStudy(name, data["runner"], description, dict(params), file)
+
+
+def check_runner_signature(runner: Any, *, file: str | None = None) -> None:
+    """A runner is called as ``runner(params, out_dir=..., jobs=...)``: one that cannot be
+    (another signature) is refused when the study is loaded, naming the study file."""
+    import inspect
+
+    try:
+        signature = inspect.signature(runner)
+    except (TypeError, ValueError):
+        return  # a builtin without a signature: judged when it is called
+    try:
+        signature.bind({}, out_dir=Path("."), jobs=1)
+    except TypeError as exc:
+        name = getattr(runner, "__qualname__", repr(runner))
+        raise SpecError(
+            f"{name}{signature} cannot be called as runner(params, out_dir=..., jobs=...): {exc}",
+            file=file,
+            key="runner",
+        ) from None
 
 
 @contextlib.contextmanager
@@ -112,6 +132,7 @@ def run_custom_study(
 ) -> dict[str, Any]:
     """Run ``study`` into ``run_dir`` (which exists); returns the summary also saved there."""
     runner = load_study_runner(study.runner, file=study.file, key="runner")
+    check_runner_signature(runner, file=study.file)
     if sweep_text:
         atomic_write_text(run_dir / "sweep.toml", sweep_text)
     with _named(study):

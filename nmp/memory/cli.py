@@ -45,7 +45,7 @@ def memory_spec(args: argparse.Namespace):
 
 def _run(args: argparse.Namespace) -> int:
     # numba: loaded on use (start-up time)
-    from nmp.memory import replay
+    from nmp.memory import read_trace, replay
 
     spec = memory_spec(args)
     try:
@@ -61,7 +61,8 @@ def _run(args: argparse.Namespace) -> int:
     with activity(
         f"replaying {args.trace} on {spec.name} ({spec.org.channels} ch)", quiet=args.json
     ):
-        stats = replay(args.trace, spec, drain=not args.no_drain)
+        requests = read_trace(args.trace, max_bytes=guard.trace_text_bound(spec, args.max_memory))
+        stats = replay(requests, spec, drain=not args.no_drain)
     if args.json:
         out = stats.to_json()
         out["trace"] = str(args.trace)

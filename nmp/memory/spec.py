@@ -20,6 +20,7 @@ from nmp.config import (
     from_mapping,
     load_toml,
     preset_names,
+    require_at_least,
 )
 from nmp.errors import SpecError
 from nmp.units import is_power_of_two
@@ -155,6 +156,10 @@ class MemorySpec:
                 f"timing.{unknown[0]}",
                 f"not a timing parameter of {std.name} (known: {', '.join(sorted(known))})",
             )
+        for name, cycles in self.timing.items():  # a zero or negative gap breaks the engine
+            if cycles < 1:
+                raise KeyedValueError(f"timing.{name}", f"must be >= 1 cycle, got {cycles}")
+        require_at_least(self, 1, "rate_mtps", "tck_ps")
         if self.controller.line_bytes % self.org.tx_bytes:
             raise KeyedValueError(
                 "controller.line_bytes", f"must be a multiple of tx_bytes ({self.org.tx_bytes})"

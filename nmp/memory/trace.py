@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Literal
 
@@ -109,19 +110,41 @@ def _parse_canonical_ramulator(data: bytes) -> np.ndarray | None:
     return out
 
 
-def _open_text(path: Path) -> str:
+def _open_text(path: Path, max_bytes: int | None = None) -> str:
+    """The trace's text (gunzipped where it is gzip), at most ``max_bytes`` of it: a device
+    (``/dev/zero``), a pipe or a folder is refused, as is a text (gunzipped) beyond the
+    bound, before it is all in memory."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise TraceError("no such file", file=str(path)) from None
+    except OSError as exc:
+        raise TraceError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceError(
+            "not a regular file (a device, pipe or folder): a trace is read whole, from a file",
+            file=str(path),
+        )
+    limit = -1 if max_bytes is None else max_bytes + 1
     try:
         with open(path, "rb") as fh:
             head = fh.read(2)
         if head == b"\x1f\x8b":
             with gzip.open(path, "rb") as fh:
-                data = fh.read()
+                data = fh.read(limit)
         else:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read(limit)
     except FileNotFoundError:
         raise TraceError("no such file", file=str(path)) from None
     except (OSError, EOFError) as exc:
         raise TraceError(f"cannot read: {exc}", file=str(path)) from None
+    if max_bytes is not None and len(data) > max_bytes:
+        raise TraceError(
+            f"its text is larger than {max_bytes:,} bytes, the most that fits the memory limit "
+            "(--max-memory)",
+            file=str(path),
+        )
     try:
         return data.decode("ascii")
     except UnicodeDecodeError as exc:
@@ -129,14 +152,15 @@ def _open_text(path: Path) -> str:
         raise TraceError("not a text trace (non-ASCII byte)", file=str(path), line=line) from None
 
 
-def read_trace(path: str | os.PathLike) -> np.ndarray:
+def read_trace(path: str | os.PathLike, *, max_bytes: int | None = None) -> np.ndarray:
     """Read a Ramulator LoadStore or DRAMsim3 trace (format detected from the first line).
 
     Blank lines and lines starting with ``#`` are skipped. A malformed line raises
-    :class:`TraceError` with the file and line number.
+    :class:`TraceError` with the file and line number; so does a trace whose text (gunzipped)
+    exceeds ``max_bytes``, or that is not a regular file.
     """
     path = Path(path)
-    text = _open_text(path)
+    text = _open_text(path, max_bytes)
     canonical = _parse_canonical_ramulator(text.encode("ascii"))
     if canonical is not None:
         return canonical

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from nmp import guard
+from nmp.cliargs import check_out_folder
 from nmp.errors import NmpError
 
 DEFAULT_OUT = "rtl"
@@ -35,8 +37,11 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.entries < 1:
         raise NmpError("--entries must be >= 1")
+    cfg = _config(args)
+    guard.check(guard.testbench_estimate(args.entries, cfg.width), args.max_memory)
+    check_out_folder(args.out)
     try:
-        paths = export(_config(args), args.out, entries=args.entries, seed=args.seed)
+        paths = export(cfg, args.out, entries=args.entries, seed=args.seed)
     except OSError as exc:
         raise NmpError(f"cannot write to {args.out}: {exc.strerror or exc}") from exc
     for path in paths:
@@ -120,6 +125,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ex.add_argument("--out", default=DEFAULT_OUT, help=f"output folder ({DEFAULT_OUT})")
     ex.add_argument("--entries", type=int, default=512, help="stimulus entries (512)")
     ex.add_argument("--seed", type=int, default=0, help="stimulus seed (0)")
+    from nmp.guard import add_argument
+
+    add_argument(ex)
     ex.set_defaults(func=_export)
 
     rp = rtl_sub.add_parser("report", help="cells, area, critical path and fmax per width")
@@ -127,7 +135,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     rp.add_argument(
         "--widths", type=int, nargs="+", default=[64, 128, 256, 512], help="widths in bits"
     )
-    rp.add_argument("--variant", choices=("xor", "gf", "both"), default="both")
+    rp.add_argument(
+        "--variant",
+        choices=("xor", "gf", "both"),
+        default="both",
+        help="the XOR datapath, the GF(2^8) one, or both (default both)",
+    )
     rp.add_argument("--cached", action="store_true", help="use nmp/rtl/data figures if present")
     rp.add_argument("--json", action="store_true", help="print the figures as JSON")
     rp.set_defaults(func=_report, gf=False)

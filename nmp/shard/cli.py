@@ -38,6 +38,7 @@ def _run(args: argparse.Namespace) -> int:
             time_limit_s=args.time_limit,
             held_out=not args.eval_on_profile,
             unseen=args.unseen,
+            max_memory=args.max_memory,
         )
         for name in names
     ]
@@ -123,5 +124,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="weight of rows the profile never saw: zero (RecShard) or the Good-Turing share",
     )
     p.add_argument("--time-limit", type=float, default=60.0, help="MILP time limit, s (default 60)")
+    from nmp.guard import add_argument
+
+    add_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run)

@@ -89,6 +89,27 @@ def _placement(
     return get_sharder(sharder).place(problem)
 
 
+def _check_memory(spec, topo, sharder: str, profile_batches, eval_batches, max_memory) -> None:
+    """Refuse before profiling a run that cannot fit the memory limit (:mod:`nmp.guard`)."""
+    from nmp import guard
+
+    per_batch = spec.batch * sum(
+        spec.table_pooling(t).mean_lookups for t in range(len(spec.tables))
+    )
+    key = "--profile-batches" if profile_batches >= eval_batches else "--eval-batches"
+    if spec.batch * 2 > max(profile_batches, eval_batches):
+        key = "workload.batch"
+    per_gpu_table = getattr(get_sharder(sharder), "memory_per_gpu_table_bytes", 0)
+    estimate = guard.shard_estimate(
+        (profile_batches + eval_batches) * per_batch,
+        topo.gpus,
+        len(spec.tables),
+        per_gpu_table,
+        key,
+    )
+    guard.check(estimate, max_memory)
+
+
 def run_shard(
     *,
     workload: str,
@@ -104,6 +125,7 @@ def run_shard(
     time_limit_s: float = MILP_TIME_LIMIT_S,
     held_out: bool = True,
     unseen: str = "zero",
+    max_memory: str | None = None,
 ) -> dict[str, Any]:
     """Place ``workload`` with ``sharder`` on ``topology`` and return the result row.
 
@@ -123,6 +145,9 @@ def run_shard(
     items = _frozen(workload_overrides)
     okey = repr(items)  # with items in the cache keys: 1, 1.0 and True hash alike, not so repr
     spec = workload_of(workload, workload_overrides)
+    _check_memory(
+        spec, topo, sharder, 0 if index_file else profile_batches, eval_batches, max_memory
+    )
     stats: WorkloadStats = _profile(workload, okey, items, profile_batches, seed, index_file)
     placement = _placement(
         workload, okey, items, topology, repr(titems), titems, sharder,

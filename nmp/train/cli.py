@@ -51,7 +51,20 @@ def _config(args: argparse.Namespace):
         cfg.validate()
     except ValueError as exc:
         raise NmpError(f"train config: {exc}") from None
+    _check_memory(cfg, args.max_memory)
     return cfg
+
+
+def _check_memory(cfg, max_memory: str | None) -> None:
+    """Refuse before anything is allocated a run that cannot fit (:mod:`nmp.guard`)."""
+    from nmp import guard
+    from nmp.train.trainer import resolve_geometry
+
+    geo = resolve_geometry(cfg)
+    state = {"sgd": 0, "adagrad": 1, "adam": 2 * geo.dim}[cfg.optimizer]
+    samples = geo.batch * (1 + cfg.eval_batches)
+    estimate = guard.train_estimate(sum(geo.table_rows), geo.dim, state, samples, cfg.nodes)
+    guard.check(estimate, max_memory)
 
 
 def _failures(args, cfg):
@@ -104,6 +117,9 @@ def _procs(args: argparse.Namespace, cfg) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    modes = [f"--{m}" for m in ("compare", "extrapolate", "crossover") if getattr(args, m)]
+    if len(modes) > 1:
+        raise NmpError(f"{' and '.join(modes)} do not combine: each is a run of its own")
     if args.extrapolate or args.crossover:
         return _extrapolate(args)
     cfg = _config(args)
@@ -165,20 +181,23 @@ def _run(args: argparse.Namespace) -> int:
                 f"r={cfg.parities}, arch {cfg.arch}; failures: {where}",
             )
         return 0
-    if not args.strategy:
-        raise NmpError("give --strategy NAME, --compare or --extrapolate")
+    strategy = args.strategy
+    if not strategy:
+        if cfg.compress == "none":
+            raise NmpError("give --strategy NAME, --compare, --extrapolate or --crossover")
+        strategy = "none"  # a compression run: training without fault tolerance
     from nmp.train.compare import result_row
     from nmp.train.trainer import run
 
     with _step_progress(args, cfg.steps) as on_step:
-        res = run(cfg, args.strategy, failures, on_step=on_step)
+        res = run(cfg, strategy, failures, on_step=on_step)
     row = result_row(res, None)
     row.pop("overhead_pct")
     row.pop("auc_change")
     if res.trainer.alltoall is not None:  # SC'24 compression: figures + AUC vs uncompressed
         from nmp.train.alltoall.report import compression_report, print_compression
 
-        row.update(compression_report(cfg, args.strategy, failures, res))
+        row.update(compression_report(cfg, strategy, failures, res))
     if args.json:
         json.dump(row, sys.stdout, indent=2)
         print()
@@ -190,7 +209,7 @@ def _run(args: argparse.Namespace) -> int:
         else f"undefined (the {m['samples']} held-out labels are all one class)"
     )
     print(
-        f"{args.strategy}: {cfg.steps} steps on {cfg.workload}; held-out AUC {auc}, "
+        f"{strategy}: {cfg.steps} steps on {cfg.workload}; held-out AUC {auc}, "
         f"logloss {m['logloss']:.4f}, accuracy {m['accuracy']:.4f}"
     )
     print(
@@ -276,6 +295,10 @@ def _deployment(args):
         kw["seed"] = args.seed
     dep = replace(dep, **kw)
     dep.validate()
+    from nmp import guard
+
+    failures = dep.trials * dep.horizon_hours * dep.servers / dep.server_mtbf_hours
+    guard.check(guard.extrapolation_estimate(dep.trials, failures), args.max_memory)
     return dep
 
 
@@ -284,15 +307,11 @@ def _extrapolate(args) -> int:
 
     dep = _deployment(args)
     if args.crossover:
-        from pathlib import Path
-
+        from nmp.cliargs import check_out_folder
         from nmp.train.crossover import plot, print_crossings, sweep
 
-        out = Path(args.out or ".") / f"crossover-{dep.name}.png"
-        try:  # a bad --out fails before the sweep, not after it
-            out.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise NmpError(f"--out {args.out}: cannot create the folder ({exc.strerror})") from None
+        # a bad --out fails before the sweep, not after it
+        out = check_out_folder("." if args.out is None else args.out) / f"crossover-{dep.name}.png"
         points, crossings = sweep(dep)
         from nmp.train.setup import load_marks
 
@@ -331,8 +350,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--random-failures", action="store_true", help="add failures drawn with MTBF")
     p.add_argument("--mtbf-steps", type=float, help="mean steps between failures (system)")
-    p.add_argument("--steps", type=int)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--steps", type=int, help="training steps (default 600; train.steps)")
+    p.add_argument(
+        "--seed", type=int, help="seed of the data, the model and drawn failures (default 0)"
+    )
     p.add_argument("--code", choices=("xor", "rs", "float-sum"), help="ecrec parity code")
     p.add_argument("--parities", type=int, help="parities per stripe (r; rs only)")
     p.add_argument("--nodes", type=int, help="memory nodes")
@@ -377,5 +398,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--run-dir", help="with --procs: keep the run's files (logs, checkpoints) here")
     p.add_argument("--set", action="append", metavar="train.KEY=VALUE", help="override a knob")
-    p.add_argument("--json", action="store_true")
+    from nmp.guard import add_argument
+
+    add_argument(p)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_run)

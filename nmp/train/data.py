@@ -159,6 +159,21 @@ class CriteoTSV:
         return out
 
 
+def _first_bad_value(fields: list[list[str]]) -> tuple[int | None, int | None]:
+    """(line, column), 1-based, of the first value that does not parse (label and dense:
+    numbers; categorical: hex), for the error message only."""
+    for i, f in enumerate(fields):
+        for j, v in enumerate(f):
+            try:
+                if j <= NUM_DENSE:
+                    float(v or "0")
+                elif v:
+                    int(v, 16)
+            except ValueError:
+                return i + 1, j + 1
+    return None, None
+
+
 def read_criteo_tsv(
     path: str | Path, *, max_lines: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -166,8 +181,16 @@ def read_criteo_tsv(
 
     A malformed line raises :class:`NmpError` naming the file and line.
     """
+    import stat
+
+    from nmp import guard
+
     path = Path(path)
     try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise NmpError("not a regular file (a device, pipe or folder)", file=str(path))
+        guard.check(guard.text_file_estimate(st.st_size, str(path)))
         text = path.read_text()
     except OSError as exc:
         raise NmpError(f"cannot read: {exc.strerror}", file=str(path)) from None
@@ -205,9 +228,15 @@ def read_criteo_tsv(
             axis=1,
         )
     except ValueError as exc:
-        raise NmpError(f"malformed value: {exc}", file=str(path)) from None
+        line, column = _first_bad_value(fields)
+        raise NmpError(
+            f"malformed value in column {column}: {exc}", file=str(path), line=line
+        ) from None
     if not np.isin(label, (0.0, 1.0)).all():
         bad = int(np.flatnonzero(~np.isin(label, (0.0, 1.0)))[0])
         raise NmpError("label must be 0 or 1", file=str(path), line=bad + 1)
+    if not np.isfinite(dense).all():
+        bad = int(np.flatnonzero(~np.isfinite(dense).all(axis=1))[0])
+        raise NmpError("dense features must be finite numbers", file=str(path), line=bad + 1)
     dense = np.log1p(np.maximum(dense, 0.0)).astype(np.float32)
     return dense, cats.reshape(n, NUM_SPARSE_CRITEO), label

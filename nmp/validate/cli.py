@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
+from nmp.cliargs import check_out_folder
 from nmp.errors import NmpError
 from nmp.validate.runner import plan_validation
 
@@ -17,21 +17,31 @@ def _run(args: argparse.Namespace) -> int:
 
     # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import bar
-    from nmp.validate.report import print_table, write_report
+    from nmp.validate.report import fmt_value, print_table, write_report
 
     console = Console(stderr=args.json)
-    if not console.is_terminal:
+    piped = not console.is_terminal
+    if piped:
         console = Console(stderr=args.json, width=160)
     only = tuple(args.only or ())
     tasks = plan_validation(quick=args.quick, only=only)
     if not tasks:
         raise NmpError(f"no check matches --only {' '.join(only)}")
+    out = check_out_folder(args.out)  # before the checks run, not after
     results = []
     with bar("validate", len(tasks), quiet=args.json) as advance:
         for _, run in tasks:
-            results.extend(run())
+            done = run()
+            results.extend(done)
+            if piped and not args.json:  # a log shows each check as it finishes
+                for r in done:
+                    print(
+                        f"{r.id}: {r.verdict} (published {fmt_value(r.published, r.unit) or '-'}"
+                        f", model {fmt_value(r.model, r.unit) or '-'})",
+                        flush=True,
+                    )
             advance()
-    run_dir = write_report(results, Path(args.out), quick=args.quick)
+    run_dir = write_report(results, out, quick=args.quick)
     if args.json:
         print(json.dumps({"checks": [r.to_json() for r in results]}, indent=2))
     else:

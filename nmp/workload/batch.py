@@ -91,6 +91,10 @@ def lookup_problem(
             return f"weights must be a 1-D float32 array, got {weights.dtype} {weights.shape}"
         if weights.shape[0] != indices.shape[0]:
             return f"weights has {weights.shape[0]} entries, indices {indices.shape[0]}"
+        bad = np.flatnonzero(~np.isfinite(weights))
+        if bad.size:
+            i = int(bad[0])
+            return f"weights must be finite: weights[{i}] = {weights[i]}"
     return None
 
 

@@ -51,21 +51,97 @@ def load_index_file(path: str | Path, workload: WorkloadSpec | None = None) -> L
         raise TraceError(f"cannot read: {exc.strerror}", file=file) from None
     if magic != b"PK\x03\x04":  # an .npz is a zip archive; numpy would call anything else pickled
         raise TraceError("not an .npz archive (np.savez writes one)", file=file)
+    arrays = read_npz(file)
+    return _from_arrays(arrays, file, workload)
+
+
+def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarray]:
+    """The arrays of an index file, read with bounds. Before anything is decompressed, the
+    sizes its members declare (in the zip directory and in each array's header) must agree
+    and fit the resource guard's limit (:mod:`nmp.guard`); arrays are then read smallest
+    first, and a table's ``indices``/``weights`` only once its ``offsets`` say how many
+    entries they hold: a small archive that would inflate to gigabytes is refused by name,
+    not decompressed. A truncated or corrupt archive, a member that is not an array, or an
+    array of pickled objects raises :class:`TraceError`."""
+    import zipfile
+
+    from nmp import guard
+
     try:
-        npz = np.load(file, allow_pickle=False)
+        archive = zipfile.ZipFile(file)
     except FileNotFoundError:
         raise TraceError("no such file", file=file) from None
-    except ValueError as exc:
-        # allow_pickle=False refuses object arrays with a ValueError.
-        raise TraceError(f"cannot read as .npz without pickled objects: {exc}", file=file) from None
-    except (OSError, EOFError) as exc:
-        raise TraceError(f"not a readable .npz file: {exc}", file=file) from None
-    with npz:
-        try:
-            arrays = {k: npz[k] for k in npz.files}
-        except ValueError as exc:
-            raise TraceError(f"object arrays are not accepted: {exc}", file=file) from None
-    return _from_arrays(arrays, file, workload)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise TraceError(
+            f"not a whole .npz archive (truncated or corrupt: {exc})", file=file
+        ) from None
+    with archive:
+        members = []
+        for info in archive.infolist():
+            key = info.filename.removesuffix(".npy")
+            if not info.filename.endswith(".npy"):
+                raise TraceError("not an array (.npy) in the archive", file=file, key=key)
+            shape, dtype = _npy_header(archive, info, file, key)
+            nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+            if nbytes > info.file_size:
+                raise TraceError(
+                    f"declares {nbytes:,} bytes of array in {info.file_size:,} bytes: corrupt",
+                    file=file,
+                    key=key,
+                )
+            members.append((nbytes, key, info, shape))
+        guard.check(guard.array_file_estimate(sum(m[0] for m in members), file), max_memory)
+        arrays: dict[str, np.ndarray] = {}
+        for _, key, info, shape in sorted(members, key=lambda m: (m[0], m[1])):
+            numbered = _KEY.match(key)
+            part = numbered.group(1) if numbered else key
+            offsets_key = f"offsets_{numbered.group(2)}" if numbered else "offsets"
+            offsets = arrays.get(offsets_key)
+            known_end = (
+                part in ("indices", "weights")
+                and offsets is not None
+                and offsets.ndim == 1
+                and offsets.size
+                and np.issubdtype(offsets.dtype, np.integer)
+            )
+            if known_end and (len(shape) != 1 or shape[0] != int(offsets[-1])):
+                # refused before it is decompressed (the shape is the header's)
+                n, end = " x ".join(f"{d}" for d in shape), int(offsets[-1])
+                if part == "indices":
+                    raise TraceError(
+                        f"offsets[-1] must equal len(indices) = {n}, got {end}",
+                        file=file,
+                        key=offsets_key,
+                    )
+                raise TraceError(
+                    f"weights has {n} entries, offsets end at {end}", file=file, key=key
+                )
+            try:
+                with archive.open(info) as fh:
+                    arrays[key] = np.lib.format.read_array(fh, allow_pickle=False)
+            except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+                raise TraceError(f"unreadable array ({exc})", file=file, key=key) from None
+    return dict(sorted(arrays.items()))
+
+
+def _npy_header(archive, info, file: str, key: str) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) that a member's .npy header declares, read without its data."""
+    import zipfile
+
+    try:
+        with archive.open(info) as fh:
+            version = np.lib.format.read_magic(fh)
+            read = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read(fh)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise TraceError(f"unreadable array header ({exc})", file=file, key=key) from None
+    if dtype.hasobject:
+        raise TraceError("object arrays are not accepted (no pickles)", file=file, key=key)
+    return shape, dtype
 
 
 def _from_arrays(
@@ -138,6 +214,12 @@ def _from_arrays(
             raise TraceError(problem, file=file, key=key)
         if batch is None:
             batch = offsets.shape[0] - 1
+            if batch < 1:
+                raise TraceError(
+                    "no bags (batch 0): offsets need batch + 1 >= 2 entries",
+                    file=file,
+                    key=f"offsets_{t}",
+                )
         elif offsets.shape[0] - 1 != batch:
             raise TraceError(
                 f"{offsets.shape[0] - 1} bags, table 0 has {batch}", file=file, key=f"offsets_{t}"

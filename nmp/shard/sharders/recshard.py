@@ -251,6 +251,10 @@ def _rows(stats, classes, counts) -> np.ndarray | None:
 class RecShardSharder:
     name = "recshard"
     uses_row_stats = True
+    # The solver's memory per GPU and table (for the resource guard, nmp.guard): a binary and
+    # ~8 frequency classes of variables per table and GPU; 7 KiB per variable measured from 8
+    # to 32 GPUs of criteo-kaggle (HiGHS, its search included). Chosen: 9 x 7 KiB.
+    memory_per_gpu_table_bytes = 9 * 7 * 1024
     description = "RecShard MILP: tables to GPUs, rows to HBM or host by profiled frequency"
 
     def place(self, problem):
