@@ -22,8 +22,9 @@ Checked against the peak RSS (VmHWM) of fresh processes (tests/evaluate/test_gua
 measured, 561 MB estimated.
 
 The limit is ``--max-memory`` (``8G``, ``512M``, bytes), else ``$NMP_MAX_MEMORY``, else 90% of
-the memory the kernel reports available now (``MemAvailable``): a run that would push the
-machine into swap or the OOM killer is refused before it starts, not minutes later.
+the memory the kernel reports available now (``MemAvailable``, or what the process's memory
+cgroup still allows, if less): a run that would push the machine into swap or the OOM killer is
+refused before it starts, not minutes later.
 """
 
 from __future__ import annotations
@@ -108,8 +109,48 @@ def format_bytes(n: float) -> str:
     return f"{n / 1024:.3g} KiB"
 
 
+def _cgroup_room(proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> int | None:
+    """What this process's memory cgroup (a container's limit) still allows: its limit less its
+    use (cgroup v2 ``memory.max``/``memory.current``, else v1's ``memory.limit_in_bytes``/
+    ``memory.usage_in_bytes``); None where there is no limit. A container sees the host's
+    MemAvailable, and would be killed long before that is reached."""
+    try:
+        with open(proc) as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            files = (f"{root}{path}/memory.max", f"{root}{path}/memory.current")
+        elif "memory" in controllers.split(","):
+            folder = f"{root}/memory{path}"
+            files = (f"{folder}/memory.limit_in_bytes", f"{folder}/memory.usage_in_bytes")
+        else:
+            continue
+        try:
+            with open(files[0]) as fh:
+                limit = fh.read().strip()
+            with open(files[1]) as fh:
+                used = int(fh.read().strip())
+        except (OSError, ValueError):
+            continue
+        if limit.isdigit() and int(limit) < 2**60:  # "max" or a huge number: no limit
+            return max(0, int(limit) - used)
+    return None
+
+
 def available_bytes() -> int | None:
-    """The memory the kernel says can be allocated without swapping, or None where unknown."""
+    """The memory that can be allocated without swapping (the kernel's MemAvailable) and
+    within this process's memory cgroup, or None where unknown."""
+    avail = _meminfo_available()
+    room = _cgroup_room()
+    if avail is None or room is None:
+        return room if avail is None else avail
+    return min(avail, room)
+
+
+def _meminfo_available() -> int | None:
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:

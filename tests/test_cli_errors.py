@@ -8,29 +8,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from bad_inputs import make_files
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = str(ROOT / "traces" / "stream_64k.trace.gz")
 RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
-
-
-def _files(tmp: Path) -> dict[str, str]:
-    (tmp / "a_file").write_text("x\n")
-    (tmp / "ooo.trace").write_text("0x40 READ 10\n0x80 READ 20\n0xc0 WRITE 15\n")
-    (tmp / "binary.bin").write_bytes(bytes(range(256)) * 8)
-    (tmp / "big.toml").write_text(
-        'name = "big"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'
-        'baseline = "host-cpu"\n[axes]\n"workload.batch" = [32, 100000000]\n'
-    )
-    # a small sweep of two NMP presets: the evaluate cases fail before any point runs
-    (tmp / "small.toml").write_text(
-        'name = "small"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'
-        'baseline = "host-cpu"\n'
-    )
-    return {"tmp": str(tmp)}
+# A bad input fails within seconds: this bound (generous, for a loaded 2-core CI runner) tells a
+# hang from a slow start (imports, presets)
+SECONDS = 60
 
 
 # (case id, argv with {tmp} placeholders, text the one-line message must contain)
@@ -83,6 +72,225 @@ CASES = [
         "--run",
     ),
 ]
+# issue 30: non-finite floats, refused where they are parsed (a flag, --set, a TOML file), naming
+# the flag or key; before, nan or inf made loops spin forever or raised OverflowError
+NON_FINITE_CASES = [
+    ("cache-alpha-nan", ["cache", "--alpha", "nan", "--no-accuracy"], "--alpha"),
+    ("cache-l1-mb-inf", ["cache", "--l1-mb", "inf"], "--l1-mb"),
+    ("cache-l2-mb-minus-inf", ["cache", "--l2-mb=-inf"], "--l2-mb"),
+    ("cache-ssd-nan", ["cache", "--ssd-read-us", "NaN"], "--ssd-read-us"),
+    (
+        "shard-time-limit-inf",
+        ["shard", "--workload", "criteo-kaggle", "--time-limit", "inf"],
+        "--time-limit",
+    ),
+    ("train-eb-nan", ["train", "--eb", "nan"], "--eb"),
+    (
+        "train-mtbf-inf",
+        ["train", "--extrapolate", "--server-mtbf-hours", "inf"],
+        "--server-mtbf-hours",
+    ),
+    (
+        "evaluate-time-limit-nan",
+        ["evaluate", "{tmp}/small.toml", "--point-time-limit", "nan"],
+        "--point-time-limit",
+    ),
+    ("run-set-alpha-nan", [*RUN, "--set", "workload.alpha=nan"], "workload.alpha"),
+    ("run-set-alpha-inf", [*RUN, "--set", "workload.alpha=inf"], "workload.alpha"),
+    ("run-set-list-nan", [*RUN, "--set", "workload.pooling=[1, nan]"], "workload.pooling[1]"),
+    (
+        "replay-set-watermark-nan",
+        ["replay", TRACE, "--set", "controller.wr_low_watermark=nan"],
+        "controller.wr_low_watermark",
+    ),
+    (
+        "shard-hbm-gib-nan",
+        ["shard", "--workload", "criteo-kaggle", "--set", "topology.hbm_gib=nan"],
+        "topology.hbm_gib",
+    ),
+    (
+        "train-set-lr-inf",
+        ["train", "--strategy", "none", "--set", "train.lr_dense=inf"],
+        "train.lr_dense",
+    ),
+    (
+        "evaluate-check-nan-axis",
+        ["evaluate", "{tmp}/nan-axis.toml", "--check"],
+        "axes.workload.alpha[1]",
+    ),
+    ("evaluate-check-inf-set", ["evaluate", "{tmp}/inf-set.toml", "--check"], "memory.timing.nCL"),
+    (
+        "replay-memory-toml-nan",
+        ["replay", TRACE, "--memory", "{tmp}/nan-memory.toml"],
+        "timing.nCL",
+    ),
+]
+# issue 30: every size-like input through the resource guard, refused before it allocates
+SIZE_CASES = [
+    ("cache-requests-2^40", ["cache", "--requests", "1099511627776", "--no-accuracy"], "requests"),
+    ("cache-requests-1e9", ["cache", "--requests", "1e9", "--no-accuracy"], "requests"),
+    ("cache-warmup-1e10", ["cache", "--warmup", "1e10", "--no-accuracy"], "warmup"),
+    ("cache-requests-1e7-in-1G", ["cache", "--requests", "1e7", "--max-memory", "1G"], "requests"),
+    ("train-nodes-1e9", ["train", "--strategy", "none", "--nodes", "1e9"], "train.nodes"),
+    ("train-compare-nodes-1e9", ["train", "--compare", "--nodes", "1000000000"], "train.nodes"),
+    ("train-batch-1e9", ["train", "--strategy", "none", "--set", "train.batch=1e9"], "train.batch"),
+    (
+        "train-max-rows-2^40",
+        [
+            "train",
+            "--strategy",
+            "ecrec",
+            "--set",
+            "train.max_rows=1099511627776",
+            "--max-memory",
+            "4G",
+        ],
+        "train.max_rows",
+    ),
+    (
+        "train-terabyte-max-rows-2^40",
+        [
+            "train",
+            "--strategy",
+            "none",
+            "--workload",
+            "criteo-terabyte",
+            "--set",
+            "train.max_rows=1099511627776",
+        ],
+        "train.max_rows",
+    ),
+    ("train-trials-1e9", ["train", "--extrapolate", "--trials", "1e9"], "--trials"),
+    ("train-servers-1e9", ["train", "--extrapolate", "--servers", "1e9"], "--servers"),
+    ("train-crossover-trials-1e10", ["train", "--crossover", "--trials", "1e10"], "--trials"),
+    (
+        "shard-gpus-1e6",
+        ["shard", "--workload", "criteo-kaggle", "--set", "topology.gpus=1000000"],
+        "topology.gpus",
+    ),
+    (
+        "shard-profile-batches-1e9",
+        ["shard", "--workload", "criteo-kaggle", "--profile-batches", "1e9"],
+        "--profile-batches",
+    ),
+    (
+        "shard-eval-batches-1e9",
+        ["shard", "--workload", "criteo-kaggle", "--eval-batches", "1e9"],
+        "--eval-batches",
+    ),
+    (
+        "shard-batch-1e9",
+        ["shard", "--workload", "criteo-kaggle", "--set", "workload.batch=1e9"],
+        "workload.batch",
+    ),
+    ("replay-dev-zero", ["replay", "/dev/zero"], "/dev/zero"),
+    ("replay-dev-urandom", ["replay", "/dev/urandom"], "/dev/urandom"),
+    ("replay-a-folder", ["replay", "{tmp}"], "not a regular file"),
+    (
+        "replay-gzip-bomb",
+        ["replay", "{tmp}/gzip-bomb.trace.gz", "--max-memory", "250M"],
+        "gzip-bomb.trace.gz",
+    ),
+    (
+        "cache-npz-zip-bomb",
+        ["cache", "--index-file", "{tmp}/zip-bomb.npz", "--no-accuracy", "--max-memory", "400M"],
+        "zip-bomb.npz",
+    ),
+    (
+        "shard-npz-zip-bomb",
+        ["shard", "--workload", "criteo-kaggle", "--index-file", "{tmp}/zip-bomb.npz"],
+        "offsets_5",
+    ),
+    (
+        "cache-npz-lying-header",
+        ["cache", "--index-file", "{tmp}/lying-header.npz", "--no-accuracy"],
+        "indices_0",
+    ),
+    (
+        "evaluate-grid-of-10^10-points",
+        ["evaluate", "{tmp}/huge-grid.toml", "--check"],
+        "huge-grid.toml",
+    ),
+    (
+        "rtl-export-entries-1e9",
+        ["rtl", "export", "--entries", "1e9", "--out", "{tmp}/rtl"],
+        "--entries",
+    ),
+    ("train-data-dev-zero", ["train", "--strategy", "none", "--data", "/dev/zero"], "/dev/zero"),
+]
+# issue 30: what raised a traceback, or was accepted silently
+FILE_CASES = [
+    ("evaluate-non-utf8-sweep", ["evaluate", "{tmp}/non-utf8.toml", "--check"], "non-utf8.toml:5"),
+    (
+        "replay-non-utf8-memory",
+        ["replay", TRACE, "--memory", "{tmp}/non-utf8.toml"],
+        "non-utf8.toml:5",
+    ),
+    (
+        "evaluate-resume-non-utf8",
+        ["evaluate", "--resume", "--out", "{tmp}/reports", "--run", "non-utf8-run"],
+        "sweep.toml:5",
+    ),
+    ("validate-out-is-a-file", ["validate", "--only", "dram", "--out", "{tmp}/a_file"], "--out"),
+    ("validate-out-in-proc", ["validate", "--only", "dram", "--out", "/proc"], "--out"),
+    ("validate-out-empty", ["validate", "--only", "dram", "--out", ""], "--out"),
+    ("evaluate-out-empty", ["evaluate", "{tmp}/small.toml", "--out", ""], "--out"),
+    ("train-crossover-out-proc", ["train", "--crossover", "--out", "/proc"], "--out"),
+    ("train-crossover-out-empty", ["train", "--crossover", "--out", ""], "--out"),
+    ("rtl-export-out-empty", ["rtl", "export", "--out", ""], "--out"),
+    (
+        "shard-truncated-npz",
+        ["shard", "--workload", "criteo-kaggle", "--index-file", "{tmp}/truncated.npz"],
+        "truncated.npz",
+    ),
+    (
+        "cache-truncated-npz",
+        ["cache", "--index-file", "{tmp}/truncated.npz", "--no-accuracy"],
+        "truncated.npz",
+    ),
+    (
+        "cache-npz-batch-0",
+        ["cache", "--index-file", "{tmp}/batch0.npz", "--no-accuracy"],
+        "offsets_0",
+    ),
+    (
+        "shard-npz-batch-0",
+        ["shard", "--workload", "criteo-kaggle", "--index-file", "{tmp}/batch0.npz"],
+        "offsets_0",
+    ),
+    (
+        "cache-npz-nan-weights",
+        ["cache", "--index-file", "{tmp}/nan-weights.npz", "--no-accuracy"],
+        "weights_3",
+    ),
+    (
+        "shard-npz-nan-weights",
+        ["shard", "--workload", "criteo-kaggle", "--index-file", "{tmp}/nan-weights.npz"],
+        "weights_3",
+    ),
+    ("evaluate-runner-signature", ["evaluate", "{tmp}/bad-runner.toml", "--check"], "runner"),
+    ("replay-timing-negative", ["replay", TRACE, "--set", "timing.nCL=-5"], "timing.nCL"),
+    ("replay-timing-zero", ["replay", TRACE, "--set", "timing.nRP=0"], "timing.nRP"),
+    ("run-timing-zero", [*RUN, "--set", "memory.timing.nRCD=0"], "timing.nRCD"),
+    ("train-compare-and-extrapolate", ["train", "--compare", "--extrapolate"], "--extrapolate"),
+    ("train-extrapolate-and-crossover", ["train", "--extrapolate", "--crossover"], "--crossover"),
+    (
+        "evaluate-resume-custom-study",
+        ["evaluate", "--resume", "--out", "{tmp}/reports", "--run", "study-run"],
+        "own runner",
+    ),
+    (
+        "train-tsv-bad-label",
+        ["train", "--strategy", "none", "--data", "{tmp}/bad-label.tsv"],
+        "bad-label.tsv:3",
+    ),
+    (
+        "train-tsv-nan-dense",
+        ["train", "--strategy", "none", "--data", "{tmp}/nan-dense.tsv"],
+        "nan-dense.tsv:3",
+    ),
+    ("flag-not-an-int", ["cache", "--requests", "lots"], "--requests"),
+]
 # training inputs (H-train's fixes): added here once `nmp train` rejects them cleanly
 TRAIN_CASES = [
     ("train-cost-sample-0", ["train", "--set", "train.cost_sample=0"], "cost_sample"),
@@ -97,7 +305,7 @@ TRAIN_CASES = [
 
 
 def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
-    subs = _files(tmp)
+    subs = make_files(tmp, argv)
     args = [a.format(**subs) for a in argv]
     # the default memory limit, not the caller's $NMP_MAX_MEMORY
     env = {k: v for k, v in os.environ.items() if v and k != "NMP_MAX_MEMORY"}
@@ -115,12 +323,17 @@ def _main(argv: list[str], tmp: Path, capsys, monkeypatch) -> subprocess.Complet
     """``nmp ARGV`` through the CLI's entry point, in this process."""
     from nmp.cli import main
 
-    subs = _files(tmp)
+    subs = make_files(tmp, argv)
     monkeypatch.chdir(tmp)
     monkeypatch.setenv("COLUMNS", "200")  # what main() sets for piped output, kept local
     monkeypatch.delenv("NMP_MAX_MEMORY", raising=False)
     capsys.readouterr()
-    code = main([a.format(**subs) for a in argv])
+    t0 = time.monotonic()
+    try:
+        code = main([a.format(**subs) for a in argv])
+    except SystemExit as exc:  # a usage error, raised by argparse
+        code = exc.code
+    assert time.monotonic() - t0 < SECONDS, f"{argv} took {time.monotonic() - t0:.0f} s"
     out = capsys.readouterr()
     return subprocess.CompletedProcess(argv, code, out.out, out.err)
 
@@ -136,6 +349,18 @@ def _assert_clean_error(proc: subprocess.CompletedProcess, expect: str) -> None:
 
 @pytest.mark.parametrize(("argv", "expect"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input_gives_one_line_error(
+    argv: list[str], expect: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    _assert_clean_error(_main(argv, tmp_path, capsys, monkeypatch), expect)
+
+
+ISSUE_30_CASES = NON_FINITE_CASES + SIZE_CASES + FILE_CASES
+
+
+@pytest.mark.parametrize(
+    ("argv", "expect"), [c[1:] for c in ISSUE_30_CASES], ids=[c[0] for c in ISSUE_30_CASES]
+)
+def test_issue_30_bad_input_gives_one_line_error(
     argv: list[str], expect: str, tmp_path: Path, capsys, monkeypatch
 ) -> None:
     _assert_clean_error(_main(argv, tmp_path, capsys, monkeypatch), expect)
@@ -190,3 +415,138 @@ def test_warnings_are_one_line(tmp_path: Path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("nmp: warning: "), proc.stderr
     assert "numba engine" in lines[0] and ".py" not in lines[0]
+
+
+def _subcommands():
+    import argparse
+
+    from nmp.cli import build_parser
+
+    def walk(parser, name):
+        yield name, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, subparser in action.choices.items():
+                    yield from walk(subparser, f"{name} {sub}")
+
+    return list(walk(build_parser(), "nmp"))
+
+
+def test_help_texts_are_whole() -> None:
+    """Issue 30: every flag of every command says what it does, no choice is the empty
+    string, and no help shows a docstring's reST ``literals``."""
+    for name, parser in _subcommands():
+        assert "``" not in parser.format_help(), name
+        for action in parser._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            assert action.help, f"{name} {action.option_strings[0]} has no help"
+            assert "" not in (action.choices or ()), f"{name} {action.option_strings[0]}"
+
+
+def test_number_flags_and_out_folders(tmp_path: Path) -> None:
+    import argparse
+
+    from nmp.cliargs import check_out_folder, finite_float, integer
+    from nmp.errors import NmpError
+
+    assert integer("1e9") == 10**9 and integer("-3") == -3 and integer("1_000") == 1000
+    assert finite_float("1e-3") == 1e-3
+    for bad in ("nan", "inf", "-inf", "1.5.2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            finite_float(bad)
+    for bad in ("1.5", "inf", "lots"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            integer(bad)
+    assert check_out_folder(tmp_path / "a" / "b") == tmp_path / "a" / "b"
+    assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == []  # the probe is gone
+    for bad, why in (("", "empty"), (tmp_path / "a" / "b", None), ("/proc/x", "cannot write")):
+        if why is None:
+            (tmp_path / "f").write_text("x")
+            bad, why = tmp_path / "f", "not a folder"
+        with pytest.raises(NmpError, match=why):
+            check_out_folder(bad)
+
+
+def test_a_compression_run_without_a_strategy_trains(capsys) -> None:
+    """Issue 30: the README's `nmp train --compress hybrid` trains, without fault tolerance."""
+    from nmp.cli import main
+
+    tiny = ["--steps", "3", "--set", "train.max_tables=2", "--set", "train.max_rows=100"]
+    tiny += ["--set", "train.eval_batches=1", "--set", "train.batch=16"]
+    assert main(["train", "--compress", "hybrid", *tiny, "--json"]) == 0
+    import json
+
+    row = json.loads(capsys.readouterr().out)
+    assert row["strategy"] == "none" and row["compress"] == "hybrid"
+
+
+BOUNDED_SCRIPT = """
+import contextlib, io, json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+from nmp.cli import main
+out = []
+for case_id, argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    out.append([case_id, code, err.getvalue()])
+print(json.dumps(out))
+"""
+BOUNDED_CASES = [
+    "cache-requests-2^40",
+    "train-nodes-1e9",
+    "train-trials-1e9",
+    "shard-gpus-1e6",
+    "shard-profile-batches-1e9",
+    "shard-npz-zip-bomb",
+    "cache-npz-lying-header",
+    "replay-dev-zero",
+    "evaluate-grid-of-10^10-points",
+]
+
+
+def test_refusals_stay_within_the_guards_memory(tmp_path: Path) -> None:
+    """The size cases again, in one process whose address space is capped at 4 GiB: a refusal
+    that allocated first would end in MemoryError (nmp's 'out of memory' line, without the
+    key), not in the guard's line naming it."""
+    import json
+
+    cases = {c[0]: c for c in ISSUE_30_CASES}
+    argvs = []
+    for case_id in BOUNDED_CASES:
+        subs = make_files(tmp_path, cases[case_id][1])
+        argvs.append([case_id, [a.format(**subs) for a in cases[case_id][1]]])
+    env = {k: v for k, v in os.environ.items() if v and k != "NMP_MAX_MEMORY"}
+    proc = subprocess.run(
+        [sys.executable, "-c", BOUNDED_SCRIPT.format(limit=4 * 1024**3), json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for case_id, code, err in json.loads(proc.stdout):
+        _assert_clean_error(subprocess.CompletedProcess([], code, "", err), cases[case_id][2])
+
+
+def test_validate_piped_prints_each_check_as_it_finishes(tmp_path: Path) -> None:
+    """Issue 30: piped, nmp validate printed nothing until every check had run."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nmp", "validate", "--only", "functional.parity.*"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    first = proc.stdout.readline()  # arrives while the other checks still run
+    still_running = proc.poll() is None
+    rest, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert first.startswith("functional.parity.") and ": agrees (" in first, first
+    assert still_running
+    assert rest.index("nmp validate") > 0  # the table follows the lines

@@ -333,6 +333,7 @@ def _run_locked(
                     detail = f"{res['lookups_per_s']:.4g} lookups/s"
                 else:
                     record.update(timing)
+                    record["label"] = point.label()
                     record["error"] = outcome["error"]
                     record["traceback"] = outcome.get("traceback", "")
                     errlog.append(record)
@@ -361,7 +362,7 @@ def _run_locked(
         "ran": len(records) - reused,
         "reused": reused,
         "failed": [
-            {"key": f["key"], "point": f"{f['design']} on {f['workload']}", "error": f["error"]}
+            {"key": f["key"], "point": f"{f['label']} on {f['workload']}", "error": f["error"]}
             for f in failures
         ],
         "wall_s": round(wall_s, 3),

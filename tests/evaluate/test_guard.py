@@ -100,3 +100,42 @@ def test_point_estimate_tracks_the_measured_peak() -> None:
     # measured 518 MB against 561 MB; within 10% below is still a useful guard (the default
     # limit keeps a tenth of the available memory free)
     assert 0.9 * peak <= est.bytes_ <= 3 * peak, (peak, est.bytes_)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_containers_memory_limit_bounds_the_default(tmp_path, version: int) -> None:
+    """A process in a memory cgroup of 4 GiB (1 GiB used) may take 3 GiB, whatever the host's
+    MemAvailable says; without a limit ("max") there is no bound from the cgroup."""
+    proc = tmp_path / "cgroup"
+    if version == 2:
+        proc.write_text("0::/job\n")
+        folder, names = tmp_path / "job", ("memory.max", "memory.current")
+    else:
+        proc.write_text("4:memory:/job\n1:cpu:/\n")
+        folder, names = (
+            tmp_path / "memory" / "job",
+            ("memory.limit_in_bytes", "memory.usage_in_bytes"),
+        )
+    folder.mkdir(parents=True)
+    (folder / names[0]).write_text(f"{4 * 1024**3}\n")
+    (folder / names[1]).write_text(f"{1024**3}\n")
+    assert guard._cgroup_room(str(proc), str(tmp_path)) == 3 * 1024**3
+    (folder / names[0]).write_text("max\n" if version == 2 else "9223372036854771712\n")
+    assert guard._cgroup_room(str(proc), str(tmp_path)) is None
+
+
+def test_array_files_and_sweeps_are_estimated_before_they_are_read(tmp_path) -> None:
+    from nmp.config import load_toml
+    from nmp.evaluate.sweep import parse_sweep
+
+    est = guard.array_file_estimate(2 * 1024**3, "x.npz")
+    assert est.file == "x.npz" and est.bytes_ > 4 * 1024**3
+    with pytest.raises(NmpError, match=r"^x.npz: this run needs"):
+        guard.check(est, "1G")
+    path = tmp_path / "s.toml"
+    path.write_text(
+        'workloads = ["recross-eval"]\narchs = ["host-cpu"]\n[axes]\n'
+        + "".join(f'"workload.{k}" = {list(range(1, 101))}\n' for k in ("batch", "dim", "seed"))
+    )
+    est = guard.sweep_estimate(parse_sweep(load_toml(path), file=str(path)), str(path))
+    assert est.key == "axes" and est.bytes_ > 10**6 * guard.SWEEP_POINT_BYTES

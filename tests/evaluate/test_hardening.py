@@ -139,3 +139,70 @@ def test_point_keys_by_parts_equal_the_full_resolution() -> None:
     for point, key in keyed[:: max(1, len(keyed) // 12)]:
         assert key == point_key(resolve_point(point, provider)), point.label()
     assert calls[0] == (0, len(keyed)) and calls[-1] == (len(keyed), len(keyed))
+
+
+SMALL = (
+    'name = "small"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'
+    'baseline = "host-cpu"\n[axes]\n"workload.batch" = [2, 4]\n'
+)
+
+
+def _evaluate(argv: list[str], capsys) -> tuple[int, list[str]]:
+    from nmp.cli import main
+
+    capsys.readouterr()
+    code = main(argv)
+    return code, [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("nmp: ")]
+
+
+def test_a_full_disk_in_nmp_evaluate_is_one_line_and_resume_completes(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """The real sweep machinery (fake point numbers): the disk fills while the second result
+    is written; the run stops with one line naming results.jsonl, the file holds the first
+    line whole, and --resume completes the run with the bytes of an uninterrupted one."""
+    from nmp.evaluate import runner
+
+    monkeypatch.setattr(runner, "point_fn_default", fake_point)
+    (tmp_path / "small.toml").write_text(SMALL)
+    real_write = os.write
+    results_written = []
+
+    def full_after_one(fd: int, data) -> int:
+        if b'"result":{' in bytes(data):
+            results_written.append(1)
+            if len(results_written) == 2:
+                real_write(fd, bytes(data[:10]))  # part of the line, then the disk is full
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(store.os, "write", full_after_one)
+    base = ["evaluate", str(tmp_path / "small.toml"), "--out", str(tmp_path / "r"), "--jobs", "1"]
+    code, lines = _evaluate([*base, "--run", "x"], capsys)
+    assert code == 1 and len(lines) == 1, lines
+    assert "results.jsonl" in lines[0] and "No space left on device" in lines[0]
+    results = tmp_path / "r" / "x" / "results.jsonl"
+    assert results.read_bytes().count(b"\n") == 1 and results.read_bytes().endswith(b"\n")
+    monkeypatch.setattr(store.os, "write", real_write)
+    assert _evaluate([*base, "--run", "x", "--resume"], capsys)[0] == 0
+    assert _evaluate([*base, "--run", "clean"], capsys)[0] == 0
+    assert results.read_bytes() == (tmp_path / "r" / "clean" / "results.jsonl").read_bytes()
+
+
+def test_a_point_past_the_time_limit_in_nmp_evaluate_is_named(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from nmp.evaluate import runner
+
+    def hang_on_recross_at_4(point: Point) -> dict:
+        while point.design == "recross" and point.overrides.get("workload.batch") == 4:
+            time.sleep(0.01)
+        return fake_point(point)
+
+    monkeypatch.setattr(runner, "point_fn_default", hang_on_recross_at_4)
+    (tmp_path / "small.toml").write_text(SMALL)
+    argv = ["evaluate", str(tmp_path / "small.toml"), "--out", str(tmp_path / "r"), "--jobs", "1"]
+    code, lines = _evaluate([*argv, "--point-time-limit", "0.5"], capsys)
+    assert code == 1 and len(lines) == 1, lines
+    assert "1 of 4 points failed" in lines[0] and "recross [batch=4]" in lines[0], lines[0]
+    assert "time limit of 0.5 s" in lines[0] and "--point-time-limit" in lines[0]

@@ -1,0 +1,181 @@
+"""Bad input files for the table of bad inputs (tests/test_cli_errors.py): each made only where a
+case names it (``{tmp}/<name>``), in a few milliseconds."""
+
+from __future__ import annotations
+
+import gzip
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+SMALL_SWEEP = (
+    'name = "small"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'
+    'baseline = "host-cpu"\n'
+)
+TSV_FIELDS = ["1", *(str(i) for i in range(13)), *(["a1"] * 26)]
+
+
+def _tsv(bad_field: int, value: str) -> str:
+    good = "\t".join(TSV_FIELDS) + "\n"
+    bad = list(TSV_FIELDS)
+    bad[bad_field] = value
+    return good * 2 + "\t".join(bad) + "\n"
+
+
+def _index_arrays() -> dict[str, np.ndarray]:
+    """A valid index file of recross-eval's shape is not needed: criteo-kaggle's 26 tables,
+    two bags each, is what the cases' workloads read."""
+    from nmp.workload import load_workload
+
+    spec = load_workload("criteo-kaggle")
+    arrays: dict[str, np.ndarray] = {"dims": np.array([t.dim for t in spec.tables])}
+    for t in range(len(spec.tables)):
+        arrays[f"indices_{t}"] = np.array([0, 1], dtype=np.int64)
+        arrays[f"offsets_{t}"] = np.array([0, 1, 2], dtype=np.int64)
+    return arrays
+
+
+def _npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    np.savez(path, **arrays)
+
+
+def _truncated_npz(path: Path) -> None:
+    _npz(path, _index_arrays())
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _batch0_npz(path: Path) -> None:
+    arrays = _index_arrays()
+    for key in list(arrays):
+        if key.startswith("indices_"):
+            arrays[key] = np.zeros(0, np.int64)
+        elif key.startswith("offsets_"):
+            arrays[key] = np.zeros(1, np.int64)
+    _npz(path, arrays)
+
+
+def _nan_weights_npz(path: Path) -> None:
+    arrays = _index_arrays()
+    arrays["weights_3"] = np.array([1.0, np.nan], dtype=np.float32)
+    _npz(path, arrays)
+
+
+def _zip_bomb_npz(path: Path) -> None:
+    """indices_5 declares 30 Mi int64 (240 MiB) of zeros, deflated to about 240 KiB."""
+    arrays = _index_arrays()
+    n = 30 * 2**20
+    del arrays["indices_5"]
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for key, value in arrays.items():
+            with zf.open(f"{key}.npy", "w") as fh:
+                np.lib.format.write_array(fh, value)
+        with zf.open("indices_5.npy", "w", force_zip64=True) as fh:
+            header = {"descr": "<i8", "fortran_order": False, "shape": (n,)}
+            np.lib.format.write_array_header_1_0(fh, header)
+            zeros = bytes(1 << 22)
+            for _ in range(n * 8 // len(zeros)):
+                fh.write(zeros)
+
+
+def _lying_header_npz(path: Path) -> None:
+    """indices_0's header declares 10^12 entries; the member holds 64 bytes."""
+    arrays = _index_arrays()
+    del arrays["indices_0"]
+    with zipfile.ZipFile(path, "w") as zf:
+        for key, value in arrays.items():
+            with zf.open(f"{key}.npy", "w") as fh:
+                np.lib.format.write_array(fh, value)
+        with zf.open("indices_0.npy", "w") as fh:
+            header = {"descr": "<i8", "fortran_order": False, "shape": (10**12,)}
+            np.lib.format.write_array_header_1_0(fh, header)
+            fh.write(bytes(64))
+
+
+def _gzip_bomb(path: Path) -> None:
+    """40 MB of trace text gzipped to about 40 KB."""
+    with gzip.open(path, "wb") as fh:
+        line = b"LD 0x40\n" * 100_000
+        for _ in range(50):
+            fh.write(line)
+
+
+def _custom_study_run(path: Path) -> None:
+    """A run folder of a custom study (its sweep.toml names a runner), as `nmp evaluate` of
+    papers/recshard-capacity leaves it."""
+    path.mkdir(parents=True)
+    (path / "sweep.toml").write_text(
+        'name = "caps"\nrunner = "nmp.shard.study:run_study"\n[params]\nhbm_gib = [4]\n'
+    )
+    (path / "plan.json").write_text("{}\n")
+
+
+def _non_utf8_run(path: Path) -> None:
+    path.mkdir(parents=True)
+    (path / "sweep.toml").write_bytes(SMALL_SWEEP.encode() + b'description = "caf\xe9"\n')
+    (path / "plan.json").write_text("{}\n")
+
+
+def _text(text: str) -> Callable[[Path], None]:
+    return lambda path: path.write_text(text)
+
+
+MAKERS: dict[str, Callable[[Path], None]] = {
+    "a_file": _text("x\n"),
+    "ooo.trace": _text("0x40 READ 10\n0x80 READ 20\n0xc0 WRITE 15\n"),
+    "binary.bin": lambda p: p.write_bytes(bytes(range(256)) * 8),
+    "big.toml": _text(
+        'name = "big"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'
+        'baseline = "host-cpu"\n[axes]\n"workload.batch" = [32, 100000000]\n'
+    ),
+    # a small sweep of two NMP presets: the evaluate cases fail before any point runs
+    "small.toml": _text(SMALL_SWEEP),
+    "nan-axis.toml": _text(SMALL_SWEEP + '[axes]\n"workload.alpha" = [1.0, nan]\n'),
+    "inf-set.toml": _text(
+        'name = "s"\nworkloads = ["recross-eval"]\nbaseline = "host-cpu"\narchs = ["host-cpu"]\n'
+        '[[designs]]\nname = "r"\narch = "recross"\nset = { "memory.timing.nCL" = inf }\n'
+    ),
+    "huge-grid.toml": _text(
+        SMALL_SWEEP
+        + "[axes]\n"
+        + "".join(
+            f'"workload.{k}" = [{", ".join(str(v) for v in range(1, 101))}]\n'
+            for k in ("batch", "pooling", "dim", "seed", "alpha")
+        )
+    ),
+    "non-utf8.toml": lambda p: p.write_bytes(SMALL_SWEEP.encode() + b'description = "\xff"\n'),
+    "nan-memory.toml": lambda p: p.write_text(
+        (Path(__file__).resolve().parents[1] / "models" / "memory" / "ddr4-3200aa.toml")
+        .read_text()
+        .replace("nCL = 22 ", "nCL = nan ")
+    ),
+    "bad-runner.toml": _text(
+        'name = "bad-runner"\nrunner = "nmp.evaluate.study:is_custom"\n[params]\nx = 1\n'
+    ),
+    "bad-label.tsv": _text(_tsv(0, "x")),
+    "nan-dense.tsv": _text(_tsv(5, "nan")),
+    "truncated.npz": _truncated_npz,
+    "batch0.npz": _batch0_npz,
+    "nan-weights.npz": _nan_weights_npz,
+    "zip-bomb.npz": _zip_bomb_npz,
+    "lying-header.npz": _lying_header_npz,
+    "gzip-bomb.trace.gz": _gzip_bomb,
+    "reports/study-run": _custom_study_run,
+    "reports/non-utf8-run": _non_utf8_run,
+}
+
+
+def make_files(tmp: Path, argv: list[str]) -> dict[str, str]:
+    """Create the files the arguments name (``{tmp}/<name>``); the substitutions for them."""
+    text = " ".join(argv)
+    for name, make in MAKERS.items():
+        folder, _, run = name.rpartition("/")
+        named = "{tmp}/" + name in text or (folder and "{tmp}/" + folder in text and run in argv)
+        if named:
+            path = tmp / name
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                make(path)
+    return {"tmp": str(tmp)}
