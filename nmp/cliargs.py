@@ -59,7 +59,7 @@ class NmpArgumentParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` with checked numbers and one-line errors (exit status 1,
     like every other error of the command)."""
 
-    def add_argument(self, *args, **kwargs):  # type: ignore[override]
+    def add_argument(self, *args, **kwargs):
         if kwargs.get("type") in _TYPES:
             kwargs["type"] = _TYPES[kwargs["type"]]
         return super().add_argument(*args, **kwargs)
@@ -69,7 +69,7 @@ class NmpArgumentParser(argparse.ArgumentParser):
         # read as plain text in a terminal
         return super().format_help().replace("``", "")
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.print_usage(sys.stderr)
         command = self.prog.removeprefix("nmp").strip()
         where = f"nmp {command}: " if command else ""

@@ -12,7 +12,6 @@ sub-key).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import os
 import re
@@ -75,11 +74,10 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
         raise SpecError(
             f"not UTF-8 text (byte {raw[exc.start]:#04x}); TOML files are UTF-8",
             file=str(path),
-            line=line,
+            line=raw[: exc.start].count(b"\n") + 1,
         ) from None
     try:
         data = tomllib.loads(text)
@@ -215,16 +213,22 @@ def _convert(value: Any, tp: Any, key: str, file: str | None) -> Any:
     raise SpecError(f"must be {_type_name(tp)}, got {value!r}", file=file, key=key)
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+_INIT_FIELDS: dict[type, dict[str, dataclasses.Field]] = {}
+
+
 def _type_hints(cls: type) -> dict[str, Any]:
     """``get_type_hints(cls)``, once per class: it compiles every annotation string each time
     (most of the time of ``nmp evaluate --check`` before it was cached)."""
-    return get_type_hints(cls)
+    if cls not in _HINTS:
+        _HINTS[cls] = get_type_hints(cls)
+    return _HINTS[cls]
 
 
-@functools.cache
 def _init_fields(cls: type) -> dict[str, dataclasses.Field]:
-    return {f.name: f for f in dataclasses.fields(cls) if f.init}
+    if cls not in _INIT_FIELDS:
+        _INIT_FIELDS[cls] = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    return _INIT_FIELDS[cls]
 
 
 def _join(prefix: str, name: str) -> str:
@@ -273,12 +277,15 @@ def from_mapping(
     return obj
 
 
-@functools.cache
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+
+
 def _field_names(cls: type) -> tuple[str, ...] | None:
-    """The field names of dataclass ``cls``; None for any other type."""
-    if not dataclasses.is_dataclass(cls):
-        return None
-    return tuple(f.name for f in dataclasses.fields(cls))
+    """The field names of dataclass ``cls``; None for any other type (once per class)."""
+    if cls not in _FIELD_NAMES:
+        is_dc = dataclasses.is_dataclass(cls)
+        _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls)) if is_dc else None
+    return _FIELD_NAMES[cls]
 
 
 def to_mapping(obj: Any) -> Any:

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -49,20 +49,17 @@ def _time_limit_message(limit_s: float) -> str:
 def _time_limit(limit_s: float | None) -> Iterator[None]:
     """Raise :class:`PointTimeout` in the block after ``limit_s`` seconds (SIGALRM; only in a
     process's main thread, where signal handlers run: elsewhere the block runs unlimited)."""
-    usable = (
-        limit_s
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-    )
-    if not usable:
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not limit_s or not usable:
         yield
         return
+    limit: float = limit_s
 
     def expire(signum: int, frame: Any) -> None:
-        raise PointTimeout(_time_limit_message(limit_s))
+        raise PointTimeout(_time_limit_message(limit))
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, limit_s)
+    signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         yield
     finally:
@@ -274,7 +271,7 @@ class LocalExecutor(Executor):
         starts: Any,
         running: dict[int, tuple[int, float]],
         finished: set[int],
-    ) -> Iterator[tuple[int, dict[str, Any]]]:
+    ) -> Generator[tuple[int, dict[str, Any]], None, bool]:
         """Kill a worker whose point is :data:`KILL_GRACE_S` past its time limit (its point
         fails); returns whether one was killed."""
         while not starts.empty():

@@ -39,6 +39,7 @@ import stat
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 _SOURCE = Path(__file__).with_name("engine.c")
 # the headers engine.c includes: part of the build's key
@@ -123,7 +124,7 @@ def build(folders: list[Path] | None = None, on_build=None, *, prebuilt: bool = 
         return _build_with(["cc"], folders, on_build, prebuilt)
 
 
-def load(symbol: str, on_build=None) -> ctypes._CFuncPtr:
+def load(symbol: str, on_build=None) -> Any:
     """``symbol`` of the library :func:`build` gives, loaded; a library that does not load or
     lacks it (a corrupt or truncated file) is removed where it is this user's cache, and the
     library built again, once."""
@@ -137,7 +138,7 @@ def load(symbol: str, on_build=None) -> ctypes._CFuncPtr:
         return _symbol(build(on_build=on_build, prebuilt=not in_package), symbol)
 
 
-def _symbol(lib: Path, symbol: str) -> ctypes._CFuncPtr:
+def _symbol(lib: Path, symbol: str) -> Any:
     """``symbol`` of ``lib``, checked whole first (the loader maps a truncated library and
     then dies of SIGBUS reading past its end: a crash, not an error)."""
     if not elf_intact(lib):

@@ -44,8 +44,8 @@ class Sharder(Protocol):
     name: str
     description: str
     uses_row_stats: bool  # reads per-row statistics (then the unseen-row switch applies)
-    # optional: memory its search takes per GPU and table (a solver's model); none if absent
-    memory_per_gpu_table_bytes: int
+    # A sharder may also say ``memory_per_gpu_table_bytes``: the memory its search takes per GPU
+    # and table (a solver's model), for the resource guard; none where it does not.
 
     def place(self, problem: ShardProblem) -> Placement: ...
 

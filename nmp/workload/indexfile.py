@@ -98,13 +98,17 @@ def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarra
             offsets_key = f"offsets_{numbered.group(2)}" if numbered else "offsets"
             offsets = arrays.get(offsets_key)
             known_end = (
-                part in ("indices", "weights")
-                and offsets is not None
+                offsets is not None
                 and offsets.ndim == 1
-                and offsets.size
+                and offsets.size > 0
                 and np.issubdtype(offsets.dtype, np.integer)
             )
-            if known_end and (len(shape) != 1 or shape[0] != int(offsets[-1])):
+            if (
+                part in ("indices", "weights")
+                and offsets is not None
+                and known_end
+                and (len(shape) != 1 or shape[0] != int(offsets[-1]))
+            ):
                 # refused before it is decompressed (the shape is the header's)
                 n, end = " x ".join(f"{d}" for d in shape), int(offsets[-1])
                 if part == "indices":
