@@ -278,6 +278,7 @@ def from_mapping(
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+_SCALARS = frozenset({int, float, str, bool, type(None)})
 
 
 def _field_names(cls: type) -> tuple[str, ...] | None:
@@ -301,9 +302,6 @@ def to_mapping(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: to_mapping(v) for k, v in obj.items()}
     return obj
-
-
-_SCALARS = frozenset({int, float, str, bool, type(None)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,6 +372,11 @@ def _resolve(obj: Any, parts: list[str], full_key: str) -> Any:
     return obj
 
 
+def _no_field(obj: Any, part: str, key: str) -> SpecError:
+    names = ", ".join(sorted(_field_names(type(obj)) or ()))
+    return SpecError(f"no field '{part}' in {type(obj).__name__} (fields: {names})", key=key)
+
+
 def _replace(obj: Any, changes: dict[str, Any], key_prefix: str) -> Any:
     """``dataclasses.replace``, with a constructor's objection as a :class:`SpecError` at
     its key."""
@@ -394,12 +397,8 @@ def _set_path(
     depth = len(full_key.split(".")) - len(parts)
     prefix = ".".join(full_key.split(".")[:depth])
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        names = _field_names(type(obj)) or ()
-        if part not in names:
-            raise SpecError(
-                f"no field '{part}' in {type(obj).__name__} (fields: {', '.join(sorted(names))})",
-                key=full_key,
-            )
+        if part not in (_field_names(type(obj)) or ()):
+            raise _no_field(obj, part, full_key)
         hints = _type_hints(type(obj))
         current = getattr(obj, part)
         if rest:
@@ -468,16 +467,11 @@ def apply_overrides(spec: T, overrides: dict[str, Any], *, root: str = "") -> T:
     top = {k: v for k, v in overrides.items() if "." not in k}
     deeper = {k.partition(".")[0] for k in overrides if "." in k}
     if len(top) > 1 and dataclasses.is_dataclass(spec) and not deeper & set(top):
-        names = _field_names(type(spec)) or ()
         hints = _type_hints(type(spec))
         changes = {}
         for key, value in top.items():
-            if key not in names:
-                raise SpecError(
-                    f"no field '{key}' in {type(spec).__name__} (fields: "
-                    f"{', '.join(sorted(names))})",
-                    key=_join(root, key),
-                )
+            if key not in (_field_names(type(spec)) or ()):
+                raise _no_field(spec, key, _join(root, key))
             changes[key] = _convert(value, hints[key], _join(root, key), None)
         spec = _replace(spec, changes, root)
         touched.add(root)

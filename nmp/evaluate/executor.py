@@ -254,7 +254,7 @@ class LocalExecutor(Executor):
                         finished.add(i)
                         yield i, outcome
                 if starts is not None and not killed:
-                    killed = yield from self._kill_overdue(pool, starts, running, finished)
+                    killed = yield from self._kill_overdue(starts, running, finished)
         except BaseException:
             # Interrupted (Ctrl-C, --fail-fast, an error): the points still running would be
             # lost anyway (--resume re-runs them), so stop the workers instead of waiting.
@@ -267,7 +267,6 @@ class LocalExecutor(Executor):
 
     def _kill_overdue(
         self,
-        pool: ProcessPoolExecutor,
         starts: Any,
         running: dict[int, tuple[int, float]],
         finished: set[int],

@@ -206,3 +206,10 @@ def test_a_point_past_the_time_limit_in_nmp_evaluate_is_named(
     assert code == 1 and len(lines) == 1, lines
     assert "1 of 4 points failed" in lines[0] and "recross [batch=4]" in lines[0], lines[0]
     assert "time limit of 0.5 s" in lines[0] and "--point-time-limit" in lines[0]
+
+
+def test_the_cli_default_time_limit_is_the_executors() -> None:
+    from nmp.evaluate.cli import DEFAULT_POINT_TIME_LIMIT_S
+
+    assert DEFAULT_POINT_TIME_LIMIT_S == executor_mod.DEFAULT_TIME_LIMIT_S
+    assert executor_mod.make_executor(jobs=1).time_limit_s == DEFAULT_POINT_TIME_LIMIT_S
