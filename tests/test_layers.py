@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arch", "gpu", "reference"),
     ("memory", "workload", "rtl", "design"),
     ("report", "guard", "config", "coding"),
-    ("fileio", "units", "errors", "results", "registry", "plugins", "nmp"),
+    ("fileio", "units", "errors", "results", "registry", "plugins", "cliargs", "nmp"),
 )
 # the ground floor's modules import one another (downward inside it, checked for cycles)
 GROUND = set(LAYERS[-1])

@@ -126,6 +126,7 @@ def test_a_containers_memory_limit_bounds_the_default(tmp_path, version: int) ->
 
 def test_array_files_and_sweeps_are_estimated_before_they_are_read(tmp_path) -> None:
     from nmp.config import load_toml
+    from nmp.evaluate.budget import sweep_estimate
     from nmp.evaluate.sweep import parse_sweep
 
     est = guard.array_file_estimate(2 * 1024**3, "x.npz")
@@ -137,5 +138,5 @@ def test_array_files_and_sweeps_are_estimated_before_they_are_read(tmp_path) -> 
         'workloads = ["recross-eval"]\narchs = ["host-cpu"]\n[axes]\n'
         + "".join(f'"workload.{k}" = {list(range(1, 101))}\n' for k in ("batch", "dim", "seed"))
     )
-    est = guard.sweep_estimate(parse_sweep(load_toml(path), file=str(path)), str(path))
+    est = sweep_estimate(parse_sweep(load_toml(path), file=str(path)), str(path))
     assert est.key == "axes" and est.bytes_ > 10**6 * guard.SWEEP_POINT_BYTES
