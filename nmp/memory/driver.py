@@ -1,7 +1,8 @@
 """``replay(trace_or_requests, spec) -> MemStats``: lower requests to the engine and back
 (check the lines, run on the backend :func:`engine_backend` picks, collect statistics). The C
 engine takes the lines and decodes them itself; the numba engine takes their transactions
-decoded to node ids (:func:`nmp.memory.lines.lines_inputs`)."""
+decoded to node ids (:func:`nmp.memory.lines.lines_inputs`). numba loads only where the numba
+engine runs: the C engine's path (``nmp replay`` where a compiler is found) starts without it."""
 
 from __future__ import annotations
 
@@ -13,11 +14,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numba as nb
 import numpy as np
 
 from nmp.errors import NmpError, TraceError
-from nmp.memory import engine, native
+from nmp.memory import native
+from nmp.memory.counters import (
+    C_COAL,
+    C_CONF_R,
+    C_CONF_W,
+    C_FWD,
+    C_HIT_R,
+    C_HIT_W,
+    C_MISS_R,
+    C_MISS_W,
+)
 from nmp.memory.lines import NO_WRITE, check_lines, checked_inputs, native_lines
 from nmp.memory.plan import plan_of as _plan
 from nmp.memory.spec import MemorySpec
@@ -114,6 +124,8 @@ def _run(
             addr, wr_in, arrival, plan.native_decode, params, wm, *plan.tables, log
         )
     else:
+        from nmp.memory import engine  # here: numba loads only for the numba engine
+
         inputs = checked_inputs(checked, spec, scratch=scratch)
         out = engine.simulate(*inputs, params, wm, *plan.tables, log)
     for callback in _ON_REPLAY:
@@ -143,25 +155,16 @@ def _as_requests(trace_or_requests) -> np.ndarray:
     return arr
 
 
-@nb.njit(cache=True)
-def _read_sums(write, has_write, ks, arrive, depart, done, cycles):
-    """One pass over the transactions (``2 ** ks`` per line, ``write`` per line where
-    ``has_write``): reads; reads whose data returned by ``cycles`` and the sum of their
-    latencies; reads served at all and the sum of theirs; the last done cycle."""
-    reads = at_sum = served = served_sum = 0
-    last = np.int64(0)
-    for j in range(done.shape[0]):
-        last = max(last, done[j])
-        if has_write and write[j >> ks]:
-            continue
-        reads += 1
-        d = depart[j]
-        if d >= 0:
-            served += 1
-            served_sum += d - arrive[j]
-            if d <= cycles:
-                at_sum += d - arrive[j]
-    return reads, at_sum, served, served_sum, last
+def _read_sums(wr_in, ks: int, arrive, depart, done, cycles: int) -> tuple[int, ...]:
+    """The read statistics of a run (:func:`nmp.memory.engine.read_sums`), in C where the C
+    engine is built (no numba import)."""
+    if native.available():
+        return native.read_sums(wr_in, ks, arrive, depart, done, cycles)
+    from nmp.memory import engine  # here: numba loads only where the C engine is not built
+
+    write = NO_WRITE if wr_in is None else wr_in
+    sums = engine.read_sums(write, wr_in is not None, ks, arrive, depart, done, cycles)
+    return tuple(int(v) for v in sums)
 
 
 def replay(
@@ -212,28 +215,18 @@ def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool
     cycles = int(cycles)
     addr, wr_in = checked[0], checked[1]
     ks = int(_plan(spec).native_decode[0])
-    reads, at_sum, served, served_sum, last_done = (
-        int(v)
-        for v in _read_sums(
-            NO_WRITE if wr_in is None else wr_in,
-            wr_in is not None,
-            ks,
-            arrive,
-            depart,
-            done,
-            cycles,
-        )
+    reads, at_sum, served, served_sum, last_done = _read_sums(
+        wr_in, ks, arrive, depart, done, cycles
     )
-    E = engine
     snap, final = snap.tolist(), final.tolist()  # Python ints
     # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded
     # ones with latency 1), over the RD commands issued by then.
     snap_counts = _counts(snap)
     at_cycles: dict[str, Any] = {
         "cmd_counts": snap_counts,
-        "row_hits": int(snap[E.C_HIT_R] + snap[E.C_HIT_W]),
-        "row_misses": int(snap[E.C_MISS_R] + snap[E.C_MISS_W]),
-        "row_conflicts": int(snap[E.C_CONF_R] + snap[E.C_CONF_W]),
+        "row_hits": int(snap[C_HIT_R] + snap[C_HIT_W]),
+        "row_misses": int(snap[C_MISS_R] + snap[C_MISS_W]),
+        "row_conflicts": int(snap[C_CONF_R] + snap[C_CONF_W]),
         "avg_read_latency_cycles": at_sum / snap_counts["RD"] if snap_counts["RD"] else 0.0,
     }
     cnt = final if drain else snap
@@ -262,17 +255,17 @@ def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool
         reads=reads,
         writes=n - reads,
         cmd_counts=counts,
-        row_hits=int(cnt[E.C_HIT_R] + cnt[E.C_HIT_W]),
-        row_misses=int(cnt[E.C_MISS_R] + cnt[E.C_MISS_W]),
-        row_conflicts=int(cnt[E.C_CONF_R] + cnt[E.C_CONF_W]),
-        read_row_hits=int(cnt[E.C_HIT_R]),
-        read_row_misses=int(cnt[E.C_MISS_R]),
-        read_row_conflicts=int(cnt[E.C_CONF_R]),
-        write_row_hits=int(cnt[E.C_HIT_W]),
-        write_row_misses=int(cnt[E.C_MISS_W]),
-        write_row_conflicts=int(cnt[E.C_CONF_W]),
-        reads_forwarded=int(cnt[E.C_FWD]),
-        writes_coalesced=int(cnt[E.C_COAL]),
+        row_hits=int(cnt[C_HIT_R] + cnt[C_HIT_W]),
+        row_misses=int(cnt[C_MISS_R] + cnt[C_MISS_W]),
+        row_conflicts=int(cnt[C_CONF_R] + cnt[C_CONF_W]),
+        read_row_hits=int(cnt[C_HIT_R]),
+        read_row_misses=int(cnt[C_MISS_R]),
+        read_row_conflicts=int(cnt[C_CONF_R]),
+        write_row_hits=int(cnt[C_HIT_W]),
+        write_row_misses=int(cnt[C_MISS_W]),
+        write_row_conflicts=int(cnt[C_CONF_W]),
+        reads_forwarded=int(cnt[C_FWD]),
+        writes_coalesced=int(cnt[C_COAL]),
         avg_read_latency_cycles=avg_lat,
         bandwidth_gbps=bw,
         bandwidth_utilization=bw / spec.peak_bandwidth_gbps if spec.peak_bandwidth_gbps else 0.0,

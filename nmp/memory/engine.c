@@ -376,3 +376,31 @@ int simulate_c(const uint64_t *addr, const uint8_t *line_wr, const int64_t *line
     free(RU);
     return st;
 }
+
+/* The read statistics of a run, for the driver (nmp/memory/driver.py; engine.py's read_sums
+ * computes the same for the numba engine's path): over the n transactions, 1 << ks per line
+ * (line_wr: per line, a write?; NULL: no writes), out[0..5) = the reads; the reads whose data
+ * returned by `cycles` and the sum of their latencies; the reads served at all and the sum of
+ * theirs; the last done cycle (0 if none). */
+void read_sums_c(const uint8_t *line_wr, int64_t ks, const int64_t *arrive,
+                 const int64_t *depart, const int64_t *done, int64_t n, int64_t cycles,
+                 int64_t *out)
+{
+    int64_t reads = 0, at_sum = 0, served = 0, served_sum = 0, last = 0;
+    for (int64_t j = 0; j < n; j++) {
+        last = mx(last, done[j]);
+        if (line_wr && line_wr[j >> ks]) continue;
+        reads++;
+        const int64_t d = depart[j];
+        if (d >= 0) {
+            served++;
+            served_sum += d - arrive[j];
+            if (d <= cycles) at_sum += d - arrive[j];
+        }
+    }
+    out[0] = reads;
+    out[1] = at_sum;
+    out[2] = served;
+    out[3] = served_sum;
+    out[4] = last;
+}

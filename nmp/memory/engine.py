@@ -36,6 +36,8 @@ from typing import Any
 import numba as nb
 import numpy as np
 
+# the counter layout of simulate()'s ``cnt`` arrays (nmp.memory.counters)
+from nmp.memory.counters import C_COAL, C_FWD, C_HIT_R, C_HIT_W, N_COUNTERS
 from nmp.memory.standards import CMD, NCMD
 
 ACT, PREPB, PREAB, RD, WR, RDA, WRA, REFAB = (
@@ -66,11 +68,6 @@ except ImportError:  # pragma: no cover - an internal module; a portable fallbac
     def trailing_zeros(x):
         low = x & (~x + U(1))
         return U(_CTZ[(low * U(0x03F79D71B4CB0A89)) >> U(58)])
-
-
-# Counter layout of the ``counters`` arrays returned by simulate().
-C_HIT_R, C_MISS_R, C_CONF_R, C_HIT_W, C_MISS_W, C_CONF_W, C_FWD, C_COAL = range(NCMD, NCMD + 8)
-N_COUNTERS = NCMD + 8
 
 
 # A queued request is one row of ``qb[c, kind, position]`` (kind: read, write or active buffer;
@@ -662,3 +659,58 @@ def simulate(
         active_cycles,
         ticks,
     )
+
+
+@nb.njit(cache=True)
+def decode_lines(
+    addr, write, has_write, k, tx, tx_shift, pos, mask, R, G, B, out, wr, full, zero_arrival
+):
+    """One pass over the lines: each split into its ``k`` transactions (addr, addr + tx, ...),
+    decoded as :func:`nmp.memory.mapping.decode_address` straight to the engine's global node
+    ids (channel, rank, bank group, bank and row each occupy one bit range ``pos``/``mask`` of
+    the transaction number). Fills ``out[i * m + j]`` (m = n * k transactions; i: channel,
+    rank, bank group, bank, row, transaction key (address / tx_bytes), arrival 0; without
+    ``full`` only bank group, bank, row and key; the arrival only with ``zero_arrival``) and
+    ``wr[j]`` (the writes)."""
+    n = addr.shape[0] * k
+    p0, p1, p2, p3, p4 = pos[0], pos[1], pos[2], pos[3], pos[4]
+    m0, m1, m2, m3, m4 = mask[0], mask[1], mask[2], mask[3], mask[4]
+    for j in range(n):
+        i = j // k if k > 1 else j
+        a = addr[i] + np.uint64(j - i * k) * tx
+        x = np.int64(a >> tx_shift)
+        rank = ((x >> p0) & m0) * R + ((x >> p1) & m1)
+        bg = rank * G + ((x >> p2) & m2)
+        if full:
+            out[j] = (x >> p0) & m0
+            out[n + j] = rank
+        if zero_arrival:
+            out[6 * n + j] = 0
+        out[2 * n + j] = bg
+        out[3 * n + j] = bg * B + ((x >> p3) & m3)
+        out[4 * n + j] = (x >> p4) & m4
+        out[5 * n + j] = x
+        wr[j] = 1 if has_write and write[i] else 0
+
+
+@nb.njit(cache=True)
+def read_sums(write, has_write, ks, arrive, depart, done, cycles):
+    """One pass over the transactions of a run (``2 ** ks`` per line, ``write`` per line where
+    ``has_write``), for :func:`nmp.memory.driver.replay` (``engine.c``'s ``read_sums_c``
+    computes the same on the C engine's path): reads; reads whose data returned by ``cycles``
+    and the sum of their latencies; reads served at all and the sum of theirs; the last done
+    cycle."""
+    reads = at_sum = served = served_sum = 0
+    last = np.int64(0)
+    for j in range(done.shape[0]):
+        last = max(last, done[j])
+        if has_write and write[j >> ks]:
+            continue
+        reads += 1
+        d = depart[j]
+        if d >= 0:
+            served += 1
+            served_sum += d - arrive[j]
+            if d <= cycles:
+                at_sum += d - arrive[j]
+    return reads, at_sum, served, served_sum, last

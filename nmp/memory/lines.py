@@ -1,50 +1,18 @@
 """The lines of a replay (addresses, writes, arrivals): their checks, and their transactions
-decoded to node ids, the numba engine's inputs (the C engine decodes them itself)."""
+decoded to node ids, the numba engine's inputs (the C engine decodes them itself). The decoding
+kernel lives with the numba engine (:func:`nmp.memory.engine.decode_lines`) and loads with it:
+the C engine's path imports no numba."""
 
 from __future__ import annotations
 
 import threading
 
-import numba as nb
 import numpy as np
 
 from nmp.errors import TraceError
 from nmp.memory.mapping import decode_address
 from nmp.memory.plan import plan_of
 from nmp.memory.spec import MemorySpec
-
-
-@nb.njit(cache=True)
-def _decode_lines(
-    addr, write, has_write, k, tx, tx_shift, pos, mask, R, G, B, out, wr, full, zero_arrival
-):
-    """One pass over the lines: each split into its ``k`` transactions (addr, addr + tx, ...),
-    decoded as :func:`decode_address` straight to the engine's global node ids (channel, rank,
-    bank group, bank and row each occupy one bit range ``pos``/``mask`` of the transaction
-    number). Fills ``out[i * m + j]`` (m = n * k transactions; i: channel, rank, bank group,
-    bank, row, transaction key (address / tx_bytes), arrival 0; without ``full`` only bank
-    group, bank, row and key; the arrival only with ``zero_arrival``) and ``wr[j]`` (the
-    writes)."""
-    n = addr.shape[0] * k
-    p0, p1, p2, p3, p4 = pos[0], pos[1], pos[2], pos[3], pos[4]
-    m0, m1, m2, m3, m4 = mask[0], mask[1], mask[2], mask[3], mask[4]
-    for j in range(n):
-        i = j // k if k > 1 else j
-        a = addr[i] + np.uint64(j - i * k) * tx
-        x = np.int64(a >> tx_shift)
-        rank = ((x >> p0) & m0) * R + ((x >> p1) & m1)
-        bg = rank * G + ((x >> p2) & m2)
-        if full:
-            out[j] = (x >> p0) & m0
-            out[n + j] = rank
-        if zero_arrival:
-            out[6 * n + j] = 0
-        out[2 * n + j] = bg
-        out[3 * n + j] = bg * B + ((x >> p3) & m3)
-        out[4 * n + j] = (x >> p4) & m4
-        out[5 * n + j] = x
-        wr[j] = 1 if has_write and write[i] else 0
-
 
 NO_WRITE = np.zeros(0, np.bool_)
 
@@ -123,8 +91,10 @@ def checked_inputs(checked: tuple, spec: MemorySpec, *, scratch: bool = False) -
     m = addr.shape[0] * plan.k
     out, wr, zeros = _buffers(m, scratch)
     full = zeros is None or not plan.single_rank
+    from nmp.memory.engine import decode_lines  # here: numba loads only for the numba engine
+
     # scratch zeros stand for the arrivals (when none are given)
-    _decode_lines(
+    decode_lines(
         addr,
         NO_WRITE if wr_in is None else wr_in,
         has_write,

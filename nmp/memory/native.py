@@ -31,10 +31,11 @@ import ctypes
 import functools
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 
-from nmp.memory.engine import N_COUNTERS
+from nmp.memory.counters import N_COUNTERS
 from nmp.memory.native_build import _SOURCE, compiler, load
 from nmp.memory.standards import NCMD
 
@@ -52,20 +53,23 @@ _ARGTYPES = [_P] * 3 + [_I] + [_P] * 8 + [_I] + [_P] * 8
 
 
 @functools.lru_cache(maxsize=1)
-def _function():
-    """(the C entry point, None) or (None, why it could not be built)."""
+def _library():
+    """(the library's two entry points, None) or (None, why it could not be built)."""
     if NCMD != 9 or N_COUNTERS != 17:  # engine.c's fixed layout
         return None, f"engine.c is written for 9 commands and 17 counters ({NCMD}, {N_COUNTERS})"
     try:
-        fn = load("simulate_c", on_build=_build_status)
+        simulate_c = load("simulate_c", on_build=_build_status)
+        read_sums_c = load("read_sums_c", on_build=_build_status)
     except subprocess.CalledProcessError as e:
         last = (e.stderr or "").strip().splitlines()
         return None, f"{' '.join(e.cmd[:1])} failed: {last[-1] if last else e.returncode}"
     except (OSError, subprocess.SubprocessError) as e:
         return None, f"cannot build {_SOURCE.name}: {e}"
-    fn.restype = ctypes.c_int
-    fn.argtypes = _ARGTYPES
-    return fn, None
+    simulate_c.restype = ctypes.c_int
+    simulate_c.argtypes = _ARGTYPES
+    read_sums_c.restype = None
+    read_sums_c.argtypes = [_P, _I, _P, _P, _P, _I, _I, _P]
+    return SimpleNamespace(simulate_c=simulate_c, read_sums_c=read_sums_c), None
 
 
 def _build_status():
@@ -85,11 +89,11 @@ def _build_status():
 
 def available() -> bool:
     """Whether the native engine is built (or can be, now)."""
-    return _function()[0] is not None
+    return _library()[0] is not None
 
 
 def unavailable_reason() -> str | None:
-    return _function()[1]
+    return _library()[1]
 
 
 def unsupported(ranks: int, bankgroups: int, banks: int, tab_i, win) -> str | None:
@@ -121,9 +125,10 @@ def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log
     and mask of the channel, rank, bank group, bank and row in a transaction number (address >>
     decode[1]), as :func:`nmp.memory.lines.lines_inputs` decodes them for the numba engine.
     The configuration must be one the C engine takes (:func:`unsupported` is None)."""
-    fn, why = _function()
-    if fn is None:
+    lib, why = _library()
+    if lib is None:
         raise RuntimeError(f"the native DRAM engine is not available: {why}")
+    fn = lib.simulate_c
     decode = _i64(decode)
     if decode.shape != (12,):
         raise ValueError("decode must hold 12 values: ks, tx shift, 5 positions, 5 masks")
@@ -181,3 +186,29 @@ def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log
         active_cycles,
         evals,
     )
+
+
+def read_sums(write, ks: int, arrive, depart, done, cycles: int) -> tuple[int, ...]:
+    """:func:`nmp.memory.engine.read_sums` in C: over the transactions of a run (``2 ** ks`` per
+    line; ``write`` per line (int8 or bool), or None for no writes), the reads; the reads whose
+    data returned by ``cycles`` and the sum of their latencies; the reads served at all and the
+    sum of theirs; the last done cycle."""
+    lib, why = _library()
+    if lib is None:
+        raise RuntimeError(f"the native DRAM engine is not available: {why}")
+    n = done.shape[0]
+    for a in (arrive, depart, done):
+        if a.dtype != np.int64 or not a.flags.c_contiguous or a.shape != (n,):
+            raise ValueError("arrive, depart and done must be C-contiguous int64 of one length")
+    wp = None
+    if write is not None:
+        write = np.ascontiguousarray(write)
+        if write.dtype not in (np.int8, np.uint8, np.bool_) or write.shape[0] << ks < n:
+            raise ValueError("write must hold one int8 or bool per line")
+        wp = write.ctypes.data
+    out = np.empty(5, np.int64)
+    lib.read_sums_c(
+        wp, ks, arrive.ctypes.data, depart.ctypes.data, done.ctypes.data, n, cycles,
+        out.ctypes.data,
+    )  # fmt: skip
+    return tuple(int(v) for v in out)

@@ -101,7 +101,7 @@ def test_portable_build_identical(dram_ref, monkeypatch, tmp_path, cc, flags):
     monkeypatch.setenv("CC", f"{cc or ' '.join(native_build.compiler())} {flags}".strip())
     if flags:  # (the system cc's build is an ordinary one: the user cache keeps it)
         monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path))
-    native._function.cache_clear()
+    native._library.cache_clear()
     try:
         assert native.available(), native.unavailable_reason()
         for case in CASES[::3]:
@@ -111,7 +111,7 @@ def test_portable_build_identical(dram_ref, monkeypatch, tmp_path, cc, flags):
             inputs, spec = _case_inputs(next(c for c in CASES if "random_rw50" in c["id"]))
             _both(inputs[:3000], spec, VARIANTS[variant])
     finally:
-        native._function.cache_clear()
+        native._library.cache_clear()
 
 
 # params indices: 4 RQ, 5 WQ, 6 frontend ratio, 9 dual issue, 10 closed row, 11 refresh,
@@ -225,7 +225,7 @@ def test_without_a_compiler_the_numba_engine_runs(monkeypatch, tmp_path):
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("NMP_ENGINE", raising=False)
-    native._function.cache_clear()
+    native._library.cache_clear()
     driver._warn_fallback.cache_clear()
     try:
         assert not native.available()
@@ -236,7 +236,7 @@ def test_without_a_compiler_the_numba_engine_runs(monkeypatch, tmp_path):
         with pytest.raises(NmpError, match="NMP_ENGINE=native"):
             driver.engine_backend()
     finally:
-        native._function.cache_clear()
+        native._library.cache_clear()
         driver._warn_fallback.cache_clear()
 
 
@@ -244,11 +244,11 @@ def test_unwritable_cache_builds_in_the_temporary_folder(monkeypatch, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     monkeypatch.setenv("NMP_CACHE_DIR", str(blocker / "cache"))  # mkdir fails under a file
-    native._function.cache_clear()
+    native._library.cache_clear()
     try:
         assert native.available(), native.unavailable_reason()
     finally:
-        native._function.cache_clear()
+        native._library.cache_clear()
 
 
 def test_organizations_the_c_engine_does_not_take_run_on_numba(monkeypatch):
@@ -298,11 +298,11 @@ def test_compiler_choice(monkeypatch, tmp_path):
     # the user cache keeps, as the system-cc build test's)
     (bins / "clang-19").write_text("#!/bin/sh\nexit 1\n")
     monkeypatch.setenv("PATH", f"{bins}{os.pathsep}{path0}")
-    native._function.cache_clear()
+    native._library.cache_clear()
     try:
         assert native.available(), native.unavailable_reason()
     finally:
-        native._function.cache_clear()
+        native._library.cache_clear()
     monkeypatch.setenv("CC", "gcc -m64")
     assert native_build.compiler() == ["gcc", "-m64"]
     assert "-mtune=generic" in native_build._flags(native_build.compiler())
