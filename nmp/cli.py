@@ -1,8 +1,9 @@
 """The ``nmp`` command: parses arguments and delegates. No model logic lives here.
 
-Each capability registers its own subcommand(s) from a small ``cli`` module next to its code;
-those modules import their heavy dependencies (numba, torch, pyrtl) only when a command runs, so
-``nmp --help`` stays fast.
+Each capability registers its own subcommand from a small ``cli`` module next to its code,
+listed in :data:`COMMANDS`; only the module of the command that runs is imported (and those
+modules import their heavy dependencies, numba, torch, pyrtl, only when their command runs), so
+``nmp --help`` and ``nmp replay`` start fast.
 """
 
 from __future__ import annotations
@@ -11,35 +12,62 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Iterable
 
 from nmp import __version__
 from nmp.cliargs import NmpArgumentParser
 from nmp.errors import NmpError
 
-# Modules that define ``register(subparsers)``; order is the order of ``nmp --help``.
-COMMAND_MODULES = (
-    "nmp.memory.cli",  # replay
-    "nmp.catalog",  # models
-    "nmp.evaluate.run_cli",  # run
-    "nmp.evaluate.cli",  # evaluate
-    "nmp.rtl.cli",  # rtl export / rtl report
-    "nmp.train.cli",  # train
-    "nmp.cache.cli",  # cache
-    "nmp.shard.cli",  # shard
-    "nmp.validate.cli",  # validate
-)
+# The commands, in the order of ``nmp --help``: name -> (the module whose ``register(subparsers)``
+# builds its parser, the one-line help of ``nmp --help``). The help strings repeat the modules'
+# own (tests/test_cli_lazy.py checks they agree), so that ``nmp --help`` imports none of them and
+# a command imports only its own module: a command's parser is built only when it runs.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "replay": ("nmp.memory.cli", "replay a memory trace on a modeled DRAM system"),
+    "models": ("nmp.catalog", "list hardware and workload presets with their key figures"),
+    "run": ("nmp.evaluate.run_cli", "evaluate one design point (architecture x workload x memory)"),
+    "evaluate": ("nmp.evaluate.cli", "run a design-space sweep and write a report"),
+    "rtl": ("nmp.rtl.cli", "export and characterize the parity-update datapath"),
+    "train": ("nmp.train.cli", "train DLRM on the modeled hardware with failures"),
+    "cache": (
+        "nmp.cache.cli",
+        "embedding cache for inference (LRU, LFU, groupScore, EVStore) over a real store",
+    ),
+    "shard": (
+        "nmp.shard.cli",
+        "place embedding rows across GPUs and HBM/host tiers (RecShard, greedy sharders)",
+    ),
+    "validate": (
+        "nmp.validate.cli",
+        "check the kit against Ramulator 2, torch, fresh encodes and published claims",
+    ),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The ``nmp`` parser with the full parsers of ``commands`` (default: every command); the
+    others are listed by name and help only."""
+    full = set(COMMANDS if commands is None else commands)
     parser = NmpArgumentParser(
         prog="nmp",
         description="Near-memory-processing modeling and co-design kit for DLRM embeddings.",
     )
     parser.add_argument("--version", action="version", version=f"nmp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for name, (module, help_) in COMMANDS.items():
+        if name in full:
+            importlib.import_module(module).register(sub)
+        else:
+            sub.add_parser(name, help=help_)
     return parser
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command ``argv`` names (its first word that is not an option), if it is one."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 # Piped or redirected output: rich would wrap tables at 80 columns and split names mid-word;
@@ -59,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     import warnings
 
     warnings.showwarning = _show_warning
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    command = _command_of(argv)
+    parser = build_parser(() if command is None else (command,))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -1,0 +1,101 @@
+"""The lazy command table of ``nmp`` (nmp/cli.py): ``nmp --help`` lists every command with the
+help its module gives, without importing any; a command imports its own module only; and the
+C engine's replay path imports neither numba nor scipy nor torch (issue 31: start-up)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nmp import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = ROOT / "traces" / "emb_zipf_a0.8_r1m_rb64_p40.trace.gz"
+MEMORY = ["--memory", "ddr4-3200aa", "--channels", "1", "--ranks", "1", "--mapping", "RoBaRaCoCh"]
+
+
+def _registered(module: str) -> dict[str, str]:
+    """The commands ``module.register`` adds, with their one-line help."""
+    sub = argparse.ArgumentParser().add_subparsers()
+    importlib.import_module(module).register(sub)
+    return {a.dest: a.help for a in sub._choices_actions}
+
+
+@pytest.mark.parametrize("name", list(cli.COMMANDS))
+def test_the_static_table_agrees_with_each_module(name) -> None:
+    module, help_ = cli.COMMANDS[name]
+    assert _registered(module) == {name: help_}
+
+
+def _run_python(code: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+PROBE = """
+import contextlib, io, json, sys
+from nmp.cli import main
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    try:
+        rc = main({argv!r})
+    except SystemExit as e:
+        rc = e.code
+print(json.dumps({{"rc": rc, "out": buf.getvalue(), "modules": sorted(sys.modules)}}))
+"""
+
+
+def _probe(argv: list[str]) -> dict:
+    return json.loads(_run_python(PROBE.format(argv=argv)).splitlines()[-1])
+
+
+def test_help_lists_every_command_and_imports_none() -> None:
+    got = _probe(["--help"])
+    assert got["rc"] == 0
+    for name, (module, help_) in cli.COMMANDS.items():
+        assert name in got["out"]
+        assert help_.split()[0] in got["out"]
+        assert module not in got["modules"]
+    assert "numpy" not in got["modules"]
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    got = _probe(["models", "--kind", "memory", "--json"])
+    assert got["rc"] == 0
+    assert "nmp.catalog" in got["modules"]
+    others = [m for n, (m, _) in cli.COMMANDS.items() if n != "models"]
+    assert not set(others) & set(got["modules"])
+
+
+def test_an_unknown_command_lists_the_commands(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        cli.main(["no-such-command"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice" in err and "replay" in err and "validate" in err
+
+
+@pytest.mark.parametrize("json_out", [True, False], ids=["json", "table"])
+def test_replay_on_the_c_engine_imports_no_numba_scipy_torch(json_out) -> None:
+    from nmp.memory import native
+
+    if not native.available():
+        pytest.skip(f"the C engine is not built here: {native.unavailable_reason()}")
+    argv = ["replay", str(TRACE), *MEMORY] + (["--json"] if json_out else [])
+    got = _probe(argv)
+    assert got["rc"] == 0
+    if json_out:  # the replay ran: Ramulator 2's cycles of this trace (README)
+        assert json.loads(got["out"])["cycles"] == 370874
+    else:
+        assert "370874" in got["out"]
+    heavy = [m for m in got["modules"] if m.split(".")[0] in ("numba", "scipy", "torch")]
+    assert heavy == []
