@@ -93,17 +93,22 @@ def _parse_canonical_ramulator(data: bytes) -> np.ndarray | None:
     ok &= (b[starts + 4] == ord("x")) | (b[starts + 4] == ord("X"))
     if not ok.all():
         return None
-    # every byte from start+5 to the newline must be a hex digit
-    bad = np.concatenate(([0], np.cumsum(~_IS_HEX[b])))
-    if (bad[ends] - bad[starts + 5] != 0).any():
-        return None
-    # value = sum (= OR, the bit fields are disjoint) of nibble << 4 * (digits to its right)
+    # per width (a trace has few: usually one), the lines' digits as one matrix: every byte
+    # from start+5 to the newline must be a hex digit; the value is folded a column at a time
     nd = length - 5
-    first = np.concatenate(([0], np.cumsum(nd)[:-1]))
-    line = np.repeat(np.arange(len(starts)), nd)
-    within = np.arange(int(nd.sum())) - first[line]
-    vals = _NIBBLE[b[starts[line] + 5 + within]] << (4 * (nd[line] - 1 - within)).astype(np.uint64)
-    addr = np.add.reduceat(vals, first)
+    addr = np.empty(len(starts), np.uint64)
+    for width in np.flatnonzero(np.bincount(nd)).tolist():
+        same = nd == width
+        rows = np.flatnonzero(same) if not same.all() else slice(None)
+        raw = b[(starts[rows] + 5)[:, None] + np.arange(width)]
+        if not _IS_HEX[raw].all():
+            return None
+        digits = _NIBBLE[raw]
+        value = digits[:, 0].copy()
+        for i in range(1, width):
+            value <<= np.uint64(4)
+            value |= digits[:, i]
+        addr[rows] = value
     out = np.empty(len(starts), REQUEST_DTYPE)
     out["addr"] = addr
     out["write"] = is_st
