@@ -31,7 +31,7 @@ Every peer's cycle count is checked against the reference (and ours against Ramu
 no peer present it says so and prints the recorded speeds (README §10) beside the in-process
 one of this engine.
 
-    .venv/bin/python benchmarks/peers.py [--repeat 3] [--filter hbm2] [--quick]
+    .venv/bin/python benchmarks/peers.py [--repeat 3] [--filter hbm2] [--quick] [--threads 1]
 """
 
 from __future__ import annotations
@@ -350,13 +350,21 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="runs per case and tool (best taken)")
     ap.add_argument("--filter", default="", help="only cases whose id contains this")
     ap.add_argument("--quick", action="store_true", help="every fourth case only")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="nmp's threads per multi-channel replay (1: one core)",
+    )
     a = ap.parse_args()
+    os.environ["NMP_ENGINE_THREADS"] = str(a.threads)  # (this process and nmp replay's)
     ref = dram_reference_dir()
     data = json.loads((ref / "cases.json").read_text())
     cases = [c for c in data["cases"] if a.filter in c["id"]]
     if a.quick:
         cases = cases[::4]
     print(f"machine: {machine()}; load average (1/5/15 min) before: {load()}")
+    print(f"nmp: {a.threads} thread(s) per multi-channel replay; the peers run on one")
     with tempfile.TemporaryDirectory(prefix="nmp-peers-") as tmp:
         work = Path(tmp)
         peers, notes = find_peers(work)

@@ -68,6 +68,31 @@ def engine_backend() -> str:
     return "numba"
 
 
+# A replay below this many transactions keeps its channels on one thread: starting threads
+# and handing requests between them would cost more than they save. Chosen, not tuned (no
+# idle multi-core machine to tune on; see benchmarks/dram_replay.py --threads).
+_THREADS_MIN_TX = 1 << 16
+
+
+def engine_threads(channels: int, transactions: int) -> int:
+    """On how many threads the C engine runs the channels of a replay (same results on any
+    number): ``$NMP_ENGINE_THREADS`` where set (a count; 1: never more than one); else, for a
+    replay of several channels and at least 65,536 transactions, as many as the machine has
+    cores to spare (its cores less its load average, so that a sweep's processes, or other
+    users, are not crowded out), up to one per channel; else 1."""
+    env = os.environ.get("NMP_ENGINE_THREADS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise NmpError(f"NMP_ENGINE_THREADS={env!r}: expected a count of threads") from None
+    if channels < 2 or transactions < _THREADS_MIN_TX:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(channels, int((cores or 1) - load)))
+
+
 @functools.cache
 def _warn_fallback() -> None:
     warnings.warn(
@@ -120,8 +145,9 @@ def _run(
         native_ok = False
     if native_ok:
         wr_in, arrival = native_lines(addr, wr_in, arrival, scratch)
+        threads = engine_threads(spec.org.channels, len(addr) * plan.k)
         out = native.simulate(
-            addr, wr_in, arrival, plan.native_decode, params, wm, *plan.tables, log
+            addr, wr_in, arrival, plan.native_decode, params, wm, *plan.tables, log, threads
         )
     else:
         from nmp.memory import engine  # here: numba loads only for the numba engine

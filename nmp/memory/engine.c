@@ -31,7 +31,10 @@
  *  - Channels run on their own. The frontend, which offers requests strictly in order, is
  *    all that couples the channels: it advances a channel through its evaluations up to the
  *    cycle at which it offers it a request, and a refused request waits for the cycle at which
- *    its channel frees a slot. No global clock visits every channel every cycle.
+ *    its channel frees a slot. No global clock visits every channel every cycle. Each channel
+ *    is a run state of its own (a Sim of one channel: its indexing constant, 1.06x per
+ *    request on the HBM2 cases by instruction count), and a multi-channel run may put its
+ *    channels on threads (engine_threads.h), with the same results.
  *  - The active buffer is kept by bank (a bank holds at most one request whose ACT has
  *    issued); a queued request is one slot word (request index, row, class, counted flag):
  *    a bank that opens or closes reclassifies its requests from their words, with no gather.
@@ -207,33 +210,99 @@ FORCE_INLINE int in_write_buffer(Sim *restrict S, int64_t c, int64_t key, CFG)
     return hit;
 }
 
-FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, CFG)
+/* ---- a channel: its own Sim (C = 1), driven by the frontend ------------------------------ */
+
+/* The cycle of channel S's next evaluation (without jumps, a test of the reference's, every
+ * cycle). */
+FORCE_INLINE int64_t ch_next(Sim *restrict S, CFG)
 {
-    const int64_t n = A->n, F = A->params[6];
+    UNPACK(S);
+    return S->jump ? wake[0] : last_eval[0] + 1;
+}
+
+/* Channel S through its evaluations up to cycle t. */
+FORCE_INLINE void ch_advance(Sim *restrict S, const Rules *restrict RU, int64_t t, CFG)
+{
+    for (int64_t e; (e = ch_next(S, CFG_ARGS)) <= t;) chan_tick(S, RU, 0, e, CFG_ARGS);
+}
+
+/* Offer request j (transaction number key, buffer kind) to channel S at frontend step fclk:
+ * advance it to fclk; while the buffer is full (and the write buffer does not hold the key),
+ * evaluate it until it frees a slot; accept (*hit: served by the write buffer). The step it
+ * was accepted at, or -1: nothing can ever issue (a deadlock; its last evaluation is the
+ * end). */
+FORCE_INLINE int64_t ch_offer(Sim *restrict S, const Rules *restrict RU, const Args *restrict A,
+                              int64_t j, int64_t key, int64_t kind, int64_t fclk, int *hit_out,
+                              CFG)
+{
+    UNPACK(S);
+    ch_advance(S, RU, fclk, CFG_ARGS);
+    const int hit = in_write_buffer(S, 0, key, CFG_ARGS);
+    *hit_out = hit;
+    const int64_t cap = kind == K_WR ? A->params[5] : A->params[4];
+    while (!hit && QL(0, kind) >= cap) {
+        const int64_t t = ch_next(S, CFG_ARGS);
+        if (t >= INF) return -1;
+        chan_tick(S, RU, 0, t, CFG_ARGS);
+        fclk = t;
+    }
+    accept(S, A, j, key, 0, kind, hit, fclk, CFG_ARGS);
+    return fclk;
+}
+
+/* Evaluate channel S until every request it holds has completed (1: it never can). */
+FORCE_INLINE int ch_drain(Sim *restrict S, const Rules *restrict RU, CFG)
+{
+    UNPACK(S);
+    while (QL(0, K_RD) > 0 || QL(0, K_WR) > 0 || act_m[0]) {
+        const int64_t t = ch_next(S, CFG_ARGS);
+        if (t >= INF) return 1;
+        chan_tick(S, RU, 0, t, CFG_ARGS);
+    }
+    return 0;
+}
+
+/* The run's end at cycle fclk for channel S: the time its ranks had a row open until then. */
+FORCE_INLINE void ch_finish(Sim *restrict S, int64_t fclk, CFG)
+{
+    UNPACK(S);
+    for (int64_t r = 0; r < R; r++)
+        if (open_cnt[r] > 0) active_cycles[r] += fclk - open_since[r];
+}
+
+#include "engine_threads.h"
+
+/* A run of NCH channels (NCH_C: known at compile time, else 0), each its own Sim with C = 1:
+ * each channel's controller runs on its own, lazily; the frontend, which offers the requests
+ * strictly in order, advances a channel through its evaluations up to the cycle at which it
+ * offers it a request, and is all that couples the channels. */
+FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU,
+                          void *(*worker)(void *), int64_t NCH_C, CFG)
+{
+    const int64_t n = A->n, F = A->params[6], NCH = NCH_C ? NCH_C : A->params[0];
     const int drain = A->params[12] != 0;
-    Sim SS, *S = &SS;
-    int status = init_sim(S, A, C, R, QP, NBLK_C);
+    Sim one, *sims = NCH == 1 ? &one : calloc(NCH, sizeof(Sim));
+    int64_t *cnts = calloc(NCH * N_COUNTERS, 8);
+    int status = sims && cnts ? 0 : -1;
+    int64_t ready = 0; /* channels set up */
+    for (; status == 0 && ready < NCH; ready++) {
+        Sim *S = &sims[ready];
+        status = init_sim(S, A, C, R, QP, NBLK_C);
+        if (status) break;
+        /* its own counters (summed below), its ranks' active cycles, the log for channel 0 */
+        S->cnt = cnts + ready * N_COUNTERS;
+        S->active_cycles = A->active_cycles + ready * R;
+        if (ready) S->maxlog = 0;
+    }
     if (status) goto out;
     for (int64_t i = 0; i < n; i++) A->arrive[i] = A->depart[i] = A->done[i] = -1;
     if (n > 0) memset(A->forwarded, 0, n);
     memset(A->cnt, 0, N_COUNTERS * 8);
     memset(A->cnt_snap, 0, N_COUNTERS * 8);
-    memset(A->active_cycles, 0, C * R * 8);
+    memset(A->active_cycles, 0, NCH * R * 8);
     {
+        Sim *S = sims; /* the decoding, the same in every channel */
         UNPACK(S);
-        const int64_t RQ = A->params[4], WQ = A->params[5];
-        const int jump = S->jump;
-        /* Each channel's controller runs on its own, lazily: the frontend, which offers the
-         * requests strictly in order, advances a channel through its evaluations up to the
-         * cycle at which it offers it a request. Without jumps (a test of the reference's
-         * jumps) a channel is evaluated every cycle. */
-#define TICK(c_, t_) chan_tick(S, RU, c_, t_, CFG_ARGS)
-#define NEXT_EVAL(c_) (jump ? wake[c_] : last_eval[c_] + 1)
-#define ADVANCE(c_, t_)                                        \
-    do {                                                       \
-        while (NEXT_EVAL(c_) <= (t_)) TICK(c_, NEXT_EVAL(c_)); \
-    } while (0)
-
         /* The frontend works in steps: at memory cycle fclk, after that cycle's evaluation
          * (the first step, at 0, before any), it offers up to F requests (the first step 1)
          * and stops at the first it cannot place or that has not arrived. A refused request
@@ -241,102 +310,111 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, CFG)
          * issues (and nothing enters the write buffer meanwhile, so its key cannot appear),
          * so it is accepted at the step of the cycle that frees one. */
         int64_t fclk = 0, budget = 1, cycles = -1;
-        for (int64_t j = 0; j < n; j++) {
-            const int64_t arr = A->line_arr[j >> S->ks], key = TX_KEY(j);
-            if (arr > fclk) {
-                fclk = arr;
-                budget = F;
-            } else if (budget == 0) {
-                fclk++;
-                budget = F;
-            }
-            const int64_t c = C == 1 ? 0 : FIELD(key, F_CH), kind = Q_WR(j) ? K_WR : K_RD;
-            ADVANCE(c, fclk);
-            const int hit = in_write_buffer(S, c, key, CFG_ARGS);
-            while (!hit && QL(c, kind) >= (kind == K_WR ? WQ : RQ)) {
-                const int64_t t = NEXT_EVAL(c);
-                if (t >= INF) {
+        const int64_t threads = mn(mn(A->threads, NCH), 64);
+        if (threads > 1 && worker) {
+            fclk = front_threads(A, RU, sims, NCH, threads, worker, &status, CFG_ARGS);
+            if (status) goto finish;
+        } else {
+            for (int64_t j = 0; j < n; j++) {
+                const int64_t arr = A->line_arr[j >> S->ks], key = TX_KEY(j);
+                if (arr > fclk) {
+                    fclk = arr;
+                    budget = F;
+                } else if (budget == 0) {
+                    fclk++;
+                    budget = F;
+                }
+                Sim *Sc = NCH == 1 ? sims : &sims[FIELD(key, F_CH)];
+                int hit;
+                const int64_t kind = Q_WR(j) ? K_WR : K_RD;
+                const int64_t at = ch_offer(Sc, RU, A, j, key, kind, fclk, &hit, CFG_ARGS);
+                if (at < 0) {
                     status = 1; /* nothing can ever issue: a deadlock */
-                    fclk = last_eval[c];
+                    fclk = AT_OF(Sc, int64_t, ARENA_LAST_EVAL)[0];
                     goto finish;
                 }
-                TICK(c, t);
-                fclk = t;
-                budget = F;
+                if (at != fclk) {
+                    fclk = at;
+                    budget = F;
+                }
+                budget--;
             }
-            accept(S, A, j, key, c, kind, hit, fclk, CFG_ARGS);
-            budget--;
         }
         /* Ramulator's end: the step that offered the last request; the counts then */
         cycles = fclk;
-        for (int64_t c = 0; c < C; c++) ADVANCE(c, cycles);
-        memcpy(A->cnt_snap, cnt, N_COUNTERS * 8);
+        for (int64_t c = 0; c < NCH; c++) ch_advance(&sims[c], RU, cycles, CFG_ARGS);
+        for (int64_t i = 0; i < NCH * N_COUNTERS; i++) A->cnt_snap[i % N_COUNTERS] += cnts[i];
         if (drain) {
             /* until every request has completed: the first step at which every buffer of
              * every channel is empty */
             int64_t end = cycles;
-            for (int64_t c = 0; c < C; c++) {
-                while (QL(c, K_RD) > 0 || QL(c, K_WR) > 0 || act_m[c]) {
-                    const int64_t t = NEXT_EVAL(c);
-                    if (t >= INF) {
-                        status = 1;
-                        break;
-                    }
-                    TICK(c, t);
-                }
-                end = mx(end, last_eval[c]);
+            for (int64_t c = 0; c < NCH; c++) {
+                status |= ch_drain(&sims[c], RU, CFG_ARGS);
+                end = mx(end, AT_OF(&sims[c], int64_t, ARENA_LAST_EVAL)[0]);
             }
-            for (int64_t c = 0; c < C; c++) ADVANCE(c, end);
+            for (int64_t c = 0; c < NCH; c++) ch_advance(&sims[c], RU, end, CFG_ARGS);
             fclk = end;
         }
     finish:
-        for (int64_t r = 0; r < C * R; r++)
-            if (open_cnt[r] > 0) active_cycles[r] += fclk - open_since[r];
+        for (int64_t c = 0; c < NCH; c++) ch_finish(&sims[c], fclk, CFG_ARGS);
+        int64_t evals = 0;
+        for (int64_t c = 0; c < NCH; c++) evals += sims[c].evals;
+        for (int64_t i = 0; i < NCH * N_COUNTERS; i++) A->cnt[i % N_COUNTERS] += cnts[i];
         A->out_scalars[0] = status;
         A->out_scalars[1] = cycles;
         A->out_scalars[2] = fclk;
-        A->out_scalars[3] = S->evals;
-#undef TICK
-#undef NEXT_EVAL
-#undef ADVANCE
+        A->out_scalars[3] = evals;
     }
 out:
-    free_sim(S);
+    for (int64_t c = 0; c < ready && sims; c++) free_sim(&sims[c]);
+    if (sims != &one) free(sims);
+    free(cnts);
     return status;
 }
 
 /* Instantiations: the common configurations get constant channels, ranks, dual issue, row
  * policy, queue size, bank-table blocks and (4 banks per bank group, 16 or 32 per rank) bank
- * counts; anything else runs the generic one. */
+ * counts; anything else runs the generic one. A multi-channel one has its channel threads'
+ * entry (engine_threads.h), of the same configuration. */
+#define GENERIC_CFG(p) 1, (p)[1], (p)[9] != 0, (p)[10] != 0, RUP8(mx((p)[4], (p)[5])), 0, 0, 0
+
 __attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU)
 {
     const int64_t nb = A->params[2] * A->params[3], b4 = A->params[3] == 4;
-    if (nb == 16 && b4) return sim_core(A, RU, 1, 1, 0, 0, 32, 2, 16, 4);
-    if (nb == 32 && b4) return sim_core(A, RU, 1, 1, 0, 0, 32, 4, 32, 4);
-    if (nb <= 8) return sim_core(A, RU, 1, 1, 0, 0, 32, 1, 0, 0);
-    if (nb <= 16) return sim_core(A, RU, 1, 1, 0, 0, 32, 2, 0, 0);
-    if (nb <= 32) return sim_core(A, RU, 1, 1, 0, 0, 32, 4, 0, 0);
-    return sim_core(A, RU, 1, 1, 0, 0, 32, 0, 0, 0);
+    if (nb == 16 && b4) return sim_core(A, RU, NULL, 1, 1, 1, 0, 0, 32, 2, 16, 4);
+    if (nb == 32 && b4) return sim_core(A, RU, NULL, 1, 1, 1, 0, 0, 32, 4, 32, 4);
+    if (nb <= 8) return sim_core(A, RU, NULL, 1, 1, 1, 0, 0, 32, 1, 0, 0);
+    if (nb <= 16) return sim_core(A, RU, NULL, 1, 1, 1, 0, 0, 32, 2, 0, 0);
+    if (nb <= 32) return sim_core(A, RU, NULL, 1, 1, 1, 0, 0, 32, 4, 0, 0);
+    return sim_core(A, RU, NULL, 1, 1, 1, 0, 0, 32, 0, 0, 0);
 }
 
 __attribute__((noinline)) static int sim_1ch_2rk(const Args *A, const Rules *RU)
 {
     if (A->params[2] * A->params[3] == 16 && A->params[3] == 4)
-        return sim_core(A, RU, 1, 2, 0, 0, 32, 4, 16, 4);
-    return sim_core(A, RU, 1, 2, 0, 0, 32, 0, 0, 0);
+        return sim_core(A, RU, NULL, 1, 1, 2, 0, 0, 32, 4, 16, 4);
+    return sim_core(A, RU, NULL, 1, 1, 2, 0, 0, 32, 0, 0, 0);
 }
+
+static void *hbm8_crew(void *hand) { return crew_loop(hand, 1, 2, 1, 0, 32, 4, 16, 4); }
+static void *hbm8_any_crew(void *hand) { return crew_loop(hand, 1, 2, 1, 0, 32, 0, 0, 0); }
 
 __attribute__((noinline)) static int sim_hbm8(const Args *A, const Rules *RU)
 {
     if (A->params[2] * A->params[3] == 16 && A->params[3] == 4)
-        return sim_core(A, RU, 8, 2, 1, 0, 32, 4, 16, 4);
-    return sim_core(A, RU, 8, 2, 1, 0, 32, 0, 0, 0);
+        return sim_core(A, RU, hbm8_crew, 8, 1, 2, 1, 0, 32, 4, 16, 4);
+    return sim_core(A, RU, hbm8_any_crew, 8, 1, 2, 1, 0, 32, 0, 0, 0);
+}
+
+static void *generic_crew(void *hand)
+{
+    const int64_t *p = ((Hand *)hand)->crew->A->params;
+    return crew_loop(hand, GENERIC_CFG(p));
 }
 
 __attribute__((noinline)) static int sim_generic(const Args *A, const Rules *RU)
 {
-    const int64_t *p = A->params;
-    return sim_core(A, RU, p[0], p[1], p[9] != 0, p[10] != 0, RUP8(mx(p[4], p[5])), 0, 0, 0);
+    return sim_core(A, RU, generic_crew, 0, GENERIC_CFG(A->params));
 }
 
 int simulate_c(const uint64_t *addr, const uint8_t *line_wr, const int64_t *line_arr, int64_t n,
@@ -344,10 +422,12 @@ int simulate_c(const uint64_t *addr, const uint8_t *line_wr, const int64_t *line
                const int64_t *tab_i, const int64_t *nxt, const int64_t *lat, const int64_t *win,
                int64_t *log, int64_t maxlog, int64_t *out_scalars, int64_t *cnt_snap,
                int64_t *cnt, int64_t *arrive, int64_t *depart, int64_t *done,
-               uint8_t *forwarded, int64_t *active_cycles)
+               uint8_t *forwarded, int64_t *active_cycles, int64_t threads)
 {
-    Args A = {addr, line_wr, line_arr, n, dec, params, wm, tab_i, nxt, lat, win, log, maxlog,
-              out_scalars, cnt_snap, cnt, arrive, depart, done, active_cycles, forwarded};
+    Args A = {addr,     line_wr, line_arr,   n,        dec,  params,        wm,
+              tab_i,    nxt,     lat,        win,      log,  maxlog,        out_scalars,
+              cnt_snap, cnt,     arrive,     depart,   done, active_cycles, forwarded,
+              threads};
     const int64_t C = params[0], R = params[1], dual = params[9] != 0, closed = params[10] != 0;
     if (R * params[2] * params[3] > 64 || R > 8) return -5;
     /* the decoding: shifts within a word, and each field's values (0 .. its mask) within the

@@ -49,6 +49,7 @@ typedef struct {
     int64_t maxlog;
     int64_t *out_scalars, *cnt_snap, *cnt, *arrive, *depart, *done, *active_cycles;
     uint8_t *forwarded;
+    int64_t threads; /* a multi-channel run: its channels on up to this many threads */
 } Args;
 
 #endif

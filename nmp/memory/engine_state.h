@@ -76,6 +76,7 @@ typedef struct {
 #define ARENA_OPEN_ROW (ARENA_LAST_EVAL + A64(C * 8))
 #define ARENA_END (ARENA_OPEN_ROW + A64(C * NBC * 8))
 #define AT(T, part) ((T *)(S->arena + (part)))
+#define AT_OF(S_, T, part) ((T *)((S_)->arena + (part)))
 
 /* the refresh queue's size for R ranks */
 #define PQ_OF(R) (64 * (R))

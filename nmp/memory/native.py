@@ -20,7 +20,8 @@ another compiler or another machine sharing the home directory gets its own buil
 compiler :func:`available` is False (:func:`unavailable_reason` says why) and the driver runs
 the numba engine, with the same results; so it does for an organization the C engine does not
 take (:func:`unsupported`: more than 64 banks or 8 ranks per channel, a windowed timing rule
-below the rank). The C call releases the GIL (threads replay in parallel), and the build (once:
+below the rank). The C call releases the GIL (threads replay in parallel) and may run the
+channels of one replay on several threads (``threads``), and the build (once:
 12-15 s with Clang, about 35 s with GCC 12) replaces the numba engine's first compilation
 (about 15 s).
 """
@@ -49,7 +50,7 @@ _ERRORS = {
 }
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
-_ARGTYPES = [_P] * 3 + [_I] + [_P] * 8 + [_I] + [_P] * 8
+_ARGTYPES = [_P] * 3 + [_I] + [_P] * 8 + [_I] + [_P] * 8 + [_I]
 
 
 @functools.lru_cache(maxsize=1)
@@ -115,7 +116,7 @@ def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, np.int64)
 
 
-def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log):
+def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log, threads=1):
     """:func:`nmp.memory.engine.simulate` of the transactions of lines, in C, with the same
     11-tuple; its last element counts the channel evaluations (the reference counts the memory
     cycles it visited). The C engine decodes the addresses itself (no node-id arrays are
@@ -124,7 +125,11 @@ def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log
     ``tx_bytes = 2 ** decode[1]`` apart; ``decode[2:7]`` and ``decode[7:12]`` the bit position
     and mask of the channel, rank, bank group, bank and row in a transaction number (address >>
     decode[1]), as :func:`nmp.memory.lines.lines_inputs` decodes them for the numba engine.
-    The configuration must be one the C engine takes (:func:`unsupported` is None)."""
+    The configuration must be one the C engine takes (:func:`unsupported` is None).
+
+    ``threads``: a run of several channels runs them on up to this many threads (the calling
+    one included; engine_threads.h), with the same results, the count of evaluations
+    included."""
     lib, why = _library()
     if lib is None:
         raise RuntimeError(f"the native DRAM engine is not available: {why}")
@@ -169,6 +174,7 @@ def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log
         done.ctypes.data,
         forwarded.ctypes.data,
         active_cycles.ctypes.data,
+        max(1, int(threads)),
     )
     if rc < 0:
         raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")

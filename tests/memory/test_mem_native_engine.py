@@ -89,17 +89,19 @@ def test_reference_cases_identical(dram_ref):
 
 @pytest.mark.parametrize(
     ("cc", "flags"),
-    [(None, "-mno-avx512f"), (None, "-mno-avx512f -mno-avx2"), ("cc", "")],
-    ids=["avx2-paths", "plain-c", "system-cc"],
+    [(None, ""), (None, "-mno-avx512f"), (None, "-mno-avx512f -mno-avx2"), ("cc", "")],
+    ids=["default", "avx2-paths", "plain-c", "system-cc"],
 )
 def test_portable_build_identical(dram_ref, monkeypatch, tmp_path, cc, flags):
     """engine.c has AVX-512 paths, AVX2 paths for CPUs without AVX-512, and plain C loops for
     the others (such as ARM): each build gives the reference's results. So does the system's
-    ``cc`` (GCC on Debian) where the library is built with Clang (native_build.compiler)."""
+    ``cc`` (GCC on Debian) where the library is built with Clang (native_build.compiler).
+    Each builds with -Werror (native_build adds -Wall -Wextra): a warning fails the test."""
     if flags and platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip(f"the {flags} builds are x86 builds ({platform.machine()} builds plain C)")
-    monkeypatch.setenv("CC", f"{cc or ' '.join(native_build.compiler())} {flags}".strip())
-    if flags:  # (the system cc's build is an ordinary one: the user cache keeps it)
+    cc = cc or " ".join(native_build.compiler())
+    monkeypatch.setenv("CC", f"{cc} {flags} -Werror")
+    if flags:  # (the ordinary builds, with -Werror: the user cache keeps them)
         monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path))
     native._library.cache_clear()
     try:
@@ -155,6 +157,53 @@ def test_presets_with_writes_and_arrivals_identical(preset):
         arrival = np.cumsum(rng.integers(0, 6, n))
         reqs = make_requests(addr, write=rng.random(n) < 0.4, arrival=arrival)
         _both(reqs, spec)
+
+
+def _threads_identical(reqs, spec, threads, params=None, log_rows=2000):
+    """The C engine with the channels on ``threads`` threads and on one: every output (the
+    count of evaluations included) and the command log are equal."""
+    plan = driver._plan(spec)
+    p, wm = plan.engine_params(True, True)
+    for k, v in (params or {}).items():
+        p[k] = v
+    addr, write, arrival = _lines(reqs)
+    arrival = np.zeros(len(addr), np.int64) if arrival is None else arrival
+    outs = []
+    for t in (1, threads):
+        log = np.full((log_rows, 5), -1, np.int64)
+        out = native.simulate(
+            addr, write, arrival, plan.native_decode, p, wm, *plan.tables, log, threads=t
+        )
+        outs.append((*out, log))
+    for k, (x, y) in enumerate(zip(*outs, strict=True)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=f"output {k}")
+    return outs[0]
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_threaded_channels_identical(dram_ref, threads):
+    """The channels of a multi-channel run on threads (engine_threads.h): on every reference
+    case, on multi-channel presets with writes, coalescing, forwarding and arrivals, and on
+    the generic build (4 channels; closed rows, small queues, no jumps), the results of one
+    thread."""
+    multi = 0
+    for case in CASES:
+        inputs, spec = _case_inputs(case)
+        out = _threads_identical(inputs, spec, threads)
+        assert out[1] == case["ramulator2"]["cycles"], case["id"]
+        multi += spec.org.channels > 1
+    assert multi >= 16
+    rng = np.random.default_rng(3)
+    for preset, channels in (("hbm2-2000", 8), ("hbm3-6400", None), ("ddr4-3200aa", 4)):
+        spec = load_memory(preset, channels=channels)
+        n = 20000
+        hot = rng.integers(0, 2048, n) * 64
+        cold = rng.integers(0, spec.capacity_bytes // 64, n) * 64
+        addr = np.where(rng.random(n) < 0.5, hot, cold)
+        arrival = np.cumsum(rng.integers(0, 2, n))
+        reqs = make_requests(addr, write=rng.random(n) < 0.4, arrival=arrival)
+        for params in (None, {10: 1, 4: 8, 5: 8}, {14: 0}):
+            _threads_identical(reqs, spec, threads, params)
 
 
 @pytest.mark.parametrize("level", ["rank", "bankgroup", "bank"])
