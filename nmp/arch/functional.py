@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from nmp.arch.rowdata import BASIS_A, BASIS_B
+from nmp.arch.vector_ops import LANES, row_ops
 
 
 @njit(cache=True)
@@ -44,7 +45,7 @@ def _reduce_segments(parent, partial, nparent):  # pragma: no cover
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def dedupe(keys, key_space=-1):  # pragma: no cover - compiled
     """(distinct keys in first-seen order, index of each key among them) in linear time: a
     direct index when the keys lie in [0, key_space) and that space is small, else open
@@ -115,7 +116,7 @@ def _reduce_up_tree(acc, touched, parent, out, b):  # pragma: no cover
                 acc[p, c] = acc[nd, c]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gather_tree(node, bag, uinv, weights, values, parent, n_nodes, batch):  # pragma: no cover
     """Bag by bag: every unit (``node``) accumulates the partial sum of its rows of the bag;
     then, children before parents (node ids decrease up the tree), each partial sum is added
@@ -164,7 +165,7 @@ def _make_gather_tree_basis(fixed_dim: int, weighted: bool):
     processes writing it at once left entries whose reload failed ("NRT_adapt_ndarray_to_python:
     'descr' is NULL"); compiling a variant takes about 1 s, once per process."""
 
-    @njit(cache=False, fastmath=True)
+    @njit(cache=False, fastmath=True, nogil=True)
     def kernel(
         level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch
     ):  # pragma: no cover
@@ -216,6 +217,47 @@ def _make_gather_tree_basis(fixed_dim: int, weighted: bool):
     return kernel
 
 
+def _make_gather_tree_rows(dim: int):
+    """The unweighted kernel of :func:`gather_tree_basis` for rows of ``dim`` elements (a
+    multiple of 8), its row arithmetic in whole vectors (:mod:`nmp.arch.vector_ops`): the same
+    additions in the same order as :func:`_make_gather_tree_basis`'s kernel, so the same bits
+    (its compiled loop adds ``(acc + A) + B`` per element), without a run-time overlap check
+    per lookup. Not cached on disk, as that kernel."""
+    add_two_rows, add_row_and_clear = row_ops(dim)
+
+    @njit(cache=False, nogil=True)
+    def kernel(
+        level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch
+    ):  # pragma: no cover
+        na, nb = np.uint64(_BASIS_A), np.uint64(_BASIS_B)
+        n_nodes = parent.shape[0]
+        out = np.zeros((batch, dim), dtype=np.float32)
+        acc = np.zeros((n_nodes, dim), dtype=np.float32)  # zero between bags, as above
+        touched = np.zeros(n_nodes, dtype=np.bool_)
+        n = node.shape[0]
+        for j in range(n):
+            nd = base[level[j]] + node[j]
+            r = np.uint64(rows[j])
+            q = r // na
+            add_two_rows(acc, nd, basis_a, np.int64(r - q * na), basis_b, np.int64(q % nb))
+            touched[nd] = True
+            if j + 1 == n or bag[j + 1] != bag[j]:
+                b = bag[j]
+                for k in range(n_nodes - 1, -1, -1):
+                    if not touched[k]:
+                        continue
+                    touched[k] = False
+                    p = parent[k]
+                    if p < 0:
+                        add_row_and_clear(out, b, acc, k)
+                    else:
+                        touched[p] = True
+                        add_row_and_clear(acc, p, acc, k)
+        return out
+
+    return kernel
+
+
 _BASIS_KERNELS: dict[tuple[int, bool], Any] = {}
 
 
@@ -231,7 +273,12 @@ def gather_tree_basis(level, node, base, bag, rows, weights, basis_a, basis_b, p
     key = (dim if dim in SPECIALIZED_DIMS else 0, weights.shape[0] > 0)
     kernel = _BASIS_KERNELS.get(key)
     if kernel is None:
-        kernel = _BASIS_KERNELS[key] = _make_gather_tree_basis(*key)
+        fixed_dim, weighted = key
+        if fixed_dim % LANES == 0 and fixed_dim > 0 and not weighted:
+            kernel = _make_gather_tree_rows(fixed_dim)
+        else:
+            kernel = _make_gather_tree_basis(fixed_dim, weighted)
+        _BASIS_KERNELS[key] = kernel
     return kernel(level, node, base, bag, rows, weights, basis_a, basis_b, parent, int(batch))
 
 

@@ -107,3 +107,59 @@ def test_basis_kernel_every_width_and_weighting(dim, weighted):
     np.add.at(ref, bag, vals.astype(np.float64))
     assert got.shape == (batch, dim) and got.dtype == np.float32
     assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+def _tree_sum_in_order(level, node, base, bag, rows, w, basis_a, basis_b, parent, batch):
+    """The units' arithmetic in float32, one addition at a time: each unit adds its lookups of
+    a bag as ``(acc + A[ia]) + B[ib]`` in lookup order; at the bag's end the units, highest id
+    first, add their sums into their parent's (roots: into the output)."""
+    dim = basis_a.shape[1]
+    out = np.zeros((batch, dim), np.float32)
+    acc = np.zeros((parent.size, dim), np.float32)
+    for j in range(rows.size):
+        nd = base[level[j]] + node[j]
+        a, b = (
+            basis_a[rows[j] % basis_a.shape[0]],
+            basis_b[(rows[j] // basis_a.shape[0]) % basis_b.shape[0]],
+        )
+        acc[nd] = (acc[nd] + a) + b
+        if j + 1 == rows.size or bag[j + 1] != bag[j]:
+            for k in range(parent.size - 1, -1, -1):
+                if acc[k].any():
+                    if parent[k] < 0:
+                        out[bag[j]] += acc[k]
+                    else:
+                        acc[parent[k]] += acc[k]
+                    acc[k] = 0.0
+    return out
+
+
+@pytest.mark.parametrize("dim", [16, 24, 64, 256])
+def test_basis_kernel_adds_in_a_fixed_order(dim):
+    """The kernels' results, bit for bit, are those of the additions in the documented order
+    (whichever kernel a width gets: whole vectors, a compiled width or a run-time one)."""
+    from nmp.arch.functional import gather_tree_basis
+    from nmp.arch.rowdata import _basis
+
+    rng = np.random.default_rng(dim)
+    n, batch = 2000, 25
+    bag = np.sort(rng.integers(0, batch, n)).astype(np.int64)
+    rows = rng.integers(0, 5_000_000, n).astype(np.int64)
+    parent = np.array([-1, -1, 0, 0, 1, 2, 3, 4], dtype=np.int64)
+    base = np.array([0, 2, 4], dtype=np.int64)
+    level = rng.integers(0, 3, n).astype(np.int64)
+    node = rng.integers(0, np.array([2, 2, 4])[level]).astype(np.int64)
+    args = (
+        level,
+        node,
+        base,
+        bag,
+        rows,
+        np.empty(0, np.float32),
+        *_basis(5, 2, dim),
+        parent,
+        batch,
+    )
+    assert np.array_equal(
+        gather_tree_basis(*args).view(np.uint32), _tree_sum_in_order(*args).view(np.uint32)
+    )

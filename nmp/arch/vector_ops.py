@@ -1,0 +1,100 @@
+"""Whole-row float32 operations for the gather kernels, written as explicit vector loads, adds
+and stores (LLVM IR through numba intrinsics).
+
+numba cannot tell LLVM that an accumulator row and the rows added into it never overlap, so
+its loop over a row's elements gets a run-time overlap check and a scalar fallback on every
+lookup; here the row is loaded, added and stored as whole vectors (8 lanes each), which is
+what the compiled loop did when the check passed. Each element gets the same additions in the
+same order as the scalar code, so results are the same bit for bit. Rows are ``dim`` elements
+of C-contiguous ``float32 [rows, dim]`` arrays, ``dim`` a multiple of :data:`LANES`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+LANES = 8  # float32 lanes of one vector (256 bits)
+
+
+def _is_rows(ty) -> bool:
+    return (
+        isinstance(ty, types.Array)
+        and ty.ndim == 2
+        and ty.layout == "C"
+        and ty.dtype == types.float32
+    )
+
+
+def _row_vectors(context, builder, array, array_type, row, dim: int) -> list:
+    """Pointers to the LANES-wide vectors of ``array[row]``."""
+    vec = ir.VectorType(ir.FloatType(), LANES)
+    i64 = ir.IntType(64)
+    data = context.make_array(array_type)(context, builder, array).data
+    first = builder.mul(row, ir.Constant(i64, dim))
+    return [
+        builder.bitcast(
+            builder.gep(data, [builder.add(first, ir.Constant(i64, k * LANES))]),
+            vec.as_pointer(),
+        )
+        for k in range(dim // LANES)
+    ]
+
+
+@functools.lru_cache(maxsize=16)
+def row_ops(dim: int) -> tuple:
+    """``(add_two_rows, add_row_and_clear)`` for rows of ``dim`` elements:
+
+    * ``add_two_rows(acc, i, a, ia, b, ib)``: ``acc[i] = (acc[i] + a[ia]) + b[ib]``;
+    * ``add_row_and_clear(dst, i, src, k)``: ``dst[i] = dst[i] + src[k]``, then ``src[k] = 0``.
+    """
+    if dim <= 0 or dim % LANES:
+        raise ValueError(f"row_ops needs a positive multiple of {LANES} elements, got {dim}")
+
+    @intrinsic
+    def add_two_rows(typingctx, acc, i, a, ia, b, ib):  # pragma: no cover - compiled
+        if not all(_is_rows(t) for t in (acc, a, b)):
+            return None
+        sig = types.void(acc, types.int64, a, types.int64, b, types.int64)
+
+        def codegen(context, builder, signature, args):
+            acc_v, i_v, a_v, ia_v, b_v, ib_v = args
+            t = signature.args
+            to = _row_vectors(context, builder, acc_v, t[0], i_v, dim)
+            from_a = _row_vectors(context, builder, a_v, t[2], ia_v, dim)
+            from_b = _row_vectors(context, builder, b_v, t[4], ib_v, dim)
+            for p, pa, pb in zip(to, from_a, from_b, strict=True):
+                x = builder.fadd(builder.load(p, align=4), builder.load(pa, align=4))
+                builder.store(builder.fadd(x, builder.load(pb, align=4)), p, align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def add_row_and_clear(typingctx, dst, i, src, k):  # pragma: no cover - compiled
+        if not (_is_rows(dst) and _is_rows(src)):
+            return None
+        sig = types.void(dst, types.int64, src, types.int64)
+
+        def codegen(context, builder, signature, args):
+            dst_v, i_v, src_v, k_v = args
+            t = signature.args
+            zero = ir.Constant(ir.VectorType(ir.FloatType(), LANES), [0.0] * LANES)
+            to = _row_vectors(context, builder, dst_v, t[0], i_v, dim)
+            from_ = _row_vectors(context, builder, src_v, t[2], k_v, dim)
+            for p, ps in zip(to, from_, strict=True):
+                builder.store(
+                    builder.fadd(builder.load(p, align=4), builder.load(ps, align=4)), p, align=4
+                )
+                builder.store(zero, ps, align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return add_two_rows, add_row_and_clear
+
+
+__all__ = ["LANES", "row_ops"]
