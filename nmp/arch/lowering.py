@@ -386,7 +386,7 @@ def lower_level(
     """The request streams of ``level``'s nodes (rows placed whole), grouped by node, each in
     the order its unit issues them. ``split``: :func:`split_levels` of these lookups, done once
     for all levels (else done here for this one). ``scratch``: the addresses are a view of
-    this thread's work buffer, valid until its next ``scratch`` lowering."""
+    this thread's work buffer for ``level``, valid until its next ``scratch`` lowering of it."""
     li = LEVELS.index(level)
     tx, lpp, rows = mv.tx_bytes(mem), mv.lines_per_page(mem), mv.org(mem, "rows")
     if split is None:
@@ -422,7 +422,10 @@ def lower_level(
         (e_bg, e_bank, e_row, e_col), composes, row_shift = _field_codes(view)
         if composes and rows_mod <= e_row.size and lpp <= e_col.size:
             total = int(lpr.sum())
-            addr = _scratch("addr", total, np.uint64) if scratch else np.empty(total, np.uint64)
+            # a buffer per level: one level's replays may still read theirs while the next
+            # level is lowered
+            buf = "addr." + level
+            addr = _scratch(buf, total, np.uint64) if scratch else np.empty(total, np.uint64)
             slots = np.zeros(1, dtype=np.int64)
             if salp:
                 slots = np.empty(perm.size, dtype=np.int64)

@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 
 from nmp.arch import memview as mv
+from nmp.arch import threads
 from nmp.arch.lowering import LevelStream
+from nmp.arch.threads import Pending
 from nmp.memory import command_energy_pj, make_requests, replay_lines
 
 # A sampled replay times this many evenly spaced contiguous chunks of a long stream: contiguous
@@ -95,9 +97,11 @@ def dram_energy(mem: Any, stats_list: list, latency_cycles: float) -> dict[str, 
     return command_energy_pj(mem, counts, latency_cycles)
 
 
-def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list:
-    """Replay each node's requests on its own (units run concurrently); None for idle nodes.
-    A node's stream longer than ``max_requests`` (when > 0) is timed on a sample."""
+def start_replays(stream: LevelStream, nodes: int, max_requests: int = 0) -> NodeReplays:
+    """Start replaying each node's requests on its own (units run concurrently), on the design
+    point's threads (:mod:`nmp.arch.threads`); ``.results()`` gives one MemStats per node, None
+    for idle nodes. A node's stream longer than ``max_requests`` (when > 0) is timed on a
+    sample. ``stream.addr`` must stay unchanged until the results are in."""
     if stream.node_lines is not None:
         # lower_level emits the requests grouped by node: each node's are then a slice
         counts, addr = stream.node_lines, stream.addr
@@ -107,13 +111,38 @@ def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list
         grouped = bool((stream.node[1:] >= stream.node[:-1]).all())
         addr = stream.addr if grouped else stream.addr[np.argsort(stream.node, kind="stable")]
     starts = np.concatenate([[0], np.cumsum(counts)])
-    out = []
-    for k in range(nodes):
-        a, b = int(starts[k]), int(starts[k + 1])
-        out.append(
-            replay_stream(addr[a:b], stream.view, max_requests=max_requests) if b > a else None
-        )
-    return out
+    busy = [k for k in range(nodes) if starts[k + 1] > starts[k]]
+    # the longest streams first, so that the threads finish together
+    busy.sort(key=lambda k: int(starts[k] - starts[k + 1]))
+    pending = threads.start(
+        [
+            (
+                replay_stream,
+                (addr[int(starts[k]) : int(starts[k + 1])], stream.view, False, max_requests),
+            )
+            for k in busy
+        ]
+    )
+    return NodeReplays(pending, busy, nodes)
+
+
+class NodeReplays:
+    """:class:`Pending` replays of some nodes, given back per node (None: idle)."""
+
+    def __init__(self, pending: Pending, busy: list[int], nodes: int) -> None:
+        self._pending, self._busy, self._nodes = pending, busy, nodes
+
+    def results(self) -> list:
+        out: list = [None] * self._nodes
+        for k, st in zip(self._busy, self._pending.results(), strict=True):
+            out[k] = st
+        return out
+
+
+def replay_nodes(stream: LevelStream, nodes: int, max_requests: int = 0) -> list:
+    """Replay each node's requests on its own (units run concurrently); None for idle nodes.
+    A node's stream longer than ``max_requests`` (when > 0) is timed on a sample."""
+    return start_replays(stream, nodes, max_requests).results()
 
 
 def hit_rate(st) -> float:
@@ -130,6 +159,7 @@ def hit_rate_many(stats: list) -> float:
 
 
 __all__ = [
+    "NodeReplays",
     "SAMPLE_CHUNKS",
     "dram_energy",
     "hit_rate",
@@ -138,4 +168,5 @@ __all__ = [
     "replay_stream",
     "sample_index",
     "scale_stats",
+    "start_replays",
 ]

@@ -4,7 +4,9 @@
 whose units read rows near memory (:func:`time_near_memory`), the stages are:
 
 * lower: each data level's lookups to per-node DRAM request streams (the policy's ``lower``);
-* replay: each node's stream on the level's internal view of the memory (:mod:`nmp.arch.replay`);
+* replay: each node's stream on the level's internal view of the memory (:mod:`nmp.arch.replay`),
+  a level's replays running on the design point's threads (:mod:`nmp.arch.threads`) while the
+  next level is lowered;
 * bounds: one function per bound (:mod:`nmp.arch.bounds`): levels, activation window,
   instruction delivery, channel, host compute;
 * combine: the slowest bound plus the reduction tail; energy from the replays' commands, the
@@ -13,6 +15,7 @@ whose units read rows near memory (:func:`time_near_memory`), the stages are:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -29,6 +32,7 @@ from nmp.arch.replay import (
     replay_stream,
     sample_index,
     scale_stats,
+    start_replays,
 )
 from nmp.arch.spec import LEVELS
 from nmp.arch.tree import TreeTraffic
@@ -60,41 +64,44 @@ def time_near_memory(
     level_stats: dict[str, list] = {}
     rank_io_bytes = 0.0  # bytes between the DRAM chips and the buffer chip
     psum_bytes = dims * 4  # partial sums are FP32
-    sums = _per_level_sums(arch, flat, plc, dims)
-    # means of integers over the lookups: exact sums, so equal to a mean over every lookup
-    row_psum = float((psum_bytes * sums.table_lookups).sum() / n) if n else 0.0
-    mean_dim = float((dims * sums.table_lookups).sum() / n) if n else 0.0
-    split = policy.split(arch, flat, plc, order)
-    for li, lv in enumerate(LEVELS):
-        if lv not in arch.layouts:
-            continue
-        unit = spec.level(lv)
-        stream = policy.lower(arch, lv, flat, plc, order, split)  # lower
-        node_stats = []
-        if stream is not None and stream.addr.size:  # replay
-            node_stats = replay_nodes(stream, arch.layouts[lv].nodes, spec.replay_sample_requests)
-            level_stats[lv] = [s_ for s_ in node_stats if s_ is not None]
-            stats_list.extend(level_stats[lv])
-        work = policy.level_work(arch, lv, stream, flat, sums, dims)
-        recv = traffic.recv.get(lv, np.zeros(arch.layouts[lv].nodes, dtype=np.int64))
-        lt = bnd.level_bound(arch, lv, stream, node_stats, work, recv, row_psum, mean_dim)
-        bounds[lv] = lt.time_ns
-        imbalance[lv] = lt.imbalance
-        levels_bd[lv] = lt.breakdown
-        recv_total = float(lt.recv_bytes.sum())
-        bytes_by_level[lv] = lt.dram_bytes + recv_total
-        if lv == "rank":
-            # rank-level reads and the children's partial sums leave the DRAM chips
-            rank_io_bytes += lt.dram_bytes + recv_total
-        # unit energy: adds (and multiplies when weighted) + SRAM accumulator read/write
-        level_dims = float(sums.dim_sum[li])  # elements the level's lookups add
-        flops_add = work[3] + recv_total / 4
-        energy["units"] += flops_add * unit.pj_per_add + (
-            level_dims * unit.pj_per_mul if weighted else 0.0
-        )
-        energy["sram"] += 2 * flops_add * 32 * unit.sram_pj_per_bit
-        if lv == "rank" and plc.hit.any():
-            energy["sram"] += float(flat.row_bytes[plc.hit].sum()) * 8 * unit.sram_pj_per_bit
+    lowered = _lower_and_start(arch, flat, plc, order)
+    try:
+        sums = _per_level_sums(arch, flat, plc, dims)  # while the replays run
+        # means of integers over the lookups: exact sums, so equal to a mean over every lookup
+        row_psum = float((psum_bytes * sums.table_lookups).sum() / n) if n else 0.0
+        mean_dim = float((dims * sums.table_lookups).sum() / n) if n else 0.0
+        for li, lv in enumerate(LEVELS):
+            if lv not in arch.layouts:
+                continue
+            unit = spec.level(lv)
+            stream, replays = lowered[lv]
+            node_stats = []
+            if replays is not None:
+                node_stats = replays.results()
+                level_stats[lv] = [s_ for s_ in node_stats if s_ is not None]
+                stats_list.extend(level_stats[lv])
+            work = policy.level_work(arch, lv, stream, flat, sums, dims)
+            recv = traffic.recv.get(lv, np.zeros(arch.layouts[lv].nodes, dtype=np.int64))
+            lt = bnd.level_bound(arch, lv, stream, node_stats, work, recv, row_psum, mean_dim)
+            bounds[lv] = lt.time_ns
+            imbalance[lv] = lt.imbalance
+            levels_bd[lv] = lt.breakdown
+            recv_total = float(lt.recv_bytes.sum())
+            bytes_by_level[lv] = lt.dram_bytes + recv_total
+            if lv == "rank":
+                # rank-level reads and the children's partial sums leave the DRAM chips
+                rank_io_bytes += lt.dram_bytes + recv_total
+            # unit energy: adds (and multiplies when weighted) + SRAM accumulator read/write
+            level_dims = float(sums.dim_sum[li])  # elements the level's lookups add
+            flops_add = work[3] + recv_total / 4
+            energy["units"] += flops_add * unit.pj_per_add + (
+                level_dims * unit.pj_per_mul if weighted else 0.0
+            )
+            energy["sram"] += 2 * flops_add * 32 * unit.sram_pj_per_bit
+            if lv == "rank" and plc.hit.any():
+                energy["sram"] += float(flat.row_bytes[plc.hit].sum()) * 8 * unit.sram_pj_per_bit
+    finally:
+        _settle(lowered)
     bounds["act_window"] = bnd.act_window_bound(mem, stats_list)
     # pooled partial sums returned to the host, per channel
     assert traffic.host_recv is not None  # (tree_reduce always sets it)
@@ -153,6 +160,37 @@ def time_near_memory(
         **arch.partition_info,
     )
     return OpResult(latency / tck, latency, energy, bytes_by_level, bd, li_b)
+
+
+def _lower_and_start(arch, flat: FlatLookups, plc: Placement, order: np.ndarray) -> dict:
+    """Every level's stream (the policy's ``lower``), each level's node replays started on the
+    point's threads as soon as it is lowered (the next level is lowered meanwhile): {level:
+    (stream or None, started replays or None)}."""
+    policy, spec = arch.policy, arch.spec
+    split = policy.split(arch, flat, plc, order)
+    lowered: dict[str, tuple] = {}
+    try:
+        for lv in LEVELS:
+            if lv in arch.layouts:
+                stream = policy.lower(arch, lv, flat, plc, order, split)
+                replays = None
+                if stream is not None and stream.addr.size:
+                    nodes = arch.layouts[lv].nodes
+                    replays = start_replays(stream, nodes, spec.replay_sample_requests)
+                lowered[lv] = (stream, replays)
+    except BaseException:
+        _settle(lowered)
+        raise
+    return lowered
+
+
+def _settle(lowered: dict) -> None:
+    """Wait for every started replay (their errors are the caller's to raise): the streams
+    live in this thread's work buffers, which nothing may still read when it lowers again."""
+    for _, replays in lowered.values():
+        if replays is not None:
+            with contextlib.suppress(Exception):
+                replays.results()
 
 
 @dataclasses.dataclass

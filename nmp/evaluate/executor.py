@@ -35,6 +35,8 @@ DEFAULT_TIME_LIMIT_S = 600.0
 # A pool worker whose point ignores its time limit (a compiled loop does not return to Python,
 # where the limit is raised) is killed this long after it (chosen).
 KILL_GRACE_S = 10.0
+# nmp.arch.threads.THREADS_ENV (not imported: the executor loads no model)
+POINT_THREADS_ENV = "NMP_THREADS"
 
 
 class PointTimeout(Exception):
@@ -96,6 +98,7 @@ _STARTS: Any = None
 def _init_worker(parent_pid: int, starts: Any) -> None:
     global _STARTS
     _STARTS = starts
+    point_worker_init()
     _die_with_parent(parent_pid)
 
 
@@ -122,6 +125,12 @@ def _die_with_parent(parent_pid: int) -> None:
                 os._exit(1)
 
     threading.Thread(target=watch, name="nmp-parent-watch", daemon=True).start()
+
+
+def point_worker_init() -> None:
+    """Initializer of a pool of worker processes that run design points: one thread per point
+    (the processes use the cores; see :mod:`nmp.arch.threads`)."""
+    os.environ[POINT_THREADS_ENV] = "1"
 
 
 def evaluate_chunk(
@@ -337,6 +346,8 @@ class DaskExecutor(Executor):
                     processes=self.processes,
                     dashboard_address=None,
                     silence_logs=logging.ERROR,
+                    # worker processes: one thread per design point (the workers use the cores)
+                    **({"env": {POINT_THREADS_ENV: "1"}} if self.processes else {}),
                 )
                 client = Client(cluster)
         except (OSError, ValueError, TypeError) as exc:
