@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
+from nmp.evaluate.executor import point_worker_init
 from nmp.fileio import atomic_write_text
 from nmp.plugins import study_runner
 
@@ -179,7 +180,7 @@ def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[d
     todo = _jobs(setup)
     unique = sorted(set(todo.values()), key=repr)
     if jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, initializer=point_worker_init) as pool:
             measured = dict(zip(unique, pool.map(_run, unique), strict=True))
     else:
         measured = {job: _run(job) for job in unique}

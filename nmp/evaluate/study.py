@@ -10,8 +10,10 @@ each brings its own runner::
     hbm_gib = [4, 8, 16]
 
 ``nmp evaluate papers/recshard-capacity`` makes the run folder (locked, named and linked from
-``reports/latest`` as for any sweep) and calls ``runner(params, out_dir=run_dir, jobs=N)``. The
-runner computes the study, writes its own files there (``report.md``, ``results.csv``,
+``reports/latest`` as for any sweep) and calls ``runner(params, out_dir=run_dir, jobs=N)``
+(``--jobs``, by default one per CPU, as for any sweep; a runner that runs its points in worker
+processes gives each one thread: :func:`nmp.evaluate.executor.point_worker_init`). The runner
+computes the study, writes its own files there (``report.md``, ``results.csv``,
 ``results.jsonl``, plots) and returns its result rows (flat dicts); this module saves the
 sweep file and ``summary.json`` and prints the rows. A runner's module may define
 ``check_params(params)``, which ``nmp evaluate --check`` calls (runners check their params
@@ -30,6 +32,7 @@ from typing import Any
 
 from nmp.config import load_toml
 from nmp.errors import NmpError, SpecError
+from nmp.evaluate.executor import default_jobs
 from nmp.fileio import atomic_write_json, atomic_write_text
 from nmp.plugins import load_study_runner
 
@@ -136,7 +139,7 @@ def run_custom_study(
     if sweep_text:
         atomic_write_text(run_dir / "sweep.toml", sweep_text)
     with _named(study):
-        rows = runner(study.params, out_dir=run_dir, jobs=jobs or 1)
+        rows = runner(study.params, out_dir=run_dir, jobs=jobs or default_jobs())
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise NmpError(f"{study.runner} returned {type(rows).__name__}, not a list of rows (dicts)")
     written = sorted(
