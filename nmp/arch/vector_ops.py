@@ -46,10 +46,11 @@ def _row_vectors(context, builder, array, array_type, row, dim: int) -> list:
 
 @functools.lru_cache(maxsize=16)
 def row_ops(dim: int) -> tuple:
-    """``(add_two_rows, add_row_and_clear)`` for rows of ``dim`` elements:
+    """``(add_two_rows, add_row_and_clear, prefetch_row)`` for rows of ``dim`` elements:
 
     * ``add_two_rows(acc, i, a, ia, b, ib)``: ``acc[i] = (acc[i] + a[ia]) + b[ib]``;
-    * ``add_row_and_clear(dst, i, src, k)``: ``dst[i] = dst[i] + src[k]``, then ``src[k] = 0``.
+    * ``add_row_and_clear(dst, i, src, k)``: ``dst[i] = dst[i] + src[k]``, then ``src[k] = 0``;
+    * ``prefetch_row(rows, i)``: a hint to load ``rows[i]`` into the caches.
     """
     if dim <= 0 or dim % LANES:
         raise ValueError(f"row_ops needs a positive multiple of {LANES} elements, got {dim}")
@@ -94,7 +95,30 @@ def row_ops(dim: int) -> tuple:
 
         return sig, codegen
 
-    return add_two_rows, add_row_and_clear
+    @intrinsic
+    def prefetch_row(typingctx, rows, i):  # pragma: no cover - compiled
+        """Ask the CPU to bring ``rows[i]`` into its caches (``llvm.prefetch``, for reading):
+        a hint, with no effect on any value."""
+        if not _is_rows(rows):
+            return None
+        sig = types.void(rows, types.int64)
+
+        def codegen(context, builder, signature, args):
+            rows_v, i_v = args
+            i8p = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+            fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], fnty)
+            vectors = _row_vectors(context, builder, rows_v, signature.args[0], i_v, dim)
+            # one per 64-byte line (two vectors of 8 float32); read, keep in all levels, data
+            args_ = [ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)]
+            for p in vectors[::2]:
+                builder.call(fn, [builder.bitcast(p, i8p), *args_])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return add_two_rows, add_row_and_clear, prefetch_row
 
 
 __all__ = ["LANES", "row_ops"]
