@@ -1,54 +1,47 @@
 """Model functions for the near-memory papers' published claims (ReCross, TRiM, RecNMP).
 
-Each function runs design points through :func:`nmp.evaluate.point.run_point` on the paper's
-own setup and returns the model's value for one claim of ``nmp/validate/claims/{recross,trim,
-recnmp}.toml`` (a float for a value claim, a bool for an ordering), with a detail line naming
-the setup it ran. Nothing here knows a published number: the claims file holds those, and the
-verdict is computed elsewhere (:mod:`nmp.validate.claims`).
+Each function runs design points through :func:`nmp.evaluate.point.run_point` and returns the
+model's value for one claim of ``nmp/validate/claims/{recross,trim,recnmp}.toml`` (a float for
+a value claim, a bool for an ordering), with a detail line naming the setup it ran; a speed
+claim also returns ``bound``, the most the model's physics allows (:mod:`nmp.arch.ceiling`:
+the design's ceiling over the baseline as modeled), and an ordering its ``margin``. Nothing here
+knows a published number: the claims files hold those, and the verdict is computed elsewhere
+(:mod:`nmp.validate.claims`).
 
-Setups (the memory every design of a comparison is pinned to, as the sweeps in
-``workloads/sweeps/papers/`` do):
+Every function takes ``setup``: None runs the kit's defaults, every design of a comparison
+pinned to one memory, that of the preset ``memory_of`` (the paper's own design: ``recross``,
+``trim-g``, ``recnmp``), with the kit's host (its 32 MiB LLC) and workload (recross-eval, Zipf
+1.05); a mapping is the paper's ``[setup]`` (``nmp.validate.setup``): keys rooted at
+``arch.``, ``workload.`` or ``memory.`` apply to every design of the comparison, keys
+``designs.<preset>.<path>`` to that preset's designs only (a baseline's configuration).
 
-- ``recross``: DDR5-4800 40-40-40, one channel, one dual-rank DIMM (ReCross ISCA'23, §3).
-- ``trim``: DDR5-4800 AN bin, one channel, 2 ranks (the TRiM presets' memory; TRiM's channel and
-  rank counts are not in the sources found).
-- ``recnmp``: DDR4-2400, 4 channels, 2 ranks each (RecNMP ISCA'20's characterization).
-
-Points are cached (:func:`functools.cache`), so the claims of one paper share their runs: the
-quick claims together run 6 designs + 3 ablation steps on ReCross's setup and a handful on the
-other two.
+Points are cached (:func:`functools.cache`) on their overrides with every value equal to the
+design's own default dropped, so the claims of one paper, its two columns and the runner's
+one-value-at-a-time attribution share their runs.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from typing import Any
 
-from nmp.errors import NmpError
+from nmp.arch.ceiling import host_ceiling, near_memory_ceiling
+from nmp.arch.energy import read_share
+from nmp.arch.point import load_memory_for
+from nmp.arch.presets import load_arch_spec
+from nmp.config import preset_names, split_overrides
+from nmp.errors import NmpError, SpecError
 from nmp.evaluate.point import run_point
+from nmp.memory import load_memory
 from nmp.plugins import claim_model
 from nmp.results import PointResult
+from nmp.workload import load_workload
 
 WORKLOAD = "recross-eval"  # Criteo Kaggle tables, vector length 64, batch 32, pooling 80
-
-SETUPS: dict[str, dict[str, Any]] = {
-    "recross": {
-        "arch.memory.preset": "ddr5-4800-40",
-        "arch.memory.channels": 1,
-        "arch.memory.ranks": 2,
-    },
-    "trim": {
-        "arch.memory.preset": "ddr5-4800an",
-        "arch.memory.channels": 1,
-        "arch.memory.ranks": 2,
-    },
-    "recnmp": {
-        "arch.memory.preset": "ddr4-2400",
-        "arch.memory.channels": 4,
-        "arch.memory.ranks": 2,
-    },
-}
+ROOTS = ("arch", "workload", "memory")
+DESIGNS_PREFIX = "designs."
 
 # The ReCross ablation (Fig. 12): the cross-level hardware with its mechanisms added one at a
 # time. Design names as in workloads/sweeps/papers/recross-ablation.toml.
@@ -79,34 +72,164 @@ def _design(name: str) -> tuple[str, dict[str, Any]]:
     return name, {}
 
 
+def _lookup(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = obj[part] if isinstance(obj, dict) else getattr(obj, part)
+    return obj
+
+
+@functools.cache
+def _arch_spec(preset: str):
+    return load_arch_spec(preset)
+
+
+@functools.cache
+def _memory_spec(preset: str):
+    return load_memory(preset)
+
+
+@functools.cache
+def _workload_spec():
+    return load_workload(WORKLOAD)
+
+
+def _default(preset: str, key: str, overrides: dict[str, Any]) -> Any:
+    """The value ``key`` has in ``preset``'s design point without overrides (memory keys: on
+    the memory preset the overrides choose)."""
+    root, _, path = key.partition(".")
+    try:
+        if root == "arch":
+            return _lookup(_arch_spec(preset), path)
+        if root == "workload":
+            return _lookup(_workload_spec(), path)
+        mem = overrides.get("arch.memory.preset", _arch_spec(preset).memory.preset)
+        return _lookup(_memory_spec(mem), path)
+    except (AttributeError, KeyError, TypeError):
+        return _NO_DEFAULT
+
+
+_NO_DEFAULT = object()
+
+
+def setup_overrides(preset: str, setup: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The overrides a paper's ``setup`` gives the points of ``preset``: every key rooted at
+    arch. / workload. / memory., and ``designs.<preset>.<key>`` for this preset; any other key
+    is an error (a design-specific key must name an architecture preset)."""
+    out: dict[str, Any] = {}
+    for key, value in (setup or {}).items():
+        if key.startswith(DESIGNS_PREFIX):
+            name, _, path = key[len(DESIGNS_PREFIX) :].partition(".")
+            if name not in preset_names("arch"):
+                raise SpecError(
+                    f"'{name}' is not an architecture preset "
+                    f"(known: {', '.join(preset_names('arch'))})",
+                    key=key,
+                )
+            if path.partition(".")[0] not in ROOTS:
+                raise SpecError("a design's setup key starts with arch., workload. or memory.")
+            if name == preset:
+                out[path] = value
+        elif key.partition(".")[0] in ROOTS and "." in key:
+            out[key] = value
+        else:
+            raise SpecError(
+                "unknown setup key: the NMP claims take arch.*, workload.*, memory.* or "
+                "designs.<preset>.*",
+                key=key,
+            )
+    return out
+
+
+def _overrides(
+    design: str,
+    setup: Mapping[str, Any] | None,
+    memory_of: str,
+    extra: dict[str, Any] | None,
+    axes: dict[str, Any],
+) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """(preset, canonical overrides) of one point: the kit's comparison memory (that of
+    ``memory_of``), the setup's values, the design's own switches, ``extra`` and the axes;
+    values equal to the preset's own are dropped so equal points share one run."""
+    preset, own = _design(design)
+    mem = _arch_spec(memory_of).memory
+    out: dict[str, Any] = {
+        "arch.memory.preset": mem.preset,
+        "arch.memory.channels": mem.channels,
+        "arch.memory.ranks": mem.ranks,
+    }
+    out.update(setup_overrides(preset, setup))
+    out.update(own)
+    out.update(extra or {})
+    for key, value in axes.items():
+        if key not in AXES:
+            raise NmpError(f"unknown axis '{key}' (known: {', '.join(AXES)})")
+        out[AXES[key]] = value
+    kept = {k: v for k, v in out.items() if _default(preset, k, out) != v}
+    return preset, tuple(sorted(kept.items()))
+
+
 @functools.cache
 def _run(arch: str, items: tuple[tuple[str, Any], ...]) -> PointResult:
     return run_point(arch, WORKLOAD, overrides=dict(items))
 
 
 def point(
-    design: str, *, setup: str = "recross", set: dict[str, Any] | None = None, **axes: Any
+    design: str,
+    *,
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recross",
+    set: dict[str, Any] | None = None,
+    **axes: Any,
 ) -> PointResult:
-    """One design point of ``design`` on ``setup``'s memory, with axis values (``batch=8``,
-    ``dim=16``, ``channels=4``) and extra overrides ``set``."""
-    if setup not in SETUPS:
-        raise NmpError(f"unknown setup '{setup}' (known: {', '.join(SETUPS)})")
-    arch, overrides = _design(design)
-    overrides = {**SETUPS[setup], **overrides, **(set or {})}
-    for key, value in axes.items():
-        if key not in AXES:
-            raise NmpError(f"unknown axis '{key}' (known: {', '.join(AXES)})")
-        overrides[AXES[key]] = value
-    return _run(arch, tuple(sorted(overrides.items())))
+    """One design point of ``design`` under ``setup`` (None: the kit's defaults, on the memory
+    of preset ``memory_of``), with axis values (``batch=8``, ``dim=16``, ``channels=4``) and
+    extra overrides ``set``."""
+    return _run(*_overrides(design, setup, memory_of, set, axes))
 
 
-def _where(setup: str, axes: dict[str, Any]) -> str:
-    mem = SETUPS[setup]
+@functools.cache
+def _ceiling(arch: str, items: tuple[tuple[str, Any], ...]):
+    """The physical ceiling (:mod:`nmp.arch.ceiling`) of the point ``_run(arch, items)``."""
+    res = _run(arch, items)
+    grouped = split_overrides(dict(items), ROOTS)
+    spec = load_arch_spec(arch, grouped["arch"])
+    mem = load_memory_for(spec, None, grouped["memory"])
+    wl = load_workload(WORKLOAD, grouped["workload"] or None)
+    lookups = int(res.extra["lookups"])
+    per_bag = [(t.dim, _mean_pooling(t.pooling or wl.pooling)) for t in wl.tables]
+    mean_dim = sum(d * p for d, p in per_bag) / max(sum(p for _, p in per_bag), 1.0)
+    if spec.policy == "host":
+        flops = lookups * mean_dim * (2 if wl.weighted else 1)
+        return host_ceiling(spec, mem, res.breakdown, lookups, flops)
+    return near_memory_ceiling(spec, mem, res.breakdown, lookups, mean_dim)
+
+
+def _mean_pooling(pooling: Any) -> float:
+    """A table's expected lookups per bag: an int, or a PoolingSpec's mean."""
+    if isinstance(pooling, int | float):
+        return float(pooling)
+    if pooling.dist == "fixed":
+        return float(pooling.value)
+    return (pooling.low + pooling.high) / 2 if pooling.dist == "uniform" else pooling.mean
+
+
+def ceiling(
+    design: str, *, setup: Mapping[str, Any] | None = None, memory_of: str = "recross", **axes
+):
+    """The ceiling of ``design``'s point (same arguments as :func:`point`)."""
+    return _ceiling(*_overrides(design, setup, memory_of, None, axes))
+
+
+def _where(setup: Mapping[str, Any] | None, memory_of: str, axes: dict[str, Any]) -> str:
+    """The workload and memory a comparison ran on, and which column it is."""
+    mem = _arch_spec(memory_of).memory
+    over = {**setup_overrides(memory_of, setup), **{AXES[k]: v for k, v in axes.items()}}
+    preset = over.get("arch.memory.preset", mem.preset)
+    channels = over.get("arch.memory.channels", mem.channels)
+    ranks = over.get("arch.memory.ranks", mem.ranks)
     inner = f" ({_label(axes)})" if axes else ""
-    return (
-        f"{WORKLOAD}{inner} on {mem['arch.memory.preset']}, "
-        f"{mem['arch.memory.channels']} ch x {mem['arch.memory.ranks']} ranks"
-    )
+    which = "paper's setup" if setup is not None else "kit defaults"
+    return f"{WORKLOAD}{inner} on {preset}, {channels} ch x {ranks} ranks; {which}"
 
 
 def _steps(axis: str, values: list[Any]) -> list[dict[str, Any]]:
@@ -121,21 +244,43 @@ def _label(axes: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v}" for k, v in axes.items()) or "default"
 
 
-def _ratio(design: str, baseline: str, setup: str, axes: dict[str, Any]) -> float:
-    return (
-        point(design, setup=setup, **axes).lookups_per_s
-        / point(baseline, setup=setup, **axes).lookups_per_s
+def _ratio(design: str, baseline: str, setup, memory_of: str, axes: dict[str, Any]) -> float:
+    kw = {"setup": setup, "memory_of": memory_of, **axes}
+    return point(design, **kw).lookups_per_s / point(baseline, **kw).lookups_per_s
+
+
+def _ratio_bound(
+    design: str, baseline: str, setup, memory_of: str, axes: dict[str, Any]
+) -> tuple[float, str]:
+    """(the most ``design`` can gain over ``baseline`` as modeled, its arithmetic): the
+    design's ceiling over the baseline's modeled lookups/s."""
+    kw = {"setup": setup, "memory_of": memory_of, **axes}
+    cap = ceiling(design, **kw)
+    base = point(baseline, **kw).lookups_per_s
+    bound = cap.lookups_per_s / base
+    return bound, (
+        f"{design} <= {cap.lookups_per_s / 1e6:.0f} M lookups/s ({cap.text()}); {baseline} "
+        f"modeled {base / 1e6:.0f} M lookups/s: bound {bound:.2f}x"
     )
 
 
 def _curve(
-    design: str, baseline: str, setup: str, axis: str, values: list[Any]
-) -> tuple[list[float], str]:
-    """``design``'s speedups over ``baseline`` at every step of ``axis``, and their listing."""
+    design: str, baseline: str, setup, memory_of: str, axis: str, values: list[Any]
+) -> tuple[list[float], list[float], str]:
+    """``design``'s speedups over ``baseline`` at every step of ``axis``, their bounds, and
+    their listing."""
     steps = _steps(axis, values)
-    ratios = [_ratio(design, baseline, setup, a) for a in steps]
-    listing = "; ".join(f"{_label(a)}: {r:.2f}x" for a, r in zip(steps, ratios, strict=True))
-    return ratios, listing
+    ratios = [_ratio(design, baseline, setup, memory_of, a) for a in steps]
+    bounds = [_ratio_bound(design, baseline, setup, memory_of, a)[0] for a in steps]
+    listing = "; ".join(
+        f"{_label(a)}: {r:.2f}x (bound {b:.2f}x)"
+        for a, r, b in zip(steps, ratios, bounds, strict=True)
+    )
+    return ratios, bounds, listing
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,26 +288,55 @@ def _curve(
 
 
 @claim_model
+@claim_model
 def speedup(
-    *, quick: bool, design: str, baseline: str, setup: str = "recross", **axes: Any
+    *,
+    quick: bool,
+    design: str,
+    baseline: str,
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recross",
+    **axes: Any,
 ) -> dict[str, Any]:
-    """Throughput of ``design`` over ``baseline`` (lookups/s ratio), both on ``setup``."""
-    value = _ratio(design, baseline, setup, axes)
-    return {"value": value, "detail": f"{design} / {baseline}, {_where(setup, axes)}"}
+    """Throughput of ``design`` over ``baseline`` (lookups/s ratio), both on one setup."""
+    value = _ratio(design, baseline, setup, memory_of, axes)
+    bound, how = _ratio_bound(design, baseline, setup, memory_of, axes)
+    return {
+        "value": value,
+        "detail": f"{design} / {baseline}, {_where(setup, memory_of, axes)}",
+        "bound": bound,
+        "bound_detail": how,
+    }
 
 
 @claim_model
+@claim_model
 def latency_speedup(
-    *, quick: bool, design: str, baseline: str, setup: str = "recross", **axes: Any
+    *,
+    quick: bool,
+    design: str,
+    baseline: str,
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recross",
+    **axes: Any,
 ) -> dict[str, Any]:
-    """Batch latency of ``baseline`` over ``design`` (one batch's gather-reduce)."""
-    value = (
-        point(baseline, setup=setup, **axes).latency_ns
-        / point(design, setup=setup, **axes).latency_ns
-    )
-    return {"value": value, "detail": f"latency {baseline} / {design}, {_where(setup, axes)}"}
+    """Batch latency of ``baseline`` over ``design`` (one batch's gather-reduce); the bound
+    is the baseline's latency over the design's ceiling time plus its reduction tail."""
+    kw = {"setup": setup, "memory_of": memory_of, **axes}
+    base, mine = point(baseline, **kw), point(design, **kw)
+    cap = ceiling(design, **kw)
+    tail = float(mine.breakdown.get("tail_ns", 0.0))
+    bound = base.latency_ns / (cap.time_ns + tail)
+    return {
+        "value": base.latency_ns / mine.latency_ns,
+        "detail": f"latency {baseline} / {design}, {_where(setup, memory_of, axes)}",
+        "bound": bound,
+        "bound_detail": f"{baseline} modeled {base.latency_ns / 1e3:.1f} us / ({design} >= "
+        f"{cap.time_ns / 1e3:.1f} us + tail {tail:.0f} ns) = {bound:.2f}x; {cap.text()}",
+    }
 
 
+@claim_model
 @claim_model
 def max_speedup(
     *,
@@ -171,13 +345,21 @@ def max_speedup(
     baseline: str,
     axis: str,
     values: list[Any],
-    setup: str = "recross",
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recross",
 ) -> dict[str, Any]:
-    """The largest speedup of ``design`` over ``baseline`` along ``axis`` (an "up to" claim)."""
-    ratios, listing = _curve(design, baseline, setup, axis, values)
-    return {"value": max(ratios), "detail": f"{design} / {baseline} ({listing})"}
+    """The largest speedup of ``design`` over ``baseline`` along ``axis`` (an "up to" claim);
+    the bound is the largest step bound."""
+    ratios, bounds, listing = _curve(design, baseline, setup, memory_of, axis, values)
+    return {
+        "value": max(ratios),
+        "detail": f"{design} / {baseline} ({listing})",
+        "bound": max(bounds),
+        "bound_detail": f"the largest step bound over {axis}: {listing}",
+    }
 
 
+@claim_model
 @claim_model
 def mean_speedup(
     *,
@@ -186,112 +368,224 @@ def mean_speedup(
     baseline: str,
     axis: str,
     values: list[Any],
-    setup: str = "recross",
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recross",
 ) -> dict[str, Any]:
     """The geometric mean over ``axis`` of ``design``'s speedup over ``baseline`` (a claim that
-    states one range for a whole curve); the detail lists every value."""
-    ratios, listing = _curve(design, baseline, setup, axis, values)
-    value = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    states one range for a whole curve); the detail lists every value, the bound is the
+    geometric mean of the step bounds."""
+    ratios, bounds, listing = _curve(design, baseline, setup, memory_of, axis, values)
     return {
-        "value": value,
-        "detail": f"geomean over {axis} of {design} / {baseline} ({listing}); {setup} setup",
+        "value": _geomean(ratios),
+        "detail": f"geomean over {axis} of {design} / {baseline} ({listing})",
+        "bound": _geomean(bounds),
+        "bound_detail": f"geomean of the step bounds over {axis} (lowest {min(bounds):.2f}x)",
     }
 
 
+@claim_model
 @claim_model
 def faster_than_each(
     *,
     quick: bool,
     design: str,
     baselines: list[str],
-    setup: str = "recross",
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recross",
     axis: str = "",
     values: list[Any] | None = None,
     quick_values: list[Any] | None = None,
 ) -> dict[str, Any]:
     """True when ``design`` is faster than every one of ``baselines`` at every value of ``axis``
     (or at the setup's defaults when no axis is given). ``quick_values`` replaces ``values``
-    under ``--quick``; the detail names the closest call."""
+    under ``--quick``. The margin is the closest speedup less one; the bound the lowest bound
+    of ``design`` over a baseline (below 1: the order cannot hold in the model's physics)."""
     steps: list[dict[str, Any]] = [{}]
     if axis:
         steps = _steps(axis, (quick_values if quick and quick_values else values) or [])
     worst: tuple[float, str, dict[str, Any]] = (math.inf, "", {})
+    low: tuple[float, str, dict[str, Any], str] = (math.inf, "", {}, "")
     for axes in steps:
         for base in baselines:
-            r = _ratio(design, base, setup, axes)
+            r = _ratio(design, base, setup, memory_of, axes)
             if r < worst[0]:
                 worst = (r, base, axes)
+            b, how = _ratio_bound(design, base, setup, memory_of, axes)
+            if b < low[0]:
+                low = (b, base, axes, how)
     ratio, base, axes = worst
-    if not axis:  # one setting: every ratio fits on the line
-        each = ", ".join(f"{b} {_ratio(design, b, setup, {}):.2f}x" for b in baselines)
-        return {"value": ratio > 1.0, "detail": f"{design} over {each}; {setup} setup"}
-    return {
+    out = {
         "value": ratio > 1.0,
+        "margin": ratio - 1.0,
+        "bound": low[0],
+        "bound_detail": f"lowest bound: over {low[1]} at {_label(low[2])}: {low[3]}",
+    }
+    where = _where(setup, memory_of, {})
+    if not axis:  # one setting: every ratio fits on the line
+        each = ", ".join(f"{b} {_ratio(design, b, setup, memory_of, {}):.2f}x" for b in baselines)
+        return {**out, "detail": f"{design} over {each}; {where}"}
+    return {
+        **out,
         "detail": f"closest: {design} / {base} = {ratio:.2f}x at {_label(axes)} "
-        f"({len(steps)} steps of {axis}); {setup} setup",
+        f"({len(steps)} steps of {axis}); {where}",
     }
 
 
 @claim_model
+@claim_model
 def variant_speedup(
-    *, quick: bool, design: str, set: dict[str, Any], setup: str = "recross"
+    *,
+    quick: bool,
+    design: str,
+    set: dict[str, Any],
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recross",
 ) -> dict[str, Any]:
     """Throughput of ``design`` with the overrides ``set`` over the design as its preset has it
     (a configuration the paper explores: more units, another capacity split)."""
-    value = (
-        point(design, setup=setup, set=set).lookups_per_s / point(design, setup=setup).lookups_per_s
-    )
+    other = point(design, setup=setup, memory_of=memory_of, set=set)
+    base = point(design, setup=setup, memory_of=memory_of)
+    cap = _ceiling(*_overrides(design, setup, memory_of, set, {}))
     changed = ", ".join(f"{k.removeprefix('arch.')}={v}" for k, v in set.items())
-    return {"value": value, "detail": f"{design} with {changed} / {design}; {setup} setup"}
+    bound = cap.lookups_per_s / base.lookups_per_s
+    return {
+        "value": other.lookups_per_s / base.lookups_per_s,
+        "detail": f"{design} with {changed} / {design}; {_where(setup, memory_of, {})}",
+        "bound": bound,
+        "bound_detail": f"the variant <= {cap.lookups_per_s / 1e6:.0f} M lookups/s "
+        f"({cap.text()}); {design} modeled {base.lookups_per_s / 1e6:.0f} M: {bound:.2f}x",
+    }
 
 
 @claim_model
-def ablation_speedup(*, quick: bool, step: str, setup: str = "recross") -> dict[str, Any]:
+def ablation_speedup(
+    *, quick: bool, step: str, setup: Mapping[str, Any] | None = None, memory_of: str = "recross"
+) -> dict[str, Any]:
     """Speedup over the host CPU of one ablation step (``recross-base`` ... ``recross``)."""
     if step not in ABLATION:
         raise NmpError(f"unknown ablation step '{step}' (known: {', '.join(ABLATION)})")
-    value = _ratio(step, "host-cpu", setup, {})
+    value = _ratio(step, "host-cpu", setup, memory_of, {})
+    bound, how = _ratio_bound(step, "host-cpu", setup, memory_of, {})
     off = ", ".join(_OFF[m][0] for m in ABLATION[step]) or "none"
-    return {"value": value, "detail": f"{step} / host-cpu (switched off: {off}); {setup} setup"}
+    return {
+        "value": value,
+        "detail": f"{step} / host-cpu (switched off: {off}); {_where(setup, memory_of, {})}",
+        "bound": bound,
+        "bound_detail": how,
+    }
 
 
 @claim_model
-def ablation_each_adds_speed(*, quick: bool, setup: str = "recross") -> dict[str, Any]:
-    """True when each mechanism, added in the paper's order, makes ReCross faster."""
-    speeds = [_ratio(step, "host-cpu", setup, {}) for step in ABLATION]
+def ablation_each_adds_speed(
+    *, quick: bool, setup: Mapping[str, Any] | None = None, memory_of: str = "recross"
+) -> dict[str, Any]:
+    """True when each mechanism, added in the paper's order, makes ReCross faster; the margin
+    is the smallest step's gain, the bound the smallest ceiling of a step over the step
+    before it as modeled."""
+    steps = list(ABLATION)
+    speeds = [_ratio(step, "host-cpu", setup, memory_of, {}) for step in steps]
+    gains = [b / a for a, b in zip(speeds, speeds[1:], strict=False)]
+    bounds = [
+        _ratio_bound(b, a, setup, memory_of, {})[0] for a, b in zip(steps, steps[1:], strict=False)
+    ]
     listing = " -> ".join(f"{s:.2f}x" for s in speeds)
-    holds = all(b > a for a, b in zip(speeds, speeds[1:], strict=False))
-    return {"value": holds, "detail": f"{' -> '.join(ABLATION)} over host: {listing}"}
+    return {
+        "value": all(g > 1.0 for g in gains),
+        "margin": min(gains) - 1.0,
+        "detail": f"{' -> '.join(steps)} over host: {listing}",
+        "bound": min(bounds),
+        "bound_detail": "each step's ceiling over the step before as modeled: "
+        + ", ".join(f"{b:.2f}x" for b in bounds),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
 # energy and area
 
 
+@functools.cache
+def _energy_floor(arch: str, items: tuple[tuple[str, Any], ...]) -> tuple[float, str]:
+    """(the least energy per lookup the point's own work allows, how): every column read
+    charged at the cheapest level of the design's read path (``arch.dram_energy``), the rest
+    as modeled (activations, refresh, background, I/O, units)."""
+    res = _run(arch, items)
+    where, levels = res.breakdown.get("dram_energy"), res.breakdown.get("levels")
+    if not where or not levels:
+        return res.energy_pj_per_lookup, "as modeled (no near-memory read path)"
+    spec = load_arch_spec(arch, split_overrides(dict(items), ROOTS)["arch"])
+    lookups = float(res.extra["lookups"])
+    cheapest = min(read_share(spec, lv) for lv, d in levels.items() if d["lookups"])
+    full_read = where["read_path_pj"] + where["read_path_saved_pj"]
+    floor = res.energy_pj_per_lookup * lookups - where["read_path_pj"] + cheapest * full_read
+    return floor / lookups, (
+        f"every read at share {cheapest:g} of {full_read / lookups:.0f} pJ/lookup of column "
+        f"reads: {floor / lookups:.0f} pJ/lookup"
+    )
+
+
 @claim_model
 def energy_saving_pct(
-    *, quick: bool, design: str, baseline: str, setup: str = "recross", **axes: Any
+    *,
+    quick: bool,
+    design: str,
+    baseline: str,
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recross",
+    **axes: Any,
 ) -> dict[str, Any]:
-    """Energy per lookup that ``design`` saves against ``baseline``, in percent."""
-    e_design = point(design, setup=setup, **axes).energy_pj_per_lookup
-    e_base = point(baseline, setup=setup, **axes).energy_pj_per_lookup
-    value = 100.0 * (1.0 - e_design / e_base)
+    """Energy per lookup that ``design`` saves against ``baseline``, in percent; the bound is
+    the saving with every read of ``design`` at its cheapest level (:func:`_energy_floor_pj`)."""
+    kw = {"setup": setup, "memory_of": memory_of, **axes}
+    mine, base = point(design, **kw), point(baseline, **kw)
+    e_design, e_base = mine.energy_pj_per_lookup, base.energy_pj_per_lookup
+    floor, how = _energy_floor(*_overrides(design, setup, memory_of, None, axes))
+    bound = 100.0 * (1.0 - floor / e_base)
     return {
-        "value": value,
+        "value": 100.0 * (1.0 - e_design / e_base),
         "detail": f"{design} {e_design:.0f} vs {baseline} {e_base:.0f} pJ/lookup, "
-        f"{_where(setup, axes)}",
+        f"{_where(setup, memory_of, axes)}",
+        "bound": bound,
+        "bound_detail": f"{design} >= {how}; {baseline} modeled {e_base:.0f}: saving <= "
+        f"{bound:.1f} %",
     }
 
 
 @claim_model
+@claim_model
 def area_ratio(
-    *, quick: bool, design: str, baseline: str, setup: str = "recross"
+    *,
+    quick: bool,
+    design: str,
+    baseline: str,
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recross",
 ) -> dict[str, Any]:
     """Added area of ``design`` over ``baseline`` (the models' area_mm2: units on every chip
     of the DIMM, buffer-chip unit, parity unit)."""
-    a = point(design, setup=setup).area_mm2
-    b = point(baseline, setup=setup).area_mm2
+    a = point(design, setup=setup, memory_of=memory_of).area_mm2
+    b = point(baseline, setup=setup, memory_of=memory_of).area_mm2
     return {"value": a / b, "detail": f"{design} {a:.2f} mm^2 / {baseline} {b:.2f} mm^2"}
+
+
+@claim_model
+def area_ratio_exceeds(
+    *,
+    quick: bool,
+    design: str,
+    baseline: str,
+    factor: float,
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recross",
+) -> dict[str, Any]:
+    """True when ``design`` adds more than ``factor`` times ``baseline``'s area."""
+    out = area_ratio(
+        quick=quick, design=design, baseline=baseline, setup=setup, memory_of=memory_of
+    )
+    return {
+        "value": out["value"] > factor,
+        "margin": out["value"] / factor - 1.0,
+        "detail": f"{out['detail']} = {out['value']:.2f}x",
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,11 +598,17 @@ def _cache_set(cache_kib: float) -> dict[str, Any]:
 
 
 @claim_model
+@claim_model
 def rankcache_hit_rate_pct(
-    *, quick: bool, cache_kib: float, setup: str = "recnmp", design: str = "recnmp"
+    *,
+    quick: bool,
+    cache_kib: float,
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recnmp",
+    design: str = "recnmp",
 ) -> dict[str, Any]:
     """Share of lookups the RankCache serves, in percent, at ``cache_kib`` KiB per rank."""
-    res = point(design, setup=setup, set=_cache_set(cache_kib))
+    res = point(design, setup=setup, memory_of=memory_of, set=_cache_set(cache_kib))
     hits = float(res.breakdown.get("cache_hits", 0.0))
     lookups = float(res.extra.get("lookups", 0))
     if lookups <= 0:
@@ -316,46 +616,54 @@ def rankcache_hit_rate_pct(
     return {
         "value": 100.0 * hits / lookups,
         "detail": f"{hits:.0f} of {lookups:.0f} lookups hit a {cache_kib:g} KiB RankCache, "
-        f"{_where(setup, {})}",
+        f"{_where(setup, memory_of, {})}",
     }
 
 
 @claim_model
+@claim_model
 def rankcache_saturates(
-    *, quick: bool, small_kib: float, knee_kib: float, large_kib: float, setup: str = "recnmp"
+    *,
+    quick: bool,
+    small_kib: float,
+    knee_kib: float,
+    large_kib: float,
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recnmp",
 ) -> dict[str, Any]:
     """True when the hit rate gains less from ``knee_kib`` to ``large_kib`` than from
-    ``small_kib`` to ``knee_kib`` ("little gain beyond" the knee)."""
+    ``small_kib`` to ``knee_kib`` ("little gain beyond" the knee). The margin is the difference
+    of the two gains as a share of the largest cache's hit rate: gains of a few hundredths of a
+    point on a saturated cache are noise, not a knee."""
     rates = [
-        rankcache_hit_rate_pct(quick=quick, cache_kib=c, setup=setup)["value"]
+        rankcache_hit_rate_pct(quick=quick, cache_kib=c, setup=setup, memory_of=memory_of)["value"]
         for c in (small_kib, knee_kib, large_kib)
     ]
     gain_below, gain_above = rates[1] - rates[0], rates[2] - rates[1]
     return {
         "value": gain_above < gain_below,
+        "margin": (gain_below - gain_above) / max(rates[2], 1e-9),
         "detail": f"hit rate {small_kib:g}/{knee_kib:g}/{large_kib:g} KiB: "
-        + " / ".join(f"{r:.1f} %" for r in rates),
+        + " / ".join(f"{r:.2f} %" for r in rates),
     }
 
 
 @claim_model
+@claim_model
 def load_imbalance_pct(
-    *, quick: bool, design: str, setup: str = "recnmp", **axes: Any
+    *,
+    quick: bool,
+    design: str,
+    setup: Mapping[str, Any] | None = None,
+    memory_of: str = "recnmp",
+    **axes: Any,
 ) -> dict[str, Any]:
     """Time lost to load imbalance, in percent: the busiest node's work over the mean node's,
     minus one (the model's ``load_imbalance`` of the design's data levels)."""
-    res = point(design, setup=setup, **axes)
+    res = point(design, setup=setup, memory_of=memory_of, **axes)
     imbalance = float(res.breakdown.get("load_imbalance", 1.0))
     return {
         "value": 100.0 * (imbalance - 1.0),
-        "detail": f"{design}: busiest node / mean node = {imbalance:.3f}, {_where(setup, axes)}",
+        "detail": f"{design}: busiest node / mean node = {imbalance:.3f}, "
+        f"{_where(setup, memory_of, axes)}",
     }
-
-
-@claim_model
-def area_ratio_exceeds(
-    *, quick: bool, design: str, baseline: str, factor: float, setup: str = "recross"
-) -> dict[str, Any]:
-    """True when ``design`` adds more than ``factor`` times ``baseline``'s area."""
-    out = area_ratio(quick=quick, design=design, baseline=baseline, setup=setup)
-    return {"value": out["value"] > factor, "detail": f"{out['detail']} = {out['value']:.2f}x"}

@@ -1,4 +1,4 @@
-"""Published claims as data, and the verdict of a model value against one.
+"""Published claims as data, and the verdicts of the model's values against one.
 
 One TOML file per paper in ``nmp/validate/claims/``::
 
@@ -6,6 +6,13 @@ One TOML file per paper in ``nmp/validate/claims/``::
     id = "recshard"
     title = "RecShard (Sethi et al., ASPLOS'22)"
     citation = "..."
+
+    [setup]                             # the setup the paper's figures come from (setup.py)
+    summary = "..."
+    [[setup.values]]
+    key = "arch.host.llc_mib"
+    value = 0
+    source = "..."                      # or chosen = "why"
 
     [[claims]]
     id = "recshard.step-vs-size"        # unique over all files, "<paper>.<slug>"
@@ -17,18 +24,31 @@ One TOML file per paper in ``nmp/validate/claims/``::
     unit = "x"                          # value claims
     tolerance = 0.10                    # value: |model / published - 1| <= tolerance -> agrees
     band = [1.5, 4.0]                   # value: inside -> "within band", else "disagrees"
+    margin = 0.05                       # ordering: agrees only when it holds by this much
+    input = "why the value is an input" # the model copies this figure: verdict "input"
+    sensitivity = "papers/sensitivity-x"  # the study that sweeps the chosen values it rests on
     model = "nmp.shard.claims:step_speedup"
     args = { baseline = "size" }
     quick = true                        # part of `nmp validate --quick`
     explanation = "the named assumption behind a difference"
 
-The ``model`` function is called as ``fn(quick=..., **args)`` and returns the model's value (a
-bool for an ordering, a number for a value) or ``{"value": ..., "detail": "..."}``. It computes
-the value from the model; nothing here ever adjusts a model to a claim.
+The ``model`` function is called as ``fn(quick=..., setup=..., **args)`` (``setup``: None for
+the kit's defaults, the paper's setup mapping otherwise) and returns the model's value (a bool
+for an ordering, a number for a value) or a dict: ``value``, ``detail`` (the setup it ran),
+``margin`` (an ordering: by how much it holds, relative; negative when it does not), ``bound``
+(a speed claim: the model's physical upper bound on the figure) and ``bound_detail`` (its
+arithmetic). It computes from the model; nothing here ever adjusts a model to a claim.
+
+Verdicts (docs/validation-rules.md): a value *agrees* within ``tolerance`` of the published
+number (or inside a published range), is *within band* inside ``band``, else *disagrees*; where the
+published figure is above the model's ``bound`` it *exceeds bound* instead. An ordering
+*agrees* when it holds by at least ``margin``, is *within band* when it holds by less, else
+*disagrees*. A claim marked ``input`` is reported as *input* whatever its value.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +57,15 @@ from typing import Any
 from nmp.config import load_toml
 from nmp.errors import SpecError
 from nmp.plugins import load_claim_model
+from nmp.validate.setup import PaperSetup, parse_setup
 
 CLAIMS_DIR = Path(__file__).parent / "claims"
 KINDS = ("ordering", "value")
-VERDICTS = ("agrees", "within band", "disagrees", "error")
+VERDICTS = ("agrees", "within band", "disagrees", "exceeds bound", "input", "error")
 DEFAULT_TOLERANCE = 0.10
+# An ordering agrees only when it holds by this much (relative): a 0.1 % lead is noise, not a
+# finding (chosen; a claim may set its own ``margin``).
+DEFAULT_MARGIN = 0.05
 
 _PAPER_KEYS = {"id", "title", "citation"}
 _CLAIM_KEYS = {
@@ -54,12 +78,26 @@ _CLAIM_KEYS = {
     "unit",
     "tolerance",
     "band",
+    "margin",
+    "input",
+    "sensitivity",
     "model",
     "args",
     "quick",
     "explanation",
 }
 _REQUIRED = ("id", "source", "claim", "kind", "published", "model")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What a claim-model function answered under one setup."""
+
+    value: Any
+    detail: str = ""
+    margin: float | None = None  # an ordering: by how much it holds (relative)
+    bound: float | None = None  # a speed claim: the model's physical upper bound on the figure
+    bound_detail: str = ""  # the bound's arithmetic
 
 
 @dataclass(frozen=True)
@@ -78,28 +116,98 @@ class Claim:
     unit: str = ""
     tolerance: float = DEFAULT_TOLERANCE
     band: tuple[float, float] | None = None
+    margin: float = DEFAULT_MARGIN
+    input: str = ""  # why the claimed value is an input of the model (verdict "input")
+    sensitivity: str = ""  # the study sweeping the chosen values the figure rests on
     args: dict[str, Any] = field(default_factory=dict)
     quick: bool = False
     explanation: str = ""
     file: str = ""
+    setup: PaperSetup | None = None  # the paper's setup (its file's [setup])
 
-    def evaluate(self, quick: bool) -> tuple[Any, str]:
-        """The model's value for this claim and a detail line (the setup it ran)."""
+    def evaluate(self, quick: bool, setup: dict[str, Any] | None = None) -> Evaluation:
+        """The model's answer under ``setup`` (None: the kit's defaults)."""
         fn = load_claim_model(self.model, file=self.file, key=f"{self.id}.model")
-        out = fn(quick=quick, **self.args)
-        detail = ""
-        if isinstance(out, dict):
-            if "value" not in out:
-                raise SpecError(f"{self.model} returned a dict without 'value'", file=self.file)
-            detail = str(out.get("detail", ""))
-            out = out["value"]
-        if hasattr(out, "item"):  # numpy scalar
-            out = out.item()
-        return out, detail
+        kwargs = dict(self.args)
+        if "setup" in kwargs or not takes_setup(fn):
+            # a model that predates paper setups (or names an argument 'setup' itself): it
+            # runs the kit's defaults only, so its file may not state a setup
+            if setup is not None:
+                raise SpecError(
+                    f"{self.model} takes no paper setup ('setup' keyword), but the paper "
+                    "states one",
+                    file=self.file,
+                    key=f"{self.id}.model",
+                )
+        else:
+            kwargs["setup"] = setup
+        out = fn(quick=quick, **kwargs)
+        if not isinstance(out, dict):
+            return Evaluation(_plain(out))
+        if "value" not in out:
+            raise SpecError(f"{self.model} returned a dict without 'value'", file=self.file)
+        margin, bound = out.get("margin"), out.get("bound")
+        return Evaluation(
+            _plain(out["value"]),
+            str(out.get("detail", "")),
+            None if margin is None else float(margin),
+            None if bound is None else float(bound),
+            str(out.get("bound_detail", "")),
+        )
 
-    def verdict(self, value: Any) -> str:
-        """agrees / within band / disagrees for the model's ``value``."""
-        return verdict(self.kind, self.published, value, self.tolerance, self.band)
+    def verdict(self, ev: Evaluation | Any) -> str:
+        """The verdict of the model's answer (an :class:`Evaluation` or a bare value)."""
+        if not isinstance(ev, Evaluation):
+            ev = Evaluation(ev)
+        if self.input:
+            check_value(self.kind, ev.value)
+            return "input"
+        return verdict(
+            self.kind,
+            self.published,
+            ev.value,
+            self.tolerance,
+            self.band,
+            margin=ev.margin,
+            min_margin=self.margin,
+            bound=ev.bound,
+        )
+
+
+def takes_setup(fn: Any) -> bool:
+    """Whether a claim-model function accepts the ``setup`` keyword."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "setup" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value  # numpy scalar
+
+
+def check_value(kind: str, value: Any) -> None:
+    """A SpecError when ``value`` is not what a claim of ``kind`` needs from its model."""
+    if kind == "ordering":
+        if not isinstance(value, bool):
+            raise SpecError(f"an ordering claim needs a bool from its model, got {value!r}")
+    elif isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SpecError(f"a value claim needs a finite number from its model, got {value!r}")
+
+
+def published_low(published: Any) -> float:
+    """The smallest figure a value claim publishes (the low end of a range)."""
+    return float(published[0] if isinstance(published, list | tuple) else published)
+
+
+def exceeds_bound(kind: str, published: Any, bound: float | None) -> bool | None:
+    """Whether the published figure is above the model's bound (None: no bound). An ordering
+    "faster" needs a ratio above 1."""
+    if bound is None:
+        return None
+    need = 1.0 if kind == "ordering" else published_low(published)
+    return bool(need > bound)
 
 
 def verdict(
@@ -108,17 +216,22 @@ def verdict(
     value: Any,
     tolerance: float = DEFAULT_TOLERANCE,
     band: tuple[float, float] | None = None,
+    *,
+    margin: float | None = None,
+    min_margin: float = DEFAULT_MARGIN,
+    bound: float | None = None,
 ) -> str:
-    """An ordering agrees when the model says it holds; a value agrees within ``tolerance``
-    (relative) of the published number, or inside a published range ``[lo, hi]``; otherwise it
-    is "within band" inside ``band``, else "disagrees"."""
+    """An ordering agrees when the model says it holds by at least ``min_margin`` (a model that
+    reports no ``margin`` is judged on its bool alone) and is "within band" when it holds by
+    less; a value agrees within ``tolerance`` (relative) of the published number, or inside a
+    published range ``[lo, hi]``; otherwise it is "within band" inside ``band``, else
+    "disagrees". A claim that does not agree and whose published figure is above the model's
+    ``bound`` "exceeds bound" (a finding about the figure, not a model that is off)."""
+    check_value(kind, value)
     if kind == "ordering":
-        if not isinstance(value, bool):
-            raise SpecError(f"an ordering claim needs a bool from its model, got {value!r}")
-        return "agrees" if value else "disagrees"
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise SpecError(f"a value claim needs a finite number from its model, got {value!r}")
-    if isinstance(published, list | tuple):
+        if value:
+            return "agrees" if margin is None or margin >= min_margin else "within band"
+    elif isinstance(published, list | tuple):
         lo, hi = published
         if lo <= value <= hi:
             return "agrees"
@@ -127,7 +240,9 @@ def verdict(
             return "agrees"
     elif abs(value / published - 1.0) <= tolerance:
         return "agrees"
-    if band is not None and band[0] <= value <= band[1]:
+    if exceeds_bound(kind, published, bound):
+        return "exceeds bound"
+    if kind == "value" and band is not None and band[0] <= value <= band[1]:
         return "within band"
     return "disagrees"
 
@@ -164,9 +279,13 @@ def _check_claim(raw: dict[str, Any], i: int, file: str) -> None:
     band = raw.get("band")
     if band is not None and not (isinstance(band, list) and len(band) == 2 and band[0] <= band[1]):
         raise SpecError("must be [lo, hi] with lo <= hi", file=file, key=f"{key}.band")
-    tol = raw.get("tolerance", DEFAULT_TOLERANCE)
-    if not isinstance(tol, int | float) or tol < 0:
-        raise SpecError("must be a number >= 0", file=file, key=f"{key}.tolerance")
+    for name, default in (("tolerance", DEFAULT_TOLERANCE), ("margin", DEFAULT_MARGIN)):
+        value = raw.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise SpecError("must be a number >= 0", file=file, key=f"{key}.{name}")
+    for name in ("input", "sensitivity", "explanation"):
+        if not isinstance(raw.get(name, ""), str):
+            raise SpecError("must be text", file=file, key=f"{key}.{name}")
     if not isinstance(raw.get("args", {}), dict):
         raise SpecError("must be a table", file=file, key=f"{key}.args")
 
@@ -183,9 +302,10 @@ def load_claim_file(path: Path) -> list[Claim]:
         raise SpecError(f"unknown key(s) {', '.join(unknown)}", file=file, key="paper")
     if paper["id"] != path.stem:
         raise SpecError(f"must equal the file name '{path.stem}'", file=file, key="paper.id")
-    extra = sorted(set(data) - {"paper", "claims"})
+    extra = sorted(set(data) - {"paper", "setup", "claims"})
     if extra:
         raise SpecError(f"unknown key(s) {', '.join(extra)}", file=file)
+    setup = parse_setup(data["setup"], file) if "setup" in data else None
     claims = []
     for i, raw in enumerate(data.get("claims", [])):
         _check_claim(raw, i, file)
@@ -204,10 +324,14 @@ def load_claim_file(path: Path) -> list[Claim]:
                 unit=raw.get("unit", ""),
                 tolerance=float(raw.get("tolerance", DEFAULT_TOLERANCE)),
                 band=tuple(band) if band is not None else None,
+                margin=float(raw.get("margin", DEFAULT_MARGIN)),
+                input=raw.get("input", "").strip(),
+                sensitivity=raw.get("sensitivity", "").strip(),
                 args=dict(raw.get("args", {})),
                 quick=bool(raw.get("quick", False)),
                 explanation=raw.get("explanation", ""),
                 file=file,
+                setup=setup,
             )
         )
     return claims

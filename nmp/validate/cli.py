@@ -17,7 +17,7 @@ def _run(args: argparse.Namespace) -> int:
 
     # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import bar
-    from nmp.validate.report import fmt_value, print_table, write_report
+    from nmp.validate.report import fmt_value, paper_setups, print_table, write_report
 
     console = Console(stderr=args.json)
     piped = not console.is_terminal
@@ -37,13 +37,16 @@ def _run(args: argparse.Namespace) -> int:
                 for r in done:
                     print(
                         f"{r.id}: {r.verdict} (published {fmt_value(r.published, r.unit) or '-'}"
-                        f", model {fmt_value(r.model, r.unit) or '-'})",
+                        f", model {fmt_value(r.model, r.unit) or '-'}; kit defaults "
+                        f"{fmt_value(r.model_kit_defaults, r.unit) or '-'}: "
+                        f"{r.verdict_kit_defaults})",
                         flush=True,
                     )
             advance()
     run_dir = write_report(results, out, quick=args.quick)
     if args.json:
-        print(json.dumps({"checks": [r.to_json() for r in results]}, indent=2))
+        doc = {"checks": [r.to_json() for r in results], "setups": paper_setups(results)}
+        print(json.dumps(doc, indent=2))
     else:
         print_table(results, console)
         console.print(f"report: {run_dir / 'report.md'}")
@@ -70,7 +73,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run the kit's checks: the DRAM engine against Ramulator 2's reference "
         "cases, every design's gather-reduce against torch.nn.EmbeddingBag, in-memory parity "
         "against a fresh encode, and every published claim the kit has a study for "
-        "(nmp/validate/claims/*.toml) against the model's value, with a verdict. Writes "
+        "(nmp/validate/claims/*.toml) against the model's value, computed twice: under the "
+        "paper's setup and under the kit's defaults, each with a verdict, and beside every speed "
+        "claim the model's physical bound on it (docs/validation-rules.md). Writes "
         "reports/validate-<time>/report.md. Exits 1 if a check cannot run or a simulator / "
         "functional check fails; a disagreeing published claim is reported, with its "
         "explanation, not an error.",

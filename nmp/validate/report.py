@@ -10,9 +10,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nmp.fileio import atomic_write_text
+from nmp.validate.claims import load_claims
 from nmp.validate.runner import CheckResult
 
-STYLE = {"agrees": "green", "within band": "yellow", "disagrees": "red", "error": "bold red"}
+STYLE = {
+    "agrees": "green",
+    "within band": "yellow",
+    "disagrees": "red",
+    "exceeds bound": "magenta",
+    "input": "cyan",
+    "error": "bold red",
+}
 
 
 def fmt_value(value: Any, unit: str = "") -> str:
@@ -27,13 +35,37 @@ def fmt_value(value: Any, unit: str = "") -> str:
     return "" if value is None else str(value)
 
 
-def counts(results: list[CheckResult]) -> dict[str, int]:
-    c = Counter(r.verdict for r in results)
+def counts(results: list[CheckResult], column: str = "verdict") -> dict[str, int]:
+    """How many rows have each verdict (``column``: ``verdict_kit_defaults`` for the other)."""
+    c = Counter(getattr(r, column) or r.verdict for r in results)
     return {v: c[v] for v in STYLE if c[v]}
+
+
+def _summary(results: list[CheckResult], column: str = "verdict") -> str:
+    return ", ".join(f"{n} {v}" for v, n in counts(results, column).items())
+
+
+def _plain(value: Any) -> str:
+    return fmt_value(value) if isinstance(value, float) else str(value)
+
+
+def moved_text(r: CheckResult) -> str:
+    """The setup value that moves the paper-setup figure most (else the study sweeping the
+    chosen values it rests on), as text."""
+    m = r.moved_most_by
+    if not m:
+        if r.setup_stated and r.sensitivity:
+            return f"no setup value; chosen ones swept in {r.sensitivity}"
+        return ""
+    return (
+        f"{m['key']} = {_plain(m['paper_value'])} "
+        f"(kit default: {fmt_value(m['model_without'], r.unit)})"
+    )
 
 
 def print_table(results: list[CheckResult], console: Any) -> None:
     # rich: loaded on use (start-up time)
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="nmp validate", show_lines=False)
@@ -41,46 +73,94 @@ def print_table(results: list[CheckResult], console: Any) -> None:
         ("check", "left"),
         ("source", "left"),
         ("published", "right"),
-        ("model", "right"),
+        ("paper setup", "right"),
         ("verdict", "left"),
+        ("kit defaults", "right"),
+        ("verdict", "left"),
+        ("bound", "right"),
     )
     for name, just in columns:
         table.add_column(name, justify=just, overflow="fold")
     for r in results:
         source = f"{r.paper} {r.figure}".strip() if r.group == "claim" else r.source
+        paper_v = r.verdict_paper_setup or r.verdict
+        kit_v = r.verdict_kit_defaults or r.verdict
         table.add_row(
             r.id,
             source,
             fmt_value(r.published, r.unit),
-            fmt_value(r.model, r.unit),
-            f"[{STYLE.get(r.verdict, '')}]{r.verdict}[/]",
+            fmt_value(r.model_paper_setup, r.unit) if r.setup_stated else "(no setup)",
+            f"[{STYLE.get(paper_v, '')}]{paper_v}[/]" if r.setup_stated else "",
+            fmt_value(r.model_kit_defaults, r.unit),
+            f"[{STYLE.get(kit_v, '')}]{kit_v}[/]",
+            fmt_value(r.bound, r.unit) if r.bound is not None else "",
         )
     console.print(table)
-    explained = [r for r in results if r.verdict != "agrees" and (r.explanation or r.detail)]
-    for r in explained:
-        why = r.explanation or r.detail.splitlines()[0]
-        console.print(f"[bold]{r.id}[/bold] ({r.verdict}): {why}", highlight=False)
-    summary = ", ".join(f"{n} {v}" for v, n in counts(results).items())
-    console.print(f"{len(results)} checks: {summary}")
+    for r in results:
+        verdicts = {r.verdict_paper_setup or r.verdict, r.verdict_kit_defaults or r.verdict}
+        if verdicts <= {"agrees"}:
+            continue
+        why = r.explanation or (r.detail.splitlines()[0] if r.detail else "")
+        notes = [n for n in (r.bound_note, f"moved most by {moved_text(r)}" if r.moved_most_by
+                             else "") if n]  # fmt: skip
+        extra = f" ({'; '.join(notes)})" if notes else ""
+        if why or extra:
+            text = escape(f"{why}{extra}")
+            console.print(f"[bold]{r.id}[/bold] ({r.verdict}): {text}", highlight=False)
+    console.print(f"{len(results)} checks under the papers' setups: {_summary(results)}")
+    console.print(
+        f"{len(results)} checks under the kit's defaults: "
+        f"{_summary(results, 'verdict_kit_defaults')}"
+    )
 
 
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def report_markdown(results: list[CheckResult], *, quick: bool) -> str:
+VERDICT_RULES = (
+    "Verdicts (docs/validation-rules.md): *agrees* (a value within the claim's tolerance, "
+    "default 10 %, or inside a published range; an ordering that holds by at least its "
+    "margin, default 5 %), "
+    "*within band* (a value inside the claim's stated band; an ordering that holds by less than "
+    "its margin), *exceeds bound* (the published figure is above the model's physical bound "
+    "under that setup: a finding about the figure or the assumptions it rests on, not a model "
+    "that is off), *input* (the claimed value is an input of the model, so agreement would "
+    "prove nothing), *disagrees*, *error* (the check could not run). Each claim is computed "
+    "under the paper's setup (the like-with-like column: `model` and `verdict` in checks.json) "
+    "and under the kit's own defaults; a disagreement is explained by the assumption it comes "
+    "from, and no model constant is fitted to a published figure."
+)
+
+
+def _setup_lines(setups: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["## The papers' setups", ""]
+    for paper, setup in setups.items():
+        lines += [f"**{paper}**: {setup['summary']}", ""]
+        lines += ["| key | value | source or choice |", "|---|---|---|"]
+        for v in setup["values"]:
+            origin = f"source: {v['source']}" if "source" in v else f"chosen: {v['chosen']}"
+            if "swept" in v:
+                origin += f" (swept: {v['swept']})"
+            lines.append(
+                f"| {_cell(v['key'])} | {_cell(fmt_value(v['value']))} | {_cell(origin)} |"
+            )
+        lines.append("")
+    return lines
+
+
+def report_markdown(
+    results: list[CheckResult], *, quick: bool, setups: dict[str, dict[str, Any]] | None = None
+) -> str:
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     lines = [
         "# nmp validate",
         "",
         f"{now}; {'quick set (claims marked quick)' if quick else 'every check and claim'}. "
-        + ", ".join(f"{n} {v}" for v, n in counts(results).items())
-        + ".",
+        f"Under the papers' setups: {_summary(results)}. Under the kit's defaults: "
+        f"{_summary(results, 'verdict_kit_defaults')}.",
         "",
-        "Verdicts: *agrees* (an ordering holds, or a value within the claim's tolerance or "
-        "published range), *within band* (inside the claim's stated band), *disagrees*, "
-        "*error* (the check could not run). A disagreement is explained by the assumption it "
-        "comes from; no model constant is fitted to a published figure.",
+        VERDICT_RULES,
         "",
     ]
     for group, title in (
@@ -94,14 +174,21 @@ def report_markdown(results: list[CheckResult], *, quick: bool) -> str:
         lines += [f"## {title}", ""]
         if group == "claim":
             lines += [
-                "| check | paper | figure | claim | published | model | verdict |",
-                "|---|---|---|---|---|---|---|",
+                "| check | figure | published | paper setup | verdict | kit defaults | verdict "
+                "| bound | moved most by |",
+                "|---|---|---|---|---|---|---|---|---|",
             ]
             for r in rows:
+                paper = fmt_value(r.model_paper_setup, r.unit) if r.setup_stated else "no setup"
+                bound = fmt_value(r.bound, r.unit) if r.bound is not None else ""
+                if r.exceeds_bound:
+                    bound += " (published exceeds)"
                 lines.append(
-                    f"| {_cell(r.id)} | {_cell(r.paper)} | {_cell(r.figure)} | {_cell(r.claim)} "
-                    f"| {_cell(fmt_value(r.published, r.unit))} | "
-                    f"{_cell(fmt_value(r.model, r.unit))} | {r.verdict} |"
+                    f"| {_cell(r.id)} | {_cell(r.figure)} | "
+                    f"{_cell(fmt_value(r.published, r.unit))} | {_cell(paper)} | "
+                    f"{r.verdict_paper_setup if r.setup_stated else ''} | "
+                    f"{_cell(fmt_value(r.model_kit_defaults, r.unit))} | "
+                    f"{r.verdict_kit_defaults} | {_cell(bound)} | {_cell(moved_text(r))} |"
                 )
         else:
             lines += ["| check | source | reference | model | verdict |", "|---|---|---|---|---|"]
@@ -111,20 +198,48 @@ def report_markdown(results: list[CheckResult], *, quick: bool) -> str:
                     f"{_cell(r.model)} | {r.verdict} |"
                 )
         lines.append("")
+    if setups:
+        lines += _setup_lines(setups)
     notes = [r for r in results if r.explanation or r.detail or r.source]
     if notes:
         lines += ["## Sources, setups and explanations", ""]
         for r in notes:
             parts = [f"- **{r.id}**"]
             if r.group == "claim":
-                parts.append(f"source: {r.source}.")
+                parts.append(f"{r.claim}. source: {r.source}.")
             if r.detail:
-                parts.append(f"setup: {r.detail.strip()}.")
+                label = "paper setup" if r.setup_stated else "setup"
+                parts.append(f"{label}: {r.detail.strip()}.")
+            if r.group == "claim" and r.setup_stated and r.detail_kit_defaults:
+                parts.append(f"kit defaults: {r.detail_kit_defaults.strip()}.")
+            if r.bound_note:
+                parts.append(f"{r.bound_note}: {r.bound_detail.strip()}.")
+            if r.setup_moves:
+                moves = "; ".join(
+                    f"{m['key']} back to the kit's default gives "
+                    f"{fmt_value(m['model_without'], r.unit)}"
+                    for m in r.setup_moves
+                )
+                parts.append(f"setup values that move it: {moves}.")
+            if r.sensitivity:
+                parts.append(f"chosen values swept in {r.sensitivity}.")
+            if r.input:
+                parts.append(f"an input of the model: {r.input}.")
             if r.explanation:
                 parts.append(f"why the model differs: {r.explanation}")
             lines.append(" ".join(parts))
         lines.append("")
     return "\n".join(lines)
+
+
+def paper_setups(results: list[CheckResult]) -> dict[str, dict[str, Any]]:
+    """The setups (as JSON) of the papers whose claims are in ``results``."""
+    papers = {r.id.split(".")[0] for r in results if r.group == "claim" and r.setup_stated}
+    out: dict[str, dict[str, Any]] = {}
+    for claim in load_claims():
+        if claim.paper in papers and claim.setup is not None:
+            out.setdefault(claim.paper, claim.setup.to_json())
+    return dict(sorted(out.items()))
 
 
 def write_report(results: list[CheckResult], out: Path, *, quick: bool) -> Path:
@@ -134,7 +249,8 @@ def write_report(results: list[CheckResult], out: Path, *, quick: bool) -> Path:
     if run_dir.exists():
         run_dir = Path(out) / f"validate-{stamp}-{os.getpid()}"
     run_dir.mkdir(parents=True, exist_ok=False)
-    atomic_write_text(run_dir / "report.md", report_markdown(results, quick=quick))
-    doc = {"quick": quick, "checks": [r.to_json() for r in results]}
+    setups = paper_setups(results)
+    atomic_write_text(run_dir / "report.md", report_markdown(results, quick=quick, setups=setups))
+    doc = {"quick": quick, "checks": [r.to_json() for r in results], "setups": setups}
     atomic_write_text(run_dir / "checks.json", json.dumps(doc, indent=2) + "\n")
     return run_dir

@@ -7,7 +7,7 @@ import functools
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,14 @@ from nmp.errors import NmpError
 
 @dataclass
 class CheckResult:
-    """One row of ``nmp validate``: what was compared, the two sides, and the verdict."""
+    """One row of ``nmp validate``: what was compared, the two sides, and the verdict.
+
+    A claim is computed twice: under the paper's setup (``model_paper_setup``,
+    ``verdict_paper_setup``: the like-with-like comparison) and under the kit's own defaults
+    (``model_kit_defaults``, ``verdict_kit_defaults``: its realistic physics, such as the host's
+    LLC). ``model``, ``verdict`` and ``detail`` mirror the paper-setup column (a file without a
+    ``[setup]`` has only the kit's: both columns hold it). A simulator or functional check has
+    one value: both columns hold it too."""
 
     id: str
     source: str
@@ -31,7 +38,32 @@ class CheckResult:
     unit: str = ""
     explanation: str = ""
     detail: str = ""
+    model_paper_setup: Any = None
+    verdict_paper_setup: str = ""
+    model_kit_defaults: Any = None
+    verdict_kit_defaults: str = ""
+    detail_kit_defaults: str = ""
+    setup_stated: bool = False  # whether the paper's file states its setup
+    # a speed claim: the model's physical upper bound on the figure under each setup, whether
+    # the published figure exceeds the paper-setup one, and the arithmetic
+    bound: float | None = None
+    bound_kit_defaults: float | None = None
+    exceeds_bound: bool | None = None
+    bound_note: str = ""
+    bound_detail: str = ""
+    margin: float | None = None  # an ordering: by how much it holds under the paper's setup
+    # which setup value moves the paper-setup figure most when set back to the kit's default
+    moved_most_by: dict[str, Any] | None = None
+    setup_moves: list[dict[str, Any]] = field(default_factory=list)
+    sensitivity: str = ""  # the study that sweeps the chosen values the figure rests on
+    input: str = ""  # why the claimed value is an input of the model
     wall_s: float = 0.0  # not deterministic: kept out of --json
+
+    def mirror_columns(self) -> None:
+        """One value for both setups (a check that has no setup of its own)."""
+        self.model_paper_setup = self.model_kit_defaults = self.model
+        self.verdict_paper_setup = self.verdict_kit_defaults = self.verdict
+        self.detail_kit_defaults = self.detail
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -107,8 +139,81 @@ def _run_builtin(
     if not _selected(name, only):
         rows = [r for r in rows if _selected(r.id, only)]
     for r in rows:
+        r.mirror_columns()
         r.wall_s = (time.perf_counter() - t0) / len(rows)
     return rows
+
+
+def _evaluate(claim: Any, quick: bool, setup: dict[str, Any] | None) -> tuple[Any, str]:
+    """(the claim's Evaluation, its verdict) under ``setup``; an error becomes the value's
+    text with verdict "error"."""
+    # the claims' modules: loaded when the command runs, not for `nmp --help`
+    from nmp.validate.claims import Evaluation
+
+    try:
+        ev = claim.evaluate(quick, setup)
+        return ev, claim.verdict(ev)
+    except Exception as exc:  # one failing column must not hide the other
+        err = _error_row(claim.id, exc)
+        return Evaluation(err.model, err.detail), "error"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "holds" if value else "does not hold"
+    return f"{value:.4g}" if isinstance(value, int | float) else str(value)
+
+
+def _move(paper: Any, other: Any, margin_paper: Any, margin_other: Any, scale: float) -> float:
+    """How far ``other`` lies from the paper-setup value (0: not at all): relative to
+    ``scale`` for numbers, a flip (1) or the change of margin for orderings."""
+    if isinstance(paper, bool) or isinstance(other, bool):
+        if paper != other:
+            return 1.0
+        if margin_paper is None or margin_other is None:
+            return 0.0
+        return abs(margin_paper - margin_other)
+    if not isinstance(paper, int | float) or not isinstance(other, int | float):
+        return 0.0
+    return abs(other - paper) / scale
+
+
+def attribute(claim: Any, quick: bool, paper: Any) -> list[dict[str, Any]]:
+    """Each setup value set back to the kit's default (the others at the paper's): the
+    figure it then gives, largest move first (values that move nothing are left out)."""
+    # the claims' modules: loaded when the command runs, not for `nmp --help`
+    from nmp.validate.claims import published_low
+
+    if claim.setup is None or not isinstance(paper.value, bool | int | float):
+        return []
+    scale = abs(paper.value) if not isinstance(paper.value, bool) else 1.0
+    if claim.kind == "value":
+        scale = max(scale, abs(published_low(claim.published)), 1e-12)
+    moves = []
+    for item in claim.setup.values:
+        ev, verdict = _evaluate(claim, quick, claim.setup.mapping(without=item.key))
+        if verdict == "error":
+            continue
+        score = _move(paper.value, ev.value, paper.margin, ev.margin, scale)
+        if score > 1e-9:
+            moves.append(
+                {"key": item.key, "paper_value": item.value, "model_without": ev.value,
+                 "move": score}
+            )  # fmt: skip
+    return sorted(moves, key=lambda m: -m["move"])
+
+
+def _bound_note(claim: Any, bound: float | None) -> str:
+    # the claims' modules: loaded when the command runs, not for `nmp --help`
+    from nmp.validate.claims import exceeds_bound, published_low
+
+    over = exceeds_bound(claim.kind, claim.published, bound)
+    if over is None or bound is None:
+        return ""
+    need = 1.0 if claim.kind == "ordering" else published_low(claim.published)
+    if over:
+        return f"published figure exceeds the model's bound by {need / bound:.2f}x"
+    return f"published figure within the model's bound ({_fmt(bound)}{claim.unit})"
 
 
 def _run_claim(claim: Any, quick: bool) -> list[CheckResult]:
@@ -124,15 +229,31 @@ def _run_claim(claim: Any, quick: bool) -> list[CheckResult]:
         claim=claim.claim,
         kind=claim.kind,
         unit=claim.unit,
+        setup_stated=claim.setup is not None,
+        sensitivity=claim.sensitivity,
+        input=claim.input,
     )
-    try:
-        value, row.detail = claim.evaluate(quick)
-        row.model = value
-        row.verdict = claim.verdict(value)
-    except Exception as exc:  # an error row, as above
-        err = _error_row(claim.id, exc)
-        row.model, row.detail = err.model, err.detail
-    if row.verdict != "agrees":
+    kit, row.verdict_kit_defaults = _evaluate(claim, quick, None)
+    if claim.setup is not None:
+        paper, row.verdict_paper_setup = _evaluate(claim, quick, claim.setup.mapping())
+    else:
+        paper, row.verdict_paper_setup = kit, row.verdict_kit_defaults
+    row.model_paper_setup, row.model_kit_defaults = paper.value, kit.value
+    row.detail_kit_defaults = kit.detail
+    row.model, row.verdict, row.detail = paper.value, row.verdict_paper_setup, paper.detail
+    row.margin = paper.margin
+    row.bound, row.bound_kit_defaults = paper.bound, kit.bound
+    if paper.bound is not None and row.verdict_paper_setup != "error":
+        # the claims' modules: loaded when the command runs, not for `nmp --help`
+        from nmp.validate.claims import exceeds_bound
+
+        row.exceeds_bound = exceeds_bound(claim.kind, claim.published, paper.bound)
+        row.bound_note = _bound_note(claim, paper.bound)
+        row.bound_detail = paper.bound_detail
+    if row.verdict_paper_setup != "error":
+        row.setup_moves = attribute(claim, quick, paper)
+        row.moved_most_by = row.setup_moves[0] if row.setup_moves else None
+    if {row.verdict_paper_setup, row.verdict_kit_defaults} - {"agrees"}:
         row.explanation = claim.explanation
     row.wall_s = time.perf_counter() - t0
     return [row]

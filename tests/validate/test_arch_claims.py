@@ -80,7 +80,8 @@ def test_curve_claims_follow_every_step() -> None:
     assert arch_claims.max_speedup(**kw, values=[2, 4])["value"] == max(ratios)
     mean = arch_claims.mean_speedup(**kw, values=[2, 4])
     assert mean["value"] == pytest.approx((ratios[0] * ratios[1]) ** 0.5)  # geometric mean
-    assert f"batch 2: {ratios[0]:.2f}x; batch 4: {ratios[1]:.2f}x" in mean["detail"]
+    assert f"batch 2: {ratios[0]:.2f}x (bound" in mean["detail"]
+    assert f"batch 4: {ratios[1]:.2f}x (bound" in mean["detail"]
 
 
 def test_linked_steps_and_bad_arguments() -> None:
@@ -88,12 +89,71 @@ def test_linked_steps_and_bad_arguments() -> None:
         {"dim": 128, "channels": 2}
     ]
     assert arch_claims._steps("batch", [1, 2]) == [{"batch": 1}, {"batch": 2}]
-    with pytest.raises(NmpError, match="unknown setup"):
-        arch_claims.point("recross", setup="nope")
+    with pytest.raises(NmpError, match="unknown setup key"):
+        arch_claims.point("recross", setup={"nope": 1})
+    with pytest.raises(NmpError, match="not an architecture preset"):
+        arch_claims.point("recross", setup={"designs.nope.arch.rank.units": 1})
+    with pytest.raises(NmpError, match="no field"):
+        arch_claims.point("recross", setup={"arch.host.no_such": 1}, batch=2)
     with pytest.raises(NmpError, match="unknown axis"):
         arch_claims.point("recross", pooling=3)
     with pytest.raises(NmpError, match="unknown ablation step"):
         arch_claims.ablation_speedup(quick=True, step="recross+nothing")
+
+
+def test_a_setup_moves_the_points_it_names_and_only_those() -> None:
+    kit = arch_claims.point("host-cpu", batch=2)
+    paper = {"arch.host.llc_mib": 0, "workload.pooling": 80, "designs.trim-g.arch.units": 0}
+    no_llc = arch_claims.point("host-cpu", setup=paper, batch=2)
+    assert "llc" in kit.breakdown and "llc" not in no_llc.breakdown
+    assert no_llc.lookups_per_s < kit.lookups_per_s  # every row now crosses the channel
+    # values equal to the design's own defaults (pooling 80) and keys of other designs are
+    # dropped: the same point, one run
+    assert arch_claims.point("host-cpu", setup={"workload.pooling": 80}, batch=2) is kit
+    assert arch_claims.point("recnmp", setup=paper, batch=2) is arch_claims.point(
+        "recnmp", setup={"arch.host.llc_mib": 0}, batch=2
+    )
+
+
+@pytest.mark.parametrize("design", ["host-cpu", "recnmp", "tensordimm", "trim-g", "recross"])
+def test_the_ceiling_bounds_the_modeled_throughput(design: str) -> None:
+    res = arch_claims.point(design, batch=4)
+    cap = arch_claims.ceiling(design, batch=4)
+    assert cap.lookups_per_s >= res.lookups_per_s * (1 - 1e-9), cap.text()
+    assert cap.lookups == res.extra["lookups"]
+
+
+def test_the_ceiling_arithmetic_by_hand() -> None:
+    """recross at batch 4: the column-path and C/A terms from the point's breakdown and the
+    specs (DDR5-4800-40: 64-B bursts, nBL 8, tCCD_L 12, tCK 0.416 ns; 85-bit instructions at
+    14 bits per tCK over 2 ranks)."""
+    res = arch_claims.point("recross", batch=4)
+    cap = arch_claims.ceiling("recross", batch=4)
+    levels = res.breakdown["levels"]
+    tck = 0.416
+    peak = 2 * 64 / (8 * tck) + 8 * 64 / (12 * tck) + 8 * 64 / (12 * tck)  # rank + BG + bank
+    total = sum(d["bytes"] for d in levels.values())
+    assert cap.terms_ns["column_paths"] == pytest.approx(total / peak)
+    in_dram = levels["bankgroup"]["lookups"] + levels["bank"]["lookups"]
+    rank_cmd = res.breakdown["instruction"].get("rank_command_cycles", 0.0)
+    assert cap.terms_ns["instruction_ca"] == pytest.approx((in_dram * 85 / 14 + rank_cmd) / 2 * tck)
+    assert cap.terms_ns["act_window"] == res.breakdown["bounds_ns"]["act_window"]
+    speed = arch_claims.speedup(quick=True, design="recross", baseline="trim-g", batch=4)
+    trim = arch_claims.point("trim-g", batch=4).lookups_per_s
+    assert speed["bound"] == pytest.approx(cap.lookups_per_s / trim)
+    assert "column_paths" in speed["bound_detail"] or "act_window" in speed["bound_detail"]
+
+
+def test_orderings_report_their_margin() -> None:
+    out = arch_claims.faster_than_each(
+        quick=True, design="trim-g", baselines=["recnmp", "tensordimm"], axis="batch", values=[4]
+    )
+    ratios = [
+        arch_claims.speedup(quick=True, design="trim-g", baseline=b, batch=4)["value"]
+        for b in ("recnmp", "tensordimm")
+    ]
+    assert out["margin"] == pytest.approx(min(ratios) - 1.0)
+    assert out["value"] == (min(ratios) > 1.0)
 
 
 @pytest.mark.parametrize("path", PAPER_SWEEPS, ids=[p.stem for p in PAPER_SWEEPS])
@@ -196,7 +256,12 @@ def test_sensitivity_study_runs_small(tmp_path: Path) -> None:
         "design": "recross",
         "reference": "trim-g",
         "workload": "recross-eval",
-        "set": {**arch_claims.SETUPS["recross"], "workload.batch": 2},
+        "set": {
+            "arch.memory.preset": "ddr5-4800-40",
+            "arch.memory.channels": 1,
+            "arch.memory.ranks": 2,
+            "workload.batch": 2,
+        },
         "assumptions": [
             {"name": "skew", "low": {"workload.alpha": 0.8}, "high": {"workload.alpha": 1.3}},
             {

@@ -48,13 +48,26 @@ def toy_models(monkeypatch):
     def broken(*, quick):
         raise RuntimeError("model exploded")
 
+    def setup_value(*, quick, setup=None, base=2.0):
+        """2.0 under the kit's defaults; the setup's values multiply it (llc halves it)."""
+        setup = dict(setup or {})
+        x = base * setup.pop("scale", 1.0) / (2.0 if setup.pop("llc", 0) else 1.0)
+        if setup:
+            raise SpecError(f"unknown setup key {next(iter(setup))}")
+        return {"value": x, "detail": f"setup={setup}", "bound": 3.0, "bound_detail": "3 by hand"}
+
+    def setup_ordering(*, quick, setup=None):
+        lead = 0.02 if setup else 0.2
+        return {"value": True, "margin": lead}
+
     mod.ordering, mod.value, mod.broken, mod.calls = ordering, value, broken, calls
+    mod.setup_value, mod.setup_ordering = setup_value, setup_ordering
     monkeypatch.setitem(sys.modules, "nmp._toy_models", mod)
-    for fn in (ordering, value, broken):
+    for fn in (ordering, value, broken, setup_value, setup_ordering):
         fn.__module__ = mod.__name__
         claim_model(fn)
     yield mod
-    for fn in (ordering, value, broken):
+    for fn in (ordering, value, broken, setup_value, setup_ordering):
         CLAIM_MODELS.unregister(reference(fn))
 
 
@@ -71,6 +84,103 @@ def test_verdicts():
         verdict("ordering", "a < b", 1.0)
     with pytest.raises(SpecError, match="finite number"):
         verdict("value", 2.0, float("nan"))
+
+
+def test_verdict_rules_margin_bound_and_input():
+    # an ordering agrees only with a margin (5 % by default), "within band" below it
+    assert verdict("ordering", "a < b", True, margin=0.06) == "agrees"
+    assert verdict("ordering", "a < b", True, margin=0.01) == "within band"
+    assert verdict("ordering", "a < b", True, margin=0.01, min_margin=0.0) == "agrees"
+    assert verdict("ordering", "a < b", True) == "agrees"  # a model that reports no margin
+    # a published figure above the model's bound is its own finding
+    assert verdict("value", 2.5, 0.9, band=(1.25, 5.0), bound=1.3) == "exceeds bound"
+    assert verdict("value", 2.5, 1.3, band=(1.25, 5.0), bound=3.0) == "within band"
+    assert verdict("value", [2.0, 2.5], 1.0, bound=1.9) == "exceeds bound"  # the range's low end
+    assert verdict("value", 2.5, 2.4, bound=2.4) == "agrees"  # within tolerance comes first
+    assert verdict("ordering", "a > b", False, bound=0.9) == "exceeds bound"
+    assert verdict("ordering", "a > b", False, bound=1.1) == "disagrees"
+
+
+SETUP = """[setup]
+summary = "toy system"
+[[setup.values]]
+key = "scale"
+value = 1.5
+source = "Toy §2"
+[[setup.values]]
+key = "llc"
+value = 1
+chosen = "the toy's baseline is DRAM-bound"
+"""
+
+
+@pytest.mark.parametrize(
+    ("setup", "match"),
+    [
+        (SETUP.replace('source = "Toy §2"', ""), "needs exactly one of source"),
+        (SETUP.replace('source = "Toy §2"', 'source = "a"\nchosen = "b"'), "exactly one of"),
+        (SETUP.replace('key = "llc"', 'key = "scale"'), "duplicate setup key"),
+        (SETUP.replace("value = 1\n", ""), "setup.values\\[1\\].value"),
+        (SETUP.replace('summary = "toy system"', 'colour = "red"'), "unknown key"),
+        (SETUP.replace('source = "Toy §2"', 'source = "Toy"\nwhy = "x"'), "unknown key"),
+    ],
+)
+def test_bad_setups_name_the_key(tmp_path, setup, match):
+    path = tmp_path / "toy.toml"
+    path.write_text(PAPER + setup + _claim())
+    with pytest.raises(SpecError, match=match):
+        load_claim_file(path)
+
+
+def test_both_columns_bound_and_attribution(tmp_path, toy_models):
+    (tmp_path / "toy.toml").write_text(
+        PAPER
+        + SETUP
+        + _claim(
+            id='"toy.v"',
+            kind='"value"',
+            published="1.5",
+            unit='"x"',
+            band="[1.0, 2.5]",
+            model='"nmp._toy_models:setup_value"',
+        )
+        + _claim(id='"toy.o"', model='"nmp._toy_models:setup_ordering"')
+        + _claim(id='"toy.i"', model='"nmp._toy_models:setup_ordering"', input='"copied"')
+    )
+    by_id = {r.id: r for r in run_validation(quick=True, only=("toy",), claims_dir=tmp_path)}
+    v = by_id["toy.v"]
+    # paper setup: 2.0 x 1.5 / 2 = 1.5 (agrees); kit defaults: 2.0 (within band)
+    assert (v.model_paper_setup, v.verdict_paper_setup) == (1.5, "agrees")
+    assert (v.model_kit_defaults, v.verdict_kit_defaults) == (2.0, "within band")
+    assert (v.model, v.verdict) == (v.model_paper_setup, v.verdict_paper_setup)
+    assert (
+        v.bound == 3.0 and v.exceeds_bound is False and "within the model's bound" in v.bound_note
+    )
+    # each value back at the kit's default: llc gives 3.0 (moves 1.5), scale gives 1.0 (0.5)
+    assert [m["key"] for m in v.setup_moves] == ["llc", "scale"]
+    assert v.moved_most_by["model_without"] == 3.0
+    o = by_id["toy.o"]
+    assert (o.verdict_paper_setup, o.verdict_kit_defaults) == ("within band", "agrees")
+    assert o.margin == 0.02
+    assert by_id["toy.i"].verdict == "input" and by_id["toy.i"].model_kit_defaults is True
+    doc = by_id["toy.v"].to_json()
+    for key in ("published", "model_paper_setup", "model_kit_defaults", "verdict_paper_setup",
+                "verdict_kit_defaults", "bound", "exceeds_bound", "model", "verdict"):  # fmt: skip
+        assert key in doc
+
+
+def test_a_file_without_setup_has_one_value_in_both_columns(tmp_path, toy_models):
+    (tmp_path / "toy.toml").write_text(PAPER + _claim())
+    (row,) = run_validation(quick=True, only=("toy",), claims_dir=tmp_path)
+    assert row.setup_stated is False
+    assert row.model_paper_setup is row.model_kit_defaults is True
+    assert row.verdict_paper_setup == row.verdict_kit_defaults == "agrees"
+    # a model without a setup argument cannot honour a paper's setup: an error, not a silent
+    # kit-defaults value in the paper's column
+    (tmp_path / "toy.toml").write_text(PAPER + SETUP + _claim())
+    (row,) = run_validation(quick=True, only=("toy",), claims_dir=tmp_path)
+    assert row.verdict_paper_setup == "error" and "takes no paper setup" in row.model_paper_setup
+    assert row.verdict_kit_defaults == "agrees"
 
 
 @pytest.mark.parametrize(
