@@ -307,3 +307,6 @@ def test_quick_validation_is_complete(tmp_path, capsys):
         elif r["verdict"] != "agrees":
             assert r["explanation"], f"{r['id']} disagrees without an explanation"
     assert {r["group"] for r in rows} >= {"simulator", "functional"}
+    from tests.validate.test_golden import check_quick
+
+    check_quick(rows)  # every model value of the quick set, pinned (test_golden.py)

@@ -1,0 +1,124 @@
+"""Every model value of ``nmp validate --json`` against a recorded fixture.
+
+One fixture per paper (and one for the built-in simulator / functional checks) in ``golden/``,
+each with the quick set (``nmp validate --quick``) and the full set (``nmp validate``, where
+quick claims run at full size): both columns, both verdicts, the bounds, the margins and the
+attribution of every check. A change to a headline figure is then a visible diff, rewritten
+only in a commit that changes the model on purpose and says why in its body:
+
+    .venv/bin/python -m tests.validate.test_golden --write [paper ...]
+
+CI time: the quick set shares its run with ``test_quick_validation_is_complete``; the full
+set (every claim at full size, 4-5 minutes of one core) is one test per paper, marked slow,
+which CI runs too (two workers share them).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.arch.test_golden import diffs
+
+DATA = Path(__file__).parent / "golden"
+PINNED = (
+    "model_paper_setup",
+    "verdict_paper_setup",
+    "model_kit_defaults",
+    "verdict_kit_defaults",
+    "bound",
+    "bound_kit_defaults",
+    "exceeds_bound",
+    "margin",
+)
+BUILTIN = "builtin"
+# Checks whose value is measured on the machine that runs them, not computed from the model:
+# only their verdicts are pinned.
+MEASURED = {
+    "sc24.training-speedup-cpu-codec": "the CPU codec's throughput is timed (wall clock)",
+}
+
+
+def group_of(check_id: str) -> str:
+    """The fixture a check belongs to: its paper, or the built-in checks."""
+    head = check_id.split(".")[0]
+    return BUILTIN if head in ("dram", "functional") else head
+
+
+def groups() -> list[str]:
+    from nmp.validate.claims import load_claims
+
+    return [BUILTIN, *sorted({c.paper for c in load_claims()})]
+
+
+def pinned(row: dict) -> dict:
+    """The values of one ``--json`` row the fixture holds."""
+    out = {k: row[k] for k in PINNED}
+    out["moves"] = [[m["key"], m["model_without"]] for m in row["setup_moves"]]
+    if row["id"] in MEASURED:
+        out = {k: v for k, v in out.items() if k.startswith("verdict")}
+    return out
+
+
+def run_rows(group: str, *, quick: bool) -> list[dict]:
+    from nmp.validate.runner import run_validation
+
+    only = ("dram", "functional") if group == BUILTIN else (f"{group}.*",)
+    rows = [r.to_json() for r in run_validation(quick=quick, only=only)]
+    return json.loads(json.dumps(rows, default=float))
+
+
+def by_group(rows: list[dict]) -> dict[str, dict[str, dict]]:
+    out: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        out.setdefault(group_of(row["id"]), {})[row["id"]] = pinned(row)
+    return out
+
+
+def fixture(group: str) -> dict:
+    path = DATA / f"{group}.json"
+    if not path.is_file():
+        pytest.fail(
+            f"no fixture {path}: write it with python -m tests.validate.test_golden --write"
+        )
+    return json.loads(path.read_text())
+
+
+def check(group: str, mode: str, got: dict[str, dict]) -> None:
+    want = fixture(group)[mode]
+    found = diffs(want, got)
+    assert not found, f"{group} ({mode}): " + "; ".join(found[:8])
+
+
+def check_quick(rows: list[dict]) -> None:
+    """The quick set's rows (one ``nmp validate --quick --json`` run) against the fixtures."""
+    got = by_group(rows)
+    for group in groups():
+        check(group, "quick", got.get(group, {}))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group", groups())
+def test_golden_full_set(group: str) -> None:
+    check(group, "full", by_group(run_rows(group, quick=False)).get(group, {}))
+
+
+def write(selected: list[str]) -> None:
+    DATA.mkdir(exist_ok=True)
+    for group in selected or groups():
+        doc = {
+            mode: by_group(run_rows(group, quick=mode == "quick")).get(group, {})
+            for mode in ("quick", "full")
+        }
+        path = DATA / f"{group}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        tmp.replace(path)
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__" and "--write" in sys.argv:
+    write([a for a in sys.argv[1:] if a != "--write"])
