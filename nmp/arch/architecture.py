@@ -10,6 +10,7 @@ placement is lowered to DRAM request streams and timed by the DRAM engine
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from nmp.arch import memview as mv
 from nmp.arch import threads
 from nmp.arch.layout import LevelLayout, build_layout
+from nmp.arch.lru_cache import MAX_WARMUP_BATCHES
 from nmp.arch.parity import parity_consistent, parity_nodes, parity_update, recover_node
 from nmp.arch.placement import FlatLookups, Placement, flatten, solve_cross_level
 from nmp.arch.policies import PlacementPolicy, check_policy
@@ -50,6 +52,7 @@ class Architecture:
         self._partition: np.ndarray | None = None
         self.partition_info: dict = {}
         self._parity_state = None
+        self._warm: dict[str, Any] = {}  # caches warmed to steady state (warm_state)
 
     @property
     def name(self) -> str:
@@ -87,6 +90,7 @@ class Architecture:
         self._partition = None
         self.partition_info = {}
         self._parity_state = None
+        self._warm = {}
 
     @property
     def tables(self) -> tuple:
@@ -155,6 +159,25 @@ class Architecture:
             per_byte = dram_time / d["dram_bytes"] if d["dram_bytes"] > 0 else 0.0
             out[lv] = (per_byte, d["partial_sums_in_ns"])
         return out
+
+    # ---- caches at steady state -----------------------------------------------------------
+    def warm_state(self, name: str, build: Callable[[], Any]) -> Any:
+        """A state built once per bound workload by ``build()`` (a cache warmed by the batches
+        before the timed ones), kept until the next :meth:`bind`."""
+        if name not in self._warm:
+            self._warm[name] = build()
+        return self._warm[name]
+
+    def warmup_batches(self) -> Iterator[Any]:
+        """The batches before the timed one, oldest first: seeded draws of the workload (none
+        without a workload to draw from); see :data:`nmp.arch.lru_cache.MAX_WARMUP_BATCHES`."""
+        wl = self.workload
+        if wl is None or not hasattr(wl, "seed"):
+            return
+        # seeds far from the timed ones (seed, seed + 1, ...), the profile's and calibration's
+        base = wl.seed + 7_777_777 + self.spec.profile_seed_offset
+        for k in range(MAX_WARMUP_BATCHES):
+            yield generate_batch(wl, seed=base + 104_729 * k)
 
     # ---- gather-reduce -----------------------------------------------------------------
     def issue_order(self, flat: FlatLookups) -> np.ndarray:

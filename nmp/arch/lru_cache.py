@@ -11,10 +11,19 @@ table strides over the sets as a real cache's index hash does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
 _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
+
+# A cache is at steady state when one warm-up batch's hit rate differs from the previous one's
+# by less than this (chosen: 0.2 points), or after MAX_WARMUP_BATCHES batches (chosen: the
+# 32 MiB LLC on recross-eval settles at 88.4 % after 12, from 72.4 % cold; the last steps gain
+# 0.25 and 0.06 points).
+STEADY_TOL = 0.002
+MAX_WARMUP_BATCHES = 16
 
 
 @njit(cache=True)
@@ -48,6 +57,7 @@ class LruCache:
         self.tags = np.full(owners * sets * ways, -1, dtype=np.int64)
         self.stamp = np.zeros(owners * sets * ways, dtype=np.int64)
         self._clock = 0
+        self.warmup_rates: list[float] = []  # hit rates of the batches that warmed it
 
     @classmethod
     def of_bytes(cls, owners: int, capacity_bytes: float, entry_bytes: int, ways: int):
@@ -55,6 +65,13 @@ class LruCache:
         entries = max(int(capacity_bytes // max(entry_bytes, 1)), 1)
         ways = min(ways, entries)
         return cls(owners, max(entries // ways, 1), ways)
+
+    def copy(self) -> LruCache:
+        """An independent cache in the same state (a timed batch starts from a warmed one)."""
+        out = LruCache(self.owners, self.sets, self.ways)
+        out.tags[:], out.stamp[:], out._clock = self.tags, self.stamp, self._clock
+        out.warmup_rates = list(self.warmup_rates)
+        return out
 
     def access(
         self, owner: np.ndarray, key: np.ndarray, admit: np.ndarray | None = None
@@ -81,4 +98,18 @@ class LruCache:
         return hits
 
 
-__all__ = ["LruCache"]
+def warm_until_steady(
+    step: Callable[[int], float], max_batches: int = MAX_WARMUP_BATCHES, tol: float = STEADY_TOL
+) -> list[float]:
+    """Warm a cache with batches k = 0, 1, ... (``step(k)`` sends batch k through it and
+    returns that batch's hit rate) until the hit rate changes by less than ``tol`` from one
+    batch to the next, or ``max_batches`` have run; returns the hit rates."""
+    rates: list[float] = []
+    for k in range(max_batches):
+        rates.append(float(step(k)))
+        if k and abs(rates[-1] - rates[-2]) < tol:
+            break
+    return rates
+
+
+__all__ = ["MAX_WARMUP_BATCHES", "STEADY_TOL", "LruCache", "warm_until_steady"]

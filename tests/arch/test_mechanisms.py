@@ -167,6 +167,32 @@ def test_host_llc_hits_do_not_cross_the_channel(skewed):
     assert ops[32.0].t_ns < ops[0.0].t_ns
 
 
+def test_warm_until_steady_stops_when_the_hit_rate_settles():
+    from nmp.arch.lru_cache import warm_until_steady
+
+    rates = [0.5, 0.7, 0.8, 0.805, 0.806, 0.9]
+    assert warm_until_steady(lambda k: rates[k], max_batches=6, tol=0.01) == rates[:4]
+    assert warm_until_steady(lambda k: rates[k], max_batches=3, tol=0.01) == rates[:3]
+
+
+def test_host_llc_starts_each_batch_at_steady_state(skewed):
+    """The LLC is warmed by as many batches before the timed one as its hit rate needs to
+    settle: the last warm-up batches agree within STEADY_TOL, the first (a cold LLC) hits
+    least, and every timed batch starts from the same warmed state."""
+    from nmp.arch.lru_cache import STEADY_TOL
+
+    arch = load_arch("host-cpu")
+    arch.bind(skewed)
+    batch = generate_batch(skewed, seed=3)
+    llc = arch.gather_reduce(batch, functional=False)[1].breakdown["llc"]
+    rates = llc["warmup_hit_rates"]
+    assert llc["warmup_batches"] == len(rates) >= 2
+    assert abs(rates[-1] - rates[-2]) < STEADY_TOL and rates[0] < rates[-1]
+    assert llc["hit_rate"] > rates[0]
+    again = arch.gather_reduce(batch, functional=False)[1].breakdown["llc"]
+    assert again["hits"] == llc["hits"]  # a copy of the warmed state, not a state run on
+
+
 def test_replica_choice_trades_partial_sums_for_spread(skewed):
     """Both replica choices balance the finest level's lookups; least-loaded spreads a bag's hot
     lookups over more nodes, so the bank units send more partial sums up."""

@@ -1,8 +1,10 @@
 """The host CPU (no near-memory units): every row crosses the channel and the CPU adds it.
 
 Its last-level cache (``host.llc_mib``, a set-associative LRU of 64-B lines simulated on the row
-stream, :mod:`nmp.arch.lru_cache`) is warmed by the batch before (another draw of the workload)
-and serves what it holds: only its misses cross the channel. The batch time is the replay of the
+stream, :mod:`nmp.arch.lru_cache`) is at steady state when a batch starts: warmed by the batches
+before it (seeded draws of the workload) until one batch's hit rate differs from the previous
+one's by less than :data:`~nmp.arch.lru_cache.STEADY_TOL`. It serves what it holds: only its
+misses cross the channel. The batch time is the replay of the
 misses on the whole memory (the channel bound) or the CPU's FP32 adds
 (``cores x simd_lanes x clock``), whichever is longer; they overlap."""
 
@@ -13,7 +15,7 @@ import numpy as np
 from nmp.arch import memview as mv
 from nmp.arch.functional import pool_tables
 from nmp.arch.lowering import expand_lines
-from nmp.arch.lru_cache import LruCache
+from nmp.arch.lru_cache import LruCache, warm_until_steady
 from nmp.arch.placement import FlatLookups, Placement, flatten
 from nmp.arch.policies import register
 from nmp.arch.replay import dram_energy, hit_rate, replay_stream
@@ -22,7 +24,6 @@ from nmp.arch.tree import TreeTraffic
 from nmp.config import KeyedValueError
 from nmp.results import OpResult
 from nmp.units import MIB
-from nmp.workload import generate_batch
 
 
 def lower_host(
@@ -93,7 +94,8 @@ class Host:
         io_pj_bit = mv.io_pj_per_bit(mem)
         dim_l = dims[flat.table]
         every = lower_host(mem, flat, order, arch.table_rows, arch.table_row_bytes)
-        llc_hits = llc_filter(arch, every)
+        llc = llc_filter(arch, every)
+        llc_hits, warmup_rates = llc if llc is not None else (None, [])
         addr = every[~llc_hits] if llc_hits is not None else every
         st = replay_stream(addr, mem, max_requests=spec.replay_sample_requests)
         t_mem = float(st.cycles_drained) * tck
@@ -130,35 +132,45 @@ class Host:
                 "ways": h.llc_ways,
                 "hit_rate": float(llc_hits.mean()) if llc_hits.size else 0.0,
                 "hits": int(llc_hits.sum()),
+                "warmup_batches": len(warmup_rates),
+                "warmup_hit_rates": warmup_rates,
             }
         return OpResult(latency / tck, latency, energy, bytes_by_level, bd, 1.0)
 
 
-def llc_filter(arch, addr: np.ndarray) -> np.ndarray | None:
-    """Which of the host's reads ``addr`` (byte addresses of 64-B bursts, in issue order) hit
-    its LLC, warmed by the previous batch's reads (None: no LLC)."""
+def llc_filter(arch, addr: np.ndarray) -> tuple[np.ndarray, list[float]] | None:
+    """(which of the host's reads ``addr`` hit its LLC, the hit rates of the batches that
+    warmed it): ``addr`` are byte addresses of 64-B bursts in issue order, run on a copy of the
+    LLC at steady state (None: no LLC)."""
     h, mem = arch.spec.host, arch.mem
     if h.llc_mib <= 0:
         return None
     line = mv.tx_bytes(mem)
-    cache = LruCache.of_bytes(1, h.llc_mib * MIB, line, h.llc_ways)
-    warm = _warmup_stream(arch)
-    if warm is not None and warm.size:
-        cache.access(np.zeros(warm.size, np.int64), (warm // line).astype(np.int64))
+    cache = arch.warm_state("llc", lambda: _warm_llc(arch)).copy()
     keys = (addr // np.uint64(line)).astype(np.int64)
-    return cache.access(np.zeros(keys.size, np.int64), keys)
+    return cache.access(np.zeros(keys.size, np.int64), keys), cache.warmup_rates
 
 
-def _warmup_stream(arch) -> np.ndarray | None:
-    """The reads of the batch before the timed one: another seeded draw of the workload."""
+def _warm_llc(arch) -> LruCache:
+    """The LLC after the batches before the timed one, at steady state (a cold LLC where
+    there is no workload to draw them from)."""
+
+    h, mem = arch.spec.host, arch.mem
+    line = mv.tx_bytes(mem)
+    cache = LruCache.of_bytes(1, h.llc_mib * MIB, line, h.llc_ways)
+    batches = arch.warmup_batches()
+
+    def step(_: int) -> float:
+        flat = flatten(next(batches), arch.table_row_bytes, arch.table_rows)
+        order = np.arange(flat.n, dtype=np.int64)
+        addr = lower_host(mem, flat, order, arch.table_rows, arch.table_row_bytes)
+        keys = (addr // np.uint64(line)).astype(np.int64)
+        return float(cache.access(np.zeros(keys.size, np.int64), keys).mean())
+
     wl = arch.workload
-    if wl is None or not hasattr(wl, "seed"):
-        return None
-
-    prev = generate_batch(wl, seed=wl.seed + 7_777_777 + arch.spec.profile_seed_offset)
-    flat = flatten(prev, arch.table_row_bytes, arch.table_rows)
-    order = np.arange(flat.n, dtype=np.int64)
-    return lower_host(arch.mem, flat, order, arch.table_rows, arch.table_row_bytes)
+    if wl is not None and hasattr(wl, "seed"):
+        cache.warmup_rates = warm_until_steady(step)
+    return cache
 
 
 register(Host())
