@@ -18,11 +18,12 @@ import numpy as np
 from nmp.arch import memview as mv
 from nmp.arch import threads
 from nmp.arch.layout import LevelLayout, build_layout
-from nmp.arch.lru_cache import MAX_WARMUP_BATCHES
+from nmp.arch.lru_cache import MAX_WARMUP_BATCHES, LruCache
 from nmp.arch.parity import parity_consistent, parity_nodes, parity_update, recover_node
 from nmp.arch.placement import FlatLookups, Placement, flatten, solve_cross_level
 from nmp.arch.policies import PlacementPolicy, check_policy
 from nmp.arch.profile import AccessProfile, build_profile
+from nmp.arch.rankcache import warm_rank_caches
 from nmp.arch.rowdata import RowStore
 from nmp.arch.spec import LEVELS, ArchSpec
 from nmp.arch.timing import time_gather_reduce
@@ -53,6 +54,7 @@ class Architecture:
         self.partition_info: dict = {}
         self._parity_state = None
         self._warm: dict[str, Any] = {}  # caches warmed to steady state (warm_state)
+        self._rank_cache_warming = None  # the RankCache state a warm-up is advancing
 
     @property
     def name(self) -> str:
@@ -168,16 +170,30 @@ class Architecture:
             self._warm[name] = build()
         return self._warm[name]
 
+    @property
+    def draws_batches(self) -> bool:
+        """Whether the bound workload can draw batches (a WorkloadSpec, not ad-hoc tables)."""
+        return self.workload is not None and hasattr(self.workload, "seed")
+
     def warmup_batches(self) -> Iterator[Any]:
         """The batches before the timed one, oldest first: seeded draws of the workload (none
-        without a workload to draw from); see :data:`nmp.arch.lru_cache.MAX_WARMUP_BATCHES`."""
+        unless :attr:`draws_batches`); see :data:`nmp.arch.lru_cache.MAX_WARMUP_BATCHES`."""
         wl = self.workload
-        if wl is None or not hasattr(wl, "seed"):
+        if wl is None or not self.draws_batches:
             return
         # seeds far from the timed ones (seed, seed + 1, ...), the profile's and calibration's
         base = wl.seed + 7_777_777 + self.spec.profile_seed_offset
         for k in range(MAX_WARMUP_BATCHES):
             yield generate_batch(wl, seed=base + 104_729 * k)
+
+    def rank_cache_state(self) -> LruCache | None:
+        """The RankCaches a batch starts from: at steady state after the batches before it
+        (:func:`nmp.arch.rankcache.warm_rank_caches`), copied so that every timed batch starts
+        alike; during the warm-up, the state it advances. None without a RankCache."""
+        if self._rank_cache_warming is not None:
+            return self._rank_cache_warming
+        warmed = self.warm_state("rank_cache", lambda: warm_rank_caches(self))
+        return warmed.copy() if warmed is not None else None
 
     # ---- gather-reduce -----------------------------------------------------------------
     def issue_order(self, flat: FlatLookups) -> np.ndarray:

@@ -368,11 +368,13 @@ def place_rows(
     level: np.ndarray,
     profile: AccessProfile | None,
     order: np.ndarray,
+    rank_cache=None,
 ) -> Placement:
     """Node and slot of every lookup whose level a policy chose (``level``, index into LEVELS):
     rows interleaved over their level's nodes; then the mechanisms that move some lookups,
     hot-row replication (:mod:`nmp.arch.replication`) and the RankCache
-    (:mod:`nmp.arch.rankcache`). ``order`` is the issue order (a permutation of the lookups)."""
+    (:mod:`nmp.arch.rankcache`, starting from the state ``rank_cache``, advanced in place;
+    None: cold). ``order`` is the issue order (a permutation of the lookups)."""
     # on use: nmp.arch.replication imports this module (a cycle)
     from nmp.arch.replication import replicate_hot
 
@@ -398,7 +400,9 @@ def place_rows(
     if spec.replicate_hot_rows and profile is not None:
         repl = replicate_hot(spec, layouts, mem, flat, profile, level, node, slot, info, order)
     if spec.rank.cache_kib > 0 and "rank" in layouts:
-        hit = rank_cache_hits(spec, flat, level, node, order, info, profile)
+        hit = rank_cache_hits(spec, flat, level, node, order, info, profile, rank_cache)
+        if rank_cache is not None and rank_cache.warmup_rates:
+            info["cache_warmup_batches"] = len(rank_cache.warmup_rates)
     return Placement(level, node, slot, hit, repl, info)
 
 

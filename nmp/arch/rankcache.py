@@ -10,14 +10,17 @@ it allocates on a miss is the switch ``arch.rank.cache_policy``:
 * ``"online"``: the unit counts the lookups of each row it has seen in this batch and allocates
   a row at its ``cache_reuse_threshold``-th lookup.
 
-The caches start each batch cold (no reuse across batches is credited).
+Like the host's LLC, the caches are at steady state when a batch starts: warmed by the batches
+before it (seeded draws of the workload) until one batch's hit rate differs from the previous
+one's by less than :data:`nmp.arch.lru_cache.STEADY_TOL` (:func:`warm_rank_caches`); every timed
+batch starts from a copy of that state.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from nmp.arch.lru_cache import LruCache
+from nmp.arch.lru_cache import LruCache, warm_until_steady
 from nmp.arch.spec import LEVELS
 from nmp.units import KIB
 
@@ -51,29 +54,77 @@ def locality_bits(spec, flat, profile) -> np.ndarray:
     return bits
 
 
-def rank_cache_hits(spec, flat, level, node, order, info, profile=None) -> np.ndarray:
+def new_rank_caches(spec, layouts, row_bytes: list[int]) -> LruCache | None:
+    """Cold RankCaches: ``cache_kib`` per rank unit, entries of the widest row (None without
+    a RankCache)."""
+    if spec.rank.cache_kib <= 0 or "rank" not in layouts:
+        return None
+    entry = max(int(max(row_bytes, default=1)), 1)
+    return LruCache.of_bytes(
+        layouts["rank"].nodes, spec.rank.cache_kib * KIB, entry, RANKCACHE_WAYS
+    )
+
+
+def rank_cache_hits(
+    spec, flat, level, node, order, info, profile=None, cache: LruCache | None = None
+) -> np.ndarray:
     """Which lookups the rank units' caches serve (bool per lookup), simulated in ``order``
-    (the issue order)."""
+    (the issue order) from the state ``cache`` (advanced in place; None: cold caches)."""
     hit = np.zeros(flat.n, dtype=bool)
     li = LEVELS.index("rank")
     idx = order[level[order] == li]
     if not idx.size:
         return hit
     unit_node = node[idx]
-    key = unit_node * (int(flat.grow.max()) + 1) + flat.grow[idx]
     if spec.rank.cache_policy == "online":
+        key = unit_node * (int(flat.grow.max()) + 1) + flat.grow[idx]
         admit = _occurrence(key) >= spec.rank.cache_reuse_threshold
     else:
         admit = locality_bits(spec, flat, profile)[idx]
-    row_bytes = int(flat.row_bytes.max())
-    cache = LruCache.of_bytes(
-        int(unit_node.max()) + 1, spec.rank.cache_kib * KIB, row_bytes, RANKCACHE_WAYS
-    )
+    if cache is None:
+        row_bytes = int(flat.row_bytes.max())
+        cache = LruCache.of_bytes(
+            int(unit_node.max()) + 1, spec.rank.cache_kib * KIB, row_bytes, RANKCACHE_WAYS
+        )
     served = cache.access(unit_node, flat.grow[idx], admit)
     hit[idx] = served
     info["cache_hits"] = int(served.sum())
+    info["cache_lookups"] = int(idx.size)  # lookups the rank units serve
     info["cache_rows"] = int((admit & ~served).sum())  # allocations
     return hit
 
 
-__all__ = ["RANKCACHE_WAYS", "locality_bits", "rank_cache_hits"]
+def warm_rank_caches(arch) -> LruCache | None:
+    """The RankCaches at steady state: the batches before the timed one placed in turn
+    (:meth:`nmp.arch.Architecture.warmup_batches`), each advancing the same caches, until
+    the hit rate settles (:func:`nmp.arch.lru_cache.warm_until_steady`)."""
+    # on use: nmp.arch.placement imports this module (a cycle)
+    from nmp.arch.placement import flatten
+
+    cache = new_rank_caches(arch.spec, arch.layouts, arch.table_row_bytes)
+    if cache is None:
+        return None
+    batches = arch.warmup_batches()
+
+    def step(_: int) -> float:
+        flat = flatten(next(batches), arch.table_row_bytes, arch.table_rows)
+        info = arch.policy.place(arch, flat, arch.issue_order(flat)).info
+        return info.get("cache_hits", 0) / max(info.get("cache_lookups", 0), 1)
+
+    if not arch.draws_batches:
+        return cache  # nothing to warm it with: cold
+    arch._rank_cache_warming = cache
+    try:
+        cache.warmup_rates = warm_until_steady(step)
+    finally:
+        arch._rank_cache_warming = None
+    return cache
+
+
+__all__ = [
+    "RANKCACHE_WAYS",
+    "locality_bits",
+    "new_rank_caches",
+    "rank_cache_hits",
+    "warm_rank_caches",
+]

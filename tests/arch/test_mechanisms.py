@@ -115,21 +115,42 @@ def test_lru_cache_is_the_gpu_cache_with_one_sector_per_line():
 
 @pytest.mark.parametrize("policy", ["profile", "online"])
 def test_rank_cache_decides_without_the_future(policy, skewed):
-    """A row's first lookup in issue order is never a hit, and the online cache never serves a
-    row before its threshold-th lookup: it cannot know the batch's future."""
+    """From cold caches, a row's first lookup in issue order is never a hit, and the online
+    cache never serves a row before its threshold-th lookup: it cannot know the batch's
+    future."""
+    from nmp.arch.rankcache import _occurrence, rank_cache_hits
+
     arch = load_arch("recnmp", overrides={"rank.cache_policy": policy})
     arch.bind(skewed)
     flat, plc, order = arch.prepare(generate_batch(skewed, seed=3))
-    assert plc.hit.any()
+    hit = rank_cache_hits(arch.spec, flat, plc.level, plc.node, order, {}, arch.profile)
+    assert hit.any()
     key = plc.node[order] * (int(flat.grow.max()) + 1) + flat.grow[order]
     _, first = np.unique(key, return_index=True)
-    assert not plc.hit[order][first].any()
+    assert not hit[order][first].any()
     if policy == "online":
-        from nmp.arch.rankcache import _occurrence
-
         occ = _occurrence(key)
         # allocated at the threshold-th lookup, so served from the next one on
-        assert (occ[plc.hit[order]] > arch.spec.rank.cache_reuse_threshold).all()
+        assert (occ[hit[order]] > arch.spec.rank.cache_reuse_threshold).all()
+
+
+def test_rank_cache_starts_each_batch_at_steady_state(skewed):
+    """As the host's LLC, the RankCaches are warmed by the batches before the timed one until
+    their hit rate settles; a timed batch then hits at least as often as from cold caches, and
+    every timed batch starts from the same state."""
+    from nmp.arch.lru_cache import STEADY_TOL
+    from nmp.arch.rankcache import rank_cache_hits
+
+    arch = load_arch("recnmp")
+    arch.bind(skewed)
+    batch = generate_batch(skewed, seed=3)
+    flat, plc, order = arch.prepare(batch)
+    rates = arch.rank_cache_state().warmup_rates
+    assert len(rates) >= 2 and abs(rates[-1] - rates[-2]) < STEADY_TOL
+    assert plc.info["cache_warmup_batches"] == len(rates)
+    cold = rank_cache_hits(arch.spec, flat, plc.level, plc.node, order, {}, arch.profile)
+    assert plc.hit.sum() >= cold.sum()
+    assert np.array_equal(arch.prepare(batch)[1].hit, plc.hit)
 
 
 def test_in_dram_reads_pay_only_their_part_of_the_read_path(skewed):

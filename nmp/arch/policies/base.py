@@ -63,7 +63,10 @@ class RowPolicy:
 
     def place(self, arch, flat: FlatLookups, order: np.ndarray) -> Placement:
         level = self.assign_levels(arch, flat)
-        return place_rows(arch.spec, arch.layouts, arch.mem, flat, level, arch.profile, order)
+        return place_rows(
+            arch.spec, arch.layouts, arch.mem, flat, level, arch.profile, order,
+            rank_cache=arch.rank_cache_state(),
+        )  # fmt: skip
 
     # ---- functional ------------------------------------------------------------------------
     def tree_traffic(self, arch, flat: FlatLookups, plc: Placement) -> TreeTraffic:

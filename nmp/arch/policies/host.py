@@ -167,8 +167,7 @@ def _warm_llc(arch) -> LruCache:
         keys = (addr // np.uint64(line)).astype(np.int64)
         return float(cache.access(np.zeros(keys.size, np.int64), keys).mean())
 
-    wl = arch.workload
-    if wl is not None and hasattr(wl, "seed"):
+    if arch.draws_batches:
         cache.warmup_rates = warm_until_steady(step)
     return cache
 
