@@ -7,8 +7,9 @@ the reduction tail follows it (:func:`combine`):
   receives over the same data path, or its units' arithmetic, whichever is longer;
 * :func:`act_window_bound`: every level's units in a rank draw on the same chips' activation
   power budget (tRRD_S, tFAW) - the replays enforce it per level, this across levels;
-* :func:`instruction_bounds`: one instruction per lookup over the channel's C/A (+DQ), and for
-  lookups served inside the DRAM chips over the rank's C/A;
+* :func:`instruction_bounds`: one instruction per lookup over the channel's C/A (+DQ), and on
+  the rank's C/A, the instructions of lookups served inside the DRAM chips together with the
+  rank unit's own DRAM commands (:func:`rank_command_cycles`);
 * :func:`channel_bound`: instructions plus the pooled partial sums returned to the host;
 * :func:`host_compute_bound`: the host's adds of the ranks' pooled partial sums;
 * :func:`reduction_tail_ns`: the last partial sums climbing the tree after the slowest bound.
@@ -23,6 +24,7 @@ import numpy as np
 from nmp.arch import memview as mv
 from nmp.arch.placement import level_node_peak_gbps
 from nmp.arch.replay import hit_rate_many
+from nmp.memory.standards import load_standard
 
 
 @dataclass
@@ -97,17 +99,39 @@ def act_window_bound(mem, stats_list: list) -> float:
     return acts / ranks_total * act_gap * mv.tck_ns(mem)
 
 
+def rank_command_cycles(mem, node_stats: list, ranks: int) -> np.ndarray:
+    """C/A cycles of the DRAM commands each rank's unit (buffer chip) issues to its chips: every
+    command of its replay at its command-bus cycles (DDR5's ACT and column commands take two,
+    ``multi_cycle`` of the standard). ``node_stats``: the rank level's replays, one per node
+    (None: idle); a rank level has one unit per rank, so node = global rank."""
+    cycles = load_standard(mem.standard).multi_cycle
+    out = np.zeros(ranks)
+    for k, st in enumerate(node_stats):
+        if st is not None:
+            out[k] = sum(n * cycles.get(cmd, 1) for cmd, n in st.cmd_counts.items())
+    return out
+
+
 def instruction_bounds(
-    spec, mem, per_chan_lookups: np.ndarray, per_rank_dram: np.ndarray, any_in_dram: bool
+    spec,
+    mem,
+    per_chan_lookups: np.ndarray,
+    per_rank_dram: np.ndarray,
+    any_in_dram: bool,
+    rank_cmd_cycles: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """(host -> buffer chip time of the busiest channel, buffer chip -> DRAM C/A time of the
-    busiest rank) for one ``bits_per_lookup`` instruction per lookup."""
+    busiest rank) for one ``bits_per_lookup`` instruction per lookup. The rank's C/A carries
+    the instructions of the lookups served inside the DRAM chips and the rank unit's own
+    commands (``rank_cmd_cycles`` per rank, :func:`rank_command_cycles`)."""
     ins, tck = spec.instruction, mv.tck_ns(mem)
     t_host = float(per_chan_lookups.max()) * ins.bits_per_lookup / ins.host_bits_per_cycle * tck
-    t_ca = 0.0
+    cycles = np.zeros(mv.org(mem, "channels") * mv.org(mem, "ranks"))
     if any_in_dram and ins.bits_per_lookup:
-        t_ca = float(per_rank_dram.max()) * ins.bits_per_lookup / ins.dram_ca_bits_per_cycle * tck
-    return t_host, t_ca
+        cycles = cycles + per_rank_dram * ins.bits_per_lookup / ins.dram_ca_bits_per_cycle
+    if rank_cmd_cycles is not None:
+        cycles = cycles + rank_cmd_cycles
+    return t_host, float(cycles.max()) * tck if cycles.size else 0.0
 
 
 def channel_bound(mem, t_instructions_ns: float, result_bytes_chan: np.ndarray) -> tuple:
@@ -147,5 +171,6 @@ __all__ = [
     "host_compute_bound",
     "instruction_bounds",
     "level_bound",
+    "rank_command_cycles",
     "reduction_tail_ns",
 ]

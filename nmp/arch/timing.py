@@ -65,6 +65,7 @@ def time_near_memory(
     rank_io_bytes = 0.0  # bytes between the DRAM chips and the buffer chip
     psum_bytes = dims * 4  # partial sums are FP32
     lowered = _lower_and_start(arch, flat, plc, order)
+    rank_cmd = None  # C/A cycles of the rank units' own DRAM commands, per rank
     try:
         sums = _per_level_sums(arch, flat, plc, dims)  # while the replays run
         # means of integers over the lookups: exact sums, so equal to a mean over every lookup
@@ -80,6 +81,9 @@ def time_near_memory(
                 node_stats = replays.results()
                 level_stats[lv] = [s_ for s_ in node_stats if s_ is not None]
                 stats_list.extend(level_stats[lv])
+                if lv == "rank":
+                    ranks_total = mv.org(mem, "channels") * mv.org(mem, "ranks")
+                    rank_cmd = bnd.rank_command_cycles(mem, node_stats, ranks_total)
             work = policy.level_work(arch, lv, stream, flat, sums, dims)
             recv = traffic.recv.get(lv, np.zeros(arch.layouts[lv].nodes, dtype=np.int64))
             lt = bnd.level_bound(arch, lv, stream, node_stats, work, recv, row_psum, mean_dim)
@@ -114,7 +118,7 @@ def time_near_memory(
         rank_io_bytes += float(result_bytes_chan.sum())
     per_chan_lookups, per_rank_dram, any_in_dram = policy.instruction_lookups(arch, flat, plc, sums)
     t_ins_host, t_ca = bnd.instruction_bounds(
-        spec, mem, per_chan_lookups, per_rank_dram, any_in_dram
+        spec, mem, per_chan_lookups, per_rank_dram, any_in_dram, rank_cmd
     )
     t_channel, t_result = bnd.channel_bound(mem, t_ins_host, result_bytes_chan)
     bounds["instruction_ca"] = t_ca
@@ -145,6 +149,7 @@ def time_near_memory(
             "bits_per_lookup": ins.bits_per_lookup,
             "host_ns": t_ins_host,
             "dram_ca_ns": t_ca,
+            "rank_command_cycles": float(rank_cmd.sum()) if rank_cmd is not None else 0.0,
         },
         channel={
             "time_ns": t_channel,

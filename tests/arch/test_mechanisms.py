@@ -240,3 +240,44 @@ def test_models_catalog_names_each_design_switch():
     assert "RankCache 128 KiB (profile)" in rows["recnmp"]
     assert "hot-row replication 4096 (bag-blocks)" in rows["trim-g"]
     assert "LLC 32 MiB" in rows["host-cpu"]
+
+
+class _Stats:
+    def __init__(self, **counts):
+        self.cmd_counts = counts
+
+
+def test_rank_command_cycles_count_each_command_at_its_bus_cycles():
+    """DDR5's ACT and column commands take two C/A cycles (the standard's multi_cycle), DDR4's
+    one; an idle rank unit issues none."""
+    from nmp.arch.bounds import rank_command_cycles
+    from nmp.memory import load_memory
+
+    stats = [_Stats(ACT=10, RD=40, PREpb=10, REFab=1), None]
+    ddr5 = rank_command_cycles(load_memory("ddr5-4800-40"), stats, 2)
+    assert ddr5.tolist() == [10 * 2 + 40 * 2 + 10 + 1, 0.0]
+    assert rank_command_cycles(load_memory("ddr4-2400"), stats, 2).tolist() == [61.0, 0.0]
+
+
+def test_rank_units_commands_share_the_rank_c_a_with_instructions(skewed):
+    """The rank's C/A carries the in-DRAM lookups' instructions and the rank unit's own DRAM
+    commands: ReCross's C/A time is their sum on the busiest rank; RecNMP's (no in-DRAM
+    units) its rank units' commands alone."""
+    batch = generate_batch(skewed, seed=3)
+    for name in ("recross", "recnmp"):
+        arch = load_arch(name)
+        arch.bind(skewed)
+        op = arch.gather_reduce(batch, functional=False)[1]
+        ins = op.breakdown["instruction"]
+        assert ins["rank_command_cycles"] > 0
+        tck = arch.mem.tck_ns
+        if name == "recnmp":  # 8 ranks, at most all the commands on one
+            assert 0 < ins["dram_ca_ns"] <= ins["rank_command_cycles"] * tck * (1 + 1e-9)
+        else:
+            lv = op.breakdown["levels"]
+            in_dram = lv["bankgroup"]["lookups"] + lv["bank"]["lookups"]
+            ranks = 2  # the even share of both is a floor of the busiest rank's
+            even = (in_dram * 85 / 14 + ins["rank_command_cycles"]) / ranks * tck
+            assert ins["dram_ca_ns"] >= even * (1 - 1e-9)
+            without = in_dram * 85 / 14 / ranks * tck
+            assert ins["dram_ca_ns"] > without
