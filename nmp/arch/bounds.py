@@ -7,6 +7,8 @@ the reduction tail follows it (:func:`combine`):
   receives over the same data path, or its units' arithmetic, whichever is longer;
 * :func:`act_window_bound`: every level's units in a rank draw on the same chips' activation
   power budget (tRRD_S, tFAW) - the replays enforce it per level, this across levels;
+* :func:`shared_bankgroup_bound`: a bank-group unit and a bank unit in one bank group share
+  its column path (``arch.shared_bankgroup_column_path``) - each level's replay sees its own;
 * :func:`instruction_bounds`: one instruction per lookup over the channel's C/A (+DQ), and on
   the rank's C/A, the instructions of lookups served inside the DRAM chips together with the
   rank unit's own DRAM commands (:func:`rank_command_cycles`);
@@ -112,6 +114,39 @@ def rank_command_cycles(mem, node_stats: list, ranks: int) -> np.ndarray:
     return out
 
 
+def shared_bankgroup_bound(arch, node_bytes: dict[str, np.ndarray]) -> float:
+    """With ``arch.shared_bankgroup_column_path``: the busiest bank group that holds both a
+    bank-group unit and a bank unit carries both units' bursts (the bank-group unit's reads and
+    the partial sums it receives, the bank unit's reads) at one per tCCD_L. ``node_bytes``:
+    the bytes crossing each node's data path, per level (0 when the bound does not apply)."""
+    spec, mem, lays = arch.spec, arch.mem, arch.layouts
+    if not spec.shared_bankgroup_column_path or not {"bankgroup", "bank"} <= set(lays):
+        return 0.0
+    bgs = mv.org(mem, "bankgroups")
+    ranks = mv.org(mem, "channels") * mv.org(mem, "ranks")
+    load = np.zeros((ranks, bgs))
+    groups_of: dict[str, set[int]] = {}
+    for lv in ("bankgroup", "bank"):
+        lay = lays[lv]
+        groups_of[lv] = set()
+        nbytes = node_bytes.get(lv)
+        if lay.capacity_banks <= 0 or nbytes is None:
+            continue
+        rank_of = np.arange(lay.nodes) // lay.units
+        unit_of = np.arange(lay.nodes) % lay.units
+        for u in range(lay.units):
+            groups = np.unique(lay.unit_bg[u])
+            groups_of[lv].update(int(g) for g in groups)
+            mine = unit_of == u
+            for g in groups:  # a unit spanning several bank groups: its bytes spread evenly
+                np.add.at(load[:, g], rank_of[mine], nbytes[mine] / groups.size)
+    shared = sorted(groups_of["bankgroup"] & groups_of["bank"])
+    if not shared:
+        return 0.0
+    bursts = float(load[:, shared].max()) / mv.tx_bytes(mem)
+    return bursts * mv.timing(mem, "nCCDL") * mv.tck_ns(mem)
+
+
 def instruction_bounds(
     spec,
     mem,
@@ -173,4 +208,5 @@ __all__ = [
     "level_bound",
     "rank_command_cycles",
     "reduction_tail_ns",
+    "shared_bankgroup_bound",
 ]

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nmp.arch import memview as mv
+from nmp.arch.layout import build_layout
 from nmp.arch.spec import ArchSpec
 
 
@@ -89,13 +90,25 @@ def host_ceiling(spec: ArchSpec, mem, breakdown: dict, lookups: int, flops: floa
 
 
 def column_peak_gbps(spec: ArchSpec, mem, levels: dict) -> tuple[float, str]:
-    """The sum of every data path's peak in the design (GB/s) and its arithmetic."""
+    """The sum of every data path's peak in the design (GB/s) and its arithmetic; with
+    ``shared_bankgroup_column_path``, a bank unit in a bank group with a bank-group unit adds
+    no path of its own."""
     total, parts = 0.0, []
     for lv, d in levels.items():
         peak = float(d["peak_gbps"])
         total += peak
         parts.append(f"{lv} {d['nodes']} x {float(d['node_peak_gbps']):.1f}")
-    return total, " + ".join(parts)
+    if spec.shared_bankgroup_column_path and {"bankgroup", "bank"} <= set(levels):
+        lays = build_layout(spec, mem)
+        groups = {int(g) for g in lays["bankgroup"].unit_bg.ravel()}
+        bank = lays["bank"]
+        sharing = sum(int(bank.unit_bg[u, 0]) in groups for u in range(bank.units))
+        if sharing and lays["bankgroup"].capacity_banks and bank.capacity_banks:
+            n = sharing * bank.channels * bank.ranks
+            node_peak = float(levels["bank"]["node_peak_gbps"])
+            total -= n * node_peak
+            parts.append(f"- {n} bank units sharing a bank group's path x {node_peak:.1f}")
+    return total, " + ".join(parts).replace("+ -", "-")
 
 
 def near_memory_ceiling(

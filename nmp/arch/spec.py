@@ -235,6 +235,11 @@ class ArchSpec:
     # taking its capacity share of the table's rows (a frequency-aware designer without an
     # optimizer); "capacity" spreads every row by the capacity ratio, oblivious of frequency.
     base_placement: str = "frequency"
+    # A bank unit in a bank group that also has a bank-group unit reads through that bank
+    # group's column path, which the two then share (one burst per tCCD_L); false: the bank
+    # unit has a column path of its own (as TRiM-B's bank units, alone in their bank groups,
+    # always do). Chosen (issue 29): the sources do not say how ReCross's bank units connect.
+    shared_bankgroup_column_path: bool = True
     replicate_hot_rows: int = 0  # hottest rows copied to every node of the finest level
     # how a lookup of a replicated row picks its replica (nmp.arch.replication; TRiM does not
     # say): "bag-blocks" (balanced counts, a bag's hot lookups on one node) or "least-loaded"

@@ -66,6 +66,7 @@ def time_near_memory(
     psum_bytes = dims * 4  # partial sums are FP32
     lowered = _lower_and_start(arch, flat, plc, order)
     rank_cmd = None  # C/A cycles of the rank units' own DRAM commands, per rank
+    node_bytes: dict[str, np.ndarray] = {}  # bytes over each node's data path, per level
     try:
         sums = _per_level_sums(arch, flat, plc, dims)  # while the replays run
         # means of integers over the lookups: exact sums, so equal to a mean over every lookup
@@ -89,6 +90,8 @@ def time_near_memory(
             lt = bnd.level_bound(arch, lv, stream, node_stats, work, recv, row_psum, mean_dim)
             bounds[lv] = lt.time_ns
             imbalance[lv] = lt.imbalance
+            if stream is not None:
+                node_bytes[lv] = stream.bytes_per_node + lt.recv_bytes
             levels_bd[lv] = lt.breakdown
             recv_total = float(lt.recv_bytes.sum())
             bytes_by_level[lv] = lt.dram_bytes + recv_total
@@ -107,6 +110,9 @@ def time_near_memory(
     finally:
         _settle(lowered)
     bounds["act_window"] = bnd.act_window_bound(mem, stats_list)
+    t_shared = bnd.shared_bankgroup_bound(arch, node_bytes)
+    if t_shared > 0:
+        bounds["bankgroup_column_path"] = t_shared
     # pooled partial sums returned to the host, per channel
     assert traffic.host_recv is not None  # (tree_reduce always sets it)
     result_bytes_chan = traffic.host_recv.astype(np.float64) * row_psum

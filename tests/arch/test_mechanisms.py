@@ -281,3 +281,37 @@ def test_rank_units_commands_share_the_rank_c_a_with_instructions(skewed):
             assert ins["dram_ca_ns"] >= even * (1 - 1e-9)
             without = in_dram * 85 / 14 / ranks * tck
             assert ins["dram_ca_ns"] > without
+
+
+def test_a_bank_unit_shares_its_bank_groups_column_path(skewed):
+    """In ReCross-d the 4 bank units sit in bank groups 0-3 beside the bank-group units: with
+    arch.shared_bankgroup_column_path their bursts and the bank-group unit's (reads and the
+    partial sums it receives) share one burst per tCCD_L; switched off, or in TRiM-B (no
+    bank-group units), there is no such bound."""
+    from nmp.arch.bounds import shared_bankgroup_bound
+
+    batch = generate_batch(skewed, seed=3)
+    ops, archs = {}, {}
+    for shared in (True, False):
+        archs[shared] = load_arch("recross", overrides={"shared_bankgroup_column_path": shared})
+        archs[shared].bind(skewed)
+        ops[shared] = archs[shared].gather_reduce(batch, functional=False)[1]
+    arch = archs[True]
+    t = ops[True].breakdown["bounds_ns"]["bankgroup_column_path"]
+    assert "bankgroup_column_path" not in ops[False].breakdown["bounds_ns"]
+    lv = ops[True].breakdown["levels"]
+    # the busiest shared bank group carries at least the even share of both levels' bytes over
+    # its 4 x 2 (rank, bank group) paths, and at most all of it
+    both = lv["bankgroup"]["bytes"] + lv["bank"]["bytes"]
+    per_burst = 12 * arch.mem.tck_ns / 64
+    assert both / 8 * per_burst * (1 - 1e-9) <= t <= both * per_burst
+    assert ops[True].t_ns >= t
+    # a hand-built load: 64 B on bank-group unit 1 and 128 B on bank unit 1 of rank 0 share
+    # bank group 1: 3 bursts x 12 tCK
+    nodes = {lv: arch.layouts[lv].nodes for lv in ("bankgroup", "bank")}
+    load = {lv: np.zeros(n) for lv, n in nodes.items()}
+    load["bankgroup"][1], load["bank"][1] = 64.0, 128.0
+    assert shared_bankgroup_bound(arch, load) == pytest.approx(3 * 12 * arch.mem.tck_ns)
+    trim_b = load_arch("trim-b")
+    trim_b.bind(skewed)
+    assert shared_bankgroup_bound(trim_b, {"bank": np.ones(trim_b.layouts["bank"].nodes)}) == 0.0
