@@ -10,8 +10,13 @@ level's capacity and to the instruction bandwidth that the in-DRAM levels share:
                    sum_b rows_b * bytes_b * x[b, l] <= capacity_l         (capacity)
                    sum_b freq_b * bytes_b * x[b, l] * ns_per_byte_l + fixed_l <= T
                                                                           (bandwidth)
+                   sum_b freq_b * bytes_b * (x[b, l] + sum_m shared[l, m] * x[b, m])
+                       * peak_ns_per_byte_l <= T                          (shared paths)
                    sum_b freq_b * x[b, l in shared] * ns_per_lookup <= T  (instruction C/A)
 
+where ``shared[l, m]`` is the part of level ``m``'s bytes that also crosses level ``l``'s data
+paths at their peak (a bank unit reading through its bank group's column path,
+``arch.shared_bankgroup_column_path``: the timing's ``bankgroup_column_path`` bound).
 HiGHS (scipy.optimize.linprog) solves it; a vertex solution splits at most a few buckets.
 ``ns_per_byte`` starts from each level's peak; a calibration pass (see
 :func:`nmp.arch.placement.solve_cross_level`) replaces it by the level's measured time per byte
@@ -40,6 +45,10 @@ class PartitionProblem:
     ns_per_byte: np.ndarray  # per level: 1 / aggregate bandwidth (float64 [L])
     ca_ns_per_lookup: np.ndarray  # per level: shared instruction time per lookup (0: none)
     fixed_ns: np.ndarray | None = None  # per level: time not proportional to its rows
+    # [L, L]: part of level m's bytes that also crosses level l's paths (None: none shared),
+    # and per level the peak ns per byte of its paths (the shared rows' cost)
+    shared: np.ndarray | None = None
+    peak_ns_per_byte: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,19 @@ def solve_partition(p: PartitionProblem) -> PartitionResult:
     fixed = np.zeros(nl) if p.fixed_ns is None else np.asarray(p.fixed_ns, dtype=np.float64)
     b_ub.extend((-fixed / t_scale).tolist())
     nrows = 2 * nl
+    if p.shared is not None:  # a level's paths carry its own bytes and the shared part of others'
+        assert p.peak_ns_per_byte is not None
+        for lvl in np.flatnonzero(p.shared.any(axis=1)):
+            share = p.shared[lvl].copy()
+            share[lvl] = 1.0
+            rows_ub.append(np.full(nb * nl, nrows))
+            cols_ub.append(var)
+            vals_ub.append(load[b_idx] * share[l_idx] * p.peak_ns_per_byte[lvl] / t_scale)
+            rows_ub.append(np.array([nrows]))
+            cols_ub.append(np.array([nvar - 1]))
+            vals_ub.append(np.array([-1.0]))
+            b_ub.append(0.0)
+            nrows += 1
     shared = p.ca_ns_per_lookup > 0
     if shared.any():
         sel = shared[l_idx]

@@ -323,12 +323,35 @@ def solve_cross_level(
         ns_per_byte=ns_per_byte,
         ca_ns_per_lookup=ca,
         fixed_ns=fixed,
+        shared=shared_paths(spec, layouts, levels),
+        peak_ns_per_byte=np.array(
+            [
+                1.0 / (level_node_peak_gbps(lv, layouts[lv], mem) * layouts[lv].nodes)
+                for lv in levels
+            ]
+        ),
     )
     result = solve_partition(problem)
     frac = np.zeros((ntab * MAX_CLASSES, len(levels)))
     frac[~keep] = caps / caps.sum()  # empty classes: any split
     frac[keep] = result.fractions
     return frac.reshape(ntab, MAX_CLASSES, len(levels)), result
+
+
+def shared_paths(spec: ArchSpec, layouts: dict[str, LevelLayout], levels: list[str]):
+    """[L, L] for the partition LP: with ``shared_bankgroup_column_path``, the part of the
+    bank level's bytes read by bank units in bank groups that hold a bank-group unit, which
+    cross the bank-group level's paths too (None when nothing is shared)."""
+    if not spec.shared_bankgroup_column_path or not {"bankgroup", "bank"} <= set(levels):
+        return None
+    groups = {int(g) for g in layouts["bankgroup"].unit_bg.ravel()}
+    bank = layouts["bank"]
+    sharing = sum(int(bank.unit_bg[u, 0]) in groups for u in range(bank.units))
+    if not sharing:
+        return None
+    out = np.zeros((len(levels), len(levels)))
+    out[levels.index("bankgroup"), levels.index("bank")] = sharing / bank.units
+    return out
 
 
 @njit(cache=True)

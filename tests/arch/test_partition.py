@@ -35,6 +35,26 @@ def test_lp_balances_levels_under_capacity():
     assert r.fractions[0, 1] > 0.8
 
 
+def test_lp_counts_a_shared_path_once():
+    """Two levels of 60 bytes/ns each, the second's bytes also crossing the first's paths (a
+    bank unit in a bank-group unit's bank group): both together get 60, not 120."""
+    base = dict(
+        rows=np.array([1000.0]),
+        freq=np.array([1000.0]),
+        row_bytes=np.array([256.0]),
+        capacity_bytes=np.array([1e9, 1e9]),
+        ns_per_byte=np.array([1 / 60.0, 1 / 60.0]),
+        ca_ns_per_lookup=np.zeros(2),
+    )
+    apart = solve_partition(PartitionProblem(**base))
+    assert apart.t_ns == pytest.approx(256_000 / 120, rel=1e-6)
+    shared = np.array([[0.0, 1.0], [0.0, 0.0]])
+    together = solve_partition(
+        PartitionProblem(**base, shared=shared, peak_ns_per_byte=np.array([1 / 60.0, 1 / 60.0]))
+    )
+    assert together.t_ns == pytest.approx(256_000 / 60, rel=1e-6)
+
+
 def test_criteo_kaggle_partition_solves_fast():
     wl = load_workload("criteo-kaggle", {"dim": 64, "dtype": "float32"})
     assert len(wl.tables) == 26
