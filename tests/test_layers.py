@@ -28,7 +28,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arch", "gpu", "reference"),
     ("memory", "workload", "rtl", "design"),
     ("report", "guard", "config", "coding"),
-    ("fileio", "units", "errors", "results", "registry", "plugins", "cliargs", "nmp"),
+    (
+        "fileio",
+        "units",
+        "errors",
+        "results",
+        "registry",
+        "plugins",
+        "cliargs",
+        "claim_setup",
+        "nmp",
+    ),
 )
 # the ground floor's modules import one another (downward inside it, checked for cycles)
 GROUND = set(LAYERS[-1])

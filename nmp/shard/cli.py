@@ -2,7 +2,8 @@
 
 nmp shard --workload criteo-terabyte --sharder recshard [--topology a100x8-pcie4]
           [--set topology.hbm_gib=2 --set topology.gpus=16 --set workload.batch=4096]
-          [--profile-batches 8] [--eval-batches 2] [--index-file lookups.npz] [--json]
+          [--profile-batches 8] [--eval-batches 2] [--index-file lookups.npz]
+          [--profile-policy held-out|served] [--json]
 nmp shard --workload criteo-terabyte --sharder all      # every sharder, one table
 """
 
@@ -36,7 +37,7 @@ def _run(args: argparse.Namespace) -> int:
             index_file=args.index_file or "",
             overlap=args.overlap,
             time_limit_s=args.time_limit,
-            held_out=not args.eval_on_profile,
+            profile_policy="served" if args.eval_on_profile else args.profile_policy,
             unseen=args.unseen,
             max_memory=args.max_memory,
         )
@@ -51,7 +52,8 @@ def _run(args: argparse.Namespace) -> int:
         f"nmp shard: {r0['workload']} ({r0['tables_gib']:.2f} GiB of tables) on {r0['topology']}: "
         f"{r0['gpus']} x {r0['gpu']}, {r0['hbm_gib_per_gpu']:g} GiB HBM each for embeddings; "
         f"profile {r0['profile']}; timed on {r0['eval_batches']} "
-        f"{'held-out' if r0['held_out'] else 'profiled'} batch(es)"
+        f"{'held-out' if r0['held_out'] else 'profiled'} batch(es) (profile policy "
+        f"{r0['profile_policy']})"
     )
     head = f"{'sharder':<12}{'step_ms':>10}{'load_bal':>10}{'slow/batch':>12}{'slow%':>8}"
     head += f"{'HBM_GiB':>9}{'solve_s':>9}"
@@ -113,9 +115,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="HBM and host-tier time overlap (max) instead of adding up",
     )
     p.add_argument(
+        "--profile-policy",
+        choices=("held-out", "served"),  # nmp.shard.run.PROFILE_POLICIES (not loaded at start-up)
+        default="held-out",
+        help="what the placement is timed on: held-out batches (default) or the profiled "
+        "batches it serves (served: RecShard's setting)",
+    )
+    p.add_argument(
         "--eval-on-profile",
         action="store_true",
-        help="time the placement on the profiled batches (default: on held-out batches)",
+        help="the same as --profile-policy served",
     )
     p.add_argument(
         "--unseen",

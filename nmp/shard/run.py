@@ -1,9 +1,14 @@
 """One sharding experiment: profile a workload, place it with a sharder, cost the placement.
 
-The profile (statistics the sharders see) and the evaluation (the batches the placement is
-timed on) use different batches: a placement is judged on data it was not fitted to, as in
-training after an offline profile. Shared work (profiles, evaluation batches, cost coefficients)
-is cached per process so that a study or several claims reuse it.
+Which batches the placement is timed on is the **profile policy** (:data:`PROFILE_POLICIES`):
+
+* ``"held-out"`` (the kit's default): batches the profile did not see, so a placement is judged
+  on data it was not fitted to, as in training after an offline profile of a sample;
+* ``"served"``: the profiled batches themselves, RecShard's setting (its statistics come from
+  the training data it then shards and trains on).
+
+Shared work (profiles, evaluation batches, cost coefficients) is cached per process so that a
+study or several claims reuse it.
 """
 
 from __future__ import annotations
@@ -12,16 +17,20 @@ import functools
 from typing import Any
 
 from nmp.errors import NmpError
-from nmp.shard.cost import coefficients, evaluate
+from nmp.shard.cost import all_hbm_lower_bound, coefficients, evaluate
 from nmp.shard.registry import ShardProblem, get_sharder
 from nmp.shard.stats import WorkloadStats, profile_index_file, profile_workload
 from nmp.shard.topology import DEFAULT_TOPOLOGY, TopologySpec, load_topology
-from nmp.workload import DTYPE_BYTES, generate_batch, load_workload
+from nmp.workload import DTYPE_BYTES, generate_batch, load_index_file, load_workload
 
 PROFILE_BATCHES = 8  # chosen: 16K samples of Criteo Terabyte at batch 2048
 EVAL_BATCHES = 2  # chosen: held-out batches the placement is timed on
 EVAL_SEED_OFFSET = 1_000_003  # evaluation seeds start here, apart from the profile's
 MILP_TIME_LIMIT_S = 60.0
+PROFILE_POLICIES = (
+    "held-out",
+    "served",
+)  # what the placement is timed on (see the module docstring)
 
 
 def _frozen(overrides: dict[str, Any] | None) -> tuple:
@@ -45,10 +54,14 @@ def _profile(name: str, okey: str, items: tuple, batches: int, seed: int, index_
 
 @functools.cache
 def _eval_batches(
-    name: str, okey: str, items: tuple, batches: int, seed: int, held_out: bool = True
-):
-    """Held out: batches the profile did not see; else the profile's first batches."""
+    name: str, okey: str, items: tuple, batches: int, seed: int, held_out: bool = True,
+    index_file: str = "",
+):  # fmt: skip
+    """Held out: generated batches the profile did not see; else the profile's first batches
+    (the index file's batch where the profile is one)."""
     spec = workload_of(name, dict(items))
+    if index_file and not held_out:
+        return [load_index_file(index_file, spec)]
     first = seed + (EVAL_SEED_OFFSET if held_out else 0)
     return [generate_batch(spec, seed=first + i) for i in range(batches)]
 
@@ -123,22 +136,27 @@ def run_shard(
     index_file: str = "",
     overlap: bool = False,
     time_limit_s: float = MILP_TIME_LIMIT_S,
-    held_out: bool = True,
+    profile_policy: str = "held-out",
     unseen: str = "zero",
     max_memory: str | None = None,
 ) -> dict[str, Any]:
     """Place ``workload`` with ``sharder`` on ``topology`` and return the result row.
 
-    ``held_out=False`` times the placement on batches of its own profile (the setting of a
-    sharder that profiles the very training data it shards), the default on other batches."""
+    ``profile_policy="served"`` times the placement on batches of its own profile (the setting of a
+    sharder that profiles the very training data it shards), ``"held-out"`` on other batches."""
+    if profile_policy not in PROFILE_POLICIES:
+        raise NmpError(
+            f"profile policy must be one of {', '.join(PROFILE_POLICIES)}, got '{profile_policy}'"
+        )
+    held_out = profile_policy == "held-out"
     if eval_batches < 1:
         raise NmpError(f"eval batches must be >= 1, got {eval_batches}")
     if not time_limit_s > 0:
         raise NmpError(f"MILP time limit must be > 0 s, got {time_limit_s}")
-    if not held_out and (index_file or eval_batches > profile_batches):
+    if not held_out and eval_batches > (1 if index_file else profile_batches):
         raise NmpError(
-            "timing on profiled batches needs a generated profile of at least eval_batches "
-            f"({eval_batches}) batches"
+            f"profile policy 'served' times the profiled batches: eval batches ({eval_batches}) "
+            f"must be at most the profile's ({1 if index_file else profile_batches})"
         )
     titems = _frozen(topology_overrides)
     topo = load_topology(topology, dict(titems))
@@ -154,7 +172,7 @@ def run_shard(
         profile_batches, seed, index_file, time_limit_s, unseen,
     )  # fmt: skip
     elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
-    batches = _eval_batches(workload, okey, items, eval_batches, seed, held_out)
+    batches = _eval_batches(workload, okey, items, eval_batches, seed, held_out, index_file)
     cost = evaluate(placement, topo, batches, elem, overlap=overlap)
     per_gpu = [
         {
@@ -189,7 +207,28 @@ def run_shard(
         "profile": stats.describe(),
         "eval_batches": eval_batches,
         "held_out": held_out,
+        "profile_policy": profile_policy,
         "unseen": unseen,
         "solver": placement.info,  # the MILP's size and gap; empty for the greedy sharders
         "per_gpu": per_gpu,
     }
+
+
+def step_lower_bound(
+    *,
+    workload: str,
+    topology: str = DEFAULT_TOPOLOGY,
+    workload_overrides: dict[str, Any] | None = None,
+    topology_overrides: dict[str, Any] | None = None,
+    eval_batches: int = EVAL_BATCHES,
+    seed: int = 0,
+    profile_policy: str = "held-out",
+) -> dict[str, float]:
+    """:func:`nmp.shard.cost.all_hbm_lower_bound` on the batches :func:`run_shard` times (the
+    same profile policy): no sharder's step can be shorter under the model."""
+    topo = load_topology(topology, dict(_frozen(topology_overrides)))
+    items = _frozen(workload_overrides)
+    spec = workload_of(workload, workload_overrides)
+    held_out = profile_policy == "held-out"
+    batches = _eval_batches(workload, repr(items), items, eval_batches, seed, held_out)
+    return all_hbm_lower_bound(topo, batches, [DTYPE_BYTES[t.dtype] for t in spec.tables])

@@ -26,7 +26,8 @@ DEFAULTS: dict[str, Any] = {
     "profile_batches": [8],
     "eval_batches": 2,
     "overlap": [False],
-    "held_out": [True],
+    "profile_policy": [],  # "held-out" and/or "served" (nmp.shard.run.PROFILE_POLICIES)
+    "held_out": [True],  # the older spelling of the same axis: used when profile_policy is empty
     "unseen": ["zero"],  # for sharders that use row statistics (see nmp.shard.stats.UNSEEN)
     "seed": 0,
     "time_limit_s": 60.0,
@@ -40,6 +41,7 @@ COLUMNS = (
     "profile_batches",
     "overlap",
     "held_out",
+    "profile_policy",
     "step_ms",
     "speedup_vs_best_baseline",
     "load_balance",
@@ -58,11 +60,21 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
             f"unknown study parameter(s) {', '.join(unknown)} (known: {', '.join(DEFAULTS)})",
         )
     p = {**DEFAULTS, **params}
-    for key in ("gpus", "hbm_gib", "sharders", "profile_batches", "overlap", "held_out", "unseen"):
+    axes = ("gpus", "hbm_gib", "sharders", "profile_batches", "overlap", "held_out", "unseen")
+    for key in (*axes, "profile_policy"):
         if not isinstance(p[key], list):
             raise NmpError(f"params.{key} must be a list, got {p[key]!r}")
-        if not p[key] and key != "sharders":  # an empty axis has no points
+        if not p[key] and key not in ("sharders", "profile_policy"):  # an empty axis: no points
             raise NmpError(f"params.{key} must not be empty")
+    from nmp.shard.run import PROFILE_POLICIES
+
+    if any(v not in PROFILE_POLICIES for v in p["profile_policy"]):
+        raise NmpError(
+            f"params.profile_policy must hold {' or '.join(PROFILE_POLICIES)}, "
+            f"got {p['profile_policy']!r}"
+        )
+    if not p["profile_policy"]:
+        p["profile_policy"] = ["held-out" if h else "served" for h in p["held_out"]]
     for key in ("gpus", "profile_batches"):
         if any(not isinstance(v, int) or v < 1 for v in p[key]):
             raise NmpError(f"params.{key} must hold integers >= 1, got {p[key]!r}")
@@ -91,9 +103,9 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
             raise NmpError(f"params.sharders: unknown sharder '{n}' (known: {', '.join(known)})")
     rows = []
     points = itertools.product(
-        p["gpus"], p["hbm_gib"], p["profile_batches"], p["held_out"], p["overlap"]
+        p["gpus"], p["hbm_gib"], p["profile_batches"], p["profile_policy"], p["overlap"]
     )
-    for gpus, hbm, prof, held_out, overlap in points:
+    for gpus, hbm, prof, policy, overlap in points:
         group = []
         for name in names:
             variants = p["unseen"] if get_sharder(name).uses_row_stats else ["zero"]
@@ -109,7 +121,7 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
                     seed=p["seed"],
                     overlap=bool(overlap),
                     time_limit_s=p["time_limit_s"],
-                    held_out=bool(held_out),
+                    profile_policy=policy,
                     unseen=unseen,
                 )
                 r["label"] = name if unseen == "zero" else f"{name}+{unseen}"
@@ -125,7 +137,8 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
                     "hbm_gib_per_gpu": float(hbm),
                     "profile_batches": prof,
                     "overlap": bool(overlap),
-                    "held_out": bool(held_out),
+                    "held_out": policy == "held-out",
+                    "profile_policy": policy,
                     "step_ms": r["step_ms"],
                     "speedup_vs_best_baseline": best / r["step_ms"],
                     "load_balance": r["load_balance"],
@@ -150,7 +163,7 @@ def _plot(rows, out_dir: Path, metric: str, ylabel: str, log: bool) -> str:
 
     gpus = sorted({r["gpus"] for r in rows})
     prof = min(r["profile_batches"] for r in rows)
-    held_out = rows[0]["held_out"]
+    policy = rows[0]["profile_policy"]
     fig, axes = plt.subplots(1, len(gpus), figsize=(4.2 * len(gpus), 3.4), squeeze=False)
     for ax, g in zip(axes[0], gpus, strict=True):
         for name in sorted({r["sharder"] for r in rows}):
@@ -160,7 +173,7 @@ def _plot(rows, out_dir: Path, metric: str, ylabel: str, log: bool) -> str:
                 if r["gpus"] == g
                 and r["sharder"] == name
                 and not r["overlap"]
-                and r["held_out"] == held_out
+                and r["profile_policy"] == policy
                 and r["profile_batches"] == prof
             )
             ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=name)
@@ -172,7 +185,7 @@ def _plot(rows, out_dir: Path, metric: str, ylabel: str, log: bool) -> str:
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    timed = "held-out" if held_out else "profiled"
+    timed = "held-out" if policy == "held-out" else "profiled (served)"
     fig.suptitle(f"{prof}-batch profile, timed on {timed} batches, HBM and host time adding up")
     fig.tight_layout()
     name = f"{metric}.png"
@@ -189,12 +202,15 @@ def _report(rows, p, plots) -> str:
         "",
         f"Workload `{p['workload']}` ({rows[0]['tables_gib']:.2f} GiB of tables), topology "
         f"`{p['topology']}` with its GPU count and HBM budget swept; profile windows "
-        f"{p['profile_batches']} batches, each placement timed on {p['eval_batches']} held-out "
-        "batches. Step = the slowest GPU's embedding time per batch; speedup is over the best "
+        f"{p['profile_batches']} batches, each placement timed on {p['eval_batches']} batches "
+        f"under the profile policies {p['profile_policy']}. Step = the slowest GPU's embedding "
+        "time per batch; speedup is over the best "
         "greedy baseline of the same point; `+good-turing`: RecShard with never-seen rows "
         "weighed by their Good-Turing share (an extension). `overlap` true: HBM and host-tier "
-        "time overlap (max) instead of adding up; `held_out` false: timed on profiled "
-        "batches. Plots: the shortest profile, held out, tiers adding up.",
+        "time overlap (max) instead of adding up; `profile_policy` served (`held_out` false): "
+        "timed on the profiled batches, RecShard's setting; held-out: on batches the profile "
+        "did not see (the kit's default). Plots: the shortest profile, the first policy, tiers "
+        "adding up.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
