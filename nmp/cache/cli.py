@@ -3,6 +3,14 @@
     nmp cache --workload criteo-kaggle --policy evstore --l1-mb 1 --l2-dtype int8 [--json]
     nmp cache --workload criteo-kaggle --policy lru --l1-mb 4 --requests 40000 --no-accuracy
     nmp cache --workload criteo-kaggle --index-file my_lookups.npz --policy lfu
+    nmp cache --request-model users --users 50000 --user-locality 0.8 --policy groupscore
+    nmp cache --request-file requests.tsv --policy lru    # one request per line, see below
+
+Requests: the workload generator draws every table's key independently (--request-model
+independent, the default); --request-model users draws users whose histories hold related rows
+in every table (nmp/cache/users.py); --request-file reads a user request file (text: per line a
+user, then the comma-separated rows of each table, tab-separated; nmp/cache/requestfile.py) and
+--save-requests FILE writes the generated requests in that format.
 
 Prints per-key hit rate (per layer), perfect hit rate per request, modeled average / p90
 latency per request, memory, the backend's measured lookups/s and the AUC change of inference
@@ -20,7 +28,7 @@ from nmp.cache.policy import names
 
 def _run(args: argparse.Namespace) -> int:
     # numba: loaded on use (start-up time)
-    from nmp.cache.serve import CacheConfig, run_cache
+    from nmp.cache.serve import CacheConfig, run_cache, save_requests
 
     fields = {
         "workload": args.workload,
@@ -39,11 +47,19 @@ def _run(args: argparse.Namespace) -> int:
         "ssd_read_us": args.ssd_read_us,
         "backend": "" if args.backend == "none" else args.backend,
         "index_file": args.index_file,
+        "request_file": args.request_file,
+        "request_model": args.request_model,
+        "users": args.users,
+        "user_history": args.user_history,
+        "user_locality": args.user_locality,
+        "user_alpha": args.user_alpha,
         "train_steps": args.train_steps,
     }
     cfg = CacheConfig(**{k: v for k, v in fields.items() if v is not None})
     if args.no_accuracy:
         cfg = CacheConfig(**{**cfg.__dict__, "accuracy": False})
+    if args.save_requests:
+        save_requests(cfg, args.save_requests)
     row = run_cache(cfg, max_memory=args.max_memory)
     if args.json:
         json.dump(row, sys.stdout, indent=2)
@@ -129,6 +145,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="key-value store measured for the miss path (default lmdb; none: no measurement)",
     )
     p.add_argument("--index-file", help="a .npz index file (nmp.workload) as the requests")
+    p.add_argument("--request-file", help="a user request file (text) as the requests")
+    p.add_argument(
+        "--request-model",
+        choices=("independent", "users"),
+        help="generated requests: independent keys per table (default) or users' histories",
+    )
+    p.add_argument("--users", type=int, help="users generator: number of users (default 50000)")
+    p.add_argument("--user-history", type=int, help="users: history rows per table (default 4)")
+    p.add_argument(
+        "--user-locality", type=float, help="users: share of lookups from the history (0.8)"
+    )
+    p.add_argument("--user-alpha", type=float, help="users: Zipf exponent of user activity")
+    p.add_argument("--save-requests", help="write the requests served to this request file")
     p.add_argument("--train-steps", type=int, help="DLRM training steps for the AUC change")
     p.add_argument("--no-accuracy", action="store_true", help="skip the AUC change (faster)")
     from nmp.guard import add_argument

@@ -28,14 +28,17 @@ from nmp.cache import policy as policies
 from nmp.cache.accuracy import auc_change
 from nmp.cache.kvstore import measure_reads, open_store
 from nmp.cache.neighbors import substitute_map
+from nmp.cache.requestfile import load_request_file, save_request_file
 from nmp.cache.requests import RequestStream, request_stream, stream_from_batches
 from nmp.cache.table import init_rows
 from nmp.cache.tiers import TierLatency
+from nmp.cache.users import UserModel, user_requests
 from nmp.errors import NmpError
 from nmp.units import MIB
 from nmp.workload import DTYPE_BYTES, load_index_file, load_workload
 
 L3_ENTRY_BYTES = 16  # an int64 key and an int64 substitute key
+REQUEST_MODELS = ("independent", "users")
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,16 @@ class CacheConfig:
     accuracy: bool = True  # train the DLRM and measure the AUC change
     train_steps: int = 300  # chosen: AUC ~0.68 on the synthetic teacher, ~5 s on one core
     index_file: str = ""  # a user's .npz index file instead of the generator
+    # A user request file (nmp.cache.requestfile: text, one request per line) instead of the
+    # generator; or the generator's law: "independent" (every table's key drawn on its own, the
+    # workload generator) or "users" (nmp.cache.users: users whose histories draw related rows
+    # across tables, with the four parameters below; every default chosen, swept in the study).
+    request_file: str = ""
+    request_model: str = "independent"
+    users: int = UserModel.users
+    user_history: int = UserModel.history
+    user_locality: float = UserModel.locality
+    user_alpha: float = UserModel.user_alpha
 
     def check(self) -> None:
         for key in ("l1_mb", "l2_mb", "l3_mb", "l3_bound", "ssd_read_us"):
@@ -79,6 +92,17 @@ class CacheConfig:
             raise NmpError(f"cache: train_steps must be >= 1, got {self.train_steps}")
         quant.check_dtype(self.l2_dtype)
         policies.get(self.policy)
+        if self.request_model not in REQUEST_MODELS:
+            raise NmpError(
+                f"cache: request_model must be one of {', '.join(REQUEST_MODELS)}, "
+                f"got '{self.request_model}'"
+            )
+        if self.request_file and self.index_file:
+            raise NmpError("cache: give a request file or an index file, not both")
+        self.user_model().check()
+
+    def user_model(self) -> UserModel:
+        return UserModel(self.users, self.user_history, self.user_locality, self.user_alpha)
 
 
 def layer_bytes(cfg: CacheConfig) -> tuple[int, int, int]:
@@ -101,17 +125,45 @@ def workload_spec(cfg: CacheConfig):
 def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
     """(requests, how many of them are warm-up, where they came from)."""
     spec = workload_spec(cfg)
-    if cfg.index_file:
-        batch = load_index_file(cfg.index_file, spec)
-        stream = stream_from_batches([batch], DTYPE_BYTES[spec.tables[0].dtype])
+    elem = DTYPE_BYTES[spec.tables[0].dtype]
+    if cfg.index_file or cfg.request_file:
+        if cfg.request_file:
+            batch, users = load_request_file(cfg.request_file, spec)
+            source = f"request file {cfg.request_file} ({len(set(users))} users)"
+        else:
+            batch, source = load_index_file(cfg.index_file, spec), f"index file {cfg.index_file}"
+        stream = stream_from_batches([batch], elem)
         warm = min(cfg.warmup, stream.requests // 2)
-        stream = stream.head(warm + cfg.requests)
-        return stream, warm, f"index file {cfg.index_file}"
-    stream = request_stream(spec, cfg.warmup + cfg.requests, cfg.seed)
+        return stream.head(warm + cfg.requests), warm, source
     how = spec.distribution + (f" {spec.reuse}" if spec.reuse else "")
     if spec.distribution in ("zipf", "pareto"):
         how += f" alpha {spec.effective_alpha:g}"
+    if cfg.request_model == "users":
+        m = cfg.user_model()
+        batch, _ = user_requests(spec, cfg.warmup + cfg.requests, m, cfg.seed)
+        how += (
+            f", users {m.users} (alpha {m.alpha_for(spec):g}), history {m.history}, "
+            f"locality {m.locality:g}"
+        )
+        return (
+            stream_from_batches([batch], elem),
+            cfg.warmup,
+            f"users generator {how} (seed {cfg.seed})",
+        )
+    stream = request_stream(spec, cfg.warmup + cfg.requests, cfg.seed)
     return stream, cfg.warmup, f"generator {how} (seed {cfg.seed})"
+
+
+def save_requests(cfg: CacheConfig, path: str) -> None:
+    """Write the requests ``cfg`` serves (warm-up and measured) as a user request file."""
+    cfg.check()
+    spec = workload_spec(cfg)
+    n = cfg.warmup + cfg.requests
+    if cfg.request_model == "users" and not (cfg.request_file or cfg.index_file):
+        batch, users = user_requests(spec, n, cfg.user_model(), cfg.seed)
+        save_request_file(path, batch, [f"u{u}" for u in users])
+        return
+    raise NmpError("--save-requests writes generated requests: use it with --request-model users")
 
 
 def _vectors(uniq: np.ndarray, stream: RequestStream, seed: int) -> np.ndarray | list:
@@ -198,6 +250,7 @@ def run_cache(
         "policy": cfg.policy,
         "workload": cfg.workload,
         "source": source,
+        "request_model": "file" if cfg.request_file or cfg.index_file else cfg.request_model,
         "requests": int(moff.size - 1),
         "lookups": int(mcodes.size),
         "l1_mb": b1 / MIB,

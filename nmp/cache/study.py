@@ -1,11 +1,14 @@
-"""The EVStore study: policies x L1 size x Zipf exponent, and EVStore's L2 precision and L3
-distance bound, with plots.
+"""The EVStore study: policies x L1 size x Zipf exponent x request model, EVStore's L2 precision
+and L3 distance bound, and the users generator's parameters, with plots.
 
 Runner of ``workloads/sweeps/papers/evstore-*.toml`` (``nmp evaluate papers/evstore-cache``):
-every policy at every L1 size (L2 at the default dtype where the policy has one), then EVStore
-at every L2 dtype, each a full :func:`nmp.cache.serve.run_cache` (the DLRM is trained once per
-process and shared). Writes ``report.md``, ``results.csv``, ``results.jsonl`` and three PNGs
-(hit rates, latency, AUC change) into the run folder; files go to a temporary name first.
+every policy at every L1 size and request model (L2 at the default dtype where the policy has
+one), then EVStore at every L2 dtype, then (where "users" is a request model) every policy at
+``dtype_l1_mb`` for each number of users x locality of the users generator (its parameters are
+chosen: swept because they set how often a whole request hits), each a full
+:func:`nmp.cache.serve.run_cache` (the DLRM is trained once per process and shared). Writes
+``report.md``, ``results.csv``, ``results.jsonl`` and three PNGs (hit rates, latency, AUC
+change) into the run folder; files go to a temporary name first.
 Points run one after another (``jobs`` is accepted and ignored: a point takes seconds, and the
 trained model is shared in this process).
 """
@@ -20,7 +23,7 @@ from typing import Any
 
 from nmp.cache import policy as policies
 from nmp.cache.quant import L2_DTYPES
-from nmp.cache.serve import CacheConfig, run_cache, workload_spec
+from nmp.cache.serve import REQUEST_MODELS, CacheConfig, run_cache, workload_spec
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.plugins import study_runner
@@ -39,13 +42,20 @@ _DEFAULTS = {
     # L3's relative distance bounds: the first applies to every point, the others are run on
     # EVStore at dtype_l1_mb (the bound sets how many keys have a substitute: a switch).
     "l3_bounds": [0.5],
+    # Request models (nmp.cache.serve.REQUEST_MODELS): every point at each; the users
+    # generator's first number of users and locality serve them, the others are swept at
+    # dtype_l1_mb.
+    "request_models": ["independent"],
+    "users": [CacheConfig.users],
+    "user_localities": [CacheConfig.user_locality],
     "accuracy": True,
     "train_steps": 300,
     "seed": 0,
     "backend": "lmdb",
 }
 COLUMNS = (
-    "alpha", "policy", "l1_mb", "l2_mb", "l2_dtype", "l3_mb", "l3_bound", "hit_rate", "l1_hit_rate",
+    "alpha", "request_model", "users", "user_locality", "policy", "l1_mb", "l2_mb", "l2_dtype",
+    "l3_mb", "l3_bound", "hit_rate", "l1_hit_rate",
     "l2_hit_rate", "l3_hit_rate", "perfect_hit_rate", "perfect_if_independent",
     "avg_latency_us", "p90_latency_us", "memory_bytes", "memory_reduction", "auc_change",
     "auc_change_ci_lo", "auc_change_ci_hi", "backend_lookups_per_s",
@@ -57,12 +67,21 @@ def check_params(params: dict) -> dict:
     if unknown:
         raise NmpError(f"params.{unknown[0]}: unknown (known: {', '.join(_DEFAULTS)})")
     p = {**_DEFAULTS, **params}
-    for key in ("alphas", "policies", "l1_mb", "l2_dtypes", "l3_bounds"):
+    lists = ("alphas", "policies", "l1_mb", "l2_dtypes", "l3_bounds", "request_models")
+    for key in (*lists, "users", "user_localities"):
         if not isinstance(p[key], list):
             raise NmpError(f"params.{key} must be a list, got {p[key]!r}")
-    for key in ("alphas", "policies", "l3_bounds"):  # the first alpha and bound serve every point
+    # the first alpha, bound, number of users and locality serve every point
+    for key in ("alphas", "policies", "l3_bounds", "request_models", "users", "user_localities"):
         if not p[key]:
             raise NmpError(f"params.{key} must not be empty")
+    for m in p["request_models"]:
+        if m not in REQUEST_MODELS:
+            raise NmpError(f"params.request_models: unknown '{m}' (known: {REQUEST_MODELS})")
+    if any(isinstance(u, bool) or not isinstance(u, int) or u < 1 for u in p["users"]):
+        raise NmpError(f"params.users: integers >= 1, got {p['users']!r}")
+    if any(not isinstance(x, int | float) or not 0 <= x <= 1 for x in p["user_localities"]):
+        raise NmpError(f"params.user_localities: numbers in [0, 1], got {p['user_localities']!r}")
     for name in p["policies"]:
         policies.get(name)
     for d in p["l2_dtypes"]:
@@ -84,24 +103,39 @@ def configs(params: dict) -> list[CacheConfig]:
         "seed": p["seed"],
         "backend": p["backend"],
     }
+    common |= {"users": p["users"][0], "user_locality": float(p["user_localities"][0])}
     out = [
-        CacheConfig(policy=name, l1_mb=mb, alpha=a, l3_bound=p["l3_bounds"][0], **common)
+        CacheConfig(
+            policy=name, l1_mb=mb, alpha=a, l3_bound=p["l3_bounds"][0], request_model=m, **common
+        )
+        for m in p["request_models"]
         for a in p["alphas"]
         for name in p["policies"]
         for mb in p["l1_mb"]
     ]
+    first = {"alpha": p["alphas"][0], "request_model": p["request_models"][0]}
     for d in p["l2_dtypes"]:
         for b in p["l3_bounds"]:
             cfg = CacheConfig(
-                policy="evstore",
-                l1_mb=p["dtype_l1_mb"],
-                l2_dtype=d,
-                alpha=p["alphas"][0],
-                l3_bound=b,
-                **common,
+                policy="evstore", l1_mb=p["dtype_l1_mb"], l2_dtype=d, l3_bound=b, **first, **common
             )
             if cfg not in out:
                 out.append(cfg)
+    if "users" in p["request_models"]:
+        for u in p["users"]:
+            for loc in p["user_localities"]:
+                for name in p["policies"]:
+                    cfg = CacheConfig(
+                        # (the AUC change does not depend on the request model: not repeated)
+                        **{**common, "users": u, "user_locality": float(loc), "accuracy": False},
+                        policy=name,
+                        l1_mb=p["dtype_l1_mb"],
+                        alpha=p["alphas"][0],
+                        l3_bound=p["l3_bounds"][0],
+                        request_model="users",
+                    )
+                    if cfg not in out:
+                        out.append(cfg)
     return out
 
 
@@ -119,6 +153,9 @@ def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
         r.pop("config")
         r["alpha"] = _effective_alpha(cfg)
         r["l3_bound"] = cfg.l3_bound
+        users = cfg.request_model == "users"
+        r["users"] = cfg.users if users else None
+        r["user_locality"] = cfg.user_locality if users else None
         rows.append(r)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
@@ -140,32 +177,40 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
     import matplotlib.pyplot as plt
 
     default_dtype = CacheConfig().l2_dtype
-    sized = [r for r in rows if r["l2_dtype"] == default_dtype]
-    alphas = list(dict.fromkeys(r["alpha"] for r in sized))
+    # the main grid: the default L2 dtype, and the users generator's first parameters
+    first_users = next(((r["users"], r["user_locality"]) for r in rows if r["users"]), None)
+    sized = [
+        {**r, "series": (r["alpha"], r["request_model"])}
+        for r in rows
+        if r["l2_dtype"] == default_dtype
+        and (r["users"] is None or (r["users"], r["user_locality"]) == first_users)
+    ]
+    alphas = list(dict.fromkeys(r["series"] for r in sized))
     fig, axes = plt.subplots(len(alphas), 2, figsize=(10, 4 * len(alphas)), squeeze=False)
     fig2, ax2 = plt.subplots(figsize=(8, 5))
     names = list(dict.fromkeys(r["policy"] for r in sized))
     colour = {n: f"C{i}" for i, n in enumerate(names)}
     markers = ("o", "s", "^", "v", "D")
-    for row_axes, a in zip(axes, alphas, strict=True):
-        at = [r for r in sized if r["alpha"] == a]
+    for row_axes, series in zip(axes, alphas, strict=True):
+        at = [r for r in sized if r["series"] == series]
+        a, model = series
         for name in dict.fromkeys(r["policy"] for r in at):
             pts = sorted((r for r in at if r["policy"] == name), key=lambda r: r["memory_bytes"])
             x = [r["memory_bytes"] / 2**20 for r in pts]
             row_axes[0].plot(x, [r["hit_rate"] for r in pts], marker="o", label=name)
             row_axes[1].plot(x, [r["perfect_hit_rate"] for r in pts], marker="o", label=name)
-            tag = f"{name} a={a:g}"
+            tag = f"{name} a={a:g} {model}"
             # one colour per policy, one marker per alpha; p90 dashed in the same colour
             style: dict[str, Any] = {
                 "color": colour[name],
-                "marker": markers[alphas.index(a) % len(markers)],
+                "marker": markers[alphas.index(series) % len(markers)],
             }
             ax2.plot(x, [r["avg_latency_us"] for r in pts], label=f"{tag} avg", **style)
             ax2.plot(x, [r["p90_latency_us"] for r in pts], ls="--", label=f"{tag} p90", **style)
         for ax, what in zip(row_axes, ("per-key hit rate", "perfect hit rate"), strict=True):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("cache memory, all layers (MiB)")
-            ax.set_ylabel(f"{what} (Zipf alpha {a:g})")
+            ax.set_ylabel(f"{what} (Zipf alpha {a:g}, {model})")
             ax.grid(alpha=0.3)
         row_axes[0].legend()
     ax2.set_xscale("log", base=2)
@@ -211,6 +256,11 @@ def _report(rows: list[dict], p: dict) -> str:
         "Per-key hit rate counts lookups served from memory; the perfect hit rate counts "
         "requests whose every lookup hit. Latency is modeled (nmp/cache/tiers.py): DRAM rows "
         "through nmp.memory, one SSD read per request with any miss.\n\n"
+        f"Request models {p['request_models']}: `independent` draws every table's key on its "
+        "own (the workload generator); `users` draws users whose histories hold related rows "
+        f"in every table (nmp/cache/users.py; users {p['users']}, localities "
+        f"{p['user_localities']}, the first of each in the main grid, the others at L1 "
+        f"{p['dtype_l1_mb']:g} MiB; history {CacheConfig.user_history} rows per table).\n\n"
         f"{head}{body}\n![hit rates](hit_rates.png)\n![latency](latency.png)\n"
         "![AUC change](auc_change.png)\n"
     )

@@ -6,6 +6,7 @@ Imports only numpy, ``nmp.config``/``nmp.errors``/``nmp.units``.
 from nmp.workload.batch import (
     LookupBatch,
     TableLookups,
+    draw_rows,
     generate_batch,
     generate_batches,
     generate_table,
@@ -35,6 +36,7 @@ __all__ = [
     "WorkloadSpec",
     "access_stats",
     "catalog_rows",
+    "draw_rows",
     "generate_batch",
     "generate_batches",
     "generate_table",

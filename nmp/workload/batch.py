@@ -143,22 +143,23 @@ def generate_table(spec: WorkloadSpec, table: int, seed: int | None = None) -> T
     offsets = np.zeros(spec.batch + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     n = int(offsets[-1])
-    rows = tspec.rows
+    indices = draw_rows(spec, table, rng, n)
+    weights = rng.random(n, dtype=np.float32) if spec.weighted else None
+    return TableLookups(indices, offsets, weights, tspec.rows, tspec.dim)
+
+
+def draw_rows(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` independent rows of ``table`` under the workload's access distribution (the draws
+    of :func:`generate_table`, for generators that compose their own bags)."""
+    rows = spec.tables[table].rows
     dist = spec.distribution
     if dist == "uniform":
-        indices = rng.integers(0, rows, n, dtype=np.int64)
-    else:
-        if dist == "zipf":
-            ranks = sampling.zipf_ranks(rng, n, rows, spec.effective_alpha)
-        elif dist == "pareto":
-            ranks = sampling.pareto_ranks(rng, n, rows, spec.effective_alpha)
-        else:
-            ranks = None
-        indices = (
-            _reuse_rows(spec, table, rng, n) if ranks is None else ranked_rows(spec, table, ranks)
-        )
-    weights = rng.random(n, dtype=np.float32) if spec.weighted else None
-    return TableLookups(indices, offsets, weights, rows, tspec.dim)
+        return rng.integers(0, rows, n, dtype=np.int64)
+    if dist == "zipf":
+        return ranked_rows(spec, table, sampling.zipf_ranks(rng, n, rows, spec.effective_alpha))
+    if dist == "pareto":
+        return ranked_rows(spec, table, sampling.pareto_ranks(rng, n, rows, spec.effective_alpha))
+    return _reuse_rows(spec, table, rng, n)
 
 
 # Ranks below this are mapped through a cached table (the hot head of every skewed
