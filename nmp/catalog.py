@@ -35,6 +35,7 @@ REGISTRY_MODULES = (
     "nmp.cache.policy",
     "nmp.compress.codec",
     "nmp.train.strategies.base",
+    "nmp.train.partial_save",
     "nmp.report.plots",
     "nmp.plugins",
 )

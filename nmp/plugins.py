@@ -29,6 +29,7 @@ CLAIM_MODELS: Registry[Callable[..., Any]] = Registry(
         "nmp.shard.claims",
         "nmp.train.alltoall.claim",
         "nmp.train.claims",
+        "nmp.train.cpr_claims",
         "nmp.validate.arch_claims",
     ),
 )
@@ -41,6 +42,7 @@ STUDY_RUNNERS: Registry[Callable[..., Any]] = Registry(
         "nmp.evaluate.sensitivity",
         "nmp.shard.study",
         "nmp.train.alltoall.study",
+        "nmp.train.partial_save_study",
         "nmp.train.study",
     ),
 )

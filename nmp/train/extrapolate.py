@@ -13,8 +13,11 @@ Per strategy (system MTBF ``M = server MTBF / servers``; full checkpoint time ``
 - ``checkpoint``: saves every τ (fixed minutes, or Young/Daly); a failure costs the work since
   the last save (re-executed), the load of every shard and the restart;
 - ``cpr-*``: saves every τ = 2 · PLS · servers · M (CPR's bound on the portion of lost samples),
-  every ``cpr_full_every``-th one full, the others ``cpr_fraction`` of the rows; a failure costs
-  the failed shard's load and the restart; no re-execution;
+  every ``cpr_full_every``-th one full, the others the rows the strategy's policy picks
+  (:mod:`nmp.train.partial_save`: MFU the ``cpr_fraction`` most used, SSU those a
+  ``cpr_ssu_sample`` of the inputs touched), which sets the save's cost and the updates a
+  failure loses (``pls_effective``); a failure costs the failed shard's load and the restart;
+  no re-execution;
 - ``ecrec``: every step pays the parity's extra update work (memory, and with ``network_gbps``
   the deltas sent to the parity servers); a failure costs the rebuild's traffic (the survivors'
   reads and the replacement's writes, or the records pulled over the replacement's NIC,
@@ -40,6 +43,7 @@ from nmp.errors import NmpError
 from nmp.train.checkpoint import daly_interval, young_interval
 from nmp.train.data import NUM_DENSE
 from nmp.train.model import interaction_dim
+from nmp.train.partial_save import at_scale, workload_rates
 
 HOUR_NS = 3600e9
 
@@ -64,6 +68,7 @@ class DeploymentSpec:
     cpr_fraction: float = 0.1
     cpr_pls: float = 0.02
     cpr_full_every: int = 4
+    cpr_ssu_sample: float = 0.05  # as TrainConfig.ssu_sample
     interval: str = "young"  # "young", "daly" or "fixed" (interval_min)
     interval_min: tuple[float, ...] = ()
     arch: str = "recnmp"
@@ -128,6 +133,8 @@ class DeploymentSpec:
             raise NmpError(f"setup {self.name}: servers must exceed r ({self.r})")
         if not 0 < self.rebuild_share <= 1 or not 0 < self.cpr_fraction <= 1:
             raise NmpError(f"setup {self.name}: rebuild_share and cpr_fraction must be in (0, 1]")
+        if not 0 < self.cpr_ssu_sample <= 1:
+            raise NmpError(f"setup {self.name}: cpr_ssu_sample must be in (0, 1]")
         if not 0 < self.cpr_pls < 1:
             raise NmpError(f"setup {self.name}: cpr_pls must be in (0, 1)")
         if self.interval not in ("young", "daly", "fixed"):
@@ -263,7 +270,6 @@ class _Model:
     shard_load_ns: float
     ckpt_taus_ns: tuple[float, ...]
     cpr_tau_ns: float
-    cpr_save_ns: float  # mean write time of one CPR save (full and partial mixed)
     parity_frac: float  # ECRec's extra time per unit of training time
     step_ns: float  # the step the fractions are taken of
     rebuild_traffic_ns: float
@@ -298,8 +304,6 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
         fn = young_interval if dep.interval == "young" else daly_interval
         taus = (fn(delta_ns, m_ns),)
     shard_rows = c.rows_total / dep.servers
-    full_every = dep.cpr_full_every
-    cpr_save = delta_ns * (1 + (full_every - 1) * dep.cpr_fraction) / full_every
     # Rebuild: every lost position reads k survivors and writes one record, on the survivors'
     # and the replacement's memory; positions include the parity (shard_rows * (k + r) / k).
     positions = shard_rows * (dep.k + dep.r) / dep.k
@@ -347,7 +351,6 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
         shard_load_ns=data_bytes / dep.servers / dep.storage_gbps,
         ckpt_taus_ns=taus,
         cpr_tau_ns=2.0 * dep.cpr_pls * dep.servers * m_ns,
-        cpr_save_ns=cpr_save,
         parity_frac=extra / step,
         step_ns=step,
         rebuild_traffic_ns=traffic,
@@ -357,6 +360,17 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
         base_mem=data_bytes + c.dense_bytes,
         c=c,
     )
+
+
+def _partial_save(md: _Model, dep: DeploymentSpec, cls) -> tuple[float, Any]:
+    """(mean write time of one CPR save, full and partial mixed; the policy's PartialSave)."""
+    rates = workload_rates(dep.workload, dep.table_rows, dep.batch)
+    steps = md.cpr_tau_ns / md.step_ns
+    f = dep.cpr_full_every
+    ps = at_scale(cls.partial_rows, rates, steps, f, dep.cpr_fraction, dep.cpr_ssu_sample)
+    # a partial save writes its rows' records and their int64 ids
+    partial_ns = md.delta_ns * ps.rows_per_partial * (md.c.record_bytes + 8) / md.data_bytes
+    return (md.delta_ns + (f - 1) * partial_ns) / f, ps
 
 
 def _ckpt_name(name: str, dep: DeploymentSpec, i: int) -> str:
@@ -391,7 +405,10 @@ def expected(dep: DeploymentSpec) -> list[dict[str, Any]]:
                 rows.append(_row(_ckpt_name(name, dep, i), md.delta_ns / tau, per / md.m_ns, per))
         elif cls.scale_model == "partial":
             per = md.shard_load_ns + md.restart_ns
-            rows.append(_row(name, md.cpr_save_ns / md.cpr_tau_ns, per / md.m_ns, per))
+            save_ns, ps = _partial_save(md, dep, cls)
+            rows.append(_row(name, save_ns / md.cpr_tau_ns, per / md.m_ns, per))
+            rows[-1]["pls_effective"] = ps.staleness_ratio * dep.cpr_pls
+            rows[-1]["partial_save_fraction"] = ps.rows_per_partial / md.c.rows_total
         elif cls.scale_model == "coded":
             rows.append(_row(name, md.parity_frac, md.rebuild_traffic_ns / md.m_ns, 0.0))
         else:
@@ -415,7 +432,7 @@ def scheduled(
             rows.append(_row(name, md.delta_ns / tau, sum(per) / horizon, max(per, default=0.0)))
         elif cls.scale_model == "partial":
             per = [md.shard_load_ns + md.restart_ns for _ in failure_steps]
-            steady = md.cpr_save_ns / md.cpr_tau_ns
+            steady = _partial_save(md, dep, cls)[0] / md.cpr_tau_ns
             rows.append(_row(name, steady, sum(per) / horizon, max(per, default=0.0)))
         elif cls.scale_model == "coded":
             rebuilds = md.rebuild_traffic_ns * len(failure_steps)
@@ -485,10 +502,13 @@ def monte_carlo(dep: DeploymentSpec, trials: int | None = None) -> list[dict[str
             pls = per_trial(np.mod(t, md.cpr_tau_ns)) / (dep.servers * h)
             per = md.shard_load_ns + md.restart_ns
             mem = md.c.rows_total * cls.tracking_bits_per_row / 8
+            save_ns, ps = _partial_save(md, dep, cls)
             add(
-                name, md.cpr_save_ns / md.cpr_tau_ns, per_trial(np.full(t.size, per)), per, per,
+                name, save_ns / md.cpr_tau_ns, per_trial(np.full(t.size, per)), per, per,
                 replica + mem / md.base_mem, interval_s=md.cpr_tau_ns / 1e9,
                 pls_bound=dep.cpr_pls, pls_realized_mean=float(pls.mean()),
+                pls_effective_mean=float(pls.mean()) * ps.staleness_ratio,
+                partial_save_fraction=ps.rows_per_partial / md.c.rows_total,
             )  # fmt: skip
         elif cls.scale_model == "coded":
             # A failure of another server before the rebuild ends exceeds r = 1 parity.
@@ -559,7 +579,11 @@ def print_extrapolation(rows: list[dict[str, Any]], dep: DeploymentSpec) -> None
         if "interval_s" in r:
             notes.append(f"every {r['interval_s'] / 60:.3g} min")
         if "pls_realized_mean" in r:
-            notes.append(f"PLS {r['pls_realized_mean']:.2%} (bound {r['pls_bound']:.0%})")
+            notes.append(
+                f"PLS {r['pls_realized_mean']:.2%} (bound {r['pls_bound']:.0%}), with partial "
+                f"saves {r['pls_effective_mean']:.2%}; saves {r['partial_save_fraction']:.0%} "
+                "of rows"
+            )
         if "p_data_loss" in r:
             notes.append(f"P(2nd failure in rebuild) {r['p_data_loss']:.2%}")
         t.add_row(

@@ -19,6 +19,7 @@ class _CPR(_Checkpointing):
     """Partial recovery (see the module docstring); subclasses choose the partial rows."""
 
     scale_model = "partial"
+    partial_rows = ""  # its policy at scale (nmp.train.partial_save.POLICIES)
 
     def attach(self, trainer) -> None:
         n = trainer.store.total_rows
@@ -124,6 +125,7 @@ class CPRMFU(_CPR):
 
     name = "cpr-mfu"
     tracking_bits_per_row = 32.0  # one access counter per row
+    partial_rows = "top-frequency"
 
     @staticmethod
     def new_tracking(rows: int) -> np.ndarray:
@@ -156,6 +158,7 @@ class CPRSSU(_CPR):
 
     name = "cpr-ssu"
     tracking_bits_per_row = 1.0  # one mark per row
+    partial_rows = "sampled-inputs"
 
     @staticmethod
     def new_tracking(rows: int) -> np.ndarray:
