@@ -30,6 +30,7 @@ CLAIM_MODELS: Registry[Callable[..., Any]] = Registry(
         "nmp.train.alltoall.claim",
         "nmp.train.claims",
         "nmp.train.cpr_claims",
+        "nmp.train.sc24_claims",
         "nmp.validate.arch_claims",
     ),
 )

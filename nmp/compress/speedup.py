@@ -6,8 +6,10 @@ slices; see :mod:`nmp.compress.pooled`):
 - compute: the node's embedding gather for its own tables over the whole batch and the sparse
   update (3x the pooled rows' bytes: read forward, read + write backward) at ``hbm_gbps``, and
   the dense MLP + interaction for its ``B/N`` samples (forward + backward = 3x the forward
-  FLOPs) at ``device_tflops``. Peak rates (the named assumption): the compute time is a lower
-  bound, so the all-to-all's share and the speedup are upper bounds.
+  FLOPs) at ``device_tflops``, both at ``utilization`` of those peaks. At utilization 1 (peak
+  rates) the compute time is a lower bound, so the all-to-all's share and the speedup are upper
+  bounds; the kit's default utilization is the one a published DLRM training step achieved
+  (:data:`MEASURED_STEPS`: the step's work at peak over its measured time).
 - two all-to-alls of the pooled vectors (forward embeddings, backward gradients), each node
   sending ``ceil(T/N) * B/N * dim * 4`` bytes to each peer, timed by the network model;
 - with compression: the sender compresses what it sends (at ``comp_gbps``), the wire carries
@@ -70,6 +72,7 @@ class StepSetup:
     top: tuple[int, ...]  # top MLP widths after the interaction (ends at 1)
     device_tflops: float = A100_FP32_TFLOPS
     hbm_gbps: float = A100_HBM_GBPS
+    utilization: float = 1.0  # achieved fraction of both peaks (1: peak rates)
 
     @property
     def tables_per_node(self) -> int:
@@ -93,9 +96,65 @@ class StepSetup:
         return dense((13, *self.bottom)) + bmm + dense((inter_in, *self.top))
 
     def compute_ns(self) -> float:
+        if not 0.0 < self.utilization <= 1.0:
+            raise NmpError(f"compute utilization must be in (0, 1], got {self.utilization}")
         flops = 3.0 * self.mlp_flops_per_sample() * self.samples_per_node
         emb_bytes = 3.0 * self.tables_per_node * self.batch * self.pooling * self.dim * 4.0
-        return 1e9 * (flops / (self.device_tflops * 1e12) + emb_bytes / (self.hbm_gbps * 1e9))
+        peak_ns = 1e9 * (flops / (self.device_tflops * 1e12) + emb_bytes / (self.hbm_gbps * 1e9))
+        return peak_ns / self.utilization
+
+
+@dataclass(frozen=True)
+class MeasuredStep:
+    """A published, measured DLRM training step: its work at the GPU's peak rates over the
+    measured time is the fraction of peak the step achieved (all of the step's time counted as
+    compute, so a lower bound of the compute's own utilization)."""
+
+    step: StepSetup  # the measured system's configuration and its GPU's peaks
+    measured_ms: float
+    source: str
+
+    def utilization(self) -> float:
+        return self.step.compute_ns() / (self.measured_ms * 1e6)
+
+
+# The kit's default compute utilization, calibrated against (not fitted to any SC'24 figure):
+MEASURED_STEPS: dict[str, MeasuredStep] = {
+    "sok-v100-fp32": MeasuredStep(
+        StepSetup(
+            nodes=8,
+            batch=65536,
+            num_tables=26,
+            dim=128,
+            pooling=1.0,
+            bottom=(512, 256, 128),
+            top=(1024, 1024, 512, 256, 1),
+            device_tflops=15.7,
+            hbm_gbps=900.0,
+        ),  # fmt: skip
+        measured_ms=16.42,
+        source="NVIDIA-Merlin/HugeCTR, sparse_operation_kit/documents/tutorials/DLRM_Benchmark/"
+        "README.md: DLRM (MLPerf sizes: dim 128, bottom 512-256-128, top 1024-1024-512-256-1, "
+        "26 one-hot tables) on Criteo Terabyte, 8 x V100, global batch 65,536, FP32 (no AMP), "
+        "5.55 ms on 8 x A100 with TF32 and 16.42 ms on 8 x V100 per iteration; V100 SXM2 peaks "
+        "15.7 TFLOP/s FP32 and 900 GB/s HBM2 (NVIDIA V100 datasheet). The V100 row is used: "
+        "it has no TF32, so its peak is the FP32 one the model charges",
+    ),
+}
+DEFAULT_UTILIZATION = "sok-v100-fp32"
+
+
+def utilization_of(setting: str | float) -> float:
+    """The compute utilization a setting names: a :data:`MEASURED_STEPS` key, or a number."""
+    if isinstance(setting, str):
+        if setting not in MEASURED_STEPS:
+            known = ", ".join(MEASURED_STEPS)
+            raise NmpError(f"unknown compute utilization '{setting}' (known: {known}, or 0..1)")
+        return MEASURED_STEPS[setting].utilization()
+    value = float(setting)
+    if not 0.0 < value <= 1.0:
+        raise NmpError(f"compute utilization must be in (0, 1], got {value}")
+    return value
 
 
 def step_times(
@@ -118,12 +177,15 @@ def step_times(
     step_c = compute + 2.0 * a2a_c
     return {
         "compute_ns": compute,
+        "compute_utilization": setup.utilization,
         "alltoall_ns_uncompressed": a2a_u,
         "alltoall_ns_compressed": a2a_c,
         "alltoall_share": 2.0 * a2a_u / step_u if step_u else 0.0,
         "step_time_ns_uncompressed": step_u,
         "step_time_ns_compressed": step_c,
         "speedup_modeled": step_u / step_c if step_c else 1.0,
+        # no compression can do better than removing both all-to-alls (Amdahl)
+        "speedup_bound": step_u / compute if compute else float("inf"),
         "comm_speedup_modeled": a2a_u / a2a_c if a2a_c else 1.0,
         "comm_speedup_paper_formula": paper_comm_speedup(
             ratio, net.bytes_per_s, comp_gbps * 1e9, decomp_gbps * 1e9

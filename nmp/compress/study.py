@@ -5,14 +5,18 @@ Ratios and throughputs are measured here on the all-to-all chunks of real lookup
 (:mod:`nmp.compress.pooled`); the step times come from :mod:`nmp.compress.speedup` at the
 measured CPU throughput and at each assumed codec throughput of ``codec_gbps`` (a GPU codec's
 throughput is not in the sources found, so it is a swept switch), beside the break-even
-throughput above which compression pays. The AUC half of the study needs the trainer and is
-added by :func:`nmp.train.alltoall.run_study`.
+throughput above which compression pays, and at each compute utilization of
+``compute_utilization`` (a measured step's, :data:`nmp.compress.speedup.MEASURED_STEPS`, or a
+number; 1.0 is peak compute, the upper bound of the all-to-all's share). The AUC half of the
+study needs the trainer and is added by :func:`nmp.train.alltoall.run_study`.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -24,7 +28,14 @@ from nmp.compress.measure import measure
 from nmp.compress.network import load_network
 from nmp.compress.pooled import alltoall_chunks, pooled_batch, size_class
 from nmp.compress.quantizer import code_entropy_bits, quantize
-from nmp.compress.speedup import GPU_CODECS, StepSetup, codec_rates, step_times
+from nmp.compress.speedup import (
+    DEFAULT_UTILIZATION,
+    GPU_CODECS,
+    StepSetup,
+    codec_rates,
+    step_times,
+    utilization_of,
+)
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.workload import load_workload
@@ -46,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
     "nodes": [2, 4, 8, 16],
     "networks": ["ethernet-100g", "infiniband-hdr-200g", "infiniband-ndr-400g", "nvlink3-a100"],
     "codec_gbps": ["measured", "cuszp2-a100"],
+    "compute_utilization": [DEFAULT_UTILIZATION],
     "seed": 0,
     "repeats": 3,
 }
@@ -83,6 +95,11 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
                 f"params.codec_gbps: {g!r} must be 'measured', one of {list(GPU_CODECS)} "
                 "or a positive number"
             )
+    for u in p["compute_utilization"]:
+        try:
+            utilization_of(u)
+        except NmpError as exc:
+            raise NmpError(f"params.compute_utilization: {exc}") from None
     for w in p["workloads"]:
         if w not in MLPS:
             raise NmpError(f"params.workloads: no MLP sizes known for '{w}' (known: {list(MLPS)})")
@@ -160,29 +177,32 @@ def step_setup(workload: str, nodes: int) -> StepSetup:
 
 def speedup_rows(p: dict[str, Any], ratios: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
-    for r in ratios:
-        setup = step_setup(r["workload"], r["nodes"])
-        for net in p["networks"]:
-            for g in p["codec_gbps"]:
-                comp, decomp = codec_rates(g, (r["compress_gbps"], r["decompress_gbps"]))
-                st = step_times(setup, net, ratio=r["ratio"], comp_gbps=comp, decomp_gbps=decomp)
-                # Codec throughput (both ways equal) at which the all-to-all breaks even.
-                gain = 1.0 - 1.0 / r["ratio"]
-                breakeven = 2.0 * net.link_gbps / 8.0 / gain if gain > 0 else float("inf")
-                rows.append(
-                    {
-                        "workload": r["workload"],
-                        "codec": r["codec"],
-                        "eb": r["eb"],
-                        "nodes": r["nodes"],
-                        "network": net.name,
-                        "link_gbps": net.link_gbps,
-                        "codec_gbps": g,
-                        "ratio": r["ratio"],
-                        "breakeven_codec_gbps": breakeven,
-                        **st,
-                    }
-                )
+    for r, net, g, u in itertools.product(
+        ratios, p["networks"], p["codec_gbps"], p["compute_utilization"]
+    ):
+        setup = dataclasses.replace(
+            step_setup(r["workload"], r["nodes"]), utilization=utilization_of(u)
+        )
+        comp, decomp = codec_rates(g, (r["compress_gbps"], r["decompress_gbps"]))
+        st = step_times(setup, net, ratio=r["ratio"], comp_gbps=comp, decomp_gbps=decomp)
+        # Codec throughput (both ways equal) at which the all-to-all breaks even.
+        gain = 1.0 - 1.0 / r["ratio"]
+        breakeven = 2.0 * net.link_gbps / 8.0 / gain if gain > 0 else float("inf")
+        rows.append(
+            {
+                "workload": r["workload"],
+                "codec": r["codec"],
+                "eb": r["eb"],
+                "nodes": r["nodes"],
+                "network": net.name,
+                "link_gbps": net.link_gbps,
+                "codec_gbps": g,
+                "utilization_setting": u,
+                "ratio": r["ratio"],
+                "breakeven_codec_gbps": breakeven,
+                **st,
+            }
+        )
     return rows
 
 
@@ -246,16 +266,21 @@ def plot_speedup(rows: list[dict[str, Any]], path: Path, codec: str, eb: float) 
     fig, axes = plt.subplots(1, len(wls), figsize=(5.5 * len(wls), 4), squeeze=False)
     for ax, wl in zip(axes[0], wls, strict=True):
         sel = [r for r in rows if r["workload"] == wl and r["codec"] == codec and r["eb"] == eb]
+        utils = list(dict.fromkeys(r["compute_utilization"] for r in sel))
         for nodes in sorted({r["nodes"] for r in sel}):
-            for g in dict.fromkeys(r["codec_gbps"] for r in sel):
+            for g, u in itertools.product(dict.fromkeys(r["codec_gbps"] for r in sel), utils):
                 pts = sorted(
                     (r["link_gbps"], r["speedup_modeled"])
                     for r in sel
-                    if r["nodes"] == nodes and r["codec_gbps"] == g
+                    if r["nodes"] == nodes
+                    and r["codec_gbps"] == g
+                    and r["compute_utilization"] == u
                 )
                 style = "-" if g == "measured" else "--"
                 name = {"measured": "CPU measured"}.get(g, g if isinstance(g, str) else f"{g} GB/s")
                 lab = f"{nodes} nodes, codec {name}"
+                if len(utils) > 1:
+                    lab += f", compute at {100 * u:.0f} %"
                 ax.plot(*zip(*pts, strict=True), style, marker="o", label=lab)
         ax.axhline(1.0, color="k", lw=0.8)
         ax.set_xscale("log")
@@ -309,7 +334,9 @@ def report_markdown(res: dict[str, Any], auc_rows: list[dict[str, Any]]) -> str:
         "",
         "Ratios and CPU throughputs measured on the all-to-all chunks of one batch of real",
         "lookups pooled through EmbeddingBag on DLRM-initialised tables (nmp.compress.pooled);",
-        "step times from nmp.compress.speedup (peak A100 compute, alpha-beta all-to-all).",
+        "step times from nmp.compress.speedup (A100 compute at the swept fraction of peak,",
+        "alpha-beta all-to-all); `bound (no a2a)`: the speedup if compression removed both",
+        "all-to-alls.",
         "The AUC part trains (nmp train, tables capped at train.max_rows, pooling at",
         "train.max_pooling, synthetic teacher) and its `ratio_in_training` is measured on the",
         "values as they train.",
@@ -366,11 +393,13 @@ def report_markdown(res: dict[str, Any], auc_rows: list[dict[str, Any]]) -> str:
                     str(r["nodes"]),
                     r["network"],
                     str(r["codec_gbps"]),
+                    f"{100 * r['compute_utilization']:.1f}",
                     f"{r['ratio']:.2f}",
                     f"{100 * r['alltoall_share']:.1f}",
                     f"{r['comm_speedup_modeled']:.3f}",
                     f"{r['comm_speedup_paper_formula']:.3f}",
                     f"{r['speedup_modeled']:.3f}",
+                    f"{r['speedup_bound']:.3f}",
                     f"{r['breakeven_codec_gbps']:.1f}",
                 ]
             )
@@ -380,11 +409,13 @@ def report_markdown(res: dict[str, Any], auc_rows: list[dict[str, Any]]) -> str:
             "nodes",
             "network",
             "codec GB/s",
+            "compute % of peak",
             "ratio",
             "a2a % of step",
             "a2a speedup",
             "paper formula",
             "step speedup",
+            "bound (no a2a)",
             "break-even GB/s",
         ],
         body,
