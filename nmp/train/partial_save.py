@@ -34,6 +34,7 @@ give no cost for it, and it is small beside the lookup itself.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -50,7 +51,7 @@ BIN_RATIO = 1.02  # then geometric bins: rates within a bin differ by < 2.1 % at
 @dataclass(frozen=True)
 class RowRates:
     """Rows grouped in bins of equal access rate: ``count[b]`` rows of ``rate[b]`` lookups per
-    step each."""
+    step each (read-only: :func:`workload_rates` shares one per workload)."""
 
     count: np.ndarray  # float64 rows per bin
     rate: np.ndarray  # float64 lookups per step per row
@@ -91,6 +92,7 @@ def zipf_bins(rows: int, alpha: float, lookups_per_step: float) -> RowRates:
     return RowRates(count, lookups_per_step * share / count)
 
 
+@functools.cache
 def workload_rates(
     workload: str, table_rows: int = 0, batch: int = 0, alpha: float = 0.0
 ) -> RowRates:
@@ -112,9 +114,11 @@ def workload_rates(
         rows = [max(1, round(r * scale)) for r in rows]
     per_table = [spec.batch * spec.table_pooling(t).mean_lookups for t in range(len(rows))]
     parts = [zipf_bins(r, a, n) for r, n in zip(rows, per_table, strict=True)]
-    return RowRates(
-        np.concatenate([p.count for p in parts]), np.concatenate([p.rate for p in parts])
-    )
+    count = np.concatenate([p.count for p in parts])
+    rate = np.concatenate([p.rate for p in parts])
+    count.setflags(write=False)
+    rate.setflags(write=False)
+    return RowRates(count, rate)
 
 
 @dataclass(frozen=True)
