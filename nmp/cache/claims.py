@@ -15,6 +15,7 @@ from real users) and the users generator's parameters ``requests.users``,
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -116,16 +117,21 @@ def perfect_over(
     setup: Mapping[str, Any] | None = None,
 ) -> dict:
     """Is ``policy``'s perfect hit rate above ``baseline``'s at the same L1 size? ``margin`` is
-    the relative lead (policy / baseline - 1)."""
+    the relative lead (policy / baseline - 1), or 0 where the difference is within its noise:
+    two perfect rates of a few hundredths of a percent differ by a handful of requests, which
+    is not a lead (95 % band of a difference of two proportions of ``requests`` each)."""
     req = _requests(setup, "perfect_over")
     a, b = _run(policy, l1_mb, quick, req), _run(baseline, l1_mb, quick, req)
-    pa, pb = a["perfect_hit_rate"], b["perfect_hit_rate"]
+    pa, pb, n = a["perfect_hit_rate"], b["perfect_hit_rate"], a["requests"]
+    noise = 1.96 * math.sqrt((pa * (1 - pa) + pb * (1 - pb)) / max(n, 1))
+    lead = pa / pb - 1.0 if pb > 0 else (math.inf if pa > 0 else 0.0)
     return {
         "value": pa > pb,
-        "margin": pa / pb - 1.0 if pb > 0 else (float("inf") if pa > 0 else 0.0),
+        "margin": lead if abs(pa - pb) > noise else min(lead, 0.0),
         "detail": f"{_setup(quick, req)}; L1 {l1_mb:g} MiB: {policy} {pa:.4f}, {baseline} "
-        f"{pb:.4f} (per-key {a['hit_rate']:.3f} vs {b['hit_rate']:.3f}; if keys hit "
-        f"independently {a['perfect_if_independent']:.4f} vs {b['perfect_if_independent']:.4f})",
+        f"{pb:.4f} (difference {pa - pb:+.4f}, noise ±{noise:.4f} over {n} requests; per-key "
+        f"{a['hit_rate']:.3f} vs {b['hit_rate']:.3f}; if keys hit independently "
+        f"{a['perfect_if_independent']:.4f} vs {b['perfect_if_independent']:.4f})",
     }
 
 
