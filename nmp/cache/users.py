@@ -68,11 +68,14 @@ def _history_rows(
 ) -> np.ndarray:
     """Row ``slot`` of each user's history in ``table`` (drawn per block of users, seeded)."""
     out = np.empty(users.size, dtype=np.int64)
+    if not users.size:
+        return out
     blocks = users // BLOCK
-    for b in np.unique(blocks):
+    order = np.argsort(blocks, kind="stable")
+    uniq, starts = np.unique(blocks[order], return_index=True)
+    for b, sel in zip(uniq, np.split(order, starts[1:]), strict=True):
         rng = np.random.default_rng([seed, table, int(b), 0x4157])
         rows = draw_rows(spec, table, rng, BLOCK * model.history).reshape(BLOCK, model.history)
-        sel = np.flatnonzero(blocks == b)
         out[sel] = rows[users[sel] - b * BLOCK, slot[sel]]
     return out
 
