@@ -27,10 +27,8 @@ PROFILE_BATCHES = 8  # chosen: 16K samples of Criteo Terabyte at batch 2048
 EVAL_BATCHES = 2  # chosen: held-out batches the placement is timed on
 EVAL_SEED_OFFSET = 1_000_003  # evaluation seeds start here, apart from the profile's
 MILP_TIME_LIMIT_S = 60.0
-PROFILE_POLICIES = (
-    "held-out",
-    "served",
-)  # what the placement is timed on (see the module docstring)
+# What the placement is timed on (see the module docstring).
+PROFILE_POLICIES = ("held-out", "served")
 
 
 def _frozen(overrides: dict[str, Any] | None) -> tuple:
@@ -142,8 +140,9 @@ def run_shard(
 ) -> dict[str, Any]:
     """Place ``workload`` with ``sharder`` on ``topology`` and return the result row.
 
-    ``profile_policy="served"`` times the placement on batches of its own profile (the setting of a
-    sharder that profiles the very training data it shards), ``"held-out"`` on other batches."""
+    ``profile_policy="served"`` times the placement on batches of its own profile (the setting
+    of a sharder that profiles the very training data it shards), ``"held-out"`` on other
+    batches."""
     if profile_policy not in PROFILE_POLICIES:
         raise NmpError(
             f"profile policy must be one of {', '.join(PROFILE_POLICIES)}, got '{profile_policy}'"
