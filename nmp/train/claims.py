@@ -8,27 +8,63 @@ claim but the accuracy one is quick.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+from nmp.claim_setup import resolve_setup
 from nmp.plugins import claim_model
 
+if TYPE_CHECKING:
+    from nmp.train.extrapolate import DeploymentSpec
+
 
 @functools.cache
-def _expected(setup: str) -> dict[str, dict[str, Any]]:
+def setup_defaults() -> dict[str, Any]:
+    """The setup keys a training claim takes: ``train.deployment`` (``"default"``: the kit's own
+    :class:`~nmp.train.extrapolate.DeploymentSpec`, what ``nmp train --extrapolate`` runs
+    without ``--setup``; or a file of ``workloads/train/``) and ``train.<field>`` for any field
+    of the deployment over it."""
+    from nmp.train.extrapolate import DeploymentSpec
+
+    fields = {f.name: f.default for f in dataclasses.fields(DeploymentSpec) if f.name != "name"}
+    return {"train.deployment": "default", **{f"train.{k}": v for k, v in fields.items()}}
+
+
+def deployment_of(setup: Mapping[str, Any] | None, fn: str) -> DeploymentSpec:
+    """The deployment a claim's setup names (None: the kit's default deployment): its base
+    (``train.deployment``) with the given fields over it."""
+    from nmp.train.extrapolate import DeploymentSpec
+    from nmp.train.setup import load_setup
+
+    defaults = setup_defaults()
+    given = dict(setup or {})
+    for key, value in list(given.items()):  # TOML has no tuples
+        if isinstance(value, list) and isinstance(defaults.get(key), tuple):
+            given[key] = tuple(value)
+    v = resolve_setup(given if setup is not None else None, defaults, model=fn)
+    name = v.pop("train.deployment")
+    base = DeploymentSpec() if name == "default" else load_setup(name)[0]
+    over = {k.removeprefix("train."): v[k] for k in given if k != "train.deployment"}
+    dep = dataclasses.replace(base, **over)
+    dep.validate()
+    return dep
+
+
+@functools.cache
+def _expected(dep: DeploymentSpec) -> dict[str, dict[str, Any]]:
     from nmp.train.extrapolate import expected
-    from nmp.train.setup import load_setup
 
-    return {r["strategy"]: r for r in expected(load_setup(setup)[0])}
+    return {r["strategy"]: r for r in expected(dep)}
 
 
 @functools.cache
-def _recovery_parts(setup: str) -> dict[str, float]:
+def _recovery_parts(dep: DeploymentSpec) -> dict[str, float]:
     from nmp.train.extrapolate import _model
-    from nmp.train.setup import load_setup
 
-    md = _model(load_setup(setup)[0])
+    md = _model(dep)
     return {
         "load_s": md.load_ns / 1e9,
         "restart_s": md.restart_ns / 1e9,
@@ -40,41 +76,53 @@ def _checkpoints(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in rows.items() if k.startswith("checkpoint")}
 
 
+def _where(dep: DeploymentSpec) -> str:
+    return f"deployment {dep.name} ({dep.servers} servers, {dep.workers} workers)"
+
+
 @claim_model
-def overhead_reduction_pct(*, quick: bool, setup: str = "ecrec") -> dict[str, Any]:
+def overhead_reduction_pct(
+    *, quick: bool, setup: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """How much of checkpointing's failure-free training overhead ECRec removes (%), against
     the checkpoint interval where checkpointing costs most ("up to")."""
-    rows = _expected(setup)
+    dep = deployment_of(setup, "nmp.train.claims:overhead_reduction_pct")
+    rows = _expected(dep)
     name, ck = max(_checkpoints(rows).items(), key=lambda kv: kv[1]["overhead_no_failure_pct"])
     ec = rows["ecrec"]["overhead_no_failure_pct"]
     ck_pct = ck["overhead_no_failure_pct"]
     return {
         "value": 100.0 * (1.0 - ec / ck_pct),
-        "detail": f"setup {setup}, no failure: ecrec {ec:.3g} % vs {name} {ck_pct:.3g} %",
+        "detail": f"{_where(dep)}, no failure: ecrec {ec:.3g} % vs {name} {ck_pct:.3g} %",
     }
 
 
 @claim_model
-def recovery_speedup(*, quick: bool, setup: str = "ecrec") -> dict[str, Any]:
+def recovery_speedup(*, quick: bool, setup: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Checkpointing's recovery (load every shard, restart, re-execute the work since the last
     save: the ``recovery_s`` of its rows) over ECRec's rebuild of the lost shard, at the
     checkpoint interval where the ratio is largest ("up to")."""
-    rows = _expected(setup)
-    p = _recovery_parts(setup)
+    dep = deployment_of(setup, "nmp.train.claims:recovery_speedup")
+    rows = _expected(dep)
+    p = _recovery_parts(dep)
     name, ck = max(_checkpoints(rows).items(), key=lambda kv: kv[1]["recovery_s"])
     return {
         "value": ck["recovery_s"] / p["rebuild_s"],
-        "detail": f"setup {setup}: {name} recovery {ck['recovery_s']:.3g} s (load "
+        "detail": f"{_where(dep)}: {name} recovery {ck['recovery_s']:.3g} s (load "
         f"{p['load_s']:.3g} s + restart {p['restart_s']:.3g} s + re-execution) vs ECRec "
         f"rebuild {p['rebuild_s']:.3g} s",
     }
 
 
 @claim_model
-def overhead_lower(*, quick: bool, setup: str, better: str, worse: str) -> dict[str, Any]:
+def overhead_lower(
+    *, quick: bool, better: str, worse: str, setup: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Whether ``better``'s expected overhead (with failures) is below ``worse``'s (the lowest
-    of the checkpoint intervals when ``worse`` is ``checkpoint``)."""
-    rows = _expected(setup)
+    of the checkpoint intervals when ``worse`` is ``checkpoint``); ``margin`` is the relative
+    lead (worse / better - 1)."""
+    dep = deployment_of(setup, "nmp.train.claims:overhead_lower")
+    rows = _expected(dep)
 
     def get(name):
         if name == "checkpoint":
@@ -84,30 +132,21 @@ def overhead_lower(*, quick: bool, setup: str, better: str, worse: str) -> dict[
     b, w = get(better), get(worse)
     return {
         "value": bool(b < w),
-        "detail": f"setup {setup}: {better} {b:.3g} % vs {worse} {w:.3g} %",
+        "margin": w / b - 1.0 if b > 0 else math.inf,
+        "detail": f"{_where(dep)}: {better} {b:.3g} % vs {worse} {w:.3g} %",
     }
 
 
 @claim_model
-def ecrec_never_pauses(*, quick: bool, setup: str = "ecrec") -> dict[str, Any]:
-    rows = _expected(setup)
+def ecrec_never_pauses(*, quick: bool, setup: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    dep = deployment_of(setup, "nmp.train.claims:ecrec_never_pauses")
+    rows = _expected(dep)
     pause = rows["ecrec"]["recovery_s"]
     ck = min(v["recovery_s"] for v in _checkpoints(rows).values())
     return {
         "value": bool(pause == 0.0 < ck),
-        "detail": f"ecrec pause {pause} s, checkpoint {ck:.3g} s",
+        "detail": f"{_where(dep)}: ecrec pause {pause} s, checkpoint {ck:.3g} s",
     }
-
-
-@claim_model
-def overhead_pct(*, quick: bool, setup: str, strategy: str) -> dict[str, Any]:
-    """Expected training-time overhead (%) of ``strategy`` on the setup, failures included."""
-    rows = _expected(setup)
-    if strategy == "checkpoint":
-        name, row = min(_checkpoints(rows).items(), key=lambda kv: kv[1]["overhead_pct"])
-    else:
-        name, row = strategy, rows[strategy]
-    return {"value": row["overhead_pct"], "detail": f"setup {setup}: {name}"}
 
 
 @functools.cache

@@ -15,39 +15,15 @@ differ in what they write and in the updates a failure loses (``pls_effective``)
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Mapping
 from typing import Any
 
-from nmp.claim_setup import resolve_setup
 from nmp.errors import NmpError
 from nmp.plugins import claim_model
-from nmp.train.claims import cpr_accuracy_on_par
+from nmp.train.claims import cpr_accuracy_on_par, deployment_of
 from nmp.train.extrapolate import DeploymentSpec, expected
-from nmp.train.setup import load_setup
-
-_FIELDS = {f.name: f.default for f in dataclasses.fields(DeploymentSpec) if f.name != "name"}
-SETUP_DEFAULTS: dict[str, Any] = {
-    "train.deployment": "default",
-    **{f"train.{k}": v for k, v in _FIELDS.items()},
-}
-
-
-def _deployment(setup: Mapping[str, Any] | None, fn: str) -> DeploymentSpec:
-    """The deployment a setup names: its base (``train.deployment``) with the given fields."""
-    given = dict(setup or {})
-    for key, value in list(given.items()):  # TOML has no tuples
-        if isinstance(value, list) and isinstance(SETUP_DEFAULTS.get(key), tuple):
-            given[key] = tuple(value)
-    v = resolve_setup(given if setup is not None else None, SETUP_DEFAULTS, model=fn)
-    name = v.pop("train.deployment")
-    base = DeploymentSpec() if name == "default" else load_setup(name)[0]
-    over = {k.removeprefix("train."): v[k] for k in given if k != "train.deployment"}
-    dep = dataclasses.replace(base, **over)
-    dep.validate()
-    return dep
 
 
 @functools.cache
@@ -85,7 +61,7 @@ def overhead_pct(
 ) -> dict[str, Any]:
     """Expected training-time overhead (%) of ``strategy``, failures included; for a CPR
     strategy the detail gives its partial saves' effective portion of lost samples."""
-    dep = _deployment(setup, "nmp.train.cpr_claims:overhead_pct")
+    dep = deployment_of(setup, "nmp.train.cpr_claims:overhead_pct")
     name, row = _get(_expected(dep), strategy)
     extra = ""
     if "pls_effective" in row:
@@ -106,7 +82,7 @@ def overhead_lower(
 ) -> dict[str, Any]:
     """Whether ``better``'s expected overhead is below ``worse``'s; ``margin`` is the relative
     lead (worse / better - 1)."""
-    dep = _deployment(setup, "nmp.train.cpr_claims:overhead_lower")
+    dep = deployment_of(setup, "nmp.train.cpr_claims:overhead_lower")
     rows = _expected(dep)
     (bn, b), (wn, w) = _get(rows, better), _get(rows, worse)
     bv, wv = b["overhead_pct"], w["overhead_pct"]
@@ -124,5 +100,5 @@ def accuracy_on_par(
     """CPR's AUC after a failure against full recovery's on the CPU-sized trainer (see
     :func:`nmp.train.claims.cpr_accuracy_on_par`). The trainer's tables are the kit's small
     ones whatever the deployment: setup keys are checked, and do not change this experiment."""
-    _deployment(setup, "nmp.train.cpr_claims:accuracy_on_par")
+    deployment_of(setup, "nmp.train.cpr_claims:accuracy_on_par")
     return cpr_accuracy_on_par(quick=quick, steps=steps, seed=seed)
