@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -310,3 +311,17 @@ def test_quick_validation_is_complete(tmp_path, capsys):
     from tests.validate.test_golden import check_quick
 
     check_quick(rows)  # every model value of the quick set, pinned (test_golden.py)
+
+
+def test_every_swept_setup_value_names_a_sweep_that_checks(capsys):
+    """A chosen setup value with leverage names the study that sweeps it (``swept``): the
+    study exists under workloads/sweeps and passes ``nmp evaluate --check``."""
+    swept = {
+        v.swept for c in load_claims() if c.setup is not None for v in c.setup.values if v.swept
+    }
+    assert "papers/host-llc" in swept  # the host LLC moves every speedup over the host
+    root = Path(__file__).resolve().parents[2] / "workloads" / "sweeps"
+    for name in sorted(swept):
+        assert (root / f"{name}.toml").is_file(), f"setup value swept by missing study {name}"
+    assert main(["evaluate", "papers/host-llc", "--check"]) == 0
+    assert "24 points" in capsys.readouterr().out
