@@ -1,7 +1,8 @@
 """Model values for the published claims of ECRec and CPR (``nmp validate``).
 
-Each function computes its value from the model on the paper's setup
-(``workloads/train/<paper>.toml``); none reads the published figure. The setups' closed-form
+Each function computes its value from the model under ``setup``: the paper's (its claims file's
+``[setup]``, ``train.deployment`` naming a file of ``workloads/train/``) or, with None, the kit's
+default deployment; none reads the published figure. The setups' closed-form
 expectations are cheap once the hardware model has timed a step (cached per setup), so every
 claim but the accuracy one is quick.
 """
@@ -12,13 +13,12 @@ import dataclasses
 import functools
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nmp.claim_setup import resolve_setup
 from nmp.plugins import claim_model
-
-if TYPE_CHECKING:
-    from nmp.train.extrapolate import DeploymentSpec
+from nmp.train.extrapolate import DeploymentSpec, _model, expected
+from nmp.train.setup import load_setup
 
 
 @functools.cache
@@ -27,8 +27,6 @@ def setup_defaults() -> dict[str, Any]:
     :class:`~nmp.train.extrapolate.DeploymentSpec`, what ``nmp train --extrapolate`` runs
     without ``--setup``; or a file of ``workloads/train/``) and ``train.<field>`` for any field
     of the deployment over it."""
-    from nmp.train.extrapolate import DeploymentSpec
-
     fields = {f.name: f.default for f in dataclasses.fields(DeploymentSpec) if f.name != "name"}
     return {"train.deployment": "default", **{f"train.{k}": v for k, v in fields.items()}}
 
@@ -36,9 +34,6 @@ def setup_defaults() -> dict[str, Any]:
 def deployment_of(setup: Mapping[str, Any] | None, fn: str) -> DeploymentSpec:
     """The deployment a claim's setup names (None: the kit's default deployment): its base
     (``train.deployment``) with the given fields over it."""
-    from nmp.train.extrapolate import DeploymentSpec
-    from nmp.train.setup import load_setup
-
     defaults = setup_defaults()
     given = dict(setup or {})
     for key, value in list(given.items()):  # TOML has no tuples
@@ -55,15 +50,11 @@ def deployment_of(setup: Mapping[str, Any] | None, fn: str) -> DeploymentSpec:
 
 @functools.cache
 def _expected(dep: DeploymentSpec) -> dict[str, dict[str, Any]]:
-    from nmp.train.extrapolate import expected
-
     return {r["strategy"]: r for r in expected(dep)}
 
 
 @functools.cache
 def _recovery_parts(dep: DeploymentSpec) -> dict[str, float]:
-    from nmp.train.extrapolate import _model
-
     md = _model(dep)
     return {
         "load_s": md.load_ns / 1e9,
