@@ -205,6 +205,17 @@ FORCE_INLINE int in_write_buffer(Sim *restrict S, int64_t c, int64_t key, CFG)
                   << (i & 63);
         return (hm & (m >= 64 ? ~0ull : ((1ull << m) - 1))) != 0;
     }
+#elif defined(__AVX2__)
+    if (QP <= 64) {
+        /* as above, 4 slots a compare */
+        uint64_t hm = 0;
+        const __m256i vkey = _mm256_set1_epi64x(key);
+        for (int64_t i = 0; i < QP; i += 4)
+            hm |= (uint64_t)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(
+                      _mm256_loadu_si256((const void *)(kk + i)), vkey)))
+                  << (i & 63);
+        return (hm & (m >= 64 ? ~0ull : ((1ull << m) - 1))) != 0;
+    }
 #endif
     for (int64_t i = 0; i < m; i++) hit |= kk[i] == key;
     return hit;

@@ -16,17 +16,20 @@ FORCE_INLINE void top_masks(Sim *restrict S, int64_t c, int64_t clk, uint32_t *t
             _mm512_max_epi64(ch, _mm512_load_si512((const void *)(rdy + (o1 + c * R + r) * RS))),
             vc);
 #elif defined(__AVX2__)
+    /* max(channel, rank) <= clk: neither above clk (the commands above clk, as one mask each) */
     const __m256i vc = _mm256_set1_epi64x(clk);
+    uint32_t gt_ch = 0;
+    for (int h = 0; h < 8; h += 4)
+        gt_ch |= (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(
+                     _mm256_load_si256((const void *)(rdy + c * RS + h)), vc)))
+                 << h;
     for (int64_t r = 0; r < R; r++) {
-        uint32_t m = 0;
-        for (int h = 0; h < 8; h += 4) {
-            const __m256i a = _mm256_load_si256((const void *)(rdy + c * RS + h));
-            const __m256i b = _mm256_load_si256((const void *)(rdy + (o1 + c * R + r) * RS + h));
-            const __m256i top = _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(b, a));
-            const __m256i gt = _mm256_cmpgt_epi64(top, vc);
-            m |= (uint32_t)(~_mm256_movemask_pd(_mm256_castsi256_pd(gt)) & 0xF) << h;
-        }
-        topm[r] = m;
+        uint32_t gt = gt_ch;
+        for (int h = 0; h < 8; h += 4)
+            gt |= (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(
+                      _mm256_load_si256((const void *)(rdy + (o1 + c * R + r) * RS + h)), vc)))
+                  << h;
+        topm[r] = ~gt & 0xFF;
     }
 #else
     for (int64_t r = 0; r < R; r++) {
@@ -192,6 +195,28 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
             x = _mm512_mask_max_epi64(x, kg, x, _mm512_set1_epi64(clk + RU->bg[cmd][k]));
             x = _mm512_mask_max_epi64(x, kb, x, _mm512_set1_epi64(clk + RU->bk[cmd][k]));
             _mm512_store_si512((void *)t, x);
+        }
+#elif defined(__AVX2__)
+        /* per half block: its lanes in the bank group, the bank's lane (all-ones words) */
+        const __m256i bit = _mm256_set_epi64x(8, 4, 2, 1);
+        const __m256i g = _mm256_set1_epi64x((int64_t)(gm >> b8)),
+                      b = _mm256_set1_epi64x((int64_t)1 << (lb - b8));
+        const __m256i kg[2] = {_mm256_cmpeq_epi64(_mm256_and_si256(g, bit), bit),
+                               _mm256_cmpeq_epi64(
+                                   _mm256_and_si256(_mm256_srli_epi64(g, 4), bit), bit)};
+        const __m256i kb[2] = {_mm256_cmpeq_epi64(_mm256_and_si256(b, bit), bit),
+                               _mm256_cmpeq_epi64(
+                                   _mm256_and_si256(_mm256_srli_epi64(b, 4), bit), bit)};
+        for (int k = 0; k < NK; k++) {
+            const __m256i vg = _mm256_set1_epi64x(clk + RU->bg[cmd][k]),
+                          vb = _mm256_set1_epi64x(clk + RU->bk[cmd][k]);
+            for (int h = 0; h < 2; h++) {
+                int64_t *restrict t = tb + k * TP + b8 + 4 * h;
+                __m256i x = _mm256_load_si256((const void *)t);
+                x = _mm256_blendv_epi8(x, vg, _mm256_and_si256(kg[h], _mm256_cmpgt_epi64(vg, x)));
+                x = _mm256_blendv_epi8(x, vb, _mm256_and_si256(kb[h], _mm256_cmpgt_epi64(vb, x)));
+                _mm256_store_si256((void *)t, x);
+            }
         }
 #else
         for (int k = 0; k < NK; k++) {
@@ -390,12 +415,13 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
     int issued = 0;
     int64_t fut = ref_on ? next_ref[c] : INF;
     NotReady nr = {{0, 0, 0, 0, 0}, rd_cmd};
+    uint32_t topm[8] = {0}; /* (set at slot 0: the zeros quiet GCC) */
     for (int64_t slot = 0; slot < (dual ? 2 : 1); slot++) {
         /* dual issue: a column slot (0) and a row slot (1) */
         const int want_col = dual && slot == 0, want_row = dual && slot == 1;
         Pick p = {-1, -1, -1, 0};
-        uint32_t topm[8];
-        top_masks(S, c, clk, topm, CFG_ARGS);
+        /* the ready clocks above the bank group change only when a command issues */
+        if (slot == 0 || issued) top_masks(S, c, clk, topm, CFG_ARGS);
         if (!want_row && act_m[c]) pick_active(S, c, clk, topm, &p, &nr, CFG_ARGS);
         if (p.kind < 0) {
             if (plen[c] > 0) {

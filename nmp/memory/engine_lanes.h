@@ -23,11 +23,13 @@ FORCE_INLINE uint64_t le_bits(const int64_t *restrict t, uint64_t m, int64_t clk
         r |= (uint64_t)_mm512_cmple_epi64_mask(_mm512_load_si512((const void *)(t + 8 * b)), vc)
              << (8 * b);
 #elif defined(__AVX2__)
+    /* the lanes above clk, then the others */
     const __m256i vc = _mm256_set1_epi64x(clk);
     for (int64_t l = 0; l < 8 * nblk; l += 4) {
         const __m256i gt = _mm256_cmpgt_epi64(_mm256_load_si256((const void *)(t + l)), vc);
-        r |= (uint64_t)(~_mm256_movemask_pd(_mm256_castsi256_pd(gt)) & 0xF) << l;
+        r |= (uint64_t)_mm256_movemask_pd(_mm256_castsi256_pd(gt)) << l;
     }
+    return ~r & m;
 #else
     for (int64_t l = 0; l < 8 * nblk; l++) r |= (uint64_t)(t[l] <= clk) << l;
 #endif
