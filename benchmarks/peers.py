@@ -40,7 +40,6 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -48,6 +47,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _host import load, machine  # benchmarks/ is on sys.path when a script runs
 
 from nmp.memory import read_trace, replay
 from nmp.reference import case_memory_spec, dram_reference_dir
@@ -147,22 +148,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
-
-
-def load() -> str:
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "-"
-
-
-def machine() -> str:
-    model = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 class Ramulator:

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _host import load, machine  # benchmarks/ is on sys.path when a script runs
 
 ROOT = Path(__file__).resolve().parents[1]
 README_TRACE = [
@@ -57,24 +58,6 @@ COMMANDS = {
 }
 TARGET_S = {"nmp --help": 0.35, "nmp replay (README)": 0.35}
 HEAVY = ("numba", "scipy", "torch")
-
-
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
-
-
-def load() -> str:
-    if not hasattr(os, "getloadavg"):
-        return "n/a"
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def child_env(pythonpath: Path | None) -> dict[str, str]:

@@ -24,17 +24,26 @@ class Failure:
     phase: Phase = "before"
 
 
-def parse_failure(text: str) -> Failure:
-    """``step=300,node=1[,phase=between]`` -> :class:`Failure` (errors name the bad part)."""
+def parse_pairs(text: str, flag: str, example: str, keys: str) -> dict[str, str]:
+    """``key=value,key=value`` of a failure flag (``--fail``, ``--kill``) -> its fields;
+    ``keys`` lists the known ones (``|`` between alternatives), named by the error on any
+    other."""
     fields: dict[str, str] = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
         if not sep:
-            raise NmpError(f"--fail expects key=value pairs like step=300,node=1, got '{text}'")
+            raise NmpError(f"{flag} expects key=value pairs like {example}, got '{text}'")
         fields[key.strip()] = value.strip()
-    unknown = set(fields) - {"step", "node", "phase"}
+    known = {k for alt in keys.split(", ") for k in alt.split("|")}
+    unknown = set(fields) - known
     if unknown:
-        raise NmpError(f"--fail: unknown key '{sorted(unknown)[0]}' (step, node, phase)")
+        raise NmpError(f"{flag}: unknown key '{sorted(unknown)[0]}' ({keys})")
+    return fields
+
+
+def parse_failure(text: str) -> Failure:
+    """``step=300,node=1[,phase=between]`` -> :class:`Failure` (errors name the bad part)."""
+    fields = parse_pairs(text, "--fail", "step=300,node=1", "step, node, phase")
     if "step" not in fields or "node" not in fields:
         raise NmpError(f"--fail needs step= and node=, got '{text}'")
     try:

@@ -36,6 +36,7 @@ from nmp.errors import NmpError
 from nmp.train.dist import files
 from nmp.train.dist.context import strategy_class
 from nmp.train.dist.control import Control
+from nmp.train.failures import parse_pairs
 from nmp.train.store import DataLossError
 
 
@@ -48,15 +49,7 @@ class Kill:
 
 def parse_kill(text: str) -> Kill:
     """``server=1,step=200[,phase=commit]`` (or ``worker=0,...``) -> :class:`Kill`."""
-    fields: dict[str, str] = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise NmpError(f"--kill expects key=value pairs like server=1,step=200, got '{text}'")
-        fields[key.strip()] = value.strip()
-    unknown = set(fields) - {"server", "worker", "step", "phase"}
-    if unknown:
-        raise NmpError(f"--kill: unknown key '{sorted(unknown)[0]}' (server|worker, step, phase)")
+    fields = parse_pairs(text, "--kill", "server=1,step=200", "server|worker, step, phase")
     kinds = [k for k in ("server", "worker") if k in fields]
     if len(kinds) != 1 or "step" not in fields:
         raise NmpError(f"--kill needs one of server=/worker= and step=, got '{text}'")
