@@ -78,16 +78,20 @@ typedef struct {
 #define AT(T, part) ((T *)(S->arena + (part)))
 #define AT_OF(S_, T, part) ((T *)((S_)->arena + (part)))
 
+/* One evaluation of a channel of one instantiation, out of line (below, CFG's tick) */
+typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
+
 /* the refresh queue's size for R ranks */
 #define PQ_OF(R) (64 * (R))
 
 /* the configuration that the instantiations fix at compile time (GB_C, B_C: banks per rank and
- * per bank group, or 0 where read at run time; B_C a power of two) */
+ * per bank group, or 0 where read at run time; B_C a power of two), and tick: the
+ * instantiation's evaluation of a channel as one function (engine.c), or NULL: inlined */
 #define CFG                                                                            \
     UNUSED const int64_t C, UNUSED const int64_t R, UNUSED const int dual,                 \
         UNUSED const int closed, UNUSED const int64_t QP, UNUSED const int64_t NBLK_C,     \
-        UNUSED const int64_t GB_C, UNUSED const int64_t B_C
-#define CFG_ARGS C, R, dual, closed, QP, NBLK_C, GB_C, B_C
+        UNUSED const int64_t GB_C, UNUSED const int64_t B_C, UNUSED const TickFn tick
+#define CFG_ARGS C, R, dual, closed, QP, NBLK_C, GB_C, B_C, tick
 
 /* a run's state as restrict-qualified locals (loads the compiler may keep in registers) */
 #define UNPACK(S)                                                                          \

@@ -125,6 +125,7 @@ VARIANTS = {
     "no-drain": {12: 0},
     "no-refresh": {11: 0},
     "queues-8": {4: 8, 5: 8},
+    "queues-24-16": {4: 24, 5: 16},
     "queues-64": {4: 64, 5: 64},
     "queues-100-70": {4: 100, 5: 70},
     "frontend-3": {6: 3},
