@@ -21,9 +21,8 @@ compiler :func:`available` is False (:func:`unavailable_reason` says why) and th
 the numba engine, with the same results; so it does for an organization the C engine does not
 take (:func:`unsupported`: more than 64 banks or 8 ranks per channel, a windowed timing rule
 below the rank). The C call releases the GIL (threads replay in parallel) and may run the
-channels of one replay on several threads (``threads``), and the build (once:
-12-15 s with Clang, about 35 s with GCC 12) replaces the numba engine's first compilation
-(about 15 s).
+channels of one replay on several threads (``threads``), and the build (once: about 18 s
+with Clang 14, 22 s with GCC 12) replaces the numba engine's first compilation (about 15 s).
 """
 
 from __future__ import annotations
@@ -84,7 +83,7 @@ def _build_status():
 
     return Console(stderr=True).status(
         f"building the C DRAM engine with {' '.join(compiler())} (once per machine and "
-        "compiler; 12-35 s; `make` / `pip install` build it ahead)"
+        "compiler; about 20 s; `make` / `pip install` build it ahead)"
     )
 
 
