@@ -12,6 +12,7 @@ not mistake the long tail of a Zipf table for cold data.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numba import njit
@@ -41,6 +42,50 @@ class AccessProfile:
             hit = keys[pos] == rows
             out[hit] = counts[pos[hit]]
         return out
+
+    def counts_of(self, tables: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """:meth:`row_counts` of every (table, row) pair: one search over all tables' keys end
+        to end where every row is within its table (a loop per table costs more than the
+        search on small batches: the trainer places 26 tables per server per step)."""
+        tables = np.asarray(tables, dtype=np.int64)
+        rows = np.asarray(rows, dtype=np.int64)
+        merged = self._merged_keys
+        limit = np.asarray(self.table_rows, dtype=np.int64)
+        in_range = (
+            merged is not None
+            and (not rows.size or (int(tables.min()) >= 0 and int(tables.max()) < limit.size))
+            and bool(((rows >= 0) & (rows < limit[tables])).all())
+        )
+        if not in_range:
+            out = np.zeros(rows.size, dtype=np.float64)
+            for t in range(len(self.keys)):
+                sel = np.flatnonzero(tables == t)
+                if sel.size:
+                    out[sel] = self.row_counts(t, rows[sel])
+            return out
+        keys, counts = merged  # type: ignore[misc]
+        out = np.zeros(rows.size, dtype=counts.dtype)
+        if keys.size and rows.size:
+            g = self.first_rows[tables] + rows
+            pos = np.minimum(np.searchsorted(keys, g), keys.size - 1)
+            hit = keys[pos] == g
+            out[hit] = counts[pos[hit]]
+        return out
+
+    @cached_property
+    def _merged_keys(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The keys as global rows (each table's first row added: ascending, since each
+        table's keys are sorted and within the table) and their counts, or None where a key
+        lies outside its table. (Cached on the instance: a profile is immutable.)"""
+        inside = all(
+            not k.size or (int(k[0]) >= 0 and int(k[-1]) < r)
+            for k, r in zip(self.keys, self.table_rows, strict=True)
+        )
+        if not inside or not self.keys:
+            return None
+        first = self.first_rows
+        keys = np.concatenate([first[t] + k for t, k in enumerate(self.keys)])
+        return keys, np.concatenate(self.counts)
 
     def row_class(self, table: int, rows: np.ndarray) -> np.ndarray:
         """Frequency class of ``rows`` of ``table`` (0: never seen)."""

@@ -48,10 +48,7 @@ def locality_bits(spec, flat, profile) -> np.ndarray:
     if profile is None:
         return bits
     t = spec.rank.cache_reuse_threshold
-    for tab in range(flat.num_tables):
-        sel = np.flatnonzero(flat.table == tab)
-        bits[sel] = profile.row_counts(tab, flat.row[sel]) / profile.batches >= t
-    return bits
+    return profile.counts_of(flat.table, flat.row) / profile.batches >= t
 
 
 def new_rank_caches(spec, layouts, row_bytes: list[int]) -> LruCache | None:

@@ -163,3 +163,59 @@ def test_basis_kernel_adds_in_a_fixed_order(dim):
     assert np.array_equal(
         gather_tree_basis(*args).view(np.uint32), _tree_sum_in_order(*args).view(np.uint32)
     )
+
+
+class _PerTable:
+    """A store that reads rows table by table (no bases: the generic kernel)."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def read(self, table, rows):
+        return self.store.read(table, rows)
+
+    def basis(self, table):
+        return None
+
+
+class _AllTables(_PerTable):
+    """The same rows, also readable all tables at once by global row (as the trainer's)."""
+
+    def __init__(self, store, table_rows):
+        super().__init__(store)
+        self.first = np.concatenate([[0], np.cumsum(table_rows)]).astype(np.int64)
+        self.reads = 0
+
+    def read_rows(self, grow):
+        self.reads += 1
+        table = np.searchsorted(self.first, grow, side="right") - 1
+        out = None
+        for t in np.unique(table):
+            sel = np.flatnonzero(table == t)
+            got = self.store.read(int(t), grow[sel] - self.first[t])
+            out = np.zeros((grow.size, got.shape[1]), np.float32) if out is None else out
+            out[sel] = got
+        return out
+
+
+@pytest.mark.parametrize("name", [p for p in PRESETS if p != "host-cpu"])  # (no units, no tree)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_one_pass_over_all_tables_adds_as_the_pass_per_table(
+    name, weighted, small_workload, weighted_workload
+):
+    """pool_tables of a store with ``read_rows`` (one pass, bag = table * batch + bag) gives
+    every bit of the pass per table: the same lookups in the same order per bag."""
+    from nmp.arch.functional import pool_tables
+
+    workload = weighted_workload if weighted else small_workload  # (one width each)
+    arch = load_arch(name)
+    arch.bind(workload)
+    batch = generate_batch(workload, seed=9)
+    flat, plc, _ = arch.prepare(batch)
+    base, parent, level, node = arch.policy.reduce_nodes(arch, plc)
+    per_table = pool_tables(_PerTable(arch.store), flat, arch.table_rows, base, parent, level, node)
+    both = _AllTables(arch.store, arch.table_rows)
+    one_pass = pool_tables(both, flat, arch.table_rows, base, parent, level, node)
+    assert both.reads == 1
+    for a, b in zip(per_table, one_pass, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -315,3 +315,27 @@ def test_a_bank_unit_shares_its_bank_groups_column_path(skewed):
     trim_b = load_arch("trim-b")
     trim_b.bind(skewed)
     assert shared_bankgroup_bound(trim_b, {"bank": np.ones(trim_b.layouts["bank"].nodes)}) == 0.0
+
+
+def test_profile_counts_of_all_tables_equal_the_counts_per_table():
+    """AccessProfile.counts_of (one search over all tables) gives row_counts table by table,
+    rows the profile never saw included; a row outside its table takes the loop (0 there, not
+    the next table's count)."""
+    from nmp.arch.profile import AccessProfile
+
+    rng = np.random.default_rng(3)
+    table_rows = (50, 7, 200)
+    keys = tuple(np.union1d(rng.integers(0, r, r // 2), [0]) for r in table_rows)
+    counts = tuple(rng.integers(1, 9, k.size).astype(np.float64) for k in keys)
+    prof = AccessProfile(keys, counts, table_rows, 4)
+    tables = rng.integers(0, 3, 500)
+    rows = np.array([rng.integers(0, table_rows[t]) for t in tables])
+    want = np.empty(500)
+    for t in range(3):
+        sel = tables == t
+        want[sel] = prof.row_counts(t, rows[sel])
+    np.testing.assert_array_equal(prof.counts_of(tables, rows), want)
+    assert want.min() == 0 and want.max() > 0  # both seen and unseen rows
+    # table 1's row 7 is past its end: globally it is table 2's row 0
+    out = prof.counts_of(np.array([1, 2]), np.array([7, 0]))
+    assert out[0] == 0 and out[1] == prof.row_counts(2, np.array([0]))[0] > 0
