@@ -1,0 +1,167 @@
+"""Replays reused across design points.
+
+The DRAM engine is a pure function of its inputs, so a node's request stream replayed on the
+same view gives the same statistics. Points that share a batch (one lookup seed, as every point
+of an ``nmp evaluate`` sweep) and a level configuration (the layout, placement and lowering),
+such as a sweep of energy, area, lane or host parameters, then replay each stream once.
+
+An entry is keyed on the engine backend, the view's full value (timing, organization,
+controller, energy, bus level: its ``repr``) and a digest of the stream; the stored copy of the
+addresses (and writes) confirms a candidate element by element, so a digest collision is a
+miss, never a wrong result. A stream is stored the second time its digest is seen (the first
+time only the digest is noted): points that share nothing, such as points with their own seeds,
+then pay for a digest per replay (~0.1 ms per ReCross point), not for a copy of every stream.
+The cache holds at most :attr:`ReplayCache.max_bytes` (least recently used out first; 0 turns it
+off); each process (``nmp evaluate``'s workers) has its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nmp.memory.driver import engine_backend
+
+# Enough for every node stream of ~25 ReCross points on recross-eval (~2.2 MB each)
+REPLAY_CACHE_BYTES = 64 << 20
+_ENTRY_OVERHEAD_BYTES = 2048  # the statistics object and the key, roughly
+_SEEN_MAX = 4096  # digests noted once (a few hundred bytes each)
+
+
+def _digest(a: np.ndarray) -> tuple[int, int]:
+    """A cheap summary of a uint64 array that picks the candidate entry (not a proof): its
+    size and ~64 evenly spaced elements, the last one included."""
+    if not a.size:
+        return (0, 0)
+    step = max(1, a.size // 64)
+    return (int(a.size), hash(a[::-step].tobytes()))
+
+
+def _detached(st: Any) -> Any:
+    """A copy of a MemStats whose mappings a caller may change without touching the cache's."""
+    at = {k: dict(v) if isinstance(v, dict) else v for k, v in st.at_cycles.items()}
+    return dataclasses.replace(
+        st,
+        cmd_counts=dict(st.cmd_counts),
+        energy_breakdown_pj=dict(st.energy_breakdown_pj),
+        at_cycles=at,
+    )
+
+
+class ReplayCache:
+    """MemStats of replays by (backend, view, stream); thread-safe; bounded in bytes."""
+
+    def __init__(self, max_bytes: int = REPLAY_CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[tuple, tuple] = OrderedDict()
+        self._seen: OrderedDict[tuple, None] = OrderedDict()  # keys replayed once, not stored
+        self._bytes = 0
+        self._views: dict[int, tuple[Any, str]] = {}  # id(view) -> (view, repr(view))
+        self._lock = threading.Lock()
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._seen.clear()
+            self._views.clear()
+            self._bytes = 0
+            self.hits = self.misses = 0
+
+    def _view_key(self, view: Any) -> str:
+        # specs are frozen: their repr is computed once per object
+        hit = self._views.get(id(view))
+        if hit is not None and hit[0] is view:
+            return hit[1]
+        text = repr(view)
+        with self._lock:
+            if len(self._views) > 256:
+                self._views.clear()
+            self._views[id(view)] = (view, text)
+        return text
+
+    def replay(
+        self,
+        replay_lines: Callable[..., Any],
+        addr: np.ndarray,
+        view: Any,
+        write: np.ndarray | bool = False,
+    ) -> Any:
+        """``replay_lines(addr, view, write)`` (uint64 ``addr``), or the stored result of the
+        same call."""
+        if self.max_bytes <= 0:
+            return replay_lines(addr, view, write)
+        if isinstance(write, bool | np.bool_):
+            w_key: tuple = (bool(write),)
+            w_arr = None
+        else:
+            w_arr = np.asarray(write)
+            w_key = (w_arr.dtype.str, w_arr.shape, int(np.count_nonzero(w_arr)))
+        key = (engine_backend(), self._view_key(view), _digest(addr), w_key)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+        if entry is not None:
+            s_addr, s_write, st = entry
+            if w_arr is None:
+                same_writes = s_write is None
+            else:
+                same_writes = s_write is not None and np.array_equal(s_write, w_arr)
+            same = same_writes and np.array_equal(s_addr, addr)
+            if same:
+                with self._lock:
+                    self.hits += 1
+                return _detached(st)
+        st = replay_lines(addr, view, write)
+        with self._lock:
+            self.misses += 1
+            again = entry is not None or key in self._seen
+            if again:
+                self._seen.pop(key, None)
+            else:
+                self._seen[key] = None
+                if len(self._seen) > _SEEN_MAX:
+                    self._seen.popitem(last=False)
+        if again:
+            self._store(key, addr, w_arr, st)
+        return st
+
+    def _store(self, key: tuple, addr: np.ndarray, w_arr: np.ndarray | None, st: Any) -> None:
+        stored = (addr.copy(), None if w_arr is None else w_arr.copy(), _detached(st))
+        size = self._entry_bytes(stored)
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= self._entry_bytes(old)
+            self._entries[key] = stored
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, evicted = self._entries.popitem(last=False)
+                self._bytes -= self._entry_bytes(evicted)
+
+    @staticmethod
+    def _entry_bytes(entry: tuple) -> int:
+        s_addr, s_write, _ = entry
+        return s_addr.nbytes + (0 if s_write is None else s_write.nbytes) + _ENTRY_OVERHEAD_BYTES
+
+
+# The process's cache, shared by every design point (and the threads of one)
+REPLAYS = ReplayCache()
+
+__all__ = ["REPLAYS", "REPLAY_CACHE_BYTES", "ReplayCache"]
