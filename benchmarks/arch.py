@@ -12,8 +12,11 @@
    share of time spent inside the DRAM engine (``replay_lines``); on one thread
    (``NMP_THREADS=1``), then on every CPU (a point's node replays and its functional gather
    run side by side).
+4. Points that share their streams: a sweep of one energy figure (``arch.rank.pj_per_add``) at
+   one lookup seed, a new design per point (as ``nmp evaluate``'s points), on one thread, with
+   the replay cache (:mod:`nmp.arch.replay_cache`) and without, alternating.
 
-Usage: ``python benchmarks/arch.py [--points N] [--arch recross] [--repeat N]``
+Usage: ``python benchmarks/arch.py [--points N] [--arch recross] [--repeat N] [--sweep N]``
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def design_points(arch: str, n: int, threads: int) -> float:
     import nmp.arch.replay
     import nmp.memory
     from nmp.arch import run_design_point
+    from nmp.arch.replay_cache import REPLAYS
 
     os.environ["NMP_THREADS"] = str(threads)
     spent = {"replay_s": 0.0}
@@ -51,6 +55,7 @@ def design_points(arch: str, n: int, threads: int) -> float:
     run_design_point(arch, "recross-eval", seed=0)
     warm = time.perf_counter() - t0
     nmp.arch.replay.replay_lines = timed(inner)
+    reused = REPLAYS.hits
     try:
         t0 = time.perf_counter()
         for i in range(n):
@@ -74,8 +79,52 @@ def design_points(arch: str, n: int, threads: int) -> float:
             f"  DRAM engine time summed over the threads: {spent['replay_s'] / n * 1e3:.1f} ms "
             "per point"
         )
-    print(f"  last point: {r.lookups_per_s:.3g} lookups/s, latency {r.latency_ns / 1e3:.1f} us")
+    print(
+        f"  replays reused from the cache: {REPLAYS.hits - reused} (each point has its own "
+        f"seed); last point: {r.lookups_per_s:.3g} lookups/s, latency {r.latency_ns / 1e3:.1f} us"
+    )
     return n / elapsed
+
+
+def shared_streams(arch: str, n: int, repeat: int = 3) -> None:
+    """Points per second of a same-seed sweep of an energy figure (every point a new design,
+    so its set-up runs too), with the replay cache and without (printed)."""
+    import statistics
+
+    from nmp.arch import run_design_point
+    from nmp.arch.replay_cache import REPLAYS
+
+    os.environ["NMP_THREADS"] = "1"
+    budget = REPLAYS.max_bytes
+    rates: dict[bool, list[float]] = {False: [], True: []}
+    hits = total = 0
+    k = 0
+    try:
+        for _ in range(repeat):
+            for cached in (False, True):
+                REPLAYS.clear()
+                REPLAYS.max_bytes = budget if cached else 0
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    k += 1  # a value no earlier point used: a new design
+                    ov = {"arch": {"rank.pj_per_add": 0.9 + 1e-4 * k}}
+                    run_design_point(arch, "recross-eval", overrides=ov, seed=1)
+                rates[cached].append(n / (time.perf_counter() - t0))
+                if cached:
+                    hits, total = REPLAYS.hits, REPLAYS.hits + REPLAYS.misses
+    finally:
+        REPLAYS.max_bytes = budget
+        REPLAYS.clear()
+    off, on = statistics.median(rates[False]), statistics.median(rates[True])
+    print(
+        f"points sharing their streams: {arch} on recross-eval, {n} points of one seed, "
+        f"arch.rank.pj_per_add swept (a new design each), one thread; median of {repeat}, "
+        "alternating"
+    )
+    print(
+        f"  {on:.2f} points/s with the replay cache ({hits} of {total} replays reused), "
+        f"{off:.2f} without: {on / off:.2f}x"
+    )
 
 
 def functional(rows: int, tables: int, dim: int, batch: int, pooling: int, repeat: int) -> None:
@@ -176,6 +225,9 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=20)
     ap.add_argument("--arch", default="recross")
     ap.add_argument("--repeat", type=int, default=7, help="timings of each gather-reduce side")
+    ap.add_argument(
+        "--sweep", type=int, default=8, help="points of the same-seed sweep (0: skip it)"
+    )
     args = ap.parse_args()
     functional(rows=200_000, tables=8, dim=64, batch=2048, pooling=100, repeat=args.repeat)
     partition_lp()
@@ -186,6 +238,8 @@ def main() -> None:
     if every > 1:
         many = design_points(args.arch, args.points, every)
         print(f"  {every} threads / 1 thread: {many / one:.2f}x")
+    if args.sweep > 0:
+        shared_streams(args.arch, args.sweep)
 
 
 if __name__ == "__main__":
