@@ -27,7 +27,9 @@
  *  - Exact wake times. When a channel issues nothing, it sleeps until the earliest ready
  *    clock of the classes it holds (or the next refresh), computed exactly from the table.
  *    The reference keeps per-request lower bounds instead and may wake earlier, to a cycle
- *    where nothing issues; skipping such a cycle changes nothing.
+ *    where nothing issues; skipping such a cycle changes nothing. Without dual issue, a
+ *    channel that issued sleeps likewise, until a lower bound of its next useful cycle
+ *    (chan_tick).
  *  - Channels run on their own. The frontend, which offers requests strictly in order, is
  *    all that couples the channels: it advances a channel through its evaluations up to the
  *    cycle at which it offers it a request, and a refused request waits for the cycle at which

@@ -482,7 +482,27 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
         if (p.kind == K_REF) refresh_state(S, c, clk, p.cmd, rk, rkl, CFG_ARGS);
         else request_state(S, c, clk, &p, q, row, lb, bk, rk, CFG_ARGS);
     }
-    wake[c] = issued ? clk + 1 : mn(fut, not_ready_min(S, c, &nr, CFG_ARGS));
+    if (!issued) {
+        wake[c] = mn(fut, not_ready_min(S, c, &nr, CFG_ARGS));
+        return;
+    }
+    wake[c] = clk + 1;
+    /* Single issue: after an issue, the next evaluation that can issue is no earlier than the
+     * earliest ready clock of the classes now queued in the buffer of the write mode or in the
+     * active buffer (ready clocks only rise; classes change only at an issue or an arrival,
+     * and accept() lowers the wake time for the class it adds). Evaluating before it would
+     * find nothing; skipping it changes nothing but the count of evaluations, unless the
+     * evaluation itself would act: refresh queued, or the write mode about to flip (a later
+     * arrival could undo the condition). Blocked classes are counted: the bound may be early,
+     * never late. DDR4/DDR5 reference cases: evaluations per request 3.3-3.8 -> 1.9, 4-7 %
+     * faster; with dual issue (HBM) fewer evaluations find nothing (2.03 -> 1.45), and the
+     * bound, computed after every issue, cost more than they did (4 % slower): not there. */
+    if (dual || !S->jump || plen[c] > 0 || WMODE_FLIPS(c)) return;
+    const int64_t pi = c * 2 + (wmode[c] ? K_WR : K_RD);
+    const uint64_t om = open_m[c], am = act_m[c], aw = aw_m[c];
+    const NotReady all = {{h_m[pi], m_m[pi] & ~om, m_m[pi] & om, am & ~aw, am & aw},
+                          wmode[c] ? wr_cmd : rd_cmd};
+    wake[c] = mx(clk + 1, mn(fut, not_ready_min(S, c, &all, CFG_ARGS)));
 }
 
 #endif
