@@ -304,7 +304,9 @@ def pool_tables(store, flat, table_rows, base, parent, level, node) -> list[np.n
     """Pooled sums of every table (float32 [batch, dim]): the lookup at ``base[level] + node``'s
     unit is accumulated there, and the partial sums climb ``parent`` to the output. Rows are read
     in place from ``store`` (:mod:`nmp.arch.rowdata`) where it keeps a table as two bases,
-    otherwise each distinct row is read once. ``flat`` is table-sorted (:class:`FlatLookups`)."""
+    otherwise each distinct row is read once; a store that also reads the rows of all tables
+    at once (``read_rows``, by global row) is gathered in one pass over every table, with the
+    same sums. ``flat`` is table-sorted (:class:`FlatLookups`)."""
     read_rows = getattr(store, "read_rows", None)
     if read_rows is not None and flat.n:
         return _pool_all_tables(read_rows, flat, table_rows, base, parent, level, node)
