@@ -148,8 +148,15 @@ def test_unusual_configurations_identical(dram_ref, variant):
 @pytest.mark.parametrize("preset", PRESETS)
 def test_presets_with_writes_and_arrivals_identical(preset):
     rng = np.random.default_rng(11)
-    for ranks in (1, 2):
-        spec = load_memory(preset, ranks=ranks) if "hbm" not in preset else load_memory(preset)
+    # (ranks, channels): DDR on one channel and on several (their own instantiations)
+    for ranks, channels in ((1, None), (2, None), (1, 4), (2, 2)):
+        if "hbm" in preset and channels is not None:
+            continue  # (HBM: its preset's channels and pseudo-channels, twice)
+        spec = (
+            load_memory(preset)
+            if "hbm" in preset
+            else load_memory(preset, ranks=ranks, channels=channels)
+        )
         n = 3000
         # a hot region (row hits, forwarding, coalescing) mixed with random lines
         hot = rng.integers(0, 4096, n) * 64
@@ -195,7 +202,8 @@ def test_threaded_channels_identical(dram_ref, threads):
         multi += spec.org.channels > 1
     assert multi >= 16
     rng = np.random.default_rng(3)
-    for preset, channels in (("hbm2-2000", 8), ("hbm3-6400", None), ("ddr4-3200aa", 4)):
+    presets = (("hbm2-2000", 8), ("hbm3-6400", None), ("ddr4-3200aa", 4), ("ddr5-4800-40", 2))
+    for preset, channels in presets:
         spec = load_memory(preset, channels=channels)
         n = 20000
         hot = rng.integers(0, 2048, n) * 64
