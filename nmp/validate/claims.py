@@ -57,7 +57,7 @@ from typing import Any
 from nmp.config import load_toml
 from nmp.errors import SpecError
 from nmp.plugins import load_claim_model
-from nmp.validate.setup import PaperSetup, parse_setup
+from nmp.validate.setup import PaperSetup, check_table, parse_setup
 
 CLAIMS_DIR = Path(__file__).parent / "claims"
 KINDS = ("ordering", "value")
@@ -249,11 +249,7 @@ def verdict(
 
 def _check_claim(raw: dict[str, Any], i: int, file: str) -> None:
     key = f"claims[{i}]"
-    if not isinstance(raw, dict):
-        raise SpecError("must be a table", file=file, key=key)
-    unknown = sorted(set(raw) - _CLAIM_KEYS)
-    if unknown:
-        raise SpecError(f"unknown key(s) {', '.join(unknown)}", file=file, key=key)
+    check_table(raw, _CLAIM_KEYS, file, key)
     for name in _REQUIRED:
         if name not in raw:
             raise SpecError("missing", file=file, key=f"{key}.{name}")

@@ -71,14 +71,19 @@ def _text(raw: dict[str, Any], name: str, file: str, key: str) -> str:
     return value.strip()
 
 
+def check_table(raw: Any, allowed: set[str] | frozenset[str], file: str, key: str) -> None:
+    """``raw`` is a table with no key outside ``allowed``, else a SpecError naming ``key``."""
+    if not isinstance(raw, dict):
+        raise SpecError("must be a table", file=file, key=key)
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise SpecError(f"unknown key(s) {', '.join(unknown)}", file=file, key=key)
+
+
 def parse_setup(raw: Any, file: str) -> PaperSetup:
     """A ``[setup]`` table, checked: a summary, and values with a key, a value and exactly one
     of source / chosen; keys unique."""
-    if not isinstance(raw, dict):
-        raise SpecError("must be a table", file=file, key="setup")
-    unknown = sorted(set(raw) - _SETUP_KEYS)
-    if unknown:
-        raise SpecError(f"unknown key(s) {', '.join(unknown)}", file=file, key="setup")
+    check_table(raw, _SETUP_KEYS, file, "setup")
     summary = _text(raw, "summary", file, "setup")
     if not summary:
         raise SpecError("missing: one line naming the evaluated system", file=file, key="setup")
@@ -89,11 +94,7 @@ def parse_setup(raw: Any, file: str) -> PaperSetup:
     seen: set[str] = set()
     for i, item in enumerate(items):
         where = f"setup.values[{i}]"
-        if not isinstance(item, dict):
-            raise SpecError("must be a table", file=file, key=where)
-        unknown = sorted(set(item) - _VALUE_KEYS)
-        if unknown:
-            raise SpecError(f"unknown key(s) {', '.join(unknown)}", file=file, key=where)
+        check_table(item, _VALUE_KEYS, file, where)
         key = item.get("key")
         if not isinstance(key, str) or not key:
             raise SpecError("missing: a dotted key", file=file, key=f"{where}.key")
