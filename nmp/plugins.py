@@ -40,6 +40,7 @@ STUDY_RUNNERS: Registry[Callable[..., Any]] = Registry(
     "study runner",
     (
         "nmp.cache.study",
+        "nmp.evaluate.locality",
         "nmp.evaluate.sensitivity",
         "nmp.shard.study",
         "nmp.train.alltoall.study",

@@ -17,6 +17,7 @@ import numpy as np
 
 from nmp.errors import NmpError
 from nmp.workload import sampling
+from nmp.workload.distributions import DISTRIBUTIONS
 from nmp.workload.spec import WorkloadSpec
 
 
@@ -150,16 +151,9 @@ def generate_table(spec: WorkloadSpec, table: int, seed: int | None = None) -> T
 
 def draw_rows(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int) -> np.ndarray:
     """``n`` independent rows of ``table`` under the workload's access distribution (the draws
-    of :func:`generate_table`, for generators that compose their own bags)."""
-    rows = spec.tables[table].rows
-    dist = spec.distribution
-    if dist == "uniform":
-        return rng.integers(0, rows, n, dtype=np.int64)
-    if dist == "zipf":
-        return ranked_rows(spec, table, sampling.zipf_ranks(rng, n, rows, spec.effective_alpha))
-    if dist == "pareto":
-        return ranked_rows(spec, table, sampling.pareto_ranks(rng, n, rows, spec.effective_alpha))
-    return _reuse_rows(spec, table, rng, n)
+    of :func:`generate_table`, for generators that compose their own bags); the distribution
+    is the registered variant :data:`nmp.workload.distributions.DISTRIBUTIONS` names."""
+    return DISTRIBUTIONS.get(spec.distribution).draw(spec, table, rng, n)
 
 
 # Ranks below this are mapped through a cached table (the hot head of every skewed
@@ -210,7 +204,7 @@ def ranked_rows(spec: WorkloadSpec, table: int, ranks: np.ndarray | int) -> np.n
     return out
 
 
-def _reuse_rows(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int) -> np.ndarray:
+def reuse_rows(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int) -> np.ndarray:
     """Rows under the hot-set distribution: a hot access is a uniform (or Zipf(hot_alpha))
     rank of the hot set mapped by :func:`ranked_rows`; a cold access is uniform over the rows
     outside the hot set (drawn over the table, hot rows redrawn), which needs no permutation."""

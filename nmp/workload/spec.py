@@ -22,6 +22,9 @@ Access distributions (per table, rows drawn independently with replacement):
 * ``reuse``: a hot set of ``hot_rows`` rows receives a fraction ``hot_fraction`` of the accesses
   (uniform in the hot set, or Zipf with ``hot_alpha``), the rest go uniformly to the other rows.
   ``reuse = high|medium|low|random`` selects the levels of :data:`REUSE_LEVELS`.
+* ``measured``: popularity classes fitted to a published production reuse histogram,
+  ``locality = "meta-2022"`` (the default) naming ``data/locality/<name>.toml``
+  (:mod:`nmp.workload.locality`, :mod:`nmp.workload.measured`).
 """
 
 from __future__ import annotations
@@ -47,7 +50,9 @@ from nmp.units import MIB
 Dtype = Literal["float32", "float16", "bfloat16", "int8"]
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 
-Distribution = Literal["uniform", "zipf", "pareto", "reuse"]
+# The names of the registered access distributions (nmp.workload.distributions; a test checks
+# that both lists agree).
+Distribution = Literal["uniform", "zipf", "pareto", "reuse", "measured"]
 ReuseLevel = Literal["", "high", "medium", "low", "random"]
 
 # Hot-set levels for the ``reuse`` distribution: (hot rows per table, fraction of accesses to
@@ -176,6 +181,8 @@ class WorkloadSpec:
     hot_rows: int | None = None
     hot_fraction: float | None = None
     hot_alpha: float = 0.0
+    # The measured locality (data/locality/<name>.toml) of distribution "measured"; "" = default.
+    locality: str = ""
     # Scatter ranks through a seeded permutation of the table (hot rows spread over the rows).
     scatter: bool = True
     # Per-sample weights (float32 uniform in [0, 1)) as for weighted features.
@@ -256,6 +263,22 @@ class WorkloadSpec:
             raise KeyedValueError("hot_rows", "must be >= 0")
         if self.hot_fraction is not None and not 0.0 <= self.hot_fraction <= 1.0:
             raise KeyedValueError("hot_fraction", "must lie in [0, 1]")
+        if self.locality:
+            if self.distribution != "measured":
+                raise KeyedValueError(
+                    "locality",
+                    f"applies only with distribution = 'measured' "
+                    f"(this workload's is '{self.distribution}')",
+                )
+            # on use: a file lookup, not a registry one (the data's names, not code's)
+            from nmp.workload.locality import locality_names
+
+            if self.locality not in locality_names():
+                raise KeyedValueError(
+                    "locality",
+                    f"unknown measured locality '{self.locality}' "
+                    f"(known: {', '.join(locality_names()) or 'none'}; data/locality/*.toml)",
+                )
         if self.distribution == "reuse":
             if not self.reuse and (self.hot_rows is None or self.hot_fraction is None):
                 raise KeyedValueError(
@@ -317,6 +340,8 @@ class WorkloadSpec:
             if rows == 0 or frac == 0:
                 return f"reuse {self.reuse or 'custom'} (uniform)"
             return f"reuse {self.reuse or 'custom'} ({rows} hot rows/table, {frac:.0%})"
+        if self.distribution == "measured":
+            return f"measured ({self.locality or 'meta-2022'} reuse histogram)"
         return self.distribution
 
 
@@ -402,8 +427,10 @@ def _load_workload(path: Path, overrides: dict[str, Any] | None) -> WorkloadSpec
     if "distribution" not in overrides:
         if any(k in overrides for k in ("reuse", "hot_rows", "hot_fraction")):
             overrides["distribution"] = "reuse"
-        elif "alpha" in overrides and spec.distribution in ("uniform", "reuse"):
+        elif "alpha" in overrides and spec.distribution in ("uniform", "reuse", "measured"):
             overrides["distribution"] = "zipf"
+        elif overrides.get("locality"):
+            overrides["distribution"] = "measured"
     dist = overrides.get("distribution", spec.distribution)
     # Switching distribution drops the parameters that no longer apply.
     if dist != "reuse":
@@ -412,6 +439,8 @@ def _load_workload(path: Path, overrides: dict[str, Any] | None) -> WorkloadSpec
                 overrides[key] = "" if key == "reuse" else None
     if dist != spec.distribution and "alpha" not in overrides and spec.alpha is not None:
         overrides["alpha"] = None
+    if dist != "measured" and "locality" not in overrides and spec.locality:
+        overrides["locality"] = ""
     return apply_overrides(spec, overrides, root="workload")
 
 
