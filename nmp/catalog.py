@@ -37,6 +37,7 @@ REGISTRY_MODULES = (
     "nmp.train.strategies.base",
     "nmp.train.partial_save",
     "nmp.report.plots",
+    "nmp.workload.distributions",
     "nmp.plugins",
 )
 

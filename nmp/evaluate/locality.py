@@ -119,6 +119,17 @@ def parse_scan(
         if not isinstance(names, list) or not names or not all(isinstance(d, str) for d in names):
             raise _err("designs", "must list design presets", where)
         designs = tuple(ScanDesign(d, d, _design_set(d, common)) for d in names)
+    else:
+        # a sweep's scan: its designs, or those of them that ``designs`` names
+        if "set" in params:
+            raise _err("set", "a sweep's scan runs its designs with their own overrides", where)
+        names = params.get("designs", [d.label for d in designs])
+        known = [d.label for d in designs]
+        if not isinstance(names, list) or not names or not all(n in known for n in names):
+            raise _err(
+                "designs", f"must list some of the sweep's designs ({', '.join(known)})", where
+            )
+        designs = tuple(d for d in designs if d.label in names)
     labels = [d.label for d in designs]
     reference = params.get("reference", "host-cpu")
     if reference not in labels:
@@ -340,6 +351,19 @@ def check_params(params: dict[str, Any]) -> None:
     parse_scan(params)
 
 
+def check_sweep_scan(sweep: Any) -> None:
+    """A sweep's ``[locality_scan]``, checked when the sweep is loaded (errors name
+    ``locality_scan.<key>``)."""
+    if sweep.locality_scan:
+        parse_scan(sweep.locality_scan, designs=_sweep_designs(sweep), where="locality_scan")
+
+
+def _sweep_designs(sweep: Any) -> tuple[ScanDesign, ...]:
+    return tuple(
+        ScanDesign(d.label, d.arch, tuple(sorted(d.set.items()))) for d in sweep.all_designs
+    )
+
+
 @study_runner
 def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
     """The skew scan of ``params`` into ``out_dir`` (report.md, results.csv, results.jsonl,
@@ -458,7 +482,10 @@ def workload_localities(workloads: list[str]) -> list[dict[str, str]]:
 
     out = []
     for name in workloads:
-        spec = load_workload(name)
+        try:
+            spec = load_workload(name)
+        except NmpError:  # a record from elsewhere: nothing to say about it
+            continue
         source = "chosen in the workload preset (no published exponent)"
         if spec.distribution == "measured":
             from nmp.workload.locality import DEFAULT_LOCALITY, load_histogram
@@ -489,10 +516,7 @@ def locality_summary(sweep: Any, records: list[dict[str, Any]], jobs: int = 1) -
     params = getattr(sweep, "locality_scan", None)
     if not params:
         return {"locality": out}
-    designs = tuple(
-        ScanDesign(d.label, d.arch, tuple(sorted(d.set.items()))) for d in sweep.all_designs
-    )
-    setup = parse_scan(params, designs=designs, where="locality_scan")
+    setup = parse_scan(params, designs=_sweep_designs(sweep), where="locality_scan")
     out["scan"] = analyze_scan(setup, run_scan(setup, jobs, _own_points(setup, records)))
     return {"locality": out}
 

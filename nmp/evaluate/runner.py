@@ -39,6 +39,7 @@ from nmp.errors import NmpError
 from nmp.evaluate.analysis import analyze
 from nmp.evaluate.environment import environment
 from nmp.evaluate.executor import Executor, PointFn, SerialExecutor
+from nmp.evaluate.locality import locality_summary
 from nmp.evaluate.store import (
     JsonlLog,
     read_jsonl,
@@ -370,6 +371,7 @@ def _run_locked(
     }
     if records:
         summary.update(analyze(records, baseline=sweep.baseline_label, objectives=sweep.objectives))
+        summary.update(locality_summary(sweep, records))
     else:
         summary.update(
             {

@@ -82,6 +82,8 @@ class SweepSpec:
     lookup_seed: int | None = None
     objectives: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_OBJECTIVES))
     description: str = ""
+    # a skew scan whose crossovers the report gives (nmp.evaluate.locality); {} = none
+    locality_scan: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
         if not self.workloads:
@@ -203,7 +205,20 @@ def parse_sweep(data: dict[str, Any], *, file: str | None = None) -> SweepSpec:
         data["designs"] = designs
     spec = from_mapping(SweepSpec, data, file=file)
     _check_labels(spec, file)
+    _check_locality_scan(spec, file)
     return spec
+
+
+def _check_locality_scan(spec: SweepSpec, file: str | None) -> None:
+    from nmp.errors import NmpError
+    from nmp.evaluate.locality import check_sweep_scan  # on use (start-up time)
+
+    try:
+        check_sweep_scan(spec)
+    except SpecError:
+        raise
+    except NmpError as exc:
+        raise SpecError(exc.message, file=file) from None
 
 
 def _flatten(table: Any, prefix: str, file: str | None) -> dict[str, Any]:

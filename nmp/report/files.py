@@ -15,6 +15,7 @@ from typing import Any
 
 from nmp.fileio import atomic_write_text
 from nmp.report.format import fmt_num, fmt_ratio, fmt_time_ns
+from nmp.report.locality import locality_markdown
 
 CSV_METRICS = (
     "latency_ns",
@@ -158,6 +159,8 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
             out += _md_table(POINT_HEADER, [_point_cells(r) for r in grows])
         else:
             out += ["", f"{len(grows)} points: see results.csv for all of them."]
+    if summary.get("locality"):  # nmp.evaluate.locality.locality_summary
+        out += ["", *locality_markdown(summary["locality"])]
     if summary["failed"]:
         out += ["", "## Failed points", ""]
         out += _md_table(

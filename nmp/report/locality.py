@@ -53,10 +53,19 @@ def scan_markdown(scan: dict[str, Any]) -> list[str]:
     ]
     refs = [ref, *[g for g in scan["gpus"] if g != ref]]
     for r in refs:
+        ahead = [d["design"] for d in scan["designs"]
+                 if r in d["versus"] and d["versus"][r]["ratio_at_measured"] >= 1.0]  # fmt: skip
+        behind = [d["design"] for d in scan["designs"]
+                  if r in d["versus"] and d["versus"][r]["ratio_at_measured"] < 1.0]  # fmt: skip
         out += [
+            f"At the measured locality (run as such, not read off the Zipf axis) "
+            f"{', '.join(ahead) or 'no design'} {'is' if len(ahead) == 1 else 'are'} faster than "
+            f"`{r}`; {', '.join(behind) or 'none'} slower.",
+            "",
             f"Against `{r}`:",
             "",
-            "| design | crossover | x at measured locality | hit rates at measured locality |",
+            f"| design | crossover | lookups/s over {r}'s at the measured locality "
+            "| hit rates at the measured locality |",
             "|---|---|---:|---|",
         ]
         for d in scan["designs"]:
@@ -94,11 +103,18 @@ def fit_markdown(fit: dict[str, Any]) -> list[str]:
     return out
 
 
+MAX_RATE_ROWS = 60  # points listed; a larger sweep's hit rates are in summary.json
+
+
 def hit_rate_markdown(points: list[dict[str, Any]]) -> list[str]:
+    if len(points) > MAX_RATE_ROWS:
+        return [f"Hit rates of the {len(points)} points: summary.json, key locality.hit_rates."]
     out = [
-        "Every design's caches and hot-row stores, beside the host's (steady state: warmed by "
-        "the batches before the timed one; replicas and partitions from a profile of other "
-        "batches):",
+        "Every design's caches and hot-row stores, beside the host's: the share of the lookups "
+        "(host and GPU: of the cache lines) each serves. Caches at steady state, warmed by the "
+        "batches before the timed one; TRiM's replicas and ReCross's partition come from an "
+        "access profile of other batches (for ReCross, the share each level serves: its "
+        "partition puts the hottest rows on the level with the most bandwidth per row).",
         "",
         "| workload | design | hit rates (share of the lookups each serves) |",
         "|---|---|---|",
