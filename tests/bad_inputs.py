@@ -154,6 +154,10 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "bad-runner.toml": _text(
         'name = "bad-runner"\nrunner = "nmp.evaluate.study:is_custom"\n[params]\nx = 1\n'
     ),
+    "bad-scan.toml": _text(
+        SMALL_SWEEP + '[locality_scan]\nworkload = "recross-eval"\nalphas = [0.0, 1.0]\n'
+        'designs = ["trim-g"]\n'
+    ),
     "bad-label.tsv": _text(_tsv(0, "x")),
     "nan-dense.tsv": _text(_tsv(5, "nan")),
     "truncated.npz": _truncated_npz,

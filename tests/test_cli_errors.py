@@ -71,6 +71,13 @@ CASES = [
         ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--run", "../x"],
         "--run",
     ),
+    # issue 38: a measured locality that does not exist, a skew scan that names no design
+    ("run-unknown-locality", [*RUN, "--set", "workload.locality=nowhere"], "workload.locality"),
+    (
+        "evaluate-bad-locality-scan",
+        ["evaluate", "{tmp}/bad-scan.toml", "--check"],
+        "locality_scan.designs",
+    ),
 ]
 # issue 30: non-finite floats, refused where they are parsed (a flag, --set, a TOML file), naming
 # the flag or key; before, nan or inf made loops spin forever or raised OverflowError
