@@ -142,3 +142,23 @@ def test_report_section_states_locality_and_crossover():
         "objectives": {"lookups_per_s": "max"}, "rows": [], "groups": [], "locality": loc,
     }  # fmt: skip
     assert "## Locality" in report_markdown(summary, [])
+
+
+def test_equivalent_alpha_matches_the_head_share():
+    from nmp.evaluate.locality import HEAD_FRACTION, equivalent_alpha
+    from nmp.workload import load_workload
+    from nmp.workload.distributions import workload_head_mass
+
+    alpha, head = equivalent_alpha("recross-eval", "meta-2022")
+    zipf = load_workload("recross-eval", {"alpha": alpha})
+    assert workload_head_mass(zipf, HEAD_FRACTION) == pytest.approx(head, abs=1e-6)
+    assert 0.5 < alpha < 1.5
+
+
+def test_default_sweep_scans_locality():
+    from nmp.evaluate.sweep import load_sweep
+
+    sweep, _ = load_sweep("default")  # parsing checks the scan against the sweep's designs
+    params = sweep.locality_scan
+    assert params["alphas"][0] == 0.0 and params["reference"] == "host-cpu"
+    assert params["locality"] == "meta-2022"
