@@ -32,7 +32,7 @@ def interval_steps(cfg, strategy: str) -> int:
     if cfg.ckpt_every:
         return cfg.ckpt_every
     cls = REGISTRY.get(strategy)
-    if cls.scale_model not in ("rollback", "partial"):
+    if not cls.writes_checkpoints:
         return 0
     strat = make_strategy(strategy, cfg)
     strat.attach(Trainer(cfg, parity=False))

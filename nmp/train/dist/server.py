@@ -70,7 +70,7 @@ class Server:
         self.modeled: dict[str, list[float]] = {"gather_ns": [], "gather_pj": []}
         self.wall: dict[str, float] = {}
         self.tracking = (
-            ctx.strategy.new_tracking(len(self.rows)) if ctx.recovery == "partial" else None
+            ctx.strategy.new_tracking(len(self.rows)) if ctx.strategy.tracks_rows else None
         )
         self.top_k = max(1, int(cfg.cpr_fraction * len(self.rows)))
         self.saver = Saver(ctx, self.role)
@@ -123,12 +123,8 @@ class Server:
             z = files.load(ctx.ckpt_dir(rec["rollback"]) / files.part_name(self.role))
             self.records[:] = z["records"]
             self.row_ok[:] = True
-        elif fresh and ctx.recovery == "partial":
-            self.records[:] = files.partial_restore(ctx, self.role, self.rows, rec["resume_step"])
-            self.row_ok[:] = True
-        elif fresh and ctx.recovery == "reinit":
-            seed = ctx.cfg.seed + 7919 * int(rec["gen"])
-            self.records[:] = init_records(ctx.geo, ctx.width, seed, self.rows)
+        elif fresh and (got := ctx.strategy.restore_replacement(ctx, self.role, self.rows, rec)) is not None:
+            self.records[:] = got
             self.row_ok[:] = True
         if fresh and ctx.coded:
             positions = int((~self.row_ok).sum() + (~self.par_ok).sum())
