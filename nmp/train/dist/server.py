@@ -39,6 +39,7 @@ from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.context import Context
 from nmp.train.dist import files
 from nmp.train.dist.files import Saver
+from nmp.train.dist.phases import PhaseClock
 from nmp.train.shard import NodeMemory, Request, combine_row_grads, request_for
 from nmp.train.trainer import init_records
 
@@ -76,6 +77,8 @@ class Server:
         self.saver = Saver(ctx, self.role)
         self.codec = make_alltoall(cfg)  # train.compress: the pooled and gradient traffic
         self.events: list[dict[str, Any]] = []
+        self.clock = PhaseClock()  # the schedule's phases, timed per step
+        self.parity_phases = ctx.schedule.has("parity_delta")
 
     # -- records --------------------------------------------------------------------------------
 
@@ -135,17 +138,25 @@ class Server:
     def step(self, i: int, comm: Comm, ctl: Control, gen: int, *, train: bool = True):
         ctx = self.ctx
         t0 = time.perf_counter()
+        clock = self.clock
+        if train:
+            clock.start(gen, i)
+        else:
+            clock.stop()
         reqs = []
         for w in range(ctx.spec.workers):
             pos, rows, shape = comm.recv(ctx.worker_rank(w))
             t_n, b_n, p_n = (int(x) for x in shape)
             reqs.append(Request(pos=pos, rows=rows, shape=(t_n, b_n, p_n)))
+        clock.lap("lookup")
         if self.rebuilding:
             self._repair(comm, np.concatenate([r.rows for r in reqs]), i)
+            clock.lap("repair")
         timed = train and i % ctx.cfg.cost_sample == 0
         t_ns = e_pj = 0.0
         for w, req in enumerate(reqs):
             (slots, vectors), op = self.mem.gather(req, self.values, timed=timed)
+            clock.lap("gather")
             if op is not None:
                 t_ns, e_pj = t_ns + op.t_ns, e_pj + op.total_energy_pj
             kind = "pooled" if train else "eval_pooled"
@@ -154,11 +165,13 @@ class Server:
                 comm.post(ctx.worker_rank(w), kind, *msg)
             else:
                 comm.post(ctx.worker_rank(w), kind, slots.astype(np.int32), vectors)
+            clock.lap("pooled")
         if timed:
             self.modeled["gather_ns"].append(t_ns)
             self.modeled["gather_pj"].append(e_pj)
         for peer in sorted(self.rebuilding_peers):
             self._serve_repair(comm, peer)
+            clock.lap("repair")
         if not train:
             comm.flush()
             return
@@ -168,24 +181,33 @@ class Server:
             if self.codec is not None:
                 grads = self.codec.decode_grads(rows, grads, ctx.geo.dim)
             parts.append((rows, grads))
+        clock.lap("row_grad")
         rows, grad = combine_row_grads(parts)
         idx = self.local(rows)
         old = self.records[idx]
         new = optim.apply_rows(ctx.cfg.optimizer, old, grad, lr=ctx.cfg.lr_embedding)
-        staged_delta = self._exchange_deltas(comm, rows, old, new) if ctx.coded else None
+        clock.lap("optimizer")
+        staged_delta = None
+        if self.parity_phases:
+            staged_delta = self._exchange_deltas(comm, rows, old, new)
         comm.flush()
+        clock.lap("parity_delta")  # (nothing without parity: the flush of the sends)
         self.wall["step"] = self.wall.get("step", 0.0) + time.perf_counter() - t0
         if ctl.vote(gen, i, ctx.spec.world, ctx.spec.timeout_s) == ABORT:
+            clock.drop()
             raise Aborted(f"step {i} aborted")
         ctl.fault_point(self.role, "commit", i)
         self.records[idx] = new
+        clock.lap("vote")
         if staged_delta is not None:
             stripes, delta = staged_delta
             pos = np.searchsorted(self.pstripes, stripes)
             keep = self.par_ok[pos]
             xor_into(self.parity, pos[keep], delta[keep])
+            clock.lap("parity_xor")
         if self.tracking is not None:
             self._track(reqs, i)
+        clock.stop()
 
     def _track(self, reqs: list[Request], step: int) -> None:
         """CPR's bookkeeping of the committed step: the strategy's counters or marks."""
@@ -302,6 +324,7 @@ class Server:
             "role": self.role,
             "modeled": self.modeled,
             "wall_s": self.wall,
+            "phase_s": self.clock.steps,
             "events": self.events,
             "ckpt_write_s": self.saver.write_s,
             "ckpt_bytes": self.saver.bytes,
