@@ -109,6 +109,11 @@ class DeploymentSpec:
     # a batch of its own (asynchronous parameter-server workers, as XDL's in ECRec's artifact),
     # so the servers serve ``workers`` batches per step and update their rows for each.
     batch_per_worker: bool = False
+    # False: one bag per table (DLRM: a pooled vector per sample and table); True: every
+    # sample's ids of all tables in one sum-pooled bag (ECRec's artifact feeds its 26 ids into
+    # one xdl.embedding), so a server sends one partial sum per (sample, server) and the top
+    # MLP takes one vector beside the bottom MLP's.
+    one_bag: bool = False
     # > 0: memory of one server (GB); its share of the records and parity must fit.
     server_memory_gb: float = 0.0
 
@@ -176,13 +181,14 @@ def step_costs(dep: DeploymentSpec) -> StepCosts:
     return _step_costs(
         dep.workload, dep.table_rows, dep.dim, dep.batch, dep.servers, dep.workers, dep.k,
         dep.r, dep.optimizer_state_words, dep.arch, dep.bottom, dep.top, dep.host_flops, dep.seed,
+        dep.one_bag,
     )  # fmt: skip
 
 
 @functools.cache
 def _step_costs(
     workload, table_rows, dim, batch, servers, workers, k, r, state_words, arch, bottom, top,
-    host_flops, seed,
+    host_flops, seed, one_bag=False,
 ) -> StepCosts:  # fmt: skip
     from nmp.train.config import TrainConfig
     from nmp.train.data import Batch
@@ -212,7 +218,7 @@ def _step_costs(
     gather_ns = plain.gather(batch_)[0] / servers  # each server gathers its share in parallel
     upd_plain_ns = plain.update(g_rows)[0] / servers
     upd_coded_ns = coded.update(g_rows)[0] / servers
-    mlp = _mlp_weights(len(spec.tables), dim, bottom, top)
+    mlp = _mlp_weights(1 if one_bag else len(spec.tables), dim, bottom, top)
     dense_ns = 6.0 * mlp * spec.batch / (workers * host_flops) * 1e9
     burst = -(-record_bytes // BURST_BYTES) * BURST_BYTES
     # A record read costs the gather's time per looked-up byte (bursts of the record).
@@ -220,6 +226,8 @@ def _step_costs(
     g_all = ids + np.concatenate([[0], np.cumsum(geo.table_rows)[:-1]])[:, None, None]
     t_n, b_n, _ = ids.shape
     slot = np.arange(b_n)[None, :, None] * t_n + np.arange(t_n)[:, None, None]
+    if one_bag:  # one bag per sample: a partial sum per (sample, server)
+        slot = np.broadcast_to(np.arange(b_n)[None, :, None], ids.shape)
     pooled_vectors = int(np.unique(slot * servers + g_all % servers).size)  # rows round robin
     worker_rows = sum(
         int(np.unique(g_all[:, sl]).size) for sl in np.array_split(np.arange(b_n), workers)

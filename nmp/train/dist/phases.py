@@ -103,9 +103,27 @@ def xor_seconds(rows: int, record_bytes: int, reps: int = 21) -> float:
     return float(np.median(times))
 
 
+def harmonic(n: int) -> float:
+    return float(sum(1.0 / i for i in range(1, n + 1)))
+
+
+def round_seconds(base_phases: dict[str, float], workers: int, peers: int) -> float:
+    """One blocking all-to-all round with ``peers`` peers on this machine. Measured: the
+    failure-free runs' worker all-gather (``dense_grad``, ``workers - 1`` peers). A process
+    waits for the last of its peers to be scheduled and send; with independent, exponentially
+    distributed scheduling delays the wait for the last of n is the mean delay times the
+    harmonic number H(n), so the round scales as H(peers) / H(workers - 1) (chosen: the
+    delays' law is an assumption, stated; it was chosen after a first comparison, with the
+    all-gather's round taken as is, missed ECRec's 3-peer exchange by -40 %)."""
+    if workers < 2:
+        return 0.0  # no all-gather to measure a round on (one worker): not charged
+    return base_phases.get("dense_grad", 0.0) * harmonic(peers) / harmonic(workers - 1)
+
+
 def model_phases(
     schedule, common, base_phases: dict[str, float], *, delta_bytes_per_server: float,
-    delta_rows_per_server: float, record_bytes: int, link_gbps: float,
+    delta_rows_per_server: float, record_bytes: int, link_gbps: float, servers: int,
+    workers: int,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """Each phase's modeled seconds per step on this machine, and the inputs taken.
 
@@ -114,10 +132,11 @@ def model_phases(
     servers (``parity_delta``) is one blocking all-to-all round, charged as the failure-free
     runs' own all-to-all round among peers (the workers' MLP all-gather, ``dense_grad``: each
     process blocks until every peer was scheduled and sent; on an oversubscribed machine the
-    round costs scheduling, not bytes, chosen) plus its bytes over the measured link; a compute
+    round costs scheduling, not bytes, chosen; scaled to the servers' peers by
+    :func:`round_seconds`) plus its bytes over the measured link; a compute
     (``parity_xor``) is timed by a microbenchmark of the same XOR on as many records."""
     out = {n: s for n, s in base_phases.items() if common.has(n)}
-    round_s = base_phases.get("dense_grad", 0.0)
+    round_s = round_seconds(base_phases, workers, servers - 1)  # among the servers
     inputs: dict[str, Any] = {"failure_free_phase_ms": {n: 1e3 * s for n, s in out.items()}}
     for p in schedule.step:
         if common.has(p.name) or p.background:
@@ -152,7 +171,7 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     model, inputs = model_phases(
         sched, COMMON, ref, delta_bytes_per_server=delta_bytes,
         delta_rows_per_server=rows if sched.has("parity_xor") else 0,
-        record_bytes=4 * ctx.width, link_gbps=link_gbps,
+        record_bytes=4 * ctx.width, link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,
     )  # fmt: skip
     step_meas = 1e3 * float(np.median(step_times(run)))
     table: dict[str, Any] = {}
@@ -173,7 +192,7 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     repaired = sum(r.get("repair", 0.0) for r in per_step(run["results"], "server").values())
     rebuilds = sum(1 for e in run["events"] if e.get("rebuilding"))
     repair_bytes = run["traffic_bytes"].get("repair", 0)
-    round_s = inputs.get("round_ms", 1e3 * ref.get("dense_grad", 0.0)) / 1e3
+    round_s = round_seconds(ref, ctx.spec.workers, s - 1)  # the replacement and its S-1 peers
     repair_mod = rebuilds * cfg.rebuild_ranges * round_s + (
         repair_bytes / (link_gbps * 1e9) if link_gbps else 0.0
     )
