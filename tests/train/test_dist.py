@@ -96,6 +96,8 @@ def test_ecrec_survives_a_sigkill_bit_identical_without_pause(capsys, single, tm
     assert all(p["modeled_ms"] is not None for p in out["phases"].values())
     assert out["measured"]["failure_free_repeat_pct"] is not None  # interleaved A B A
     assert out["modeled"]["repair_s"]["rebuilds"] == 1
+    # the servers timed their parity update on the memory design (nmp.train.hwcost)
+    assert out["phases"]["parity_xor"]["memory_model_ms"] > 0
     for key in ("auc", "final_state_sha256", "recovery_ns", "events"):  # nmp train's keys
         assert key in out
 

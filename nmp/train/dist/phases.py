@@ -196,6 +196,10 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     repair_mod = rebuilds * cfg.rebuild_ranges * round_s + (
         repair_bytes / (link_gbps * 1e9) if link_gbps else 0.0
     )
+    # the memory design's own time for the parity's update (the servers' hwcost timing)
+    upd = [v for r in run["results"].values() for v in (r.get("modeled") or {}).get("parity_update_ns", [])]
+    if upd and "parity_xor" in table:
+        table["parity_xor"]["memory_model_ms"] = float(np.median(upd)) / 1e6
     added = [n for n in sched.foreground() if not COMMON.has(n)]
     step_ff = 1e3 * float(np.median(step_times(base)))
     step_mod = step_ff + sum(1e3 * model[n] for n in added)
@@ -232,6 +236,9 @@ def print_phases(row: dict[str, Any]) -> None:
         f"  step                   {st['measured']:>11.2f}  {st['modeled']:>11.2f}   "
         f"{st['error_pct']:+.0f} % (failure-free {st['failure_free_measured']:.2f})"
     )
+    xor = model["phases"].get("parity_xor", {})
+    if xor.get("memory_model_ms") is not None:
+        print(f"  parity_xor on the memory design (hwcost): {xor['memory_model_ms']:.4f} ms")
     rep = model["repair_s"]
     if rep["rebuilds"]:
         print(f"  rebuild's repair rounds: measured {rep['measured']:.3f} s, modeled {rep['modeled']:.3f} s")

@@ -79,6 +79,11 @@ class Server:
         self.events: list[dict[str, Any]] = []
         self.clock = PhaseClock()  # the schedule's phases, timed per step
         self.parity_phases = ctx.schedule.has("parity_delta")
+        # The design's timing of the parity's update (nmp.train.hwcost: the arch's
+        # parity_update beyond a plain read-modify-write), on every cost_sample-th step's rows:
+        # what the memory would take for this server's parity_xor phase.
+        self.update_cost = _update_costs(ctx) if self.parity_phases else None
+        self.modeled["parity_update_ns"] = []
 
     # -- records --------------------------------------------------------------------------------
 
@@ -205,6 +210,9 @@ class Server:
             keep = self.par_ok[pos]
             xor_into(self.parity, pos[keep], delta[keep])
             clock.lap("parity_xor")
+            if timed and self.update_cost is not None:
+                coded, plain = self.update_cost
+                self.modeled["parity_update_ns"].append(coded.update(rows)[0] - plain.update(rows)[0])
         if self.tracking is not None:
             self._track(reqs, i)
         clock.stop()
@@ -345,3 +353,14 @@ def _codec_stats(codec) -> dict[str, Any] | None:
     if codec is None:
         return None
     return {d: vars(st) for d, st in codec.stats.items()}
+
+
+def _update_costs(ctx: Context):
+    """(coded, plain) update timings of the design on the run's records (nmp.train.hwcost)."""
+    from nmp.train.extrapolate import _StoreShape
+    from nmp.train.hwcost import make_backend
+
+    record = 4 * ctx.width
+    coded = make_backend(ctx.cfg, ctx.geo, _StoreShape(record, ctx.shard.k, 1))
+    plain = make_backend(ctx.cfg, ctx.geo, _StoreShape(record, ctx.spec.servers, 0))
+    return coded, plain
