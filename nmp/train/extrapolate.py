@@ -568,3 +568,41 @@ def print_extrapolation(rows: list[dict[str, Any]], dep: DeploymentSpec) -> None
     from nmp.report.console import make_console
 
     make_console().print(t)
+    for line in closing_note(rows, dep):
+        print(line)
+
+
+def closing_note(rows: list[dict[str, Any]], dep: DeploymentSpec) -> list[str]:
+    """Per strategy whose schedule adds phases to the common step: which, whether they are on
+    the critical path, what they cost, and whether its overhead stays below the cheapest
+    rolling-back (checkpointing) strategy's, with failures and without."""
+    from nmp.train.strategies import REGISTRY
+
+    md = _model(dep)
+    by = {r["strategy"]: r for r in rows}
+    ckpt = [
+        r for r in rows for n, c in REGISTRY.items() if c.rolls_back and r["strategy"].startswith(n)
+    ]
+    out = []
+    for name, cls in _strategies():
+        added = [p for p in cls.schedule.step if not COMMON.has(p.name)]
+        if not added or name not in by or not ckpt:
+            continue
+        fg = [p.name for p in added if not p.background]
+        bg = [p.name for p in added if p.background]
+        costs = ", ".join(f"{n} {md.phase_ns.get(n, 0.0) / 1e6:.3g} ms" for n in fg + bg)
+        best_ff = min(ckpt, key=lambda r: r["overhead_no_failure_pct"])
+        best = min(ckpt, key=lambda r: r["overhead_pct"])
+        ff, tot = by[name]["overhead_no_failure_pct"], by[name]["overhead_pct"]
+        out.append(
+            f"{name}'s schedule adds {', '.join(fg) or 'nothing'} on the critical path"
+            + (f" and {', '.join(bg)} in the background" if bg else "")
+            + f" ({costs}; step {md.step_ns / 1e6:.3g} ms): failure-free {ff:.3g} % against "
+            f"{best_ff['strategy']}'s {best_ff['overhead_no_failure_pct']:.3g} % ("
+            + ("below" if ff < best_ff["overhead_no_failure_pct"] else "NOT below")
+            + f"); with failures {tot:.3g} % against {best['strategy']}'s "
+            f"{best['overhead_pct']:.3g} % ("
+            + ("below" if tot < best["overhead_pct"] else "NOT below")
+            + ")."
+        )
+    return out

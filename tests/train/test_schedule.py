@@ -57,3 +57,22 @@ def test_a_sends_time_is_its_bytes_over_the_slower_end_plus_its_messages():
     assert got["lookup"] == pytest.approx(max(1000 / 4 / 10, 1000 / 2 / 1) + 2 * 5)
     assert got["parity_delta"] == pytest.approx(400 / 4 / 10 + 3 * 5)  # servers' NICs only
     assert got["gather"] == 7.0
+
+
+def test_the_closing_note_says_which_schedule_and_whether_the_order_holds(monkeypatch):
+    from dataclasses import replace
+
+    from nmp.train.extrapolate import closing_note, expected
+    from nmp.train.setup import load_setup
+
+    dep = load_setup("ecrec")[0]
+    note = " ".join(closing_note(expected(dep), dep))
+    assert "ecrec's schedule adds parity_delta, parity_xor on the critical path" in note
+    assert "(NOT below)" in note
+    cls = REGISTRY.get("ecrec")
+    behind = Schedule(
+        tuple(p if COMMON.has(p.name) else replace(p, background=True) for p in cls.schedule.step)
+    )
+    monkeypatch.setattr(cls, "schedule", behind)
+    note = " ".join(closing_note(expected(dep), dep))
+    assert "in the background" in note and "(NOT below)" not in note
