@@ -98,6 +98,11 @@ def test_ecrec_survives_a_sigkill_bit_identical_without_pause(capsys, single, tm
     assert out["modeled"]["repair_s"]["rebuilds"] == 1
     # the servers timed their parity update on the memory design (nmp.train.hwcost)
     assert out["phases"]["parity_xor"]["memory_model_ms"] > 0
+    from nmp.train.dist.report import print_procs  # the text output of the same row
+
+    print_procs(out)
+    text = capsys.readouterr().out
+    assert "parity_delta (server)" in text and "step " in text and "repair rounds" in text
     for key in ("auc", "final_state_sha256", "recovery_ns", "events"):  # nmp train's keys
         assert key in out
 

@@ -225,7 +225,7 @@ def print_phases(row: dict[str, Any]) -> None:
         return "-" if v is None else f"{v:.2f}"
 
     print("  phase (who)            measured ms   modeled ms   error")
-    for name, p in model["phases"].items():
+    for name, p in row["phases"].items():
         err = "-"
         if p["error_pct"] is not None:
             err = f"{p['error_pct']:+.0f} % ({p['error_points']:+.1f} points)"
@@ -236,7 +236,7 @@ def print_phases(row: dict[str, Any]) -> None:
         f"  step                   {st['measured']:>11.2f}  {st['modeled']:>11.2f}   "
         f"{st['error_pct']:+.0f} % (failure-free {st['failure_free_measured']:.2f})"
     )
-    xor = model["phases"].get("parity_xor", {})
+    xor = row["phases"].get("parity_xor", {})
     if xor.get("memory_model_ms") is not None:
         print(f"  parity_xor on the memory design (hwcost): {xor['memory_model_ms']:.4f} ms")
     rep = model["repair_s"]
