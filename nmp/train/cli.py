@@ -191,9 +191,17 @@ def _run(args: argparse.Namespace) -> int:
 
     with _step_progress(args, cfg.steps) as on_step:
         res = run(cfg, strategy, failures, on_step=on_step)
-    row = result_row(res, None)
+        # with failures, the failure-free run of the same configuration: is the final state the
+        # same, and is the AUC change beyond its noise?
+        base = _failure_free(cfg, on_step) if failures else None
+    row = result_row(res, base)
     row.pop("overhead_pct")
-    row.pop("auc_change")
+    if base is None:
+        for key in ("auc_change", "auc_change_noise95", "auc_change_within_noise"):
+            row.pop(key)
+    else:
+        row["failure_free_sha256"] = base.final_state_sha256
+        row["failure_free_auc"] = base.metrics["auc"]
     if res.trainer.alltoall is not None:  # SC'24 compression: figures + AUC vs uncompressed
         from nmp.train.alltoall.report import compression_report, print_compression
 
@@ -230,7 +238,34 @@ def _run(args: argparse.Namespace) -> int:
     if res.trainer.alltoall is not None:
         print_compression(row)
     print(f"  final_state_sha256 {res.final_state_sha256}")
+    if base is not None:
+        print("  " + _versus_failure_free(row))
     return 0
+
+
+def _failure_free(cfg, on_step):
+    from dataclasses import replace
+
+    from nmp.train.trainer import run
+
+    return run(replace(cfg, compress="none"), "failure-free", [], on_step=on_step)
+
+
+def _versus_failure_free(row: dict) -> str:
+    """One line: the final state against the failure-free run's, and the AUC change with its
+    noise (a change inside the noise says nothing about the strategy)."""
+    same = (
+        "identical to the failure-free run's"
+        if row["identical_to_failure_free"]
+        else f"DIFFERS from the failure-free run's ({row['failure_free_sha256'][:12]})"
+    )
+    if row["auc_change"] is None:
+        return f"final state {same}; AUC change undefined"
+    verdict = "inside the noise" if row["auc_change_within_noise"] else "beyond the noise"
+    return (
+        f"final state {same}; AUC change {row['auc_change']:+.4f} against "
+        f"{row['failure_free_auc']:.4f} (noise ±{row['auc_change_noise95']:.4f}, 95 %: {verdict})"
+    )
 
 
 def _fmt_extra(key: str, value) -> str:

@@ -148,9 +148,12 @@ class CostModel:
     # -- charges -------------------------------------------------------------------------------
 
     def charge_step(
-        self, ledger: CostLedger, step: int, batch, rows: np.ndarray, gather=None
+        self, ledger: CostLedger, step: int, batch, rows: np.ndarray, gather=None, schedule=None
     ) -> None:
-        """Charge one step; ``gather`` = (ns, pJ) of its gathers when the trainer timed them."""
+        """Charge one step; ``gather`` = (ns, pJ) of its gathers when the trainer timed them.
+        The step's time is ``schedule``'s critical path (:mod:`nmp.train.schedule`) over its
+        phases in one process (no network: the sends cost nothing; ECRec's parity work is
+        inside the coded store's update), plus a degraded read's decode in series."""
         if gather is not None or self.wants_sample(step):
             self._sample(batch, rows, gather)
         lookups = batch.ids.size
@@ -163,7 +166,12 @@ class CostModel:
         self._last_decoded = self.store.counters["decoded_rows"]
         if decoded:
             parts["degraded_decode"] = self.decode_cost(decoded)
-        total = sum(t for t, _ in parts.values())
+        from nmp.train.schedule import COMMON
+
+        on_path = {"gather": parts["gather"][0], "optimizer": parts["update"][0]}
+        on_path["dense"] = parts["dense"][0]
+        total = (schedule or COMMON).critical_path_ns(on_path)
+        total += parts["degraded_decode"][0] if decoded else 0.0
         if step < ledger.reexec_until:
             ledger.add("reexec", total, sum(e for _, e in parts.values()))
         else:

@@ -44,6 +44,7 @@ from nmp.train.checkpoint import daly_interval, young_interval
 from nmp.train.data import NUM_DENSE
 from nmp.train.model import interaction_dim
 from nmp.train.partial_save import at_scale, workload_rates
+from nmp.train.schedule import COMMON, phase_costs_ns
 
 HOUR_NS = 3600e9
 
@@ -108,6 +109,11 @@ class DeploymentSpec:
     # a batch of its own (asynchronous parameter-server workers, as XDL's in ECRec's artifact),
     # so the servers serve ``workers`` batches per step and update their rows for each.
     batch_per_worker: bool = False
+    # False: one bag per table (DLRM: a pooled vector per sample and table); True: every
+    # sample's ids of all tables in one sum-pooled bag (ECRec's artifact feeds its 26 ids into
+    # one xdl.embedding), so a server sends one partial sum per (sample, server) and the top
+    # MLP takes one vector beside the bottom MLP's.
+    one_bag: bool = False
     # > 0: memory of one server (GB); its share of the records and parity must fit.
     server_memory_gb: float = 0.0
 
@@ -175,13 +181,14 @@ def step_costs(dep: DeploymentSpec) -> StepCosts:
     return _step_costs(
         dep.workload, dep.table_rows, dep.dim, dep.batch, dep.servers, dep.workers, dep.k,
         dep.r, dep.optimizer_state_words, dep.arch, dep.bottom, dep.top, dep.host_flops, dep.seed,
+        dep.one_bag,
     )  # fmt: skip
 
 
 @functools.cache
 def _step_costs(
     workload, table_rows, dim, batch, servers, workers, k, r, state_words, arch, bottom, top,
-    host_flops, seed,
+    host_flops, seed, one_bag=False,
 ) -> StepCosts:  # fmt: skip
     from nmp.train.config import TrainConfig
     from nmp.train.data import Batch
@@ -211,7 +218,7 @@ def _step_costs(
     gather_ns = plain.gather(batch_)[0] / servers  # each server gathers its share in parallel
     upd_plain_ns = plain.update(g_rows)[0] / servers
     upd_coded_ns = coded.update(g_rows)[0] / servers
-    mlp = _mlp_weights(len(spec.tables), dim, bottom, top)
+    mlp = _mlp_weights(1 if one_bag else len(spec.tables), dim, bottom, top)
     dense_ns = 6.0 * mlp * spec.batch / (workers * host_flops) * 1e9
     burst = -(-record_bytes // BURST_BYTES) * BURST_BYTES
     # A record read costs the gather's time per looked-up byte (bursts of the record).
@@ -219,6 +226,8 @@ def _step_costs(
     g_all = ids + np.concatenate([[0], np.cumsum(geo.table_rows)[:-1]])[:, None, None]
     t_n, b_n, _ = ids.shape
     slot = np.arange(b_n)[None, :, None] * t_n + np.arange(t_n)[:, None, None]
+    if one_bag:  # one bag per sample: a partial sum per (sample, server)
+        slot = np.broadcast_to(np.arange(b_n)[None, :, None], ids.shape)
     pooled_vectors = int(np.unique(slot * servers + g_all % servers).size)  # rows round robin
     worker_rows = sum(
         int(np.unique(g_all[:, sl]).size) for sl in np.array_split(np.arange(b_n), workers)
@@ -270,7 +279,7 @@ class _Model:
     shard_load_ns: float
     ckpt_taus_ns: tuple[float, ...]
     cpr_tau_ns: float
-    parity_frac: float  # ECRec's extra time per unit of training time
+    phase_ns: dict[str, float]  # every phase's time at scale (nmp.train.schedule)
     step_ns: float  # the step the fractions are taken of
     rebuild_traffic_ns: float
     rebuild_ns: float
@@ -314,34 +323,37 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
     dense_ns = c.step_ns - c.gather_ns - c.upd_plain_ns  # per worker, its share of the batch
     if dep.batch_per_worker:
         dense_ns *= dep.workers  # each worker computes its whole batch
-    mem_step = nb * (c.gather_ns + c.upd_plain_ns) + dense_ns
-    mem_coded = mem_step + nb * (c.upd_coded_ns - c.upd_plain_ns)
-    net_step = net_coded = 0.0
+    compute = {
+        "gather": nb * c.gather_ns,
+        "dense": dense_ns,
+        "optimizer": nb * c.upd_plain_ns,
+        "parity_xor": nb * (c.upd_coded_ns - c.upd_plain_ns),  # the parity's in-memory update
+    }
+    step_bytes: dict[str, float] = {}
     if dep.network_gbps:
-        # Per server NIC, the step's traffic by kind at bytes per unit (nmp.train.traffic):
-        # the lookups in, the sparse partial sums out, the row gradients in; the coded update
-        # adds one delta per touched row and parity to a parity server; a rebuild receives
-        # k survivors' shards per lost position. Per worker NIC (worker_network_gbps): its
-        # share of the same lookups, partial sums and gradients.
+        # The step's bytes by kind (nmp.train.traffic): lookups in, sparse partial sums out,
+        # row gradients in; the coded update's delta per touched row and parity; a rebuild
+        # receives k survivors' shards per lost position.
         tp = traffic_profile(dep, c)
         grad_rows = c.rows_touched if dep.batch_per_worker else c.worker_rows
-        step_bytes = c.lookups * tp.lookup + c.pooled_vectors * tp.pooled + grad_rows * tp.row_grad
-        msg_ns = dep.message_us * 1e3
-        net_step = nb * step_bytes / dep.servers / dep.network_gbps + 3 * dep.workers * msg_ns
-        if dep.worker_network_gbps:
-            per_worker = step_bytes if dep.batch_per_worker else step_bytes / dep.workers
-            net_step = max(net_step, per_worker / dep.worker_network_gbps)
-        parity_bytes = nb * c.rows_touched * dep.r * tp.parity_delta
-        net_coded = max(
-            net_step,
-            nb * step_bytes / dep.servers / dep.network_gbps
-            + 3 * dep.workers * msg_ns
-            + parity_bytes / dep.servers / dep.network_gbps
-            + (dep.servers - 1) * msg_ns,
-        )
+        step_bytes = {
+            "lookup": nb * c.lookups * tp.lookup,
+            "pooled": nb * c.pooled_vectors * tp.pooled,
+            "row_grad": nb * grad_rows * tp.row_grad,
+            "parity_delta": nb * c.rows_touched * dep.r * tp.parity_delta,
+        }
         traffic = max(traffic, positions * tp.repair / dep.network_gbps)
-    step = dep.step_ms * 1e6 or max(mem_step, net_step)
-    extra = max(mem_coded, net_coded) - max(mem_step, net_step)
+    phase_ns = phase_costs_ns(
+        step_bytes=step_bytes,
+        server_gbps=dep.network_gbps,
+        worker_gbps=dep.worker_network_gbps,
+        servers=dep.servers,
+        workers=dep.workers,
+        message_ns=dep.message_us * 1e3 if dep.network_gbps else 0.0,
+        compute_ns=compute,
+    )
+    # the plain step's critical path (every strategy's schedule extends the common one)
+    step = dep.step_ms * 1e6 or COMMON.critical_path_ns(phase_ns)
     return _Model(
         m_ns=m_ns,
         horizon_ns=dep.horizon_hours * HOUR_NS,
@@ -351,7 +363,7 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
         shard_load_ns=data_bytes / dep.servers / dep.storage_gbps,
         ckpt_taus_ns=taus,
         cpr_tau_ns=2.0 * dep.cpr_pls * dep.servers * m_ns,
-        parity_frac=extra / step,
+        phase_ns=phase_ns,
         step_ns=step,
         rebuild_traffic_ns=traffic,
         rebuild_ns=traffic / dep.rebuild_share,
@@ -380,40 +392,25 @@ def _ckpt_name(name: str, dep: DeploymentSpec, i: int) -> str:
 
 
 def _strategies() -> list[tuple[str, Any]]:
-    """The registered protections with the closed form (``scale_model``) that models each."""
+    """The registered protections (each prices itself at scale: ``scale_expected``,
+    ``scale_scheduled``, ``scale_draws``)."""
     from nmp.train.strategies import REGISTRY
 
-    out = []
-    for name, cls in REGISTRY.items():
-        if cls.is_baseline:
-            continue
-        if cls.scale_model not in ("coded", "rollback", "partial", "reinit"):
-            raise NmpError(f"strategy '{name}' has no model at scale (scale_model)")
-        out.append((name, cls))
-    return out
+    return [(name, cls) for name, cls in REGISTRY.items() if not cls.is_baseline]
+
+
+def steady_fraction(md: _Model, cls) -> float:
+    """A strategy's failure-free time per unit of training: its schedule's critical path beyond
+    the common step's (the phases it adds in series; background phases cost nothing)."""
+    extra = cls.schedule.critical_path_ns(md.phase_ns) - COMMON.critical_path_ns(md.phase_ns)
+    return extra / md.step_ns
 
 
 def expected(dep: DeploymentSpec) -> list[dict[str, Any]]:
     """Closed-form expected overhead per strategy (failures at rate 1/M, a failure a uniform
     time after the last save)."""
     md = _model(dep)
-    rows = []
-    for name, cls in _strategies():
-        if cls.scale_model == "rollback":
-            for i, tau in enumerate(md.ckpt_taus_ns):
-                per = tau / 2 + md.load_ns + md.restart_ns
-                rows.append(_row(_ckpt_name(name, dep, i), md.delta_ns / tau, per / md.m_ns, per))
-        elif cls.scale_model == "partial":
-            per = md.shard_load_ns + md.restart_ns
-            save_ns, ps = _partial_save(md, dep, cls)
-            rows.append(_row(name, save_ns / md.cpr_tau_ns, per / md.m_ns, per))
-            rows[-1]["pls_effective"] = ps.staleness_ratio * dep.cpr_pls
-            rows[-1]["partial_save_fraction"] = ps.rows_per_partial / md.c.rows_total
-        elif cls.scale_model == "coded":
-            rows.append(_row(name, md.parity_frac, md.rebuild_traffic_ns / md.m_ns, 0.0))
-        else:
-            rows.append(_row(name, 0.0, md.reinit_ns / md.m_ns, md.reinit_ns))
-    return rows
+    return [row for _, cls in _strategies() for row in cls.scale_expected(md, dep)]
 
 
 def scheduled(
@@ -424,23 +421,11 @@ def scheduled(
     rows use the first interval; a failure at step f re-executes f mod the interval."""
     md = _model(dep, units)
     horizon = steps * md.step_ns
-    rows = []
-    for name, cls in _strategies():
-        if cls.scale_model == "rollback":
-            tau = md.ckpt_taus_ns[0]
-            per = [(f * md.step_ns) % tau + md.load_ns + md.restart_ns for f in failure_steps]
-            rows.append(_row(name, md.delta_ns / tau, sum(per) / horizon, max(per, default=0.0)))
-        elif cls.scale_model == "partial":
-            per = [md.shard_load_ns + md.restart_ns for _ in failure_steps]
-            steady = _partial_save(md, dep, cls)[0] / md.cpr_tau_ns
-            rows.append(_row(name, steady, sum(per) / horizon, max(per, default=0.0)))
-        elif cls.scale_model == "coded":
-            rebuilds = md.rebuild_traffic_ns * len(failure_steps)
-            rows.append(_row(name, md.parity_frac, rebuilds / horizon, 0.0))
-        else:
-            reinits = md.reinit_ns * len(failure_steps)
-            rows.append(_row(name, 0.0, reinits / horizon, md.reinit_ns if failure_steps else 0.0))
-    return rows
+    return [
+        row
+        for _, cls in _strategies()
+        for row in cls.scale_scheduled(md, dep, horizon, failure_steps)
+    ]
 
 
 def _row(name: str, steady: float, failures: float, recovery_ns: float) -> dict[str, Any]:
@@ -450,6 +435,18 @@ def _row(name: str, steady: float, failures: float, recovery_ns: float) -> dict[
         "overhead_no_failure_pct": 100.0 * steady,
         "recovery_s": recovery_ns / 1e9,
     }
+
+
+@dataclass(frozen=True)
+class Draws:
+    """The Monte-Carlo's failures (sorted by trial, then time) for the strategies' pricing."""
+
+    t: np.ndarray  # ns into the horizon
+    trial: np.ndarray
+    node: np.ndarray
+    per_trial: Any  # per-failure ns -> per-trial sums
+    replica: float  # the MLP replica's memory, a fraction of the protected bytes
+    trials: int
 
 
 def monte_carlo(dep: DeploymentSpec, trials: int | None = None) -> list[dict[str, Any]]:
@@ -488,40 +485,12 @@ def monte_carlo(dep: DeploymentSpec, trials: int | None = None) -> list[dict[str
         row.update(kw)
         out.append(row)
 
-    replica = md.c.dense_bytes / md.base_mem
-    for name, cls in _strategies():
-        if cls.scale_model == "rollback":
-            for i, tau in enumerate(md.ckpt_taus_ns):
-                per: Any = np.mod(t, tau) + md.load_ns + md.restart_ns  # ns per failure
-                rec = float(per.mean()) if per.size else tau / 2 + md.load_ns + md.restart_ns
-                add(
-                    _ckpt_name(name, dep, i), md.delta_ns / tau, per_trial(per), rec, rec,
-                    replica, interval_s=tau / 1e9,
-                )  # fmt: skip
-        elif cls.scale_model == "partial":
-            pls = per_trial(np.mod(t, md.cpr_tau_ns)) / (dep.servers * h)
-            per = md.shard_load_ns + md.restart_ns
-            mem = md.c.rows_total * cls.tracking_bits_per_row / 8
-            save_ns, ps = _partial_save(md, dep, cls)
-            add(
-                name, save_ns / md.cpr_tau_ns, per_trial(np.full(t.size, per)), per, per,
-                replica + mem / md.base_mem, interval_s=md.cpr_tau_ns / 1e9,
-                pls_bound=dep.cpr_pls, pls_realized_mean=float(pls.mean()),
-                pls_effective_mean=float(pls.mean()) * ps.staleness_ratio,
-                partial_save_fraction=ps.rows_per_partial / md.c.rows_total,
-            )  # fmt: skip
-        elif cls.scale_model == "coded":
-            # A failure of another server before the rebuild ends exceeds r = 1 parity.
-            same_trial = trial[1:] == trial[:-1]
-            clash = same_trial & (np.diff(t) < md.rebuild_ns) & (node[1:] != node[:-1])
-            lost_trials = np.unique(trial[1:][clash]).size if dep.r == 1 else 0
-            add(
-                name, md.parity_frac, per_trial(np.full(t.size, md.rebuild_traffic_ns)), 0.0,
-                md.rebuild_ns, dep.r / dep.k + replica, p_data_loss=lost_trials / trials,
-            )  # fmt: skip
-        else:
-            per = md.reinit_ns
-            add(name, 0.0, per_trial(np.full(t.size, per)), per, None, replica)
+    draws = Draws(t, trial, node, per_trial, md.c.dense_bytes / md.base_mem, trials)
+    for _, cls in _strategies():
+        for name, steady, extra, recovery, redundancy, memory, kw in cls.scale_draws(
+            md, dep, draws
+        ):
+            add(name, steady, extra, recovery, redundancy, memory, **kw)
     c = md.c
     for r in out:
         r.update(
@@ -599,3 +568,41 @@ def print_extrapolation(rows: list[dict[str, Any]], dep: DeploymentSpec) -> None
     from nmp.report.console import make_console
 
     make_console().print(t)
+    for line in closing_note(rows, dep):
+        print(line)
+
+
+def closing_note(rows: list[dict[str, Any]], dep: DeploymentSpec) -> list[str]:
+    """Per strategy whose schedule adds phases to the common step: which, whether they are on
+    the critical path, what they cost, and whether its overhead stays below the cheapest
+    rolling-back (checkpointing) strategy's, with failures and without."""
+    from nmp.train.strategies import REGISTRY
+
+    md = _model(dep)
+    by = {r["strategy"]: r for r in rows}
+    ckpt = [
+        r for r in rows for n, c in REGISTRY.items() if c.rolls_back and r["strategy"].startswith(n)
+    ]
+    out = []
+    for name, cls in _strategies():
+        added = [p for p in cls.schedule.step if not COMMON.has(p.name)]
+        if not added or name not in by or not ckpt:
+            continue
+        fg = [p.name for p in added if not p.background]
+        bg = [p.name for p in added if p.background]
+        costs = ", ".join(f"{n} {md.phase_ns.get(n, 0.0) / 1e6:.3g} ms" for n in fg + bg)
+        best_ff = min(ckpt, key=lambda r: r["overhead_no_failure_pct"])
+        best = min(ckpt, key=lambda r: r["overhead_pct"])
+        ff, tot = by[name]["overhead_no_failure_pct"], by[name]["overhead_pct"]
+        out.append(
+            f"{name}'s schedule adds {', '.join(fg) or 'nothing'} on the critical path"
+            + (f" and {', '.join(bg)} in the background" if bg else "")
+            + f" ({costs}; step {md.step_ns / 1e6:.3g} ms): failure-free {ff:.3g} % against "
+            f"{best_ff['strategy']}'s {best_ff['overhead_no_failure_pct']:.3g} % ("
+            + ("below" if ff < best_ff["overhead_no_failure_pct"] else "NOT below")
+            + f"); with failures {tot:.3g} % against {best['strategy']}'s "
+            f"{best['overhead_pct']:.3g} % ("
+            + ("below" if tot < best["overhead_pct"] else "NOT below")
+            + ")."
+        )
+    return out

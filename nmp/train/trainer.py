@@ -169,6 +169,9 @@ class Trainer:
     """Owns the model, the store, the data stream and the cost model of one run."""
 
     def __init__(self, cfg: TrainConfig, *, parity: bool, cost: CostModel | None = None) -> None:
+        from nmp.train.schedule import COMMON
+
+        self.schedule = COMMON  # run() sets the strategy's (nmp.train.schedule)
         torch.manual_seed(cfg.seed)
         torch.set_num_threads(1)
         self.cfg = cfg
@@ -323,7 +326,9 @@ class Trainer:
             between_hook(pending)
         self.store.write_phase2(pending)
         gather = self.gather_cost(b, ops) if timed else None
-        self.cost.charge_step(self.ledger, self.step, b, uniq, gather=gather)
+        self.cost.charge_step(
+            self.ledger, self.step, b, uniq, gather=gather, schedule=self.schedule
+        )
         self.sync_mirrors()
         self.step += 1
         if not np.isfinite(loss_value):
@@ -441,6 +446,7 @@ def run(
 
     strat = make_strategy(strategy, cfg)
     trainer = Trainer(cfg, parity=strat.uses_parity, cost=cost)
+    trainer.schedule = strat.schedule  # the step's phases the cost model charges
     strat.attach(trainer)
     pending = sorted(failures)
     if not strat.uses_parity:

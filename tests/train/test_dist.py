@@ -88,6 +88,21 @@ def test_ecrec_survives_a_sigkill_bit_identical_without_pause(capsys, single, tm
     assert kill["kill"] == "server:1" and failed["rebuilding"] == ["server:1"]
     assert out["traffic_bytes"]["repair"] > 0  # the replacement rebuilt from parity
     assert isinstance(out["overhead_pct"], float) and out["modeled_overhead_pct"] > 0
+    # every phase of ECRec's schedule was timed in the processes and modeled beside
+    from nmp.train.strategies import REGISTRY
+
+    assert tuple(out["phases"]) == REGISTRY.get("ecrec").schedule.names()
+    assert all(p["measured_ms"] is not None for p in out["phases"].values())
+    assert all(p["modeled_ms"] is not None for p in out["phases"].values())
+    assert out["measured"]["failure_free_repeat_pct"] is not None  # interleaved A B A
+    assert out["modeled"]["repair_s"]["rebuilds"] == 1
+    # the servers timed their parity update on the memory design (nmp.train.hwcost)
+    assert out["phases"]["parity_xor"]["memory_model_ms"] > 0
+    from nmp.train.dist.report import print_procs  # the text output of the same row
+
+    print_procs(out)
+    text = capsys.readouterr().out
+    assert "parity_delta (server)" in text and "step " in text and "repair rounds" in text
     for key in ("auc", "final_state_sha256", "recovery_ns", "events"):  # nmp train's keys
         assert key in out
 
@@ -109,6 +124,8 @@ def test_checkpoint_rolls_every_process_back_and_reexecutes(capsys, single, tmp_
     assert out["final_state_sha256"] == single.final_state_sha256
     assert out["events"][1]["rollback_to"] == 10
     assert out["pause_s"] > 0 and out["measured"]["reexec_s"] > 0
+    # its schedule has no parity phase: the processes run none and send no delta
+    assert "parity_delta" not in out["phases"] and not out["traffic_bytes"].get("parity_delta")
     files = list((tmp_path / "checkpoint" / "ckpt").glob("step-*/server-*.npz"))
     assert len(files) >= 3 * 3  # real files, every server, saves at steps 0, 10, 20
 

@@ -14,18 +14,33 @@ def test_the_artifact_setup_and_the_kit_defaults_are_both_run():
     paper = claims.overhead_reduction_pct(quick=True, setup=PAPER)
     kit = claims.overhead_reduction_pct(quick=True)
     assert "deployment ecrec" in paper["detail"] and "deployment default" in kit["detail"]
-    # the artifact's servers have NIC slack for the deltas; the kit's deployment does not
-    assert paper["value"] > 50.0 > kit["value"]
-    assert claims.overhead_lower(quick=True, better="ecrec", worse="checkpoint", setup=PAPER)[
+    # The parity's delta and XOR are on the push's critical path (the artifact's schedule):
+    # on the artifact's setup they add ~5.5 % to every step, above Ckpt-30's 1.4 %, so ECRec
+    # removes none of checkpointing's overhead; nor under the kit's defaults.
+    assert paper["value"] < 0.0 and kit["value"] < 0.0
+    assert not claims.overhead_lower(quick=True, better="ecrec", worse="checkpoint", setup=PAPER)[
         "value"
     ]
 
 
-def test_a_slower_server_nic_reverses_the_order():
-    # 25 Gbit/s servers (the artifact's commented-out r5n.8xlarge) bound the step by the deltas
-    slow = {**PAPER, "train.network_gbps": 3.125}
-    got = claims.overhead_lower(quick=True, better="ecrec", worse="checkpoint", setup=slow)
-    assert not got["value"]
+def test_the_order_turns_on_the_schedule(monkeypatch):
+    """Declared in the background (overlapped with the next step, which the artifact does not
+    do), the parity's phases cost nothing and ECRec's overhead falls below checkpointing's:
+    the conclusion rests on the schedule, which the strategy's one object states."""
+    from dataclasses import replace
+
+    from nmp.train.schedule import COMMON, Schedule
+    from nmp.train.strategies import REGISTRY
+
+    cls = REGISTRY.get("ecrec")
+    behind = Schedule(
+        tuple(p if COMMON.has(p.name) else replace(p, background=True) for p in cls.schedule.step)
+    )
+    monkeypatch.setattr(cls, "schedule", behind)
+    claims._expected.cache_clear()  # (the claims cache the rows of a setup)
+    got = claims.overhead_lower(quick=True, better="ecrec", worse="checkpoint", setup=PAPER)
+    claims._expected.cache_clear()
+    assert got["value"]
 
 
 def test_recovery_speedup_follows_the_restart_time():

@@ -26,6 +26,18 @@ def test_train_single_strategy_json(capsys):
     assert out["strategy"] == "ecrec"
     assert len(out["final_state_sha256"]) == 64
     assert out["events"][0]["node"] == 1
+    # the failure-free run of the same configuration stands beside it
+    assert out["identical_to_failure_free"] is True
+    assert out["failure_free_sha256"] == out["final_state_sha256"]
+    assert out["auc_change"] == 0.0 and out["auc_change_noise95"] > 0
+
+
+def test_a_lossy_run_says_its_state_differs_and_its_auc_change_with_noise(capsys):
+    argv = ["train", "--strategy", "none", "--fail", "step=20,node=1", "--steps", "40"]
+    assert main([*argv, *TINY]) == 0
+    out = capsys.readouterr().out
+    assert "final state DIFFERS from the failure-free run's" in out
+    assert "AUC change " in out and "(noise ±" in out and "the noise)" in out
 
 
 @pytest.mark.parametrize("strategy", ["ecrec", "checkpoint"])
@@ -35,6 +47,7 @@ def test_train_single_strategy_text_has_no_python_reprs(capsys, strategy):
     out = capsys.readouterr().out
     assert "{" not in out and "None" not in out and "True" not in out, out
     assert "event: step 20, node 1" in out
+    assert "final state identical to the failure-free run's; AUC change +0.0000" in out
     assert "memory_overhead: " in out and " %" in out
 
 

@@ -93,9 +93,9 @@ class Context:
         return bool(self.strategy.uses_parity)
 
     @property
-    def recovery(self) -> str | None:
-        """How the strategy restores a lost server (its scale model's kind)."""
-        return self.strategy.scale_model
+    def schedule(self):
+        """The strategy's step (nmp.train.schedule): the phases the processes run and time."""
+        return self.strategy.schedule
 
     def batch(self, step: int):
         if self._batch is None or self._batch[0] != step:

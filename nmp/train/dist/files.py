@@ -81,10 +81,10 @@ class Saver:
 
     def due(self, step: int) -> bool:
         every = self.ctx.spec.ckpt_every
-        return self.ctx.recovery in ("rollback", "partial") and every > 0 and step % every == 0
+        return self.ctx.strategy.writes_checkpoints and every > 0 and step % every == 0
 
     def is_full(self, step: int) -> bool:
-        if self.ctx.recovery == "rollback":
+        if self.ctx.strategy.every_save_full:
             return True
         return (step // self.ctx.spec.ckpt_every) % self.ctx.cfg.cpr_full_every == 0
 

@@ -10,10 +10,11 @@ and before the victim applied it.
 
 When a process dies the launcher aborts the step in flight (unless it already committed),
 hands the role to the spare (and starts a new spare), and publishes the next generation: who is
-in it, the step to resume at and what to restore, by the strategy's kind of recovery
-(``scale_model``): ``coded`` resumes at the first uncommitted step with the role being rebuilt;
-``rollback`` rolls everyone back to the newest complete checkpoint; ``partial`` resumes at the
-first uncommitted step with the replacement reloading its rows; ``reinit`` re-initializes them.
+in it, the step to resume at and what to restore, as the strategy declares it:
+a strategy with parity (``uses_parity``) resumes at the first uncommitted step with the role
+being rebuilt; one that ``rolls_back`` rolls everyone back to the newest complete checkpoint;
+the others resume at the first uncommitted step with the replacement restoring its rows
+(``restore_replacement``: CPR reloads them, ``none`` re-initializes them).
 A group that fails without a death (a timeout) is re-formed with the same members.
 """
 
@@ -80,7 +81,7 @@ class Launcher:
         self.agent, self.agents, self.coordinator = agent, agents, agent == 0
         self.local = [r for i, r in enumerate(spec.roles()) if i % agents == agent]
         self.kills = sorted((k for k in kills if k.role in self.local), key=lambda k: k.step)
-        self.recovery = strategy_class(spec.strategy).scale_model
+        self.strategy = strategy_class(spec.strategy)
         self.run_dir = Path(spec.run_dir)
         self.procs: dict[str, _Child] = {}
         self.spares: list[tuple[str, _Child]] = []
@@ -290,7 +291,7 @@ class Launcher:
     def _failure(self, death: dict[str, Any]) -> dict[str, Any]:
         """(coordinator) A process died: check the code still covers it, regroup."""
         role = death["role"]
-        if role.startswith("server:") and self.recovery == "coded":
+        if role.startswith("server:") and self.strategy.uses_parity:
             healthy = {r for r in self.rec["rebuilding"] if self.store.check([f"healthy/{r}"])}
             others = [r for r in self.rec["rebuilding"] if r != role and r not in healthy]
             if others:
@@ -310,10 +311,10 @@ class Launcher:
         ]
         rollback = None
         resume = first
-        if dead is not None and self.recovery == "coded" and dead.startswith("server:"):
+        if dead is not None and self.strategy.uses_parity and dead.startswith("server:"):
             rebuilding = sorted(set(rebuilding) | {dead})
             self.store.delete_key(f"healthy/{dead}")
-        if dead is not None and self.recovery == "rollback":
+        if dead is not None and self.strategy.rolls_back:
             rollback = files.latest_full(_StoreCtx(self.store))
             if rollback is None:  # every run saves at step 0 before training
                 self._fail_run("full recovery found no complete checkpoint to roll back to")

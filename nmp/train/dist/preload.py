@@ -1,6 +1,13 @@
 """Imported once by the fork server of a distributed run: compile and load what every role
 process would otherwise compile or load on its own (numba kernels of the gather-reduce and the
-parity XOR, torch's autograd), so that forked processes start in milliseconds."""
+parity XOR, torch's modules and a forward pass), so that forked processes start in milliseconds.
+
+What it must not do: run a backward pass or touch CUDA. On a CUDA build of torch the first
+backward starts autograd's per-device threads, and a process forked after that refuses autograd
+("Unable to handle autograd's threading in combination with fork-based multiprocessing"); an
+initialised CUDA context does not survive a fork either. The forward below runs under
+``torch.no_grad`` and on the CPU; ``tests/train/test_preload.py`` checks both.
+"""
 
 from __future__ import annotations
 
@@ -25,14 +32,12 @@ def _warm() -> None:
     xor_into(np.zeros((2, 8), np.uint8), np.array([0, 1]), np.ones((2, 8), np.uint8))
     model = make_dense(cfg, geo)
     pooled = np.zeros((8, len(geo.table_rows), geo.dim), np.float32)
-    _, _, grad = dense_step.micro_step(
-        model, list(model.parameters()), np.zeros((8, 13), np.float32), pooled,
-        np.zeros(8, np.float32), 8,
-    )  # fmt: skip
-    micro_row_grads(g, grad)
+    dense_step.predict(model, np.zeros((8, 13), np.float32), pooled)  # forward only, no_grad
+    micro_row_grads(g, pooled)
 
 
+WARM_ERROR: str | None = None  # why the warm-up failed, if it did (the tests read it)
 try:
     _warm()
-except Exception:  # noqa: BLE001 - a warm-up only: the processes compile what is missing
-    pass
+except Exception as exc:  # noqa: BLE001 - a warm-up only: the processes compile what is missing
+    WARM_ERROR = f"{type(exc).__name__}: {exc}"

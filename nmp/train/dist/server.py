@@ -39,6 +39,7 @@ from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.context import Context
 from nmp.train.dist import files
 from nmp.train.dist.files import Saver
+from nmp.train.dist.phases import PhaseClock
 from nmp.train.shard import NodeMemory, Request, combine_row_grads, request_for
 from nmp.train.trainer import init_records
 
@@ -70,12 +71,19 @@ class Server:
         self.modeled: dict[str, list[float]] = {"gather_ns": [], "gather_pj": []}
         self.wall: dict[str, float] = {}
         self.tracking = (
-            ctx.strategy.new_tracking(len(self.rows)) if ctx.recovery == "partial" else None
+            ctx.strategy.new_tracking(len(self.rows)) if ctx.strategy.tracks_rows else None
         )
         self.top_k = max(1, int(cfg.cpr_fraction * len(self.rows)))
         self.saver = Saver(ctx, self.role)
         self.codec = make_alltoall(cfg)  # train.compress: the pooled and gradient traffic
         self.events: list[dict[str, Any]] = []
+        self.clock = PhaseClock()  # the schedule's phases, timed per step
+        self.parity_phases = ctx.schedule.has("parity_delta")
+        # The design's timing of the parity's update (nmp.train.hwcost: the arch's
+        # parity_update beyond a plain read-modify-write), on every cost_sample-th step's rows:
+        # what the memory would take for this server's parity_xor phase.
+        self.update_cost = _update_costs(ctx) if self.parity_phases else None
+        self.modeled["parity_update_ns"] = []
 
     # -- records --------------------------------------------------------------------------------
 
@@ -123,12 +131,8 @@ class Server:
             z = files.load(ctx.ckpt_dir(rec["rollback"]) / files.part_name(self.role))
             self.records[:] = z["records"]
             self.row_ok[:] = True
-        elif fresh and ctx.recovery == "partial":
-            self.records[:] = files.partial_restore(ctx, self.role, self.rows, rec["resume_step"])
-            self.row_ok[:] = True
-        elif fresh and ctx.recovery == "reinit":
-            seed = ctx.cfg.seed + 7919 * int(rec["gen"])
-            self.records[:] = init_records(ctx.geo, ctx.width, seed, self.rows)
+        elif fresh and (got := ctx.strategy.restore_replacement(ctx, self.role, self.rows, rec)) is not None:
+            self.records[:] = got
             self.row_ok[:] = True
         if fresh and ctx.coded:
             positions = int((~self.row_ok).sum() + (~self.par_ok).sum())
@@ -139,17 +143,25 @@ class Server:
     def step(self, i: int, comm: Comm, ctl: Control, gen: int, *, train: bool = True):
         ctx = self.ctx
         t0 = time.perf_counter()
+        clock = self.clock
+        if train:
+            clock.start(gen, i)
+        else:
+            clock.stop()
         reqs = []
         for w in range(ctx.spec.workers):
             pos, rows, shape = comm.recv(ctx.worker_rank(w))
             t_n, b_n, p_n = (int(x) for x in shape)
             reqs.append(Request(pos=pos, rows=rows, shape=(t_n, b_n, p_n)))
+        clock.lap("lookup")
         if self.rebuilding:
             self._repair(comm, np.concatenate([r.rows for r in reqs]), i)
+            clock.lap("repair")
         timed = train and i % ctx.cfg.cost_sample == 0
         t_ns = e_pj = 0.0
         for w, req in enumerate(reqs):
             (slots, vectors), op = self.mem.gather(req, self.values, timed=timed)
+            clock.lap("gather")
             if op is not None:
                 t_ns, e_pj = t_ns + op.t_ns, e_pj + op.total_energy_pj
             kind = "pooled" if train else "eval_pooled"
@@ -158,11 +170,13 @@ class Server:
                 comm.post(ctx.worker_rank(w), kind, *msg)
             else:
                 comm.post(ctx.worker_rank(w), kind, slots.astype(np.int32), vectors)
+            clock.lap("pooled")
         if timed:
             self.modeled["gather_ns"].append(t_ns)
             self.modeled["gather_pj"].append(e_pj)
         for peer in sorted(self.rebuilding_peers):
             self._serve_repair(comm, peer)
+            clock.lap("repair")
         if not train:
             comm.flush()
             return
@@ -172,24 +186,36 @@ class Server:
             if self.codec is not None:
                 grads = self.codec.decode_grads(rows, grads, ctx.geo.dim)
             parts.append((rows, grads))
+        clock.lap("row_grad")
         rows, grad = combine_row_grads(parts)
         idx = self.local(rows)
         old = self.records[idx]
         new = optim.apply_rows(ctx.cfg.optimizer, old, grad, lr=ctx.cfg.lr_embedding)
-        staged_delta = self._exchange_deltas(comm, rows, old, new) if ctx.coded else None
+        clock.lap("optimizer")
+        staged_delta = None
+        if self.parity_phases:
+            staged_delta = self._exchange_deltas(comm, rows, old, new)
         comm.flush()
+        clock.lap("parity_delta")  # (nothing without parity: the flush of the sends)
         self.wall["step"] = self.wall.get("step", 0.0) + time.perf_counter() - t0
         if ctl.vote(gen, i, ctx.spec.world, ctx.spec.timeout_s) == ABORT:
+            clock.drop()
             raise Aborted(f"step {i} aborted")
         ctl.fault_point(self.role, "commit", i)
         self.records[idx] = new
+        clock.lap("vote")
         if staged_delta is not None:
             stripes, delta = staged_delta
             pos = np.searchsorted(self.pstripes, stripes)
             keep = self.par_ok[pos]
             xor_into(self.parity, pos[keep], delta[keep])
+            clock.lap("parity_xor")
+            if timed and self.update_cost is not None:
+                coded, plain = self.update_cost
+                self.modeled["parity_update_ns"].append(coded.update(rows)[0] - plain.update(rows)[0])
         if self.tracking is not None:
             self._track(reqs, i)
+        clock.stop()
 
     def _track(self, reqs: list[Request], step: int) -> None:
         """CPR's bookkeeping of the committed step: the strategy's counters or marks."""
@@ -306,6 +332,7 @@ class Server:
             "role": self.role,
             "modeled": self.modeled,
             "wall_s": self.wall,
+            "phase_s": self.clock.steps,
             "events": self.events,
             "ckpt_write_s": self.saver.write_s,
             "ckpt_bytes": self.saver.bytes,
@@ -326,3 +353,14 @@ def _codec_stats(codec) -> dict[str, Any] | None:
     if codec is None:
         return None
     return {d: vars(st) for d, st in codec.stats.items()}
+
+
+def _update_costs(ctx: Context):
+    """(coded, plain) update timings of the design on the run's records (nmp.train.hwcost)."""
+    from nmp.train.extrapolate import _StoreShape
+    from nmp.train.hwcost import make_backend
+
+    record = 4 * ctx.width
+    coded = make_backend(ctx.cfg, ctx.geo, _StoreShape(record, ctx.shard.k, 1))
+    plain = make_backend(ctx.cfg, ctx.geo, _StoreShape(record, ctx.spec.servers, 0))
+    return coded, plain

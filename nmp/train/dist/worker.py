@@ -26,6 +26,7 @@ from nmp.train import dense as dense_step
 from nmp.train.dist.comm import Comm
 from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.context import Context
+from nmp.train.dist.phases import PhaseClock
 from nmp.train.shard import add_partials, micro_row_grads, request_for
 
 
@@ -48,6 +49,7 @@ class Worker:
 
         self.codec = make_alltoall(ctx.cfg)  # train.compress: the pooled and gradient traffic
         self.exchange_s: list[float] = []  # per step: lookups out to pooled vectors in
+        self.clock = PhaseClock()  # the schedule's phases, timed per step
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -92,7 +94,9 @@ class Worker:
         for n in range(ctx.spec.servers):
             req = request_for(ctx.shard, n, g)
             comm.post(ctx.server_rank(n), kind, req.pos, req.rows, np.asarray(req.shape))
+        self.clock.lap("lookup")
         parts = [self._receive_partial(comm, n, step) for n in range(ctx.spec.servers)]
+        self.clock.lap("pooled")  # waits on the servers' gather and their sends
         return add_partials(parts, g.shape[1], g.shape[0], ctx.geo.dim)
 
     def _receive_partial(self, comm: Comm, n: int, step: int):
@@ -107,6 +111,8 @@ class Worker:
     def step(self, i: int, comm: Comm, ctl: Control, gen: int) -> float:
         ctx = self.ctx
         t0 = time.perf_counter()
+        clock = self.clock
+        clock.start(gen, i)
         if self.index == 0:
             ctl.set_progress(i)
         b = ctx.batch(i)
@@ -119,6 +125,7 @@ class Worker:
             self.model, self.params, b.dense[sl], pooled, b.label[sl], b.size
         )
         rows, rgrad = micro_row_grads(g, pooled_grad)
+        clock.lap("dense")
         node = ctx.shard.node_of_row[rows]
         for n in range(ctx.spec.servers):
             m = node == n
@@ -126,6 +133,7 @@ class Worker:
                 comm.post(ctx.server_rank(n), "row_grad", *self.codec.encode_grads(rows[m], rgrad[m], i))
             else:
                 comm.post(ctx.server_rank(n), "row_grad", rows[m], rgrad[m])
+        clock.lap("row_grad")
         mine = dense_step.flat_grads(grads)
         for w in range(ctx.spec.workers):
             if w != self.index:
@@ -136,12 +144,16 @@ class Worker:
             parts.append(dense_step.unflat_grads(flat, grads))
         total = dense_step.add_grads(parts)
         comm.flush()
+        clock.lap("dense_grad")
         if ctl.vote(gen, i, ctx.spec.world, ctx.spec.timeout_s) == ABORT:
+            clock.drop()
             raise Aborted(f"step {i} aborted")
         ctl.fault_point(self.role, "commit", i)
         dense_step.apply_update(
             self.params, self.velocity, total, lr=ctx.cfg.lr_dense, momentum=ctx.cfg.momentum
         )
+        clock.lap("vote")
+        clock.stop()
         self.step_wall.append((gen, i, time.perf_counter() - t0))
         return loss
 
@@ -175,7 +187,11 @@ class Worker:
     def result(self) -> dict[str, Any]:
         from nmp.train.dist.server import _codec_stats
 
-        return {"exchange_s": self.exchange_s, "codec": _codec_stats(self.codec)}
+        return {
+            "exchange_s": self.exchange_s,
+            "codec": _codec_stats(self.codec),
+            "phase_s": self.clock.steps,
+        }
 
     def final_arrays(self) -> dict[str, np.ndarray]:
         from nmp.train.trainer import Trainer

@@ -18,7 +18,8 @@
 Each variant is one module that registers its classes (:func:`register`) in :data:`REGISTRY`
 (an ``nmp.registry.Registry`` that imports the modules on first use); the CLI's list, help,
 the comparison's rows, the models at scale and the distributed trainer's recovery come from
-it and from each class's attributes (``uses_parity``, ``scale_model``), never from a name.
+it and from each class's attributes (``uses_parity``, ``schedule``, ``rolls_back``, ...) and
+class methods (``scale_expected``, ``restore_replacement``, ...), never from a name.
 The dense MLP is replicated on ``dense_replicas`` nodes in every strategy: a failure erases the
 replica on its node and a survivor is copied; with no survivor the checkpointing strategies
 reload it from their checkpoint and the others re-create it from the seed (its learned weights

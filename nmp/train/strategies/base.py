@@ -11,6 +11,7 @@ from nmp.errors import NmpError
 from nmp.registry import Registry
 from nmp.train.config import TrainConfig
 from nmp.train.failures import Failure
+from nmp.train.schedule import COMMON, Schedule
 
 # Each variant module registers its strategies when imported; this order is the comparison's,
 # the failure-free baseline last.
@@ -49,10 +50,15 @@ class Strategy:
     name = "failure-free"
     uses_parity = False
     is_baseline = True
-    # Which closed form models the strategy at a paper's scale (nmp.train.extrapolate):
-    # "coded", "rollback", "partial", "reinit"; None: not a protection (the baseline).
-    scale_model: str | None = None
+    # The step's phases (nmp.train.schedule): the distributed runtime runs and times them, the
+    # scale model charges their critical path. A strategy adds its own phases to the common step.
+    schedule: Schedule = COMMON
     tracking_bits_per_row = 0.0  # per-row bookkeeping memory (CPR's counters or marks)
+    # What the distributed runtime does on a failure and between failures:
+    writes_checkpoints = False  # writes checkpoint files every train.ckpt_every steps
+    every_save_full = False  # each save is a full one (else every cpr_full_every-th)
+    rolls_back = False  # a failure rolls every process back to the newest full save
+    tracks_rows = False  # servers keep per-row bookkeeping for partial saves (CPR)
 
     def __init__(self, cfg: TrainConfig) -> None:
         self.cfg = cfg
@@ -130,6 +136,32 @@ class Strategy:
 
     def _timed(self, part: str, t0: float) -> None:
         self.wall_s[part] = self.wall_s.get(part, 0.0) + time.perf_counter() - t0
+
+    # -- the distributed runtime ----------------------------------------------------------------
+
+    @classmethod
+    def restore_replacement(
+        cls, ctx, role: str, rows: np.ndarray, rec: dict[str, Any]
+    ) -> np.ndarray | None:
+        """The records a fresh server process starts from in generation ``rec`` (None: it
+        holds nothing and is rebuilt, or everyone rolls back)."""
+        return None
+
+    # -- at a paper's scale (nmp.train.extrapolate) ---------------------------------------------
+    # Each returns the strategy's rows: its failure-free overhead (its schedule's critical path
+    # beyond the common step's, plus its saves) and what its failures cost.
+
+    @classmethod
+    def scale_expected(cls, md, dep) -> list[dict[str, Any]]:
+        raise NmpError(f"strategy '{cls.name}' has no model at scale (scale_expected)")
+
+    @classmethod
+    def scale_scheduled(cls, md, dep, horizon_ns: float, failure_steps) -> list[dict[str, Any]]:
+        raise NmpError(f"strategy '{cls.name}' has no model at scale (scale_scheduled)")
+
+    @classmethod
+    def scale_draws(cls, md, dep, draws) -> list[tuple]:
+        raise NmpError(f"strategy '{cls.name}' has no model at scale (scale_draws)")
 
 
 # ------------------------------------------------------------------------------------------------

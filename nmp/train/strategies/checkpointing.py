@@ -18,6 +18,8 @@ from nmp.train.strategies.base import Strategy, register
 class _Checkpointing(Strategy):
     """Shared by full (checkpoint) and partial (CPR) recovery: the files and the interval."""
 
+    writes_checkpoints = True
+
     is_baseline = False
 
     def attach(self, trainer) -> None:
@@ -98,7 +100,42 @@ class FullCheckpoint(_Checkpointing):
     """Full recovery: periodic checkpoints (Young/Daly), a failure rolls every node back."""
 
     name = "checkpoint"
-    scale_model = "rollback"
+    every_save_full = True
+    rolls_back = True
+
+    @classmethod
+    def scale_expected(cls, md, dep) -> list[dict[str, Any]]:
+        from nmp.train.extrapolate import _ckpt_name, _row, steady_fraction
+
+        rows = []
+        for i, tau in enumerate(md.ckpt_taus_ns):
+            per = tau / 2 + md.load_ns + md.restart_ns
+            steady = md.delta_ns / tau + steady_fraction(md, cls)
+            rows.append(_row(_ckpt_name(cls.name, dep, i), steady, per / md.m_ns, per))
+        return rows
+
+    @classmethod
+    def scale_scheduled(cls, md, dep, horizon_ns: float, failure_steps) -> list[dict[str, Any]]:
+        from nmp.train.extrapolate import _row, steady_fraction
+
+        tau = md.ckpt_taus_ns[0]
+        per = [(f * md.step_ns) % tau + md.load_ns + md.restart_ns for f in failure_steps]
+        steady = md.delta_ns / tau + steady_fraction(md, cls)
+        return [_row(cls.name, steady, sum(per) / horizon_ns, max(per, default=0.0))]
+
+    @classmethod
+    def scale_draws(cls, md, dep, draws) -> list[tuple]:
+        from nmp.train.extrapolate import _ckpt_name, steady_fraction
+
+        out = []
+        for i, tau in enumerate(md.ckpt_taus_ns):
+            per = np.mod(draws.t, tau) + md.load_ns + md.restart_ns  # ns per failure
+            rec = float(per.mean()) if per.size else tau / 2 + md.load_ns + md.restart_ns
+            steady = md.delta_ns / tau + steady_fraction(md, cls)
+            kw = {"interval_s": tau / 1e9}
+            name = _ckpt_name(cls.name, dep, i)
+            out.append((name, steady, draws.per_trial(per), rec, rec, draws.replica, kw))
+        return out
 
     def _dense_lost(self, node: int) -> None:
         pass  # the rollback below reloads the MLP from the checkpoint

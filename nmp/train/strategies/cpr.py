@@ -18,8 +18,58 @@ from nmp.train.strategies.checkpointing import _Checkpointing
 class _CPR(_Checkpointing):
     """Partial recovery (see the module docstring); subclasses choose the partial rows."""
 
-    scale_model = "partial"
     partial_rows = ""  # its policy at scale (nmp.train.partial_save.POLICIES)
+    tracks_rows = True
+
+    @classmethod
+    def restore_replacement(
+        cls, ctx, role: str, rows: np.ndarray, rec: dict[str, Any]
+    ) -> np.ndarray:
+        """The newest complete full save, overridden by the newer partial saves."""
+        from nmp.train.dist import files
+
+        return files.partial_restore(ctx, role, rows, rec["resume_step"])
+
+    @classmethod
+    def scale_expected(cls, md, dep) -> list[dict[str, Any]]:
+        from nmp.train.extrapolate import _partial_save, _row, steady_fraction
+
+        per = md.shard_load_ns + md.restart_ns
+        save_ns, ps = _partial_save(md, dep, cls)
+        steady = save_ns / md.cpr_tau_ns + steady_fraction(md, cls)
+        row = _row(cls.name, steady, per / md.m_ns, per)
+        row["pls_effective"] = ps.staleness_ratio * dep.cpr_pls
+        row["partial_save_fraction"] = ps.rows_per_partial / md.c.rows_total
+        return [row]
+
+    @classmethod
+    def scale_scheduled(cls, md, dep, horizon_ns: float, failure_steps) -> list[dict[str, Any]]:
+        from nmp.train.extrapolate import _partial_save, _row, steady_fraction
+
+        per = [md.shard_load_ns + md.restart_ns for _ in failure_steps]
+        steady = _partial_save(md, dep, cls)[0] / md.cpr_tau_ns + steady_fraction(md, cls)
+        return [_row(cls.name, steady, sum(per) / horizon_ns, max(per, default=0.0))]
+
+    @classmethod
+    def scale_draws(cls, md, dep, draws) -> list[tuple]:
+        from nmp.train.extrapolate import _partial_save, steady_fraction
+
+        t = draws.t
+        h = md.horizon_ns
+        pls = draws.per_trial(np.mod(t, md.cpr_tau_ns)) / (dep.servers * h)
+        per = md.shard_load_ns + md.restart_ns
+        mem = md.c.rows_total * cls.tracking_bits_per_row / 8
+        save_ns, ps = _partial_save(md, dep, cls)
+        kw = {
+            "interval_s": md.cpr_tau_ns / 1e9,
+            "pls_bound": dep.cpr_pls,
+            "pls_realized_mean": float(pls.mean()),
+            "pls_effective_mean": float(pls.mean()) * ps.staleness_ratio,
+            "partial_save_fraction": ps.rows_per_partial / md.c.rows_total,
+        }
+        steady = save_ns / md.cpr_tau_ns + steady_fraction(md, cls)
+        extra = draws.per_trial(np.full(t.size, per))
+        return [(cls.name, steady, extra, per, per, draws.replica + mem / md.base_mem, kw)]
 
     def attach(self, trainer) -> None:
         n = trainer.store.total_rows

@@ -9,7 +9,33 @@ from typing import Any
 import numpy as np
 
 from nmp.train.failures import Failure
+from nmp.train.schedule import COMMON, Phase, Schedule
 from nmp.train.strategies.base import Strategy, register
+
+# ECRec's step: the common one plus the parity's two phases. The artifact (Thesys-lab/ECRec,
+# xdl/ps-plus/ps-plus/client/client.cc: Client::SparsePushWithParity) sends the parity's update
+# inside the gradients' SparsePush, which completes once every server, parity ones included,
+# applied it: the parity update is on the push's critical path, not behind it. Here the data's
+# server sends ``old XOR new`` to the parity's server before the vote (the commit waits for it)
+# and the parity's memory XORs it in place after the commit, before the next step's gather.
+SCHEDULE = Schedule(
+    COMMON.with_phases(
+        Phase(
+            "parity_delta", "server", "send", "parity_delta", "server", ("optimizer",),
+            what="old XOR new to the parity's server",
+        ),
+    ).step
+    + (
+        Phase(
+            "parity_xor", "server", "compute", after=("vote",),
+            what="parity ^= delta in the parity server's memory",
+        ),
+    ),
+    recovery=(
+        "regroup; the replacement repairs the rows each step touches and one range of its lost "
+        "positions per step from the survivors (XOR of the stripe), training never pauses",
+    ),
+)  # fmt: skip
 
 
 @register
@@ -19,7 +45,37 @@ class ECRec(Strategy):
     name = "ecrec"
     uses_parity = True
     is_baseline = False
-    scale_model = "coded"
+    schedule = SCHEDULE
+
+    @classmethod
+    def scale_expected(cls, md, dep) -> list[dict[str, Any]]:
+        from nmp.train.extrapolate import _row, steady_fraction
+
+        return [_row(cls.name, steady_fraction(md, cls), md.rebuild_traffic_ns / md.m_ns, 0.0)]
+
+    @classmethod
+    def scale_scheduled(cls, md, dep, horizon_ns: float, failure_steps) -> list[dict[str, Any]]:
+        from nmp.train.extrapolate import _row, steady_fraction
+
+        # one run's failures: the regroup (the runtime re-forms its group on every failure;
+        # training then goes on, repairing) and the rebuild's traffic
+        per = md.rebuild_traffic_ns + md.restart_ns
+        rebuilds = per * len(failure_steps)
+        return [_row(cls.name, steady_fraction(md, cls), rebuilds / horizon_ns, 0.0)]
+
+    @classmethod
+    def scale_draws(cls, md, dep, draws) -> list[tuple]:
+        from nmp.train.extrapolate import steady_fraction
+
+        # A failure of another server before the rebuild ends exceeds r = 1 parity.
+        t, trial, node = draws.t, draws.trial, draws.node
+        same_trial = trial[1:] == trial[:-1]
+        clash = same_trial & (np.diff(t) < md.rebuild_ns) & (node[1:] != node[:-1])
+        lost_trials = np.unique(trial[1:][clash]).size if dep.r == 1 else 0
+        extra = draws.per_trial(np.full(t.size, md.rebuild_traffic_ns))
+        memory = dep.r / dep.k + draws.replica
+        kw = {"p_data_loss": lost_trials / draws.trials}
+        return [(cls.name, steady_fraction(md, cls), extra, 0.0, md.rebuild_ns, memory, kw)]
 
     def attach(self, trainer) -> None:
         super().attach(trainer)

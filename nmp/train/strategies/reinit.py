@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from nmp.train.failures import Failure
 from nmp.train.strategies.base import Strategy, register
 
@@ -14,7 +16,37 @@ class Reinit(Strategy):
 
     name = "none"
     is_baseline = False
-    scale_model = "reinit"
+
+    @classmethod
+    def restore_replacement(
+        cls, ctx, role: str, rows: np.ndarray, rec: dict[str, Any]
+    ) -> np.ndarray:
+        from nmp.train.trainer import init_records
+
+        return init_records(ctx.geo, ctx.width, ctx.cfg.seed + 7919 * int(rec["gen"]), rows)
+
+    @classmethod
+    def scale_expected(cls, md, dep) -> list[dict[str, Any]]:
+        from nmp.train.extrapolate import _row, steady_fraction
+
+        return [_row(cls.name, steady_fraction(md, cls), md.reinit_ns / md.m_ns, md.reinit_ns)]
+
+    @classmethod
+    def scale_scheduled(cls, md, dep, horizon_ns: float, failure_steps) -> list[dict[str, Any]]:
+        from nmp.train.extrapolate import _row, steady_fraction
+
+        # one run's failures: the regroup and the replacement's fresh rows
+        reinits = (md.reinit_ns + md.restart_ns) * len(failure_steps)
+        rec = md.reinit_ns + md.restart_ns if failure_steps else 0.0
+        return [_row(cls.name, steady_fraction(md, cls), reinits / horizon_ns, rec)]
+
+    @classmethod
+    def scale_draws(cls, md, dep, draws) -> list[tuple]:
+        from nmp.train.extrapolate import steady_fraction
+
+        per = md.reinit_ns
+        extra = draws.per_trial(np.full(draws.t.size, per))
+        return [(cls.name, steady_fraction(md, cls), extra, per, None, draws.replica, {})]
 
     def on_failure(self, f: Failure, pending_commit=None) -> None:
         from nmp.train.trainer import init_records

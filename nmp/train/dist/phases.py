@@ -1,0 +1,244 @@
+"""Phase timing inside the processes, and the run's phases measured beside modeled.
+
+Every process times each phase of its strategy's schedule (:mod:`nmp.train.schedule`) in every
+training step, by name (:class:`PhaseClock`); the report (:func:`measured_phases`) takes, per
+step, the slowest process of the role that runs the phase (the step waits for it), and then the
+median over the steps.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+
+class PhaseClock:
+    """Seconds per phase per training step of one process: ``start()`` at the step's start,
+    ``lap(name)`` at the end of each phase (the time since the previous lap is that phase's)."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, dict[str, float]] = {}  # "gen:step" -> phase -> seconds
+        self._key = ""
+        self._t = 0.0
+
+    def start(self, gen: int, step: int) -> None:
+        self._key = f"{gen}:{step}"
+        self.steps[self._key] = {}
+        self._t = time.perf_counter()
+
+    def stop(self) -> None:
+        """Outside a training step (evaluation, rebuild's tail): laps are not recorded."""
+        self._key = ""
+
+    def lap(self, name: str) -> None:
+        if not self._key:
+            return
+        now = time.perf_counter()
+        row = self.steps.setdefault(self._key, {})
+        row[name] = row.get(name, 0.0) + now - self._t
+        self._t = now
+
+    def drop(self) -> None:
+        """The step was aborted: its phases are not a committed step's."""
+        self.steps.pop(self._key, None)
+        self._key = ""
+
+
+def per_step(results: dict[str, Any], actor: str) -> dict[str, dict[str, float]]:
+    """Per committed step ("gen:step"), per phase: the slowest ``actor`` process's seconds."""
+    out: dict[str, dict[str, float]] = {}
+    for role, res in results.items():
+        if not role.startswith(actor + ":"):
+            continue
+        for key, phases in (res.get("phase_s") or {}).items():
+            row = out.setdefault(key, {})
+            for name, s in phases.items():
+                row[name] = max(row.get(name, 0.0), s)
+    return out
+
+
+def measured_phases(results: dict[str, Any], schedule) -> dict[str, float]:
+    """Median seconds per step of every phase of ``schedule`` (each from the role that runs
+    it; a phase no process timed is absent)."""
+    out: dict[str, float] = {}
+    # a sync of all ("vote") is the servers' view: they vote last, after their exchanges
+    for actor in ("server", "worker"):
+        steps = per_step(results, actor)
+        for p in schedule.step:
+            if p.actor not in (actor, "all") or p.name in out:
+                continue
+            vals = [row[p.name] for row in steps.values() if p.name in row]
+            if vals:
+                out[p.name] = float(np.median(vals))
+    return out
+
+
+def mean_phases(runs: list[dict[str, Any]], schedule) -> dict[str, float]:
+    """:func:`measured_phases` of each run, averaged over the runs that timed the phase."""
+    got = [measured_phases(r["results"], schedule) for r in runs]
+    names = {n for g in got for n in g}
+    return {n: float(np.mean([g[n] for g in got if n in g])) for n in names}
+
+
+def xor_seconds(rows: int, record_bytes: int, reps: int = 21) -> float:
+    """A microbenchmark: this machine's time for one ``xor_into`` of ``rows`` records (the
+    parity's in-place XOR of one step's deltas on one server), median of ``reps``."""
+    from nmp.arch.parity import xor_into
+
+    rows = max(1, int(rows))
+    parity = np.zeros((rows, record_bytes), np.uint8)
+    delta = np.ones((rows, record_bytes), np.uint8)
+    stripes = np.arange(rows) * 3  # as the server: find each stripe's parity row, skip none
+    held = np.arange(rows * 3)
+    ok = np.ones(len(held), dtype=bool)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        pos = np.searchsorted(held, stripes)
+        keep = ok[pos]
+        xor_into(parity, np.arange(rows)[keep], delta[keep])
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def harmonic(n: int) -> float:
+    return float(sum(1.0 / i for i in range(1, n + 1)))
+
+
+def round_seconds(base_phases: dict[str, float], workers: int, peers: int) -> float:
+    """One blocking all-to-all round with ``peers`` peers on this machine. Measured: the
+    failure-free runs' worker all-gather (``dense_grad``, ``workers - 1`` peers). A process
+    waits for the last of its peers to be scheduled and send; with independent, exponentially
+    distributed scheduling delays the wait for the last of n is the mean delay times the
+    harmonic number H(n), so the round scales as H(peers) / H(workers - 1) (chosen: the
+    delays' law is an assumption, stated; it was chosen after a first comparison, with the
+    all-gather's round taken as is, missed ECRec's 3-peer exchange by -40 %)."""
+    if workers < 2:
+        return 0.0  # no all-gather to measure a round on (one worker): not charged
+    return base_phases.get("dense_grad", 0.0) * harmonic(peers) / harmonic(workers - 1)
+
+
+def model_phases(
+    schedule, common, base_phases: dict[str, float], *, delta_bytes_per_server: float,
+    delta_rows_per_server: float, record_bytes: int, link_gbps: float, servers: int,
+    workers: int,
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """Each phase's modeled seconds per step on this machine, and the inputs taken.
+
+    The common step's phases are the failure-free runs' measured ones (inputs: what this
+    machine takes for them). A phase the strategy adds is priced by what it does: a send among
+    servers (``parity_delta``) is one blocking all-to-all round, charged as the failure-free
+    runs' own all-to-all round among peers (the workers' MLP all-gather, ``dense_grad``: each
+    process blocks until every peer was scheduled and sent; on an oversubscribed machine the
+    round costs scheduling, not bytes, chosen; scaled to the servers' peers by
+    :func:`round_seconds`) plus its bytes over the measured link; a compute
+    (``parity_xor``) is timed by a microbenchmark of the same XOR on as many records."""
+    out = {n: s for n, s in base_phases.items() if common.has(n)}
+    round_s = round_seconds(base_phases, workers, servers - 1)  # among the servers
+    inputs: dict[str, Any] = {"failure_free_phase_ms": {n: 1e3 * s for n, s in out.items()}}
+    for p in schedule.step:
+        if common.has(p.name) or p.background:
+            continue
+        if p.does == "send":
+            wire = delta_bytes_per_server / (link_gbps * 1e9) if link_gbps else 0.0
+            out[p.name] = round_s + wire
+            inputs["round_ms"] = 1e3 * round_s
+            inputs[f"{p.name}_bytes_per_server_step"] = delta_bytes_per_server
+        elif p.does == "compute":
+            out[p.name] = xor_seconds(round(delta_rows_per_server), record_bytes)
+            inputs[f"{p.name}_microbenchmark_ms"] = 1e3 * out[p.name]
+            inputs[f"{p.name}_rows_per_server_step"] = delta_rows_per_server
+    return out, inputs
+
+
+def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dict[str, Any]:
+    """Every phase of the strategy's schedule, measured in its run beside modeled from the
+    failure-free runs' inputs (:func:`nmp.train.dist.phases.model_phases`), in ms per step,
+    and the step in total: the failure-free step plus the phases the strategy adds in series
+    (its schedule's critical path beyond the common step)."""
+    from nmp.train.schedule import COMMON
+
+    ctx = run["ctx"]
+    sched = ctx.schedule
+    got = measured_phases(run["results"], sched)
+    ref = mean_phases(base.get("runs", [base]), COMMON)
+    steps = max(1, len(step_times(run)))
+    s = ctx.spec.servers
+    delta_bytes = run["traffic_bytes"].get("parity_delta", 0) / steps / s
+    rows = len(np.unique(ctx.shard.global_rows(ctx.batch(0).ids))) / s
+    model, inputs = model_phases(
+        sched, COMMON, ref, delta_bytes_per_server=delta_bytes,
+        delta_rows_per_server=rows if sched.has("parity_xor") else 0,
+        record_bytes=4 * ctx.width, link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,
+    )  # fmt: skip
+    step_meas = 1e3 * float(np.median(step_times(run)))
+    table: dict[str, Any] = {}
+    for p in sched.step:
+        m, mod = got.get(p.name), model.get(p.name)
+        points = None if m is None or mod is None else 100.0 * 1e3 * (mod - m) / step_meas
+        table[p.name] = {
+            "actor": p.actor,
+            "background": p.background,
+            "measured_ms": None if m is None else 1e3 * m,
+            "modeled_ms": None if mod is None else 1e3 * mod,
+            "error_pct": None if not m or mod is None else 100.0 * (mod / m - 1.0),
+            # the error in points of the measured step (a small phase's large relative error)
+            "error_points": points,
+        }
+    # A rebuild (parity): the replacement's repair exchange, one blocking round per step of
+    # its train.rebuild_ranges ranges (plus the rows it lacks), each over the link.
+    repaired = sum(r.get("repair", 0.0) for r in per_step(run["results"], "server").values())
+    rebuilds = sum(1 for e in run["events"] if e.get("rebuilding"))
+    repair_bytes = run["traffic_bytes"].get("repair", 0)
+    round_s = round_seconds(ref, ctx.spec.workers, s - 1)  # the replacement and its S-1 peers
+    repair_mod = rebuilds * cfg.rebuild_ranges * round_s + (
+        repair_bytes / (link_gbps * 1e9) if link_gbps else 0.0
+    )
+    # the memory design's own time for the parity's update (the servers' hwcost timing)
+    upd = [v for r in run["results"].values() for v in (r.get("modeled") or {}).get("parity_update_ns", [])]
+    if upd and "parity_xor" in table:
+        table["parity_xor"]["memory_model_ms"] = float(np.median(upd)) / 1e6
+    added = [n for n in sched.foreground() if not COMMON.has(n)]
+    step_ff = 1e3 * float(np.median(step_times(base)))
+    step_mod = step_ff + sum(1e3 * model[n] for n in added)
+    return {
+        "phases": table,
+        "step_ms": {
+            "measured": step_meas,
+            "modeled": step_mod,
+            "error_pct": 100.0 * (step_mod / step_meas - 1.0),
+            "failure_free_measured": step_ff,
+        },
+        "added_phases": added,
+        "repair_s": {"measured": repaired, "modeled": repair_mod, "rebuilds": rebuilds},
+        "inputs": inputs,
+    }
+
+
+def print_phases(row: dict[str, Any]) -> None:
+    """The schedule's phases: measured beside modeled, ms per step (median)."""
+    model = row["modeled"]
+
+    def ms(v):
+        return "-" if v is None else f"{v:.2f}"
+
+    print("  phase (who)            measured ms   modeled ms   error")
+    for name, p in row["phases"].items():
+        err = "-"
+        if p["error_pct"] is not None:
+            err = f"{p['error_pct']:+.0f} % ({p['error_points']:+.1f} points)"
+        who = f"{name} ({p['actor']})"
+        print(f"  {who:22s} {ms(p['measured_ms']):>11s}  {ms(p['modeled_ms']):>11s}   {err}")
+    st = model["step_ms"]
+    print(
+        f"  step                   {st['measured']:>11.2f}  {st['modeled']:>11.2f}   "
+        f"{st['error_pct']:+.0f} % (failure-free {st['failure_free_measured']:.2f})"
+    )
+    xor = row["phases"].get("parity_xor", {})
+    if xor.get("memory_model_ms") is not None:
+        print(f"  parity_xor on the memory design (hwcost): {xor['memory_model_ms']:.4f} ms")
+    rep = model["repair_s"]
+    if rep["rebuilds"]:
+        print(f"  rebuild's repair rounds: measured {rep['measured']:.3f} s, modeled {rep['modeled']:.3f} s")
