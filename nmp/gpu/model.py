@@ -392,6 +392,7 @@ def _result(
         "variant": gpu.variant,
         "kernel": {
             "regs_per_thread": cfg.regs_per_thread,
+            "regs_build": gpu.kernel.regs_build or "ASSUMED: no build named",
             "blocks_per_sm": cfg.blocks_per_sm,
             "warps_per_sm": cfg.resident_warps_per_sm,
             "occupancy": cfg.occupancy,

@@ -204,6 +204,10 @@ class KernelSpec:
     block_y: int = 8
     grid_blocks: int = 1024
     regs_per_thread: int = 56
+    # The build the register count was read from (torch / CUDA version, tool); "" or a text
+    # starting "ASSUMED" where it was not read from a build. Register counts change with the
+    # compiler: each build needs its own reading.
+    regs_build: str = ""
     maxrregcount: int = 42
     loads_in_flight: int = 1
     prefetch_distance: int = 2

@@ -1,0 +1,35 @@
+"""The h200 preset against the facts measured on a real H200 (../shared/reference/GPU-H200.md),
+and the register count as a per-build input."""
+
+from __future__ import annotations
+
+from nmp.gpu import load_gpu
+from nmp.gpu.kernel import kernel_config
+
+
+def test_h200_preset_carries_the_measured_device_facts():
+    g = load_gpu("h200")
+    assert (g.sm.count, g.sm.clock_mhz, g.sm.registers) == (132, 1980.0, 65536)
+    assert g.l2.size_bytes == 62_914_560
+    # cudaDevAttrMaxPersistingL2CacheSize 39,321,600 B is the set-aside's share of the L2.
+    assert g.pinning.set_aside_fraction * g.l2.size_bytes == 39_321_600
+    assert g.hbm.peak_bandwidth_gbps == 4800.0 and g.hbm.stacks == 6
+
+
+def test_stock_kernel_registers_name_their_build_and_set_occupancy():
+    for name in ("h200", "h100-sxm"):
+        g = load_gpu(name)
+        assert g.kernel.regs_per_thread == 40
+        assert "torch 2.11" in g.kernel.regs_build and "CUDA 13" in g.kernel.regs_build
+        # Nsight Compute: occupancy limited by registers to 6 blocks/SM (48 of 64 warps).
+        cfg = kernel_config(g)
+        assert (cfg.blocks_per_sm, cfg.limited_by, cfg.resident_warps_per_sm) == (
+            6,
+            "registers",
+            48,
+        )
+        # The register cap of the occupancy variant reaches full occupancy without spilling.
+        occ = kernel_config(load_gpu(name, {"variant": "occupancy"}))
+        assert occ.resident_warps_per_sm == 64 and occ.spilled_regs == 0
+    for name in ("a100-80gb", "a100-40gb"):
+        assert load_gpu(name).kernel.regs_build.startswith("ASSUMED")
