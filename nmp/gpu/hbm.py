@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -277,6 +277,27 @@ def hbm_calibration(hbm) -> HbmCalibration:
             _write_cache(cache)
     _MEMO[key] = cal
     return cal
+
+
+def with_probe(cal: HbmCalibration, hbm) -> HbmCalibration:
+    """``cal`` with the efficiencies of ``hbm``'s measured random-read probe (none: ``cal``).
+
+    The probe's throughput at 32/64/128 B becomes the efficiency of fetches of that size, and the
+    engine's latency-under-load curve is stretched along utilization so that it diverges at the
+    probe's 128-B throughput instead of the engine's (its latencies are kept)."""
+    if not hbm.probe_fetch_bytes:
+        return cal
+    probe = dict(zip(hbm.probe_fetch_bytes, hbm.probe_random_gbps, strict=True))
+    eff = {str(b): probe[b] / hbm.peak_bandwidth_gbps for b in FETCH_BYTES}
+    stretch = eff["128"] / cal.efficiency["128"]
+    return replace(
+        cal,
+        efficiency=eff,
+        load_utilization=tuple(u * stretch for u in cal.load_utilization),
+        calibrated_against=cal.calibrated_against
+        + "; efficiencies and the queue's asymptote from the preset's measured random-read probe "
+        + ", ".join(f"{b} B {g:g} GB/s" for b, g in probe.items()),
+    )
 
 
 def recalibrate_all() -> dict[str, Any]:

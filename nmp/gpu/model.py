@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from nmp.gpu.cache import CacheState, StampClock
-from nmp.gpu.hbm import HbmCalibration, hbm_calibration
+from nmp.gpu.hbm import HbmCalibration, hbm_calibration, with_probe
 from nmp.gpu.kernel import KernelConfig, kernel_config
 from nmp.gpu.spec import GpuSpec
 from nmp.gpu.stream import (
@@ -34,7 +34,7 @@ from nmp.gpu.stream import (
     L2Policy,
     run_kernel_stream,
 )
-from nmp.gpu.timing import STALL_KEYS, LoadPrices, kernel_timing
+from nmp.gpu.timing import STALL_KEYS, LoadPrices, SliceQueue, kernel_timing
 from nmp.results import OpResult
 
 TABLE_ALIGN_BYTES = 2 * 1024 * 1024  # tables start on 2-MiB (large page) boundaries
@@ -123,7 +123,7 @@ def embedding_stage(
     choose the pinned rows (default: ``batch`` itself).
     """
     cfg = kernel_config(gpu)
-    cal = hbm_calibration(gpu.hbm)
+    cal = with_probe(hbm_calibration(gpu.hbm), gpu.hbm)
     lat = latencies(gpu, cal)
     n_tables = len(batch.tables)
     elem_bytes = elem_bytes or [4] * n_tables
@@ -314,6 +314,12 @@ def embedding_stage(
             saturation=cal.saturation,
             queueing_ns=cal.queueing_ns if gpu.hbm.queueing else None,
             bounds_ns=bounds,
+            slices=SliceQueue(
+                bytes=l2_sectors * sector + stream_bytes + overlap_bytes,
+                peak_bytes_per_ns=l2c.bytes_per_cycle * clk_ghz,
+                # One line request at one slice: a slice serves bytes_per_cycle / slices.
+                service_cycles=l2c.line_bytes * l2c.slices / l2c.bytes_per_cycle,
+            ),
         )
         util_weighted += kt.hbm_utilization * kt.t_ns
         hbm_lat_weighted += kt.hbm_latency_cycles * kt.t_ns

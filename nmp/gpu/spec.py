@@ -155,8 +155,20 @@ class HbmSpec:
     # Misses wait in the memory system's queues: their latency rises with utilization as the
     # DRAM engine's replays say (nmp.gpu.hbm). False: unloaded latency plus a bandwidth bound.
     queueing: bool = True
+    # A measured random-read probe of this part (useful GB/s of random fetches of each size,
+    # many loads in flight): where given, its throughput replaces the DRAM engine's saturated
+    # efficiency (the engine keeps the shape of the latency-under-load curve). Must cover the
+    # L2's miss sizes 32, 64 and 128 B.
+    probe_fetch_bytes: tuple[int, ...] = ()
+    probe_random_gbps: tuple[float, ...] = ()
 
     def validate(self) -> None:
+        if len(self.probe_fetch_bytes) != len(self.probe_random_gbps):
+            raise KeyedValueError("probe_random_gbps", "needs one value per probe_fetch_bytes")
+        if self.probe_fetch_bytes and not {32, 64, 128} <= set(self.probe_fetch_bytes):
+            raise KeyedValueError("probe_fetch_bytes", "must include 32, 64 and 128")
+        if any(g <= 0 or g > self.peak_bandwidth_gbps for g in self.probe_random_gbps):
+            raise KeyedValueError("probe_random_gbps", "each must lie in (0, peak_bandwidth_gbps]")
         require_at_least(
             self,
             1,

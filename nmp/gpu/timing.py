@@ -44,6 +44,7 @@ STALL_KEYS = (
     "l2_hit",
     "hbm_latency",
     "hbm_queueing",
+    "l2_queueing",
     "spill",
     "tail",
     "hbm_bandwidth",
@@ -105,6 +106,24 @@ class LoadPrices:
     spill_cycles: float  # reload latency per lookup in the chain (0 without spills)
 
 
+@dataclass(frozen=True)
+class SliceQueue:
+    """The L2 slices behind the crossbar as a queue every L2 request passes (hits and misses):
+    ``bytes`` requested from the L2 during the kernel, the slices' total ``peak_bytes_per_ns``,
+    and the cycles one slice takes to serve one request (``service_cycles``)."""
+
+    bytes: float
+    peak_bytes_per_ns: float
+    service_cycles: float
+
+    def wait_cycles(self, t_ns: float) -> float:
+        """Mean wait at a slice (M/D/1: u / (2 (1 - u)) services) at the kernel's L2 load."""
+        u = self.bytes / (t_ns * self.peak_bytes_per_ns) if t_ns > 0 else math.inf
+        if u >= 1.0:
+            return math.inf
+        return self.service_cycles * u / (2.0 * (1.0 - u))
+
+
 def kernel_timing(
     *,
     warp_levels: np.ndarray,
@@ -118,32 +137,38 @@ def kernel_timing(
     saturation: float,
     queueing_ns: Callable[[float], float] | None,
     bounds_ns: dict[str, float],
+    slices: SliceQueue | None = None,
 ) -> KernelTiming:
     """Kernel time from per-warp loads by level (``warp_levels[w] = (L1, L2, HBM)`` units) and
     the bandwidth ``bounds_ns`` (see the module docstring). ``queueing_ns`` None: unloaded
-    latencies and a hard HBM bandwidth bound (``bounds_ns["hbm_bandwidth"]``)."""
+    latencies and a hard HBM bandwidth bound (``bounds_ns["hbm_bandwidth"]``); ``slices``: the
+    L2 slices' queue, whose wait every L2 hit and miss adds (with ``queueing_ns`` only)."""
     levels = np.ascontiguousarray(warp_levels, dtype=np.float64)
     units = levels.sum(axis=1)
     totals = levels.sum(axis=0)
     p = prices
 
-    def block_cycles(hbm_cycles: float) -> np.ndarray:
+    def block_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> np.ndarray:
         """Each block's cycles: its slowest warp's chain of loads over ``mlp`` in flight."""
         index = p.l1_cycles + hbm_cycles * p.index_hbm_share
-        lat = levels @ np.array([p.l1_cycles, p.l2_cycles, hbm_cycles])
+        lat = levels @ np.array([p.l1_cycles, p.l2_cycles + l2_wait, hbm_cycles])
         warp = (lat + units * index) / mlp + units * p.spill_cycles
         return warp.reshape(-1, warps_per_block).max(axis=1)
 
-    def makespan_cycles(hbm_cycles: float) -> float:
-        return list_schedule(np.ascontiguousarray(block_cycles(hbm_cycles)), slots)
+    def makespan_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> float:
+        return list_schedule(np.ascontiguousarray(block_cycles(hbm_cycles, l2_wait)), slots)
 
     def queue_cycles(t_ns: float) -> tuple[float, float]:
+        """(HBM queueing, L2 slice wait) in cycles at kernel time ``t_ns``; a miss waits in
+        both, a hit in the slice only."""
         assert queueing_ns is not None  # called only where it is given (the else below)
         u = hbm_bytes / (t_ns * peak_gbps) if t_ns > 0 else math.inf
-        return u, queueing_ns(u) / cycle_ns
+        w2 = slices.wait_cycles(t_ns) if slices is not None else 0.0
+        return queueing_ns(u) / cycle_ns + w2, w2
 
     other = {k: v for k, v in bounds_ns.items() if k != "hbm_bandwidth"}
     floor = max(other.values(), default=0.0)
+    w2 = 0.0
     if queueing_ns is None:
         q = 0.0
         t_lat = makespan_cycles(p.hbm_unloaded_cycles) * cycle_ns
@@ -151,12 +176,14 @@ def kernel_timing(
     else:
 
         def excess(t_ns: float) -> float:
-            _, qc = queue_cycles(t_ns)
+            qc, wc = queue_cycles(t_ns)
             if math.isinf(qc):
                 return math.inf
-            return max(makespan_cycles(p.hbm_unloaded_cycles + qc) * cycle_ns, floor) - t_ns
+            return max(makespan_cycles(p.hbm_unloaded_cycles + qc, wc) * cycle_ns, floor) - t_ns
 
         lo = max(floor, hbm_bytes / (peak_gbps * saturation)) if hbm_bytes > 0 else floor
+        if slices is not None:
+            lo = max(lo, slices.bytes / slices.peak_bytes_per_ns)
         hi = max(lo, makespan_cycles(p.hbm_unloaded_cycles) * cycle_ns, 1e-9)
         while excess(hi) > 0:
             lo, hi = hi, hi * 2.0
@@ -171,21 +198,22 @@ def kernel_timing(
             else:
                 hi = mid
         t = hi
-        _, q = queue_cycles(t)
-        t_lat = min(makespan_cycles(p.hbm_unloaded_cycles + q) * cycle_ns, t)
+        q, w2 = queue_cycles(t)
+        t_lat = min(makespan_cycles(p.hbm_unloaded_cycles + q, w2) * cycle_ns, t)
     hbm_cycles = p.hbm_unloaded_cycles + q
     u = hbm_bytes / (t * peak_gbps) if t > 0 else 0.0
     parts = {
         "l1_hit": totals[0] * p.l1_cycles / mlp,
         "l2_hit": totals[1] * p.l2_cycles / mlp,
+        "l2_queueing": (totals[1] + totals[2]) * w2 / mlp,
         "hbm_latency": totals[2] * p.hbm_unloaded_cycles / mlp,
-        "hbm_queueing": (totals[2] + units.sum() * p.index_hbm_share) * q / mlp,
+        "hbm_queueing": (totals[2] + units.sum() * p.index_hbm_share) * (q - w2) / mlp,
         "index_load": units.sum() * (p.l1_cycles + p.hbm_unloaded_cycles * p.index_hbm_share) / mlp,
         "spill": units.sum() * p.spill_cycles,
     }
     warp = sum(parts.values())
     # Perfect packing: every slot busy with the mean block (the slowest warp of each block).
-    block_sum = float(block_cycles(hbm_cycles).sum())
+    block_sum = float(block_cycles(hbm_cycles, w2).sum())
     packed_ns = min(block_sum / slots * cycle_ns, t_lat) if levels.shape[0] else 0.0
     stall = dict.fromkeys(STALL_KEYS, 0.0)
     if warp > 0:
