@@ -10,6 +10,10 @@ latency`` lookups per cycle, so its time is ``sum(latencies) / m``, plus a spill
 blocks are list-scheduled onto the ``SMs x blocks_per_SM`` slots in launch order (the hardware
 block scheduler refills a slot as soon as it frees), which captures the tail of the last wave.
 
+Waves. Block ``b`` runs in wave ``b // slots``; each wave is solved on its own with the loads it
+holds (:func:`kernel_timing`), so a partial last wave (1024 blocks on 792 slots leave 232) puts
+its lighter load on the memory system and sees its shorter queues, instead of the full waves'.
+
 Load. An HBM miss's latency is the unloaded one plus the queueing delay at the kernel's HBM
 utilization ``u = bytes / (time x peak)``, from the DRAM engine's replays at offered loads
 (:meth:`nmp.gpu.hbm.HbmCalibration.queueing_ns`; it diverges at the saturated efficiency of random
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numba as nb
 import numpy as np
@@ -93,6 +97,7 @@ class KernelTiming:
     bound: str = "latency"
     hbm_utilization: float = 0.0
     hbm_latency_cycles: float = 0.0
+    waves: int = 1
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,78 @@ class SliceQueue:
 
 
 def kernel_timing(
+    *,
+    warp_levels: np.ndarray,
+    prices: LoadPrices,
+    mlp: float,
+    warps_per_block: int,
+    slots: int,
+    cycle_ns: float,
+    hbm_bytes: float,
+    peak_gbps: float,
+    saturation: float,
+    queueing_ns: Callable[[float], float] | None,
+    bounds_ns: dict[str, float],
+    slices: SliceQueue | None = None,
+) -> KernelTiming:
+    """Kernel time, wave by wave: the blocks are launched in order onto ``slots`` slots (SMs x
+    blocks per SM), so block ``b`` runs in wave ``b // slots``; each wave is its own fixed point
+    of Little's law (:func:`wave_timing`) with the memory traffic it holds (its share of the
+    loads), so a partial last wave runs at the lighter load, and lower latency, it puts on the
+    memory system. Times, stalls and bounds add up over the waves."""
+    levels = np.ascontiguousarray(warp_levels, dtype=np.float64)
+    blocks = levels.shape[0] // warps_per_block
+    total_units = float(levels.sum())
+    if blocks <= slots or total_units <= 0:
+        return wave_timing(
+            warp_levels=levels,
+            prices=prices,
+            mlp=mlp,
+            warps_per_block=warps_per_block,
+            slots=slots,
+            cycle_ns=cycle_ns,
+            hbm_bytes=hbm_bytes,
+            peak_gbps=peak_gbps,
+            saturation=saturation,
+            queueing_ns=queueing_ns,
+            bounds_ns=bounds_ns,
+            slices=slices,
+        )
+    waves = []
+    for first in range(0, blocks, slots):
+        part = levels[first * warps_per_block : (first + slots) * warps_per_block]
+        share = float(part.sum()) / total_units
+        waves.append(
+            wave_timing(
+                warp_levels=part,
+                prices=prices,
+                mlp=mlp,
+                warps_per_block=warps_per_block,
+                slots=slots,
+                cycle_ns=cycle_ns,
+                hbm_bytes=hbm_bytes * share,
+                peak_gbps=peak_gbps,
+                saturation=saturation,
+                queueing_ns=queueing_ns,
+                bounds_ns={k: v * share for k, v in bounds_ns.items()},
+                slices=replace(slices, bytes=slices.bytes * share) if slices else None,
+            )
+        )
+    t = sum(w.t_ns for w in waves)
+    longest = max(waves, key=lambda w: w.t_ns)
+    return KernelTiming(
+        t_ns=t,
+        t_latency_ns=sum(w.t_latency_ns for w in waves),
+        bounds_ns=dict(bounds_ns),
+        stall_ns={k: sum(w.stall_ns[k] for w in waves) for k in STALL_KEYS},
+        bound=longest.bound,
+        hbm_utilization=hbm_bytes / (t * peak_gbps) if t > 0 else 0.0,
+        hbm_latency_cycles=sum(w.hbm_latency_cycles * w.t_ns for w in waves) / t if t else 0.0,
+        waves=len(waves),
+    )
+
+
+def wave_timing(
     *,
     warp_levels: np.ndarray,
     prices: LoadPrices,

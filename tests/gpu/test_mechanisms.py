@@ -61,3 +61,34 @@ def test_l2_slices_queue_lengthens_hits_with_load():
     busy = timing(levels, slices=SliceQueue(bytes=1.3e5, peak_bytes_per_ns=10.0, service_cycles=30))
     assert busy.t_ns > idle.t_ns * 1.02
     assert busy.stall_ns["l2_queueing"] > 0.0
+
+
+def test_partial_last_wave_runs_at_its_own_lighter_load():
+    from nmp.gpu.timing import wave_timing
+
+    # 5 one-warp blocks of HBM misses on 4 slots: a full wave and a partial one of 1 block.
+    levels = np.array([[0, 0, 100]] * 5, dtype=float)
+    args = dict(
+        prices=PRICES,
+        mlp=1.0,
+        warps_per_block=1,
+        slots=4,
+        cycle_ns=1 / 1.98,
+        peak_gbps=4800.0,
+        bounds_ns={"l2_bandwidth": 0.0},
+    )
+    cal = with_probe(hbm_calibration(load_gpu("h200").hbm), load_gpu("h200").hbm)
+    # Bytes that load the memory to about 70 % of the probe's 128-B throughput over one wave.
+    hbm_bytes = 0.7 * 0.772 * 4800 * 100 * 700 / 1.98 * 1.25
+    common = dict(args, hbm_bytes=hbm_bytes, saturation=cal.saturation, queueing_ns=cal.queueing_ns)
+    waves = kernel_timing(warp_levels=levels, **common)
+    one_pool = wave_timing(warp_levels=levels, **common)
+    assert waves.waves == 2
+    full = wave_timing(warp_levels=levels[:4], **dict(common, hbm_bytes=hbm_bytes * 0.8))
+    last = wave_timing(warp_levels=levels[4:], **dict(common, hbm_bytes=hbm_bytes * 0.2))
+    assert waves.t_ns == pytest.approx(full.t_ns + last.t_ns)
+    # The lone block of the last wave sees shorter queues than the full wave, and the full
+    # wave longer ones than one kernel-wide average load would give it.
+    assert last.hbm_latency_cycles < full.hbm_latency_cycles - 20
+    assert full.hbm_latency_cycles > one_pool.hbm_latency_cycles + 10
+    assert last.t_ns < 0.97 * full.t_ns
