@@ -9,9 +9,10 @@ persisting lines: per table, a pre-kernel prefetches that table's hottest rows w
 kernel's time is the fixed point of Little's law on the loaded memory system
 (:mod:`nmp.gpu.timing`); the stage's time is their sum.
 
-HBM traffic besides the rows: the indices (read once per table: the four warps of a bag share
-them through L1), the offsets, and the pooled output (written once); these streams are not put
-through the caches (no reuse) and are charged at the calibrated efficiency of 128-B fetches.
+Traffic besides the rows: the index and offset loads and the ``offset2bag`` stores go through the
+L1 and L2 as :mod:`nmp.gpu.index_stream` counts them (their sectors in the hit rates, their waits
+in each lookup's chain, their distinct sectors fetched from HBM as 32-B fetches); the pooled output
+and ``offset2bag`` are written back at the efficiency of 128-B fetches.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from nmp.gpu.cache import CacheState, StampClock
 from nmp.gpu.hbm import HbmCalibration, hbm_calibration, with_probe
+from nmp.gpu.index_stream import index_traffic
 from nmp.gpu.kernel import KernelConfig, kernel_config
 from nmp.gpu.spec import GpuSpec
 from nmp.gpu.stream import (
@@ -276,9 +278,22 @@ def embedding_stage(
         level_units += units_lv
         eff_rows = cal.efficiency_for(fetch_bytes)
         n = lookups.num_lookups
-        stream_bytes = (n + lookups.batch + 1) * gpu.kernel.index_bytes + (
-            lookups.batch * row_bytes[t]
+        idx = index_traffic(
+            lookups.offsets,
+            layout.chunks_per_bag,
+            gpu.kernel.index_bytes,
+            l1c.sector_bytes,
+            l2c.fetch_bytes,
         )
+        # Index/offset reads are 32-B fetches; output and offset2bag write-backs whole lines.
+        write_bytes = idx.hbm_write_bytes + lookups.batch * row_bytes[t]
+        stream_bytes = idx.hbm_read_bytes + write_bytes
+        stream_ns = idx.hbm_read_bytes / (
+            peak * cal.efficiency_for(l2c.fetch_bytes)
+        ) + write_bytes / (peak * line_eff)
+        row_l2_sectors = l2_sectors
+        l1_sectors += idx.l1_requests
+        l2_sectors += idx.l2_requests
         t_hbm_rows = hbm_sectors * sector / (peak * eff_rows)
         units = float(warp_levels.sum())
         instructions = units * cfg.instructions_per_lookup
@@ -288,7 +303,7 @@ def embedding_stage(
         mlp = cfg.mlp_for(max(1, -(-slice_bytes // sector)))
         mlp_used.append(mlp)
         bounds = {
-            "hbm_bandwidth": t_hbm_rows + (stream_bytes + overlap_bytes) / (peak * line_eff),
+            "hbm_bandwidth": t_hbm_rows + stream_ns + overlap_bytes / (peak * line_eff),
             "l2_bandwidth": l2_sectors * sector / (l2c.bytes_per_cycle * clk_ghz),
             "l1_bandwidth": (l1_sectors + spill_sectors)
             * sector
@@ -299,7 +314,8 @@ def embedding_stage(
             l1_cycles=lat.l1_cycles,
             l2_cycles=lat.l2_cycles,
             hbm_unloaded_cycles=lat.hbm_cycles,
-            index_hbm_share=gpu.kernel.index_bytes / l1c.line_bytes,
+            index_hbm_share=idx.hbm_share,
+            index_l2_share=idx.l2_share,
             spill_cycles=lat.l1_cycles if cfg.spill_loads_per_lookup > 0 else 0.0,
         )
         kt = kernel_timing(
@@ -315,7 +331,7 @@ def embedding_stage(
             queueing_ns=cal.queueing_ns if gpu.hbm.queueing else None,
             bounds_ns=bounds,
             slices=SliceQueue(
-                bytes=l2_sectors * sector + stream_bytes + overlap_bytes,
+                bytes=l2_sectors * sector + lookups.batch * row_bytes[t] + overlap_bytes,
                 peak_bytes_per_ns=l2c.bytes_per_cycle * clk_ghz,
                 # One line request at one slice: a slice serves bytes_per_cycle / slices.
                 service_cycles=l2c.line_bytes * l2c.slices / l2c.bytes_per_cycle,
@@ -329,10 +345,10 @@ def embedding_stage(
         for key, value in kt.stall_ns.items():
             stall[key] += value
         totals["l1_sectors"] += l1_sectors
-        totals["l1_sector_hits"] += l1_sectors * l1_rate
+        totals["l1_sector_hits"] += (l1_sectors - idx.l1_requests) * l1_rate + idx.l1_hits
         totals["hbm_fetches"] += hbm_sectors * sector / fetch_bytes
         totals["l2_sectors"] += l2_sectors
-        totals["l2_sector_hits"] += l2_sectors * l2_rate
+        totals["l2_sector_hits"] += row_l2_sectors * l2_rate + idx.l2_hits
         totals["hbm_sectors"] += hbm_sectors
         totals["hbm_stream_bytes"] += stream_bytes
         totals["units"] += units

@@ -94,6 +94,9 @@ class CacheSpec:
     # partition that all SMs share (one pool of all the sets).
     partitions: int = 1
     partition_policy: Literal["near", "home"] = "home"
+    # L2 only: bytes fetched from memory per sector miss (a miss of one sector brings this many
+    # aligned bytes); used for the index stream (nmp.gpu.index_stream).
+    fetch_bytes: int = 32
 
     def validate(self) -> None:
         if self.size_bytes < 1:
@@ -112,6 +115,8 @@ class CacheSpec:
             raise KeyedValueError("bytes_per_cycle", "must be > 0")
         if self.slices < 1:
             raise KeyedValueError("slices", "must be >= 1")
+        if self.fetch_bytes % self.sector_bytes or not 0 < self.fetch_bytes <= self.line_bytes:
+            raise KeyedValueError("fetch_bytes", "must be a multiple of sector_bytes <= line_bytes")
         if self.partitions < 1 or self.sets % self.partitions:
             raise KeyedValueError("partitions", f"must divide the {self.sets} sets")
 

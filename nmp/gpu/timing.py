@@ -3,8 +3,8 @@
 Latency. A warp keeps ``m`` row loads in flight (:meth:`nmp.gpu.kernel.KernelConfig.mlp_for`:
 what the variant asks, bounded by the L1's outstanding-sector entries per warp and per SM). Each
 load's latency is that of the level that served it (L1 hit, L2 hit, HBM: the cache simulation
-says which) plus the index load before it (an L1 hit, and one line miss to HBM per
-``line/index`` lookups: the index stream is sequential). By Little's law the warp retires ``m /
+says which) plus the index load before it (an L1 hit, or a wait for the sector in flight once per
+``sector / index`` lookups: :mod:`nmp.gpu.index_stream`). By Little's law the warp retires ``m /
 latency`` lookups per cycle, so its time is ``sum(latencies) / m``, plus a spilled kernel's reloads
 (an L1 hit per lookup, in the chain, not overlapped). A block lasts as long as its slowest warp;
 blocks are list-scheduled onto the ``SMs x blocks_per_SM`` slots in launch order (the hardware
@@ -107,8 +107,9 @@ class LoadPrices:
     l1_cycles: float
     l2_cycles: float
     hbm_unloaded_cycles: float
-    index_hbm_share: float  # HBM index-line misses per lookup (index bytes / line bytes)
+    index_hbm_share: float  # per lookup: index loads waiting for HBM (nmp.gpu.index_stream)
     spill_cycles: float  # reload latency per lookup in the chain (0 without spills)
+    index_l2_share: float = 0.0  # per lookup: index loads waiting for an L2 hit
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,12 @@ def wave_timing(
 
     def block_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> np.ndarray:
         """Each block's cycles: its slowest warp's chain of loads over ``mlp`` in flight."""
-        index = p.l1_cycles + hbm_cycles * p.index_hbm_share
+        l1_share = 1.0 - p.index_hbm_share - p.index_l2_share
+        index = (
+            p.l1_cycles * l1_share
+            + (p.l2_cycles + l2_wait) * p.index_l2_share
+            + hbm_cycles * p.index_hbm_share
+        )
         lat = levels @ np.array([p.l1_cycles, p.l2_cycles + l2_wait, hbm_cycles])
         warp = (lat + units * index) / mlp + units * p.spill_cycles
         return warp.reshape(-1, warps_per_block).max(axis=1)
@@ -285,7 +291,13 @@ def wave_timing(
         "l2_queueing": (totals[1] + totals[2]) * w2 / mlp,
         "hbm_latency": totals[2] * p.hbm_unloaded_cycles / mlp,
         "hbm_queueing": (totals[2] + units.sum() * p.index_hbm_share) * (q - w2) / mlp,
-        "index_load": units.sum() * (p.l1_cycles + p.hbm_unloaded_cycles * p.index_hbm_share) / mlp,
+        "index_load": units.sum()
+        * (
+            p.l1_cycles * (1.0 - p.index_hbm_share - p.index_l2_share)
+            + p.l2_cycles * p.index_l2_share
+            + p.hbm_unloaded_cycles * p.index_hbm_share
+        )
+        / mlp,
         "spill": units.sum() * p.spill_cycles,
     }
     warp = sum(parts.values())

@@ -92,3 +92,30 @@ def test_partial_last_wave_runs_at_its_own_lighter_load():
     assert last.hbm_latency_cycles < full.hbm_latency_cycles - 20
     assert full.hbm_latency_cycles > one_pool.hbm_latency_cycles + 10
     assert last.t_ns < 0.97 * full.t_ns
+
+
+def test_index_loads_go_through_l1_and_l2():
+    from nmp.gpu.index_stream import index_traffic
+
+    # Two bags of 150 lookups, dim 128 (4 warps per bag), 8-B indices, 32-B sectors.
+    offsets = np.array([0, 150, 300])
+    tr = index_traffic(offsets, 4, 8, 32, fetch_bytes=64)
+    assert tr.l1_requests == 300 * 4 + 2 * 8  # every warp loads every index; offsets per chunk
+    # Each bag spans 38 sectors (150 x 8 B = 1200 B from 0, 39 from 1200): the first warp misses.
+    assert tr.l1_requests - tr.l1_hits == 38 + 38 + 2
+    # 64-B fetches: every other index sector waits for HBM, the next is an L2 hit.
+    assert tr.hbm_share == pytest.approx(np.ceil(300 * 8 / 64) / 300)
+    assert tr.l2_share == pytest.approx((76 - 38) / 300)
+    assert tr.hbm_write_bytes == 300 * 8  # offset2bag
+    # In the model: the index sectors (mostly hits) are in the L1 hit rate, as ncu counts it.
+    from nmp.gpu import run_design_point
+
+    r = run_design_point(
+        "h200",
+        "gpu-micro24",
+        overrides={"workload": {"num_tables": 1, "batch": 64, "reuse": "random"}},
+    )
+    assert r.breakdown["l1_hit_rate"] > 0.15
+    stall = r.breakdown["stall_ns"]
+    # Every 8th lookup's index waits for HBM: ~1/8 of a row miss's wait, plus the L1/L2 hits.
+    assert stall["index_load"] > 0.15 * stall["hbm_latency"]
