@@ -277,7 +277,6 @@ def embedding_stage(
         units_lv = lv[:3] + lv[3] * share
         level_units += units_lv
         eff_rows = cal.efficiency_for(fetch_bytes)
-        n = lookups.num_lookups
         idx = index_traffic(
             lookups.offsets,
             layout.chunks_per_bag,

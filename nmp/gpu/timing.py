@@ -58,6 +58,7 @@ STALL_KEYS = (
     "pin_prefetch",
 )
 _BISECTIONS = 60
+_LABEL_TOLERANCE = 1e-3  # relative: well above the bisection's 1e-6
 
 
 @nb.njit(cache=True)
@@ -309,15 +310,21 @@ def wave_timing(
         for key, value in parts.items():
             stall[key] = packed_ns * value / warp
     stall["tail"] = t_lat - packed_ns
-    bound = "latency"
     all_bounds = dict(bounds_ns)
-    if t > t_lat * (1 + 1e-9):
+    # The label names what sets the time: a bandwidth bound only when it exceeds the latency-bound
+    # time by more than the bisection's tolerance (1e-6 of t; a smaller excess is the solver's
+    # rounding, not a bound), else "latency", or "hbm_bandwidth" where the loaded latency is set
+    # by the HBM queue near its asymptote (u >= 90 % of the random-fetch saturation).
+    bound = "latency"
+    if t > t_lat * (1 + _LABEL_TOLERANCE):
         candidates = all_bounds if queueing_ns is None else other
         bound = max(candidates, key=lambda k: candidates[k])
         stall[bound] += t - t_lat
     else:
         t_lat = t
         stall["tail"] = t_lat - packed_ns
+        if queueing_ns is not None and u >= 0.9 * saturation:
+            bound = "hbm_bandwidth"
     return KernelTiming(
         t_ns=t,
         t_latency_ns=t_lat,

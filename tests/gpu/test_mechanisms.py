@@ -119,3 +119,15 @@ def test_index_loads_go_through_l1_and_l2():
     stall = r.breakdown["stall_ns"]
     # Every 8th lookup's index waits for HBM: ~1/8 of a row miss's wait, plus the L1/L2 hits.
     assert stall["index_load"] > 0.15 * stall["hbm_latency"]
+
+
+def test_bound_label_names_what_sets_the_time():
+    levels = [[0, 0, 100]] * 8
+    # A latency-bound kernel with a small L2 bound is labelled latency (it was labelled by the
+    # largest other bound when the bisection stopped a hair above the makespan).
+    assert timing(levels, bounds={"l2_bandwidth": 1.0, "issue": 0.5}).bound == "latency"
+    # A floor above the latency-bound time binds and names itself.
+    assert timing(levels, bounds={"l2_bandwidth": 1e6, "issue": 0.5}).bound == "l2_bandwidth"
+    # Near the HBM queue's asymptote the loaded latency is the bandwidth's doing.
+    heavy = timing(levels, hbm_bytes=2.0e8)
+    assert heavy.hbm_utilization > 0.69 and heavy.bound == "hbm_bandwidth"
