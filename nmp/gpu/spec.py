@@ -229,6 +229,9 @@ class KernelSpec:
     loads_in_flight: int = 1
     prefetch_distance: int = 2
     prefetch_regs_per_lookup: int = 3
+    # Registers per thread of the prefetching kernel as built (0: the stock count plus the
+    # prefetch ring's registers). A measured reading of a real prefetch kernel sets it.
+    prefetch_regs_per_thread: int = 0
     instructions_per_lookup: float = 12.0
     prefetch_instructions_per_lookup: float = 4.0
     index_bytes: int = 8

@@ -131,3 +131,18 @@ def test_bound_label_names_what_sets_the_time():
     # Near the HBM queue's asymptote the loaded latency is the bandwidth's doing.
     heavy = timing(levels, hbm_bytes=2.0e8)
     assert heavy.hbm_utilization > 0.69 and heavy.bound == "hbm_bandwidth"
+
+
+def test_prefetch_kernel_keeps_its_lookups_in_flight():
+    from nmp.gpu.kernel import kernel_config
+
+    cfg = kernel_config(load_gpu("h200", {"variant": "prefetch"}))
+    # The measured 4-lookup prefetch kernel: 30 registers (full occupancy), 4 rows in flight
+    # per warp: no per-warp cap of 2 lines cuts it to 2.
+    assert cfg.regs_per_thread == 30 and cfg.resident_warps_per_sm == 64
+    assert cfg.loads_in_flight == 4 and cfg.mlp_for(4) == 4.0
+    # With Accel-Sim's Ampere limit of 8 sectors per warp it would be capped at 2.
+    capped = kernel_config(
+        load_gpu("h200", {"variant": "prefetch", "sm.outstanding_sectors_per_warp": 8})
+    )
+    assert capped.mlp_for(4) == 2.0
