@@ -167,6 +167,11 @@ def embedding_stage(
     )
     per_table = gpu.uses_pinning and pinning.scope == "per_table"
 
+    def pin_efficiency(tables: list[int] | None) -> float:
+        """HBM efficiency of the pre-kernel's fetches: whole rows of consecutive lines."""
+        sizes = [row_bytes[t] for t in (tables if tables is not None else range(n_tables))]
+        return cal.efficiency_for(float(np.mean(sizes)))
+
     def pin(tables: list[int] | None) -> float:
         """The pre-kernel over the hottest rows of ``tables``; returns the bytes it fetches."""
         chosen = hot_rows(profile, pinning.rows, tables)
@@ -178,7 +183,9 @@ def embedding_stage(
         pin_info["lines"] += int(lines.size)
         pin_info["lines_persisting"] = persisting
         pin_info["bytes"] += int(pin_bytes)
-        pin_info["prefetch_ns"] += pin_bytes / (gpu.hbm.peak_bandwidth_gbps * line_eff)
+        pin_info["prefetch_ns"] += pin_bytes / (
+            gpu.hbm.peak_bandwidth_gbps * pin_efficiency(tables)
+        )
         return pin_bytes
 
     if prefetching and not per_table:
@@ -233,7 +240,7 @@ def embedding_stage(
             l2.reset_persisting()  # cudaCtxResetPersistingL2Cache before the next table
         if prefetching and per_table:
             pre_bytes = pin([t])
-            pre_ns = pre_bytes / (gpu.hbm.peak_bandwidth_gbps * line_eff)
+            pre_ns = pre_bytes / (gpu.hbm.peak_bandwidth_gbps * pin_efficiency([t]))
             totals["hbm_stream_bytes"] += pre_bytes
             if pinning.prefetch_overlaps:
                 # Fire-and-forget: the fetches share HBM with this kernel instead of preceding it.

@@ -146,3 +146,22 @@ def test_prefetch_kernel_keeps_its_lookups_in_flight():
         load_gpu("h200", {"variant": "prefetch", "sm.outstanding_sectors_per_warp": 8})
     )
     assert capped.mlp_for(4) == 2.0
+
+
+def test_pinning_pays_its_pre_kernel_before_the_table():
+    from nmp.gpu import run_design_point
+
+    wl = {"num_tables": 1, "batch": 256, "reuse": "high"}
+    r = run_design_point(
+        "h200", "gpu-micro24", overrides={"arch": {"variant": "pinning"}, "workload": wl}
+    )
+    pin = r.breakdown["pinning"]
+    assert pin["prefetch_charged"] and not pin["prefetch_overlaps"]
+    # 60K rows of 512 B fetched as whole rows at the probe's 512-B throughput (4,134 GB/s),
+    # serialized before the kernel.
+    expect_ns = pin["bytes"] / 4134.0
+    assert pin["prefetch_ns"] == pytest.approx(expect_ns, rel=1e-6)
+    assert r.breakdown["stall_ns"]["pin_prefetch"] == pytest.approx(expect_ns, rel=1e-6)
+    assert pin["bytes"] == pytest.approx(pin["rows"] * 512, rel=0.01) and pin["rows"] > 10_000
+    # Hopper's L2 is one pool of 60 MiB (the far partition's lines are reachable).
+    assert r.breakdown["l2_caches"] == 1
