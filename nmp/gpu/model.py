@@ -266,7 +266,7 @@ def embedding_stage(
         # Rates of the sampled lines stand for every request (all of them when k = 1).
         l1_rate = c["l1_sector_hits"] / c["l1_sectors"] if c["l1_sectors"] else 0.0
         l2_rate = c["l2_sector_hits"] / c["l2_sectors"] if c["l2_sectors"] else 0.0
-        l1_sectors = c["l1_sectors_all"]
+        l1_sectors = float(c["l1_sectors_all"])
         l2_sectors = l1_sectors * (1.0 - l1_rate)
         hbm_sectors = l2_sectors * (1.0 - l2_rate)
         missed = c["l2_lines"] - c["l2_line_hits"]
@@ -291,7 +291,8 @@ def embedding_stage(
             l1c.sector_bytes,
             l2c.fetch_bytes,
         )
-        # Index/offset reads are 32-B fetches; output and offset2bag write-backs whole lines.
+        # Index/offset reads are L2-miss-sized fetches; output and offset2bag write-backs whole
+        # lines.
         write_bytes = idx.hbm_write_bytes + lookups.batch * row_bytes[t]
         stream_bytes = idx.hbm_read_bytes + write_bytes
         stream_ns = idx.hbm_read_bytes / (
