@@ -3,6 +3,10 @@ and the register count as a per-build input."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from nmp.gpu import load_gpu
 from nmp.gpu.kernel import kernel_config
 
@@ -33,3 +37,28 @@ def test_stock_kernel_registers_name_their_build_and_set_occupancy():
         assert occ.resident_warps_per_sm == 64 and occ.spilled_regs == 0
     for name in ("a100-80gb", "a100-40gb"):
         assert load_gpu(name).kernel.regs_build.startswith("ASSUMED")
+
+
+@pytest.mark.parametrize(
+    "workload,over",
+    [
+        ("gpu-micro24", ["workload.reuse=high"]),
+        ("gpu-micro24", ["workload.reuse=medium", "arch.variant=occupancy"]),
+        ("gpu-micro24", ["workload.reuse=low", "arch.variant=prefetch"]),
+        ("gpu-micro24", ["workload.reuse=random", "arch.variant=pinning"]),
+        ("gpu-micro24", ["workload.batch=256"]),
+        ("gpu-micro24", ["workload.batch=8192"]),
+        ("dlrm-benchmark", ["arch.variant=combined"]),
+    ],
+)
+def test_issue_commands_run_on_h200(workload, over, capsys):
+    """`nmp run --arch h200 ...` as issue #37 spells it (one table, to keep CI short)."""
+    from nmp.cli import main
+
+    args = ["run", "--arch", "h200", "--workload", workload, "--json"]
+    for item in [*over, "workload.num_tables=1"]:
+        args += ["--set", item]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["arch"] == "h200" and out["latency_ns"] > 0
+    assert out["breakdown"]["kernel"]["regs_build"].startswith("torch 2.11")
