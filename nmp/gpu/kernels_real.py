@@ -20,7 +20,7 @@ Variants (:data:`REAL_VARIANTS`; each names the model variant and overrides that
 Why CuPy ``RawKernel`` (NVRTC) and not ``torch.utils.cpp_extension.load_inline``: NVRTC compiles
 in-process in seconds with no host compiler, ninja or CUDA toolkit matching torch's build (which
 load_inline needs, minutes per variant); ``--maxrregcount`` and a ``-D`` per variant are compile
-options; the compiled kernel reports its registers (``attributes["num_regs"]``), which the record
+options; the compiled kernel reports its registers (``RawKernel.num_regs``), which the record
 keeps. It is the ``[gpu]`` extra (``pip install -e .[gpu]``); torch supplies the reference and the
 tensors (shared with CuPy through DLPack, no copies).
 
@@ -364,8 +364,10 @@ def _compile(variant: RealVariant):
     options = ["-std=c++17", f"-DPREFETCH={variant.prefetch}"]
     if variant.maxrregcount:
         options.append(f"--maxrregcount={variant.maxrregcount}")
-    module = cp.RawModule(code=KERNEL_SOURCE, options=tuple(options))
-    return module.get_function("embedding_bag_sum"), module.get_function("pin_rows_evict_last")
+    return tuple(
+        cp.RawKernel(KERNEL_SOURCE, name, options=tuple(options))
+        for name in ("embedding_bag_sum", "pin_rows_evict_last")
+    )
 
 
 def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]:
@@ -403,11 +405,13 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
             for t, tb in enumerate(plan.tables):
                 weight, idx, off, _ref = tensors[t]
                 w_cp, idx_cp, off_cp, hot_cp, out_cp = views[t]
+                if variant.pinning:  # the previous table's persisting lines become normal
+                    cudart.reset_persisting()  # type: ignore[union-attr]
                 if variant.pinning == "evict_last":
-                    cudart.reset_persisting()  # type: ignore[union-attr]  # previous table's rows
                     grid, block, _ = pin_launch(tb)
                     args = (w_cp, hot_cp, np.int64(tb.hot.shape[0]), np.int64(tb.row_bytes))
-                    pin_fn(grid, block, args, stream=cp_stream)
+                    with cp_stream:  # a RawKernel launches on CuPy's current stream
+                        pin_fn(grid, block, args)
                 if variant.pinning == "window":
                     table_bytes = tb.rows * tb.row_bytes
                     ratio = min(1.0, plan.set_aside_bytes / table_bytes)
@@ -418,7 +422,8 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
                     grid, block, s = launch_args(tb)
                     bag_args = (idx_cp, off_cp, w_cp, out_cp, np.int64(s["num_bags"]),
                                 np.int64(s["num_indices"]), np.int32(s["dim"]))  # fmt: skip
-                    bag_fn(grid, block, bag_args, stream=cp_stream)
+                    with cp_stream:
+                        bag_fn(grid, block, bag_args)
                     got[t] = outs[t]
                 else:
                     got[t] = torch.nn.functional.embedding_bag(idx, weight, off, mode="sum")
@@ -428,6 +433,8 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
         times_ms = []
         with torch.no_grad(), torch.cuda.stream(stream):
             for i in range(warmup + repeats):
+                if variant.pinning:  # persisting lines would survive the flush
+                    cudart.reset_persisting()  # type: ignore[union-attr]
                 flush.fill_(float(i))  # evicts the L2: every timed batch starts cold
                 stream.synchronize()
                 start = torch.cuda.Event(enable_timing=True)
@@ -448,7 +455,7 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
             "max_us": times_ms[-1] * 1e3,
             "repeats": repeats,
             "bit_exact": bool(exact),
-            "regs": int(bag_fn.attributes["num_regs"]) if variant.nvrtc else None,
+            "regs": int(bag_fn.num_regs) if variant.nvrtc else None,
             "description": variant.description,
             "model_variant": variant.model_variant,
             "model_overrides": variant.model_overrides,
