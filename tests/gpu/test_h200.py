@@ -62,3 +62,18 @@ def test_issue_commands_run_on_h200(workload, over, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["arch"] == "h200" and out["latency_ns"] > 0
     assert out["breakdown"]["kernel"]["regs_build"].startswith("torch 2.11")
+
+
+def test_model_prices_misses_with_the_probe_and_queues_at_the_slices():
+    from nmp.gpu import run_design_point
+
+    r = run_design_point(
+        "h200", "gpu-micro24", overrides={"workload": {"num_tables": 1, "batch": 256}}
+    )
+    b = r.breakdown
+    # The HBM efficiencies the model uses are the probe's (1128/2149/3706 GB/s of 4800).
+    assert b["hbm_efficiency_random"]["128"] == pytest.approx(3706 / 4800)
+    assert b["hbm_efficiency_random"]["32"] == pytest.approx(1128 / 4800)
+    assert "random-read probe" in b["hbm_calibrated_against"]
+    # Every L2 request waits at its slice: a (small) positive share of the time.
+    assert b["stall_ns"]["l2_queueing"] > 0.0
