@@ -1,11 +1,13 @@
-"""nmp.gpu: the DLRM embedding stage on a GPU (A100, H100).
+"""nmp.gpu: the DLRM embedding stage on a GPU (A100, H100, H200).
 
 SMs and warps running the stock PyTorch EmbeddingBag kernel (occupancy from registers and
 spills, memory-level parallelism from loads in flight bounded by the L1's miss entries), sectored
 L1/L2 (per partition) simulated on the real access stream, L2 pinning as a persisting set-aside,
 software prefetch, and HBM through the nmp.memory DRAM engine, whose queueing lengthens misses as
 utilization rises (each kernel's time is the fixed point of Little's law on that loaded memory).
-Presets in ``models/gpu/``; studies ``workloads/sweeps/papers/gpu-*.toml``; claims
+Presets in ``models/gpu/`` (``h200``'s values measured on one: docs/gpu-model.md); the same
+kernels for real on a CUDA GPU: :mod:`nmp.gpu.kernels_real`, ``benchmarks/gpu_kernels.py``;
+studies ``workloads/sweeps/papers/gpu-*.toml``; claims
 ``nmp/validate/claims/micro24.toml``;
 ``nmp run --arch a100-80gb --workload gpu-micro24 --set arch.variant=combined``.
 """
@@ -46,7 +48,8 @@ def catalog_rows() -> list[dict[str, Any]]:
                 "peak_GB/s": g.hbm.peak_bandwidth_gbps,
                 "die_mm2": g.die_area_mm2,
                 "summary": (
-                    f"{g.description}; stock EmbeddingBag occupancy {base.occupancy:.0%}; "
+                    f"{g.description}; stock EmbeddingBag {base.regs_per_thread} registers "
+                    f"({g.kernel.regs_build or 'no build named'}), occupancy {base.occupancy:.0%}; "
                     f"variants {', '.join(VARIANTS)}"
                 ),
             }

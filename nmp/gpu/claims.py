@@ -30,7 +30,7 @@ from nmp.plugins import claim_model
 from nmp.workload import generate_batch, load_workload
 
 QUICK_TABLES = 2
-MEMORY_STALLS = ("index_load", "l1_hit", "l2_hit", "hbm_latency", "hbm_queueing")
+MEMORY_STALLS = ("index_load", "l1_hit", "l2_hit", "l2_queueing", "hbm_latency", "hbm_queueing")
 
 
 def _levels(quick: bool) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +77,11 @@ class HbmCalibration:
     load_latency_ns: tuple[float, ...] = ()
 
     def efficiency_for(self, bytes_per_fetch: float) -> float:
-        """Efficiency at a mean fetch size, interpolated between the calibrated sizes."""
-        xs = np.array(FETCH_BYTES, dtype=float)
-        ys = np.array([self.efficiency[str(b)] for b in FETCH_BYTES])
+        """Efficiency at a mean fetch size, interpolated between the calibrated sizes (those of
+        a measured probe where one is given, up to its largest)."""
+        sizes = sorted(int(b) for b in self.efficiency)
+        xs = np.array(sizes, dtype=float)
+        ys = np.array([self.efficiency[str(b)] for b in sizes])
         return float(np.interp(bytes_per_fetch, xs, ys))
 
     @property
@@ -277,6 +279,28 @@ def hbm_calibration(hbm) -> HbmCalibration:
             _write_cache(cache)
     _MEMO[key] = cal
     return cal
+
+
+def with_probe(cal: HbmCalibration, hbm) -> HbmCalibration:
+    """``cal`` with the efficiencies of ``hbm``'s measured random-read probe (none: ``cal``).
+
+    The probe's throughput at each size becomes the efficiency of fetches of that size (32-128 B:
+    L2 misses; larger: whole rows of consecutive lines, as a pinning pre-kernel reads them), and the
+    engine's latency-under-load curve is stretched along utilization so that it diverges at the
+    probe's 128-B throughput instead of the engine's (its latencies are kept)."""
+    if not hbm.probe_fetch_bytes:
+        return cal
+    probe = dict(zip(hbm.probe_fetch_bytes, hbm.probe_random_gbps, strict=True))
+    eff = {str(b): g / hbm.peak_bandwidth_gbps for b, g in probe.items()}
+    stretch = eff["128"] / cal.efficiency["128"]
+    return replace(
+        cal,
+        efficiency=eff,
+        load_utilization=tuple(u * stretch for u in cal.load_utilization),
+        calibrated_against=cal.calibrated_against
+        + "; efficiencies and the queue's asymptote from the preset's measured random-read probe "
+        + ", ".join(f"{b} B {g:g} GB/s" for b, g in probe.items()),
+    )
 
 
 def recalibrate_all() -> dict[str, Any]:

@@ -63,14 +63,19 @@ def _prefetch_regs(gpu: GpuSpec) -> int:
 
 
 def regs_wanted(gpu: GpuSpec) -> int:
-    """Registers per thread the variant's code needs without a cap."""
-    return gpu.kernel.regs_per_thread + _prefetch_regs(gpu)
+    """Registers per thread the variant's code needs without a cap (a prefetching kernel's
+    measured count where the preset gives one)."""
+    k = gpu.kernel
+    if gpu.uses_prefetch and k.prefetch_regs_per_thread:
+        return k.prefetch_regs_per_thread
+    return k.regs_per_thread + _prefetch_regs(gpu)
 
 
 def regs_needed(gpu: GpuSpec) -> int:
     """Fewest registers per thread the variant's code fits in without spilling."""
     k = gpu.kernel
-    return min(k.min_regs_per_thread, k.regs_per_thread) + _prefetch_regs(gpu)
+    fewest = min(k.min_regs_per_thread, k.regs_per_thread) + _prefetch_regs(gpu)
+    return min(fewest, regs_wanted(gpu))
 
 
 def regs_per_thread(gpu: GpuSpec) -> int:

@@ -9,9 +9,10 @@ persisting lines: per table, a pre-kernel prefetches that table's hottest rows w
 kernel's time is the fixed point of Little's law on the loaded memory system
 (:mod:`nmp.gpu.timing`); the stage's time is their sum.
 
-HBM traffic besides the rows: the indices (read once per table: the four warps of a bag share
-them through L1), the offsets, and the pooled output (written once); these streams are not put
-through the caches (no reuse) and are charged at the calibrated efficiency of 128-B fetches.
+Traffic besides the rows: the index and offset loads and the ``offset2bag`` stores go through the
+L1 and L2 as :mod:`nmp.gpu.index_stream` counts them (their sectors in the hit rates, their waits
+in each lookup's chain, their distinct sectors fetched from HBM as 32-B fetches); the pooled output
+and ``offset2bag`` are written back at the efficiency of 128-B fetches.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from nmp.gpu.cache import CacheState, StampClock
-from nmp.gpu.hbm import HbmCalibration, hbm_calibration
+from nmp.gpu.hbm import HbmCalibration, hbm_calibration, with_probe
+from nmp.gpu.index_stream import index_traffic
 from nmp.gpu.kernel import KernelConfig, kernel_config
 from nmp.gpu.spec import GpuSpec
 from nmp.gpu.stream import (
@@ -34,7 +36,7 @@ from nmp.gpu.stream import (
     L2Policy,
     run_kernel_stream,
 )
-from nmp.gpu.timing import STALL_KEYS, LoadPrices, kernel_timing
+from nmp.gpu.timing import STALL_KEYS, LoadPrices, SliceQueue, kernel_timing
 from nmp.results import OpResult
 
 TABLE_ALIGN_BYTES = 2 * 1024 * 1024  # tables start on 2-MiB (large page) boundaries
@@ -123,7 +125,7 @@ def embedding_stage(
     choose the pinned rows (default: ``batch`` itself).
     """
     cfg = kernel_config(gpu)
-    cal = hbm_calibration(gpu.hbm)
+    cal = with_probe(hbm_calibration(gpu.hbm), gpu.hbm)
     lat = latencies(gpu, cal)
     n_tables = len(batch.tables)
     elem_bytes = elem_bytes or [4] * n_tables
@@ -165,6 +167,11 @@ def embedding_stage(
     )
     per_table = gpu.uses_pinning and pinning.scope == "per_table"
 
+    def pin_efficiency(tables: list[int] | None) -> float:
+        """HBM efficiency of the pre-kernel's fetches: whole rows of consecutive lines."""
+        sizes = [row_bytes[t] for t in (tables if tables is not None else range(n_tables))]
+        return cal.efficiency_for(float(np.mean(sizes)))
+
     def pin(tables: list[int] | None) -> float:
         """The pre-kernel over the hottest rows of ``tables``; returns the bytes it fetches."""
         chosen = hot_rows(profile, pinning.rows, tables)
@@ -176,7 +183,9 @@ def embedding_stage(
         pin_info["lines"] += int(lines.size)
         pin_info["lines_persisting"] = persisting
         pin_info["bytes"] += int(pin_bytes)
-        pin_info["prefetch_ns"] += pin_bytes / (gpu.hbm.peak_bandwidth_gbps * line_eff)
+        pin_info["prefetch_ns"] += pin_bytes / (
+            gpu.hbm.peak_bandwidth_gbps * pin_efficiency(tables)
+        )
         return pin_bytes
 
     if prefetching and not per_table:
@@ -231,7 +240,7 @@ def embedding_stage(
             l2.reset_persisting()  # cudaCtxResetPersistingL2Cache before the next table
         if prefetching and per_table:
             pre_bytes = pin([t])
-            pre_ns = pre_bytes / (gpu.hbm.peak_bandwidth_gbps * line_eff)
+            pre_ns = pre_bytes / (gpu.hbm.peak_bandwidth_gbps * pin_efficiency([t]))
             totals["hbm_stream_bytes"] += pre_bytes
             if pinning.prefetch_overlaps:
                 # Fire-and-forget: the fetches share HBM with this kernel instead of preceding it.
@@ -257,7 +266,7 @@ def embedding_stage(
         # Rates of the sampled lines stand for every request (all of them when k = 1).
         l1_rate = c["l1_sector_hits"] / c["l1_sectors"] if c["l1_sectors"] else 0.0
         l2_rate = c["l2_sector_hits"] / c["l2_sectors"] if c["l2_sectors"] else 0.0
-        l1_sectors = c["l1_sectors_all"]
+        l1_sectors = float(c["l1_sectors_all"])
         l2_sectors = l1_sectors * (1.0 - l1_rate)
         hbm_sectors = l2_sectors * (1.0 - l2_rate)
         missed = c["l2_lines"] - c["l2_line_hits"]
@@ -275,10 +284,23 @@ def embedding_stage(
         units_lv = lv[:3] + lv[3] * share
         level_units += units_lv
         eff_rows = cal.efficiency_for(fetch_bytes)
-        n = lookups.num_lookups
-        stream_bytes = (n + lookups.batch + 1) * gpu.kernel.index_bytes + (
-            lookups.batch * row_bytes[t]
+        idx = index_traffic(
+            lookups.offsets,
+            layout.chunks_per_bag,
+            gpu.kernel.index_bytes,
+            l1c.sector_bytes,
+            l2c.fetch_bytes,
         )
+        # Index/offset reads are L2-miss-sized fetches; output and offset2bag write-backs whole
+        # lines.
+        write_bytes = idx.hbm_write_bytes + lookups.batch * row_bytes[t]
+        stream_bytes = idx.hbm_read_bytes + write_bytes
+        stream_ns = idx.hbm_read_bytes / (
+            peak * cal.efficiency_for(l2c.fetch_bytes)
+        ) + write_bytes / (peak * line_eff)
+        row_l2_sectors = l2_sectors
+        l1_sectors += idx.l1_requests
+        l2_sectors += idx.l2_requests
         t_hbm_rows = hbm_sectors * sector / (peak * eff_rows)
         units = float(warp_levels.sum())
         instructions = units * cfg.instructions_per_lookup
@@ -288,7 +310,7 @@ def embedding_stage(
         mlp = cfg.mlp_for(max(1, -(-slice_bytes // sector)))
         mlp_used.append(mlp)
         bounds = {
-            "hbm_bandwidth": t_hbm_rows + (stream_bytes + overlap_bytes) / (peak * line_eff),
+            "hbm_bandwidth": t_hbm_rows + stream_ns + overlap_bytes / (peak * line_eff),
             "l2_bandwidth": l2_sectors * sector / (l2c.bytes_per_cycle * clk_ghz),
             "l1_bandwidth": (l1_sectors + spill_sectors)
             * sector
@@ -299,7 +321,8 @@ def embedding_stage(
             l1_cycles=lat.l1_cycles,
             l2_cycles=lat.l2_cycles,
             hbm_unloaded_cycles=lat.hbm_cycles,
-            index_hbm_share=gpu.kernel.index_bytes / l1c.line_bytes,
+            index_hbm_share=idx.hbm_share,
+            index_l2_share=idx.l2_share,
             spill_cycles=lat.l1_cycles if cfg.spill_loads_per_lookup > 0 else 0.0,
         )
         kt = kernel_timing(
@@ -314,6 +337,12 @@ def embedding_stage(
             saturation=cal.saturation,
             queueing_ns=cal.queueing_ns if gpu.hbm.queueing else None,
             bounds_ns=bounds,
+            slices=SliceQueue(
+                bytes=l2_sectors * sector + lookups.batch * row_bytes[t] + overlap_bytes,
+                peak_bytes_per_ns=l2c.bytes_per_cycle * clk_ghz,
+                # One line request at one slice: a slice serves bytes_per_cycle / slices.
+                service_cycles=l2c.line_bytes * l2c.slices / l2c.bytes_per_cycle,
+            ),
         )
         util_weighted += kt.hbm_utilization * kt.t_ns
         hbm_lat_weighted += kt.hbm_latency_cycles * kt.t_ns
@@ -323,10 +352,10 @@ def embedding_stage(
         for key, value in kt.stall_ns.items():
             stall[key] += value
         totals["l1_sectors"] += l1_sectors
-        totals["l1_sector_hits"] += l1_sectors * l1_rate
+        totals["l1_sector_hits"] += (l1_sectors - idx.l1_requests) * l1_rate + idx.l1_hits
         totals["hbm_fetches"] += hbm_sectors * sector / fetch_bytes
         totals["l2_sectors"] += l2_sectors
-        totals["l2_sector_hits"] += l2_sectors * l2_rate
+        totals["l2_sector_hits"] += row_l2_sectors * l2_rate + idx.l2_hits
         totals["hbm_sectors"] += hbm_sectors
         totals["hbm_stream_bytes"] += stream_bytes
         totals["units"] += units
@@ -392,6 +421,7 @@ def _result(
         "variant": gpu.variant,
         "kernel": {
             "regs_per_thread": cfg.regs_per_thread,
+            "regs_build": gpu.kernel.regs_build or "ASSUMED: no build named",
             "blocks_per_sm": cfg.blocks_per_sm,
             "warps_per_sm": cfg.resident_warps_per_sm,
             "occupancy": cfg.occupancy,

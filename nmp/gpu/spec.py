@@ -94,6 +94,9 @@ class CacheSpec:
     # partition that all SMs share (one pool of all the sets).
     partitions: int = 1
     partition_policy: Literal["near", "home"] = "home"
+    # L2 only: bytes fetched from memory per sector miss (a miss of one sector brings this many
+    # aligned bytes); used for the index stream (nmp.gpu.index_stream).
+    fetch_bytes: int = 32
 
     def validate(self) -> None:
         if self.size_bytes < 1:
@@ -112,6 +115,8 @@ class CacheSpec:
             raise KeyedValueError("bytes_per_cycle", "must be > 0")
         if self.slices < 1:
             raise KeyedValueError("slices", "must be >= 1")
+        if self.fetch_bytes % self.sector_bytes or not 0 < self.fetch_bytes <= self.line_bytes:
+            raise KeyedValueError("fetch_bytes", "must be a multiple of sector_bytes <= line_bytes")
         if self.partitions < 1 or self.sets % self.partitions:
             raise KeyedValueError("partitions", f"must divide the {self.sets} sets")
 
@@ -155,8 +160,20 @@ class HbmSpec:
     # Misses wait in the memory system's queues: their latency rises with utilization as the
     # DRAM engine's replays say (nmp.gpu.hbm). False: unloaded latency plus a bandwidth bound.
     queueing: bool = True
+    # A measured random-read probe of this part (useful GB/s of random fetches of each size,
+    # many loads in flight): where given, its throughput replaces the DRAM engine's saturated
+    # efficiency (the engine keeps the shape of the latency-under-load curve). Must cover the
+    # L2's miss sizes 32, 64 and 128 B.
+    probe_fetch_bytes: tuple[int, ...] = ()
+    probe_random_gbps: tuple[float, ...] = ()
 
     def validate(self) -> None:
+        if len(self.probe_fetch_bytes) != len(self.probe_random_gbps):
+            raise KeyedValueError("probe_random_gbps", "needs one value per probe_fetch_bytes")
+        if self.probe_fetch_bytes and not {32, 64, 128} <= set(self.probe_fetch_bytes):
+            raise KeyedValueError("probe_fetch_bytes", "must include 32, 64 and 128")
+        if any(g <= 0 or g > self.peak_bandwidth_gbps for g in self.probe_random_gbps):
+            raise KeyedValueError("probe_random_gbps", "each must lie in (0, peak_bandwidth_gbps]")
         require_at_least(
             self,
             1,
@@ -204,10 +221,17 @@ class KernelSpec:
     block_y: int = 8
     grid_blocks: int = 1024
     regs_per_thread: int = 56
+    # The build the register count was read from (torch / CUDA version, tool); "" or a text
+    # starting "ASSUMED" where it was not read from a build. Register counts change with the
+    # compiler: each build needs its own reading.
+    regs_build: str = ""
     maxrregcount: int = 42
     loads_in_flight: int = 1
     prefetch_distance: int = 2
     prefetch_regs_per_lookup: int = 3
+    # Registers per thread of the prefetching kernel as built (0: the stock count plus the
+    # prefetch ring's registers). A measured reading of a real prefetch kernel sets it.
+    prefetch_regs_per_thread: int = 0
     instructions_per_lookup: float = 12.0
     prefetch_instructions_per_lookup: float = 4.0
     index_bytes: int = 8

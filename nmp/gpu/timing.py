@@ -3,12 +3,16 @@
 Latency. A warp keeps ``m`` row loads in flight (:meth:`nmp.gpu.kernel.KernelConfig.mlp_for`:
 what the variant asks, bounded by the L1's outstanding-sector entries per warp and per SM). Each
 load's latency is that of the level that served it (L1 hit, L2 hit, HBM: the cache simulation
-says which) plus the index load before it (an L1 hit, and one line miss to HBM per
-``line/index`` lookups: the index stream is sequential). By Little's law the warp retires ``m /
+says which) plus the index load before it (an L1 hit, or a wait for the sector in flight once per
+``sector / index`` lookups: :mod:`nmp.gpu.index_stream`). By Little's law the warp retires ``m /
 latency`` lookups per cycle, so its time is ``sum(latencies) / m``, plus a spilled kernel's reloads
 (an L1 hit per lookup, in the chain, not overlapped). A block lasts as long as its slowest warp;
 blocks are list-scheduled onto the ``SMs x blocks_per_SM`` slots in launch order (the hardware
 block scheduler refills a slot as soon as it frees), which captures the tail of the last wave.
+
+Waves. Block ``b`` runs in wave ``b // slots``; each wave is solved on its own with the loads it
+holds (:func:`kernel_timing`), so a partial last wave (1024 blocks on 792 slots leave 232) puts
+its lighter load on the memory system and sees its shorter queues, instead of the full waves'.
 
 Load. An HBM miss's latency is the unloaded one plus the queueing delay at the kernel's HBM
 utilization ``u = bytes / (time x peak)``, from the DRAM engine's replays at offered loads
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numba as nb
 import numpy as np
@@ -44,6 +48,7 @@ STALL_KEYS = (
     "l2_hit",
     "hbm_latency",
     "hbm_queueing",
+    "l2_queueing",
     "spill",
     "tail",
     "hbm_bandwidth",
@@ -53,6 +58,7 @@ STALL_KEYS = (
     "pin_prefetch",
 )
 _BISECTIONS = 60
+_LABEL_TOLERANCE = 1e-3  # relative: well above the bisection's 1e-6
 
 
 @nb.njit(cache=True)
@@ -92,6 +98,7 @@ class KernelTiming:
     bound: str = "latency"
     hbm_utilization: float = 0.0
     hbm_latency_cycles: float = 0.0
+    waves: int = 1
 
 
 @dataclass(frozen=True)
@@ -101,8 +108,27 @@ class LoadPrices:
     l1_cycles: float
     l2_cycles: float
     hbm_unloaded_cycles: float
-    index_hbm_share: float  # HBM index-line misses per lookup (index bytes / line bytes)
+    index_hbm_share: float  # per lookup: index loads waiting for HBM (nmp.gpu.index_stream)
     spill_cycles: float  # reload latency per lookup in the chain (0 without spills)
+    index_l2_share: float = 0.0  # per lookup: index loads waiting for an L2 hit
+
+
+@dataclass(frozen=True)
+class SliceQueue:
+    """The L2 slices behind the crossbar as a queue every L2 request passes (hits and misses):
+    ``bytes`` requested from the L2 during the kernel, the slices' total ``peak_bytes_per_ns``,
+    and the cycles one slice takes to serve one request (``service_cycles``)."""
+
+    bytes: float
+    peak_bytes_per_ns: float
+    service_cycles: float
+
+    def wait_cycles(self, t_ns: float) -> float:
+        """Mean wait at a slice (M/D/1: u / (2 (1 - u)) services) at the kernel's L2 load."""
+        u = self.bytes / (t_ns * self.peak_bytes_per_ns) if t_ns > 0 else math.inf
+        if u >= 1.0:
+            return math.inf
+        return self.service_cycles * u / (2.0 * (1.0 - u))
 
 
 def kernel_timing(
@@ -118,32 +144,115 @@ def kernel_timing(
     saturation: float,
     queueing_ns: Callable[[float], float] | None,
     bounds_ns: dict[str, float],
+    slices: SliceQueue | None = None,
+) -> KernelTiming:
+    """Kernel time, wave by wave: the blocks are launched in order onto ``slots`` slots (SMs x
+    blocks per SM), so block ``b`` runs in wave ``b // slots``; each wave is its own fixed point
+    of Little's law (:func:`wave_timing`) with the memory traffic it holds (its share of the
+    loads), so a partial last wave runs at the lighter load, and lower latency, it puts on the
+    memory system. Times, stalls and bounds add up over the waves."""
+    levels = np.ascontiguousarray(warp_levels, dtype=np.float64)
+    blocks = levels.shape[0] // warps_per_block
+    total_units = float(levels.sum())
+    if blocks <= slots or total_units <= 0:
+        return wave_timing(
+            warp_levels=levels,
+            prices=prices,
+            mlp=mlp,
+            warps_per_block=warps_per_block,
+            slots=slots,
+            cycle_ns=cycle_ns,
+            hbm_bytes=hbm_bytes,
+            peak_gbps=peak_gbps,
+            saturation=saturation,
+            queueing_ns=queueing_ns,
+            bounds_ns=bounds_ns,
+            slices=slices,
+        )
+    waves = []
+    for first in range(0, blocks, slots):
+        part = levels[first * warps_per_block : (first + slots) * warps_per_block]
+        share = float(part.sum()) / total_units
+        waves.append(
+            wave_timing(
+                warp_levels=part,
+                prices=prices,
+                mlp=mlp,
+                warps_per_block=warps_per_block,
+                slots=slots,
+                cycle_ns=cycle_ns,
+                hbm_bytes=hbm_bytes * share,
+                peak_gbps=peak_gbps,
+                saturation=saturation,
+                queueing_ns=queueing_ns,
+                bounds_ns={k: v * share for k, v in bounds_ns.items()},
+                slices=replace(slices, bytes=slices.bytes * share) if slices else None,
+            )
+        )
+    t = sum(w.t_ns for w in waves)
+    longest = max(waves, key=lambda w: w.t_ns)
+    return KernelTiming(
+        t_ns=t,
+        t_latency_ns=sum(w.t_latency_ns for w in waves),
+        bounds_ns=dict(bounds_ns),
+        stall_ns={k: sum(w.stall_ns[k] for w in waves) for k in STALL_KEYS},
+        bound=longest.bound,
+        hbm_utilization=hbm_bytes / (t * peak_gbps) if t > 0 else 0.0,
+        hbm_latency_cycles=sum(w.hbm_latency_cycles * w.t_ns for w in waves) / t if t else 0.0,
+        waves=len(waves),
+    )
+
+
+def wave_timing(
+    *,
+    warp_levels: np.ndarray,
+    prices: LoadPrices,
+    mlp: float,
+    warps_per_block: int,
+    slots: int,
+    cycle_ns: float,
+    hbm_bytes: float,
+    peak_gbps: float,
+    saturation: float,
+    queueing_ns: Callable[[float], float] | None,
+    bounds_ns: dict[str, float],
+    slices: SliceQueue | None = None,
 ) -> KernelTiming:
     """Kernel time from per-warp loads by level (``warp_levels[w] = (L1, L2, HBM)`` units) and
     the bandwidth ``bounds_ns`` (see the module docstring). ``queueing_ns`` None: unloaded
-    latencies and a hard HBM bandwidth bound (``bounds_ns["hbm_bandwidth"]``)."""
+    latencies and a hard HBM bandwidth bound (``bounds_ns["hbm_bandwidth"]``); ``slices``: the
+    L2 slices' queue, whose wait every L2 hit and miss adds (with ``queueing_ns`` only)."""
     levels = np.ascontiguousarray(warp_levels, dtype=np.float64)
     units = levels.sum(axis=1)
     totals = levels.sum(axis=0)
     p = prices
 
-    def block_cycles(hbm_cycles: float) -> np.ndarray:
+    def block_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> np.ndarray:
         """Each block's cycles: its slowest warp's chain of loads over ``mlp`` in flight."""
-        index = p.l1_cycles + hbm_cycles * p.index_hbm_share
-        lat = levels @ np.array([p.l1_cycles, p.l2_cycles, hbm_cycles])
+        l1_share = 1.0 - p.index_hbm_share - p.index_l2_share
+        index = (
+            p.l1_cycles * l1_share
+            + (p.l2_cycles + l2_wait) * p.index_l2_share
+            + hbm_cycles * p.index_hbm_share
+        )
+        lat = levels @ np.array([p.l1_cycles, p.l2_cycles + l2_wait, hbm_cycles])
         warp = (lat + units * index) / mlp + units * p.spill_cycles
         return warp.reshape(-1, warps_per_block).max(axis=1)
 
-    def makespan_cycles(hbm_cycles: float) -> float:
-        return list_schedule(np.ascontiguousarray(block_cycles(hbm_cycles)), slots)
+    def makespan_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> float:
+        return list_schedule(np.ascontiguousarray(block_cycles(hbm_cycles, l2_wait)), slots)
 
     def queue_cycles(t_ns: float) -> tuple[float, float]:
+        """(HBM queueing, L2 slice wait) in cycles at kernel time ``t_ns``; a miss waits in
+        both, a hit in the slice only."""
         assert queueing_ns is not None  # called only where it is given (the else below)
         u = hbm_bytes / (t_ns * peak_gbps) if t_ns > 0 else math.inf
-        return u, queueing_ns(u) / cycle_ns
+        w2 = slices.wait_cycles(t_ns) if slices is not None else 0.0
+        return queueing_ns(u) / cycle_ns + w2, w2
 
     other = {k: v for k, v in bounds_ns.items() if k != "hbm_bandwidth"}
     floor = max(other.values(), default=0.0)
+    w2 = 0.0
     if queueing_ns is None:
         q = 0.0
         t_lat = makespan_cycles(p.hbm_unloaded_cycles) * cycle_ns
@@ -151,12 +260,14 @@ def kernel_timing(
     else:
 
         def excess(t_ns: float) -> float:
-            _, qc = queue_cycles(t_ns)
+            qc, wc = queue_cycles(t_ns)
             if math.isinf(qc):
                 return math.inf
-            return max(makespan_cycles(p.hbm_unloaded_cycles + qc) * cycle_ns, floor) - t_ns
+            return max(makespan_cycles(p.hbm_unloaded_cycles + qc, wc) * cycle_ns, floor) - t_ns
 
         lo = max(floor, hbm_bytes / (peak_gbps * saturation)) if hbm_bytes > 0 else floor
+        if slices is not None:
+            lo = max(lo, slices.bytes / slices.peak_bytes_per_ns)
         hi = max(lo, makespan_cycles(p.hbm_unloaded_cycles) * cycle_ns, 1e-9)
         while excess(hi) > 0:
             lo, hi = hi, hi * 2.0
@@ -171,36 +282,49 @@ def kernel_timing(
             else:
                 hi = mid
         t = hi
-        _, q = queue_cycles(t)
-        t_lat = min(makespan_cycles(p.hbm_unloaded_cycles + q) * cycle_ns, t)
+        q, w2 = queue_cycles(t)
+        t_lat = min(makespan_cycles(p.hbm_unloaded_cycles + q, w2) * cycle_ns, t)
     hbm_cycles = p.hbm_unloaded_cycles + q
     u = hbm_bytes / (t * peak_gbps) if t > 0 else 0.0
     parts = {
         "l1_hit": totals[0] * p.l1_cycles / mlp,
         "l2_hit": totals[1] * p.l2_cycles / mlp,
+        "l2_queueing": (totals[1] + totals[2]) * w2 / mlp,
         "hbm_latency": totals[2] * p.hbm_unloaded_cycles / mlp,
-        "hbm_queueing": (totals[2] + units.sum() * p.index_hbm_share) * q / mlp,
-        "index_load": units.sum() * (p.l1_cycles + p.hbm_unloaded_cycles * p.index_hbm_share) / mlp,
+        "hbm_queueing": (totals[2] + units.sum() * p.index_hbm_share) * (q - w2) / mlp,
+        "index_load": units.sum()
+        * (
+            p.l1_cycles * (1.0 - p.index_hbm_share - p.index_l2_share)
+            + p.l2_cycles * p.index_l2_share
+            + p.hbm_unloaded_cycles * p.index_hbm_share
+        )
+        / mlp,
         "spill": units.sum() * p.spill_cycles,
     }
     warp = sum(parts.values())
     # Perfect packing: every slot busy with the mean block (the slowest warp of each block).
-    block_sum = float(block_cycles(hbm_cycles).sum())
+    block_sum = float(block_cycles(hbm_cycles, w2).sum())
     packed_ns = min(block_sum / slots * cycle_ns, t_lat) if levels.shape[0] else 0.0
     stall = dict.fromkeys(STALL_KEYS, 0.0)
     if warp > 0:
         for key, value in parts.items():
             stall[key] = packed_ns * value / warp
     stall["tail"] = t_lat - packed_ns
-    bound = "latency"
     all_bounds = dict(bounds_ns)
-    if t > t_lat * (1 + 1e-9):
+    # The label names what sets the time: a bandwidth bound only when it exceeds the latency-bound
+    # time by more than the bisection's tolerance (1e-6 of t; a smaller excess is the solver's
+    # rounding, not a bound), else "latency", or "hbm_bandwidth" where the loaded latency is set
+    # by the HBM queue near its asymptote (u >= 90 % of the random-fetch saturation).
+    bound = "latency"
+    if t > t_lat * (1 + _LABEL_TOLERANCE):
         candidates = all_bounds if queueing_ns is None else other
         bound = max(candidates, key=lambda k: candidates[k])
         stall[bound] += t - t_lat
     else:
         t_lat = t
         stall["tail"] = t_lat - packed_ns
+        if queueing_ns is not None and u >= 0.9 * saturation:
+            bound = "hbm_bandwidth"
     return KernelTiming(
         t_ns=t,
         t_latency_ns=t_lat,

@@ -20,6 +20,7 @@ STYLE = {
     "exceeds bound": "magenta",
     "input": "cyan",
     "error": "bold red",
+    "not run": "dim",  # a check with nothing to check yet (nmp.validate.real_gpu)
 }
 
 

@@ -198,7 +198,7 @@ def test_hot_rows_are_the_most_counted_rows():
 
 
 def test_hbm_spec_is_the_memory_preset_at_the_parts_data_rate():
-    for name in ("a100-40gb", "a100-80gb", "h100-sxm"):
+    for name in ("a100-40gb", "a100-80gb", "h100-sxm", "h200"):
         hbm = load_gpu(name).hbm
         spec = gpu_memory_spec(hbm)  # one stack
         assert spec.org.channels == hbm.channels_per_stack
@@ -275,7 +275,7 @@ def test_bad_input_names_the_key():
 
 def test_catalog_lists_every_preset():
     rows = {r["name"]: r for r in catalog_rows()}
-    assert set(rows) == {"a100-40gb", "a100-80gb", "h100-sxm"}
+    assert set(rows) == {"a100-40gb", "a100-80gb", "h100-sxm", "h200"}
     assert rows["h100-sxm"]["SMs"] == 132 and rows["a100-40gb"]["peak_GB/s"] == 1555.2
     assert all(np.isfinite(r["die_mm2"]) for r in rows.values())
 

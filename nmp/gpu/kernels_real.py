@@ -1,0 +1,520 @@
+"""The MICRO'24 embedding kernels for real, on any CUDA GPU: the stock EmbeddingBag and its
+variants, each checked bit for bit against ``torch.nn.EmbeddingBag`` and timed on the kit's own
+batches, to set beside what :mod:`nmp.gpu.model` predicts for the same point.
+
+Variants (:data:`REAL_VARIANTS`; each names the model variant and overrides that describe it):
+
+* ``baseline``: PyTorch's own kernel (``EmbeddingBag_updateOutputKernel_sum_mean``), mode sum.
+* ``occupancy``: a hand-written kernel with torch's work split (block (32, 8), grid 1024, one
+  warp per 32-feature chunk of a bag, the same summation order: bit-identical) compiled with
+  ``--maxrregcount`` = the preset's ``kernel.maxrregcount`` (the register cap).
+* ``prefetch``: the same kernel loading ``1 + kernel.prefetch_distance`` lookups' rows into
+  registers before summing them in order (the paper's software prefetch).
+* ``pinning``: the stock kernel after the paper's pre-kernel, which issues
+  ``prefetch.global.L2::evict_last`` over each table's hottest ``pinning.rows`` rows (profiled on
+  another batch, as the model does) with the persisting L2 limit set to the set-aside.
+* ``pinning-window``: the stock kernel under an access-policy window over the table
+  (``cudaStreamSetAttribute``, hitProp persisting, hitRatio = set-aside / table bytes: the
+  model's ``pinning.mechanism = "access_window"``).
+
+Why CuPy ``RawKernel`` (NVRTC) and not ``torch.utils.cpp_extension.load_inline``: NVRTC compiles
+in-process in seconds with no host compiler, ninja or CUDA toolkit matching torch's build (which
+load_inline needs, minutes per variant); ``--maxrregcount`` and a ``-D`` per variant are compile
+options; the compiled kernel reports its registers (``RawKernel.num_regs``), which the record
+keeps. It is the ``[gpu]`` extra (``pip install -e .[gpu]``); torch supplies the reference and the
+tensors (shared with CuPy through DLPack, no copies).
+
+Everything a launch needs is built and checked on the CPU first (:func:`build_plan`,
+:func:`check_plan`): ``benchmarks/gpu_kernels.py --dry-run`` runs that in CI. Timing
+(:func:`measure`) follows ``benchmarks/gpu_validate.py``: per timed batch a buffer of twice the
+L2 is written (cold L2), CUDA events around the tables' kernels on one stream, the median.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nmp.errors import NmpError
+from nmp.gpu.model import hot_rows
+from nmp.gpu.point import PROFILE_SEED_OFFSET
+from nmp.gpu.spec import GpuSpec, load_gpu
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+RECORD_KIND = "nmp.gpu.kernels_real/1"
+BLOCK = (32, 8, 1)  # torch's block for this kernel
+GRID = 1024  # torch's grid (fixed, independent of the batch)
+PIN_THREADS = 256
+
+KERNEL_SOURCE = r"""
+#ifndef PREFETCH
+#define PREFETCH 1
+#endif
+extern "C" __global__ void embedding_bag_sum(
+    const long long* __restrict__ input, const long long* __restrict__ offsets,
+    const float* __restrict__ weight, float* __restrict__ out,
+    long long num_bags, long long num_indices, int dim) {
+  // torch's work split: warp threadIdx.y of block b takes chunk b * blockDim.y + y (one bag x
+  // 32 features), grid-stride; each lane sums one feature over the bag in index order.
+  long long chunks_per_bag = (dim + blockDim.x - 1) / blockDim.x;
+  long long num_chunks = num_bags * chunks_per_bag;
+  long long stride = (long long)gridDim.x * blockDim.y;
+  for (long long chunk = (long long)blockIdx.x * blockDim.y + threadIdx.y; chunk < num_chunks;
+       chunk += stride) {
+    long long feature = (chunk % chunks_per_bag) * blockDim.x + threadIdx.x;
+    if (feature >= dim) continue;
+    long long bag = chunk / chunks_per_bag;
+    long long begin = bag == 0 ? 0 : offsets[bag];
+    long long end = bag < num_bags - 1 ? offsets[bag + 1] : num_indices;
+    float sum = 0.0f;
+    for (long long emb = begin; emb < end; emb += PREFETCH) {
+      float v[PREFETCH];
+#pragma unroll
+      for (int j = 0; j < PREFETCH; ++j)  // PREFETCH rows in flight before the first use
+        v[j] = emb + j < end ? weight[input[emb + j] * dim + feature] : 0.0f;
+#pragma unroll
+      for (int j = 0; j < PREFETCH; ++j)  // summed in index order: torch's rounding
+        if (emb + j < end) sum += v[j];
+    }
+    out[bag * dim + feature] = sum;
+  }
+}
+
+extern "C" __global__ void pin_rows_evict_last(
+    const char* weight, const long long* rows, long long n_rows, long long row_bytes) {
+  // One thread per 128-B line of the listed rows: an L2 prefetch marked evict_last (persisting).
+  long long lines_per_row = (row_bytes + 127) / 128;
+  long long n = n_rows * lines_per_row;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    const char* p = weight + rows[i / lines_per_row] * row_bytes + (i % lines_per_row) * 128;
+    asm volatile("prefetch.global.L2::evict_last [%0];" :: "l"(p));
+  }
+}
+"""
+
+
+@dataclass(frozen=True)
+class RealVariant:
+    """One real kernel configuration and the model point that describes it."""
+
+    name: str
+    description: str
+    model_variant: str
+    model_overrides: dict[str, Any] = field(default_factory=dict)
+    nvrtc: bool = False  # the hand-written kernel (else torch's own)
+    prefetch: int = 1  # rows loaded before summing (hand-written kernel)
+    maxrregcount: int = 0  # 0: no cap
+    pinning: str = ""  # "", "evict_last" or "window"
+
+
+def real_variants(gpu: GpuSpec) -> dict[str, RealVariant]:
+    """The variants as this GPU preset's kernel spec defines them."""
+    k = gpu.kernel
+    return {
+        v.name: v
+        for v in (
+            RealVariant("baseline", "torch EmbeddingBag (stock kernel)", "baseline"),
+            RealVariant(
+                "occupancy",
+                f"torch's work split, --maxrregcount={k.maxrregcount}",
+                "occupancy",
+                nvrtc=True,
+                maxrregcount=k.maxrregcount,
+            ),
+            RealVariant(
+                "prefetch",
+                f"torch's work split, {1 + k.prefetch_distance} rows loaded before summing",
+                "prefetch",
+                nvrtc=True,
+                prefetch=1 + k.prefetch_distance,
+            ),
+            RealVariant(
+                "pinning",
+                f"stock kernel after an evict_last pre-kernel over {gpu.pinning.rows} hot rows",
+                "pinning",
+                {"pinning.mechanism": "evict_last_prefetch", "pinning.scope": "per_table"},
+                pinning="evict_last",
+            ),
+            RealVariant(
+                "pinning-window",
+                "stock kernel under an access-policy window over the table",
+                "pinning",
+                {"pinning.mechanism": "access_window", "pinning.hit_ratio": 0.0},
+                pinning="window",
+            ),
+        )
+    }
+
+
+@dataclass
+class TablePlan:
+    """One table's launch: its arrays (host), the kernels' arguments and the hot rows."""
+
+    rows: int
+    dim: int
+    indices: np.ndarray
+    offsets: np.ndarray  # batch + 1 entries (CSR); torch and the kernel take the first batch
+    hot: np.ndarray  # hottest rows of the profile batch, hottest first
+
+    @property
+    def bags(self) -> int:
+        return self.offsets.shape[0] - 1
+
+    @property
+    def row_bytes(self) -> int:
+        return self.dim * 4
+
+
+@dataclass
+class Plan:
+    arch: str
+    gpu: GpuSpec
+    workload: str
+    overrides: dict[str, Any]
+    seed: int
+    tables: list[TablePlan]
+    variants: dict[str, RealVariant]
+    set_aside_bytes: int
+
+
+def build_plan(
+    arch: str,
+    workload: str,
+    overrides: dict[str, Any] | None = None,
+    seed: int = 0,
+    variants: list[str] | None = None,
+) -> Plan:
+    """The batch ``nmp run`` models for this point (same generator and seed), the profile batch
+    the pinned rows come from, and the variants to run."""
+    from nmp.workload import DTYPE_BYTES, generate_batch, load_workload
+
+    overrides = dict(overrides or {})
+    gpu = load_gpu(arch)
+    spec = load_workload(workload, overrides)
+    batch = generate_batch(spec, seed=seed)
+    profile = generate_batch(spec, seed=seed + PROFILE_SEED_OFFSET)
+    all_variants = real_variants(gpu)
+    chosen = variants or list(all_variants)
+    unknown = [v for v in chosen if v not in all_variants]
+    if unknown:
+        raise NmpError(f"unknown real variant '{unknown[0]}' (known: {', '.join(all_variants)})")
+    tables = []
+    for t, (table, lookups) in enumerate(zip(spec.tables, batch.tables, strict=True)):
+        if DTYPE_BYTES[table.dtype] != 4:
+            raise NmpError(f"table {t}: the real kernels run fp32 tables only ({table.dtype})")
+        ((_, hot),) = hot_rows(profile, gpu.pinning.rows, [t])
+        tables.append(
+            TablePlan(
+                rows=table.rows,
+                dim=table.dim,
+                indices=np.ascontiguousarray(lookups.indices, dtype=np.int64),
+                offsets=np.ascontiguousarray(lookups.offsets, dtype=np.int64),
+                hot=np.ascontiguousarray(hot, dtype=np.int64),
+            )
+        )
+    set_aside = int(gpu.pinning.set_aside_fraction * gpu.l2.size_bytes)
+    return Plan(
+        arch,
+        gpu,
+        workload,
+        overrides,
+        seed,
+        tables,
+        {v: all_variants[v] for v in chosen},
+        set_aside,
+    )
+
+
+def launch_args(table: TablePlan) -> tuple[tuple[int, ...], tuple[int, ...], dict[str, Any]]:
+    """(grid, block, scalar arguments) of the hand-written kernel for ``table``."""
+    scalars = {
+        "num_bags": table.bags,
+        "num_indices": int(table.indices.shape[0]),
+        "dim": table.dim,
+    }
+    return (GRID, 1, 1), BLOCK, scalars
+
+
+def pin_launch(table: TablePlan) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """(grid, block, lines) of the evict_last pre-kernel over ``table``'s hot rows."""
+    lines = table.hot.shape[0] * -(-table.row_bytes // 128)
+    blocks = max(1, min(-(-lines // PIN_THREADS), 65535))
+    return (blocks, 1, 1), (PIN_THREADS, 1, 1), lines
+
+
+def check_plan(plan: Plan) -> list[str]:
+    """Check every launch's arrays and arguments on the CPU; one line per table. Raises
+    :class:`NmpError` naming the table on the first mismatch."""
+    lines = []
+    for t, tb in enumerate(plan.tables):
+        off, idx = tb.offsets, tb.indices
+        if off[0] != 0 or off[-1] != idx.shape[0] or np.any(np.diff(off) < 0):
+            raise NmpError(f"table {t}: offsets do not delimit the indices")
+        if idx.size and (idx.min() < 0 or idx.max() >= tb.rows):
+            raise NmpError(f"table {t}: an index lies outside its {tb.rows} rows")
+        if tb.hot.size and (tb.hot.min() < 0 or tb.hot.max() >= tb.rows):
+            raise NmpError(f"table {t}: a hot row lies outside the table")
+        grid, block, scalars = launch_args(tb)
+        if scalars["num_bags"] * -(-tb.dim // 32) < 1 or block[0] != 32:
+            raise NmpError(f"table {t}: no chunk to run")
+        pgrid, _, plines = pin_launch(tb)
+        if tb.rows * tb.row_bytes >= 2**63 or plines < tb.hot.shape[0]:
+            raise NmpError(f"table {t}: the pre-kernel's lines do not cover its rows")
+        lines.append(
+            f"table {t}: weight ({tb.rows}, {tb.dim}) fp32, indices ({idx.shape[0]},) int64, "
+            f"offsets ({tb.bags},) int64; kernel grid {grid[0]} x block {block[:2]}, "
+            f"{scalars['num_bags']} bags; pre-kernel {pgrid[0]} blocks over {plines} lines "
+            f"of {tb.hot.shape[0]} hot rows"
+        )
+    return lines
+
+
+def reference_sums(table: TablePlan, weight: np.ndarray, bags: int = 4) -> np.ndarray:
+    """The first ``bags`` bags' sums in index order in fp32 (the kernels' order), on the CPU:
+    the dry run's check that the offsets convention gives each bag its own lookups."""
+    out = np.zeros((bags, table.dim), dtype=np.float32)
+    for b in range(min(bags, table.bags)):
+        for e in range(table.offsets[b], table.offsets[b + 1]):
+            out[b] += weight[table.indices[e]]
+    return out
+
+
+# --- on a GPU ---------------------------------------------------------------------------------
+
+
+class _Cudart:
+    """The few CUDA runtime calls CuPy does not wrap (access-policy window, persisting L2)."""
+
+    LIMIT_PERSISTING_L2 = 0x06  # cudaLimitPersistingL2CacheSize
+    STREAM_ATTR_ACCESS_POLICY_WINDOW = 1  # cudaStreamAttributeAccessPolicyWindow
+    ACCESS_NORMAL, ACCESS_STREAMING, ACCESS_PERSISTING = 0, 1, 2
+
+    def __init__(self) -> None:
+        import ctypes.util
+
+        names = [ctypes.util.find_library("cudart")] + [
+            f"libcudart.so.{v}" for v in ("13", "12", "11.0")
+        ]
+        for name in filter(None, names):
+            try:
+                self.lib = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+        else:
+            raise NmpError("libcudart not found: the pinning variants need the CUDA runtime")
+
+    def _ok(self, rc: int, what: str) -> None:
+        if rc != 0:
+            raise NmpError(f"{what} failed with cudaError {rc}")
+
+    def set_persisting_limit(self, nbytes: int) -> None:
+        self._ok(
+            self.lib.cudaDeviceSetLimit(
+                ctypes.c_int(self.LIMIT_PERSISTING_L2), ctypes.c_size_t(nbytes)
+            ),
+            "cudaDeviceSetLimit(persisting L2)",
+        )
+
+    def reset_persisting(self) -> None:
+        self._ok(self.lib.cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache")
+
+    def set_window(self, stream_ptr: int, base_ptr: int, nbytes: int, hit_ratio: float) -> None:
+        """cudaStreamSetAttribute(stream, AccessPolicyWindow, {base, bytes, hitRatio,
+        persisting, streaming}); nbytes 0 removes the window."""
+
+        class Window(ctypes.Structure):
+            _fields_ = [
+                ("base_ptr", ctypes.c_void_p),
+                ("num_bytes", ctypes.c_size_t),
+                ("hitRatio", ctypes.c_float),
+                ("hitProp", ctypes.c_int),
+                ("missProp", ctypes.c_int),
+            ]
+
+        class Value(ctypes.Union):  # cudaStreamAttrValue / cudaLaunchAttributeValue: 64 bytes
+            _fields_ = [("window", Window), ("pad", ctypes.c_char * 64)]
+
+        value = Value()
+        value.window = Window(
+            base_ptr, nbytes, hit_ratio, self.ACCESS_PERSISTING, self.ACCESS_STREAMING
+        )
+        self._ok(
+            self.lib.cudaStreamSetAttribute(
+                ctypes.c_void_p(stream_ptr),
+                ctypes.c_int(self.STREAM_ATTR_ACCESS_POLICY_WINDOW),
+                ctypes.byref(value),
+            ),
+            "cudaStreamSetAttribute(access-policy window)",
+        )
+
+
+def _compile(variant: RealVariant):
+    import cupy as cp
+
+    options = ["-std=c++17", f"-DPREFETCH={variant.prefetch}"]
+    if variant.maxrregcount:
+        options.append(f"--maxrregcount={variant.maxrregcount}")
+    return tuple(
+        cp.RawKernel(KERNEL_SOURCE, name, options=tuple(options))
+        for name in ("embedding_bag_sum", "pin_rows_evict_last")
+    )
+
+
+def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]:
+    """Run every variant of ``plan`` on the current CUDA device: outputs compared bit for bit
+    with torch's EmbeddingBag, times of whole batches (all tables) with a cold L2."""
+    import cupy as cp
+    import torch
+
+    if not torch.cuda.is_available():
+        raise NmpError("no CUDA device: run with --dry-run on a machine without a GPU")
+    dev = torch.device("cuda")
+    stream = torch.cuda.Stream()
+    cp_stream = cp.cuda.ExternalStream(stream.cuda_stream)
+    gen = torch.Generator(device="cpu").manual_seed(plan.seed)
+    tensors, views, outs = [], [], []
+    for tb in plan.tables:
+        weight = torch.rand(tb.rows, tb.dim, generator=gen).to(dev)
+        idx = torch.as_tensor(tb.indices, device=dev)
+        off = torch.as_tensor(tb.offsets[:-1], device=dev)
+        hot = torch.as_tensor(tb.hot, device=dev)
+        ref = torch.nn.functional.embedding_bag(idx, weight, off, mode="sum")
+        out = torch.empty_like(ref)
+        tensors.append((weight, idx, off, ref))
+        outs.append(out)
+        # CuPy views of the same memory (DLPack), made once, outside the timed batches.
+        views.append(tuple(cp.from_dlpack(x) for x in (weight, idx, off, hot, out)))
+    flush = torch.empty(2 * plan.gpu.l2.size_bytes // 4, dtype=torch.float32, device=dev)
+    cudart = _Cudart() if any(v.pinning for v in plan.variants.values()) else None
+    results: dict[str, Any] = {}
+    for name, variant in plan.variants.items():
+        bag_fn, pin_fn = _compile(variant)
+        got: list[Any] = [None] * len(plan.tables)
+
+        def run_batch(variant: RealVariant = variant, bag_fn=bag_fn, pin_fn=pin_fn, got=got):
+            for t, tb in enumerate(plan.tables):
+                weight, idx, off, _ref = tensors[t]
+                w_cp, idx_cp, off_cp, hot_cp, out_cp = views[t]
+                if variant.pinning:  # the previous table's persisting lines become normal
+                    cudart.reset_persisting()  # type: ignore[union-attr]
+                if variant.pinning == "evict_last":
+                    grid, block, _ = pin_launch(tb)
+                    args = (w_cp, hot_cp, np.int64(tb.hot.shape[0]), np.int64(tb.row_bytes))
+                    with cp_stream:  # a RawKernel launches on CuPy's current stream
+                        pin_fn(grid, block, args)
+                if variant.pinning == "window":
+                    table_bytes = tb.rows * tb.row_bytes
+                    ratio = min(1.0, plan.set_aside_bytes / table_bytes)
+                    cudart.set_window(  # type: ignore[union-attr]
+                        stream.cuda_stream, weight.data_ptr(), table_bytes, ratio
+                    )
+                if variant.nvrtc:
+                    grid, block, s = launch_args(tb)
+                    bag_args = (idx_cp, off_cp, w_cp, out_cp, np.int64(s["num_bags"]),
+                                np.int64(s["num_indices"]), np.int32(s["dim"]))  # fmt: skip
+                    with cp_stream:
+                        bag_fn(grid, block, bag_args)
+                    got[t] = outs[t]
+                else:
+                    got[t] = torch.nn.functional.embedding_bag(idx, weight, off, mode="sum")
+
+        if cudart is not None:
+            cudart.set_persisting_limit(plan.set_aside_bytes if variant.pinning else 0)
+        times_ms = []
+        with torch.no_grad(), torch.cuda.stream(stream):
+            for i in range(warmup + repeats):
+                if variant.pinning:  # persisting lines would survive the flush
+                    cudart.reset_persisting()  # type: ignore[union-attr]
+                flush.fill_(float(i))  # evicts the L2: every timed batch starts cold
+                stream.synchronize()
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record(stream)
+                run_batch()
+                end.record(stream)
+                stream.synchronize()
+                if i >= warmup:
+                    times_ms.append(start.elapsed_time(end))
+        if variant.pinning == "window":
+            cudart.set_window(stream.cuda_stream, 0, 0, 0.0)  # type: ignore[union-attr]
+        exact = all(torch.equal(tensors[t][3], got[t]) for t in range(len(plan.tables)))
+        times_ms.sort()
+        results[name] = {
+            "median_us": times_ms[len(times_ms) // 2] * 1e3,
+            "min_us": times_ms[0] * 1e3,
+            "max_us": times_ms[-1] * 1e3,
+            "repeats": repeats,
+            "bit_exact": bool(exact),
+            "regs": int(bag_fn.num_regs) if variant.nvrtc else None,
+            "description": variant.description,
+            "model_variant": variant.model_variant,
+            "model_overrides": variant.model_overrides,
+        }
+    if cudart is not None:
+        cudart.set_persisting_limit(0)
+    return {"variants": results, **device_facts()}
+
+
+def device_facts() -> dict[str, Any]:
+    """GPU name, driver, torch / CUDA / CuPy versions of this run."""
+    import cupy as cp
+    import torch
+
+    driver = cp.cuda.runtime.driverGetVersion()
+    try:
+        import subprocess
+
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        driver_version = smi.stdout.strip().splitlines()[0] if smi.returncode == 0 else ""
+    except (OSError, IndexError, subprocess.SubprocessError):
+        driver_version = ""
+    return {
+        "gpu_name": torch.cuda.get_device_name(),
+        "driver": driver_version or f"CUDA driver API {driver}",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cupy": cp.__version__,
+    }
+
+
+def record(plan: Plan, measured: dict[str, Any], modeled_us: dict[str, float], data_dir=None):
+    """Write the measurement (with the device facts and the date) as JSON into ``data_dir``
+    (default ``nmp/gpu/data/``); returns the path."""
+    data_dir = Path(data_dir or DATA_DIR)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    day = datetime.date.today().isoformat()
+    tag = "-".join(f"{k}{v}" for k, v in sorted(plan.overrides.items()))
+    path = data_dir / f"measured-kernels-{plan.arch}-{plan.workload}-{tag}-{day}.json"
+    entry = dict(
+        measured,
+        kind=RECORD_KIND,
+        date=day,
+        arch_preset=plan.arch,
+        workload=plan.workload,
+        workload_overrides=plan.overrides,
+        seed=plan.seed,
+        modeled_at_record_us=modeled_us,
+        method="benchmarks/gpu_kernels.py: CUDA events around all tables' kernels, L2 flushed "
+        "before each timed batch, median",
+    )
+    fd, tmp = tempfile.mkstemp(dir=data_dir, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(entry, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,79 @@
+"""The h200 preset against the facts measured on a real H200 (../shared/reference/GPU-H200.md),
+and the register count as a per-build input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nmp.gpu import load_gpu
+from nmp.gpu.kernel import kernel_config
+
+
+def test_h200_preset_carries_the_measured_device_facts():
+    g = load_gpu("h200")
+    assert (g.sm.count, g.sm.clock_mhz, g.sm.registers) == (132, 1980.0, 65536)
+    assert g.l2.size_bytes == 62_914_560
+    # cudaDevAttrMaxPersistingL2CacheSize 39,321,600 B is the set-aside's share of the L2.
+    assert g.pinning.set_aside_fraction * g.l2.size_bytes == 39_321_600
+    assert g.hbm.peak_bandwidth_gbps == 4800.0 and g.hbm.stacks == 6
+
+
+def test_stock_kernel_registers_name_their_build_and_set_occupancy():
+    for name in ("h200", "h100-sxm"):
+        g = load_gpu(name)
+        assert g.kernel.regs_per_thread == 40
+        assert "torch 2.11" in g.kernel.regs_build and "CUDA 13" in g.kernel.regs_build
+        # Nsight Compute: occupancy limited by registers to 6 blocks/SM (48 of 64 warps).
+        cfg = kernel_config(g)
+        assert (cfg.blocks_per_sm, cfg.limited_by, cfg.resident_warps_per_sm) == (
+            6,
+            "registers",
+            48,
+        )
+        # The register cap of the occupancy variant reaches full occupancy without spilling.
+        occ = kernel_config(load_gpu(name, {"variant": "occupancy"}))
+        assert occ.resident_warps_per_sm == 64 and occ.spilled_regs == 0
+    for name in ("a100-80gb", "a100-40gb"):
+        assert load_gpu(name).kernel.regs_build.startswith("ASSUMED")
+
+
+@pytest.mark.parametrize(
+    "workload,over",
+    [
+        ("gpu-micro24", ["workload.reuse=high"]),
+        ("gpu-micro24", ["workload.reuse=medium", "arch.variant=occupancy"]),
+        ("gpu-micro24", ["workload.reuse=low", "arch.variant=prefetch"]),
+        ("gpu-micro24", ["workload.reuse=random", "arch.variant=pinning"]),
+        ("gpu-micro24", ["workload.batch=256"]),
+        ("gpu-micro24", ["workload.batch=8192"]),
+        ("dlrm-benchmark", ["arch.variant=combined"]),
+    ],
+)
+def test_issue_commands_run_on_h200(workload, over, capsys):
+    """`nmp run --arch h200 ...` as issue #37 spells it (one table, to keep CI short)."""
+    from nmp.cli import main
+
+    args = ["run", "--arch", "h200", "--workload", workload, "--json"]
+    for item in [*over, "workload.num_tables=1"]:
+        args += ["--set", item]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["arch"] == "h200" and out["latency_ns"] > 0
+    assert out["breakdown"]["kernel"]["regs_build"].startswith("torch 2.11")
+
+
+def test_model_prices_misses_with_the_probe_and_queues_at_the_slices():
+    from nmp.gpu import run_design_point
+
+    r = run_design_point(
+        "h200", "gpu-micro24", overrides={"workload": {"num_tables": 1, "batch": 256}}
+    )
+    b = r.breakdown
+    # The HBM efficiencies the model uses are the probe's (1128/2149/3706 GB/s of 4800).
+    assert b["hbm_efficiency_random"]["128"] == pytest.approx(3706 / 4800)
+    assert b["hbm_efficiency_random"]["32"] == pytest.approx(1128 / 4800)
+    assert "random-read probe" in b["hbm_calibrated_against"]
+    # Every L2 request waits at its slice: a (small) positive share of the time.
+    assert b["stall_ns"]["l2_queueing"] > 0.0

@@ -1,0 +1,167 @@
+"""The mechanisms issue #37 put in the GPU model, each one pinned by a test that fails when the
+mechanism is taken out: latency under load (HBM queue at the probe's asymptote, L2 slices), the
+waves of a partial grid, index loads through the caches, the prefetch depth, pinning's charges,
+and the bottleneck label."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from nmp.gpu import load_gpu
+from nmp.gpu.hbm import hbm_calibration, with_probe
+from nmp.gpu.timing import LoadPrices, SliceQueue, kernel_timing
+
+PRICES = LoadPrices(
+    l1_cycles=40.0, l2_cycles=291.0, hbm_unloaded_cycles=700.0, index_hbm_share=0.0, spill_cycles=0
+)
+
+
+def timing(levels, *, slots=8, hbm_bytes=0.0, slices=None, queueing=True, bounds=None):
+    cal = with_probe(hbm_calibration(load_gpu("h200").hbm), load_gpu("h200").hbm)
+    return kernel_timing(
+        warp_levels=np.asarray(levels, dtype=float),
+        prices=PRICES,
+        mlp=1.0,
+        warps_per_block=1,
+        slots=slots,
+        cycle_ns=1 / 1.98,
+        hbm_bytes=hbm_bytes,
+        peak_gbps=4800.0,
+        saturation=cal.saturation,
+        queueing_ns=cal.queueing_ns if queueing else None,
+        bounds_ns=bounds or {"l2_bandwidth": 0.0},
+        slices=slices,
+    )
+
+
+def test_probe_sets_the_hbm_efficiencies_and_the_queues_asymptote():
+    hbm = load_gpu("h200").hbm
+    engine = hbm_calibration(hbm)
+    cal = with_probe(engine, hbm)
+    assert cal.efficiency["32"] == pytest.approx(1128 / 4800)
+    assert cal.efficiency["128"] == pytest.approx(3706 / 4800)
+    assert cal.saturation == pytest.approx(0.772, abs=1e-3)
+    # The queue diverges at the probe's throughput, not the engine's.
+    assert math.isfinite(cal.queueing_ns(0.99 * cal.saturation))
+    assert math.isinf(engine.queueing_ns(0.99 * cal.saturation))
+    # Without a probe the engine's calibration stands.
+    assert with_probe(engine, load_gpu("a100-80gb").hbm) is engine
+
+
+def test_l2_slices_queue_lengthens_hits_with_load():
+    q = SliceQueue(bytes=1e6, peak_bytes_per_ns=1e4, service_cycles=3.0)
+    assert q.wait_cycles(1e6) < q.wait_cycles(200.0) < q.wait_cycles(110.0)
+    assert math.isinf(q.wait_cycles(100.0))
+    levels = [[0, 100, 0]] * 8  # L2 hits only
+    idle = timing(levels)
+    # The same hits with the slices near saturation over the kernel: each hit waits.
+    busy = timing(levels, slices=SliceQueue(bytes=1.3e5, peak_bytes_per_ns=10.0, service_cycles=30))
+    assert busy.t_ns > idle.t_ns * 1.02
+    assert busy.stall_ns["l2_queueing"] > 0.0
+
+
+def test_partial_last_wave_runs_at_its_own_lighter_load():
+    from nmp.gpu.timing import wave_timing
+
+    # 5 one-warp blocks of HBM misses on 4 slots: a full wave and a partial one of 1 block.
+    levels = np.array([[0, 0, 100]] * 5, dtype=float)
+    args = dict(
+        prices=PRICES,
+        mlp=1.0,
+        warps_per_block=1,
+        slots=4,
+        cycle_ns=1 / 1.98,
+        peak_gbps=4800.0,
+        bounds_ns={"l2_bandwidth": 0.0},
+    )
+    cal = with_probe(hbm_calibration(load_gpu("h200").hbm), load_gpu("h200").hbm)
+    # Bytes that load the memory to about 70 % of the probe's 128-B throughput over one wave.
+    hbm_bytes = 0.7 * 0.772 * 4800 * 100 * 700 / 1.98 * 1.25
+    common = dict(args, hbm_bytes=hbm_bytes, saturation=cal.saturation, queueing_ns=cal.queueing_ns)
+    waves = kernel_timing(warp_levels=levels, **common)
+    one_pool = wave_timing(warp_levels=levels, **common)
+    assert waves.waves == 2
+    full = wave_timing(warp_levels=levels[:4], **dict(common, hbm_bytes=hbm_bytes * 0.8))
+    last = wave_timing(warp_levels=levels[4:], **dict(common, hbm_bytes=hbm_bytes * 0.2))
+    assert waves.t_ns == pytest.approx(full.t_ns + last.t_ns)
+    # The lone block of the last wave sees shorter queues than the full wave, and the full
+    # wave longer ones than one kernel-wide average load would give it.
+    assert last.hbm_latency_cycles < full.hbm_latency_cycles - 20
+    assert full.hbm_latency_cycles > one_pool.hbm_latency_cycles + 10
+    assert last.t_ns < 0.97 * full.t_ns
+
+
+def test_index_loads_go_through_l1_and_l2():
+    from nmp.gpu.index_stream import index_traffic
+
+    # Two bags of 150 lookups, dim 128 (4 warps per bag), 8-B indices, 32-B sectors.
+    offsets = np.array([0, 150, 300])
+    tr = index_traffic(offsets, 4, 8, 32, fetch_bytes=64)
+    assert tr.l1_requests == 300 * 4 + 2 * 8  # every warp loads every index; offsets per chunk
+    # Each bag spans 38 sectors (150 x 8 B = 1200 B from 0, 39 from 1200): the first warp misses.
+    assert tr.l1_requests - tr.l1_hits == 38 + 38 + 2
+    # 64-B fetches: every other index sector waits for HBM, the next is an L2 hit.
+    assert tr.hbm_share == pytest.approx(np.ceil(300 * 8 / 64) / 300)
+    assert tr.l2_share == pytest.approx((76 - 38) / 300)
+    assert tr.hbm_write_bytes == 300 * 8  # offset2bag
+    # In the model: the index sectors (mostly hits) are in the L1 hit rate, as ncu counts it.
+    from nmp.gpu import run_design_point
+
+    r = run_design_point(
+        "h200",
+        "gpu-micro24",
+        overrides={"workload": {"num_tables": 1, "batch": 64, "reuse": "random"}},
+    )
+    assert r.breakdown["l1_hit_rate"] > 0.15
+    stall = r.breakdown["stall_ns"]
+    # Every 8th lookup's index waits for HBM: ~1/8 of a row miss's wait, plus the L1/L2 hits.
+    assert stall["index_load"] > 0.15 * stall["hbm_latency"]
+
+
+def test_bound_label_names_what_sets_the_time():
+    levels = [[0, 0, 100]] * 8
+    # A latency-bound kernel with a small L2 bound is labelled latency (it was labelled by the
+    # largest other bound when the bisection stopped a hair above the makespan).
+    assert timing(levels, bounds={"l2_bandwidth": 1.0, "issue": 0.5}).bound == "latency"
+    # A floor above the latency-bound time binds and names itself.
+    assert timing(levels, bounds={"l2_bandwidth": 1e6, "issue": 0.5}).bound == "l2_bandwidth"
+    # Near the HBM queue's asymptote the loaded latency is the bandwidth's doing.
+    heavy = timing(levels, hbm_bytes=2.0e8)
+    assert heavy.hbm_utilization > 0.69 and heavy.bound == "hbm_bandwidth"
+
+
+def test_prefetch_kernel_keeps_its_lookups_in_flight():
+    from nmp.gpu.kernel import kernel_config
+
+    cfg = kernel_config(load_gpu("h200", {"variant": "prefetch"}))
+    # The measured 4-lookup prefetch kernel: 30 registers (full occupancy), 4 rows in flight
+    # per warp: no per-warp cap of 2 lines cuts it to 2.
+    assert cfg.regs_per_thread == 30 and cfg.resident_warps_per_sm == 64
+    assert cfg.loads_in_flight == 4 and cfg.mlp_for(4) == 4.0
+    # With Accel-Sim's Ampere limit of 8 sectors per warp it would be capped at 2.
+    capped = kernel_config(
+        load_gpu("h200", {"variant": "prefetch", "sm.outstanding_sectors_per_warp": 8})
+    )
+    assert capped.mlp_for(4) == 2.0
+
+
+def test_pinning_pays_its_pre_kernel_before_the_table():
+    from nmp.gpu import run_design_point
+
+    wl = {"num_tables": 1, "batch": 256, "reuse": "high"}
+    r = run_design_point(
+        "h200", "gpu-micro24", overrides={"arch": {"variant": "pinning"}, "workload": wl}
+    )
+    pin = r.breakdown["pinning"]
+    assert pin["prefetch_charged"] and not pin["prefetch_overlaps"]
+    # 60K rows of 512 B fetched as whole rows at the probe's 512-B throughput (4,134 GB/s),
+    # serialized before the kernel.
+    expect_ns = pin["bytes"] / 4134.0
+    assert pin["prefetch_ns"] == pytest.approx(expect_ns, rel=1e-6)
+    assert r.breakdown["stall_ns"]["pin_prefetch"] == pytest.approx(expect_ns, rel=1e-6)
+    assert pin["bytes"] == pytest.approx(pin["rows"] * 512, rel=0.01) and pin["rows"] > 10_000
+    # Hopper's L2 is one pool of 60 MiB (the far partition's lines are reachable).
+    assert r.breakdown["l2_caches"] == 1
