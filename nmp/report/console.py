@@ -113,14 +113,22 @@ class ConsoleProgress:
         self.total = 0
         self.count = 0
         self.failed = 0
+        self.name = "sweep"
+
+    def stage(self, name: str, message: str) -> None:
+        """A new stage of counted points (the report's what-if runs after the sweep's)."""
+        self.name = name
+        if not self.quiet:
+            self.console.print(message, markup=False, highlight=False)
 
     def start(self, total: int, done: int) -> None:
         self.total, self.count = total, done
         if done and not self.quiet:
-            self.console.print(f"resuming: {done} of {total} points already done")
+            what = "points" if self.name == "sweep" else f"{self.name} points"
+            self.console.print(f"resuming: {done} of {total} {what} already done")
         if self.live:
             self._bar = Progress(
-                TextColumn("[bold]sweep"),
+                TextColumn(f"[bold]{escape(self.name)}"),
                 *bar_columns(),
                 TextColumn("{task.description}"),
                 console=self.console,
@@ -221,6 +229,11 @@ def print_sweep_summary(
         if len(front) > max_rows:
             table.caption = f"... {len(front) - max_rows} more in report.md / results.csv"
         console.print(table)
+    for g in summary["groups"]:
+        if g.get("why"):  # nmp.evaluate.explain
+            console.print(f"[bold]Why, on {escape(g['group'])}:[/bold]")
+            for line in g["why"]:
+                console.print(f"  - {line.replace('**', '').replace('`', '')}", markup=False)
     for f in summary["failed"]:
         console.print(f"[red]failed[/red] {escape(f['point'])} ({f['key']}): {escape(f['error'])}")
     files = summary.get("files") or []

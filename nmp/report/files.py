@@ -95,6 +95,13 @@ TERMS = (
     "perfect packing of thread blocks onto the SMs (the last wave: with few blocks, the "
     "slowest block sets the time)."
 )
+WHY = (
+    "Why (under each workload): each design's rank on the first objective, the resource that "
+    "binds its batch time (its share of that time, and the next one), a flag where most of "
+    "the time is tail (outside the design's regime: the batch is too small for it), the "
+    "assumption its preset declares that moves it most, re-run with the `--set` shown "
+    "(whatif.jsonl), and what its area counts."
+)
 
 
 def _executor(desc: dict[str, Any]) -> str:
@@ -137,6 +144,8 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
         "",
         TERMS,
         "",
+        WHY,
+        "",
         "## Best points",
         "",
     ]
@@ -153,6 +162,9 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
         pareto.sort(key=lambda r: -r["lookups_per_s"])
         out += [f"Pareto set ({len(pareto)} of {len(grows)} points):", ""]
         out += _md_table(POINT_HEADER, [_point_cells(r) for r in pareto])
+        if g.get("why"):  # nmp.evaluate.explain
+            out += ["", "Why each design stands where it does:", ""]
+            out += [f"- {line}" for line in g["why"]]
         if len(grows) <= MAX_MD_ROWS:
             out += ["", "All points:", ""]
             out += _md_table(POINT_HEADER, [_point_cells(r) for r in grows])
