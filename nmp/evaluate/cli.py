@@ -135,7 +135,8 @@ def _run(args: argparse.Namespace) -> int:
             executor=executor,
             resume=args.resume,
             fail_fast=args.fail_fast,
-            progress=ConsoleProgress(console, quiet=args.json),
+            # progress on stderr: stdout holds the report (or the JSON document)
+            progress=ConsoleProgress(make_console(stderr=True), quiet=args.json),
             write_reports=write_report_files,
             on_first_result=repoint_latest,
         )

@@ -104,7 +104,7 @@ def tail_share(result: dict[str, Any]) -> float:
     latency = float(result.get("latency_ns") or 0.0)
     if latency <= 0:
         return 0.0
-    tail = time_components(bd).get("tail")
+    tail: Any = time_components(bd).get("tail")
     if tail is None:
         tail = bd.get("tail_ns") if isinstance(bd.get("tail_ns"), int | float) else 0.0
     return min(1.0, float(tail) / latency)
@@ -138,8 +138,8 @@ def area_text(result: dict[str, Any]) -> str:
     """The point's area and what it counts (the breakdown's parts and sources)."""
     area = float(result.get("area_mm2") or 0.0)
     bd = result.get("breakdown") or {}
-    parts = bd.get("area_mm2") if isinstance(bd.get("area_mm2"), dict) else {}
-    sources = bd.get("area_source") if isinstance(bd.get("area_source"), dict) else {}
+    parts: dict[str, Any] = bd["area_mm2"] if isinstance(bd.get("area_mm2"), dict) else {}
+    sources: dict[str, Any] = bd["area_source"] if isinstance(bd.get("area_source"), dict) else {}
     if area <= 0:
         return "no area counted (the preset gives none)"
     if not parts:
@@ -252,7 +252,7 @@ def explain(
         by_group.setdefault(row["group"], []).append(row)
     for group in summary.get("groups") or []:
         grows = by_group.get(group["group"], [])
-        best_of = {}
+        best_of: dict[str, list[str]] = {}
         for obj, key in group["best"].items():
             best_of.setdefault(key, []).append(obj)
         for row in grows:

@@ -11,7 +11,7 @@ from rich.progress import Progress, TextColumn
 from rich.table import Table
 
 from nmp.report.format import fmt_num, fmt_ratio, fmt_time_ns
-from nmp.report.progress import bar_columns
+from nmp.report.progress import bar_columns, heartbeat
 
 
 def _fmt(value: Any) -> str:
@@ -110,6 +110,7 @@ class ConsoleProgress:
         self.quiet = quiet  # --json: no bar, no per-point lines; failures still printed
         self._bar: Any = None
         self._task: Any = None
+        self._beat: Any = None
         self.total = 0
         self.count = 0
         self.failed = 0
@@ -123,6 +124,10 @@ class ConsoleProgress:
 
     def start(self, total: int, done: int) -> None:
         self.total, self.count = total, done
+        if not self.live and not self.quiet:
+            # a point can run for minutes: say so every few seconds between the point lines
+            self._beat = heartbeat(self.name, self._status)
+            self._beat.__enter__()
         if done and not self.quiet:
             what = "points" if self.name == "sweep" else f"{self.name} points"
             self.console.print(f"resuming: {done} of {total} {what} already done")
@@ -158,7 +163,13 @@ class ConsoleProgress:
                 soft_wrap=True,
             )
 
+    def _status(self) -> str:
+        return f"{self.count} of {self.total} points done"
+
     def finish(self) -> None:
+        if self._beat is not None:
+            self._beat.__exit__(None, None, None)
+            self._beat = None
         if self._bar is not None:
             self._bar.stop()
             self._bar = None

@@ -186,7 +186,9 @@ def write_report_files(run_dir: str | Path, summary: dict[str, Any]) -> list[str
     """Write report.md, results.csv and the plots into ``run_dir``; returns their names."""
     # matplotlib: loaded on use (start-up time)
     from nmp.report.plots import write_plots
+    from nmp.report.progress import stage
 
+    stage("writing report.md, results.csv and the plots")
     run_dir = Path(run_dir)
     env_path = run_dir / "environment.json"
     if env_path.exists() and "environment" not in summary:
