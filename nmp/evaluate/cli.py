@@ -91,6 +91,10 @@ def _run(args: argparse.Namespace) -> int:
     check(sweep_estimate(sweep, str(sweep_path)), args.max_memory)
     # Everything is checked against the presets before the first point runs.
     keyed = _validate(sweep, sweep_path, quiet=args.json)
+    if sweep.explain != "none":  # the report's what-if runs: their --set paths, checked now
+        from nmp.evaluate.explain import check_key_assumptions
+
+        check_key_assumptions([d.arch for d in sweep.all_designs])
     if args.check:
         n = len({k for _, k in keyed})
         print(f"{sweep_path}: ok, {n} points")
