@@ -87,7 +87,8 @@ def test_a_gpu_at_batch_32_is_outside_its_regime_at_8192_not() -> None:
 
 def test_deciding_assumption_is_the_one_that_moves_the_point_most(monkeypatch) -> None:
     from nmp.design import KeyAssumption
-    from nmp.evaluate import analysis, explain as ex
+    from nmp.evaluate import analysis
+    from nmp.evaluate import explain as ex
 
     small = KeyAssumption("small effect", {"arch.a": 1})
     large = KeyAssumption("large effect", {"arch.b": 2}, evidence="hit_rate", source="chosen")
