@@ -36,6 +36,9 @@ from nmp.evaluate.sweep import Point
 # chosen: a design whose batch time is more than half tail spends most of the batch waiting
 # for its last wave (GPU) or its reduction tree (NMP): the batch does not fill it.
 REGIME_TAIL_SHARE = 0.5
+# chosen: an assumption that changes an objective by less than 1 % does not move the point
+# (log ratio); the explanation then says so
+MOVES = 0.01
 WHATIF_FILE = "whatif.jsonl"
 
 
@@ -288,11 +291,11 @@ def explain(
                 else:
                     alt = done["result"]
                     entry["result"] = alt
-                    # the objective the assumption moves most (static power: energy only)
+                    # the first objective the assumption moves (static power: energy only)
                     changes = {
                         m: _change(float(row[m]), float(alt[m])) for m in objectives if m in alt
                     }
-                    moved = max(changes, key=lambda m: changes[m]) if changes else metric
+                    moved = next((m for m, c in changes.items() if c >= MOVES), metric)
                     peers = [float(r[moved]) for r in grows if r["key"] != row["key"]]
                     entry["metric"] = moved
                     entry["change"] = changes.get(moved, 0.0)
@@ -362,6 +365,32 @@ METRIC_NAMES = {
 }
 
 
+def _whatif_text(row: dict[str, Any], why: dict[str, Any], w: dict[str, Any], bound: str) -> str:
+    """The deciding assumption, its evidence and what the point makes under its ``--set``."""
+    alt, moved = w["result"], w["metric"]
+    ev = why["evidence"].get(w["evidence"])
+    evidence = f" ({w['evidence']} = {ev:.3g})" if ev is not None else ""
+    flag = _set_text(w["set"])
+    if w["change"] < MOVES:
+        return (
+            f"key assumption: {w['assumption']}{evidence}; `{flag}` changes no objective by "
+            "1 % or more: it does not decide this point"
+        )
+    rank, was = w["rank"], w["nominal_rank"]
+    standing = (
+        f"still {_ordinal(rank)} of {why['of']}"
+        if rank == was
+        else f"{_ordinal(rank)} of {why['of']} instead of {_ordinal(was)}"
+    )
+    if alt.get("binding") and alt["binding"] != bound:
+        standing += f", then bound by {alt['binding']}"
+    unit = METRIC_NAMES.get(moved, moved)
+    return (
+        f"deciding assumption: {w['assumption']}{evidence}; `{flag}` gives "
+        f"{_fmt(alt[moved])} {unit} instead of {_fmt(row[moved])} ({standing})"
+    )
+
+
 def why_line(row: dict[str, Any]) -> str:
     """One sentence per point: standing, binding resource, regime, deciding assumption and its
     result, area."""
@@ -387,26 +416,7 @@ def why_line(row: dict[str, Any]) -> str:
     parts += [f"**{flag}**" for flag in why["regime"]]
     deciding = next((w for w in why["whatif"] if w["assumption"] == why["deciding"]), None)
     if deciding is not None:
-        alt = deciding["result"]
-        moved = deciding["metric"]
-        text = f"deciding assumption: {deciding['assumption']}"
-        ev = why["evidence"].get(deciding["evidence"])
-        if ev is not None:
-            text += f" ({deciding['evidence']} = {ev:.3g})"
-        rank, was = deciding["rank"], deciding["nominal_rank"]
-        text += (
-            f"; `{_set_text(deciding['set'])}` gives {_fmt(alt[moved])} "
-            f"{METRIC_NAMES.get(moved, moved)} instead of {_fmt(row[moved])} ("
-            + (
-                f"still {_ordinal(rank)} of {why['of']}"
-                if rank == was
-                else f"{_ordinal(rank)} of {why['of']} instead of {_ordinal(was)}"
-            )
-        )
-        if alt.get("binding") and alt["binding"] != b["resource"]:
-            text += f", then bound by {alt['binding']}"
-        text += ")"
-        parts.append(text)
+        parts.append(_whatif_text(row, why, deciding, b["resource"]))
     elif why["whatif"]:
         first = why["whatif"][0]
         parts.append(
