@@ -183,3 +183,23 @@ def test_the_hosts_llc_decides_its_explanation(tmp_path: Path) -> None:
     assert host2["why"]["whatif"][0]["change"] == pytest.approx(0.0, abs=1e-9)
     line2 = next(s for s in no_llc["groups"][0]["why"] if s.startswith("host-cpu"))
     assert line2 != line
+
+
+def test_an_assumption_that_moves_nothing_is_said_not_to_decide(monkeypatch) -> None:
+    from nmp.design import KeyAssumption
+    from nmp.evaluate import analysis, explain as ex
+
+    idle = KeyAssumption("idle cache", {"arch.c": 0}, evidence="hits")
+    monkeypatch.setattr(ex, "key_assumptions", lambda arch: (idle,) if arch == "x" else ())
+    bd = {"bounds_ns": {"rank": 100.0}, "hits": 2}
+    records = [_record("k0", "x", 3e8, 10.0, bd), _record("k1", "y", 2e8, 20.0, bd)]
+    summary = analysis.analyze(records, baseline="y", objectives={"lookups_per_s": "max"})
+    whatifs = {"k0|idle cache": {"result": {"lookups_per_s": 3.001e8}}}
+    explain(records, summary, whatifs)
+    line = summary["groups"][0]["why"][0]
+    assert "key assumption: idle cache (hits = 2)" in line
+    assert "changes no objective by 1 % or more: it does not decide this point" in line
+    # moved by 5 %: now it decides, and the line gives the result under it
+    whatifs = {"k0|idle cache": {"result": {"lookups_per_s": 2.85e8}}}
+    explain(records, summary, whatifs)
+    assert "deciding assumption: idle cache" in summary["groups"][0]["why"][0]
