@@ -219,9 +219,13 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
         with run_lock(run_dir):
             if (run_dir / "summary.json").exists():  # again, under the lock
                 raise NmpError(f"{run_dir} already holds a study's results: pick another --run")
-            summary = run_custom_study(
-                study, run_dir, jobs=args.jobs, sweep_text=Path(study.file).read_text()
-            )
+            # loaded on use (start-up time)
+            from nmp.report.progress import activity
+
+            with activity(f"study {study.name} ({study.runner})", quiet=args.json):
+                summary = run_custom_study(
+                    study, run_dir, jobs=args.jobs, sweep_text=Path(study.file).read_text()
+                )
     except BaseException:
         if created and not any(
             p.name != "sweep.toml" and not p.name.startswith(".") for p in run_dir.iterdir()
