@@ -187,7 +187,8 @@ def test_the_hosts_llc_decides_its_explanation(tmp_path: Path) -> None:
 
 def test_an_assumption_that_moves_nothing_is_said_not_to_decide(monkeypatch) -> None:
     from nmp.design import KeyAssumption
-    from nmp.evaluate import analysis, explain as ex
+    from nmp.evaluate import analysis
+    from nmp.evaluate import explain as ex
 
     idle = KeyAssumption("idle cache", {"arch.c": 0}, evidence="hits")
     monkeypatch.setattr(ex, "key_assumptions", lambda arch: (idle,) if arch == "x" else ())
