@@ -204,3 +204,12 @@ def test_an_assumption_that_moves_nothing_is_said_not_to_decide(monkeypatch) -> 
     whatifs = {"k0|idle cache": {"result": {"lookups_per_s": 2.85e8}}}
     explain(records, summary, whatifs)
     assert "deciding assumption: idle cache" in summary["groups"][0]["why"][0]
+
+
+def test_nmp_run_notes_a_point_outside_its_regime(capsys) -> None:
+    from nmp.cli import main
+
+    assert main(["run", "--arch", "a100-80gb", "--workload", "recross-eval"]) == 0
+    assert "note: outside its regime" in capsys.readouterr().out
+    assert main(["run", "--arch", "trim-b", "--workload", "recross-eval"]) == 0
+    assert "outside its regime" not in capsys.readouterr().out
