@@ -26,6 +26,8 @@ sweep file (TOML; see workloads/sweeps/*.toml):
   archs = ["host-cpu", "recross"]   memories = []          (memory presets to cross)
   baseline = "host-cpu"             sampling = "grid"      (or "random", samples = N, seed = S)
   objectives = { lookups_per_s = "max", energy_pj_per_lookup = "min", area_mm2 = "min" }
+  explain = "all"                   (or "best", "none": points the report re-runs under their
+                                    presets' [[key_assumptions]] to say why each stands there)
   [axes]                            any spec field by dotted path, crossed with every design:
   workload.batch = [1, 32, 128]     arch.memory.ranks = [1, 2, 4]
   [[designs]]                       a preset with fixed overrides and axes of its own:
@@ -36,7 +38,8 @@ sweep file (TOML; see workloads/sweeps/*.toml):
 
 run folder (reports/<run>/): sweep.toml, plan.json, environment.json, results.jsonl (one line
 per finished point, the same bytes for the same sweep; --resume runs only the missing ones),
-timings.jsonl (wall-clock times: not deterministic), errors.jsonl, summary.json, report.md,
+timings.jsonl (wall-clock times: not deterministic), errors.jsonl, whatif.jsonl (the report's
+re-runs under key assumptions), summary.json, report.md,
 results.csv, speedup.png, pareto.png, breakdown.png, .lock (one run at a time);
 reports/latest -> newest run with a result.
 """

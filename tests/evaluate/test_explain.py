@@ -213,3 +213,25 @@ def test_nmp_run_notes_a_point_outside_its_regime(capsys) -> None:
     assert "note: outside its regime" in capsys.readouterr().out
     assert main(["run", "--arch", "trim-b", "--workload", "recross-eval"]) == 0
     assert "outside its regime" not in capsys.readouterr().out
+
+
+def test_the_explain_key_picks_the_points_re_run() -> None:
+    from nmp.evaluate import analysis
+    from nmp.evaluate.explain import whatif_points
+
+    bd = {"bounds_ns": {"channel": 100.0}}
+    records = [
+        {**_record("k0", "host-cpu", 3e8, 10.0, bd), "arch": "host-cpu"},
+        {**_record("k1", "trim-b", 2e8, 20.0, bd), "arch": "trim-b"},
+        {**_record("k2", "trim-g", 1e8, 30.0, bd), "arch": "trim-g"},
+    ]
+    summary = analysis.analyze(records, baseline="trim-g", objectives={"lookups_per_s": "max"})
+    ids = {
+        m: [w.id.split("|")[0] for w in whatif_points(records, summary, m)]
+        for m in ("all", "best", "none")
+    }
+    assert ids["all"] == ["k0", "k1", "k2"]
+    assert ids["best"] == ["k0", "k2"]  # the best on lookups/s and the baseline
+    assert ids["none"] == []
+    (w,) = [w for w in whatif_points(records, summary, "best") if w.key == "k0"]
+    assert w.point.overrides == {"arch.host.llc_mib": 0.0}  # the record's own, then the --set
