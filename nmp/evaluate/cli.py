@@ -144,7 +144,9 @@ def _run(args: argparse.Namespace) -> int:
             fail_fast=args.fail_fast,
             # progress on stderr: stdout holds the report (or the JSON document)
             progress=ConsoleProgress(make_console(stderr=True), quiet=args.json),
-            write_reports=write_report_files,
+            write_reports=lambda folder, summary: write_report_files(
+                folder, summary, quiet=args.json
+            ),
             on_first_result=repoint_latest,
         )
     except BaseException as exc:

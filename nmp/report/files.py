@@ -182,14 +182,19 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_report_files(run_dir: str | Path, summary: dict[str, Any]) -> list[str]:
+def write_report_files(
+    run_dir: str | Path, summary: dict[str, Any], *, quiet: bool = False
+) -> list[str]:
     """Write report.md, results.csv and the plots into ``run_dir``; returns their names."""
     # matplotlib: loaded on use (start-up time)
     from nmp.report.plots import write_plots
-    from nmp.report.progress import stage
+    from nmp.report.progress import activity
 
-    stage("writing report.md, results.csv and the plots")
-    run_dir = Path(run_dir)
+    with activity("writing report.md, results.csv and the plots", quiet=quiet):
+        return _write_report_files(Path(run_dir), summary, write_plots)
+
+
+def _write_report_files(run_dir: Path, summary: dict[str, Any], write_plots: Any) -> list[str]:
     env_path = run_dir / "environment.json"
     if env_path.exists() and "environment" not in summary:
         sessions = json.loads(env_path.read_text()).get("sessions") or [{}]

@@ -11,8 +11,8 @@
 
 - :func:`activity`: one opaque step (a replay, a design point, a compilation) with a spinner
   and a clock; :func:`bar`: counted steps (training steps, claims) with a bar and an ETA;
-  :func:`stage`: one line that a stage of a long command begins (plain mode only: on a
-  terminal the spinner or bar says it). The sweep's own bar is
+  :func:`tasks`: several counted tasks; :func:`heartbeat`: plain lines only, between a
+  command's own lines. The sweep's own bar is
   :class:`nmp.report.console.ConsoleProgress`, which prints a line per point off a terminal.
 - :func:`first_use_status`: the numba kernels compile the first time a model runs on a machine
   (about 15-20 s for a design point); this says so once, until ``python -m nmp.warmup`` (run by
@@ -111,13 +111,6 @@ class _Heartbeat:
         self._thread.join()
         if self.printed:
             _say(self._line("failed after" if exc[0] is not None else "done in"))
-
-
-def stage(message: str, *, quiet: bool = False) -> None:
-    """Say that a stage of a long command begins (plain lines only; on a terminal the
-    command's spinner or bar shows it)."""
-    if _mode(quiet) == "lines":
-        _say(message)
 
 
 @contextlib.contextmanager
