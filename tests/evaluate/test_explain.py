@@ -48,7 +48,7 @@ def _record(key: str, design: str, lookups: float, energy: float, breakdown: dic
 
 
 def test_binding_resource_comes_from_the_breakdown() -> None:
-    res = {"latency_ns": 100.0, "breakdown": {"bounds_ns": {"rank": 90.0, "bank": 45.0}}}
+    res: dict = {"latency_ns": 100.0, "breakdown": {"bounds_ns": {"rank": 90.0, "bank": 45.0}}}
     assert binding(res) == {"resource": "rank", "share": 0.9, "next": "bank", "next_ratio": 0.5}
     # the model's own verdict wins over the largest bound
     res["breakdown"]["bottleneck"] = "bank"
