@@ -41,7 +41,6 @@ from nmp.errors import NmpError
 from nmp.evaluate.analysis import analyze
 from nmp.evaluate.environment import environment
 from nmp.evaluate.executor import Executor, PointFn, SerialExecutor
-from nmp.evaluate.explain import explain, run_whatifs
 from nmp.evaluate.store import (
     JsonlLog,
     read_jsonl,
@@ -373,7 +372,19 @@ def _run_locked(
     }
     if records:
         summary.update(analyze(records, baseline=sweep.baseline_label, objectives=sweep.objectives))
+    else:
+        summary.update(
+            {
+                "baseline": sweep.baseline_label,
+                "objectives": sweep.objectives,
+                "rows": [],
+                "groups": [],
+            }
+        )
+    if records:
         # why each design stands where it does: points re-run under their key assumptions
+        from nmp.evaluate.explain import explain, run_whatifs
+
         whatifs = run_whatifs(
             records,
             summary,
@@ -384,15 +395,6 @@ def _run_locked(
             progress=progress,
         )
         explain(records, summary, whatifs)
-    else:
-        summary.update(
-            {
-                "baseline": sweep.baseline_label,
-                "objectives": sweep.objectives,
-                "rows": [],
-                "groups": [],
-            }
-        )
     files = ["summary.json"]
     if write_reports is not None and records:
         files += write_reports(run_dir, summary)

@@ -81,14 +81,14 @@ class SweepSpec:
     sampling: Literal["grid", "random"] = "grid"
     samples: int = 0
     seed: int = 0
-    lookup_seed: int | None = None
-    objectives: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_OBJECTIVES))
-    description: str = ""
     # Which points the report explains by re-running them under their design's key
     # assumptions (nmp.evaluate.explain): "all", "best" (the best of each objective per
     # workload, and the baseline), "none" (chosen default: a study's run time stays its own;
     # the default sweep says "all"). Every point gets its binding resource either way.
     explain: Literal["all", "best", "none"] = "none"
+    lookup_seed: int | None = None
+    objectives: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_OBJECTIVES))
+    description: str = ""
 
     def validate(self) -> None:
         if not self.workloads:
