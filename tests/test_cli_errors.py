@@ -23,7 +23,8 @@ SECONDS = 60
 
 
 # (case id, argv with {tmp} placeholders, text the one-line message must contain)
-CASES = [  # the report's explanations (issue 42): the explain key, a preset's key assumptions
+CASES = [
+    # the report's explanations (issue 42): the explain key, a preset's key assumptions
     ("evaluate-explain-bad-value", ["evaluate", "{tmp}/bad-explain.toml", "--check"], "explain"),
     (
         "evaluate-key-assumption-no-field",
