@@ -140,7 +140,12 @@ def test_a_key_assumption_naming_no_field_fails_naming_the_key(tmp_path: Path) -
 
 
 def _host_sweep(tmp_path: Path, name: str, host_set: dict) -> dict:
-    data = {
+    spec = parse_sweep(_host_sweep_data(name, host_set))
+    return run_sweep(spec, validate_sweep(spec), tmp_path / name)
+
+
+def _host_sweep_data(name: str, host_set: dict) -> dict:
+    return {
         "name": name,
         "workloads": ["recross-eval"],
         "baseline": "host-cpu",
@@ -150,9 +155,6 @@ def _host_sweep(tmp_path: Path, name: str, host_set: dict) -> dict:
             {"name": "trim-b", "arch": "trim-b", "set": SHARED},
         ],
     }
-    spec = parse_sweep(data)
-    keyed = validate_sweep(spec)
-    return run_sweep(spec, keyed, tmp_path / name)
 
 
 @pytest.mark.slow
@@ -175,6 +177,16 @@ def test_the_hosts_llc_decides_its_explanation(tmp_path: Path) -> None:
     assert len(stored) == 2 and {s["assumption"] for s in stored} == {
         a.name for d in ("host-cpu", "trim-b") for a in key_assumptions(d)
     }
+
+    # --resume runs nothing again: the points and the what-ifs are in the run folder
+    def must_not_run(point):
+        raise AssertionError(f"re-ran {point.label()}")
+
+    spec = parse_sweep(_host_sweep_data("with-llc", {}))
+    again = run_sweep(
+        spec, validate_sweep(spec), tmp_path / "with-llc", resume=True, point_fn=must_not_run
+    )
+    assert again["groups"][0]["why"] == with_llc["groups"][0]["why"]
 
     no_llc = _host_sweep(tmp_path, "no-llc", {"arch.host.llc_mib": 0.0})
     host2 = next(r for r in no_llc["rows"] if r["design"] == "host-cpu")
