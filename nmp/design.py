@@ -9,9 +9,10 @@ which kind a design is.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from nmp.config import preset_names
+from nmp.config import KeyedValueError, preset_names
 from nmp.errors import SpecError
 from nmp.registry import Registry
 from nmp.results import PointResult
@@ -49,6 +50,34 @@ class DesignFamily(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class KeyAssumption:
+    """An assumption a design's standing rests on, declared by its preset (``[[key_assumptions]]``)
+    so that a report can say what decides a result and test it: ``set`` holds the overrides that
+    replace the assumption by its alternative (``--set`` paths rooted at ``arch``, ``workload``
+    or ``memory``), ``evidence`` a dotted breakdown entry that shows how much the assumption is
+    used at a point (``llc.hit_rate``), ``source`` where the nominal value comes from.
+    The evaluator re-runs a point under ``set`` (:mod:`nmp.evaluate.explain`); which of a
+    design's assumptions decides its standing is measured there, not declared."""
+
+    name: str
+    set: dict[str, Any] = field(default_factory=dict)
+    evidence: str = ""
+    source: str = ""
+
+    def validate(self) -> None:
+        if not self.name.strip():
+            raise KeyedValueError("name", "must be a non-empty string")
+        if not self.set:
+            raise KeyedValueError("set", "must hold at least one override (dotted path = value)")
+        for path in self.set:
+            root, _, rest = path.partition(".")
+            if root not in ("arch", "workload", "memory") or not rest:
+                raise KeyedValueError(
+                    f"set.{path}", "an override starts with arch., workload. or memory."
+                )
+
+
 #: The design families; each module below registers its family when imported.
 FAMILIES: Registry[DesignFamily] = Registry("design family", ("nmp.arch.family", "nmp.gpu.family"))
 
@@ -72,4 +101,4 @@ def family_of(arch: str) -> DesignFamily:
     raise SpecError(f"unknown architecture '{arch}' ({known})")
 
 
-__all__ = ["FAMILIES", "DesignFamily", "family_of", "family_presets"]
+__all__ = ["FAMILIES", "DesignFamily", "KeyAssumption", "family_of", "family_presets"]

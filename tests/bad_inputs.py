@@ -122,7 +122,24 @@ def _text(text: str) -> Callable[[Path], None]:
     return lambda path: path.write_text(text)
 
 
+def _preset_with(replace: tuple[str, str]) -> str:
+    path = Path(__file__).resolve().parents[1] / "models" / "arch" / "trim-b.toml"
+    return path.read_text().replace(*replace)
+
+
+def _sweep_of_bad_key_assumption(path: Path) -> None:
+    """A sweep (explain = "all") of a preset whose key assumption sets a field it lacks."""
+    arch = path.parent / "bad-key-arch.toml"
+    arch.write_text(_preset_with(('"arch.replicate_hot_rows"', '"arch.no_such_field"')))
+    path.write_text(
+        f'name = "s"\nworkloads = ["recross-eval"]\narchs = ["{arch}"]\nexplain = "all"\n'
+    )
+
+
 MAKERS: dict[str, Callable[[Path], None]] = {
+    "bad-explain.toml": _text(SMALL_SWEEP + 'explain = "some"\n'),
+    "bad-key-sweep.toml": _sweep_of_bad_key_assumption,
+    "bad-key-root.toml": _text(_preset_with(('"arch.replicate_hot_rows"', '"wrong.root"'))),
     "a_file": _text("x\n"),
     "ooo.trace": _text("0x40 READ 10\n0x80 READ 20\n0xc0 WRITE 15\n"),
     "binary.bin": lambda p: p.write_bytes(bytes(range(256)) * 8),

@@ -24,6 +24,18 @@ SECONDS = 60
 
 # (case id, argv with {tmp} placeholders, text the one-line message must contain)
 CASES = [
+    # the report's explanations (issue 42): the explain key, a preset's key assumptions
+    ("evaluate-explain-bad-value", ["evaluate", "{tmp}/bad-explain.toml", "--check"], "explain"),
+    (
+        "evaluate-key-assumption-no-field",
+        ["evaluate", "{tmp}/bad-key-sweep.toml", "--check"],
+        "key_assumptions[0].set.arch.no_such_field",
+    ),
+    (
+        "run-key-assumption-bad-root",
+        ["run", "--arch", "{tmp}/bad-key-root.toml", "--workload", "recross-eval"],
+        "key_assumptions[0].set.wrong.root",
+    ),
     # the resource guard: refused before anything is allocated
     ("replay-2^30-channels", ["replay", TRACE, "--channels", "1073741824"], "--channels"),
     (

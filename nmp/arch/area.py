@@ -1,5 +1,6 @@
 """Area of a design: its processing units (from the presets' cited per-chip figures) plus the
-parity units that make in-memory fault tolerance possible.
+parity units that make in-memory fault tolerance possible; for a design whose host CPU does
+the work (no near-memory units), the CPU's die (``host.die_area_mm2``, with its source).
 
 ``area_mm2`` of a level is one unit's area on one chip: on the buffer chip for the rank level,
 on every DRAM chip of the rank for bank-group and bank units (each chip holds its slice of the
@@ -26,6 +27,8 @@ class AreaReport:
     total: float
     by_level: dict[str, float] = field(default_factory=dict)
     parity_source: str = ""
+    # where a part's figure comes from, for parts a report names ("host_die": a datasheet)
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 def parity_unit_figures(width_bits: int = 64) -> tuple[float, float, str]:
@@ -54,6 +57,11 @@ def design_area_mm2(arch) -> AreaReport:
             per_rank = unit.units * unit.area_mm2 * (1 if lv == "rank" else chips)
             by_level[lv] = per_rank * ranks
     src = ""
+    sources: dict[str, str] = {}
+    if not arch.policy.near_memory and spec.host.die_area_mm2 > 0:
+        # the host does the work: its die is the design's area, as a GPU's die is a GPU's
+        by_level["host_die"] = spec.host.die_area_mm2
+        sources["host_die"] = spec.host.die_area_source or "preset (no source given)"
     if arch.policy.near_memory:
         p = spec.parity
         if p.unit_area_mm2 >= 0:
@@ -63,7 +71,7 @@ def design_area_mm2(arch) -> AreaReport:
         lay = arch.layouts.get(p.level)
         nodes = lay.nodes if lay is not None else ranks
         by_level["parity"] = area * nodes
-    return AreaReport(float(sum(by_level.values())), by_level, src)
+    return AreaReport(float(sum(by_level.values())), by_level, src, sources)
 
 
 __all__ = ["AreaReport", "design_area_mm2", "parity_unit_figures"]

@@ -78,6 +78,8 @@ def run_design_point(
     breakdown["energy_pj"] = dict(op.energy_pj)
     breakdown["bytes_by_level"] = dict(op.bytes_by_level)
     breakdown["area_mm2"] = area.by_level
+    if area.sources:
+        breakdown["area_source"] = dict(area.sources)
     # the memory this design ran on, kept with its result (nmp.evaluate.analysis.memory_system
     # resolves the same from the specs, before a run, to warn about compared designs' mismatch)
     org = arch_obj.mem.org

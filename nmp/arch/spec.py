@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from nmp.config import KeyedValueError, require_at_least
+from nmp.design import KeyAssumption
 
 LEVELS = ("rank", "bankgroup", "bank")
 SALP_READINGS = ("salp1", "salp2", "masa")
@@ -59,12 +60,16 @@ class HostSpec:
     llc_mib: float = 0.0
     llc_ways: int = 16
     llc_pj_per_bit: float = 1.6  # energy of reading a hit from the LLC
+    # The CPU's die, counted as the design's area where the host does the work (host policy;
+    # nmp.arch.area), with where the figure comes from. 0: not counted.
+    die_area_mm2: float = 0.0
+    die_area_source: str = ""
 
     def validate(self) -> None:
         for name in ("cores", "clock_ghz", "simd_lanes", "llc_ways"):
             if getattr(self, name) <= 0:
                 raise KeyedValueError(name, "must be positive")
-        require_at_least(self, 0, "pj_per_flop", "llc_mib", "llc_pj_per_bit")
+        require_at_least(self, 0, "pj_per_flop", "llc_mib", "llc_pj_per_bit", "die_area_mm2")
 
 
 @dataclass(frozen=True)
@@ -252,6 +257,9 @@ class ArchSpec:
     # stream of 266K requests is sampled, as is dlrm-benchmark); tests/arch/test_timing.py
     # bounds the sampling error (cycles, row conflicts, energy within 2 %).
     replay_sample_requests: int = 262144
+    # What this design's standing rests on, each with the --set that tests it (reports re-run
+    # points under them: nmp.evaluate.explain); not a model input.
+    key_assumptions: tuple[KeyAssumption, ...] = ()
 
     def level(self, name: str) -> UnitSpec:
         return getattr(self, name)

@@ -60,7 +60,11 @@ def _run(args: argparse.Namespace) -> int:
         cfg = CacheConfig(**{**cfg.__dict__, "accuracy": False})
     if args.save_requests:
         save_requests(cfg, args.save_requests)
-    row = run_cache(cfg, max_memory=args.max_memory)
+    # loaded on use (start-up time)
+    from nmp.report.progress import activity
+
+    with activity(f"cache study: {cfg.requests:,} requests on {cfg.workload}", quiet=args.json):
+        row = run_cache(cfg, max_memory=args.max_memory)
     if args.json:
         json.dump(row, sys.stdout, indent=2)
         print()

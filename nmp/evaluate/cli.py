@@ -26,6 +26,8 @@ sweep file (TOML; see workloads/sweeps/*.toml):
   archs = ["host-cpu", "recross"]   memories = []          (memory presets to cross)
   baseline = "host-cpu"             sampling = "grid"      (or "random", samples = N, seed = S)
   objectives = { lookups_per_s = "max", energy_pj_per_lookup = "min", area_mm2 = "min" }
+  explain = "all"                   (or "best", "none": points the report re-runs under their
+                                    presets' [[key_assumptions]] to say why each stands there)
   [axes]                            any spec field by dotted path, crossed with every design:
   workload.batch = [1, 32, 128]     arch.memory.ranks = [1, 2, 4]
   [[designs]]                       a preset with fixed overrides and axes of its own:
@@ -36,7 +38,8 @@ sweep file (TOML; see workloads/sweeps/*.toml):
 
 run folder (reports/<run>/): sweep.toml, plan.json, environment.json, results.jsonl (one line
 per finished point, the same bytes for the same sweep; --resume runs only the missing ones),
-timings.jsonl (wall-clock times: not deterministic), errors.jsonl, summary.json, report.md,
+timings.jsonl (wall-clock times: not deterministic), errors.jsonl, whatif.jsonl (the report's
+re-runs under key assumptions), summary.json, report.md,
 results.csv, speedup.png, pareto.png, breakdown.png, .lock (one run at a time);
 reports/latest -> newest run with a result.
 """
@@ -91,6 +94,10 @@ def _run(args: argparse.Namespace) -> int:
     check(sweep_estimate(sweep, str(sweep_path)), args.max_memory)
     # Everything is checked against the presets before the first point runs.
     keyed = _validate(sweep, sweep_path, quiet=args.json)
+    if sweep.explain != "none":  # the report's what-if runs: their --set paths, checked now
+        from nmp.evaluate.explain import check_key_assumptions
+
+        check_key_assumptions([d.arch for d in sweep.all_designs])
     if args.check:
         n = len({k for _, k in keyed})
         print(f"{sweep_path}: ok, {n} points")
@@ -135,8 +142,11 @@ def _run(args: argparse.Namespace) -> int:
             executor=executor,
             resume=args.resume,
             fail_fast=args.fail_fast,
-            progress=ConsoleProgress(console, quiet=args.json),
-            write_reports=write_report_files,
+            # progress on stderr: stdout holds the report (or the JSON document)
+            progress=ConsoleProgress(make_console(stderr=True), quiet=args.json),
+            write_reports=lambda folder, summary: write_report_files(
+                folder, summary, quiet=args.json
+            ),
             on_first_result=repoint_latest,
         )
     except BaseException as exc:
@@ -214,9 +224,13 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
         with run_lock(run_dir):
             if (run_dir / "summary.json").exists():  # again, under the lock
                 raise NmpError(f"{run_dir} already holds a study's results: pick another --run")
-            summary = run_custom_study(
-                study, run_dir, jobs=args.jobs, sweep_text=Path(study.file).read_text()
-            )
+            # loaded on use (start-up time)
+            from nmp.report.progress import activity
+
+            with activity(f"study {study.name} ({study.runner})", quiet=args.json):
+                summary = run_custom_study(
+                    study, run_dir, jobs=args.jobs, sweep_text=Path(study.file).read_text()
+                )
     except BaseException:
         if created and not any(
             p.name != "sweep.toml" and not p.name.startswith(".") for p in run_dir.iterdir()

@@ -37,6 +37,15 @@ def _run(args: argparse.Namespace) -> int:
         time_split_ns=time_components(bd),
         breakdown=args.breakdown,
     )
+    # a design used where the model says most of its time is tail (a GPU at a small batch)
+    from nmp.evaluate.explain import regime_flags
+    from nmp.workload import load_workload
+
+    batch = overrides.get("workload.batch")
+    if not isinstance(batch, int):
+        batch = load_workload(args.workload).batch
+    for flag in regime_flags(data, batch):
+        print(f"note: {flag}")
     # Presets sit on different memories (RecNMP on 4 DDR4 channels): say which one this ran on.
     mem = memory_system(args.arch, args.memory, overrides)
     print(

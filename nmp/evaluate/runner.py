@@ -9,6 +9,8 @@ A run folder (``reports/<run>/``) holds:
 - ``results.jsonl``: one line per finished point, appended as points finish (see
   :mod:`nmp.evaluate.store`) and rewritten in plan order when the run ends; ``errors.jsonl``:
   points that raised or ran past the time limit (re-run by ``--resume``);
+- ``whatif.jsonl``: the points re-run under their designs' key assumptions for the report's
+  explanations (:mod:`nmp.evaluate.explain`; the sweep's ``explain`` key says which);
 - ``summary.json``, ``report.md``, ``results.csv`` and the PNG plots, written at the end.
 
 ``--resume`` re-reads ``results.jsonl`` and runs only the planned points whose key is not in it,
@@ -381,6 +383,20 @@ def _run_locked(
                 "groups": [],
             }
         )
+    if records:
+        # why each design stands where it does: points re-run under their key assumptions
+        from nmp.evaluate.explain import explain, run_whatifs
+
+        whatifs = run_whatifs(
+            records,
+            summary,
+            sweep.explain,
+            run_dir,
+            point_fn=point_fn,
+            executor=executor,
+            progress=progress,
+        )
+        explain(records, summary, whatifs)
     files = ["summary.json"]
     if write_reports is not None and records:
         files += write_reports(run_dir, summary)

@@ -9,6 +9,8 @@ A sweep file is TOML (see ``workloads/sweeps/default.toml``)::
     baseline = "host-cpu"                         # speedup and energy saving are over this design
     sampling = "grid"                             # or "random" with samples = N and seed
     objectives = { lookups_per_s = "max", energy_pj_per_lookup = "min", area_mm2 = "min" }
+    explain = "all"                               # or "best", "none" (default): points re-run
+                                                  # under their key assumptions for the report
 
     [axes]                                        # crossed with every design
     workload.batch = [1, 32, 128]
@@ -79,6 +81,11 @@ class SweepSpec:
     sampling: Literal["grid", "random"] = "grid"
     samples: int = 0
     seed: int = 0
+    # Which points the report explains by re-running them under their design's key
+    # assumptions (nmp.evaluate.explain): "all", "best" (the best of each objective per
+    # workload, and the baseline), "none" (chosen default: a study's run time stays its own;
+    # the default sweep says "all"). Every point gets its binding resource either way.
+    explain: Literal["all", "best", "none"] = "none"
     lookup_seed: int | None = None
     objectives: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_OBJECTIVES))
     description: str = ""

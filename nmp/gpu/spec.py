@@ -31,6 +31,7 @@ from nmp.config import (
     preset_names,
     require_at_least,
 )
+from nmp.design import KeyAssumption
 from nmp.gpu.variants import GPU_VARIANTS, KernelVariant
 
 VARIANTS: tuple[str, ...] = GPU_VARIANTS.names()  # the kernel variants' names, in order
@@ -366,6 +367,9 @@ class GpuSpec:
     sim: SimSpec = field(default_factory=SimSpec)
     variant: str = "baseline"  # a name in nmp.gpu.variants.GPU_VARIANTS
     description: str = ""
+    # What this GPU's standing rests on, each with the --set that tests it (reports re-run
+    # points under them: nmp.evaluate.explain); not a model input.
+    key_assumptions: tuple[KeyAssumption, ...] = ()
 
     def validate(self) -> None:
         if self.variant not in GPU_VARIANTS:

@@ -11,7 +11,7 @@ from rich.progress import Progress, TextColumn
 from rich.table import Table
 
 from nmp.report.format import fmt_num, fmt_ratio, fmt_time_ns
-from nmp.report.progress import bar_columns
+from nmp.report.progress import bar_columns, heartbeat
 
 
 def _fmt(value: Any) -> str:
@@ -110,17 +110,30 @@ class ConsoleProgress:
         self.quiet = quiet  # --json: no bar, no per-point lines; failures still printed
         self._bar: Any = None
         self._task: Any = None
+        self._beat: Any = None
         self.total = 0
         self.count = 0
         self.failed = 0
+        self.name = "sweep"
+
+    def stage(self, name: str, message: str) -> None:
+        """A new stage of counted points (the report's what-if runs after the sweep's)."""
+        self.name = name
+        if not self.quiet:
+            self.console.print(message, markup=False, highlight=False)
 
     def start(self, total: int, done: int) -> None:
         self.total, self.count = total, done
+        if not self.live and not self.quiet:
+            # a point can run for minutes: say so every few seconds between the point lines
+            self._beat = heartbeat(self.name, self._status)
+            self._beat.__enter__()
         if done and not self.quiet:
-            self.console.print(f"resuming: {done} of {total} points already done")
+            what = "points" if self.name == "sweep" else f"{self.name} points"
+            self.console.print(f"resuming: {done} of {total} {what} already done")
         if self.live:
             self._bar = Progress(
-                TextColumn("[bold]sweep"),
+                TextColumn(f"[bold]{escape(self.name)}"),
                 *bar_columns(),
                 TextColumn("{task.description}"),
                 console=self.console,
@@ -150,7 +163,13 @@ class ConsoleProgress:
                 soft_wrap=True,
             )
 
+    def _status(self) -> str:
+        return f"{self.count} of {self.total} points done"
+
     def finish(self) -> None:
+        if self._beat is not None:
+            self._beat.__exit__(None, None, None)
+            self._beat = None
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
@@ -221,6 +240,11 @@ def print_sweep_summary(
         if len(front) > max_rows:
             table.caption = f"... {len(front) - max_rows} more in report.md / results.csv"
         console.print(table)
+    for g in summary["groups"]:
+        if g.get("why"):  # nmp.evaluate.explain
+            console.print(f"[bold]Why, on {escape(g['group'])}:[/bold]")
+            for line in g["why"]:
+                console.print(f"  - {line.replace('**', '').replace('`', '')}", markup=False)
     for f in summary["failed"]:
         console.print(f"[red]failed[/red] {escape(f['point'])} ({f['key']}): {escape(f['error'])}")
     files = summary.get("files") or []

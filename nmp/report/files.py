@@ -96,6 +96,13 @@ TERMS = (
     "perfect packing of thread blocks onto the SMs (the last wave: with few blocks, the "
     "slowest block sets the time)."
 )
+WHY = (
+    "Why (under each workload): each design's rank on the first objective, the resource that "
+    "binds its batch time (its share of that time, and the next one), a flag where most of "
+    "the time is tail (outside the design's regime: the batch is too small for it), the "
+    "assumption its preset declares that moves it most, re-run with the `--set` shown "
+    "(whatif.jsonl), and what its area counts."
+)
 
 
 def _executor(desc: dict[str, Any]) -> str:
@@ -138,6 +145,8 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
         "",
         TERMS,
         "",
+        WHY,
+        "",
         "## Best points",
         "",
     ]
@@ -154,6 +163,9 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
         pareto.sort(key=lambda r: -r["lookups_per_s"])
         out += [f"Pareto set ({len(pareto)} of {len(grows)} points):", ""]
         out += _md_table(POINT_HEADER, [_point_cells(r) for r in pareto])
+        if g.get("why"):  # nmp.evaluate.explain
+            out += ["", "Why each design stands where it does:", ""]
+            out += [f"- {line}" for line in g["why"]]
         if len(grows) <= MAX_MD_ROWS:
             out += ["", "All points:", ""]
             out += _md_table(POINT_HEADER, [_point_cells(r) for r in grows])
@@ -173,12 +185,19 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_report_files(run_dir: str | Path, summary: dict[str, Any]) -> list[str]:
+def write_report_files(
+    run_dir: str | Path, summary: dict[str, Any], *, quiet: bool = False
+) -> list[str]:
     """Write report.md, results.csv and the plots into ``run_dir``; returns their names."""
     # matplotlib: loaded on use (start-up time)
     from nmp.report.plots import write_plots
+    from nmp.report.progress import activity
 
-    run_dir = Path(run_dir)
+    with activity("writing report.md, results.csv and the plots", quiet=quiet):
+        return _write_report_files(Path(run_dir), summary, write_plots)
+
+
+def _write_report_files(run_dir: Path, summary: dict[str, Any], write_plots: Any) -> list[str]:
     env_path = run_dir / "environment.json"
     if env_path.exists() and "environment" not in summary:
         sessions = json.loads(env_path.read_text()).get("sessions") or [{}]

@@ -1,10 +1,19 @@
-"""Progress on long work, for any command: a rich bar or a spinner with the elapsed time on
-stderr, shown only on a terminal and never with ``--json`` (so logs, pipes and JSON output stay
-clean).
+"""Progress on long work, for every command: one mechanism, on stderr, never with ``--json``
+(stdout stays the command's output, and a JSON document stays clean).
+
+- On a terminal: a rich spinner or bar with the elapsed time (and the time left).
+- Off a terminal (piped, redirected, CI): plain lines, so that a log never shows silence until
+  the end: a long step says it is still running every :func:`interval_s` seconds (5 s; the
+  environment's ``NMP_PROGRESS_EVERY_S`` changes it) and, once it has said so, when it is done;
+  a counted one prints how far it is at the same pace. A step shorter than the interval prints
+  nothing.
+- ``NMP_NO_PROGRESS=1``: nothing at all.
 
 - :func:`activity`: one opaque step (a replay, a design point, a compilation) with a spinner
-  and a clock; :func:`bar`: counted steps (training steps, claims) with a bar and an ETA. The
-  sweep's own bar is :class:`nmp.report.console.ConsoleProgress`.
+  and a clock; :func:`bar`: counted steps (training steps, claims) with a bar and an ETA;
+  :func:`tasks`: several counted tasks; :func:`heartbeat`: plain lines only, between a
+  command's own lines. The sweep's own bar is
+  :class:`nmp.report.console.ConsoleProgress`, which prints a line per point off a terminal.
 - :func:`first_use_status`: the numba kernels compile the first time a model runs on a machine
   (about 15-20 s for a design point); this says so once, until ``python -m nmp.warmup`` (run by
   ``make``'s install step) or a first run has filled numba's cache.
@@ -23,9 +32,10 @@ Usage::
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -36,20 +46,100 @@ from nmp import __version__
 ReplayHook = Callable[[Callable[[int], None]], AbstractContextManager[object]]
 
 
+DEFAULT_INTERVAL_S = 5.0  # chosen: "every few seconds"; a CI log of a 60 s run gets ~12 lines
+
+
+def interval_s() -> float:
+    """Seconds between two plain progress lines (``NMP_PROGRESS_EVERY_S``, default 5)."""
+    try:
+        value = float(os.environ.get("NMP_PROGRESS_EVERY_S", DEFAULT_INTERVAL_S))
+    except ValueError:
+        return DEFAULT_INTERVAL_S
+    return value if value > 0 else DEFAULT_INTERVAL_S
+
+
+def _mode(quiet: bool) -> str:
+    """ "live" (a terminal), "lines" (plain lines on stderr) or "off"."""
+    if quiet or os.environ.get("NMP_NO_PROGRESS"):
+        return "off"
+    try:
+        return "live" if sys.stderr.isatty() else "lines"
+    except (AttributeError, ValueError):  # a closed or odd stderr
+        return "off"
+
+
 def _live(quiet: bool) -> bool:
-    return not quiet and sys.stderr.isatty() and not os.environ.get("NMP_NO_PROGRESS")
+    return _mode(quiet) == "live"
+
+
+def _say(text: str) -> None:
+    """One plain progress line on stderr (never fails the command that prints it)."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"nmp: {text}\n")
+        sys.stderr.flush()
+
+
+class _Heartbeat:
+    """Every :func:`interval_s` seconds while a step runs, a plain line with ``status()``; on
+    exit, a closing line if any was printed (a short step stays silent)."""
+
+    def __init__(self, message: str, status: Callable[[], str] = lambda: "") -> None:
+        self.message = message
+        self.status = status
+        self.t0 = time.monotonic()
+        self.printed = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="nmp-progress", daemon=True)
+
+    def _line(self, state: str) -> str:
+        extra = self.status()
+        return f"{self.message}: {state} {time.monotonic() - self.t0:.0f} s" + (
+            f" ({extra})" if extra else ""
+        )
+
+    def _beat(self) -> None:
+        while not self._stop.wait(interval_s()):
+            _say(self._line("running for"))
+            self.printed = True
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.printed:
+            _say(self._line("failed after" if exc[0] is not None else "done in"))
 
 
 @contextlib.contextmanager
 def activity(
     message: str, *, quiet: bool = False, replays: ReplayHook | None = None
 ) -> Iterator[None]:
-    """A spinner and the elapsed time on stderr while the block runs (a terminal only); with
-    ``replays`` (the replay driver's hook, :func:`nmp.memory.driver.on_replay`, passed in by
-    the command: this package sits below the models), the DRAM transactions replayed so far,
-    so a long design point shows that it advances."""
-    if not _live(quiet):
+    """A spinner and the elapsed time on stderr while the block runs (plain lines every few
+    seconds off a terminal); with ``replays`` (the replay driver's hook,
+    :func:`nmp.memory.driver.on_replay`, passed in by the command: this package sits below
+    the models), the DRAM transactions replayed so far, so a long design point shows that it
+    advances."""
+    mode = _mode(quiet)
+    if mode == "off":
         yield
+        return
+    if mode == "lines":
+        replayed = [0, 0]  # transactions, engine runs
+
+        def status() -> str:
+            if not replayed[1]:
+                return ""
+            return f"{replayed[0]:,} DRAM transactions replayed in {replayed[1]} runs"
+
+        def count(transactions: int) -> None:
+            replayed[0] += transactions
+            replayed[1] += 1
+
+        with _Heartbeat(message, status), replays(count) if replays else contextlib.nullcontext():
+            yield
         return
     # rich: loaded on use (start-up time)
     from rich.console import Console
@@ -103,9 +193,28 @@ def bar_columns() -> tuple:
 
 @contextlib.contextmanager
 def bar(message: str, total: int, *, quiet: bool = False) -> Iterator[Callable[..., None]]:
-    """A bar of ``total`` steps; the block gets ``advance(n=1)``. Quiet: a no-op."""
-    if not _live(quiet):
+    """A bar of ``total`` steps; the block gets ``advance(n=1)``. Off a terminal: a line with
+    the count every few seconds. Quiet: a no-op."""
+    mode = _mode(quiet)
+    if mode == "off":
         yield lambda n=1: None
+        return
+    if mode == "lines":
+        done = [0]
+        t0 = time.monotonic()
+
+        def status() -> str:
+            elapsed = time.monotonic() - t0
+            eta = ""
+            if 0 < done[0] < total:
+                eta = f", about {elapsed / done[0] * (total - done[0]):.0f} s left"
+            return f"{done[0]} of {total}{eta}"
+
+        def advance(n: int = 1) -> None:
+            done[0] += n
+
+        with _Heartbeat(message, status):
+            yield advance
         return
     # rich: loaded on use (start-up time)
     from rich.console import Console
@@ -121,9 +230,67 @@ def bar(message: str, total: int, *, quiet: bool = False) -> Iterator[Callable[.
         yield lambda n=1: progress.advance(task, n)
 
 
+@contextlib.contextmanager
+def tasks(message: str, total: int, *, quiet: bool = False) -> Iterator[Callable[[str, int], None]]:
+    """Several counted tasks of ``total`` steps each (one per strategy of a training
+    comparison): the block gets ``update(name, done)``. A bar per task on a terminal; off a
+    terminal, a line every few seconds with the task that last moved and its count."""
+    mode = _mode(quiet)
+    if mode == "off":
+        yield lambda name, done: None
+        return
+    if mode == "lines":
+        last = ["", 0]
+
+        def status() -> str:
+            return f"{last[0]} {last[1]} of {total}" if last[0] else ""
+
+        def note(name: str, done: int) -> None:
+            last[0], last[1] = name, done
+
+        with _Heartbeat(message, status):
+            yield note
+        return
+    # rich: loaded on use (start-up time)
+    from rich.console import Console
+    from rich.progress import Progress, TaskID, TextColumn
+
+    ids: dict[str, TaskID] = {}
+    with Progress(
+        TextColumn("{task.description}"),
+        *bar_columns(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+
+        def update(name: str, done: int) -> None:
+            if name not in ids:
+                ids[name] = progress.add_task(name, total=total)
+            progress.update(ids[name], completed=done)
+
+        yield update
+
+
+@contextlib.contextmanager
+def heartbeat(
+    message: str, status: Callable[[], str] = lambda: "", *, quiet: bool = False
+) -> Iterator[None]:
+    """Off a terminal only: a line with ``status()`` every few seconds while the block runs
+    (for a command whose own output is a line per finished item, such as the sweep's, so that
+    a long item does not leave the log silent)."""
+    if _mode(quiet) != "lines":
+        yield
+        return
+    with _Heartbeat(message, status):
+        yield
+
+
 def _stamp() -> Path:
     """Marks that the numba kernels have been compiled into numba's cache (``$NUMBA_CACHE_DIR``,
     else the package's ``__pycache__``, numba's default for ``cache=True``)."""
+    # loaded on use (start-up time: importlib.metadata reads every installed distribution)
+    import importlib.metadata
+
     try:
         numba = importlib.metadata.version("numba")
     except importlib.metadata.PackageNotFoundError:

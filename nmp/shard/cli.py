@@ -19,30 +19,18 @@ from nmp.shard.topology import DEFAULT_TOPOLOGY
 
 def _run(args: argparse.Namespace) -> int:
     # numpy: loaded on use (start-up time)
+    from nmp.report.progress import activity
     from nmp.shard.registry import sharder_names
-    from nmp.shard.run import run_shard
 
     over = split_overrides(parse_set_args(args.set), ("workload", "topology"))
+
     names = sharder_names() if args.sharder == "all" else [args.sharder]
-    rows = [
-        run_shard(
-            workload=args.workload,
-            sharder=name,
-            topology=args.topology,
-            workload_overrides=over["workload"],
-            topology_overrides=over["topology"],
-            profile_batches=args.profile_batches,
-            eval_batches=args.eval_batches,
-            seed=args.seed,
-            index_file=args.index_file or "",
-            overlap=args.overlap,
-            time_limit_s=args.time_limit,
-            profile_policy="served" if args.eval_on_profile else args.profile_policy,
-            unseen=args.unseen,
-            max_memory=args.max_memory,
-        )
-        for name in names
-    ]
+
+    def shard(name: str) -> dict:
+        with activity(f"sharding {args.workload} with {name}", quiet=args.json):
+            return _shard_one(args, name, over)
+
+    rows = [shard(name) for name in names]
     if args.json:
         json.dump(rows[0] if len(rows) == 1 else rows, sys.stdout, indent=2)
         print()
@@ -138,3 +126,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run)
+
+
+def _shard_one(args: argparse.Namespace, name: str, over: dict) -> dict:
+    # numpy: loaded on use (start-up time)
+    from nmp.shard.run import run_shard
+
+    return run_shard(
+        workload=args.workload,
+        sharder=name,
+        topology=args.topology,
+        workload_overrides=over["workload"],
+        topology_overrides=over["topology"],
+        profile_batches=args.profile_batches,
+        eval_batches=args.eval_batches,
+        seed=args.seed,
+        index_file=args.index_file or "",
+        overlap=args.overlap,
+        time_limit_s=args.time_limit,
+        profile_policy="served" if args.eval_on_profile else args.profile_policy,
+        unseen=args.unseen,
+        max_memory=args.max_memory,
+    )

@@ -105,7 +105,10 @@ def _procs(args: argparse.Namespace, cfg) -> int:
         raise NmpError(
             "under torchrun, give --run-dir: a folder every host shares (results, checkpoints)"
         )
-    row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
+    from nmp.report.progress import activity
+
+    with activity(f"distributed training ({args.strategy})", quiet=args.json):
+        row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
     if row is None:
         return 0  # another host's agent: rank 0 reports
     if args.json:
@@ -295,21 +298,14 @@ def _fmt_extra(key: str, value) -> str:
 
 @contextlib.contextmanager
 def _step_progress(args, steps: int):
-    """A transient rich bar per strategy over its steps, on a terminal and without --json."""
-    if args.json or not sys.stdout.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
+    """A bar per strategy over its steps on a terminal, a line every few seconds otherwise;
+    nothing with --json (nmp.report.progress)."""
+    from nmp.report.progress import tasks
 
-    tasks: dict[str, TaskID] = {}
-    with Progress(
-        "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True
-    ) as bar:
+    with tasks("training", steps, quiet=args.json) as update:
 
         def on_step(strategy: str, step: int, trainer=None) -> None:
-            if strategy not in tasks:
-                tasks[strategy] = bar.add_task(strategy, total=steps)
-            bar.update(tasks[strategy], completed=step)
+            update(strategy, step)
 
         yield on_step
 

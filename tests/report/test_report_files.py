@@ -141,3 +141,18 @@ def test_plain_progress_lines_when_not_a_terminal() -> None:
         "[2/3] ok a on w: 1 lookups/s",
         "[3/3] FAILED b [x=1] on w: boom",
     ]
+
+
+def test_markdown_says_why_each_design_stands_where_it_does(run: tuple[Path, dict]) -> None:
+    """Every group's section has one line per point with its rank and binding resource
+    (nmp.evaluate.explain); the console summary prints the same lines."""
+    run_dir, summary = run
+    text = (run_dir / "report.md").read_text()
+    for g in summary["groups"]:
+        assert len(g["why"]) == g["points"]
+        for line in g["why"]:
+            assert f"- {line}" in text
+            assert " of " in line and "on lookups/s" in line
+    console = Console(record=True, width=300, force_terminal=False)
+    print_sweep_summary(summary, console)
+    assert "Why, on " in console.export_text()
