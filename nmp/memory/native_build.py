@@ -129,25 +129,34 @@ def load(symbol: str, on_build=None) -> Any:
     """``symbol`` of the library :func:`build` gives, loaded; a library that does not load or
     lacks it (a corrupt or truncated file) is removed where it is this user's cache, and the
     library built again, once."""
+    return load_all((symbol,), on_build)[0]
+
+
+def load_all(symbols: tuple[str, ...], on_build=None) -> tuple[Any, ...]:
+    """:func:`load` of several symbols, the library found (its key hashed) and checked once."""
     lib = build(on_build=on_build)
     try:
-        return _symbol(lib, symbol)
+        return _symbols(lib, symbols)
     except OSError:
         in_package = lib.parent == _SOURCE.parent
         if not in_package:
             lib.unlink(missing_ok=True)
-        return _symbol(build(on_build=on_build, prebuilt=not in_package), symbol)
+        return _symbols(build(on_build=on_build, prebuilt=not in_package), symbols)
 
 
-def _symbol(lib: Path, symbol: str) -> Any:
-    """``symbol`` of ``lib``, checked whole first (the loader maps a truncated library and
+def _symbols(lib: Path, symbols: tuple[str, ...]) -> tuple[Any, ...]:
+    """``symbols`` of ``lib``, checked whole first (the loader maps a truncated library and
     then dies of SIGBUS reading past its end: a crash, not an error)."""
     if not elf_intact(lib):
         raise OSError(f"{lib}: not a whole shared library (truncated or corrupt)")
-    try:
-        return getattr(ctypes.CDLL(str(lib)), symbol)
-    except AttributeError:
-        raise OSError(f"{lib}: no symbol {symbol}") from None
+    handle = ctypes.CDLL(str(lib))
+    found = []
+    for symbol in symbols:
+        try:
+            found.append(getattr(handle, symbol))
+        except AttributeError:
+            raise OSError(f"{lib}: no symbol {symbol}") from None
+    return tuple(found)
 
 
 def elf_intact(lib: Path) -> bool:
