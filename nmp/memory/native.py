@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import subprocess
 import sys
 from types import SimpleNamespace
 
@@ -60,11 +59,15 @@ def _library():
         return None, f"engine.c is written for 9 commands and 17 counters ({NCMD}, {N_COUNTERS})"
     try:
         simulate_c, read_sums_c, parse_trace_c = load_all(_SYMBOLS, on_build=_build_status)
-    except subprocess.CalledProcessError as e:
-        last = (e.stderr or "").strip().splitlines()
-        return None, f"{' '.join(e.cmd[:1])} failed: {last[-1] if last else e.returncode}"
-    except (OSError, subprocess.SubprocessError) as e:
-        return None, f"cannot build {_SOURCE.name}: {e}"
+    except Exception as e:
+        import subprocess  # (only where the build failed: a built library needs none)
+
+        if isinstance(e, subprocess.CalledProcessError):
+            last = (e.stderr or "").strip().splitlines()
+            return None, f"{' '.join(e.cmd[:1])} failed: {last[-1] if last else e.returncode}"
+        if isinstance(e, OSError | subprocess.SubprocessError):
+            return None, f"cannot build {_SOURCE.name}: {e}"
+        raise
     simulate_c.restype = ctypes.c_int
     simulate_c.argtypes = _ARGTYPES
     read_sums_c.restype = None

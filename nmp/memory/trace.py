@@ -18,7 +18,6 @@ from typing import Literal
 import numpy as np
 
 from nmp.errors import TraceError
-from nmp.fileio import atomic_write_bytes
 
 REQUEST_DTYPE = np.dtype([("addr", "<u8"), ("write", "?")])
 
@@ -289,4 +288,7 @@ def write_trace(
     else:
         raise TraceError(f"unknown trace format '{fmt}' (ramulator or dramsim3)")
     data = (body + "\n").encode("ascii") if len(addr) else b""
+    # nmp.fileio (tempfile): loaded on use, not at every replay's start-up
+    from nmp.fileio import atomic_write_bytes
+
     atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
