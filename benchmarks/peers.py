@@ -1,37 +1,59 @@
 """The DRAM engine against its peers in the same run: Ramulator 2.1 and DRAMsim3 replay the
 reference cases of ``data/reference/dram/`` beside ``nmp replay``, alternating, as a whole
-process and in process, with the ratios per memory configuration (issue 31).
+process and in process, by wall time and by CPU time, with the ratios per standard (issues 31,
+43).
 
-Peers are found through environment variables, each the root of a built checkout (never part of
-this repository; build them elsewhere):
+The peers are built from their sources, at the reference's commits, outside this repository:
+``--build`` clones and builds them into ``--peer-dir`` (default ``~/.cache/nmp-peers``) as
+follows, and without it the script uses the builds found there (or at ``$NMP_RAMULATOR2`` /
+``$NMP_DRAMSIM3``, each the root of a built checkout):
 
-- ``NMP_RAMULATOR2``: CMU-SAFARI/ramulator2 at the commit of ``data/reference/dram/README.md``
-  (c5b1c3a), built with its Python bindings (``cmake -DCMAKE_BUILD_TYPE=Release .. && make``:
-  ``python/ramulator/_ramulator*.so``). It is driven as the reference was, through its Python
-  API, with the reference's configuration (``cases.json``'s ``memory_configs`` and
-  ``controller_common``): one script per case, run by this interpreter (it must be the Python
-  the bindings were built for).
-- ``NMP_DRAMSIM3``: umd-memsys/DRAMsim3 (2981759), built (``libdramsim3.so`` in its root). It is
-  driven as the reference was: the shipped config with the case's overrides (unified queue where
-  the reference's split-queue run deadlocked), through its library API by an in-order trace
-  injector (below, compiled here with ``$CXX``/``c++`` at first use into a temporary folder):
-  each memory cycle it offers up to ``transactions_per_cycle`` lines in trace order, stopping
-  at the first refused, then ticks.
+- Ramulator 2.1: ``git clone https://github.com/CMU-SAFARI/ramulator2 ramulator2 && git -C
+  ramulator2 checkout c5b1c3a``; ``cmake -S ramulator2 -B ramulator2/build
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-O3 -DPython_EXECUTABLE=<this python>`` and
+  ``make -C ramulator2/build -j N``: it leaves ``python/ramulator/_ramulator*.so``, the Python
+  bindings the reference drove it through (they must be built for this interpreter). Its CMake
+  fetches yaml-cpp 0.9.0, fmt 10.2.1 and nanobind 2.4.0 (with its ext/robin_map submodule)
+  from GitHub; without a network, ``--deps DIR`` holding checkouts ``yaml-cpp``, ``fmt`` and
+  ``nanobind`` at those tags is passed as ``-DFETCHCONTENT_SOURCE_DIR_<NAME>=DIR/<name>``.
+- DRAMsim3: ``git clone https://github.com/umd-memsys/DRAMsim3 DRAMsim3 && git -C DRAMsim3
+  checkout 2981759``; ``cmake -S DRAMsim3 -B DRAMsim3/build -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_CXX_FLAGS=-O3`` and ``make -C DRAMsim3/build -j N dramsim3``: it leaves
+  ``libdramsim3.so`` in the checkout.
 
-What is timed, per case, the best of ``--repeat`` runs (the tools alternate within a run):
+``--ramulator2-src`` / ``--dramsim3-src`` clone from elsewhere (a local mirror). A checkout
+at another commit is used but named in the output (its speed is not the reference's).
+
+How each is driven, as the reference drove it:
+
+- Ramulator 2: through its Python API, with the reference's configuration (``cases.json``'s
+  ``memory_configs`` and ``controller_common``): one script per case, run by this interpreter.
+- DRAMsim3: the shipped config with the case's overrides (unified queue where the reference's
+  split-queue run deadlocked), through its library API by an in-order trace injector (below,
+  compiled here with ``$CXX``/``c++ -O3`` into a temporary folder): each memory cycle it offers
+  up to ``transactions_per_cycle`` lines in trace order, stopping at the first refused, then
+  ticks.
+
+What is timed, per case and per round (``--repeat`` rounds, the tools alternating in each):
 
 - whole process: ``nmp replay TRACE <memory_args> --json`` (this interpreter's ``nmp``), the
   Ramulator script, the DRAMsim3 injector; each reads the same plain-text trace (Ramulator's
-  HBM2 trace has each 64-B line as its two 32-B requests, as in the reference runs).
+  HBM2 trace has each 64-B line as its two 32-B requests, as in the reference runs). Wall time
+  and CPU time (user + system of the process, all its threads: ``wait4``).
 - in process: ``replay(requests, spec, drain=False)`` in this process (the trace read before;
   address checks, decoding and statistics included), Ramulator's ``sim.run()``, the injector's
-  loop; each stops when the last request is accepted (Ramulator's ``cycles``).
+  loop; each stops when the last request is accepted (Ramulator's ``cycles``). Wall time and
+  CPU time (the process's, around the call).
 
-Every peer's cycle count is checked against the reference (and ours against Ramulator's). With
-no peer present it says so and prints the recorded speeds (README §10) beside the in-process
-one of this engine.
+Printed: each case's best times; per standard and peer the ratios (peer time / nmp time: the
+median over the cases, per round, as the range over the rounds, and of the best times), each
+tool's own throughput (requests/s) beside them; the README's trace (the case
+``emb_zipf_a0.8_r1m_rb64_p40@ddr4_1r``) on its own. Every peer's cycle count is checked
+against the reference (and ours against Ramulator's). With no peer present it says so and
+prints the recorded speeds (README §10) beside the in-process one of this engine.
 
-    .venv/bin/python benchmarks/peers.py [--repeat 3] [--filter hbm2] [--quick] [--threads 1]
+    .venv/bin/python benchmarks/peers.py [--repeat 5] [--filter hbm2] [--quick] [--threads 1]
+        [--peer-dir DIR] [--build [--deps DIR] [--jobs N]]
 """
 
 from __future__ import annotations
@@ -49,112 +71,25 @@ import time
 from pathlib import Path
 
 from _host import load, machine  # benchmarks/ is on sys.path when a script runs
+from peer_build import DRAMSIM3, RAMULATOR2, build_peer, built, commit_note, default_peer_dir
+from peer_drivers import DRAMSIM3_INJECTOR, RAMULATOR_SCRIPT
 
 from nmp.memory import read_trace, replay
 from nmp.reference import case_memory_spec, dram_reference_dir
 
-RAMULATOR_SCRIPT = r"""
-import json, sys, time
-import ramulator as R
 
-trace, config = sys.argv[1], json.loads(sys.argv[2])
-common = config["controller_common"]
-
-
-def controller():
-    dram_class = getattr(R.dram, config["standard"])
-    org = {"rank": config["ranks"]} if "ranks" in config else {}
-    dram = dram_class(
-        org_preset=config["org_preset"], timing_preset=config["timing_preset"], **org
-    )
-    return getattr(R.controller, config["controller"])(
-        dram=dram,
-        scheduler=R.scheduler.FRFCFS(),
-        refresh_manager=R.refresh_manager.AllBank(scatter_interval=0),
-        row_policy=R.row_policy.Open(),
-        addr_mapper=R.addr_mapper.RoBaRaCoCh(),
-        read_buffer_size=common["read_buffer_size"],
-        write_buffer_size=common["write_buffer_size"],
-        priority_buffer_size=common["priority_buffer_size"],
-        wr_low_watermark=common["wr_low_watermark"],
-        wr_high_watermark=common["wr_high_watermark"],
-    )
-
-
-memory = R.memory_system.GenericDRAM(
-    clock_ratio=config["memory_clock_ratio"],
-    controllers=[controller() for _ in range(config["channels"])],
-    channel_mapper=R.channel_mapper.CacheLineInterleave(
-        interleave_bits=config["channel_interleave_bits"]
-    ),
-)
-frontend = R.frontend.LoadStoreTrace(clock_ratio=config["frontend_clock_ratio"], path=trace)
-sim = R.Simulation(frontend, memory)
-t0 = time.perf_counter()
-sim.run()
-run_s = time.perf_counter() - t0
-ctrl = sim.stats["memory_system"]["controller"]
-cycles = (ctrl if isinstance(ctrl, dict) else ctrl[0])["cycles"]
-print(json.dumps({"cycles": cycles, "run_s": run_s}))
-"""
-
-DRAMSIM3_INJECTOR = r"""
-// In-order trace injector for DRAMsim3 (data/reference/dram/README.md section 7): each memory
-// cycle, offer up to K lines in trace order, stopping at the first refused, then tick once.
-// Prints the ticks done when the last line was accepted and the loop's wall time.
-#include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <fstream>
-#include <string>
-#include <vector>
-
-#include "dramsim3.h"
-
-int main(int argc, char **argv) {
-    if (argc != 5) return 2;
-    const int K = std::stoi(argv[4]);
-    std::vector<uint64_t> addr;
-    std::vector<char> write;
-    std::ifstream in(argv[3]);
-    std::string op, hex;
-    while (in >> op >> hex) {
-        addr.push_back(std::stoull(hex, nullptr, 16));
-        write.push_back(op == "ST");
-    }
-    auto *mem = dramsim3::GetMemorySystem(argv[1], argv[2], [](uint64_t) {}, [](uint64_t) {});
-    const auto t0 = std::chrono::steady_clock::now();
-    size_t i = 0;
-    uint64_t clk = 0, idle = 0;
-    while (i < addr.size()) {
-        int offered = 0;
-        for (int k = 0; k < K && i < addr.size(); k++, offered++) {
-            if (!mem->WillAcceptTransaction(addr[i], write[i])) break;
-            mem->AddTransaction(addr[i], write[i]);
-            i++;
-        }
-        if (i == addr.size()) break;
-        idle = offered ? 0 : idle + 1;
-        if (idle > 10000000) {
-            std::printf("{\"deadlock\": true, \"cycles_accept\": %llu}\n", (unsigned long long)clk);
-            return 0;
-        }
-        mem->ClockTick();
-        clk++;
-    }
-    const double run_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("{\"cycles_accept\": %llu, \"run_s\": %.9f}\n", (unsigned long long)clk, run_s);
-    return 0;
-}
-"""
+def child_env() -> dict[str, str]:
+    """The environment of a timed process: without ``$PYTHONDONTWRITEBYTECODE`` (a user's Python
+    caches bytecode; some sandboxes set it)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 class Ramulator:
     name = "Ramulator2"
+    source = RAMULATOR2
 
     def __init__(self, root: Path, work: Path) -> None:
-        self.env = {**os.environ, "PYTHONPATH": str(root / "python")}
+        self.env = {**child_env(), "PYTHONPATH": str(root / "python")}
         self.script = work / "ramulator_case.py"
         self.script.write_text(RAMULATOR_SCRIPT)
 
@@ -169,6 +104,7 @@ class Ramulator:
 
 class DRAMsim3:
     name = "DRAMsim3"
+    source = DRAMSIM3
 
     def __init__(self, root: Path, work: Path) -> None:
         self.root, self.work = root, work
@@ -180,12 +116,12 @@ class DRAMsim3:
         self.binary = work / "dramsim3_injector"
         cxx = os.environ.get("CXX", "c++").split()
         subprocess.run(
-            [*cxx, "-O2", "-std=c++14", f"-I{root / 'src'}", str(src), f"-L{root}", "-ldramsim3"]
+            [*cxx, "-O3", "-std=c++14", f"-I{root / 'src'}", str(src), f"-L{root}", "-ldramsim3"]
             + [f"-Wl,-rpath,{root}", "-o", str(self.binary)],
             check=True,
             capture_output=True,
         )
-        self.env = dict(os.environ)
+        self.env = child_env()
 
     def config_file(self, case: dict, config: dict) -> Path:
         d3 = config["dramsim3"]
@@ -215,18 +151,19 @@ class DRAMsim3:
         return case["dramsim3"]["cycles_accept"]
 
 
-def find_peers(work: Path) -> tuple[list, list[str]]:
+def find_peers(work: Path, peer_dir: Path) -> tuple[list, list[str]]:
+    """The peers built under ``peer_dir`` (or at ``$NMP_RAMULATOR2`` / ``$NMP_DRAMSIM3``)."""
     peers, notes = [], []
     for var, cls in (("NMP_RAMULATOR2", Ramulator), ("NMP_DRAMSIM3", DRAMsim3)):
-        root = os.environ.get(var)
-        if not root:
-            notes.append(f"{cls.name}: not set (${var})")
+        root = Path(os.environ.get(var) or peer_dir / cls.source.name)
+        if not built(root, cls.source):
+            notes.append(f"{cls.name}: no build at {root} (--build, or ${var})")
             continue
         try:
-            peers.append(cls(Path(root), work))
-            notes.append(f"{cls.name}: {root}")
+            peers.append(cls(root, work))
+            notes.append(f"{cls.name}: {root} {commit_note(root, cls.source)}")
         except (OSError, subprocess.CalledProcessError) as exc:
-            notes.append(f"{cls.name}: ${var}={root} not usable ({exc})")
+            notes.append(f"{cls.name}: {root} not usable ({exc})")
     return peers, notes
 
 
@@ -253,58 +190,104 @@ def plain_traces(cases: list[dict], ref: Path, work: Path) -> dict:
     return out
 
 
-def timed(argv: list[str], env: dict) -> tuple[float, dict]:
-    t0 = time.perf_counter()
-    res = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
-    wall = time.perf_counter() - t0
-    return wall, json.loads(res.stdout.strip().splitlines()[-1])
+def timed_process(argv: list[str], env: dict) -> tuple[float, float, dict]:
+    """Wall time, CPU time (user + system of the process and its threads) and the last JSON
+    line it printed."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, argv)
+        out.seek(0)
+        last = out.read().decode().strip().splitlines()[-1]
+    return wall, usage.ru_utime + usage.ru_stime, json.loads(last)
 
 
-def nmp_in_process(requests, spec) -> tuple[float, int]:
-    t0 = time.perf_counter()
+def nmp_in_process(requests, spec) -> tuple[float, float, int]:
+    """Wall and CPU time of one replay in this process, and its cycles."""
+    t0, c0 = time.perf_counter(), time.process_time()
     stats = replay(requests, spec, drain=False)
-    return time.perf_counter() - t0, stats.cycles
+    return time.perf_counter() - t0, time.process_time() - c0, stats.cycles
 
 
-def summarize(rows: list[dict], peers: list) -> None:
-    """Per memory configuration and overall: the peer's time over ours (median of the cases'
-    ratios, and total over total), whole process and in process."""
-    print("\nratios (peer time / nmp time; > 1: nmp is faster), per memory configuration:")
+METRICS = ("whole_wall", "whole_cpu", "in_wall", "in_cpu")
+METRIC_NAMES = {
+    "whole_wall": "whole process, wall",
+    "whole_cpu": "whole process, CPU",
+    "in_wall": "in process, wall",
+    "in_cpu": "in process, CPU",
+}
+README_CASE = "emb_zipf_a0.8_r1m_rb64_p40@ddr4_1r"  # the README's replay: trace and memory
+
+
+def _range(values: list[float], fmt: str) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:{fmt}}x" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}x"
+
+
+def ratio_cells(sel: list[dict], peer: str, metric: str, rounds: int) -> str:
+    """The median over the cases of peer / nmp: per round (its range over the rounds) and of
+    each tool's best time."""
+    per_round = [
+        statistics.median(r[peer][metric][k] / r["nmp"][metric][k] for r in sel)
+        for k in range(rounds)
+    ]
+    best = statistics.median(min(r[peer][metric]) / min(r["nmp"][metric]) for r in sel)
+    fmt = ".2f" if metric.startswith("whole") else ".1f"
+    return f"{_range(per_round, fmt):>13s} {best:{fmt}}x"
+
+
+def throughput(sel: list[dict], tool: str, metric: str, rounds: int) -> str:
+    """The tool's requests per second over the cases, per round: its range."""
+    n = sum(r["requests"] for r in sel)
+    per_round = [n / sum(r[tool][metric][k] for r in sel) for k in range(rounds)]
+    lo, hi = min(per_round), max(per_round)
+    unit, scale = ("M", 1e6) if lo >= 1e6 else ("k", 1e3)
+    return f"{lo / scale:.2f}-{hi / scale:.2f} {unit}/s"
+
+
+def summarize(rows: list[dict], peers: list, rounds: int) -> None:
+    """Per standard and overall, per peer and measure: the ratio (peer time / nmp time; > 1:
+    nmp is faster), with each tool's throughput beside it."""
     print(
-        f"{'config':10s} {'peer':11s} {'cases':>5s} {'whole: median':>14s} {'overall':>8s}"
-        f" {'in-proc: median':>16s} {'overall':>8s}"
+        f"\nratios (peer time / nmp time; > 1: nmp is faster): the median over the cases, its "
+        f"range over {rounds} round(s) and of the best times; each tool's requests/s beside"
     )
-    configs = sorted({r["config"] for r in rows}) + ["all"]
+    groups = sorted({r["standard"] for r in rows}) + ["all"]
     for peer in peers:
-        for cfg in configs:
-            sel = [r for r in rows if (cfg == "all" or r["config"] == cfg) and peer.name in r]
+        print(f"\n{peer.name}")
+        print(
+            f"  {'standard':8s} {'cases':>5s} {'measure':21s} {'ratio: rounds':>13s} {'best':>6s}"
+            f"  {'nmp':>17s}  {peer.name:>17s}"
+        )
+        for group in groups:
+            sel = [r for r in rows if (group == "all" or r["standard"] == group) and peer.name in r]
             if not sel:
                 continue
-            whole = [r[peer.name]["whole"] / r["nmp"]["whole"] for r in sel]
-            inproc = [r[peer.name]["inproc"] / r["nmp"]["inproc"] for r in sel]
-            tw = sum(r[peer.name]["whole"] for r in sel) / sum(r["nmp"]["whole"] for r in sel)
-            ti = sum(r[peer.name]["inproc"] for r in sel) / sum(r["nmp"]["inproc"] for r in sel)
-            print(
-                f"{cfg:10s} {peer.name:11s} {len(sel):5d} {statistics.median(whole):13.2f}x"
-                f" {tw:7.2f}x {statistics.median(inproc):15.1f}x {ti:7.1f}x"
-            )
-    req = sum(r["requests"] for r in rows)
-    t = sum(r["nmp"]["inproc"] for r in rows)
-    tw = sum(r["nmp"]["whole"] for r in rows)
-    print(
-        f"\nnmp: {req / t / 1e6:.2f} M requests/s in process, {req / tw / 1e6:.3f} M/s as a "
-        f"whole process ({len(rows)} cases, {req:,} requests)"
-    )
-    for peer in peers:
-        sel = [r for r in rows if peer.name in r]
-        if sel:
-            n = sum(r["requests"] for r in sel)
-            ti = sum(r[peer.name]["inproc"] for r in sel)
-            tw = sum(r[peer.name]["whole"] for r in sel)
-            print(
-                f"{peer.name}: {n / ti / 1e3:.0f} k requests/s in process, "
-                f"{n / tw / 1e3:.0f} k/s as a whole process ({len(sel)} cases)"
-            )
+            for metric in METRICS:
+                print(
+                    f"  {group:8s} {len(sel):5d} {METRIC_NAMES[metric]:21s}"
+                    f" {ratio_cells(sel, peer.name, metric, rounds)}"
+                    f"  {throughput(sel, 'nmp', metric, rounds):>17s}"
+                    f"  {throughput(sel, peer.name, metric, rounds):>17s}"
+                )
+    readme = [r for r in rows if r["id"] == README_CASE]
+    if readme:
+        r = readme[0]
+        print(f"\nthe README's replay ({README_CASE}, {r['requests']} requests), per round:")
+        for peer in (p for p in peers if p.name in r):
+            for metric in ("whole_wall", "whole_cpu"):
+                ratios = [
+                    a / b for a, b in zip(r[peer.name][metric], r["nmp"][metric], strict=True)
+                ]
+                print(
+                    f"  {METRIC_NAMES[metric]:21s} nmp {min(r['nmp'][metric]):.3f}-"
+                    f"{max(r['nmp'][metric]):.3f} s, {peer.name} {min(r[peer.name][metric]):.3f}-"
+                    f"{max(r[peer.name][metric]):.3f} s: {_range(ratios, '.2f')}"
+                )
 
 
 def recorded(cases: list[dict], ref: Path) -> None:
@@ -330,9 +313,42 @@ def recorded(cases: list[dict], ref: Path) -> None:
         )
 
 
+def measure_case(case: dict, config: dict, traces: dict, peers: list, rounds: int) -> dict:
+    """Every tool on one case, ``rounds`` times, alternating: its times per round."""
+    ref = dram_reference_dir()
+    spec = case_memory_spec(case["memory_args"])
+    requests = read_trace(ref / case["trace"])
+    replay(requests, spec, drain=False)  # warm
+    row: dict = {"id": case["id"], "config": case["mem_config"], "standard": config["standard"]}
+    row["requests"] = case["ramulator2"]["requests"]
+    line_path = str(traces[case["trace"], "lines"])
+    nmp_argv = [sys.executable, "-m", "nmp", "replay", line_path, *case["memory_args"], "--json"]
+    for _ in range(rounds):
+        wall, cpu, out = timed_process(nmp_argv, child_env())
+        t_in, c_in, cycles = nmp_in_process(requests, spec)
+        assert out["cycles"] == cycles == case["ramulator2"]["cycles"], case["id"]
+        _add(row, "nmp", (wall, cpu, t_in, c_in))
+        for peer in peers:
+            argv = peer.argv(case, traces, config)
+            if argv is None:
+                continue
+            wall, cpu, out = timed_process(argv, peer.env)
+            got = out.get("cycles", out.get("cycles_accept"))
+            if got != peer.expected(case):
+                print(f"  {peer.name} {case['id']}: {got} cycles, recorded {peer.expected(case)}")
+            _add(row, peer.name, (wall, cpu, out["run_s"], out["cpu_s"]))
+    return row
+
+
+def _add(row: dict, tool: str, times: tuple[float, ...]) -> None:
+    into = row.setdefault(tool, {m: [] for m in METRICS})
+    for metric, t in zip(METRICS, times, strict=True):
+        into[metric].append(t)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3, help="runs per case and tool (best taken)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds per case (a range over them)")
     ap.add_argument("--filter", default="", help="only cases whose id contains this")
     ap.add_argument("--quick", action="store_true", help="every fourth case only")
     ap.add_argument(
@@ -341,7 +357,17 @@ def main() -> None:
         default=1,
         help="nmp's threads per multi-channel replay (1: one core)",
     )
+    ap.add_argument("--peer-dir", type=Path, default=default_peer_dir(), help="the peers' builds")
+    ap.add_argument("--build", action="store_true", help="clone and build the peers first")
+    ap.add_argument("--deps", type=Path, help="local yaml-cpp, fmt, nanobind for Ramulator's build")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="make -j for --build")
+    ap.add_argument("--ramulator2-src", default=RAMULATOR2.url, help="where to clone Ramulator 2")
+    ap.add_argument("--dramsim3-src", default=DRAMSIM3.url, help="where to clone DRAMsim3")
     a = ap.parse_args()
+    if a.build:
+        for peer, src in ((RAMULATOR2, a.ramulator2_src), (DRAMSIM3, a.dramsim3_src)):
+            print(f"building {peer.name} @{peer.commit} into {a.peer_dir}")
+            build_peer(peer, a.peer_dir, src, a.jobs, a.deps)
     os.environ["NMP_ENGINE_THREADS"] = str(a.threads)  # (this process and nmp replay's)
     ref = dram_reference_dir()
     data = json.loads((ref / "cases.json").read_text())
@@ -352,7 +378,7 @@ def main() -> None:
     print(f"nmp: {a.threads} thread(s) per multi-channel replay; the peers run on one")
     with tempfile.TemporaryDirectory(prefix="nmp-peers-") as tmp:
         work = Path(tmp)
-        peers, notes = find_peers(work)
+        peers, notes = find_peers(work, a.peer_dir)
         for note in notes:
             print(f"peer {note}")
         if not peers:
@@ -360,54 +386,30 @@ def main() -> None:
             print(f"load average after: {load()}")
             return
         traces = plain_traces(cases, ref, work)
-        nmp_argv = [sys.executable, "-m", "nmp", "replay"]
-        nmp_env = dict(os.environ)
         rows = []
         print(
             f"\n{'case':46s} {'requests':>8s} {'nmp whole/in s':>15s}"
             + "".join(f" {p.name + ' whole/in s':>22s}" for p in peers)
+            + "   (best wall times)"
         )
         for case in cases:
             cfg = data["memory_configs"][case["mem_config"]]
             config = {**cfg, "controller_common": data["controller_common"]}
-            spec = case_memory_spec(case["memory_args"])
-            requests = read_trace(ref / case["trace"])
-            replay(requests, spec, drain=False)  # warm
-            row = {"id": case["id"], "config": case["mem_config"]}
-            row["requests"] = case["ramulator2"]["requests"]
-            best: dict[str, dict[str, float]] = {}
-            line_path = str(traces[case["trace"], "lines"])
-            for _ in range(a.repeat):
-                wall, out = timed([*nmp_argv, line_path, *case["memory_args"], "--json"], nmp_env)
-                t_in, cycles = nmp_in_process(requests, spec)
-                assert out["cycles"] == cycles == case["ramulator2"]["cycles"], case["id"]
-                b = best.setdefault("nmp", {"whole": 1e9, "inproc": 1e9})
-                b["whole"], b["inproc"] = min(b["whole"], wall), min(b["inproc"], t_in)
-                for peer in peers:
-                    argv = peer.argv(case, traces, config)
-                    if argv is None:
-                        continue
-                    wall, out = timed(argv, peer.env)
-                    got = out.get("cycles", out.get("cycles_accept"))
-                    if got != peer.expected(case):
-                        print(f"  {peer.name} {case['id']}: {got} cycles, recorded "
-                              f"{peer.expected(case)}")  # fmt: skip
-                    b = best.setdefault(peer.name, {"whole": 1e9, "inproc": 1e9})
-                    b["whole"], b["inproc"] = min(b["whole"], wall), min(b["inproc"], out["run_s"])
-            row.update(best)
+            row = measure_case(case, config, traces, peers, a.repeat)
             rows.append(row)
             cells = "".join(
-                f" {best[p.name]['whole']:10.3f}/{best[p.name]['inproc']:<11.4f}"
-                if p.name in best
+                f" {min(row[p.name]['whole_wall']):10.3f}/{min(row[p.name]['in_wall']):<11.4f}"
+                if p.name in row
                 else f" {'-':>22s}"
                 for p in peers
             )
             print(
-                f"{case['id']:46s} {row['requests']:8d} {best['nmp']['whole']:6.3f}/"
-                f"{best['nmp']['inproc']:<8.4f}{cells}"
+                f"{case['id']:46s} {row['requests']:8d} {min(row['nmp']['whole_wall']):6.3f}/"
+                f"{min(row['nmp']['in_wall']):<8.4f}{cells}",
+                flush=True,
             )
         print(f"load average after: {load()}")
-        summarize(rows, peers)
+        summarize(rows, peers, a.repeat)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,12 @@
 of the README's trace, each a whole process, under 0.35 s on a 2-core VM).
 
 Every command runs as a fresh process, the commands alternating, ``--repeat`` rounds after one
-warm-up round; printed: the median and the minimum wall time of each, beside the interpreter's
-own start (``python -c pass``) and numpy's import (the floor of any command that touches an
-array). Then the import breakdown of ``nmp replay`` (``python -X importtime``, the fastest of
-``--repeat`` runs per module): the time by top-level package, the slowest modules, and whether
-numba, scipy or torch were imported (they must not be: the C engine's path needs none).
+warm-up round; printed: the median and the minimum wall and CPU time (user + system, all
+threads) of each, beside the interpreter's own start (``python -c pass``) and numpy's import
+(the floor of any command that touches an array). Then the import breakdown of ``nmp
+replay`` (``python -X importtime``, the fastest of ``--repeat`` runs per module): the time by
+top-level package, the slowest modules, and whether numba, scipy or torch were imported (they
+must not be: the C engine's path needs none).
 
 Bytecode: the children run without ``$PYTHONDONTWRITEBYTECODE`` (some sandboxes set it; a
 user's Python writes ``__pycache__``), so the warm-up round leaves compiled modules as a user's
@@ -67,10 +68,16 @@ def child_env(pythonpath: Path | None) -> dict[str, str]:
     return env
 
 
-def run_once(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+def run_once(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, all its threads) of one run of ``argv``."""
     t0 = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, env=env, check=True, capture_output=True)
-    return time.perf_counter() - t0
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def import_breakdown(env: dict[str, str], cwd: Path, repeat: int) -> None:
@@ -126,7 +133,7 @@ def main() -> None:
     print(f"machine: {machine()}; load average (1/5/15 min) before: {load()}")
     for label, (tree, _) in trees.items():
         print(f"checkout {label}: {tree}")
-    times: dict[tuple[str, str], list[float]] = {}
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for round_ in range(a.repeat + 1):  # round 0: warm-up (bytecode, caches), not counted
         for name, argv in COMMANDS.items():
             for label, (tree, env) in trees.items():
@@ -136,11 +143,21 @@ def main() -> None:
                 if round_:
                     times.setdefault((name, label), []).append(t)
     print(f"load average after: {load()}\n")
-    print(f"wall time of each command, whole process, {a.repeat} alternating runs:")
-    print(f"{'command':28s} {'checkout':8s} {'median s':>9s} {'min s':>7s}  target")
+    print(
+        f"each command as a whole process, {a.repeat} alternating runs: wall time and CPU time"
+        " (user + system, all threads: a loaded machine stretches the wall time, less the CPU)"
+    )
+    print(
+        f"{'command':28s} {'checkout':8s} {'wall med s':>10s} {'min s':>7s}"
+        f" {'CPU med s':>10s} {'min s':>7s}  target (wall)"
+    )
     for (name, label), ts in times.items():
         target = f"< {TARGET_S[name]:.2f} s" if name in TARGET_S else ""
-        print(f"{name:28s} {label:8s} {statistics.median(ts):9.3f} {min(ts):7.3f}  {target}")
+        wall, cpu = [w for w, _ in ts], [c for _, c in ts]
+        print(
+            f"{name:28s} {label:8s} {statistics.median(wall):10.3f} {min(wall):7.3f}"
+            f" {statistics.median(cpu):10.3f} {min(cpu):7.3f}  {target}"
+        )
     for label, (tree, env) in trees.items():
         if len(trees) > 1:
             print(f"\n[checkout {label}]", end="")

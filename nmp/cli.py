@@ -81,6 +81,24 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"nmp: warning: {message}", file=file or sys.stderr)
 
 
+# Commands that do no linear algebra: numpy's BLAS (OpenBLAS) would start a thread per core at
+# import, each spinning a while for work that never comes (0.05-0.1 s of CPU on a 2-core VM for
+# no wall-time gain: issue 43). Their process keeps BLAS on one thread unless the user chose.
+SINGLE_THREAD_BLAS = frozenset({"replay"})
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _single_thread_blas(command: str | None) -> None:
+    """One BLAS thread for ``command`` where it does no linear algebra, unless the user set
+    the count (any of :data:`BLAS_THREAD_VARS`) or numpy is already loaded (too late)."""
+    if command not in SINGLE_THREAD_BLAS or "numpy" in sys.modules:
+        return
+    if any(os.environ.get(var) for var in BLAS_THREAD_VARS):
+        return
+    for var in BLAS_THREAD_VARS:
+        os.environ[var] = "1"
+
+
 def main(argv: list[str] | None = None) -> int:
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         os.environ["COLUMNS"] = PIPED_COLUMNS
@@ -89,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     argv = sys.argv[1:] if argv is None else argv
     command = _command_of(argv)
+    _single_thread_blas(command)
     parser = build_parser(() if command is None else (command,))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -20,7 +20,6 @@ import contextlib
 import math
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from nmp.errors import NmpError
@@ -81,6 +80,8 @@ def check_out_folder(path: str | os.PathLike | None, flag: str = "--out") -> Pat
     """The folder ``path`` a command will write into, created if missing and proven writable
     by creating (and removing) a file in it; else :class:`NmpError` naming ``flag``. An empty
     string is refused (it would write into the current folder unasked)."""
+    import tempfile  # (here: a few ms of every command's start-up otherwise)
+
     if path is None or str(path).strip() == "":
         raise NmpError(f"{flag} is empty: give a folder")
     folder = Path(path)

@@ -33,10 +33,11 @@ def test_the_static_table_agrees_with_each_module(name) -> None:
     assert _registered(module) == {name: help_}
 
 
-def _run_python(code: str) -> str:
+def _run_python(code: str, env: dict[str, str] | None = None) -> str:
     out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env=env,
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -50,12 +51,19 @@ with contextlib.redirect_stdout(buf):
         rc = main({argv!r})
     except SystemExit as e:
         rc = e.code
-print(json.dumps({{"rc": rc, "out": buf.getvalue(), "modules": sorted(sys.modules)}}))
+threads = None
+try:
+    with open("/proc/self/status") as fh:
+        threads = int(next(ln for ln in fh if ln.startswith("Threads:")).split()[1])
+except OSError:
+    pass
+print(json.dumps({{"rc": rc, "out": buf.getvalue(), "modules": sorted(sys.modules),
+                  "threads": threads}}))
 """
 
 
-def _probe(argv: list[str]) -> dict:
-    return json.loads(_run_python(PROBE.format(argv=argv)).splitlines()[-1])
+def _probe(argv: list[str], env: dict[str, str] | None = None) -> dict:
+    return json.loads(_run_python(PROBE.format(argv=argv), env).splitlines()[-1])
 
 
 def test_help_lists_every_command_and_imports_none() -> None:
@@ -99,3 +107,31 @@ def test_replay_on_the_c_engine_imports_no_numba_scipy_torch(json_out) -> None:
         assert "370874" in got["out"]
     heavy = [m for m in got["modules"] if m.split(".")[0] in ("numba", "scipy", "torch")]
     assert heavy == []
+
+
+def test_replay_json_imports_no_rich_and_starts_no_blas_threads() -> None:
+    """``nmp replay --json`` (issue 43: a replay that costs one core): no rich, no
+    importlib.metadata, and numpy's BLAS on one thread (no thread pool spinning on the second
+    core), unless the user set the count."""
+    import os
+
+    from nmp.memory import native
+
+    if not native.available():
+        pytest.skip(f"the C engine is not built here: {native.unavailable_reason()}")
+    env = {k: v for k, v in os.environ.items() if k not in cli.BLAS_THREAD_VARS}
+    env["NMP_ENGINE_THREADS"] = "1"
+    got = _probe(["replay", str(TRACE), *MEMORY, "--json"], env)
+    assert got["rc"] == 0 and json.loads(got["out"])["cycles"] == 370874
+    loaded = {m.split(".")[0] for m in got["modules"]}
+    assert "rich" not in loaded
+    # nor what only a build of the engine's library needs (it is built: above)
+    assert not {"importlib.metadata", "subprocess", "tempfile"} & set(got["modules"])
+    if got["threads"] is not None:  # Linux: the process's threads, BLAS's included
+        assert got["threads"] == 1
+    # the user's choice stands
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    code = PROBE.format(argv=["replay", str(TRACE), *MEMORY, "--json"]) + (
+        "import os; print(os.environ.get('OMP_NUM_THREADS'))"
+    )
+    assert _run_python(code, env).splitlines()[-1] == "None"

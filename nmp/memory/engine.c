@@ -558,3 +558,5 @@ void read_sums_c(const uint8_t *line_wr, int64_t ks, const int64_t *arrive,
     out[3] = served_sum;
     out[4] = last;
 }
+
+#include "engine_trace.h"

@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import subprocess
 import sys
 from types import SimpleNamespace
 
 import numpy as np
 
 from nmp.memory.counters import N_COUNTERS
-from nmp.memory.native_build import _SOURCE, compiler, load
+from nmp.memory.native_build import _SOURCE, compiler, load_all
 from nmp.memory.standards import NCMD
 
 _ERRORS = {
@@ -49,6 +48,7 @@ _ERRORS = {
 }
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
+_SYMBOLS = ("simulate_c", "read_sums_c", "parse_trace_c")
 _ARGTYPES = [_P] * 3 + [_I] + [_P] * 8 + [_I] + [_P] * 8 + [_I]
 
 
@@ -58,18 +58,26 @@ def _library():
     if NCMD != 9 or N_COUNTERS != 17:  # engine.c's fixed layout
         return None, f"engine.c is written for 9 commands and 17 counters ({NCMD}, {N_COUNTERS})"
     try:
-        simulate_c = load("simulate_c", on_build=_build_status)
-        read_sums_c = load("read_sums_c", on_build=_build_status)
-    except subprocess.CalledProcessError as e:
-        last = (e.stderr or "").strip().splitlines()
-        return None, f"{' '.join(e.cmd[:1])} failed: {last[-1] if last else e.returncode}"
-    except (OSError, subprocess.SubprocessError) as e:
-        return None, f"cannot build {_SOURCE.name}: {e}"
+        simulate_c, read_sums_c, parse_trace_c = load_all(_SYMBOLS, on_build=_build_status)
+    except Exception as e:
+        import subprocess  # (only where the build failed: a built library needs none)
+
+        if isinstance(e, subprocess.CalledProcessError):
+            last = (e.stderr or "").strip().splitlines()
+            return None, f"{' '.join(e.cmd[:1])} failed: {last[-1] if last else e.returncode}"
+        if isinstance(e, OSError | subprocess.SubprocessError):
+            return None, f"cannot build {_SOURCE.name}: {e}"
+        raise
     simulate_c.restype = ctypes.c_int
     simulate_c.argtypes = _ARGTYPES
     read_sums_c.restype = None
     read_sums_c.argtypes = [_P, _I, _P, _P, _P, _I, _I, _P]
-    return SimpleNamespace(simulate_c=simulate_c, read_sums_c=read_sums_c), None
+    parse_trace_c.restype = ctypes.c_int64
+    parse_trace_c.argtypes = [ctypes.c_char_p, _I, _P, _I]
+    lib = SimpleNamespace(
+        simulate_c=simulate_c, read_sums_c=read_sums_c, parse_trace_c=parse_trace_c
+    )
+    return lib, None
 
 
 def _build_status():
@@ -217,3 +225,20 @@ def read_sums(write, ks: int, arrive, depart, done, cycles: int) -> tuple[int, .
         out.ctypes.data,
     )  # fmt: skip
     return tuple(int(v) for v in out)
+
+
+def parse_trace(data: bytes, dtype: np.dtype) -> np.ndarray | None:
+    """The requests of a trace text in the canonical Ramulator form (every line exactly
+    ``LD 0x<hex>`` or ``ST 0x<hex>``, 1-16 digits, ``\n``-separated), read in C
+    (``engine_trace.h``) into an array of ``dtype`` (:data:`nmp.memory.trace.REQUEST_DTYPE`:
+    the address as uint64, the write flag); None for any other text (the caller reads it the
+    general way) or where the library is not built."""
+    lib, _ = _library()
+    if lib is None or dtype.itemsize != 9:
+        return None
+    cap = data.count(b"\n") + 1  # the lines, the last one perhaps without its newline
+    out = np.empty(cap, dtype)
+    n = lib.parse_trace_c(data, len(data), out.ctypes.data, cap)
+    if n < 0:
+        return None
+    return out if n == cap else out[:n]

@@ -28,18 +28,18 @@ library is only ever loaded by the configuration that built it.
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import hashlib
 import os
-import platform
 import shlex
 import shutil
 import stat
-import subprocess
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+# subprocess, tempfile, platform and atexit are imported where they are used: a replay whose
+# library is built needs none of them (10-20 ms of `nmp replay`'s start-up; issue 43)
 
 _SOURCE = Path(__file__).with_name("engine.c")
 # the headers engine.c includes: part of the build's key
@@ -66,6 +66,8 @@ def _cpu_id() -> str:
     try:
         info = Path("/proc/cpuinfo").read_text()
     except OSError:
+        import platform
+
         return platform.machine() + platform.processor()
     keep = [ln for ln in info.splitlines() if ln.startswith(("model name", "flags", "Features"))]
     return "\n".join(sorted(set(keep)))
@@ -119,7 +121,11 @@ def build(folders: list[Path] | None = None, on_build=None, *, prebuilt: bool = 
     cc = compiler()
     try:
         return _build_with(cc, folders, on_build, prebuilt)
-    except (OSError, subprocess.SubprocessError):
+    except Exception as exc:
+        import subprocess
+
+        if not isinstance(exc, OSError | subprocess.SubprocessError):
+            raise
         if os.environ.get("CC", "").strip() or cc == ["cc"]:
             raise
         return _build_with(["cc"], folders, on_build, prebuilt)
@@ -129,25 +135,34 @@ def load(symbol: str, on_build=None) -> Any:
     """``symbol`` of the library :func:`build` gives, loaded; a library that does not load or
     lacks it (a corrupt or truncated file) is removed where it is this user's cache, and the
     library built again, once."""
+    return load_all((symbol,), on_build)[0]
+
+
+def load_all(symbols: tuple[str, ...], on_build=None) -> tuple[Any, ...]:
+    """:func:`load` of several symbols, the library found (its key hashed) and checked once."""
     lib = build(on_build=on_build)
     try:
-        return _symbol(lib, symbol)
+        return _symbols(lib, symbols)
     except OSError:
         in_package = lib.parent == _SOURCE.parent
         if not in_package:
             lib.unlink(missing_ok=True)
-        return _symbol(build(on_build=on_build, prebuilt=not in_package), symbol)
+        return _symbols(build(on_build=on_build, prebuilt=not in_package), symbols)
 
 
-def _symbol(lib: Path, symbol: str) -> Any:
-    """``symbol`` of ``lib``, checked whole first (the loader maps a truncated library and
+def _symbols(lib: Path, symbols: tuple[str, ...]) -> tuple[Any, ...]:
+    """``symbols`` of ``lib``, checked whole first (the loader maps a truncated library and
     then dies of SIGBUS reading past its end: a crash, not an error)."""
     if not elf_intact(lib):
         raise OSError(f"{lib}: not a whole shared library (truncated or corrupt)")
-    try:
-        return getattr(ctypes.CDLL(str(lib)), symbol)
-    except AttributeError:
-        raise OSError(f"{lib}: no symbol {symbol}") from None
+    handle = ctypes.CDLL(str(lib))
+    found = []
+    for symbol in symbols:
+        try:
+            found.append(getattr(handle, symbol))
+        except AttributeError:
+            raise OSError(f"{lib}: no symbol {symbol}") from None
+    return tuple(found)
 
 
 def elf_intact(lib: Path) -> bool:
@@ -161,6 +176,8 @@ def elf_intact(lib: Path) -> bool:
     except OSError:
         return False
     if data[:4] != b"\x7fELF":
+        import platform
+
         return platform.system() != "Linux"
     if len(data) < 64 or data[4] not in (1, 2) or data[5] not in (1, 2):
         return False
@@ -210,10 +227,14 @@ def library_key(cc: list[str]) -> str:
     return key
 
 
-def default_folders() -> list[Path]:
-    """The user cache, then (a read-only home) a temporary folder named for this user."""
+def default_folders() -> Iterator[Path]:
+    """The user cache, then (a read-only home) a temporary folder named for this user (found,
+    with tempfile, only where the user cache would not do)."""
+    yield cache_dir()
+    import tempfile
+
     user = os.getuid() if hasattr(os, "getuid") else os.getlogin()
-    return [cache_dir(), Path(tempfile.gettempdir()) / f"nmp-{user}"]
+    yield Path(tempfile.gettempdir()) / f"nmp-{user}"
 
 
 def _uid() -> int:
@@ -267,6 +288,8 @@ def _compile(cc: list[str], folder: Path, lib: Path, on_build) -> None:
     """Build into ``lib`` under a temporary name, then rename: concurrent processes (test
     workers) may build at once, and a reader must never load a half-written library."""
     import contextlib
+    import subprocess
+    import tempfile
 
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=folder)
     os.close(fd)
@@ -316,6 +339,9 @@ def _build_with(cc: list[str], folders: list[Path] | None, on_build, prebuilt: b
         except OSError:
             continue  # not writable after all (a read-only file system)
         return lib
+    import atexit
+    import tempfile
+
     folder = Path(tempfile.mkdtemp(prefix="nmp-engine-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     lib = folder / name

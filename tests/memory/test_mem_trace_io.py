@@ -78,3 +78,61 @@ def test_dramsim3_cycles_out_of_order_are_an_error(tmp_path) -> None:
     equal = tmp_path / "c.trace"
     equal.write_text("0x40 READ 10\n0x80 READ 10\n")
     assert len(read_trace(equal)) == 2
+
+
+CANONICAL_EDGES = [
+    b"LD 0x40\nST 0x80\n",
+    b"LD 0x40\nST 0X8aBc",  # no last newline; 'X', mixed case
+    b"ST 0xffffffffffffffff\nLD 0x0\n",  # 16 digits, the largest address
+    b"LD 0x1ffffffffffffffff\n",  # 17 digits: not canonical
+    b"LD 0x40\n\nST 0x80\n",  # a blank line
+    b"LD 0x40\r\nST 0x80\r\n",  # CRLF
+    b"LD 0x\n",  # no digits
+    b"LD 0x4g\n",  # not a hex digit
+    b"LX 0x40\n",
+    b"LD  0x40\n",
+    b"# c\nLD 0x40\n",
+    b"0x40 READ 0\n",
+    b"",
+    b"\n",
+    b"LD 0x40\xff\n",
+]
+
+
+@pytest.mark.parametrize("text", CANONICAL_EDGES)
+def test_the_c_trace_reader_agrees_with_numpy(text) -> None:
+    """The C reader (engine_trace.h) takes exactly the texts the numpy fast path takes, with
+    the same requests; anything else falls back to the general reader."""
+    from nmp.memory import native
+    from nmp.memory.trace import REQUEST_DTYPE, _parse_canonical_ramulator
+
+    if not native.available():
+        pytest.skip(f"the C engine is not built here: {native.unavailable_reason()}")
+    got = native.parse_trace(text, REQUEST_DTYPE)
+    want = _parse_canonical_ramulator(text)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert got is not None and got.dtype == REQUEST_DTYPE
+        np.testing.assert_array_equal(got, want)
+
+
+def test_the_c_trace_reader_on_random_canonical_traces() -> None:
+    from nmp.memory import native
+    from nmp.memory.trace import REQUEST_DTYPE, _parse_canonical_ramulator
+
+    if not native.available():
+        pytest.skip(f"the C engine is not built here: {native.unavailable_reason()}")
+    rng = np.random.default_rng(5)
+    addr = rng.integers(0, 2**63, 5000, dtype=np.uint64) >> rng.integers(0, 63, 5000).astype(
+        np.uint64
+    )
+    write = rng.random(5000) < 0.3
+    text = "\n".join(
+        f"{'ST' if w else 'LD'} {'0x' if i % 3 else '0X'}{a:x}"
+        for i, (a, w) in enumerate(zip(addr.tolist(), write.tolist(), strict=True))
+    ).encode()
+    got = native.parse_trace(text, REQUEST_DTYPE)
+    assert got is not None
+    np.testing.assert_array_equal(got["addr"], addr)
+    np.testing.assert_array_equal(got["write"], write)
+    np.testing.assert_array_equal(got, _parse_canonical_ramulator(text))

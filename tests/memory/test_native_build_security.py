@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def fake_cc(tmp_path: Path, monkeypatch) -> Path:
     real = tmp_path / "real.so"
     try:
         real.write_bytes(Path(native_build.build()).read_bytes())
-    except (OSError, native_build.subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError):
         real.write_bytes(b"not a library")
     script = tmp_path / "fake-cc"
     script.write_text(

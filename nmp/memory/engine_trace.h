@@ -1,0 +1,50 @@
+/* Reading a trace's text in C (issue 43: a replay's cost is mostly start-up; the numpy parse
+ * of nmp/memory/trace.py took 6-7 ms of the README trace's 10 ms read, gunzip 3 ms).
+ *
+ * parse_trace_c takes the canonical Ramulator form only, the one nmp.memory.write_trace
+ * writes and the numpy fast path of trace.py reads: every line exactly "LD 0x<hex>" or
+ * "ST 0x<hex>" (1-16 digits, either case, 'x' or 'X'), '\n'-separated, the last newline
+ * optional. It writes each line as a request record of numpy's REQUEST_DTYPE (9 bytes: the
+ * address as a little-endian uint64, then the write flag) and returns the count; anything
+ * else (a blank or comment line, '\r', a DRAMsim3 line, more than 16 digits, an empty text)
+ * returns -1, and the caller reads the trace the general way, which names a malformed line.
+ * Same result as the numpy path on every text it takes (tests/memory/test_mem_trace_io.py). */
+#include <stdint.h>
+#include <string.h>
+
+static inline int hex_digit(uint8_t c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    c |= 0x20; /* lower case */
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+int64_t parse_trace_c(const uint8_t *text, int64_t len, uint8_t *out, int64_t cap)
+{
+    int64_t n = 0, i = 0;
+    if (len <= 0) return -1;
+    while (i < len) {
+        if (n >= cap) return -1;
+        /* "LD 0x" or "ST 0x" */
+        if (len - i < 6) return -1;
+        const uint8_t a = text[i], b = text[i + 1];
+        const int write = a == 'S' && b == 'T';
+        if (!write && !(a == 'L' && b == 'D')) return -1;
+        if (text[i + 2] != ' ' || text[i + 3] != '0' || (text[i + 4] | 0x20) != 'x') return -1;
+        i += 5;
+        uint64_t value = 0;
+        int digits = 0;
+        for (; i < len && text[i] != '\n'; i++, digits++) {
+            const int d = hex_digit(text[i]);
+            if (d < 0 || digits == 16) return -1;
+            value = value << 4 | (uint64_t)d;
+        }
+        if (!digits) return -1;
+        i++; /* the newline (or past the end) */
+        uint8_t *rec = out + 9 * n++;
+        for (int k = 0; k < 8; k++) rec[k] = (uint8_t)(value >> (8 * k)); /* little-endian */
+        rec[8] = (uint8_t)write;
+    }
+    return n;
+}
