@@ -122,8 +122,9 @@ def throughput_gain(*, quick: bool, setup: Mapping[str, Any] | None = None) -> d
     """Embedding throughput of RecShard over the baselines: baseline step / RecShard step.
 
     ``bound``: the same mean with RecShard's step replaced by the model's lower bound on any
-    placement's step (:func:`nmp.shard.cost.all_hbm_lower_bound`: every lookup from HBM, the
-    tables' kernel times spread evenly over the GPUs): no sharder can gain more here."""
+    placement's step (:func:`nmp.shard.bound.placement_lower_bound`: each table served by its
+    faster path, HBM or the link, the tables spread evenly over the GPUs): no sharder can gain
+    more here."""
     out = _ratio(quick, setup, "step_ms", "throughput_gain")
     lbs = _lower_bounds(quick, out["policy"])
     bound_ratios, parts = [], []
@@ -142,7 +143,8 @@ def throughput_gain(*, quick: bool, setup: Mapping[str, Any] | None = None) -> d
         "detail": out["detail"],
         "bound": bound,
         "bound_detail": f"geomean of baseline step / the lower bound of any placement's step "
-        f"(every lookup from HBM, tables spread evenly) = {bound:.3g}x: " + "; ".join(parts),
+        f"(each table by its faster path, HBM or link; tables spread evenly) = {bound:.3g}x: "
+        + "; ".join(parts),
     }
 
 

@@ -225,32 +225,3 @@ def evaluate(
         hbm_bytes=placement.hbm_bytes_per_gpu(row_bytes),
         host_gbps=float(np.mean(host_gbps)) if host_gbps else 0.0,
     )
-
-
-def all_hbm_lower_bound(
-    topo: TopologySpec, batches: list[LookupBatch], elem_bytes: list[int]
-) -> dict[str, float]:
-    """The model's lower bound on any placement's step: every lookup served from HBM, the
-    tables' kernel times spread perfectly evenly over the GPUs, and no table faster than alone
-    on a GPU (each table timed by itself, its touched rows packed densely: the smallest HBM
-    footprint a shard can give them). ``lb_ns = max(max_t T_t, sum_t T_t / gpus)``."""
-    # numba: loaded on use (start-up time)
-    from nmp.gpu.model import embedding_stage
-
-    gpu = load_gpu(topo.gpu)
-    per_table = np.zeros(len(batches[0].tables))
-    for batch in batches:
-        for t, lk in enumerate(batch.tables):
-            rows, local = np.unique(lk.indices, return_inverse=True)
-            dense = TableLookups(
-                local.astype(np.int64), lk.offsets, lk.weights, max(1, rows.size), lk.dim
-            )
-            t_ns = embedding_stage(gpu, LookupBatch((dense,)), elem_bytes=[elem_bytes[t]]).t_ns
-            per_table[t] += t_ns / len(batches)
-    total = float(per_table.sum())
-    return {
-        "lb_ns": max(float(per_table.max()), total / topo.gpus),
-        "sum_table_ns": total,
-        "max_table_ns": float(per_table.max()),
-        "gpus": float(topo.gpus),
-    }

@@ -17,7 +17,8 @@ import functools
 from typing import Any
 
 from nmp.errors import NmpError
-from nmp.shard.cost import all_hbm_lower_bound, coefficients, evaluate
+from nmp.shard.bound import placement_lower_bound
+from nmp.shard.cost import coefficients, evaluate
 from nmp.shard.registry import ShardProblem, get_sharder
 from nmp.shard.stats import WorkloadStats, profile_index_file, profile_workload
 from nmp.shard.topology import DEFAULT_TOPOLOGY, TopologySpec, load_topology
@@ -223,11 +224,11 @@ def step_lower_bound(
     seed: int = 0,
     profile_policy: str = "held-out",
 ) -> dict[str, float]:
-    """:func:`nmp.shard.cost.all_hbm_lower_bound` on the batches :func:`run_shard` times (the
+    """:func:`nmp.shard.bound.placement_lower_bound` on the batches :func:`run_shard` times (the
     same profile policy): no sharder's step can be shorter under the model."""
     topo = load_topology(topology, dict(_frozen(topology_overrides)))
     items = _frozen(workload_overrides)
     spec = workload_of(workload, workload_overrides)
     held_out = profile_policy == "held-out"
     batches = _eval_batches(workload, repr(items), items, eval_batches, seed, held_out)
-    return all_hbm_lower_bound(topo, batches, [DTYPE_BYTES[t.dtype] for t in spec.tables])
+    return placement_lower_bound(topo, batches, [DTYPE_BYTES[t.dtype] for t in spec.tables])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nmp.cli import main
@@ -11,7 +13,11 @@ from nmp.shard.run import run_shard, step_lower_bound
 SMALL = {"num_tables": 3, "rows": 20000, "batch": 32, "pooling": 4, "alpha": 1.05}
 # room for about 600 rows per GPU: every row a 2-batch profile touches fits, the tables do not
 TOPO = {"gpus": 2, "hbm_gib": 600 * 256 / 2**30}
-KW = {"workload": "dlrm-benchmark", "workload_overrides": SMALL, "topology_overrides": TOPO}
+KW: dict[str, Any] = {
+    "workload": "dlrm-benchmark",
+    "workload_overrides": SMALL,
+    "topology_overrides": TOPO,
+}
 
 
 def _run(sharder, policy):
@@ -29,14 +35,8 @@ def test_served_sends_nothing_to_the_host_held_out_does():
     assert served["step_ms"] < held["step_ms"]
 
 
-# Issue #37's GPU model charges each lookup's index wait (nmp/gpu/index_stream.py): on this tiny
-# point (4 lookups per bag) the all-HBM time per table (1963 ns, was 1711) now exceeds what the
-# size/lookup sharders reach by sending most rows over the link (2872 ns step vs lb 2945 ns): the
-# link path is modeled without the index -> row dependency the GPU kernel has, so "every lookup
-# from HBM" is no longer a lower bound here. Left visible for the shard model's owner to settle.
-@pytest.mark.xfail(
-    strict=True, reason="all-HBM bound above the host-path step on 4-lookup bags (issue #37)"
-)
+# On this tiny point (4 lookups per bag) the link is the faster path for a lone table (size and
+# lookup send every row there: 2872 ns); the bound takes the faster path per table (2154 ns).
 @pytest.mark.parametrize("policy", ["served", "held-out"])
 def test_lower_bound_holds_for_every_sharder(policy):
     lb = step_lower_bound(profile_policy=policy, **KW)
