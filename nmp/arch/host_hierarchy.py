@@ -170,7 +170,8 @@ def core_bounds_ns(host, load: CoreLoad) -> dict[str, np.ndarray]:
     # (the L2's prefetcher has them on the way), for the line's level on its first line; an
     # L2 MSHR waits for the line's level either way
     first = load.lines - load.trailing
-    fill_busy = first * lat + load.trailing * np.minimum(lat, host.l2_latency_ns)
+    prefetched = np.minimum(lat, host.l2_latency_ns) if host.l2_kib > 0 else lat  # no L2: none
+    fill_busy = first * lat + load.trailing * prefetched
     mshr_busy = load.lines * lat
     bytes_past_l1 = load.lines[:, 1:].sum(axis=1) * LINE_BYTES
     cycles = load.lookups * host.lookup_cycles + load.adds / host.simd_lanes
