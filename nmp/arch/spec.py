@@ -78,6 +78,8 @@ class HostSpec:
     llc_latency_ns: float = 33.0
     llc_gbps: float = 500.0  # the LLC's read bandwidth to all cores together
     llc_pj_per_bit: float = 1.6  # energy of reading a hit from the LLC
+    l1_pj_per_bit: float = 0.3  # energy of reading a hit from the L1
+    l2_pj_per_bit: float = 1.6  # energy of reading a hit from the L2
     dram_latency_ns: float = 110.0  # load-to-use latency of a line from DRAM, idle
     # Address translation: a TLB of 4-KiB pages per core; a miss walks the page table
     # (page_walk_ns, with page_walkers walks in flight per core).
@@ -114,6 +116,8 @@ class HostSpec:
             "l2_kib",
             "llc_mib",
             "llc_pj_per_bit",
+            "l1_pj_per_bit",
+            "l2_pj_per_bit",
             "lookup_cycles",
             "l1_latency_ns",
             "l2_latency_ns",

@@ -128,3 +128,13 @@ def test_core_of_bag_splits_bags_into_equal_runs():
 def test_threads_beyond_the_cores_are_an_error():
     with pytest.raises(NmpError, match="threads"):
         load_arch("host-cpu", overrides={"host.threads": 17})
+
+
+def test_every_cache_hit_costs_energy():
+    """An L1 hit reads the L1's array: its energy is the hits x 512 bits x l1_pj_per_bit."""
+    op = _op(CACHED)
+    served = op.breakdown["host"]["lines_served"]
+    assert served["l1"] > 0
+    cheaper = _op(CACHED, l1_pj_per_bit=0.0)
+    saved = op.energy_pj["sram"] - cheaper.energy_pj["sram"]
+    assert saved == pytest.approx(served["l1"] * 512 * 0.3)

@@ -142,7 +142,10 @@ class Host:
             "dram_core": sum(v for k, v in e.items() if k != "io"),
             "dram_io": addr.size * tx * 8 * mv.io_pj_per_bit(mem),
             "units": flops * h.pj_per_flop,
-            "sram": float(served[2]) * LINE_BYTES * 8 * h.llc_pj_per_bit,
+            # every cache hit reads its array (the L1's, the L2's, the LLC's)
+            "sram": float(served[:3] @ [h.l1_pj_per_bit, h.l2_pj_per_bit, h.llc_pj_per_bit])
+            * LINE_BYTES
+            * 8,
         }
         bd = dict(
             bottleneck=bottleneck,
