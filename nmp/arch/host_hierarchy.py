@@ -123,9 +123,6 @@ class CoreLoad:
     """What one batch asks of each core (arrays over cores) and of the shared levels."""
 
     lines: np.ndarray  # int64 [threads, 4]: lines each core reads from l1, l2, llc, dram
-    # int64 [threads, 4]: of those, the lines after the first of their row (the L2's
-    # prefetcher fetches them as the row's first line misses)
-    trailing: np.ndarray
     walks: np.ndarray  # int64 [threads]: TLB misses
     lookups: np.ndarray  # int64 [threads]
     adds: np.ndarray  # float [threads]: FP32 adds (x2 with per-sample weights)
@@ -134,22 +131,18 @@ class CoreLoad:
 def core_load(
     core_of_line: np.ndarray,
     level: np.ndarray,
-    trailing: np.ndarray,
     walks: np.ndarray,
     core_of_lookup: np.ndarray,
     adds_of_lookup: np.ndarray,
     threads: int,
 ) -> CoreLoad:
     """What each core asks of each level: ``level`` (the level serving each line),
-    ``trailing`` (the line is not its row's first), ``walks`` (its read misses the TLB)."""
+    ``walks`` (its read misses the TLB)."""
     lines = np.zeros((threads, len(CACHE_LEVELS)), dtype=np.int64)
     lv = level.astype(np.int64)
     np.add.at(lines, (core_of_line, lv), 1)
-    after = np.zeros_like(lines)
-    np.add.at(after, (core_of_line[trailing], lv[trailing]), 1)
     return CoreLoad(
         lines,
-        after,
         np.bincount(core_of_line[walks], minlength=threads).astype(np.int64),
         np.bincount(core_of_lookup, minlength=threads).astype(np.int64),
         np.bincount(core_of_lookup, weights=adds_of_lookup, minlength=threads),
@@ -166,12 +159,11 @@ def latencies_ns(host) -> np.ndarray:
 def core_bounds_ns(host, load: CoreLoad) -> dict[str, np.ndarray]:
     """Per core (arrays over cores), the time each of its resources needs for its share."""
     lat = latencies_ns(host)
-    # ns each miss holds an entry: a fill buffer waits for the L2 on a row's trailing lines
-    # (the L2's prefetcher has them on the way), for the line's level on its first line; an
-    # L2 MSHR waits for the line's level either way
-    first = load.lines - load.trailing
-    prefetched = np.minimum(lat, host.l2_latency_ns) if host.l2_kib > 0 else lat  # no L2: none
-    fill_busy = first * lat + load.trailing * prefetched
+    # ns each miss holds an entry: every line of a row waits for its level's latency (a row's
+    # trailing lines too: embedding_bag on one table, uniform rows of 256 B, kept ~17 lines in
+    # flight at 64 MiB and 732 MiB, as single-line chases do, not the ~35 of 256-B-row chases
+    # whose trailing lines the L2's prefetcher fetches; docs/host-model.md)
+    fill_busy = load.lines * lat
     mshr_busy = load.lines * lat
     bytes_past_l1 = load.lines[:, 1:].sum(axis=1) * LINE_BYTES
     cycles = load.lookups * host.lookup_cycles + load.adds / host.simd_lanes

@@ -76,10 +76,8 @@ def misses_in_flight(rows_per_ns: dict[int, float], latency_ns: float) -> float:
     return max(rows_per_ns.values()) * latency_ns
 
 
-# Rows of the misses-in-flight chases: single lines (each a demand miss: the L1's fill
-# buffers) and 256-B rows (chosen: the commonest embedding row, dim 64 fp32; its trailing lines
-# come from the L2's prefetcher: the L2's MSHRs).
-LINE_ROW_BYTES, MULTI_ROW_BYTES = 64, 256
+# Rows of the misses-in-flight chases: single lines, each a demand miss.
+LINE_ROW_BYTES = 64
 
 
 def measure(
@@ -116,7 +114,6 @@ def measure(
     runs = (
         ("l2", l2_set, LINE_ROW_BYTES, True),
         ("dram", dram_set, LINE_ROW_BYTES, True),
-        ("dram_rows", dram_set, MULTI_ROW_BYTES, True),
         ("dram_4k", dram_set, LINE_ROW_BYTES, False),
     )
     for where, size, row, huge in runs:
@@ -184,12 +181,12 @@ def derive_preset(m: Measured, l1: int, l2: int, llc: int) -> None:
         notes["l2_kib"] = notes["l2_ways"] = "sysfs (cpu0/cache)"
     h["l2_latency_ns"] = round(lat2, 3)
     notes["l2_latency_ns"] = f"{chase_note}, {b2 / KIB:g} KiB working set"
-    mlp_rows = misses_in_flight(m.mlp["dram_rows"], lat["dram_rows"])
-    h["l2_mshrs"] = round(max(mlp_rows, mlp_d), 2)
+    # the misses past the L2 that the chases at the DRAM set kept in flight (with single
+    # lines, whose every miss passed the L2)
+    h["l2_mshrs"] = round(mlp_d, 2)
     notes["l2_mshrs"] = (
-        f"Little's law on independent chases of {MULTI_ROW_BYTES}-B rows at "
-        f"{dram_set / MIB:g} MiB: {max(m.mlp['dram_rows'].values()):.4f} lines/ns x "
-        f"{lat['dram_rows']:.0f} ns"
+        f"Little's law on independent chases at {dram_set / MIB:g} MiB: "
+        f"{max(m.mlp['dram'].values()):.4f} lines/ns x {lat['dram']:.0f} ns"
     )
     # chosen: the L2 delivers a line per cycle to its L1 (64 B/cycle) on every x86 core since
     # Skylake (Intel and AMD optimization manuals); a chase cannot reach it

@@ -84,18 +84,14 @@ def test_page_walks_cost_time():
     assert _op(wl, **{**kw, "page_walkers": 2.0}).t_ns == pytest.approx(2 * op.t_ns, rel=0.05)
 
 
-def test_trailing_lines_of_a_row_wait_only_for_the_l2_in_the_fill_buffers():
+def test_every_line_holds_a_fill_buffer_for_its_latency():
+    """Little's law on the fill buffers: 4 DRAM lines with 10 buffers take 4 x latency / 10;
+    the L2's MSHRs bound the lines past the L2 the same way."""
     host = HostSpec(l1_fill_buffers=10.0, l2_mshrs=1e9)
-    lines = np.array([[0, 0, 0, 4]])  # one row of 4 lines from DRAM
-    first_only = CoreLoad(lines, np.zeros_like(lines), np.zeros(1), np.ones(1), np.zeros(1))
-    trailing = np.array([[0, 0, 0, 3]])
-    row = CoreLoad(lines, trailing, np.zeros(1), np.ones(1), np.zeros(1))
-    t_lines = core_bounds_ns(host, first_only)["l1_fill_buffers"][0]
-    t_row = core_bounds_ns(host, row)["l1_fill_buffers"][0]
-    assert t_lines == pytest.approx(4 * host.dram_latency_ns / 10)
-    assert t_row == pytest.approx((host.dram_latency_ns + 3 * host.l2_latency_ns) / 10)
-    # the L2's MSHRs wait for DRAM on every line either way
-    assert core_bounds_ns(HostSpec(l2_mshrs=2.0), row)["l2_mshrs"][0] == pytest.approx(
+    load = CoreLoad(np.array([[0, 0, 0, 4]]), np.zeros(1), np.ones(1), np.zeros(1))
+    bounds = core_bounds_ns(host, load)
+    assert bounds["l1_fill_buffers"][0] == pytest.approx(4 * host.dram_latency_ns / 10)
+    assert core_bounds_ns(HostSpec(l2_mshrs=2.0), load)["l2_mshrs"][0] == pytest.approx(
         4 * HostSpec().dram_latency_ns / 2
     )
 
@@ -103,7 +99,7 @@ def test_trailing_lines_of_a_row_wait_only_for_the_l2_in_the_fill_buffers():
 def test_llc_bandwidth_counts_every_line_past_the_l2s():
     host = HostSpec(llc_mib=32.0, llc_gbps=64.0)
     lines = np.array([[5, 5, 10, 6], [0, 0, 4, 0]])
-    load = CoreLoad(lines, np.zeros_like(lines), np.zeros(2), np.ones(2), np.zeros(2))
+    load = CoreLoad(lines, np.zeros(2), np.ones(2), np.zeros(2))
     assert llc_bandwidth_ns(host, load) == pytest.approx(20 * 64 / 64.0)
     assert llc_bandwidth_ns(HostSpec(llc_mib=0.0), load) == 0.0
 

@@ -82,11 +82,10 @@ def _measured() -> host.Measured:
         16 * mib: 30.0,
         128 * mib: 100.0,
     }
-    m.chase_latency_ns = {"l2": 6.0, "dram": 100.0, "dram_rows": 110.0, "dram_4k": 130.0}
+    m.chase_latency_ns = {"l2": 6.0, "dram": 100.0, "dram_4k": 130.0}
     m.mlp = {
         "l2": {1: 1 / 6.0, 16: 2.0},  # 12 lines in flight
         "dram": {1: 0.01, 16: 0.1},  # 10
-        "dram_rows": {1: 4 / 110.0, 16: 0.25},  # 27.5
         "dram_4k": {1: 1 / 130.0, 16: 0.08},
     }
     m.bandwidth_gbps = {"llc": {1: 20.0, 8: 150.0}, "dram": {1: 10.0, 8: 45.0}}
@@ -103,7 +102,7 @@ def test_preset_from_measurements(tmp_path, monkeypatch):
     assert h["l1_latency_ns"] == 1.5 and h["l2_latency_ns"] == 7.0
     assert h["llc_latency_ns"] == 30.0 and h["dram_latency_ns"] == 100.0
     assert h["l1_fill_buffers"] == pytest.approx(12.0)  # max(2.0 x 6, 0.1 x 100)
-    assert h["l2_mshrs"] == pytest.approx(27.5)  # 0.25 lines/ns x 110 ns
+    assert h["l2_mshrs"] == pytest.approx(10.0)  # 0.1 lines/ns x 100 ns
     assert h["page_walk_ns"] == pytest.approx(30.0)  # 130 - 100
     assert h["page_walkers"] == pytest.approx(2.4)  # 0.08 x 30
     assert h["llc_gbps"] == 150.0
@@ -113,7 +112,7 @@ def test_preset_from_measurements(tmp_path, monkeypatch):
     path.write_text(host.preset_toml(m, "mine"))
     spec = load_arch_spec(str(path))
     assert spec.host.source == "measured on Test CPU 9000, 2026-01-02"
-    assert spec.host.l2_mshrs == pytest.approx(27.5) and spec.memory.channels == 3
+    assert spec.host.l2_mshrs == pytest.approx(10.0) and spec.memory.channels == 3
     for line in path.read_text().splitlines():  # every [host] value says where it comes from
         if "=" in line and not line.startswith(("#", "name", "description", "policy")):
             key = line.split("=")[0].strip()

@@ -122,9 +122,8 @@ class Host:
         line = (every // np.uint64(LINE_BYTES)).astype(np.int64)
         level = caches.served_by(core_of_line, line)
         walks = caches.page_walks(core_of_line, line)
-        trailing = np.concatenate([[False], src[1:] == src[:-1]])
         adds = (dims[flat.table] * (2 if weighted else 1)).astype(np.float64)
-        load = core_load(core_of_line, level, trailing, walks, core_of_lookup, adds, threads)
+        load = core_load(core_of_line, level, walks, core_of_lookup, adds, threads)
         addr = every[level == 3]
         st = replay_stream(addr, mem, max_requests=spec.replay_sample_requests)
         t_mem = float(st.cycles_drained) * tck
