@@ -4,7 +4,9 @@ program, so that its timing is free of Python."""
 
 from __future__ import annotations
 
+import atexit
 import functools
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ def probe_program() -> Path:
     """The probe, compiled once per process into a fresh private folder (mkdtemp: mode 0700,
     so no one else can replace what is run)."""
     folder = Path(tempfile.mkdtemp(prefix="nmp-probe-"))
+    atexit.register(shutil.rmtree, folder, True)  # removed when the process ends
     out = folder / "probe"
     cc = compiler()
     for cmd in (cc, ["cc"]):
