@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "nmp.validate.cli",
         "check the kit against Ramulator 2, torch, fresh encodes and published claims",
     ),
+    "measure": (
+        "nmp.measure.cli",
+        "measure this machine's host CPU (caches, latency, bandwidth) and check the model on it",
+    ),
 }
 
 

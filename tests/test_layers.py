@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "catalog", "warmup"),
     ("cache",),
     ("train",),
-    ("shard", "compress", "validate"),
+    ("shard", "compress", "validate", "measure"),
     ("evaluate",),
     ("arch", "gpu", "reference"),
     ("memory", "workload", "rtl", "design"),

@@ -49,27 +49,88 @@ class MemorySetup:
 
 @dataclass(frozen=True)
 class HostSpec:
-    """The host CPU that issues lookups and (for ``host-cpu``) reduces them itself."""
+    """The host CPU that issues lookups and (for ``host-cpu``) reduces them itself: its cores
+    and cache hierarchy (docs/host-model.md, :mod:`nmp.arch.host_hierarchy`). The defaults are
+    a Golden Cove (Sapphire Rapids) core's; the presets give every value's source."""
 
+    cpu: str = ""  # the real CPU the values describe (documentation)
+    source: str = ""  # where the values come from ("measured on <cpu>, <date>": nmp measure host)
     cores: int = 16
+    threads: int = 0  # cores the lookups run on (one thread each); 0: every core
     clock_ghz: float = 2.2
     simd_lanes: int = 16  # FP32 lanes per core per cycle
+    # the lookup kernel's fixed work per lookup (index load, bounds check, address, loop)
+    lookup_cycles: float = 8.0
     pj_per_flop: float = 20.0  # energy of one FP32 add on the core, with its overheads
-    # Last-level cache in front of the memory (host policy): a set-associative LRU simulated on
-    # the row stream, warmed by the batch before; hits do not cross the channel. 0: no LLC.
+    # Private caches per core: size (0: none), ways, load-to-use latency, misses in flight.
+    l1_kib: float = 48.0
+    l1_ways: int = 12
+    l1_latency_ns: float = 2.3
+    l1_fill_buffers: float = 16.0  # L1 misses a core keeps in flight
+    l2_kib: float = 2048.0
+    l2_ways: int = 16
+    l2_latency_ns: float = 7.3
+    l2_mshrs: float = 48.0  # L2 misses a core keeps in flight
+    l2_bytes_per_cycle: float = 64.0  # L2 -> L1 fill bandwidth per core
+    # Last-level cache shared by the cores: a set-associative LRU simulated on the L2s'
+    # misses, warmed by the batches before. 0: no LLC.
     llc_mib: float = 0.0
     llc_ways: int = 16
+    llc_latency_ns: float = 33.0
+    llc_gbps: float = 500.0  # the LLC's read bandwidth to all cores together
     llc_pj_per_bit: float = 1.6  # energy of reading a hit from the LLC
+    l1_pj_per_bit: float = 0.3  # energy of reading a hit from the L1
+    l2_pj_per_bit: float = 1.6  # energy of reading a hit from the L2
+    dram_latency_ns: float = 110.0  # load-to-use latency of a line from DRAM, idle
+    # Address translation: a TLB of 4-KiB pages per core; a miss walks the page table
+    # (page_walk_ns, with page_walkers walks in flight per core).
+    tlb_entries: int = 2048
+    page_walk_ns: float = 25.0
+    page_walkers: float = 4.0
     # The CPU's die, counted as the design's area where the host does the work (host policy;
     # nmp.arch.area), with where the figure comes from. 0: not counted.
     die_area_mm2: float = 0.0
     die_area_source: str = ""
 
     def validate(self) -> None:
-        for name in ("cores", "clock_ghz", "simd_lanes", "llc_ways"):
+        for name in (
+            "cores",
+            "clock_ghz",
+            "simd_lanes",
+            "llc_ways",
+            "l1_ways",
+            "l2_ways",
+            "l1_fill_buffers",
+            "l2_mshrs",
+            "l2_bytes_per_cycle",
+            "llc_gbps",
+            "tlb_entries",
+            "page_walkers",
+        ):
             if getattr(self, name) <= 0:
                 raise KeyedValueError(name, "must be positive")
-        require_at_least(self, 0, "pj_per_flop", "llc_mib", "llc_pj_per_bit", "die_area_mm2")
+        if self.threads < 0:
+            raise KeyedValueError("threads", "must be >= 0 (0: every core)")
+        if self.threads > self.cores:
+            raise KeyedValueError("threads", f"must be <= cores ({self.cores}): one per core")
+        require_at_least(
+            self,
+            0,
+            "pj_per_flop",
+            "l1_kib",
+            "l2_kib",
+            "llc_mib",
+            "llc_pj_per_bit",
+            "die_area_mm2",
+            "l1_pj_per_bit",
+            "l2_pj_per_bit",
+            "lookup_cycles",
+            "l1_latency_ns",
+            "l2_latency_ns",
+            "llc_latency_ns",
+            "dram_latency_ns",
+            "page_walk_ns",
+        )
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,8 @@ def test_host_llc_hits_do_not_cross_the_channel(skewed):
     batch = generate_batch(skewed, seed=3)
     ops = {}
     for mib in (0.0, 32.0):
-        arch = load_arch("host-cpu", overrides={"host.llc_mib": mib})
+        none = {"host.l1_kib": 0, "host.l2_kib": 0} if mib == 0 else {}
+        arch = load_arch("host-cpu", overrides={"host.llc_mib": mib, **none})
         arch.bind(skewed)
         ops[mib] = arch.gather_reduce(batch, functional=False)[1]
     llc = ops[32.0].breakdown["llc"]

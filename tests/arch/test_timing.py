@@ -14,9 +14,12 @@ from nmp.workload import generate_batch, load_workload
 
 from .conftest import PRESETS
 
+# a host without caches: every read reaches DRAM (the papers' DRAM-bound host)
+NO_CACHES = {"host.llc_mib": 0, "host.l1_kib": 0, "host.l2_kib": 0}
+
 
 def test_host_cpu_equals_replay_of_its_stream(small_workload):
-    arch = load_arch("host-cpu", overrides={"host.llc_mib": 0})  # every read reaches DRAM
+    arch = load_arch("host-cpu", overrides=NO_CACHES)  # every read reaches DRAM
     arch.bind(small_workload)
     batch = generate_batch(small_workload, seed=7)
     _, op = arch.gather_reduce(batch)
@@ -80,7 +83,7 @@ def test_achieved_bandwidth_never_exceeds_peak(name, small_workload):
 
 
 def test_energy_and_bytes_by_component(small_workload):
-    host = load_arch("host-cpu", overrides={"host.llc_mib": 0})  # small tables: all in the LLC
+    host = load_arch("host-cpu", overrides=NO_CACHES)  # small tables: all in the LLC
     nmp = load_arch("recross")
     for a in (host, nmp):
         a.bind(small_workload)

@@ -1,12 +1,17 @@
-"""The host CPU (no near-memory units): every row crosses the channel and the CPU adds it.
+"""The host CPU (no near-memory units): every row is read by its cores through their caches,
+and the cores add it.
 
-Its last-level cache (``host.llc_mib``, a set-associative LRU of 64-B lines simulated on the row
-stream, :mod:`nmp.arch.lru_cache`) is at steady state when a batch starts: warmed by the batches
-before it (seeded draws of the workload) until one batch's hit rate differs from the previous
-one's by less than :data:`~nmp.arch.lru_cache.STEADY_TOL`. It serves what it holds: only its
-misses cross the channel. The batch time is the replay of the
-misses on the whole memory (the channel bound) or the CPU's FP32 adds
-(``cores x simd_lanes x clock``), whichever is longer; they overlap."""
+Its cores and caches (:mod:`nmp.arch.host_hierarchy`, docs/host-model.md): ``threads`` cores
+split the batch's bags; each reads its rows' 64-B lines through a private L1 and L2 and the
+shared LLC (``host.llc_mib``), every one a set-associative LRU simulated on the line stream and
+at steady state when a batch starts: warmed by the batches before it (seeded draws of the
+workload) until the share of one batch's reads the caches serve differs from the previous
+one's by less than
+:data:`~nmp.arch.lru_cache.STEADY_TOL`. Only the LLC's misses cross the channel. Every level
+costs time: the batch takes the longest of its busiest core's bounds (its misses in flight in
+its L1's fill buffers and L2's MSHRs, by Little's law; its L2's bandwidth; its arithmetic), the
+shared LLC's bandwidth and the replay of the misses on the whole memory (the channel bound).
+"""
 
 from __future__ import annotations
 
@@ -14,8 +19,17 @@ import numpy as np
 
 from nmp.arch import memview as mv
 from nmp.arch.functional import pool_tables
+from nmp.arch.host_hierarchy import (
+    LINE_BYTES,
+    HostCaches,
+    core_bounds_ns,
+    core_load,
+    core_of_bag,
+    llc_bandwidth_ns,
+    threads_of,
+)
 from nmp.arch.lowering import expand_lines
-from nmp.arch.lru_cache import LruCache, warm_until_steady
+from nmp.arch.lru_cache import warm_until_steady
 from nmp.arch.placement import FlatLookups, Placement, flatten
 from nmp.arch.policies import register
 from nmp.arch.replay import dram_energy, hit_rate, replay_stream
@@ -23,7 +37,6 @@ from nmp.arch.spec import LEVELS
 from nmp.arch.tree import TreeTraffic
 from nmp.config import KeyedValueError
 from nmp.results import OpResult
-from nmp.units import MIB
 
 
 def lower_host(
@@ -31,6 +44,13 @@ def lower_host(
 ) -> np.ndarray:
     """Physical addresses of a host CPU reading every row (tables packed line-aligned, one
     after another, folded into the memory's capacity), in issue order."""
+    return lower_host_lines(mem, flat, order, table_rows, table_row_bytes)[0]
+
+
+def lower_host_lines(
+    mem, flat: FlatLookups, order: np.ndarray, table_rows: list[int], table_row_bytes: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`lower_host`'s addresses, the lookup each one reads a line of)."""
     tx = mv.tx_bytes(mem)
     t_lpr = -(-np.asarray(table_row_bytes, dtype=np.int64) // tx)
     t_base = np.concatenate([[0], np.cumsum(np.asarray(table_rows, dtype=np.int64) * t_lpr)])
@@ -39,7 +59,7 @@ def lower_host(
     src = order[item]
     line = t_base[flat.table[src]] + flat.row[src] * t_lpr[flat.table[src]] + within
     capacity_lines = mem.capacity_bytes // tx
-    return ((line % capacity_lines) * tx).astype(np.uint64)
+    return ((line % capacity_lines) * tx).astype(np.uint64), src
 
 
 class Host:
@@ -88,34 +108,49 @@ class Host:
 
     def time_batch(self, arch, flat, plc, order, traffic) -> OpResult:
         spec, mem = arch.spec, arch.mem
+        h = spec.host
         tck, tx = mv.tck_ns(mem), mv.tx_bytes(mem)
         dims = np.asarray([t.dim for t in arch.tables], dtype=np.int64)
         weighted = flat.weight is not None
-        io_pj_bit = mv.io_pj_per_bit(mem)
-        dim_l = dims[flat.table]
-        every = lower_host(mem, flat, order, arch.table_rows, arch.table_row_bytes)
-        llc = llc_filter(arch, every)
-        llc_hits, warmup_rates = llc if llc is not None else (None, [])
-        addr = every[~llc_hits] if llc_hits is not None else every
+        every, src = lower_host_lines(mem, flat, order, arch.table_rows, arch.table_row_bytes)
+        threads = threads_of(h)
+        core_of_lookup = core_of_bag(
+            flat.table * flat.batch + flat.bag, flat.num_tables * flat.batch, threads
+        )
+        core_of_line = core_of_lookup[src]
+        caches = arch.warm_state("host_caches", lambda: _warm_caches(arch)).copy()
+        line = (every // np.uint64(LINE_BYTES)).astype(np.int64)
+        level = caches.served_by(core_of_line, line)
+        walks = caches.page_walks(core_of_line, line)
+        adds = (dims[flat.table] * (2 if weighted else 1)).astype(np.float64)
+        load = core_load(core_of_line, level, walks, core_of_lookup, adds, threads)
+        addr = every[level == 3]
         st = replay_stream(addr, mem, max_requests=spec.replay_sample_requests)
         t_mem = float(st.cycles_drained) * tck
-        h = spec.host
-        flops = float((dim_l * (2 if weighted else 1)).sum())
-        t_cpu = flops / (h.cores * h.simd_lanes * h.clock_ghz)
-        latency = max(t_mem, t_cpu)
+        per_core = core_bounds_ns(h, load)
+        busiest = int(np.argmax(np.max(np.stack(list(per_core.values())), axis=0)))
+        bounds = {k: float(v[busiest]) for k, v in per_core.items()}
+        bounds["llc_bandwidth"] = llc_bandwidth_ns(h, load)
+        bounds["channel"] = t_mem
+        bottleneck = max(bounds, key=lambda k: bounds[k])
+        latency = bounds[bottleneck]
+        flops = float(adds.sum())
         e = dram_energy(mem, [st], latency / tck)
+        served = load.lines.sum(axis=0)
         energy = {
             "dram_core": sum(v for k, v in e.items() if k != "io"),
-            "dram_io": addr.size * tx * 8 * io_pj_bit,
+            "dram_io": addr.size * tx * 8 * mv.io_pj_per_bit(mem),
             "units": flops * h.pj_per_flop,
-            "sram": float(every.size - addr.size) * tx * 8 * h.llc_pj_per_bit,
+            # every cache hit reads its array (the L1's, the L2's, the LLC's)
+            "sram": float(served[:3] @ [h.l1_pj_per_bit, h.l2_pj_per_bit, h.llc_pj_per_bit])
+            * LINE_BYTES
+            * 8,
         }
-        bytes_by_level = {"channel": float(addr.size * tx)}
         bd = dict(
-            bottleneck="channel" if t_mem >= t_cpu else "host_compute",
-            bounds_ns={"channel": t_mem, "host_compute": t_cpu},
+            bottleneck=bottleneck,
+            bounds_ns=bounds,
             dram_replay_ns=t_mem,
-            host_compute_ns=t_cpu,
+            host_compute_ns=bounds["host_compute"],
             channel={
                 "time_ns": t_mem,
                 "bytes": float(addr.size * tx),
@@ -124,52 +159,55 @@ class Host:
                 "row_hit_rate": hit_rate(st),
                 "requests": int(addr.size),
             },
-            load_imbalance=1.0,
+            host={
+                "threads": threads,
+                "busiest_core": busiest,
+                "lines_served": {
+                    lv: int(n) for lv, n in zip(("l1", "l2", "llc", "dram"), served, strict=True)
+                },
+                "core_bounds_ns": bounds,
+                "page_walks": int(load.walks.sum()),
+            },
+            load_imbalance=float(load.lookups.max() / max(load.lookups.mean(), 1e-9)),
         )
-        if llc_hits is not None:
+        if caches.llc is not None:
+            # as the warm-up's rates: the share of reads a cache (L1, L2 or LLC) serves
+            cached = int(every.size - served[3])
             bd["llc"] = {
                 "mib": h.llc_mib,
                 "ways": h.llc_ways,
-                "hit_rate": float(llc_hits.mean()) if llc_hits.size else 0.0,
-                "hits": int(llc_hits.sum()),
-                "warmup_batches": len(warmup_rates),
-                "warmup_hit_rates": warmup_rates,
+                "hit_rate": cached / every.size if every.size else 0.0,
+                "hits": cached,
+                "llc_served": int(served[2]),
+                "warmup_batches": len(caches.warmup_rates),
+                "warmup_hit_rates": caches.warmup_rates,
             }
-        return OpResult(latency / tck, latency, energy, bytes_by_level, bd, 1.0)
+        return OpResult(latency / tck, latency, energy, {"channel": float(addr.size * tx)}, bd, 1.0)
 
 
-def llc_filter(arch, addr: np.ndarray) -> tuple[np.ndarray, list[float]] | None:
-    """(which of the host's reads ``addr`` hit its LLC, the hit rates of the batches that
-    warmed it): ``addr`` are byte addresses of 64-B bursts in issue order, run on a copy of the
-    LLC at steady state (None: no LLC)."""
+def _warm_caches(arch) -> HostCaches:
+    """The host's caches after the batches before the timed one, at steady state (the share of
+    reads the caches serve settled; cold caches where there is no workload to draw them from)."""
     h, mem = arch.spec.host, arch.mem
-    if h.llc_mib <= 0:
-        return None
-    line = mv.tx_bytes(mem)
-    cache = arch.warm_state("llc", lambda: _warm_llc(arch)).copy()
-    keys = (addr // np.uint64(line)).astype(np.int64)
-    return cache.access(np.zeros(keys.size, np.int64), keys), cache.warmup_rates
-
-
-def _warm_llc(arch) -> LruCache:
-    """The LLC after the batches before the timed one, at steady state (a cold LLC where
-    there is no workload to draw them from)."""
-
-    h, mem = arch.spec.host, arch.mem
-    line = mv.tx_bytes(mem)
-    cache = LruCache.of_bytes(1, h.llc_mib * MIB, line, h.llc_ways)
+    threads = threads_of(h)
+    caches = HostCaches.empty(h, threads)
     batches = arch.warmup_batches()
 
     def step(_: int) -> float:
         flat = flatten(next(batches), arch.table_row_bytes, arch.table_rows)
         order = np.arange(flat.n, dtype=np.int64)
-        addr = lower_host(mem, flat, order, arch.table_rows, arch.table_row_bytes)
-        keys = (addr // np.uint64(line)).astype(np.int64)
-        return float(cache.access(np.zeros(keys.size, np.int64), keys).mean())
+        addr, src = lower_host_lines(mem, flat, order, arch.table_rows, arch.table_row_bytes)
+        core = core_of_bag(
+            flat.table * flat.batch + flat.bag, flat.num_tables * flat.batch, threads
+        )[src]
+        line = (addr // np.uint64(LINE_BYTES)).astype(np.int64)
+        caches.page_walks(core, line)
+        level = caches.served_by(core, line)
+        return float((level < 3).mean()) if level.size else 1.0  # the caches' share of reads
 
     if arch.draws_batches:
-        cache.warmup_rates = warm_until_steady(step)
-    return cache
+        caches.warmup_rates = warm_until_steady(step)
+    return caches
 
 
 register(Host())

@@ -1,0 +1,136 @@
+"""The host CPU's cores and caches (nmp.arch.host_hierarchy): every level costs time, each
+core keeps a bounded number of misses in flight, threads split the batch. Each test fails if
+its mechanism is removed (a free LLC hit, unbounded misses in flight, free page walks...)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nmp.arch import load_arch
+from nmp.arch.host_hierarchy import (
+    CoreLoad,
+    HostCaches,
+    core_bounds_ns,
+    core_of_bag,
+    llc_bandwidth_ns,
+)
+from nmp.arch.spec import HostSpec
+from nmp.errors import NmpError
+from nmp.workload import generate_batch, load_workload
+
+CACHED = {"rows": [64, 32], "batch": 8, "pooling": 40}  # 24 KiB of rows: every read cached
+# arithmetic out of the way of the memory bound under test
+FAST_CORE = {"lookup_cycles": 0.0, "simd_lanes": 256}
+
+
+def _op(workload_over: dict, **host):
+    wl = load_workload("recross-eval", workload_over)
+    arch = load_arch("host-cpu", overrides={f"host.{k}": v for k, v in host.items()})
+    arch.bind(wl)
+    return arch.gather_reduce(generate_batch(wl, seed=3), functional=False)[1]
+
+
+def test_an_llc_hit_costs_time():
+    """Rows that only the LLC holds (L1 and L2 off) take time by the LLC's latency: a free LLC
+    hit (latency 0, unbounded bandwidth) would make the batch as fast as the arithmetic."""
+    base = {"l1_kib": 0, "l2_kib": 0, "threads": 1, **FAST_CORE}
+    op = _op(CACHED, **base)
+    assert op.breakdown["host"]["lines_served"]["dram"] <= 64  # the warm LLC serves the rest
+    assert op.breakdown["bottleneck"] in ("l1_fill_buffers", "l2_mshrs")
+    slower = _op(CACHED, **base, llc_latency_ns=66.0)
+    assert slower.t_ns == pytest.approx(2 * op.t_ns, rel=0.05)
+    free = _op(CACHED, **base, llc_latency_ns=0.0)
+    assert free.t_ns < 0.5 * op.t_ns
+
+
+def test_misses_in_flight_bound_a_core():
+    """Halving the fill buffers doubles a miss-bound core's time; without the bound (a huge
+    pool) the batch falls to another bound."""
+    base = {"l1_kib": 0, "l2_kib": 0, "threads": 1, **FAST_CORE}
+    op = _op(CACHED, **base)
+    half = _op(CACHED, **base, l1_fill_buffers=8.0, l2_mshrs=24.0)
+    assert half.t_ns == pytest.approx(2 * op.t_ns, rel=0.05)
+    unbounded = _op(CACHED, **base, l1_fill_buffers=1e6, l2_mshrs=1e6)
+    assert unbounded.t_ns < 0.5 * op.t_ns
+
+
+def test_threads_split_the_batch():
+    """One core does the whole batch's work; sixteen share it (compute-bound: L1 hits)."""
+    one = _op(CACHED, threads=1)
+    all_ = _op(CACHED, threads=16)
+    assert one.breakdown["host"]["threads"] == 1 and all_.breakdown["host"]["threads"] == 16
+    assert one.t_ns > 8 * all_.t_ns
+
+
+def test_the_l2_serves_what_the_l1_cannot_hold():
+    """A table bigger than the L1 and smaller than the L2: its reads are L2 hits, and the L2's
+    latency costs time."""
+    wl = {"rows": [4000], "batch": 8, "pooling": 80, "distribution": "uniform"}  # 1 MiB
+    op = _op(wl, threads=1, llc_mib=0, **FAST_CORE)
+    served = op.breakdown["host"]["lines_served"]
+    assert served["l2"] > served["l1"] and served["l2"] > 10 * served["dram"]
+    slower = _op(wl, threads=1, llc_mib=0, l2_latency_ns=3 * 7.3, **FAST_CORE)
+    assert slower.t_ns > 1.5 * op.t_ns
+
+
+def test_page_walks_cost_time():
+    """Random rows of a large table miss the TLB; walks are bounded by the page walkers."""
+    wl = {"rows": [2_000_000], "batch": 8, "pooling": 80, "distribution": "uniform"}
+    kw = {"threads": 1, "page_walk_ns": 400.0}
+    op = _op(wl, **kw)
+    assert op.breakdown["host"]["page_walks"] > 0.9 * 640
+    assert op.breakdown["bottleneck"] == "page_walkers"
+    assert _op(wl, **{**kw, "page_walkers": 2.0}).t_ns == pytest.approx(2 * op.t_ns, rel=0.05)
+
+
+def test_every_line_holds_a_fill_buffer_for_its_latency():
+    """Little's law on the fill buffers: 4 DRAM lines with 10 buffers take 4 x latency / 10;
+    the L2's MSHRs bound the lines past the L2 the same way."""
+    host = HostSpec(l1_fill_buffers=10.0, l2_mshrs=1e9)
+    load = CoreLoad(np.array([[0, 0, 0, 4]]), np.zeros(1), np.ones(1), np.zeros(1))
+    bounds = core_bounds_ns(host, load)
+    assert bounds["l1_fill_buffers"][0] == pytest.approx(4 * host.dram_latency_ns / 10)
+    assert core_bounds_ns(HostSpec(l2_mshrs=2.0), load)["l2_mshrs"][0] == pytest.approx(
+        4 * HostSpec().dram_latency_ns / 2
+    )
+
+
+def test_llc_bandwidth_counts_every_line_past_the_l2s():
+    host = HostSpec(llc_mib=32.0, llc_gbps=64.0)
+    lines = np.array([[5, 5, 10, 6], [0, 0, 4, 0]])
+    load = CoreLoad(lines, np.zeros(2), np.ones(2), np.zeros(2))
+    assert llc_bandwidth_ns(host, load) == pytest.approx(20 * 64 / 64.0)
+    assert llc_bandwidth_ns(HostSpec(llc_mib=0.0), load) == 0.0
+
+
+def test_served_by_names_the_nearest_level_holding_a_line():
+    caches = HostCaches.empty(HostSpec(l1_kib=1, l2_kib=4, llc_mib=1.0 / 16), threads=2)
+    core = np.zeros(3, np.int64)
+    line = np.array([7, 7, 7], np.int64)
+    assert caches.served_by(core, line).tolist() == [3, 0, 0]  # DRAM first, then the L1
+    # the other core's L1/L2 do not hold it; the shared LLC does
+    assert caches.served_by(np.ones(1, np.int64), np.array([7])).tolist() == [2]
+    # 64 other lines push line 7 out of core 0's 16-line L1 but not out of its 64-line L2
+    caches.served_by(np.zeros(40, np.int64), np.arange(100, 140))
+    assert caches.served_by(np.zeros(1, np.int64), np.array([7])).tolist() == [1]
+
+
+def test_core_of_bag_splits_bags_into_equal_runs():
+    assert core_of_bag(np.arange(8), 8, 2).tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert core_of_bag(np.arange(6), 6, 3).tolist() == [0, 0, 1, 1, 2, 2]
+
+
+def test_threads_beyond_the_cores_are_an_error():
+    with pytest.raises(NmpError, match="threads"):
+        load_arch("host-cpu", overrides={"host.threads": 17})
+
+
+def test_every_cache_hit_costs_energy():
+    """An L1 hit reads the L1's array: its energy is the hits x 512 bits x l1_pj_per_bit."""
+    op = _op(CACHED)
+    served = op.breakdown["host"]["lines_served"]
+    assert served["l1"] > 0
+    cheaper = _op(CACHED, l1_pj_per_bit=0.0)
+    saved = op.energy_pj["sram"] - cheaper.energy_pj["sram"]
+    assert saved == pytest.approx(served["l1"] * 512 * 0.3)

@@ -1,0 +1,160 @@
+"""nmp measure host: sysfs parsing, the compiled pointer chase (small), the preset it writes
+(loadable, every value sourced), the --check comparison and the CLI's one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nmp.arch import load_arch_spec
+from nmp.cli import main
+from nmp.errors import NmpError
+from nmp.measure import host, probe, sysinfo
+from nmp.measure.check import CheckPlan, CheckRow, parse_batches, run_check
+
+CPUINFO = """processor : 0
+model name : Test CPU 9000
+cpu MHz : 2400.000
+flags : fpu sse2 avx2 fma
+"""
+
+
+def _sysfs(root: Path) -> Path:
+    rows = (
+        ("index0", 1, "Data", "32K", 8, "0"),
+        ("index1", 1, "Instruction", "32K", 8, "0"),
+        ("index2", 2, "Unified", "1024K", 16, "0"),
+        ("index3", 3, "Unified", "16M", 16, "0-7"),
+    )
+    for name, level, kind, size, ways, cpus in rows:
+        d = root / name
+        d.mkdir(parents=True)
+        for f, v in (
+            ("level", level),
+            ("type", kind),
+            ("size", size),
+            ("ways_of_associativity", ways),
+            ("shared_cpu_list", cpus),
+        ):
+            (d / f).write_text(f"{v}\n")
+    return root
+
+
+def test_sysfs_caches_and_cpuinfo(tmp_path):
+    caches = sysinfo.data_caches(_sysfs(tmp_path))
+    assert sorted(caches) == [1, 2, 3]  # the instruction cache is left out
+    assert caches[1].kib == 32 and caches[2].kib == 1024 and caches[3].kib == 16 * 1024
+    assert caches[3].ways == 16 and caches[3].shared_cpus == 8
+    assert sysinfo.cpu_model(CPUINFO) == "Test CPU 9000"
+    assert sysinfo.clock_ghz(CPUINFO) == pytest.approx(2.4)
+    assert sysinfo.simd_lanes(CPUINFO) == 8
+    assert sysinfo.count_cpus("0-3,8,10-11") == 7
+    with pytest.raises(NmpError, match="not a size"):
+        sysinfo.parse_size_kib("lots")
+    with pytest.raises(NmpError, match="no cache information"):
+        sysinfo.data_caches(tmp_path / "absent")
+
+
+def test_pointer_chase_runs_and_parses():
+    small = probe.chase(32 * 1024, steps=20_000)
+    big = probe.chase(8 * 2**20, steps=20_000)
+    assert 0 < small.ns_per_row < big.ns_per_row  # an L1-resident chase is the faster
+    many = probe.chases(8 * 2**20, (1, 8), steps=20_000)
+    assert len(many) == 2 and many[1].rows_per_ns > many[0].rows_per_ns  # misses overlap
+    assert probe.stream_gbps(2**20, threads=1, passes=2) > 0
+    with pytest.raises(NmpError, match="not two numbers"):
+        probe.parse_output("oops")
+
+
+def _measured() -> host.Measured:
+    caches = {
+        1: sysinfo.CacheInfo(1, 48.0, 12, 1),
+        2: sysinfo.CacheInfo(2, 2048.0, 16, 1),
+        3: sysinfo.CacheInfo(3, 32768.0, 16, 8),
+    }
+    m = host.Measured("Test CPU 9000", "2026-01-02", 8, caches)
+    kib, mib = 1024, 2**20
+    m.latency_ns = {
+        16 * kib: 1.5,
+        512 * kib: 6.0,
+        1024 * kib: 7.0,
+        16 * mib: 30.0,
+        128 * mib: 100.0,
+    }
+    m.chase_latency_ns = {"l2": 6.0, "dram": 100.0, "dram_4k": 130.0}
+    m.mlp = {
+        "l2": {1: 1 / 6.0, 16: 2.0},  # 12 lines in flight
+        "dram": {1: 0.01, 16: 0.1},  # 10
+        "dram_4k": {1: 1 / 130.0, 16: 0.08},
+    }
+    m.bandwidth_gbps = {"llc": {1: 20.0, 8: 150.0}, "dram": {1: 10.0, 8: 45.0}}
+    m.lookup_ns, m.lookup_dim = 4.0, 16
+    return m
+
+
+def test_preset_from_measurements(tmp_path, monkeypatch):
+    monkeypatch.setattr(sysinfo, "clock_ghz", lambda: 2.5)
+    monkeypatch.setattr(sysinfo, "simd_lanes", lambda: 16)
+    m = _measured()
+    host.derive_preset(m, 48 * 1024, 2048 * 1024, 32 * 2**20)
+    h = m.host
+    assert h["l1_latency_ns"] == 1.5 and h["l2_latency_ns"] == 7.0
+    assert h["llc_latency_ns"] == 30.0 and h["dram_latency_ns"] == 100.0
+    assert h["l1_fill_buffers"] == pytest.approx(12.0)  # max(2.0 x 6, 0.1 x 100)
+    assert h["l2_mshrs"] == pytest.approx(10.0)  # 0.1 lines/ns x 100 ns
+    assert h["page_walk_ns"] == pytest.approx(30.0)  # 130 - 100
+    assert h["page_walkers"] == pytest.approx(2.4)  # 0.08 x 30
+    assert h["llc_gbps"] == 150.0
+    assert h["lookup_cycles"] == pytest.approx(4.0 * 2.5 - 1.0)
+    assert m.channels == 3  # 45 GB/s over 19.2 GB/s channels
+    path = tmp_path / "mine.toml"
+    path.write_text(host.preset_toml(m, "mine"))
+    spec = load_arch_spec(str(path))
+    assert spec.host.source == "measured on Test CPU 9000, 2026-01-02"
+    assert spec.host.l2_mshrs == pytest.approx(10.0) and spec.memory.channels == 3
+    for line in path.read_text().splitlines():  # every [host] value says where it comes from
+        if "=" in line and not line.startswith(("#", "name", "description", "policy")):
+            key = line.split("=")[0].strip()
+            if key not in ("cpu", "source", "cores", "threads", "ranks"):
+                assert "#" in line, line
+
+
+def test_check_rows_compare_model_with_measured():
+    row = CheckRow("embedding_bag", "skewed", 32, 1, 100e6, 90e6, 120e6, "channel")
+    assert row.ratio == pytest.approx(1.2) and row.within
+    assert not CheckRow("k", "uniform", 8, 2, 100e6, 1, 130e6, "x").within
+    assert row.to_json()["within_tolerance"] is True
+    assert parse_batches("8, 32,128") == (8, 32, 128)
+    for bad in ("", "8,x", "0"):
+        with pytest.raises(NmpError, match="--batches"):
+            parse_batches(bad)
+
+
+def test_check_runs_real_lookups_beside_the_model():
+    """One small row: embedding_bag over the fused, capped tables, and the model's figure."""
+    plan = CheckPlan("host-cpu", batches=(2,), max_rows=300, timed_batches=2)
+    rows = run_check(plan, lambda r: None)
+    assert {(r.skew, r.kernel) for r in rows} >= {
+        ("skewed", "embedding_bag"),
+        ("uniform", "embedding_bag"),
+    }
+    for r in rows:
+        assert r.measured > 0 and r.model > 0 and r.ratio == r.model / r.measured
+    if "fbgemm_tbe" in plan.skipped:  # say why where it does not import
+        assert "fbgemm" in plan.skipped["fbgemm_tbe"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["measure", "gpu"], "unknown target 'gpu'"),
+        (["measure", "host", "--batches", "8,x"], "--batches"),
+        (["measure", "host", "--out", "preset.txt"], "a host preset is a .toml file"),
+        (["measure", "host", "--max-rows", "0"], "--max-rows"),
+    ],
+)
+def test_cli_bad_input_is_one_line(argv, message, capsys):
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
