@@ -116,8 +116,8 @@ def test_deciding_assumption_is_the_one_that_moves_the_point_most(monkeypatch) -
 
 def test_host_area_is_its_die_with_a_source() -> None:
     res = run_point("host-cpu", "recross-eval", overrides=SHARED).to_json()
-    assert res["area_mm2"] == pytest.approx(485.0)
-    assert "Skylake" in res["breakdown"]["area_source"]["host_die"]
+    assert res["area_mm2"] == pytest.approx(780.0)
+    assert "Sapphire Rapids" in res["breakdown"]["area_source"]["host_die"]
     trim = run_point("trim-b", "recross-eval", overrides=SHARED).to_json()
     assert "host_die" not in trim["breakdown"]["area_mm2"]  # an NMP design counts its units
 
@@ -167,10 +167,16 @@ def test_the_hosts_llc_decides_its_explanation(tmp_path: Path) -> None:
     assert why["binding"]["resource"] == "channel"
     assert why["evidence"]["llc.hit_rate"] > 0.8
     (whatif,) = why["whatif"]
-    assert whatif["set"] == {"arch.host.llc_mib": 0.0}
+    assert whatif["set"] == {
+        "arch.host.llc_mib": 0.0,
+        "arch.host.l2_kib": 0.0,
+        "arch.host.l1_kib": 0.0,
+    }
     assert whatif["result"]["lookups_per_s"] < host["lookups_per_s"] / 4  # the LLC decides
     line = next(s for s in with_llc["groups"][0]["why"] if s.startswith("host-cpu"))
-    assert "llc.hit_rate = 0.8" in line and "--set arch.host.llc_mib=0.0` gives" in line
+    assert (
+        "llc.hit_rate = 0.8" in line and "--set arch.host.llc_mib=0.0" in line and "` gives" in line
+    )
     stored = [
         json.loads(s) for s in (tmp_path / "with-llc" / "whatif.jsonl").read_text().splitlines()
     ]
@@ -188,7 +194,11 @@ def test_the_hosts_llc_decides_its_explanation(tmp_path: Path) -> None:
     )
     assert again["groups"][0]["why"] == with_llc["groups"][0]["why"]
 
-    no_llc = _host_sweep(tmp_path, "no-llc", {"arch.host.llc_mib": 0.0})
+    no_llc = _host_sweep(
+        tmp_path,
+        "no-llc",
+        {"arch.host.llc_mib": 0.0, "arch.host.l2_kib": 0.0, "arch.host.l1_kib": 0.0},
+    )
     host2 = next(r for r in no_llc["rows"] if r["design"] == "host-cpu")
     assert host2["lookups_per_s"] == pytest.approx(whatif["result"]["lookups_per_s"])
     assert host2["why"]["evidence"].get("llc.hit_rate", 0.0) == 0.0
@@ -246,4 +256,9 @@ def test_the_explain_key_picks_the_points_re_run() -> None:
     assert ids["best"] == ["k0", "k2"]  # the best on lookups/s and the baseline
     assert ids["none"] == []
     (w,) = [w for w in whatif_points(records, summary, "best") if w.key == "k0"]
-    assert w.point.overrides == {"arch.host.llc_mib": 0.0}  # the record's own, then the --set
+    # the record's own, then the --set
+    assert w.point.overrides == {
+        "arch.host.llc_mib": 0.0,
+        "arch.host.l2_kib": 0.0,
+        "arch.host.l1_kib": 0.0,
+    }
