@@ -93,8 +93,16 @@ class Controller:
         for name in ("read_queue", "write_queue", "frontend_ratio", "line_bytes"):
             if getattr(self, name) < 1:
                 raise KeyedValueError(name, "must be at least 1")
-        if not 0.0 <= self.wr_low_watermark <= self.wr_high_watermark <= 1.0:
-            raise KeyedValueError("wr_low_watermark", "need 0 <= low <= high <= 1")
+        # each watermark is named by itself: the one out of [0, 1] is the one to blame
+        for name in ("wr_high_watermark", "wr_low_watermark"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise KeyedValueError(name, f"must lie in [0, 1], got {getattr(self, name)}")
+        if self.wr_high_watermark < self.wr_low_watermark:
+            raise KeyedValueError(
+                "wr_high_watermark",
+                f"must be >= wr_low_watermark ({self.wr_low_watermark}), got "
+                f"{self.wr_high_watermark}",
+            )
         if self.channel_interleave_bits < 0:
             raise KeyedValueError("channel_interleave_bits", "must be >= 0")
 
@@ -114,6 +122,28 @@ class Energy:
     idd5ab_ma: float
     devices: float
     io_pj_per_bit: float
+
+
+# The longest timing parameter taken (chosen: 2^24 cycles, 10 ms at 1.6 GHz, about 1,300x the
+# longest parameter of any preset, nREFI = 12,480): the engine adds parameters and counts cycles
+# in 64-bit integers, which a value such as 10^17 overflows into negative latencies.
+MAX_TIMING_CYCLES = 2**24
+
+
+def check_refresh_leaves_time(timing: dict[str, int]) -> None:
+    """The rule ``refresh-leaves-time``: every nREFI cycles a rank precharges all banks (nRP)
+    and refreshes (nRFC); what is left must hold at least one row cycle (nRC: activate, access,
+    precharge), else no request ever completes and a replay runs forever. JEDEC's figures leave
+    over 90 % of the interval (DDR4-3200: nREFI 12,480, nRFC 576)."""
+    row_cycle = timing.get("nRC", timing.get("nRAS", 0) + timing.get("nRP", 0))
+    need = timing.get("nRP", 0) + timing["nRFC"] + row_cycle
+    if timing["nREFI"] <= need:
+        raise KeyedValueError(
+            "timing.nREFI",
+            f"rule refresh-leaves-time: nREFI ({timing['nREFI']:,}) must exceed nRP + nRFC + "
+            f"nRC ({need:,} cycles): a refresh interval shorter than a refresh and one row "
+            'cycle never lets a request complete (or set controller.refresh = "none")',
+        )
 
 
 @dataclass(frozen=True)
@@ -142,7 +172,10 @@ class MemorySpec:
         from nmp.memory.mapping import parse_mapping
         from nmp.memory.standards import load_standard
 
-        std = load_standard(self.standard)
+        try:
+            std = load_standard(self.standard)
+        except SpecError as exc:  # reported at this spec's file and key
+            raise KeyedValueError("standard", exc.message) from None
         missing = sorted(std.parameters() - set(self.timing))
         if missing:
             raise KeyedValueError(f"timing.{missing[0]}", f"missing for standard {std.name}")
@@ -159,6 +192,14 @@ class MemorySpec:
         for name, cycles in self.timing.items():  # a zero or negative gap breaks the engine
             if cycles < 1:
                 raise KeyedValueError(f"timing.{name}", f"must be >= 1 cycle, got {cycles}")
+            if cycles > MAX_TIMING_CYCLES:
+                raise KeyedValueError(
+                    f"timing.{name}",
+                    f"must be <= {MAX_TIMING_CYCLES:,} cycles, got {cycles:,} (the engine's "
+                    "cycle counts would overflow)",
+                )
+        if self.controller.refresh != "none":
+            check_refresh_leaves_time(self.timing)
         require_at_least(self, 1, "rate_mtps", "tck_ps")
         if self.controller.line_bytes % self.org.tx_bytes:
             raise KeyedValueError(
