@@ -6,6 +6,7 @@ traceback for a user, fails the test); a failed start and piped output run as su
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -303,6 +304,74 @@ TRAIN_CASES = [
     ),
 ]
 
+# issue 42: by kind, two instances (or more) each; every one once ran forever, raised a
+# traceback, ran with a wrong result, replaced a file, or named the wrong thing
+ISSUE_42_CASES = [
+    # hangs: a spec that can never make progress is refused at load, naming its rule
+    ("replay-set-nrefi-100", ["replay", TRACE, "--set", "timing.nREFI=100"], "refresh-leaves-time"),
+    (
+        "replay-memory-toml-nrefi-600",
+        ["replay", TRACE, "--memory", "{tmp}/refresh-forever.toml"],
+        "refresh-leaves-time",
+    ),
+    (
+        "run-set-memory-nrefi",
+        [*RUN, "--set", "memory.timing.nREFI=700", "--set", "workload.batch=1"],
+        "timing.nREFI",
+    ),
+    # hangs: a named pipe read as an input blocks forever
+    ("cache-request-file-fifo", ["cache", "--request-file", "{tmp}/fifo"], "named pipe"),
+    ("cache-index-file-fifo", ["cache", "--index-file", "{tmp}/fifo"], "named pipe"),
+    ("replay-memory-fifo", ["replay", TRACE, "--memory", "{tmp}/fifo.toml"], "named pipe"),
+    # tracebacks: TOML nested deeper than the parser's recursion
+    (
+        "replay-memory-5000-brackets",
+        ["replay", TRACE, "--memory", "{tmp}/deep-arrays.toml"],
+        "nested",
+    ),
+    (
+        "shard-topology-3000-part-key",
+        ["shard", "--workload", "criteo-kaggle", "--topology", "{tmp}/deep-dotted.toml"],
+        "nested",
+    ),
+    (
+        "run-workload-600-inline-tables",
+        ["run", "--arch", "recross", "--workload", "{tmp}/deep-inline.toml"],
+        "nested",
+    ),
+    ("run-set-deep-array", [*RUN, "--set", "workload.rows=" + "[" * 3000 + "]" * 3000], "nested"),
+    # tracebacks: a value outside a function's domain
+    ("rtl-export-seed-negative", ["rtl", "export", "--seed", "-1", "--out", "{tmp}/rtl"], "--seed"),
+    ("cache-seed-negative", ["cache", "--seed", "-5", "--no-accuracy"], "--seed"),
+    # silent wrong results: timing that overflows the engine's cycle counts
+    ("replay-set-ncl-1e17", ["replay", TRACE, "--set", "timing.nCL=99999999999999999"], "nCL"),
+    ("replay-memory-nrfc-1e17", ["replay", TRACE, "--memory", "{tmp}/nrfc-overflow.toml"], "nRFC"),
+    # messages that named the wrong thing: a non-regular file given as TOML
+    ("replay-memory-dev-zero", ["replay", TRACE, "--memory", "/dev/zero"], "is a device"),
+    ("replay-memory-folder", ["replay", TRACE, "--memory", "{tmp}/a_folder.toml"], "is a folder"),
+    ("run-workload-fifo", ["run", "--arch", "recross", "--workload", "{tmp}/fifo"], "named pipe"),
+    # messages: the file or the key to blame
+    (
+        "replay-memory-ddr9",
+        ["replay", TRACE, "--memory", "{tmp}/ddr9.toml"],
+        "ddr9.toml: key 'standard'",
+    ),
+    (
+        "replay-memory-watermark-5",
+        ["replay", TRACE, "--memory", "{tmp}/watermark.toml"],
+        "key 'controller.wr_high_watermark'",
+    ),
+    (
+        "replay-set-watermark-below-low",
+        ["replay", TRACE, "--set", "controller.wr_high_watermark=0.1"],
+        "key 'controller.wr_high_watermark'",
+    ),
+    # messages: usage errors are one line, exit status 1
+    ("no-command", [], "give a command"),
+    ("unknown-flag", ["models", "--bogus"], "--bogus"),
+    ("rtl-without-subcommand", ["rtl"], "give a subcommand"),
+]
+
 
 def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
     subs = make_files(tmp, argv)
@@ -342,9 +411,9 @@ def _assert_clean_error(proc: subprocess.CompletedProcess, expect: str) -> None:
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    errors = [ln for ln in err if ln.startswith("nmp: error: ")]
-    assert len(errors) == 1, proc.stderr[-2000:]
-    assert expect in errors[0], errors[0]
+    # one line on stderr, that line the error (a usage line or a warning beside it is a second)
+    assert len(err) == 1 and err[0].startswith("nmp: error: "), proc.stderr[-2000:]
+    assert expect in err[0], err[0]
 
 
 @pytest.mark.parametrize(("argv", "expect"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
@@ -373,6 +442,46 @@ def test_bad_training_input_gives_one_line_error(
     argv: list[str], expect: str, tmp_path: Path, capsys, monkeypatch
 ) -> None:
     _assert_clean_error(_main(argv, tmp_path, capsys, monkeypatch), expect)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expect"), [c[1:] for c in ISSUE_42_CASES], ids=[c[0] for c in ISSUE_42_CASES]
+)
+def test_issue_42_bad_input_gives_one_line_error(
+    argv: list[str], expect: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    _assert_clean_error(_main(argv, tmp_path, capsys, monkeypatch), expect)
+
+
+def test_outputs_never_replace_a_link_a_device_or_a_pipe(tmp_path: Path, capsys, monkeypatch):
+    """Issue 42: --save-requests to a symbolic link replaced the link with a file (and a device
+    node with a regular file); now each is refused before the run, and left as it was."""
+    users = ["cache", "--request-model", "users", "--requests", "50", "--no-accuracy"]
+    for target, kind in (("{tmp}/link", "symbolic link"), ("{tmp}/fifo", "named pipe")):
+        proc = _main([*users, "--save-requests", target], tmp_path, capsys, monkeypatch)
+        _assert_clean_error(proc, kind)
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "victim.txt").read_text() == "keep\n"
+    assert stat.S_ISFIFO((tmp_path / "fifo").lstat().st_mode)
+    _assert_clean_error(
+        _main([*users, "--save-requests", "/dev/null"], tmp_path, capsys, monkeypatch), "device"
+    )
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+
+
+def test_output_and_encoding_and_home(tmp_path: Path) -> None:
+    """Issue 42: an ASCII-only output encoding crashed with UnicodeEncodeError; a bad NMP_HOME
+    listed empty preset sets instead of saying so."""
+    env = {k: v for k, v in os.environ.items() if k != "NMP_MAX_MEMORY"}
+    argv = [sys.executable, "-m", "nmp", "models", "--kind", "memory"]
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, env={**env, "PYTHONIOENCODING": "ascii"}
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    argv = [sys.executable, "-m", "nmp", "run", "--arch", "recross", "--workload", "recross-eval"]
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, env={**env, "NMP_HOME": str(tmp_path)}
+    )
+    _assert_clean_error(proc, "NMP_HOME")
 
 
 def test_failed_start_leaves_no_folder_and_no_latest(tmp_path: Path) -> None:
