@@ -177,6 +177,7 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "gzip-bomb.trace.gz": _gzip_bomb,
     "reports/study-run": _custom_study_run,
     # issue 42
+    "no-rows.toml": _text('name = "no-rows"\nrows = []\ndim = 16\nbatch = 4\n'),
     "fifo": os.mkfifo,
     "fifo.toml": os.mkfifo,
     "a_folder.toml": lambda p: p.mkdir(),

@@ -366,6 +366,61 @@ ISSUE_42_CASES = [
         ["replay", TRACE, "--set", "controller.wr_high_watermark=0.1"],
         "key 'controller.wr_high_watermark'",
     ),
+    # hangs: every count checked before it is allocated, the guard naming the key that is large
+    (
+        "run-num-tables-1e7",
+        [
+            "run",
+            "--arch",
+            "recross",
+            "--workload",
+            "dlrm-benchmark",
+            "--set",
+            "workload.num_tables=1e7",
+        ],
+        "workload.num_tables",
+    ),
+    (
+        "run-num-tables-20000",
+        [
+            "run",
+            "--arch",
+            "host-cpu",
+            "--workload",
+            "dlrm-benchmark",
+            "--set",
+            "workload.num_tables=20000",
+        ],
+        "workload.num_tables",
+    ),
+    (
+        "run-num-tables-4000-guard",
+        [
+            "run",
+            "--arch",
+            "recross",
+            "--workload",
+            "dlrm-benchmark",
+            "--set",
+            "workload.num_tables=4000",
+        ],
+        "key 'workload.num_tables': this run needs",
+    ),
+    # tracebacks: a Zipf exponent outside the sampler's domain
+    ("run-set-alpha-1000", [*RUN, "--set", "workload.alpha=1000"], "workload.alpha"),
+    ("cache-alpha-1000", ["cache", "--alpha", "1000", "--no-accuracy"], "alpha"),
+    (
+        "cache-user-alpha-80",
+        ["cache", "--request-model", "users", "--user-alpha", "80"],
+        "--user-alpha",
+    ),
+    # silent wrong results: an empty list of rows was ignored
+    ("run-set-rows-empty", [*RUN, "--set", "workload.rows=[]"], "workload.rows"),
+    (
+        "cache-set-rows-empty",
+        ["cache", "--workload", "{tmp}/no-rows.toml", "--no-accuracy"],
+        "rows",
+    ),
     # messages: usage errors are one line, exit status 1
     ("no-command", [], "give a command"),
     ("unknown-flag", ["models", "--bogus"], "--bogus"),

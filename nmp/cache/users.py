@@ -35,6 +35,7 @@ import numpy as np
 from nmp.errors import NmpError
 from nmp.workload import LookupBatch, TableLookups, WorkloadSpec, draw_rows
 from nmp.workload.sampling import pooling_lengths, zipf_ranks
+from nmp.workload.spec import MAX_ZIPF_ALPHA
 
 BLOCK = 1024  # users whose histories share one seeded draw
 
@@ -54,8 +55,10 @@ class UserModel:
             raise NmpError(f"users and history must be >= 1, got {self.users}, {self.history}")
         if not 0.0 <= self.locality <= 1.0:
             raise NmpError(f"locality must be in [0, 1], got {self.locality}")
-        if not self.user_alpha >= 0.0:
-            raise NmpError(f"user_alpha must be >= 0, got {self.user_alpha}")
+        if not 0.0 <= self.user_alpha <= MAX_ZIPF_ALPHA:  # the Zipf sampler's domain
+            raise NmpError(
+                f"--user-alpha must lie in [0, {MAX_ZIPF_ALPHA:g}], got {self.user_alpha}"
+            )
 
     def alpha_for(self, spec: WorkloadSpec) -> float:
         if self.user_alpha > 0:
