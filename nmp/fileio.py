@@ -17,6 +17,7 @@ hang the command, and checked on the open descriptor).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -107,6 +108,37 @@ def read_regular(path: str | Path, max_bytes: int | None = None) -> bytes:
     them when ``max_bytes`` is given (the caller tells "too large" by the extra byte)."""
     with open_regular(path) as fh:
         return fh.read(-1 if max_bytes is None else max_bytes + 1)
+
+
+LOCK_NAME = ".lock"
+
+
+@contextlib.contextmanager
+def folder_lock(folder: str | Path, busy: str) -> Iterator[None]:
+    """Hold ``folder``'s lock file (``.lock``, holding this process's id), or raise
+    :class:`NmpError` at once with ``busy`` (``{pid}`` replaced by the holder's) if another
+    process holds it: one writer per run folder. Where ``fcntl`` does not exist (not POSIX)
+    the folder goes unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (Windows)
+        yield
+        return
+    path = Path(folder) / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise NmpError(busy.replace("{pid}", holder)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 @contextlib.contextmanager

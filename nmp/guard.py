@@ -64,13 +64,15 @@ SHARD_GPU_BYTES = 1024
 # -> 6,468 MiB: 313-324 B per row of 68 B of record (the records, their copies in the stores,
 # parity and the optimizer; 290 B without ecrec); chosen: 6x the record. Samples: batch 128 ->
 # 20,000 (33 batches held: a step's and 32 held-out) +632 MiB: 960 B per sample (chosen: 1.5
-# KiB). Nodes: 10^6 -> 10^7 nodes +765 MiB:
-# 77 B per node (chosen: 96 B). --extrapolate: 22 B per Monte-Carlo draw (2 x 10^6 draws) and
+# KiB). Nodes: each memory node is a design of its own (nmp.arch) over its shard of the rows:
+# 5 -> 100 -> 400 nodes (strategy none, 1 step) 520 -> 573 -> 655 MiB peak, about 350 KiB per
+# node (chosen: 512 KiB; the 77 B per node measured before each node had its design).
+# --extrapolate: 22 B per Monte-Carlo draw (2 x 10^6 draws) and
 # 51 B per failure drawn (6.7 x 10^6 failures) (chosen: 32 and 80 B).
 TRAIN_BASE_BYTES = 440 * 1024**2
 TRAIN_RECORD_FACTOR = 6
 TRAIN_SAMPLE_BYTES = 1536
-TRAIN_NODE_BYTES = 96
+TRAIN_NODE_BYTES = 512 * 1024
 TRIAL_BYTES = 32
 FAILURE_BYTES = 80
 # nmp rtl export: 1,000 -> 1,000,000 stimulus entries of 64 bits, 180 -> 715 MiB peak: 535 B

@@ -406,6 +406,14 @@ ISSUE_42_CASES = [
         ],
         "key 'workload.num_tables': this run needs",
     ),
+    # hangs: training's nodes checked against the hardware and the memory guard up-front
+    ("train-ecrec-nodes-9", ["train", "--strategy", "ecrec", "--nodes", "9"], "train.nodes"),
+    (
+        "train-nodes-1e5-max-memory",
+        ["train", "--strategy", "none", "--nodes", "100000", "--max-memory", "8G"],
+        "train.nodes",
+    ),
+    ("train-procs-9-servers", ["train", "--strategy", "ecrec", "--procs", "9,1"], "train.nodes"),
     # tracebacks: a Zipf exponent outside the sampler's domain
     ("run-set-alpha-1000", [*RUN, "--set", "workload.alpha=1000"], "workload.alpha"),
     ("cache-alpha-1000", ["cache", "--alpha", "1000", "--no-accuracy"], "alpha"),
@@ -521,6 +529,37 @@ def test_outputs_never_replace_a_link_a_device_or_a_pipe(tmp_path: Path, capsys,
         _main([*users, "--save-requests", "/dev/null"], tmp_path, capsys, monkeypatch), "device"
     )
     assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+
+
+FOLDER_HOLDER = """
+import sys, time
+from nmp.fileio import folder_lock
+with folder_lock(sys.argv[1], "busy"):
+    print("locked", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_run_folder_has_one_writer(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Issue 42: two `nmp train --procs` runs with one --run-dir mixed their logs and
+    checkpoints; the second is now refused at once, naming the holder."""
+    from nmp.errors import NmpError
+    from nmp.fileio import folder_lock
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", FOLDER_HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(NmpError, match="busy"), folder_lock(tmp_path, "busy"):
+            pass
+        argv = ["train", "--strategy", "ecrec", "--procs", "2,1", "--run-dir", str(tmp_path)]
+        proc = _main(argv, tmp_path, capsys, monkeypatch)
+        _assert_clean_error(proc, f"pid {holder.pid}")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not (tmp_path / "ecrec").exists()  # the refused run wrote nothing
 
 
 def test_output_and_encoding_and_home(tmp_path: Path) -> None:

@@ -67,6 +67,32 @@ def _check_memory(cfg, max_memory: str | None) -> None:
     guard.check(estimate, max_memory)
 
 
+def _check_nodes(cfg, strategies) -> None:
+    """Refuse before anything is built a node count the hardware cannot hold: a strategy that
+    keeps parity stripes every record over all ``cfg.nodes`` nodes (k + r = nodes), and the
+    cost model places a stripe's rows on distinct units of the design's parity level (nodes 9
+    failed after a setup of seconds; nodes 100000 grew to 23 GB first)."""
+    from nmp.train.strategies import REGISTRY
+
+    if not any(REGISTRY.get(name).uses_parity for name in strategies):
+        return
+    from nmp.arch.point import load_memory_for
+    from nmp.arch.presets import load_arch_spec
+
+    spec = load_arch_spec(cfg.arch)
+    org = load_memory_for(spec, cfg.memory or None).org
+    per_level = {"rank": org.ranks, "bankgroup": org.ranks * org.bankgroups}
+    per_level["bank"] = per_level["bankgroup"] * org.banks
+    units = per_level.get(spec.parity.level)
+    if units is not None and cfg.nodes > org.channels * units:
+        raise NmpError(
+            f"{cfg.nodes} nodes: a parity stripe spans every node, and {cfg.arch}'s parity "
+            f"level '{spec.parity.level}' has {org.channels * units} units on its memory "
+            "(fewer nodes, or a larger memory: train.memory)",
+            key="train.nodes",
+        )
+
+
 def _failures(args, cfg):
     from nmp.train.failures import check_schedule, parse_failure, random_failures
 
@@ -98,6 +124,8 @@ def _procs(args: argparse.Namespace, cfg) -> int:
         cfg.validate()
     except ValueError as exc:
         raise NmpError(f"train config: {exc}") from None
+    _check_memory(cfg, args.max_memory)
+    _check_nodes(cfg, [args.strategy])
     kills = [parse_kill(k) for k in args.kill or []]
     from nmp.train.dist.launch import torchrun_env
 
@@ -105,7 +133,18 @@ def _procs(args: argparse.Namespace, cfg) -> int:
         raise NmpError(
             "under torchrun, give --run-dir: a folder every host shares (results, checkpoints)"
         )
-    row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
+    if args.run_dir and torchrun_env() is None:
+        # one run per folder on this machine (two mixed their logs and checkpoints); under
+        # torchrun every host's agent shares the folder by design
+        from nmp.cliargs import check_out_folder
+        from nmp.fileio import folder_lock
+
+        folder = check_out_folder(args.run_dir, "--run-dir")
+        busy = f"--run-dir {folder}: another nmp train --procs (pid {{pid}}) runs there"
+        with folder_lock(folder, busy + "; wait for it, or give another folder"):
+            row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
+    else:
+        row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
     if row is None:
         return 0  # another host's agent: rank 0 reports
     if args.json:
@@ -127,6 +166,9 @@ def _run(args: argparse.Namespace) -> int:
         return _procs(args, cfg)
     if args.kill:
         raise NmpError("--kill kills processes of a distributed run: give --procs SERVERS,WORKERS")
+    from nmp.train.strategies import strategy_names
+
+    _check_nodes(cfg, strategy_names() if args.compare else [args.strategy or "none"])
     failures = _failures(args, cfg)
     if args.compare:
         from nmp.train.compare import default_failures, print_table, run_compare
