@@ -429,6 +429,32 @@ ISSUE_42_CASES = [
         ["cache", "--workload", "{tmp}/no-rows.toml", "--no-accuracy"],
         "rows",
     ),
+    # messages: flags that do not combine, an address that is none
+    (
+        "evaluate-dask-workers-and-jobs",
+        [
+            "evaluate",
+            "{tmp}/small.toml",
+            "--out",
+            "{tmp}/reports",
+            "--dask-workers",
+            "2",
+            "-j",
+            "2",
+        ],
+        "--jobs and --dask-workers",
+    ),
+    (
+        "evaluate-scheduler-port-out-of-range",
+        ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--scheduler", "h:99999999"],
+        "PORT 1..65535",
+    ),
+    ("run-set-two-lines", [*RUN, "--set", "workload.batch=4\n5"], "several lines"),
+    (
+        "replay-set-two-lines",
+        ["replay", TRACE, "--set", "timing.nCL=22\ntiming.nRP=1"],
+        "several lines",
+    ),
     # messages: usage errors are one line, exit status 1
     ("no-command", [], "give a command"),
     ("unknown-flag", ["models", "--bogus"], "--bogus"),
