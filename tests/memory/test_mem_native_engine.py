@@ -332,8 +332,8 @@ def test_organizations_the_c_engine_does_not_take_run_on_numba(monkeypatch):
 
 
 def test_compiler_choice(monkeypatch, tmp_path):
-    """$CC first; else the newest clang-N on the PATH (not clang's other tools), else plain
-    clang, else cc."""
+    """$CC first; else the newest clang-N of the first PATH folder with a Clang (not clang's
+    other tools), else plain clang, else cc."""
     bins = tmp_path / "bin"
     bins.mkdir()
     path0 = os.environ["PATH"]
@@ -352,6 +352,18 @@ def test_compiler_choice(monkeypatch, tmp_path):
         tool(name)
     assert native_build.compiler() == ["clang-19"]
     assert "-mtune=generic" not in native_build._flags(native_build.compiler())
+    # issue 42: a folder later on the PATH (one a user may write) never wins over an earlier
+    # one, however new its clang; a folder others may write is never used
+    late = tmp_path / "late"
+    late.mkdir()
+    (late / "clang-99").write_text("#!/bin/sh\n")
+    (late / "clang-99").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bins}{os.pathsep}{late}")
+    assert native_build.compiler() == ["clang-19"]
+    late.chmod(0o777)
+    monkeypatch.setenv("PATH", f"{late}{os.pathsep}{bins}")
+    assert native_build.compiler() == ["clang-19"]
+    late.chmod(0o755)
     # a Clang found on the PATH that cannot build: the build falls back to cc (a build that
     # the user cache keeps, as the system-cc build test's)
     (bins / "clang-19").write_text("#!/bin/sh\nexit 1\n")
