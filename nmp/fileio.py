@@ -148,8 +148,11 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
     and is not a regular file is refused (:func:`check_output_path`)."""
     path = Path(path)
     check_output_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
     try:
         # mkstemp makes the file 0600; the result is a plain file (0666 less the umask)
         os.fchmod(fd, 0o666 & ~UMASK)
@@ -158,9 +161,12 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            # a full disk, a quota: the write's error names no file; this one does
+            raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
         raise
 
 

@@ -293,9 +293,12 @@ def train_estimate(
     )
 
 
-def extrapolation_estimate(trials: int, failures: float) -> Estimate:
-    """``nmp train --extrapolate``: the Monte-Carlo draws and the failures drawn in them."""
-    terms = {"--trials": trials * TRIAL_BYTES, "--servers": failures * FAILURE_BYTES}
+def extrapolation_estimate(
+    trials: int, failures: float, failures_key: str = "--servers"
+) -> Estimate:
+    """``nmp train --extrapolate``: the Monte-Carlo draws and the failures drawn in them
+    (``failures_key``: the flag that makes them many, the servers or their MTBF)."""
+    terms = {"--trials": trials * TRIAL_BYTES, failures_key: failures * FAILURE_BYTES}
     key = max(terms, key=terms.__getitem__)
     return Estimate(
         TRAIN_BASE_BYTES + sum(terms.values()),

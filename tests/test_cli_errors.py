@@ -455,6 +455,17 @@ ISSUE_42_CASES = [
         ["replay", TRACE, "--set", "timing.nCL=22\ntiming.nRP=1"],
         "several lines",
     ),
+    # messages: the flag to blame for a run that is too large
+    (
+        "train-extrapolate-tiny-mtbf",
+        ["train", "--extrapolate", "--server-mtbf-hours", "1e-6"],
+        "key '--server-mtbf-hours'",
+    ),
+    (
+        "train-extrapolate-servers-and-mtbf",
+        ["train", "--extrapolate", "--servers", "10", "--server-mtbf-hours", "1e-7"],
+        "key '--server-mtbf-hours'",
+    ),
     # messages: usage errors are one line, exit status 1
     ("no-command", [], "give a command"),
     ("unknown-flag", ["models", "--bogus"], "--bogus"),
@@ -779,3 +790,21 @@ def test_validate_piped_prints_each_check_as_it_finishes(tmp_path: Path) -> None
     assert first.startswith("functional.parity.") and ": agrees (" in first, first
     assert still_running
     assert rest.index("nmp validate") > 0  # the table follows the lines
+
+
+def test_a_full_disk_names_the_file(tmp_path: Path, monkeypatch) -> None:
+    """Issue 42: a full disk named no path (the write's OSError has none); every whole-file
+    write (nmp.fileio) now names the file it could not write, and leaves no temporary file."""
+    import errno
+
+    from nmp import fileio
+    from nmp.errors import NmpError
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(fileio.os, "fsync", full)
+    target = tmp_path / "report.md"
+    with pytest.raises(NmpError, match="report.md: cannot write: No space left on device"):
+        fileio.atomic_write_text(target, "x")
+    assert list(tmp_path.iterdir()) == []

@@ -340,7 +340,19 @@ def _deployment(args):
     from nmp import guard
 
     failures = dep.trials * dep.horizon_hours * dep.servers / dep.server_mtbf_hours
-    guard.check(guard.extrapolation_estimate(dep.trials, failures), args.max_memory)
+    # the failures drawn grow with the servers and shrink with their MTBF: the flag given is
+    # the one to blame (an MTBF given alone, or further below its default than the servers
+    # are above theirs)
+    default = DeploymentSpec()
+    server_factor = dep.servers / default.servers
+    mtbf_factor = default.server_mtbf_hours / dep.server_mtbf_hours
+    by_mtbf = args.server_mtbf_hours is not None and (
+        args.servers is None or mtbf_factor > server_factor
+    )
+    estimate = guard.extrapolation_estimate(
+        dep.trials, failures, failures_key="--server-mtbf-hours" if by_mtbf else "--servers"
+    )
+    guard.check(estimate, args.max_memory)
     return dep
 
 
