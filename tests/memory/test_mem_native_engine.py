@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 
 import numpy as np
 import pytest
@@ -376,3 +377,34 @@ def test_compiler_choice(monkeypatch, tmp_path):
     monkeypatch.setenv("CC", "gcc -m64")
     assert native_build.compiler() == ["gcc", "-m64"]
     assert "-mtune=generic" in native_build._flags(native_build.compiler())
+
+
+INTERRUPT_SCRIPT = """
+import ctypes, ctypes.util, sys, time
+from nmp.memory.native import INTERRUPTIBLE_TRANSACTIONS, _interruptible
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+print("start", flush=True)
+t0 = time.monotonic()
+try:
+    _interruptible(INTERRUPTIBLE_TRANSACTIONS, None, libc.sleep, 30)
+except KeyboardInterrupt:
+    print(f"interrupted {time.monotonic() - t0:.1f}", flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_long_native_call():
+    """Issue 42: a long replay ignored Ctrl-C (the main thread sat in the C engine, where no
+    signal reaches Python); a large call now runs in a thread that the main thread waits for.
+    Here the C call is libc's sleep(30): Ctrl-C stops the wait within a second."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPT_SCRIPT], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "start"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert out.startswith("interrupted") and float(out.split()[1]) < 5, out
