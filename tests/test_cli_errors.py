@@ -350,6 +350,24 @@ ISSUE_42_CASES = [
     ("replay-memory-dev-zero", ["replay", TRACE, "--memory", "/dev/zero"], "is a device"),
     ("replay-memory-folder", ["replay", TRACE, "--memory", "{tmp}/a_folder.toml"], "is a folder"),
     ("run-workload-fifo", ["run", "--arch", "recross", "--workload", "{tmp}/fifo"], "named pipe"),
+    ("evaluate-sweep-fifo", ["evaluate", "{tmp}/fifo.toml", "--check"], "named pipe"),
+    ("evaluate-sweep-folder", ["evaluate", "{tmp}/a_folder.toml", "--check"], "is a folder"),
+    # hangs and out-of-memory: every count a controller allocates by is bounded
+    (
+        "replay-read-queue-1e9",
+        ["replay", TRACE, "--set", "controller.read_queue=1e9"],
+        "read_queue",
+    ),
+    (
+        "replay-line-bytes-1g",
+        ["replay", TRACE, "--set", "controller.line_bytes=1073741824"],
+        "controller.line_bytes",
+    ),
+    (
+        "replay-org-beyond-64-bit",
+        ["replay", TRACE, "--set", "org.rows=1099511627776", "--set", "org.columns=1099511627776"],
+        "64-bit",
+    ),
     # messages: the file or the key to blame
     (
         "replay-memory-ddr9",

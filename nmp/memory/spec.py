@@ -51,6 +51,12 @@ class Organization:
                 raise KeyedValueError(name, f"must be a positive power of two, got {value}")
         if self.columns % self.prefetch:
             raise KeyedValueError("prefetch", "must divide columns")
+        capacity = self.channels * self.banks_per_channel * self.rows * self.columns
+        if capacity * max(1, self.channel_width_bits) >= 2**64 * 8:
+            raise ValueError(
+                f"{self.channels} channels x {self.banks_per_channel} banks x {self.rows} rows x "
+                f"{self.columns} columns do not fit 64-bit byte addresses"
+            )
         if self.channel_width_bits // 8 * self.prefetch != self.tx_bytes:
             raise KeyedValueError(
                 "tx_bytes",
@@ -70,6 +76,18 @@ class Organization:
     @property
     def banks_per_channel(self) -> int:
         return self.ranks * self.bankgroups * self.banks
+
+
+# The largest controller sizes taken. Chosen: queues of 2^16 entries (the presets use 32 and
+# 1,568; Ramulator 2's defaults are 32), a line of 4 KiB (64 lines of 64 B: the engine splits
+# it into tx_bytes transactions), a frontend of 2^16 requests per cycle.
+MAX_CONTROLLER = {
+    "read_queue": 2**16,
+    "write_queue": 2**16,
+    "priority_queue": 2**16,
+    "frontend_ratio": 2**16,
+    "line_bytes": 4096,
+}
 
 
 @dataclass(frozen=True)
@@ -93,6 +111,11 @@ class Controller:
         for name in ("read_queue", "write_queue", "frontend_ratio", "line_bytes"):
             if getattr(self, name) < 1:
                 raise KeyedValueError(name, "must be at least 1")
+        # counts the engine allocates by: bounded before it allocates (a read queue of 10^9
+        # ran the engine out of memory)
+        for name, most in MAX_CONTROLLER.items():
+            if getattr(self, name) > most:
+                raise KeyedValueError(name, f"must be <= {most:,}, got {getattr(self, name):,}")
         # each watermark is named by itself: the one out of [0, 1] is the one to blame
         for name in ("wr_high_watermark", "wr_low_watermark"):
             if not 0.0 <= getattr(self, name) <= 1.0:
