@@ -275,13 +275,18 @@ def shard_estimate(
 
 
 def train_estimate(
-    rows: float, dim: int, state_floats_per_row: float, samples: float, nodes: int
+    rows: float,
+    dim: int,
+    state_floats_per_row: float,
+    samples: float,
+    nodes: int,
+    records_key: str = "train.max_rows",
 ) -> Estimate:
     """``nmp train``: the embedding records (``rows`` of ``dim`` floats and their optimizer
     state), the samples a run holds (a step's batch and the held-out batches) and the
     per-node state of ``nodes`` memory nodes."""
     terms = {
-        "train.max_rows": rows * (TRAIN_RECORD_FACTOR * 4 * (dim + state_floats_per_row)),
+        records_key: rows * (TRAIN_RECORD_FACTOR * 4 * (dim + state_floats_per_row)),
         "train.batch": samples * TRAIN_SAMPLE_BYTES,
         "train.nodes": nodes * TRAIN_NODE_BYTES,
     }

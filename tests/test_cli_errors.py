@@ -368,6 +368,20 @@ ISSUE_42_CASES = [
         ["replay", TRACE, "--set", "org.rows=1099511627776", "--set", "org.columns=1099511627776"],
         "64-bit",
     ),
+    # hangs and out-of-memory: counts of the cache's users and training's workers
+    ("cache-users-1e12", ["cache", "--request-model", "users", "--users", "1e12"], "--users"),
+    (
+        "cache-user-history-1e12",
+        ["cache", "--request-model", "users", "--user-history", "1e12"],
+        "--user-history",
+    ),
+    (
+        "train-workers-1e6",
+        ["train", "--strategy", "none", "--set", "train.workers=1e6"],
+        "train.workers",
+    ),
+    # messages: the key that makes a training run large
+    ("train-dim-1e9", ["train", "--strategy", "none", "--set", "train.dim=1e9"], "key 'train.dim'"),
     # messages: the file or the key to blame
     (
         "replay-memory-ddr9",

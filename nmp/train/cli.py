@@ -61,9 +61,23 @@ def _check_memory(cfg, max_memory: str | None) -> None:
     from nmp.train.trainer import resolve_geometry
 
     geo = resolve_geometry(cfg)
+    if cfg.workers > geo.batch:  # each worker trains a slice of the batch, one sample at least
+        raise NmpError(
+            f"must be <= the batch ({geo.batch} samples), got {cfg.workers}", key="train.workers"
+        )
     state = {"sgd": 0, "adagrad": 1, "adam": 2 * geo.dim}[cfg.optimizer]
     samples = geo.batch * (1 + cfg.eval_batches)
-    estimate = guard.train_estimate(sum(geo.table_rows), geo.dim, state, samples, cfg.nodes)
+    # the records grow with the rows and the width: the one further above its default is named
+    default = resolve_geometry(type(cfg)())
+    wider = geo.dim / default.dim > sum(geo.table_rows) / sum(default.table_rows)
+    estimate = guard.train_estimate(
+        sum(geo.table_rows),
+        geo.dim,
+        state,
+        samples,
+        cfg.nodes,
+        records_key="train.dim" if wider else "train.max_rows",
+    )
     guard.check(estimate, max_memory)
 
 
