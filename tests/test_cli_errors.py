@@ -317,7 +317,7 @@ ISSUE_42_CASES = [
     (
         "run-set-memory-nrefi",
         [*RUN, "--set", "memory.timing.nREFI=700", "--set", "workload.batch=1"],
-        "timing.nREFI",
+        "key 'memory.timing.nREFI'",
     ),
     # hangs: a named pipe read as an input blocks forever
     ("cache-request-file-fifo", ["cache", "--request-file", "{tmp}/fifo"], "named pipe"),

@@ -58,7 +58,7 @@ def point_estimate(
         mem_args = design_memory_args(spec)
     assert mem_args is not None  # overrides keep a design's own memory
     preset, kwargs = mem_args
-    mem = load_memory(preset, overrides=grouped.get("memory") or None, **kwargs)
+    mem = load_memory(preset, overrides=grouped.get("memory") or None, key_root="memory", **kwargs)
     mem_est = memory_estimate(mem, 0, key_of_requests="lines", base=0)
     if mem_est.bytes_ > lines * LINE_BYTES:
         key = "arch.memory." + mem_est.key

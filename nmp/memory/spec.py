@@ -312,10 +312,13 @@ def load_memory(
     ranks: int | None = None,
     mapping: str | None = None,
     overrides: dict[str, Any] | None = None,
+    key_root: str = "",
 ) -> MemorySpec:
     """Load a memory preset (name, case-insensitive, or a TOML path) and apply CLI-style changes.
 
-    ``overrides`` are dotted paths (``{"timing.nCL": 24, "controller.row_policy": "closed"}``).
+    ``overrides`` are dotted paths (``{"timing.nCL": 24, "controller.row_policy": "closed"}``);
+    ``key_root`` prefixes their keys in errors (``memory``: ``memory.timing.nCL``, as given to
+    ``nmp run --set``).
     """
     spec = preset if isinstance(preset, MemorySpec) else _load_base(str(preset))
     changes: dict[str, Any] = {}
@@ -328,9 +331,10 @@ def load_memory(
         from nmp.memory.mapping import parse_mapping
 
         changes["mapping"] = parse_mapping(mapping).name
-    changes.update(overrides or {})
-    if changes:
+    if changes:  # the flags' own changes (channels, ranks, mapping)
         spec = apply_overrides(spec, changes)
+    if overrides:
+        spec = apply_overrides(spec, overrides, root=key_root)
     return spec
 
 
