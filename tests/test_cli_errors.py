@@ -635,11 +635,12 @@ def test_output_and_encoding_and_home(tmp_path: Path) -> None:
     """Issue 42: an ASCII-only output encoding crashed with UnicodeEncodeError; a bad NMP_HOME
     listed empty preset sets instead of saying so."""
     env = {k: v for k, v in os.environ.items() if k != "NMP_MAX_MEMORY"}
-    argv = [sys.executable, "-m", "nmp", "models", "--kind", "memory"]
+    argv = [sys.executable, "-m", "nmp", *RUN, "--set", "workload.batch=2"]  # prints "µs", "mm²"
     proc = subprocess.run(
         argv, capture_output=True, text=True, timeout=120, env={**env, "PYTHONIOENCODING": "ascii"}
     )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "latency per batch" in proc.stdout
     argv = [sys.executable, "-m", "nmp", "run", "--arch", "recross", "--workload", "recross-eval"]
     proc = subprocess.run(
         argv, capture_output=True, text=True, timeout=120, env={**env, "NMP_HOME": str(tmp_path)}
