@@ -841,3 +841,50 @@ def test_a_full_disk_names_the_file(tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(NmpError, match="report.md: cannot write: No space left on device"):
         fileio.atomic_write_text(target, "x")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("stalls", [False, True], ids=["closes", "stalls"])
+def test_a_service_that_is_no_dask_scheduler_is_named(
+    stalls: bool, tmp_path: Path, capsys, monkeypatch
+):
+    """Issue 42: a --scheduler address where another service answers gave nmp's "out of memory"
+    line (Dask read the service's bytes as a frame count and length). Here the service sends
+    a frame count of 2^34, then closes the connection or keeps it open (which hung the
+    command: the answer now has a deadline)."""
+    import socket
+    import struct
+    import threading
+
+    from nmp.evaluate import executor
+
+    monkeypatch.setattr(executor, "SCHEDULER_ANSWER_S", 5.0)
+    held = []
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(struct.pack("<Q", 2**34) + bytes(4096))
+            if stalls:
+                held.append(conn)  # open, silent
+            else:
+                conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    address = f"tcp://127.0.0.1:{port}"
+    argv = ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--scheduler", address]
+    try:
+        proc = _main(argv, tmp_path, capsys, monkeypatch)
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    _assert_clean_error(proc, address)
+    assert "out of memory" not in proc.stderr

@@ -322,6 +322,36 @@ class LocalExecutor(Executor):
         return False
 
 
+# How long a --scheduler address may take to answer as a Dask scheduler (chosen: Dask's own
+# connect timeout, 20 s, and 10 s for its handshake). A service that accepts the connection
+# and then says nothing (or sends a frame it never completes) otherwise hangs the command.
+SCHEDULER_ANSWER_S = 30.0
+
+
+def _connect(client_cls: Any, address: str) -> Any:
+    """``client_cls(address)`` (a Dask Client), or :class:`NmpError` if it has not answered
+    within :data:`SCHEDULER_ANSWER_S` (the attempt is left to a daemon thread)."""
+    outcome: list[Any] = []
+
+    def attempt() -> None:
+        try:
+            outcome.append(client_cls(address, timeout="20s"))
+        except BaseException as exc:  # raised again in the caller's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=attempt, name="nmp-dask-connect", daemon=True)
+    worker.start()
+    worker.join(SCHEDULER_ANSWER_S)
+    if not outcome:
+        raise NmpError(
+            f"the Dask scheduler {address} did not answer within {SCHEDULER_ANSWER_S:g} s (is "
+            "it a Dask scheduler?)"
+        )
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
 class DaskExecutor(Executor):
     """A Dask cluster: the one at ``address``, or a local one of ``workers`` processes.
 
@@ -355,7 +385,7 @@ class DaskExecutor(Executor):
         cluster = None
         try:
             if self.address:
-                client = Client(self.address, timeout="20s")
+                client = _connect(Client, self.address)
             else:
                 cluster = LocalCluster(
                     n_workers=self.workers,
