@@ -12,7 +12,9 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Iterable
+from pathlib import Path
 
 from nmp import __version__
 from nmp.cliargs import NmpArgumentParser
@@ -103,7 +105,29 @@ def _single_thread_blas(command: str | None) -> None:
         os.environ[var] = "1"
 
 
+def _encode_what_the_terminal_can() -> None:
+    """Outputs in an encoding that lacks a character nmp prints (``PYTHONIOENCODING=ascii``, a
+    C locale: x, micro, arrows) print a replacement instead of failing with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="backslashreplace")
+
+
+def _internal_error(exc: BaseException) -> str:
+    """The one line for an exception no check foresaw: its type, its text and where it was
+    raised (the traceback with NMP_DEBUG=1)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return (
+        f"internal error: {type(exc).__name__}{': ' + text if text else ''}{where} (a check "
+        "is missing here: please report it; NMP_DEBUG=1 shows the traceback)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
+    _encode_what_the_terminal_can()
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         os.environ["COLUMNS"] = PIPED_COLUMNS
     import warnings
@@ -115,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(() if command is None else (command,))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+        # no command (or a command group such as `nmp rtl` without its subcommand): a usage
+        # error, one line and exit status 1 like every other (docs/limits.md)
+        parser.error("give a command (" + ", ".join(COMMANDS) + ")")
     try:
         return int(args.func(args) or 0)
     except NmpError as exc:
@@ -140,6 +165,17 @@ def main(argv: list[str] | None = None) -> int:
         # into) that the command's own checks did not foresee: still one line
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"nmp: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        # a structure nested deeper than the checks bound (they bound TOML and --set values)
+        print("nmp: error: input nested too deeply", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        # the last resort of the one-line contract (docs/limits.md): a traceback is for
+        # developers, who ask for it
+        if os.environ.get("NMP_DEBUG"):
+            raise
+        print(f"nmp: error: {_internal_error(exc)}", file=sys.stderr)
         return 1
 
 

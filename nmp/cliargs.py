@@ -51,6 +51,15 @@ def integer(text: str) -> int:
     return int(value)
 
 
+def seed(text: str) -> int:
+    """A ``--seed`` flag's value: an integer in [0, 2^63) (numpy's generators take no negative
+    seed; a larger one would not fit the int64 that some models store it in)."""
+    value = integer(text)
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2^63), got {text!r}")
+    return value
+
+
 _TYPES = {float: finite_float, int: integer}
 
 
@@ -59,7 +68,9 @@ class NmpArgumentParser(argparse.ArgumentParser):
     like every other error of the command)."""
 
     def add_argument(self, *args, **kwargs):
-        if kwargs.get("type") in _TYPES:
+        if kwargs.get("type") is int and any(str(a).endswith("-seed") for a in args):
+            kwargs["type"] = seed  # every seed flag, of every command, in numpy's domain
+        elif kwargs.get("type") in _TYPES:
             kwargs["type"] = _TYPES[kwargs["type"]]
         return super().add_argument(*args, **kwargs)
 
@@ -69,10 +80,11 @@ class NmpArgumentParser(argparse.ArgumentParser):
         return super().format_help().replace("``", "")
 
     def error(self, message: str):
-        self.print_usage(sys.stderr)
+        # one line, like every other error (docs/limits.md): the usage is one `--help` away
         command = self.prog.removeprefix("nmp").strip()
         where = f"nmp {command}: " if command else ""
-        print(f"nmp: error: {where}{message}", file=sys.stderr)
+        help_ = f"nmp {command} --help" if command else "nmp --help"
+        print(f"nmp: error: {where}{message} (see {help_})", file=sys.stderr)
         sys.exit(1)
 
 

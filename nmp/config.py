@@ -20,7 +20,8 @@ import types
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from nmp.errors import SpecError
+from nmp.errors import NmpError, SpecError
+from nmp.fileio import read_regular
 
 T = TypeVar("T")
 
@@ -49,7 +50,13 @@ def project_root() -> Path:
     """
     env = os.environ.get("NMP_HOME")
     if env:
-        return Path(env)
+        root = Path(env)
+        if not (root / "models").is_dir():
+            raise SpecError(
+                f"NMP_HOME={env}: no models/ folder there (it names the folder that holds "
+                "models/ and workloads/; unset it to use the kit's own)"
+            )
+        return root
     return Path(__file__).resolve().parent.parent
 
 
@@ -63,12 +70,9 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     line, a non-finite float (``nan``, ``inf``) its key."""
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_TOML_BYTES + 1)
-    except FileNotFoundError:
-        raise SpecError("no such file", file=str(path)) from None
-    except OSError as exc:
-        raise SpecError(f"cannot read: {exc.strerror}", file=str(path)) from None
+        raw = read_regular(path, MAX_TOML_BYTES)  # a folder, a pipe, a device: refused
+    except NmpError as exc:
+        raise SpecError(exc.message, file=exc.file) from None
     if len(raw) > MAX_TOML_BYTES:
         raise SpecError(f"larger than {MAX_TOML_BYTES >> 20} MiB: not a spec", file=str(path))
     try:
@@ -81,14 +85,38 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         ) from None
     try:
         data = tomllib.loads(text)
+    except RecursionError:  # the parser recurses per level of [ and {
+        raise SpecError(f"nested deeper than {MAX_TOML_DEPTH} levels", file=str(path)) from None
     except tomllib.TOMLDecodeError as exc:
         # Python 3.11's TOMLDecodeError carries the position only in its text.
         match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
         line = int(match.group(1)) if match else None
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
         raise SpecError(f"invalid TOML: {msg}", file=str(path), line=line) from None
+    check_depth(data, file=str(path))
     check_finite(data, file=str(path))
     return data
+
+
+# The deepest nesting of tables, arrays and dotted keys a spec may have (chosen: the deepest
+# preset or sweep nests 4 levels; 32 leaves room for any real spec, and every walk of a spec's
+# values, recursive, stays far from Python's recursion limit).
+MAX_TOML_DEPTH = 32
+
+
+def check_depth(value: Any, *, file: str | None = None, key: str = "") -> None:
+    """Raise :class:`SpecError` where ``value`` (tables, arrays) nests deeper than
+    :data:`MAX_TOML_DEPTH`, naming the first key that does (walked without recursion)."""
+    stack: list[tuple[Any, str, int]] = [(value, key, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if depth > MAX_TOML_DEPTH:
+            shown = where if len(where) <= 80 else where[:77] + "..."
+            raise SpecError(f"nested deeper than {MAX_TOML_DEPTH} levels", file=file, key=shown)
+        if isinstance(item, dict):
+            stack.extend((v, _join(where, str(k)), depth + 1) for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
 
 
 def check_finite(value: Any, *, file: str | None = None, key: str = "") -> None:
@@ -120,10 +148,10 @@ def preset_names(kind: str) -> list[str]:
 def find_preset(kind: str, name: str) -> Path:
     """Path of preset ``name`` of ``kind``, or of ``name`` itself if it is a TOML file."""
     candidate = Path(name)
-    if candidate.suffix == ".toml":
-        if candidate.is_file():
-            return candidate
-        raise SpecError("no such file", file=name)
+    # a path (it ends in .toml or names a folder: /dev/zero, ./pipe) is read as a file, and
+    # load_toml says what is wrong with it (a folder, a pipe, a device, missing)
+    if candidate.suffix == ".toml" or os.sep in name:
+        return candidate
     path = preset_dir(kind) / f"{name}.toml"
     if path.is_file():
         return path
@@ -313,6 +341,8 @@ def parse_value(text: str) -> Any:
     anything else is a bare string (``combined``)."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
+    except RecursionError:
+        raise SpecError(f"--set value nested deeper than {MAX_TOML_DEPTH} levels") from None
     except tomllib.TOMLDecodeError:
         return text
 
@@ -324,8 +354,11 @@ def parse_set_args(items: list[str] | None) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise SpecError(f"--set expects key=value, got '{item}'")
+            raise SpecError(f"--set expects key=value, got {item!r}")
+        if "\n" in item or "\r" in item:  # a pasted block: one key=value per --set
+            raise SpecError(f"--set value spans several lines: {item!r}", key=key)
         out[key] = parse_value(value.strip())
+        check_depth(out[key], key=key)
         check_finite(out[key], key=key)
     return out
 

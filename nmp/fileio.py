@@ -5,17 +5,28 @@ hidden ``.<name>.*.tmp`` (``nmp evaluate --resume`` removes those in a run folde
 It sits at the bottom of the package (stdlib only), so that traces (``nmp.memory``), index
 files (``nmp.workload``), calibration caches (``nmp.gpu``), reports and run folders
 (``nmp.evaluate.store``) share one mechanism.
+
+Only regular files are read or replaced. An output path that is a symbolic link, a device
+(``/dev/sda``, ``/dev/null``), a named pipe, a socket or a folder is refused before anything is
+written (:func:`check_output_path`), so that ``--save-requests`` never replaces a link with a
+file nor writes through it; an input that is not a regular file is refused when it is opened
+(:func:`open_regular`: opened without blocking, so that a named pipe with no writer does not
+hang the command, and checked on the open descriptor).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from nmp.errors import NmpError
 
 
 def _current_umask() -> int:
@@ -27,13 +38,121 @@ def _current_umask() -> int:
 UMASK = _current_umask()
 
 
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words (for a message)."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_output_path(path: str | Path) -> None:
+    """Refuse (:class:`NmpError` naming ``path``) an output path that exists and is not a
+    regular file: a symbolic link (checked without following it), a device, a pipe, a socket or
+    a folder. What is written replaces only a regular file."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise NmpError(f"cannot write: {exc.strerror}", file=str(path)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise NmpError(
+            f"is {file_kind(st.st_mode)}: an output replaces only a regular file (give a new "
+            "path, or remove it)",
+            file=str(path),
+        )
+
+
+@contextlib.contextmanager
+def open_regular(path: str | Path) -> Iterator[BinaryIO]:
+    """``path`` opened for reading if it is a regular file (a symbolic link to one is
+    followed); else :class:`NmpError` naming the path and what it is (a folder, a named pipe,
+    a device), or that it does not exist. The open does not block on a pipe."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise NmpError("no such file", file=str(path)) from None
+    except IsADirectoryError:
+        raise NmpError("is a folder, not a file", file=str(path)) from None
+    except NotADirectoryError:
+        raise NmpError(
+            "no such file (a part of the path is not a folder)", file=str(path)
+        ) from None
+    except OSError as exc:
+        raise NmpError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NmpError(
+                f"is {file_kind(st.st_mode)}, not a regular file: give a file", file=str(path)
+            )
+        os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        yield fh
+
+
+def read_regular(path: str | Path, max_bytes: int | None = None) -> bytes:
+    """The bytes of regular file ``path`` (:func:`open_regular`), at most ``max_bytes + 1`` of
+    them when ``max_bytes`` is given (the caller tells "too large" by the extra byte)."""
+    with open_regular(path) as fh:
+        return fh.read(-1 if max_bytes is None else max_bytes + 1)
+
+
+LOCK_NAME = ".lock"
+
+
+@contextlib.contextmanager
+def folder_lock(folder: str | Path, busy: str) -> Iterator[None]:
+    """Hold ``folder``'s lock file (``.lock``, holding this process's id), or raise
+    :class:`NmpError` at once with ``busy`` (``{pid}`` replaced by the holder's) if another
+    process holds it: one writer per run folder. Where ``fcntl`` does not exist (not POSIX)
+    the folder goes unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (Windows)
+        yield
+        return
+    path = Path(folder) / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise NmpError(busy.replace("{pid}", holder)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new contents into; on leaving the block it is synced
-    and renamed onto ``path``, and on any error (or interrupt) removed."""
+    and renamed onto ``path``, and on any error (or interrupt) removed. A ``path`` that exists
+    and is not a regular file is refused (:func:`check_output_path`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    check_output_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
     try:
         # mkstemp makes the file 0600; the result is a plain file (0666 less the umask)
         os.fchmod(fd, 0o666 & ~UMASK)
@@ -42,9 +161,12 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            # a full disk, a quota: the write's error names no file; this one does
+            raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
         raise
 
 

@@ -64,13 +64,15 @@ SHARD_GPU_BYTES = 1024
 # -> 6,468 MiB: 313-324 B per row of 68 B of record (the records, their copies in the stores,
 # parity and the optimizer; 290 B without ecrec); chosen: 6x the record. Samples: batch 128 ->
 # 20,000 (33 batches held: a step's and 32 held-out) +632 MiB: 960 B per sample (chosen: 1.5
-# KiB). Nodes: 10^6 -> 10^7 nodes +765 MiB:
-# 77 B per node (chosen: 96 B). --extrapolate: 22 B per Monte-Carlo draw (2 x 10^6 draws) and
+# KiB). Nodes: each memory node is a design of its own (nmp.arch) over its shard of the rows:
+# 5 -> 100 -> 400 nodes (strategy none, 1 step) 520 -> 573 -> 655 MiB peak, about 350 KiB per
+# node (chosen: 512 KiB; the 77 B per node measured before each node had its design).
+# --extrapolate: 22 B per Monte-Carlo draw (2 x 10^6 draws) and
 # 51 B per failure drawn (6.7 x 10^6 failures) (chosen: 32 and 80 B).
 TRAIN_BASE_BYTES = 440 * 1024**2
 TRAIN_RECORD_FACTOR = 6
 TRAIN_SAMPLE_BYTES = 1536
-TRAIN_NODE_BYTES = 96
+TRAIN_NODE_BYTES = 512 * 1024
 TRIAL_BYTES = 32
 FAILURE_BYTES = 80
 # nmp rtl export: 1,000 -> 1,000,000 stimulus entries of 64 bits, 180 -> 715 MiB peak: 535 B
@@ -273,13 +275,18 @@ def shard_estimate(
 
 
 def train_estimate(
-    rows: float, dim: int, state_floats_per_row: float, samples: float, nodes: int
+    rows: float,
+    dim: int,
+    state_floats_per_row: float,
+    samples: float,
+    nodes: int,
+    records_key: str = "train.max_rows",
 ) -> Estimate:
     """``nmp train``: the embedding records (``rows`` of ``dim`` floats and their optimizer
     state), the samples a run holds (a step's batch and the held-out batches) and the
     per-node state of ``nodes`` memory nodes."""
     terms = {
-        "train.max_rows": rows * (TRAIN_RECORD_FACTOR * 4 * (dim + state_floats_per_row)),
+        records_key: rows * (TRAIN_RECORD_FACTOR * 4 * (dim + state_floats_per_row)),
         "train.batch": samples * TRAIN_SAMPLE_BYTES,
         "train.nodes": nodes * TRAIN_NODE_BYTES,
     }
@@ -291,9 +298,12 @@ def train_estimate(
     )
 
 
-def extrapolation_estimate(trials: int, failures: float) -> Estimate:
-    """``nmp train --extrapolate``: the Monte-Carlo draws and the failures drawn in them."""
-    terms = {"--trials": trials * TRIAL_BYTES, "--servers": failures * FAILURE_BYTES}
+def extrapolation_estimate(
+    trials: int, failures: float, failures_key: str = "--servers"
+) -> Estimate:
+    """``nmp train --extrapolate``: the Monte-Carlo draws and the failures drawn in them
+    (``failures_key``: the flag that makes them many, the servers or their MTBF)."""
+    terms = {"--trials": trials * TRIAL_BYTES, failures_key: failures * FAILURE_BYTES}
     key = max(terms, key=terms.__getitem__)
     return Estimate(
         TRAIN_BASE_BYTES + sum(terms.values()),

@@ -4,6 +4,7 @@ case names it (``{tmp}/<name>``), in a few milliseconds."""
 from __future__ import annotations
 
 import gzip
+import os
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -118,6 +119,18 @@ def _non_utf8_run(path: Path) -> None:
     (path / "plan.json").write_text("{}\n")
 
 
+def _memory_preset(old: str, new: str) -> Callable[[Path], None]:
+    """DDR4-3200AA's preset with ``old`` replaced by ``new``."""
+    source = Path(__file__).resolve().parents[1] / "models" / "memory" / "ddr4-3200aa.toml"
+    return lambda p: p.write_text(source.read_text().replace(old, new, 1))
+
+
+def _symlink_to_victim(path: Path) -> None:
+    """A link to ``victim.txt`` beside it: an output given the link must leave both alone."""
+    (path.parent / "victim.txt").write_text("keep\n")
+    path.symlink_to(path.parent / "victim.txt")
+
+
 def _text(text: str) -> Callable[[Path], None]:
     return lambda path: path.write_text(text)
 
@@ -184,6 +197,19 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "lying-header.npz": _lying_header_npz,
     "gzip-bomb.trace.gz": _gzip_bomb,
     "reports/study-run": _custom_study_run,
+    # issue 42
+    "no-rows.toml": _text('name = "no-rows"\nrows = []\ndim = 16\nbatch = 4\n'),
+    "fifo": os.mkfifo,
+    "fifo.toml": os.mkfifo,
+    "a_folder.toml": lambda p: p.mkdir(),
+    "link": _symlink_to_victim,
+    "deep-arrays.toml": _text("a = " + "[" * 5000 + "]" * 5000 + "\n"),
+    "deep-dotted.toml": _text(".".join(["a"] * 3000) + " = 1\n"),
+    "deep-inline.toml": _text("a = " + "{b = " * 600 + "1" + "}" * 600 + "\n"),
+    "refresh-forever.toml": _memory_preset("nREFI = 12480", "nREFI = 600"),
+    "nrfc-overflow.toml": _memory_preset("nRFC = 576", "nRFC = 99999999999999999"),
+    "ddr9.toml": _memory_preset('standard = "DDR4"', 'standard = "DDR9"'),
+    "watermark.toml": _memory_preset("wr_high_watermark = 0.8", "wr_high_watermark = 5"),
     "reports/non-utf8-run": _non_utf8_run,
 }
 

@@ -6,6 +6,7 @@ traceback for a user, fails the test); a failed start and piped output run as su
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -322,6 +323,206 @@ TRAIN_CASES = [
     ),
 ]
 
+# issue 42: by kind, two instances (or more) each; every one once ran forever, raised a
+# traceback, ran with a wrong result, replaced a file, or named the wrong thing
+ISSUE_42_CASES = [
+    # hangs: a spec that can never make progress is refused at load, naming its rule
+    ("replay-set-nrefi-100", ["replay", TRACE, "--set", "timing.nREFI=100"], "refresh-leaves-time"),
+    (
+        "replay-memory-toml-nrefi-600",
+        ["replay", TRACE, "--memory", "{tmp}/refresh-forever.toml"],
+        "refresh-leaves-time",
+    ),
+    (
+        "run-set-memory-nrefi",
+        [*RUN, "--set", "memory.timing.nREFI=700", "--set", "workload.batch=1"],
+        "key 'memory.timing.nREFI'",
+    ),
+    # hangs: a named pipe read as an input blocks forever
+    ("cache-request-file-fifo", ["cache", "--request-file", "{tmp}/fifo"], "named pipe"),
+    ("cache-index-file-fifo", ["cache", "--index-file", "{tmp}/fifo"], "named pipe"),
+    ("replay-memory-fifo", ["replay", TRACE, "--memory", "{tmp}/fifo.toml"], "named pipe"),
+    # tracebacks: TOML nested deeper than the parser's recursion
+    (
+        "replay-memory-5000-brackets",
+        ["replay", TRACE, "--memory", "{tmp}/deep-arrays.toml"],
+        "nested",
+    ),
+    (
+        "shard-topology-3000-part-key",
+        ["shard", "--workload", "criteo-kaggle", "--topology", "{tmp}/deep-dotted.toml"],
+        "nested",
+    ),
+    (
+        "run-workload-600-inline-tables",
+        ["run", "--arch", "recross", "--workload", "{tmp}/deep-inline.toml"],
+        "nested",
+    ),
+    ("run-set-deep-array", [*RUN, "--set", "workload.rows=" + "[" * 3000 + "]" * 3000], "nested"),
+    # tracebacks: a value outside a function's domain
+    ("rtl-export-seed-negative", ["rtl", "export", "--seed", "-1", "--out", "{tmp}/rtl"], "--seed"),
+    ("cache-seed-negative", ["cache", "--seed", "-5", "--no-accuracy"], "--seed"),
+    # silent wrong results: timing that overflows the engine's cycle counts
+    ("replay-set-ncl-1e17", ["replay", TRACE, "--set", "timing.nCL=99999999999999999"], "nCL"),
+    ("replay-memory-nrfc-1e17", ["replay", TRACE, "--memory", "{tmp}/nrfc-overflow.toml"], "nRFC"),
+    # messages that named the wrong thing: a non-regular file given as TOML
+    ("replay-memory-dev-zero", ["replay", TRACE, "--memory", "/dev/zero"], "is a device"),
+    ("replay-memory-folder", ["replay", TRACE, "--memory", "{tmp}/a_folder.toml"], "is a folder"),
+    ("run-workload-fifo", ["run", "--arch", "recross", "--workload", "{tmp}/fifo"], "named pipe"),
+    ("evaluate-sweep-fifo", ["evaluate", "{tmp}/fifo.toml", "--check"], "named pipe"),
+    ("evaluate-sweep-folder", ["evaluate", "{tmp}/a_folder.toml", "--check"], "is a folder"),
+    # hangs and out-of-memory: every count a controller allocates by is bounded
+    (
+        "replay-read-queue-1e9",
+        ["replay", TRACE, "--set", "controller.read_queue=1e9"],
+        "read_queue",
+    ),
+    (
+        "replay-line-bytes-1g",
+        ["replay", TRACE, "--set", "controller.line_bytes=1073741824"],
+        "controller.line_bytes",
+    ),
+    (
+        "replay-org-beyond-64-bit",
+        ["replay", TRACE, "--set", "org.rows=1099511627776", "--set", "org.columns=1099511627776"],
+        "64-bit",
+    ),
+    # hangs and out-of-memory: counts of the cache's users and training's workers
+    ("cache-users-1e12", ["cache", "--request-model", "users", "--users", "1e12"], "--users"),
+    (
+        "cache-user-history-1e12",
+        ["cache", "--request-model", "users", "--user-history", "1e12"],
+        "--user-history",
+    ),
+    (
+        "train-workers-1e6",
+        ["train", "--strategy", "none", "--set", "train.workers=1e6"],
+        "train.workers",
+    ),
+    # messages: the key that makes a training run large
+    ("train-dim-1e9", ["train", "--strategy", "none", "--set", "train.dim=1e9"], "key 'train.dim'"),
+    # messages: the file or the key to blame
+    (
+        "replay-memory-ddr9",
+        ["replay", TRACE, "--memory", "{tmp}/ddr9.toml"],
+        "ddr9.toml: key 'standard'",
+    ),
+    (
+        "replay-memory-watermark-5",
+        ["replay", TRACE, "--memory", "{tmp}/watermark.toml"],
+        "key 'controller.wr_high_watermark'",
+    ),
+    (
+        "replay-set-watermark-below-low",
+        ["replay", TRACE, "--set", "controller.wr_high_watermark=0.1"],
+        "key 'controller.wr_high_watermark'",
+    ),
+    # hangs: every count checked before it is allocated, the guard naming the key that is large
+    (
+        "run-num-tables-1e7",
+        [
+            "run",
+            "--arch",
+            "recross",
+            "--workload",
+            "dlrm-benchmark",
+            "--set",
+            "workload.num_tables=1e7",
+        ],
+        "workload.num_tables",
+    ),
+    (
+        "run-num-tables-20000",
+        [
+            "run",
+            "--arch",
+            "host-cpu",
+            "--workload",
+            "dlrm-benchmark",
+            "--set",
+            "workload.num_tables=20000",
+        ],
+        "workload.num_tables",
+    ),
+    (
+        "run-num-tables-4000-guard",
+        [
+            "run",
+            "--arch",
+            "recross",
+            "--workload",
+            "dlrm-benchmark",
+            "--set",
+            "workload.num_tables=4000",
+        ],
+        "key 'workload.num_tables': this run needs",
+    ),
+    # hangs: training's nodes checked against the hardware and the memory guard up-front
+    ("train-ecrec-nodes-9", ["train", "--strategy", "ecrec", "--nodes", "9"], "train.nodes"),
+    (
+        "train-nodes-1e5-max-memory",
+        ["train", "--strategy", "none", "--nodes", "100000", "--max-memory", "8G"],
+        "train.nodes",
+    ),
+    ("train-procs-9-servers", ["train", "--strategy", "ecrec", "--procs", "9,1"], "train.nodes"),
+    # tracebacks: a Zipf exponent outside the sampler's domain
+    ("run-set-alpha-1000", [*RUN, "--set", "workload.alpha=1000"], "workload.alpha"),
+    ("cache-alpha-1000", ["cache", "--alpha", "1000", "--no-accuracy"], "alpha"),
+    (
+        "cache-user-alpha-80",
+        ["cache", "--request-model", "users", "--user-alpha", "80"],
+        "--user-alpha",
+    ),
+    # silent wrong results: an empty list of rows was ignored
+    ("run-set-rows-empty", [*RUN, "--set", "workload.rows=[]"], "workload.rows"),
+    (
+        "cache-set-rows-empty",
+        ["cache", "--workload", "{tmp}/no-rows.toml", "--no-accuracy"],
+        "rows",
+    ),
+    # messages: flags that do not combine, an address that is none
+    (
+        "evaluate-dask-workers-and-jobs",
+        [
+            "evaluate",
+            "{tmp}/small.toml",
+            "--out",
+            "{tmp}/reports",
+            "--dask-workers",
+            "2",
+            "-j",
+            "2",
+        ],
+        "--jobs and --dask-workers",
+    ),
+    (
+        "evaluate-scheduler-port-out-of-range",
+        ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--scheduler", "h:99999999"],
+        "PORT 1..65535",
+    ),
+    ("run-set-two-lines", [*RUN, "--set", "workload.batch=4\n5"], "several lines"),
+    (
+        "replay-set-two-lines",
+        ["replay", TRACE, "--set", "timing.nCL=22\ntiming.nRP=1"],
+        "several lines",
+    ),
+    # messages: the flag to blame for a run that is too large
+    (
+        "train-extrapolate-tiny-mtbf",
+        ["train", "--extrapolate", "--server-mtbf-hours", "1e-6"],
+        "key '--server-mtbf-hours'",
+    ),
+    (
+        "train-extrapolate-servers-and-mtbf",
+        ["train", "--extrapolate", "--servers", "10", "--server-mtbf-hours", "1e-7"],
+        "key '--server-mtbf-hours'",
+    ),
+    # messages: usage errors are one line, exit status 1
+    ("no-command", [], "give a command"),
+    ("unknown-flag", ["models", "--bogus"], "--bogus"),
+    ("rtl-without-subcommand", ["rtl"], "give a subcommand"),
+]
+
 
 def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
     subs = make_files(tmp, argv)
@@ -361,9 +562,9 @@ def _assert_clean_error(proc: subprocess.CompletedProcess, expect: str) -> None:
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    errors = [ln for ln in err if ln.startswith("nmp: error: ")]
-    assert len(errors) == 1, proc.stderr[-2000:]
-    assert expect in errors[0], errors[0]
+    # one line on stderr, that line the error (a usage line or a warning beside it is a second)
+    assert len(err) == 1 and err[0].startswith("nmp: error: "), proc.stderr[-2000:]
+    assert expect in err[0], err[0]
 
 
 @pytest.mark.parametrize(("argv", "expect"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
@@ -392,6 +593,78 @@ def test_bad_training_input_gives_one_line_error(
     argv: list[str], expect: str, tmp_path: Path, capsys, monkeypatch
 ) -> None:
     _assert_clean_error(_main(argv, tmp_path, capsys, monkeypatch), expect)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expect"), [c[1:] for c in ISSUE_42_CASES], ids=[c[0] for c in ISSUE_42_CASES]
+)
+def test_issue_42_bad_input_gives_one_line_error(
+    argv: list[str], expect: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    _assert_clean_error(_main(argv, tmp_path, capsys, monkeypatch), expect)
+
+
+def test_outputs_never_replace_a_link_a_device_or_a_pipe(tmp_path: Path, capsys, monkeypatch):
+    """Issue 42: --save-requests to a symbolic link replaced the link with a file (and a device
+    node with a regular file); now each is refused before the run, and left as it was."""
+    users = ["cache", "--request-model", "users", "--requests", "50", "--no-accuracy"]
+    for target, kind in (("{tmp}/link", "symbolic link"), ("{tmp}/fifo", "named pipe")):
+        proc = _main([*users, "--save-requests", target], tmp_path, capsys, monkeypatch)
+        _assert_clean_error(proc, kind)
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "victim.txt").read_text() == "keep\n"
+    assert stat.S_ISFIFO((tmp_path / "fifo").lstat().st_mode)
+    _assert_clean_error(
+        _main([*users, "--save-requests", "/dev/null"], tmp_path, capsys, monkeypatch), "device"
+    )
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+
+
+FOLDER_HOLDER = """
+import sys, time
+from nmp.fileio import folder_lock
+with folder_lock(sys.argv[1], "busy"):
+    print("locked", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_run_folder_has_one_writer(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Issue 42: two `nmp train --procs` runs with one --run-dir mixed their logs and
+    checkpoints; the second is now refused at once, naming the holder."""
+    from nmp.errors import NmpError
+    from nmp.fileio import folder_lock
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", FOLDER_HOLDER, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(NmpError, match="busy"), folder_lock(tmp_path, "busy"):
+            pass
+        argv = ["train", "--strategy", "ecrec", "--procs", "2,1", "--run-dir", str(tmp_path)]
+        proc = _main(argv, tmp_path, capsys, monkeypatch)
+        _assert_clean_error(proc, f"pid {holder.pid}")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not (tmp_path / "ecrec").exists()  # the refused run wrote nothing
+
+
+def test_output_and_encoding_and_home(tmp_path: Path) -> None:
+    """Issue 42: an ASCII-only output encoding crashed with UnicodeEncodeError; a bad NMP_HOME
+    listed empty preset sets instead of saying so."""
+    env = {k: v for k, v in os.environ.items() if k != "NMP_MAX_MEMORY"}
+    argv = [sys.executable, "-m", "nmp", *RUN, "--set", "workload.batch=2"]  # prints "µs", "mm²"
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, env={**env, "PYTHONIOENCODING": "ascii"}
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "latency per batch" in proc.stdout
+    argv = [sys.executable, "-m", "nmp", "run", "--arch", "recross", "--workload", "recross-eval"]
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, env={**env, "NMP_HOME": str(tmp_path)}
+    )
+    _assert_clean_error(proc, "NMP_HOME")
 
 
 def test_failed_start_leaves_no_folder_and_no_latest(tmp_path: Path) -> None:
@@ -569,3 +842,68 @@ def test_validate_piped_prints_each_check_as_it_finishes(tmp_path: Path) -> None
     assert first.startswith("functional.parity.") and ": agrees (" in first, first
     assert still_running
     assert rest.index("nmp validate") > 0  # the table follows the lines
+
+
+def test_a_full_disk_names_the_file(tmp_path: Path, monkeypatch) -> None:
+    """Issue 42: a full disk named no path (the write's OSError has none); every whole-file
+    write (nmp.fileio) now names the file it could not write, and leaves no temporary file."""
+    import errno
+
+    from nmp import fileio
+    from nmp.errors import NmpError
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(fileio.os, "fsync", full)
+    target = tmp_path / "report.md"
+    with pytest.raises(NmpError, match="report.md: cannot write: No space left on device"):
+        fileio.atomic_write_text(target, "x")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("stalls", [False, True], ids=["closes", "stalls"])
+def test_a_service_that_is_no_dask_scheduler_is_named(
+    stalls: bool, tmp_path: Path, capsys, monkeypatch
+):
+    """Issue 42: a --scheduler address where another service answers gave nmp's "out of memory"
+    line (Dask read the service's bytes as a frame count and length). Here the service sends
+    a frame count of 2^34, then closes the connection or keeps it open (which hung the
+    command: the answer now has a deadline)."""
+    import socket
+    import struct
+    import threading
+
+    from nmp.evaluate import executor
+
+    monkeypatch.setattr(executor, "SCHEDULER_ANSWER_S", 5.0)
+    held = []
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(struct.pack("<Q", 2**34) + bytes(4096))
+            if stalls:
+                held.append(conn)  # open, silent
+            else:
+                conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    address = f"tcp://127.0.0.1:{port}"
+    argv = ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--scheduler", address]
+    try:
+        proc = _main(argv, tmp_path, capsys, monkeypatch)
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+    _assert_clean_error(proc, address)
+    assert "out of memory" not in proc.stderr

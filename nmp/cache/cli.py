@@ -24,12 +24,15 @@ import json
 import sys
 
 from nmp.cache.policy import names
+from nmp.fileio import check_output_path
 
 
 def _run(args: argparse.Namespace) -> int:
     # numba: loaded on use (start-up time)
     from nmp.cache.serve import CacheConfig, run_cache, save_requests
 
+    if args.save_requests:  # refused before the work, not after it (a link, a device, a pipe)
+        check_output_path(args.save_requests)
     fields = {
         "workload": args.workload,
         "reuse": args.reuse,

@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from nmp.errors import TraceError
-from nmp.fileio import atomic_file
+from nmp.errors import NmpError, TraceError
+from nmp.fileio import atomic_file, read_regular
 from nmp.workload import LookupBatch, TableLookups, WorkloadSpec
 
 MAX_BYTES = 1 << 30  # a file is read whole; split a larger one (it is not a stream format)
@@ -43,12 +43,9 @@ def load_request_file(path: str | Path, spec: WorkloadSpec) -> tuple[LookupBatch
     the lines are re-read one by one to name the first bad one."""
     file = str(path)
     try:
-        with open(file, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise TraceError("no such file", file=file) from None
-    except OSError as exc:
-        raise TraceError(f"cannot read: {exc.strerror}", file=file) from None
+        data = read_regular(file, MAX_BYTES)  # a pipe, a device, a folder: refused, unblocked
+    except NmpError as exc:
+        raise TraceError(exc.message, file=file) from None
     if len(data) > MAX_BYTES:
         raise TraceError(f"larger than {MAX_BYTES >> 30} GiB: split it", file=file)
     try:

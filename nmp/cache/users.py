@@ -35,8 +35,15 @@ import numpy as np
 from nmp.errors import NmpError
 from nmp.workload import LookupBatch, TableLookups, WorkloadSpec, draw_rows
 from nmp.workload.sampling import pooling_lengths, zipf_ranks
+from nmp.workload.spec import MAX_ZIPF_ALPHA
 
 BLOCK = 1024  # users whose histories share one seeded draw
+# The most users and history rows taken. Chosen: 2^20 users (20x the default 50,000; every
+# block of 1,024 users a stream touches is drawn, per table), 64 history rows per user and table
+# (the default is 4: a few rows each). Measured (nmp cache --request-model users --no-accuracy,
+# default requests): 10 s by default, 20 s at either bound.
+MAX_USERS = 2**20
+MAX_HISTORY = 64
 
 
 @dataclass(frozen=True)
@@ -52,10 +59,19 @@ class UserModel:
     def check(self) -> None:
         if self.users < 1 or self.history < 1:
             raise NmpError(f"users and history must be >= 1, got {self.users}, {self.history}")
+        # bounded before anything is drawn: each block of BLOCK users a request touches draws
+        # BLOCK x history rows per table (--user-history 1e12 ran out of memory; --users 1e12
+        # drew a block per lookup for minutes)
+        if self.users > MAX_USERS:
+            raise NmpError(f"--users must be <= {MAX_USERS:,}, got {self.users:,}")
+        if self.history > MAX_HISTORY:
+            raise NmpError(f"--user-history must be <= {MAX_HISTORY:,}, got {self.history:,}")
         if not 0.0 <= self.locality <= 1.0:
             raise NmpError(f"locality must be in [0, 1], got {self.locality}")
-        if not self.user_alpha >= 0.0:
-            raise NmpError(f"user_alpha must be >= 0, got {self.user_alpha}")
+        if not 0.0 <= self.user_alpha <= MAX_ZIPF_ALPHA:  # the Zipf sampler's domain
+            raise NmpError(
+                f"--user-alpha must lie in [0, {MAX_ZIPF_ALPHA:g}], got {self.user_alpha}"
+            )
 
     def alpha_for(self, spec: WorkloadSpec) -> float:
         if self.user_alpha > 0:

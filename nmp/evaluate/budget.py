@@ -44,7 +44,9 @@ def point_estimate(
     for t, table in enumerate(wl.tables):
         per_vector = math.ceil(table.row_bytes / 64)
         lines += wl.batch * wl.table_pooling(t).mean_lookups * per_vector
-    keys = [k for k in ("workload.pooling", "workload.batch", "workload.dim") if k in overrides]
+    # the key that makes it large: the override that multiplies the lines (tables first)
+    sizes = ("workload.num_tables", "workload.rows", "workload.tables", "workload.pooling")
+    keys = [k for k in (*sizes, "workload.batch", "workload.dim") if k in overrides]
     lines_key = keys[0] if keys else "workload.batch"
     est = Estimate(POINT_BASE_BYTES + lines * LINE_BYTES, lines_key, f"{lines:,.0f} 64-B lines")
     spec = load_design_spec(arch, memory)
@@ -56,7 +58,7 @@ def point_estimate(
         mem_args = design_memory_args(spec)
     assert mem_args is not None  # overrides keep a design's own memory
     preset, kwargs = mem_args
-    mem = load_memory(preset, overrides=grouped.get("memory") or None, **kwargs)
+    mem = load_memory(preset, overrides=grouped.get("memory") or None, key_root="memory", **kwargs)
     mem_est = memory_estimate(mem, 0, key_of_requests="lines", base=0)
     if mem_est.bytes_ > lines * LINE_BYTES:
         key = "arch.memory." + mem_est.key

@@ -65,6 +65,12 @@ def _run(args: argparse.Namespace) -> int:
         raise NmpError("--dask-workers must be >= 1")
     if args.scheduler and args.dask_workers:
         raise NmpError("give either --scheduler (a running cluster) or --dask-workers (a new one)")
+    if args.jobs is not None and (args.scheduler or args.dask_workers):
+        # --jobs sizes the local pool, which a Dask run does not use: silently ignored before
+        flag = "--scheduler" if args.scheduler else "--dask-workers"
+        raise NmpError(f"--jobs and {flag} do not combine: {flag} runs the points on Dask")
+    if args.scheduler:
+        check_scheduler_address(args.scheduler)
     if args.point_time_limit < 0:
         raise NmpError("--point-time-limit must be >= 0 (0: no limit)")
     if not args.out.strip():
@@ -273,6 +279,26 @@ def _has_results(run_dir: Path) -> bool:
 
     path = run_dir / RESULTS
     return path.exists() and path.stat().st_size > 0
+
+
+def check_scheduler_address(address: str) -> None:
+    """A Dask scheduler address of the form [tcp://|tls://]HOST:PORT (PORT 1..65535), checked
+    before a connection is tried (a port out of range waited 20 s for a connection timeout)."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme not in ("tcp", "tls"):
+        return  # another transport (inproc, ucx): Dask checks it
+    host, _, port = rest.rpartition(":")
+    if (
+        not host
+        or not port.isdigit()
+        or not 1 <= int(port) <= 65535
+        or any(c.isspace() for c in rest)
+    ):
+        raise NmpError(
+            f"--scheduler {address!r}: not an address (expected tcp://HOST:PORT, PORT 1..65535)"
+        )
 
 
 def _resume_command(args: argparse.Namespace, run_dir: Path) -> str:

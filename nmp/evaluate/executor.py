@@ -39,6 +39,11 @@ KILL_GRACE_S = 10.0
 POINT_THREADS_ENV = "NMP_THREADS"
 
 
+# After a point's time limit, the signal repeats this often (chosen: 0.1 s) until the point has
+# stopped: a PointTimeout raised inside a C library's callback is swallowed there.
+TIME_LIMIT_REPEAT_S = 0.1
+
+
 class PointTimeout(Exception):
     """A point ran past its time limit."""
 
@@ -60,13 +65,25 @@ def _time_limit(limit_s: float | None) -> Iterator[None]:
     def expire(signum: int, frame: Any) -> None:
         raise PointTimeout(_time_limit_message(limit))
 
+    def unraisable(info: Any) -> None:
+        # the signal came while a C library ran a Python callback (numba's compiler through
+        # llvmlite's ctypes callbacks): the exception cannot leave the callback and Python
+        # would print "Exception ignored on calling ctypes callback function"; the timer's
+        # repeat raises it again once the callback has returned
+        if not isinstance(info.exc_value, PointTimeout):
+            hook(info)
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = unraisable
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, limit)
+    # the first expiry after ``limit``, then every REPEAT_S until the block is left
+    signal.setitimer(signal.ITIMER_REAL, limit, TIME_LIMIT_REPEAT_S)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        sys.unraisablehook = hook
 
 
 def evaluate_one(
@@ -305,6 +322,36 @@ class LocalExecutor(Executor):
         return False
 
 
+# How long a --scheduler address may take to answer as a Dask scheduler (chosen: Dask's own
+# connect timeout, 20 s, and 10 s for its handshake). A service that accepts the connection
+# and then says nothing (or sends a frame it never completes) otherwise hangs the command.
+SCHEDULER_ANSWER_S = 30.0
+
+
+def _connect(client_cls: Any, address: str) -> Any:
+    """``client_cls(address)`` (a Dask Client), or :class:`NmpError` if it has not answered
+    within :data:`SCHEDULER_ANSWER_S` (the attempt is left to a daemon thread)."""
+    outcome: list[Any] = []
+
+    def attempt() -> None:
+        try:
+            outcome.append(client_cls(address, timeout="20s"))
+        except BaseException as exc:  # raised again in the caller's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=attempt, name="nmp-dask-connect", daemon=True)
+    worker.start()
+    worker.join(SCHEDULER_ANSWER_S)
+    if not outcome:
+        raise NmpError(
+            f"the Dask scheduler {address} did not answer within {SCHEDULER_ANSWER_S:g} s (is "
+            "it a Dask scheduler?)"
+        )
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
 class DaskExecutor(Executor):
     """A Dask cluster: the one at ``address``, or a local one of ``workers`` processes.
 
@@ -338,7 +385,7 @@ class DaskExecutor(Executor):
         cluster = None
         try:
             if self.address:
-                client = Client(self.address, timeout="20s")
+                client = _connect(Client, self.address)
             else:
                 cluster = LocalCluster(
                     n_workers=self.workers,
@@ -353,6 +400,12 @@ class DaskExecutor(Executor):
         except (OSError, ValueError, TypeError) as exc:
             # OSError: nothing answers; ValueError/TypeError: not an address (no port...)
             raise NmpError(f"cannot reach the Dask scheduler {self.address}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 (one line, whatever answered)
+            # something answered that is not a Dask scheduler (a web server, ssh): Dask read
+            # its bytes as a message length and failed (a MemoryError read as out of memory)
+            raise NmpError(
+                f"the Dask scheduler {self.address} did not answer as one ({type(exc).__name__})"
+            ) from None
         try:
             # Dask costs a few ms per task on a small machine: points travel in chunks so that
             # overhead stays small while results still stream back as chunks finish.

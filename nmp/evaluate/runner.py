@@ -184,6 +184,26 @@ def _remove_stale_links(base: Path) -> None:
             pass  # alive, another user's
 
 
+def check_same_plan(run_dir: Path, sweep_name: str, keys: list[str]) -> None:
+    """A resumed run folder must hold this sweep's plan: a folder of another sweep (or the same
+    sweep edited) would have its sweep.toml overwritten and old and new lines mixed."""
+    import json
+
+    try:
+        stored = json.loads((run_dir / "plan.json").read_text())
+        stored_keys = [p["key"] for p in stored["points"]]
+        stored_name = stored.get("sweep")
+    except (OSError, ValueError, KeyError, TypeError):
+        raise NmpError("not a plan nmp evaluate wrote", file=str(run_dir / "plan.json")) from None
+    if stored_name != sweep_name or set(stored_keys) != set(keys):
+        raise NmpError(
+            f"{run_dir} holds sweep '{stored_name}' ({len(stored_keys)} points), not this one "
+            f"('{sweep_name}', {len(keys)} points, {len(set(keys) - set(stored_keys))} of them "
+            f"not in its plan): resume it as it was ('nmp evaluate --resume --run "
+            f"{run_dir.name}'), or give another --run"
+        )
+
+
 def check_run_dir(run_dir: Path, *, resume: bool) -> None:
     """A new run needs a folder without results; a resumed one, a folder with a plan."""
     if resume:
@@ -275,6 +295,8 @@ def _run_locked(
     plan: dict[str, Point] = {}
     for point, key in keyed:
         plan.setdefault(key, point)
+    if resume:
+        check_same_plan(run_dir, sweep.name, list(plan))  # before anything is overwritten
     if sweep_text:
         atomic_write_text(run_dir / "sweep.toml", sweep_text)
     atomic_write_json(run_dir / "sweep.json", to_mapping(sweep))
@@ -356,6 +378,12 @@ def _run_locked(
         {"key": k, **p.to_json(), "result": done[k]["result"]} for k, p in plan.items() if k in done
     ]
     rewrite_jsonl(results_path, records + [r for k, r in done.items() if k not in plan])
+    # errors.jsonl keeps the points that still fail, each with its latest failure: a failure
+    # that a later session (--resume) ran to a result is dropped
+    errors_path = run_dir / ERRORS
+    if errors_path.exists():
+        latest = {r.get("key"): r for r in read_jsonl(errors_path, repair=True)}
+        rewrite_jsonl(errors_path, [r for k, r in latest.items() if k not in done])
     summary: dict[str, Any] = {
         "sweep": sweep.name,
         "description": sweep.description,

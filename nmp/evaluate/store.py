@@ -17,7 +17,6 @@ behind. Whole-file writes themselves are :mod:`nmp.fileio`'s.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
-from nmp.fileio import atomic_write_bytes
+from nmp.fileio import LOCK_NAME, atomic_write_bytes, folder_lock
 
 __all__ = [
     "JsonlLog",
@@ -37,37 +36,13 @@ __all__ = [
 ]
 
 
-LOCK_NAME = ".lock"
-
-
 @contextlib.contextmanager
 def run_lock(run_dir: str | Path) -> Iterator[None]:
     """Hold the run folder's lock, or raise :class:`NmpError` at once if another process holds
-    it (a second ``nmp evaluate`` on the same folder). Where ``fcntl`` does not exist (not
-    POSIX) the run goes unlocked."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover (Windows)
+    it (a second ``nmp evaluate`` on the same folder); :func:`nmp.fileio.folder_lock`."""
+    busy = f"another nmp evaluate (pid {{pid}}) is running in {run_dir}; wait for it, or pick "
+    with folder_lock(run_dir, busy + "another --run"):
         yield
-        return
-    path = Path(run_dir) / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EACCES, errno.EAGAIN):
-                raise
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            raise NmpError(
-                f"another nmp evaluate (pid {holder}) is running in {run_dir}; wait for it, or "
-                "pick another --run"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def remove_stale_temps(folder: str | Path) -> list[Path]:

@@ -165,9 +165,9 @@ def find_sweep(name_or_path: str | Path) -> Path:
     """A sweep file by path, or by name in ``workloads/sweeps/``."""
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():
             raise SpecError("no such sweep file", file=str(path))
-        return path
+        return path  # a folder, a pipe, a device: load_toml says which, without blocking
     return _find_named(str(name_or_path))
 
 

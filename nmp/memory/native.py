@@ -30,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
+import threading
 from types import SimpleNamespace
 
 import numpy as np
@@ -123,6 +124,37 @@ def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, np.int64)
 
 
+# A run of at least this many transactions runs in a thread of its own, which the main thread
+# waits for, so that Ctrl-C stops the command (a signal reaches Python only between its own
+# steps, never while the main thread is inside a C call). Chosen: 2^18 transactions, a run of
+# tens of milliseconds and more, where the thread's start (about 0.1 ms) is noise.
+INTERRUPTIBLE_TRANSACTIONS = 2**18
+
+
+def _interruptible(n: int, alive: object, fn, *args):
+    """``fn(*args)`` (a C function that releases the GIL), in a daemon thread where ``n`` is
+    large and this is the main thread; Ctrl-C raises KeyboardInterrupt here at once, and the
+    C call, which cannot be stopped, ends with the process. ``alive`` (the arrays the call
+    reads and writes) stays referenced by the thread until the call returns."""
+    if n < INTERRUPTIBLE_TRANSACTIONS or threading.current_thread() is not threading.main_thread():
+        return fn(*args)
+    result: list = []
+
+    def call(keep=alive) -> None:
+        try:
+            result.append(fn(*args))
+        except BaseException as exc:  # raised again in the caller's thread
+            result.append(exc)
+
+    worker = threading.Thread(target=call, name="nmp-dram-engine", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)  # KeyboardInterrupt is raised here, between two waits
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
+
+
 def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log, threads=1):
     """:func:`nmp.memory.engine.simulate` of the transactions of lines, in C, with the same
     11-tuple; its last element counts the channel evaluations (the reference counts the memory
@@ -167,7 +199,11 @@ def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log
     forwarded = np.empty(n, np.bool_)
     active_cycles = np.empty(int(params[0] * params[1]), np.int64)
     ptr = [a.ctypes.data for a in keep]
-    rc = fn(
+    outputs = (scalars, cnt_snap, cnt, arrive, depart, done, forwarded, active_cycles, log)
+    rc = _interruptible(
+        n,
+        (keep, outputs),
+        fn,
         *ptr[:3],
         n,
         *ptr[3:],

@@ -51,6 +51,12 @@ class Organization:
                 raise KeyedValueError(name, f"must be a positive power of two, got {value}")
         if self.columns % self.prefetch:
             raise KeyedValueError("prefetch", "must divide columns")
+        capacity = self.channels * self.banks_per_channel * self.rows * self.columns
+        if capacity * max(1, self.channel_width_bits) >= 2**64 * 8:
+            raise ValueError(
+                f"{self.channels} channels x {self.banks_per_channel} banks x {self.rows} rows x "
+                f"{self.columns} columns do not fit 64-bit byte addresses"
+            )
         if self.channel_width_bits // 8 * self.prefetch != self.tx_bytes:
             raise KeyedValueError(
                 "tx_bytes",
@@ -70,6 +76,18 @@ class Organization:
     @property
     def banks_per_channel(self) -> int:
         return self.ranks * self.bankgroups * self.banks
+
+
+# The largest controller sizes taken. Chosen: queues of 2^16 entries (the presets use 32 and
+# 1,568; Ramulator 2's defaults are 32), a line of 4 KiB (64 lines of 64 B: the engine splits
+# it into tx_bytes transactions), a frontend of 2^16 requests per cycle.
+MAX_CONTROLLER = {
+    "read_queue": 2**16,
+    "write_queue": 2**16,
+    "priority_queue": 2**16,
+    "frontend_ratio": 2**16,
+    "line_bytes": 4096,
+}
 
 
 @dataclass(frozen=True)
@@ -93,8 +111,21 @@ class Controller:
         for name in ("read_queue", "write_queue", "frontend_ratio", "line_bytes"):
             if getattr(self, name) < 1:
                 raise KeyedValueError(name, "must be at least 1")
-        if not 0.0 <= self.wr_low_watermark <= self.wr_high_watermark <= 1.0:
-            raise KeyedValueError("wr_low_watermark", "need 0 <= low <= high <= 1")
+        # counts the engine allocates by: bounded before it allocates (a read queue of 10^9
+        # ran the engine out of memory)
+        for name, most in MAX_CONTROLLER.items():
+            if getattr(self, name) > most:
+                raise KeyedValueError(name, f"must be <= {most:,}, got {getattr(self, name):,}")
+        # each watermark is named by itself: the one out of [0, 1] is the one to blame
+        for name in ("wr_high_watermark", "wr_low_watermark"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise KeyedValueError(name, f"must lie in [0, 1], got {getattr(self, name)}")
+        if self.wr_high_watermark < self.wr_low_watermark:
+            raise KeyedValueError(
+                "wr_high_watermark",
+                f"must be >= wr_low_watermark ({self.wr_low_watermark}), got "
+                f"{self.wr_high_watermark}",
+            )
         if self.channel_interleave_bits < 0:
             raise KeyedValueError("channel_interleave_bits", "must be >= 0")
 
@@ -114,6 +145,28 @@ class Energy:
     idd5ab_ma: float
     devices: float
     io_pj_per_bit: float
+
+
+# The longest timing parameter taken (chosen: 2^24 cycles, 10 ms at 1.6 GHz, about 1,300x the
+# longest parameter of any preset, nREFI = 12,480): the engine adds parameters and counts cycles
+# in 64-bit integers, which a value such as 10^17 overflows into negative latencies.
+MAX_TIMING_CYCLES = 2**24
+
+
+def check_refresh_leaves_time(timing: dict[str, int]) -> None:
+    """The rule ``refresh-leaves-time``: every nREFI cycles a rank precharges all banks (nRP)
+    and refreshes (nRFC); what is left must hold at least one row cycle (nRC: activate, access,
+    precharge), else no request ever completes and a replay runs forever. JEDEC's figures leave
+    over 90 % of the interval (DDR4-3200: nREFI 12,480, nRFC 576)."""
+    row_cycle = timing.get("nRC", timing.get("nRAS", 0) + timing.get("nRP", 0))
+    need = timing.get("nRP", 0) + timing["nRFC"] + row_cycle
+    if timing["nREFI"] <= need:
+        raise KeyedValueError(
+            "timing.nREFI",
+            f"rule refresh-leaves-time: nREFI ({timing['nREFI']:,}) must exceed nRP + nRFC + "
+            f"nRC ({need:,} cycles): a refresh interval shorter than a refresh and one row "
+            'cycle never lets a request complete (or set controller.refresh = "none")',
+        )
 
 
 @dataclass(frozen=True)
@@ -142,7 +195,10 @@ class MemorySpec:
         from nmp.memory.mapping import parse_mapping
         from nmp.memory.standards import load_standard
 
-        std = load_standard(self.standard)
+        try:
+            std = load_standard(self.standard)
+        except SpecError as exc:  # reported at this spec's file and key
+            raise KeyedValueError("standard", exc.message) from None
         missing = sorted(std.parameters() - set(self.timing))
         if missing:
             raise KeyedValueError(f"timing.{missing[0]}", f"missing for standard {std.name}")
@@ -159,6 +215,14 @@ class MemorySpec:
         for name, cycles in self.timing.items():  # a zero or negative gap breaks the engine
             if cycles < 1:
                 raise KeyedValueError(f"timing.{name}", f"must be >= 1 cycle, got {cycles}")
+            if cycles > MAX_TIMING_CYCLES:
+                raise KeyedValueError(
+                    f"timing.{name}",
+                    f"must be <= {MAX_TIMING_CYCLES:,} cycles, got {cycles:,} (the engine's "
+                    "cycle counts would overflow)",
+                )
+        if self.controller.refresh != "none":
+            check_refresh_leaves_time(self.timing)
         require_at_least(self, 1, "rate_mtps", "tck_ps")
         if self.controller.line_bytes % self.org.tx_bytes:
             raise KeyedValueError(
@@ -248,10 +312,13 @@ def load_memory(
     ranks: int | None = None,
     mapping: str | None = None,
     overrides: dict[str, Any] | None = None,
+    key_root: str = "",
 ) -> MemorySpec:
     """Load a memory preset (name, case-insensitive, or a TOML path) and apply CLI-style changes.
 
-    ``overrides`` are dotted paths (``{"timing.nCL": 24, "controller.row_policy": "closed"}``).
+    ``overrides`` are dotted paths (``{"timing.nCL": 24, "controller.row_policy": "closed"}``);
+    ``key_root`` prefixes their keys in errors (``memory``: ``memory.timing.nCL``, as given to
+    ``nmp run --set``).
     """
     spec = preset if isinstance(preset, MemorySpec) else _load_base(str(preset))
     changes: dict[str, Any] = {}
@@ -264,9 +331,10 @@ def load_memory(
         from nmp.memory.mapping import parse_mapping
 
         changes["mapping"] = parse_mapping(mapping).name
-    changes.update(overrides or {})
-    if changes:
+    if changes:  # the flags' own changes (channels, ranks, mapping)
         spec = apply_overrides(spec, changes)
+    if overrides:
+        spec = apply_overrides(spec, overrides, root=key_root)
     return spec
 
 

@@ -1,9 +1,11 @@
 """Memory traces: Ramulator ``LD 0x..``/``ST 0x..`` and DRAMsim3 ``0x.. READ|WRITE cycle``,
 plain or gzip, read and written; requests are a numpy structured array (:data:`REQUEST_DTYPE`).
 
-One trace line is one 64-B transaction (README §6). DRAMsim3's arrival cycle is read and
-checked (cycles must not decrease: an out-of-order trace is an error naming the line) but not
-kept: the engine offers requests at the frontend rate of the memory spec.
+One trace line is one 64-B transaction (README §6). DRAMsim3's arrival cycle (memory cycles)
+is checked (cycles must not decrease: an out-of-order trace is an error naming the line) and
+kept as the requests' ``arrival`` field: no request is offered to the memory before its cycle,
+as DRAMsim3 itself replays such a trace. A Ramulator trace has no cycles: its requests are
+offered at the frontend rate of the memory spec.
 """
 
 from __future__ import annotations
@@ -200,8 +202,10 @@ def read_trace(path: str | os.PathLike, *, max_bytes: int | None = None) -> np.n
         else:
             hexes, ops, cycles = zip(*fast, strict=True) if fast else ((), (), ())
             write = np.array(ops, dtype="S5") == b"WRITE"
-            _check_cycles(cycles, lines=None, text=text, path=path)
-        out = np.empty(len(hexes), REQUEST_DTYPE)
+            arrival = _check_cycles(cycles, lines=None, text=text, path=path)
+        out = np.empty(len(hexes), REQUEST_DTYPE if fmt == "ramulator" else ARRIVAL_DTYPE)
+        if fmt != "ramulator":
+            out["arrival"] = arrival
         hex_arr = np.array(hexes, dtype="S17") if hexes else np.zeros(0, "S17")
         if hex_arr.size and np.char.str_len(hex_arr).max() > 16:
             raise TraceError("address does not fit 64 bits", file=str(path))
@@ -230,30 +234,41 @@ def read_trace(path: str | os.PathLike, *, max_bytes: int | None = None) -> np.n
     else:
         addrs = [m.group(1) for m in found]
         write = np.fromiter((m.group(2)[0] in "Ww" for m in found), bool, len(found))
-        _check_cycles([m.group(3) for m in found], lines=lines, text=text, path=path)
+        arrival = _check_cycles([m.group(3) for m in found], lines=lines, text=text, path=path)
     try:
         addr = np.fromiter((int(a, 0) for a in addrs), np.uint64, len(addrs))
     except OverflowError:
         raise TraceError("address does not fit 64 bits", file=str(path)) from None
-    out = np.empty(addr.shape[0], REQUEST_DTYPE)
+    out = np.empty(addr.shape[0], REQUEST_DTYPE if fmt == "ramulator" else ARRIVAL_DTYPE)
     out["addr"] = addr
     out["write"] = write
+    if fmt != "ramulator":
+        out["arrival"] = arrival
     return out
 
 
-def _check_cycles(cycles, *, lines, text: str, path: Path) -> None:
-    """DRAMsim3 arrival cycles must not decrease (DRAMsim3 itself issues a trace in file order
-    and waits for each line's cycle): an out-of-order trace raises, naming the first line whose
-    cycle is below the one before it."""
-    if len(cycles) < 2:
-        return
+# The latest arrival cycle taken (chosen: 2^62, far beyond any trace, within the engine's
+# signed 64-bit cycle counts with room for the latencies added to it)
+MAX_ARRIVAL_CYCLE = 2**62
+
+
+def _check_cycles(cycles, *, lines, text: str, path: Path) -> np.ndarray:
+    """The DRAMsim3 arrival cycles (uint64), which must not decrease (DRAMsim3 itself issues a
+    trace in file order and waits for each line's cycle): an out-of-order trace raises, naming
+    the first line whose cycle is below the one before it."""
     try:
-        c = np.array(cycles, dtype="S20").astype(np.uint64)
+        c = np.array(cycles, dtype="S20").astype(np.uint64) if len(cycles) else np.zeros(0, "u8")
     except (ValueError, OverflowError):
         raise TraceError("a DRAMsim3 cycle does not fit 64 bits", file=str(path)) from None
+    if c.size and int(c.max()) > MAX_ARRIVAL_CYCLE:
+        raise TraceError(
+            f"a DRAMsim3 cycle above {MAX_ARRIVAL_CYCLE:,} (2^62): the engine's cycle counts "
+            "would overflow",
+            file=str(path),
+        )
     bad = np.flatnonzero(c[1:] < c[:-1])
     if not bad.size:
-        return
+        return c
     i = int(bad[0]) + 1  # the i-th request (0-based) arrives before the one before it
     lines = text.split("\n") if lines is None else lines
     content = [n for n, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")]
@@ -272,7 +287,8 @@ def write_trace(
 ) -> None:
     """Write requests as a trace (gzip if the name ends in ``.gz``), atomically.
 
-    DRAMsim3 lines get arrival cycle = index (one per cycle)."""
+    DRAMsim3 lines get the requests' ``arrival`` cycles where they have them, else arrival
+    cycle = index (one per cycle)."""
     path = Path(path)
     addr = np.asarray(requests["addr"], np.uint64)
     write = np.asarray(requests["write"], bool)
@@ -281,9 +297,14 @@ def write_trace(
         body = "\n".join(f"{o} {a:#x}" for o, a in zip(ops.tolist(), addr.tolist(), strict=True))
     elif fmt == "dramsim3":
         ops = np.where(write, "WRITE", "READ")
+        names = requests.dtype.names or ()
+        cycles = (
+            np.asarray(requests["arrival"], np.uint64).tolist()
+            if "arrival" in names
+            else range(len(addr))
+        )
         body = "\n".join(
-            f"{a:#x} {o} {i}"
-            for i, (o, a) in enumerate(zip(ops.tolist(), addr.tolist(), strict=True))
+            f"{a:#x} {o} {c}" for c, o, a in zip(cycles, ops.tolist(), addr.tolist(), strict=True)
         )
     else:
         raise TraceError(f"unknown trace format '{fmt}' (ramulator or dramsim3)")

@@ -117,7 +117,7 @@ def _common(p: argparse.ArgumentParser, *, width: bool = True) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rtl", help="export and characterize the parity-update datapath")
     rtl_sub = p.add_subparsers(dest="rtl_command", metavar="SUBCOMMAND")
-    p.set_defaults(func=lambda _args: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda _args: p.error("give a subcommand (export, report)"))
 
     ex = rtl_sub.add_parser("export", help="write the Verilog module and a self-checking testbench")
     _common(ex)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyrtl
 
+from nmp.fileio import atomic_write_text
 from nmp.rtl.parity import ParityUnitConfig, build_unit
 from nmp.rtl.sim import run_cycles
 from nmp.rtl.stream import UpdateStream, random_stream, reference_writes, word_to_int
@@ -217,9 +218,9 @@ def check_identifiers(text: str) -> list[str]:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    # a fresh temporary name (never a fixed one a link could wait at) and only a regular
+    # file replaced
+    atomic_write_text(path, text)
 
 
 def export(

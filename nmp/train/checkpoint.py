@@ -12,13 +12,13 @@ Young ``τ = sqrt(2 δ M)``; Daly ``τ = sqrt(2 δ M)·[1 + ⅓·sqrt(δ/2M) + (
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
 from nmp.errors import NmpError
+from nmp.fileio import atomic_file
 
 
 def young_interval(delta: float, mtbf: float) -> float:
@@ -39,14 +39,11 @@ def expected_waste(delta: float, tau: float, mtbf: float, restart: float = 0.0) 
 
 def save_npz(path: Path, **arrays: np.ndarray) -> float:
     """Write ``arrays`` to ``path`` atomically; returns the measured wall time in seconds."""
-    tmp = path.with_name(path.name + ".tmp")
     t0 = time.perf_counter()
     try:
-        with open(tmp, "wb") as fh:
+        # a fresh temporary name, synced and renamed; a link or device at ``path`` refused
+        with atomic_file(path) as fh:
             np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub: allow_pickle
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
     except OSError as exc:
         raise NmpError(f"cannot write checkpoint: {exc.strerror}", file=str(path)) from None
     return time.perf_counter() - t0

@@ -61,10 +61,50 @@ def _check_memory(cfg, max_memory: str | None) -> None:
     from nmp.train.trainer import resolve_geometry
 
     geo = resolve_geometry(cfg)
+    if cfg.workers > geo.batch:  # each worker trains a slice of the batch, one sample at least
+        raise NmpError(
+            f"must be <= the batch ({geo.batch} samples), got {cfg.workers}", key="train.workers"
+        )
     state = {"sgd": 0, "adagrad": 1, "adam": 2 * geo.dim}[cfg.optimizer]
     samples = geo.batch * (1 + cfg.eval_batches)
-    estimate = guard.train_estimate(sum(geo.table_rows), geo.dim, state, samples, cfg.nodes)
+    # the records grow with the rows and the width: the one further above its default is named
+    default = resolve_geometry(type(cfg)())
+    wider = geo.dim / default.dim > sum(geo.table_rows) / sum(default.table_rows)
+    estimate = guard.train_estimate(
+        sum(geo.table_rows),
+        geo.dim,
+        state,
+        samples,
+        cfg.nodes,
+        records_key="train.dim" if wider else "train.max_rows",
+    )
     guard.check(estimate, max_memory)
+
+
+def _check_nodes(cfg, strategies) -> None:
+    """Refuse before anything is built a node count the hardware cannot hold: a strategy that
+    keeps parity stripes every record over all ``cfg.nodes`` nodes (k + r = nodes), and the
+    cost model places a stripe's rows on distinct units of the design's parity level (nodes 9
+    failed after a setup of seconds; nodes 100000 grew to 23 GB first)."""
+    from nmp.train.strategies import REGISTRY
+
+    if not any(REGISTRY.get(name).uses_parity for name in strategies):
+        return
+    from nmp.arch.point import load_memory_for
+    from nmp.arch.presets import load_arch_spec
+
+    spec = load_arch_spec(cfg.arch)
+    org = load_memory_for(spec, cfg.memory or None).org
+    per_level = {"rank": org.ranks, "bankgroup": org.ranks * org.bankgroups}
+    per_level["bank"] = per_level["bankgroup"] * org.banks
+    units = per_level.get(spec.parity.level)
+    if units is not None and cfg.nodes > org.channels * units:
+        raise NmpError(
+            f"{cfg.nodes} nodes: a parity stripe spans every node, and {cfg.arch}'s parity "
+            f"level '{spec.parity.level}' has {org.channels * units} units on its memory "
+            "(fewer nodes, or a larger memory: train.memory)",
+            key="train.nodes",
+        )
 
 
 def _failures(args, cfg):
@@ -98,6 +138,8 @@ def _procs(args: argparse.Namespace, cfg) -> int:
         cfg.validate()
     except ValueError as exc:
         raise NmpError(f"train config: {exc}") from None
+    _check_memory(cfg, args.max_memory)
+    _check_nodes(cfg, [args.strategy])
     kills = [parse_kill(k) for k in args.kill or []]
     from nmp.train.dist.launch import torchrun_env
 
@@ -108,7 +150,18 @@ def _procs(args: argparse.Namespace, cfg) -> int:
     from nmp.report.progress import activity
 
     with activity(f"distributed training ({args.strategy})", quiet=args.json):
-        row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
+        if args.run_dir and torchrun_env() is None:
+            # one run per folder on this machine (two mixed their logs and checkpoints); under
+            # torchrun every host's agent shares the folder by design
+            from nmp.cliargs import check_out_folder
+            from nmp.fileio import folder_lock
+
+            folder = check_out_folder(args.run_dir, "--run-dir")
+            busy = f"--run-dir {folder}: another nmp train --procs (pid {{pid}}) runs there"
+            with folder_lock(folder, busy + "; wait for it, or give another folder"):
+                row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
+        else:
+            row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
     if row is None:
         return 0  # another host's agent: rank 0 reports
     if args.json:
@@ -130,6 +183,9 @@ def _run(args: argparse.Namespace) -> int:
         return _procs(args, cfg)
     if args.kill:
         raise NmpError("--kill kills processes of a distributed run: give --procs SERVERS,WORKERS")
+    from nmp.train.strategies import strategy_names
+
+    _check_nodes(cfg, strategy_names() if args.compare else [args.strategy or "none"])
     failures = _failures(args, cfg)
     if args.compare:
         from nmp.train.compare import default_failures, print_table, run_compare
@@ -329,7 +385,19 @@ def _deployment(args):
     from nmp import guard
 
     failures = dep.trials * dep.horizon_hours * dep.servers / dep.server_mtbf_hours
-    guard.check(guard.extrapolation_estimate(dep.trials, failures), args.max_memory)
+    # the failures drawn grow with the servers and shrink with their MTBF: the flag given is
+    # the one to blame (an MTBF given alone, or further below its default than the servers
+    # are above theirs)
+    default = DeploymentSpec()
+    server_factor = dep.servers / default.servers
+    mtbf_factor = default.server_mtbf_hours / dep.server_mtbf_hours
+    by_mtbf = args.server_mtbf_hours is not None and (
+        args.servers is None or mtbf_factor > server_factor
+    )
+    estimate = guard.extrapolation_estimate(
+        dep.trials, failures, failures_key="--server-mtbf-hours" if by_mtbf else "--servers"
+    )
+    guard.check(estimate, args.max_memory)
     return dep
 
 

@@ -92,7 +92,9 @@ class TrainConfig:
     cpr_fraction: float = 0.1  # MFU: rows saved by each partial save (top-k by use since then)
     cpr_full_every: int = 4  # chosen: every 4th save is a full one (bounds a cold row's age)
     ssu_sample: float = 0.05  # fraction of each batch's samples whose rows SSU records
-    ckpt_dir: str = ""  # empty: a temporary folder removed after the run
+    # empty: a temporary folder removed after the run; else each run writes into a folder of
+    # its own inside it (run-<strategy>-<unique>), kept
+    ckpt_dir: str = ""
     # Steps between saves; 0: Young/Daly (checkpoint) or CPR's bound on lost samples (cpr-*).
     ckpt_every: int = 0
     # --- all-to-all compression (SC'24; nmp/train/alltoall.py) ---------------------------------

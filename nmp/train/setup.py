@@ -8,11 +8,10 @@ value, the paper, datasheet or the reason it was chosen. A value without a sourc
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from nmp.config import project_root
+from nmp.config import load_toml, project_root
 from nmp.errors import NmpError, SpecError
 from nmp.train.extrapolate import DeploymentSpec
 
@@ -28,13 +27,10 @@ def setup_names() -> list[str]:
 def load_setup(name: str) -> tuple[DeploymentSpec, dict[str, str]]:
     """(spec, sources) of a setup by name or path."""
     path = Path(name) if name.endswith(".toml") else setup_dir() / f"{name}.toml"
-    if not path.is_file():
+    if not name.endswith(".toml") and not path.is_file():
         known = ", ".join(setup_names())
         raise NmpError(f"unknown training setup '{name}' (known: {known})")
-    try:
-        data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(f"not valid TOML: {exc}", file=str(path)) from None
+    data = load_toml(path)  # a missing file, a pipe, a folder, deep nesting: named
     values = data.get("values")
     _check_marks(data.get("marks", []), path)
     sources = data.get("sources", {})
@@ -94,4 +90,4 @@ def load_marks(name: str) -> list[dict]:
     """The setup's marks: configurations its source names, drawn on the crossover plot."""
     load_setup(name)  # the same checks and errors
     path = Path(name) if name.endswith(".toml") else setup_dir() / f"{name}.toml"
-    return _check_marks(tomllib.loads(path.read_text()).get("marks", []), path)
+    return _check_marks(load_toml(path).get("marks", []), path)

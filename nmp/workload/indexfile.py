@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from nmp.errors import NmpError, TraceError
-from nmp.fileio import atomic_file
+from nmp.fileio import atomic_file, open_regular
 from nmp.workload.batch import LookupBatch, TableLookups, lookup_problem
 from nmp.workload.spec import WorkloadSpec
 
@@ -43,10 +43,10 @@ def load_index_file(path: str | Path, workload: WorkloadSpec | None = None) -> L
     Every problem raises :class:`~nmp.errors.TraceError` naming the file and the key."""
     file = str(path)
     try:
-        with open(file, "rb") as fh:
+        with open_regular(file) as fh:  # a pipe, a device, a folder: refused, never blocked on
             magic = fh.read(4)
-    except FileNotFoundError:
-        raise TraceError("no such file", file=file) from None
+    except NmpError as exc:
+        raise TraceError(exc.message, file=file) from None
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror}", file=file) from None
     if magic != b"PK\x03\x04":  # an .npz is a zip archive; numpy would call anything else pickled
@@ -68,9 +68,11 @@ def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarra
     from nmp import guard
 
     try:
+        with open_regular(file):  # a pipe, a device, a folder: refused, never blocked on
+            pass
         archive = zipfile.ZipFile(file)
-    except FileNotFoundError:
-        raise TraceError("no such file", file=file) from None
+    except NmpError as exc:
+        raise TraceError(exc.message, file=file) from None
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise TraceError(
             f"not a whole .npz archive (truncated or corrupt: {exc})", file=file

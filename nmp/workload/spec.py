@@ -75,6 +75,18 @@ REUSE_LEVELS: dict[str, tuple[int, float]] = {
 DEFAULT_ZIPF_ALPHA = 1.05
 # torchrec's Multihot: np.random.pareto(a=0.25, ...).astype(np.int32) % num_embeddings.
 DEFAULT_PARETO_ALPHA = 0.25
+# The largest Zipf exponent taken (alpha, hot_alpha). Chosen: at 50 the second row is drawn
+# 2^-50 (1e-15) as often as the first, so every lookup already hits one row; above about 57 the
+# rejection-inversion sampler's constants leave the range of a float (a math domain error).
+MAX_ZIPF_ALPHA = 50.0
+# The most tables a workload may have. Chosen: published DLRMs have tens to about a thousand
+# tables (Criteo 26, the kit's presets at most 26; production models some hundreds), and a
+# design point's per-table stages take about 12 ms a table (measured: nmp run --arch host-cpu
+# on dlrm-benchmark with 500 / 1,000 / 2,000 one-lookup tables, 17 / 24 / 36 s, the LLC's
+# warm-up batches drawn table by table), so 4,096 tables run in about a minute; a typo such as
+# num_tables = 10000000 is refused before ten million table specs are built, 20,000 before a
+# run of minutes.
+MAX_TABLES = 4096
 
 
 @dataclass(frozen=True)
@@ -198,11 +210,21 @@ class WorkloadSpec:
 
     def _resolve_tables(self) -> tuple[TableSpec, ...]:
         rows = self.rows
+        if isinstance(rows, tuple) and not rows:
+            # an empty list would fall back to the tables resolved before it (--set
+            # workload.rows=[] was silently ignored)
+            raise KeyedValueError("rows", "must not be an empty list (one entry per table)")
+        if isinstance(rows, tuple) and len(rows) > MAX_TABLES:
+            raise KeyedValueError("rows", f"must have <= {MAX_TABLES:,} entries (tables)")
         compact = (isinstance(rows, tuple) and len(rows) > 0) or (isinstance(rows, int) and rows)
         if compact:
             if isinstance(rows, int):
                 if self.num_tables < 1:
                     raise KeyedValueError("num_tables", "must be >= 1 when rows is one number")
+                if self.num_tables > MAX_TABLES:
+                    raise KeyedValueError(
+                        "num_tables", f"must be <= {MAX_TABLES:,}, got {self.num_tables:,}"
+                    )
                 rows_list = [rows] * self.num_tables
             else:
                 if self.num_tables not in (0, len(rows)):
@@ -223,6 +245,8 @@ class WorkloadSpec:
             raise KeyedValueError(
                 "tables", "no tables: give [[tables]], or rows (+ num_tables) and dim"
             )
+        if len(self.tables) > MAX_TABLES:
+            raise KeyedValueError("tables", f"must be <= {MAX_TABLES:,} tables")
         if self.num_tables not in (0, len(self.tables)):
             raise KeyedValueError("num_tables", f"must be 0 or {len(self.tables)} with [[tables]]")
         tables = self.tables
@@ -251,14 +275,18 @@ class WorkloadSpec:
         if self.alpha is not None:
             if self.alpha <= 0:
                 raise KeyedValueError("alpha", "must be > 0")
+            if self.distribution == "zipf" and self.alpha > MAX_ZIPF_ALPHA:
+                raise KeyedValueError(
+                    "alpha", f"must be <= {MAX_ZIPF_ALPHA:g} for zipf, got {self.alpha:g}"
+                )
             if self.distribution not in ("zipf", "pareto"):
                 raise KeyedValueError(
                     "alpha",
                     f"applies only with distribution = 'zipf' or 'pareto' "
                     f"(this workload's is '{self.distribution}')",
                 )
-        if self.hot_alpha < 0:
-            raise KeyedValueError("hot_alpha", "must be >= 0")
+        if not 0 <= self.hot_alpha <= MAX_ZIPF_ALPHA:
+            raise KeyedValueError("hot_alpha", f"must lie in [0, {MAX_ZIPF_ALPHA:g}]")
         if self.hot_rows is not None and self.hot_rows < 0:
             raise KeyedValueError("hot_rows", "must be >= 0")
         if self.hot_fraction is not None and not 0.0 <= self.hot_fraction <= 1.0:

@@ -213,3 +213,40 @@ def test_the_cli_default_time_limit_is_the_executors() -> None:
 
     assert DEFAULT_POINT_TIME_LIMIT_S == executor_mod.DEFAULT_TIME_LIMIT_S
     assert executor_mod.make_executor(jobs=1).time_limit_s == DEFAULT_POINT_TIME_LIMIT_S
+
+
+def test_resume_refuses_another_sweep_and_errors_keep_the_unfixed(tmp_path: Path) -> None:
+    """Issue 42: `evaluate --resume` of a folder with another sweep overwrote its sweep.toml
+    and mixed old and new lines; errors.jsonl kept failures that a resume had fixed."""
+    import json
+
+    spec, keyed = _keyed()
+    run = tmp_path / "r"
+    run_sweep(spec, keyed, run, point_fn=FlakyPoint({1, 4}), sweep_text="# the first\n")
+    failed = [json.loads(ln)["key"] for ln in (run / "errors.jsonl").read_text().splitlines()]
+    assert len(failed) == 2
+    run_sweep(spec, keyed, run, point_fn=FlakyPoint({4}), resume=True)
+    still = [json.loads(ln)["key"] for ln in (run / "errors.jsonl").read_text().splitlines()]
+    assert len(still) == 1 and still[0] in failed  # point 1 ran to a result: dropped
+    results = (run / "results.jsonl").read_bytes()
+    other = [kp for kp in keyed if kp[1] != keyed[0][1]]  # a plan without the first point
+    with pytest.raises(NmpError, match="holds sweep"):
+        run_sweep(spec, other, run, point_fn=fake_point, resume=True, sweep_text="# another\n")
+    assert (run / "sweep.toml").read_text() == "# the first\n"
+    assert (run / "results.jsonl").read_bytes() == results
+
+
+def test_a_time_limit_inside_a_c_callback_still_stops_the_point(capsys) -> None:
+    """Issue 42: `--point-time-limit 0.01` printed "Exception ignored on calling ctypes callback
+    function" (the signal came while numba's compiler ran a ctypes callback) and the point ran
+    on unlimited; the timer now repeats until the point stops, and nothing is printed."""
+    import ctypes
+
+    callback = ctypes.CFUNCTYPE(None)(lambda: time.sleep(0.3))
+    t0 = time.monotonic()
+    with pytest.raises(executor_mod.PointTimeout), executor_mod._time_limit(0.05):
+        callback()  # the first expiry comes inside the callback and is swallowed there
+        while True:
+            time.sleep(0.01)
+    assert time.monotonic() - t0 < 0.3 + 5 * executor_mod.TIME_LIMIT_REPEAT_S
+    assert "Exception ignored" not in capsys.readouterr().err

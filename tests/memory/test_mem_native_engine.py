@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 
 import numpy as np
 import pytest
@@ -332,8 +333,8 @@ def test_organizations_the_c_engine_does_not_take_run_on_numba(monkeypatch):
 
 
 def test_compiler_choice(monkeypatch, tmp_path):
-    """$CC first; else the newest clang-N on the PATH (not clang's other tools), else plain
-    clang, else cc."""
+    """$CC first; else the newest clang-N of the first PATH folder with a Clang (not clang's
+    other tools), else plain clang, else cc."""
     bins = tmp_path / "bin"
     bins.mkdir()
     path0 = os.environ["PATH"]
@@ -352,6 +353,18 @@ def test_compiler_choice(monkeypatch, tmp_path):
         tool(name)
     assert native_build.compiler() == ["clang-19"]
     assert "-mtune=generic" not in native_build._flags(native_build.compiler())
+    # issue 42: a folder later on the PATH (one a user may write) never wins over an earlier
+    # one, however new its clang; a folder others may write is never used
+    late = tmp_path / "late"
+    late.mkdir()
+    (late / "clang-99").write_text("#!/bin/sh\n")
+    (late / "clang-99").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bins}{os.pathsep}{late}")
+    assert native_build.compiler() == ["clang-19"]
+    late.chmod(0o777)
+    monkeypatch.setenv("PATH", f"{late}{os.pathsep}{bins}")
+    assert native_build.compiler() == ["clang-19"]
+    late.chmod(0o755)
     # a Clang found on the PATH that cannot build: the build falls back to cc (a build that
     # the user cache keeps, as the system-cc build test's)
     (bins / "clang-19").write_text("#!/bin/sh\nexit 1\n")
@@ -364,3 +377,34 @@ def test_compiler_choice(monkeypatch, tmp_path):
     monkeypatch.setenv("CC", "gcc -m64")
     assert native_build.compiler() == ["gcc", "-m64"]
     assert "-mtune=generic" in native_build._flags(native_build.compiler())
+
+
+INTERRUPT_SCRIPT = """
+import ctypes, ctypes.util, sys, time
+from nmp.memory.native import INTERRUPTIBLE_TRANSACTIONS, _interruptible
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+print("start", flush=True)
+t0 = time.monotonic()
+try:
+    _interruptible(INTERRUPTIBLE_TRANSACTIONS, None, libc.sleep, 30)
+except KeyboardInterrupt:
+    print(f"interrupted {time.monotonic() - t0:.1f}", flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_long_native_call():
+    """Issue 42: a long replay ignored Ctrl-C (the main thread sat in the C engine, where no
+    signal reaches Python); a large call now runs in a thread that the main thread waits for.
+    Here the C call is libc's sleep(30): Ctrl-C stops the wait within a second."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPT_SCRIPT], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "start"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=20)
+    assert out.startswith("interrupted") and float(out.split()[1]) < 5, out

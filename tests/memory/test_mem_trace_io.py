@@ -136,3 +136,26 @@ def test_the_c_trace_reader_on_random_canonical_traces() -> None:
     np.testing.assert_array_equal(got["addr"], addr)
     np.testing.assert_array_equal(got["write"], write)
     np.testing.assert_array_equal(got, _parse_canonical_ramulator(text))
+
+
+def test_dramsim3_arrival_cycles_are_honoured(tmp_path):
+    """Issue 42: a DRAMsim3 trace's arrival cycles were read, checked and dropped (the replay
+    said `cycles: 1`); now no request is offered before its cycle, and a written trace keeps
+    them."""
+    from nmp.memory import load_memory, replay
+
+    spaced = tmp_path / "spaced.trace"
+    spaced.write_text("".join(f"{i * 64:#x} READ {i * 1000}\n" for i in range(100)))
+    at_once = tmp_path / "at_once.trace"
+    at_once.write_text("".join(f"{i * 64:#x} READ 1\n" for i in range(100)))
+    reqs = read_trace(spaced)
+    assert reqs["arrival"].tolist() == [i * 1000 for i in range(100)]
+    spec = load_memory("ddr4-3200aa")
+    assert replay(reqs, spec).cycles >= 99_000  # the last request arrives at cycle 99,000
+    assert replay(read_trace(at_once), spec).cycles < 2_000
+    write_trace(reqs, tmp_path / "again.trace", fmt="dramsim3")
+    assert (read_trace(tmp_path / "again.trace") == reqs).all()
+    huge = tmp_path / "huge.trace"
+    huge.write_text("0x40 READ 1\n0x80 READ 9223372036854775807\n")
+    with pytest.raises(TraceError, match="2\\^62"):
+        read_trace(huge)

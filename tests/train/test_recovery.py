@@ -34,7 +34,12 @@ def test_checkpoint_rollback_reexecutes_to_the_same_state(failure_free, tiny_cfg
     assert res.final_state_sha256 == failure_free().final_state_sha256
     assert res.extra["reexecuted_steps"] > 0
     assert res.ledger.t_ns["reexec"] > 0
-    assert (tmp_path / "full.npz").is_file()  # a real checkpoint file
+    # a real checkpoint file, in a folder of this run's own (issue 42: two runs sharing
+    # train.ckpt_dir rolled back to each other's full.npz)
+    (own,) = tmp_path.glob("run-checkpoint-*/full.npz")
+    again = run(cfg, "checkpoint", [Failure(70, 2)])
+    assert again.final_state_sha256 == res.final_state_sha256
+    assert len(list(tmp_path.glob("run-checkpoint-*/full.npz"))) == 2 and own.is_file()
 
 
 @pytest.mark.parametrize("two_phase", [True, False])

@@ -54,7 +54,9 @@ class RunSpec:
         ]
 
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps(dataclasses.asdict(self), indent=1))
+        from nmp.fileio import atomic_write_text  # a link or device at the path: refused
+
+        atomic_write_text(path, json.dumps(dataclasses.asdict(self), indent=1))
 
     @classmethod
     def read(cls, path: Path) -> RunSpec:

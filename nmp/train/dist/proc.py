@@ -48,7 +48,9 @@ def my_id() -> str:
 
 def child_main(spec_path: str, role: str, log_path: str) -> None:
     """The entry of a forked role process: output to its log, then :func:`main`."""
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # never through a link left in the run folder (it would truncate what the link names)
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | nofollow, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -207,7 +209,9 @@ def _write_result(ctx, role, obj, begin_s, traffic, messages, probs, extra) -> N
         if all(t is not None for t in teacher):
             res["metrics"]["auc_teacher"] = all_metrics(labels, np.concatenate(teacher))["auc"]
     save_npz(out / "final" / f"{name}.npz", **obj.final_arrays())
-    (out / "result" / f"{name}.json").write_text(json.dumps(res))
+    from nmp.fileio import atomic_write_text  # a link or device at the path: refused
+
+    atomic_write_text(out / "result" / f"{name}.json", json.dumps(res))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from nmp.errors import NmpError
 from nmp.train.checkpoint import daly_interval, load_npz, save_npz, young_interval
 from nmp.train.failures import Failure
 from nmp.train.strategies.base import Strategy, register
@@ -25,8 +26,19 @@ class _Checkpointing(Strategy):
     def attach(self, trainer) -> None:
         super().attach(trainer)
         if self.cfg.ckpt_dir:
-            self.dir = Path(self.cfg.ckpt_dir)
-            self.dir.mkdir(parents=True, exist_ok=True)
+            # a folder of this run's own inside train.ckpt_dir (run-<strategy>-<unique>,
+            # created atomically): two runs sharing the folder each roll back to their own
+            # checkpoints (they read each other's full.npz before, and ended in another state)
+            base = Path(self.cfg.ckpt_dir)
+            try:
+                base.mkdir(parents=True, exist_ok=True)
+                self.dir = Path(tempfile.mkdtemp(prefix=f"run-{self.name}-", dir=base))
+            except OSError as exc:
+                raise NmpError(
+                    f"cannot create a checkpoint folder there: {exc.strerror}",
+                    key="train.ckpt_dir",
+                    file=str(base),
+                ) from None
             self._own_dir = False
         else:
             self.dir = Path(tempfile.mkdtemp(prefix=f"nmp-train-{self.name}-"))
