@@ -21,14 +21,16 @@ import pytest
 
 from nmp.evaluate.point import run_point
 
-# The relations below compare bandwidths, so the host reads every row from DRAM: its 32 MB LLC
-# is off (with it, recross-eval's small tables stay cached and the host gains ~5x; see
-# tests/arch/test_mechanisms.py and docs/arch-model.md).
+# The relations below compare bandwidths, so the host reads every row from DRAM: its caches
+# (per-core L1/L2, the 32 MB LLC) are off (with them, recross-eval's small tables stay cached
+# and the host gains ~5x; see tests/arch/test_mechanisms.py and docs/host-model.md).
 COMMON = {
     "arch.memory.channels": 1,
     "arch.memory.ranks": 2,
     "workload.batch": 8,
     "arch.host.llc_mib": 0,
+    "arch.host.l2_kib": 0,
+    "arch.host.l1_kib": 0,
 }
 
 
