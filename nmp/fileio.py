@@ -21,7 +21,6 @@ import errno
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -150,6 +149,9 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
     check_output_path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        # loaded on use: the replay path reads TOML through this module (start-up, issue 43)
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
