@@ -254,14 +254,23 @@ def swept_alternatives(key: str, study: str, paper_value: Any) -> list[Any]:
             for v in value:
                 take(v)
 
+    def flat(table: Any, prefix: str = "") -> dict[str, Any]:
+        """An axes table with TOML's dotted keys (workload.alpha = [...]) as dotted names."""
+        out: dict[str, Any] = {}
+        for k, v in table.items() if isinstance(table, dict) else []:
+            if isinstance(v, dict):
+                out.update(flat(v, f"{prefix}{k}."))
+            else:
+                out[f"{prefix}{k}"] = v
+        return out
+
     designs = data.get("designs", {})
     for axes in (
         data.get("axes", {}),
         designs.get("axes", {}) if isinstance(designs, dict) else {},
     ):
-        if isinstance(axes, dict):
-            for k, v in axes.items():
-                take(v if k not in names else [{k: x} for x in v])
+        for k, v in flat(axes).items():
+            take(v if k not in names else [{k: x} for x in v])
     params = data.get("params", {})
     for item in params.get("assumptions", []) if isinstance(params, dict) else []:
         for side in ("low", "high"):

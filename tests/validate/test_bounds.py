@@ -259,6 +259,14 @@ def test_swept_alternatives_come_from_the_study() -> None:
         "designs.trim-g.arch.replicate_hot_rows", "papers/sensitivity-recross-trim", 4096
     ) == [0, 16384]
     assert swept_alternatives("workload.alpha", "papers/host-llc", 1.05) == []
+    # a dotted TOML key (workload.alpha = [...]) is a nested table
+    assert swept_alternatives("workload.alpha", "papers/recross-skew", 1.05) == [
+        0.6,
+        0.8,
+        1.0,
+        1.2,
+        1.4,
+    ]
 
 
 def test_one_configuration_per_design_across_papers() -> None:
