@@ -1,4 +1,8 @@
-"""The physical ceiling of a design point: the most lookups per second its specs allow.
+"""The model's own ceiling of a design point (``model_ceiling`` in ``nmp validate``).
+
+Not a physical bound: it keeps what the point's replays decided, so it inherits the model's
+scheduler window and row hits. The first-principles bound, computed from the stated resources
+with no model run, is :mod:`nmp.arch.first_principles`.
 
 The timing model (:mod:`nmp.arch.timing`) replays every node's requests and takes the slowest
 bound. Its ceiling assumes instead that every shared resource runs at its peak with the work
@@ -16,9 +20,9 @@ lookups needed, how many bytes crossed each path): any schedule of the same work
 * **host CPU** (the host design): the reads that miss its LLC at the channels' peak, and its
   adds on its SIMD lanes.
 
-A figure above the ceiling cannot come from the model's physics, whatever the schedule: a
-published speedup above ``ceiling / baseline`` is a finding about the figure (or an assumption
-it rests on), not a model that is off. The arithmetic is kept as text for the report.
+A figure above this ceiling cannot come from the model as it runs this work, whatever the
+schedule; whether it is above physics is for the first-principles bound to say. The
+arithmetic is kept as text for the report.
 """
 
 from __future__ import annotations

@@ -36,14 +36,19 @@ The ``model`` function is called as ``fn(quick=..., setup=..., **args)`` (``setu
 the kit's defaults, the paper's setup mapping otherwise) and returns the model's value (a bool
 for an ordering, a number for a value) or a dict: ``value``, ``detail`` (the setup it ran),
 ``margin`` (an ordering: by how much it holds, relative; negative when it does not), ``bound``
-(a speed claim: the model's physical upper bound on the figure) and ``bound_detail`` (its
-arithmetic). It computes from the model; nothing here ever adjusts a model to a claim.
+(a speed claim: its first-principles upper bound on the figure, computed from the stated
+resources with no model run) with ``bound_terms`` (each term's arithmetic) and
+``bound_detail``, and ``model_ceiling`` / ``model_ceiling_detail`` (the model's own ceiling,
+reported, never judged). A ``bound`` returned without ``bound_terms`` is read as a model
+ceiling. It computes from the model; nothing here ever adjusts a model to a claim.
 
-Verdicts (docs/validation-rules.md): a value *agrees* within ``tolerance`` of the published
-number (or inside a published range), is *within band* inside ``band``, else *disagrees*; where the
-published figure is above the model's ``bound`` it *exceeds bound* instead. An ordering
-*agrees* when it holds by at least ``margin``, is *within band* when it holds by less, else
-*disagrees*. A claim marked ``input`` is reported as *input* whatever its value.
+Verdicts (docs/validation-rules.md), in this order: a value *agrees* within ``tolerance`` of
+the published number (or inside a published range), else is *within band* inside ``band``;
+only then, where the published figure is above the first-principles ``bound``, *exceeds
+bound*; else *disagrees*. An ordering *agrees* when it holds by at least ``margin``, is
+*within band* when it holds by less, *exceeds bound* when it does not hold and its bound is
+below 1, else *disagrees*. A claim marked ``input`` is reported as *input* whatever its
+value.
 """
 
 from __future__ import annotations
@@ -96,8 +101,11 @@ class Evaluation:
     value: Any
     detail: str = ""
     margin: float | None = None  # an ordering: by how much it holds (relative)
-    bound: float | None = None  # a speed claim: the model's physical upper bound on the figure
+    bound: float | None = None  # a speed claim: its first-principles upper bound on the figure
     bound_detail: str = ""  # the bound's arithmetic
+    bound_terms: dict[str, Any] | None = None  # each term of the bound, with its arithmetic
+    model_ceiling: float | None = None  # the model's own ceiling on the figure (not a bound)
+    model_ceiling_detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -146,13 +154,21 @@ class Claim:
             return Evaluation(_plain(out))
         if "value" not in out:
             raise SpecError(f"{self.model} returned a dict without 'value'", file=self.file)
-        margin, bound = out.get("margin"), out.get("bound")
+        margin, bound, terms = out.get("margin"), out.get("bound"), out.get("bound_terms")
+        ceiling, ceiling_detail = out.get("model_ceiling"), out.get("model_ceiling_detail", "")
+        if bound is not None and terms is None:
+            # a "bound" without its terms rests on a model run: the model's own ceiling
+            ceiling, ceiling_detail = bound, out.get("bound_detail", "")
+            bound = None
         return Evaluation(
             _plain(out["value"]),
             str(out.get("detail", "")),
             None if margin is None else float(margin),
             None if bound is None else float(bound),
-            str(out.get("bound_detail", "")),
+            str(out.get("bound_detail", "")) if bound is not None else "",
+            dict(terms) if bound is not None and terms is not None else None,
+            None if ceiling is None else float(ceiling),
+            str(ceiling_detail),
         )
 
     def verdict(self, ev: Evaluation | Any) -> str:
@@ -202,8 +218,8 @@ def published_low(published: Any) -> float:
 
 
 def exceeds_bound(kind: str, published: Any, bound: float | None) -> bool | None:
-    """Whether the published figure is above the model's bound (None: no bound). An ordering
-    "faster" needs a ratio above 1."""
+    """Whether the published figure is above the first-principles bound (None: no bound). An
+    ordering "faster" needs a ratio above 1."""
     if bound is None:
         return None
     need = 1.0 if kind == "ordering" else published_low(published)
@@ -224,9 +240,10 @@ def verdict(
     """An ordering agrees when the model says it holds by at least ``min_margin`` (a model that
     reports no ``margin`` is judged on its bool alone) and is "within band" when it holds by
     less; a value agrees within ``tolerance`` (relative) of the published number, or inside a
-    published range ``[lo, hi]``; otherwise it is "within band" inside ``band``, else
-    "disagrees". A claim that does not agree and whose published figure is above the model's
-    ``bound`` "exceeds bound" (a finding about the figure, not a model that is off)."""
+    published range ``[lo, hi]``; otherwise it is "within band" inside ``band``. Band and
+    agreement come first: only a claim that neither agrees nor lies in its band, and whose
+    published figure is above the first-principles ``bound``, "exceeds bound" (the figure
+    needs more than the stated resources allow); the rest "disagrees"."""
     check_value(kind, value)
     if kind == "ordering":
         if value:
@@ -240,10 +257,10 @@ def verdict(
             return "agrees"
     elif abs(value / published - 1.0) <= tolerance:
         return "agrees"
-    if exceeds_bound(kind, published, bound):
-        return "exceeds bound"
     if kind == "value" and band is not None and band[0] <= value <= band[1]:
         return "within band"
+    if exceeds_bound(kind, published, bound):
+        return "exceeds bound"
     return "disagrees"
 
 

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
+from collections import Counter
 
 from nmp.cliargs import check_out_folder
 from nmp.errors import NmpError
 from nmp.validate.runner import plan_validation
+
+
+def _default_jobs() -> int:
+    return max(1, min(8, os.cpu_count() or 1))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -17,7 +24,8 @@ def _run(args: argparse.Namespace) -> int:
 
     # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import bar
-    from nmp.validate.report import fmt_value, paper_setups, print_table, write_report
+    from nmp.validate.report import paper_setups, print_summary, print_table, write_report
+    from nmp.validate.runner import group_of, run_validation
 
     console = Console(stderr=args.json)
     piped = not console.is_terminal
@@ -28,28 +36,38 @@ def _run(args: argparse.Namespace) -> int:
     if not tasks:
         raise NmpError(f"no check matches --only {' '.join(only)}")
     out = check_out_folder(args.out)  # before the checks run, not after
-    results = []
-    with bar("validate", len(tasks), quiet=args.json) as advance:
-        for _, run in tasks:
-            done = run()
-            results.extend(done)
-            if piped and not args.json:  # a log shows each check as it finishes
-                for r in done:
-                    print(
-                        f"{r.id}: {r.verdict} (published {fmt_value(r.published, r.unit) or '-'}"
-                        f", model {fmt_value(r.model, r.unit) or '-'}; kit defaults "
-                        f"{fmt_value(r.model_kit_defaults, r.unit) or '-'}: "
-                        f"{r.verdict_kit_defaults})",
-                        flush=True,
-                    )
+    groups = list(dict.fromkeys(group_of(check_id) for check_id, _ in tasks))
+    if args.jobs < 0:
+        raise NmpError(f"--jobs must be >= 0 (0: the CPU count), got {args.jobs}")
+    jobs = args.jobs or _default_jobs()
+    t0 = time.perf_counter()
+    with bar("validate", len(groups), quiet=args.json or piped) as advance:
+        finished = 0
+
+        def on_group(name: str, rows: list, seconds: float) -> None:
+            nonlocal finished
+            finished += 1
             advance()
+            if piped:  # a log shows each stage as it finishes (stderr: stdout may be --json)
+                verdicts = Counter(r.verdict for r in rows)
+                counts = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+                print(
+                    f"validate [{finished}/{len(groups)}] {name}: {len(rows)} checks "
+                    f"({counts}) at {seconds:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+        results = run_validation(quick=args.quick, only=only, advance=on_group, jobs=jobs)
     run_dir = write_report(results, out, quick=args.quick)
     if args.json:
         doc = {"checks": [r.to_json() for r in results], "setups": paper_setups(results)}
         print(json.dumps(doc, indent=2))
-    else:
+    elif args.table:
         print_table(results, console)
         console.print(f"report: {run_dir / 'report.md'}")
+    else:
+        print_summary(results, console, run_dir / "report.md", time.perf_counter() - t0)
     errors = [r.id for r in results if r.verdict == "error"]
     broken = [r.id for r in results if r.group != "claim" and r.verdict == "disagrees"]
     if errors or broken:
@@ -75,13 +93,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         "against a fresh encode, and every published claim the kit has a study for "
         "(nmp/validate/claims/*.toml) against the model's value, computed twice: under the "
         "paper's setup and under the kit's defaults, each with a verdict, and beside every speed "
-        "claim the model's physical bound on it (docs/validation-rules.md). Writes "
-        "reports/validate-<time>/report.md. Exits 1 if a check cannot run or a simulator / "
-        "functional check fails; a disagreeing published claim is reported, with its "
-        "explanation, not an error.",
+        "claim its first-principles bound (docs/validation-rules.md). Prints a one-screen "
+        "summary (verdict counts per paper) and writes the full table to "
+        "reports/validate-<time>/report.md and checks.json. Exits 1 if a check cannot run "
+        "or a simulator / functional check fails; a disagreeing published claim is reported, "
+        "with its explanation, not an error.",
+    )
+    p.add_argument("--quick", action="store_true", help="only the claims marked quick (CI: < 30 s)")
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the checks' groups (one per paper or built-in check) in N processes "
+        "(default: the CPU count, at most 8); the results are the same",
     )
     p.add_argument(
-        "--quick", action="store_true", help="only the claims marked quick (CI: < 3 minutes)"
+        "--table",
+        action="store_true",
+        help="print the full table on the console instead of the summary",
     )
     p.add_argument("--json", action="store_true", help="print {checks: [...]} on stdout")
     p.add_argument(

@@ -46,6 +46,62 @@ def _summary(results: list[CheckResult], column: str = "verdict") -> str:
     return ", ".join(f"{n} {v}" for v, n in counts(results, column).items())
 
 
+BUILTIN_GROUP = "built-in"
+
+
+def paper_of(r: CheckResult) -> str:
+    """The paper a row belongs to (its id's first part), or the built-in checks."""
+    return r.id.split(".")[0] if r.group == "claim" else BUILTIN_GROUP
+
+
+def counts_per_paper(results: list[CheckResult]) -> dict[str, dict[str, dict[str, int]]]:
+    """paper -> {"paper_setup": verdict counts, "kit_defaults": verdict counts}: the whole
+    table's counts, every row of every paper (no chosen subset)."""
+    by: dict[str, list[CheckResult]] = {}
+    for r in results:
+        by.setdefault(paper_of(r), []).append(r)
+    return {
+        p: {"paper_setup": counts(rows), "kit_defaults": counts(rows, "verdict_kit_defaults")}
+        for p, rows in by.items()
+    }
+
+
+def print_summary(results: list[CheckResult], console: Any, report: Path, wall_s: float) -> None:
+    """One screen: the verdict counts of every paper under both columns, the checks whose
+    published figure is above its first-principles bound, the ones that could not run, and
+    where the full table is."""
+    # rich: loaded on use (start-up time)
+    from rich.table import Table
+
+    table = Table(title=f"nmp validate: {len(results)} checks in {wall_s:.0f} s")
+    for name in ("paper", "checks", "under the paper's setup", "under the kit's defaults"):
+        table.add_column(name, justify="right" if name == "checks" else "left")
+
+    def text(c: dict[str, int]) -> str:
+        return ", ".join(f"[{STYLE[v]}]{n} {v}[/]" for v, n in c.items())
+
+    for paper, c in counts_per_paper(results).items():
+        n = sum(c["paper_setup"].values())
+        table.add_row(paper, str(n), text(c["paper_setup"]), text(c["kit_defaults"]))
+    table.add_row("all", str(len(results)), text(counts(results)),
+                  text(counts(results, "verdict_kit_defaults")))  # fmt: skip
+    console.print(table)
+    over = [r.id for r in results if r.exceeds_bound and r.verdict_paper_setup != "error"]
+    if over:
+        console.print(
+            f"published above its first-principles bound (paper setup): {', '.join(over)}",
+            highlight=False,
+        )
+    errors = [r.id for r in results if "error" in (r.verdict, r.verdict_kit_defaults)]
+    if errors:
+        console.print(f"[bold red]could not run[/]: {', '.join(errors)}", highlight=False)
+    console.print(
+        f"full table, bounds, setups and explanations: {report} (and checks.json beside it; "
+        "--table prints it here)",
+        highlight=False,
+    )
+
+
 def _plain(value: Any) -> str:
     return fmt_value(value) if isinstance(value, float) else str(value)
 
@@ -58,10 +114,13 @@ def moved_text(r: CheckResult) -> str:
         if r.setup_stated and r.sensitivity:
             return f"no setup value; chosen ones swept in {r.sensitivity}"
         return ""
-    return (
-        f"{m['key']} = {_plain(m['paper_value'])} "
-        f"(kit default: {fmt_value(m['model_without'], r.unit)})"
-    )
+    return f"{m['key']} = {_plain(m['paper_value'])} ({_move_text(m, r.unit)})"
+
+
+def _move_text(m: dict[str, Any], unit: str) -> str:
+    """One attribution move: the value put in and the figure it gives."""
+    to = f"at {_plain(m['alternative'])}" if "alternative" in m else "at the kit's default"
+    return f"{to}: {fmt_value(m['model_without'], unit)}"
 
 
 def print_table(results: list[CheckResult], console: Any) -> None:
@@ -124,10 +183,11 @@ VERDICT_RULES = (
     "default 10 %, or inside a published range; an ordering that holds by at least its "
     "margin, default 5 %), "
     "*within band* (a value inside the claim's stated band; an ordering that holds by less than "
-    "its margin), *exceeds bound* (the published figure is above the model's physical bound "
-    "under that setup: a finding about the figure or the assumptions it rests on, not a model "
-    "that is off), *input* (the claimed value is an input of the model, so agreement would "
-    "prove nothing), *disagrees*, *error* (the check could not run). Each claim is computed "
+    "its margin), *exceeds bound* (decided after agreement and band: the model's value is "
+    "outside the band and the published figure is above the first-principles bound, computed "
+    "from the stated resources with no model run, every chosen resource at its most favourable "
+    "value for the figure), *input* (the claimed value is an input of the model, so agreement "
+    "would prove nothing), *disagrees*, *error* (the check could not run). Each claim is computed "
     "under the paper's setup (the like-with-like column: `model` and `verdict` in checks.json) "
     "and under the kit's own defaults; a disagreement is explained by the assumption it comes "
     "from, and no model constant is fitted to a published figure."
@@ -163,7 +223,21 @@ def report_markdown(
         "",
         VERDICT_RULES,
         "",
+        "## Counts per paper",
+        "",
+        "| paper | checks | under the paper's setup | under the kit's defaults |",
+        "|---|---|---|---|",
     ]
+    for paper, c in counts_per_paper(results).items():
+        lines.append(
+            f"| {paper} | {sum(c['paper_setup'].values())} | "
+            + " | ".join(
+                ", ".join(f"{n} {v}" for v, n in c[k].items())
+                for k in ("paper_setup", "kit_defaults")
+            )  # fmt: skip
+            + " |"
+        )
+    lines.append("")
     for group, title in (
         ("simulator", "Simulators"),
         ("functional", "Functional results"),
@@ -176,8 +250,8 @@ def report_markdown(
         if group == "claim":
             lines += [
                 "| check | figure | published | paper setup | verdict | kit defaults | verdict "
-                "| bound | moved most by |",
-                "|---|---|---|---|---|---|---|---|---|",
+                "| first-principles bound | model ceiling | moved most by |",
+                "|---|---|---|---|---|---|---|---|---|---|",
             ]
             for r in rows:
                 paper = fmt_value(r.model_paper_setup, r.unit) if r.setup_stated else "no setup"
@@ -189,7 +263,8 @@ def report_markdown(
                     f"{_cell(fmt_value(r.published, r.unit))} | {_cell(paper)} | "
                     f"{r.verdict_paper_setup if r.setup_stated else ''} | "
                     f"{_cell(fmt_value(r.model_kit_defaults, r.unit))} | "
-                    f"{r.verdict_kit_defaults} | {_cell(bound)} | {_cell(moved_text(r))} |"
+                    f"{r.verdict_kit_defaults} | {_cell(bound)} | "
+                    f"{_cell(fmt_value(r.model_ceiling, r.unit))} | {_cell(moved_text(r))} |"
                 )
         else:
             lines += ["| check | source | reference | model | verdict |", "|---|---|---|---|---|"]
@@ -216,11 +291,7 @@ def report_markdown(
             if r.bound_note:
                 parts.append(f"{r.bound_note}: {r.bound_detail.strip()}.")
             if r.setup_moves:
-                moves = "; ".join(
-                    f"{m['key']} back to the kit's default gives "
-                    f"{fmt_value(m['model_without'], r.unit)}"
-                    for m in r.setup_moves
-                )
+                moves = "; ".join(f"{m['key']} {_move_text(m, r.unit)}" for m in r.setup_moves)
                 parts.append(f"setup values that move it: {moves}.")
             if r.sensitivity:
                 parts.append(f"chosen values swept in {r.sensitivity}.")

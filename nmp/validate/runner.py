@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import re
 import time
 import traceback
 from collections.abc import Callable
@@ -44,13 +45,19 @@ class CheckResult:
     verdict_kit_defaults: str = ""
     detail_kit_defaults: str = ""
     setup_stated: bool = False  # whether the paper's file states its setup
-    # a speed claim: the model's physical upper bound on the figure under each setup, whether
-    # the published figure exceeds the paper-setup one, and the arithmetic
+    # a speed claim: its first-principles upper bound on the figure under each setup (stated
+    # resources only, no model run), whether the published figure exceeds the paper-setup
+    # one, the arithmetic and each term; and the model's own ceiling (reported, not judged)
     bound: float | None = None
     bound_kit_defaults: float | None = None
     exceeds_bound: bool | None = None
     bound_note: str = ""
     bound_detail: str = ""
+    bound_terms: dict[str, Any] | None = None
+    bound_terms_kit_defaults: dict[str, Any] | None = None
+    model_ceiling: float | None = None
+    model_ceiling_kit_defaults: float | None = None
+    model_ceiling_detail: str = ""
     margin: float | None = None  # an ordering: by how much it holds under the paper's setup
     # which setup value moves the paper-setup figure most when set back to the kit's default
     moved_most_by: dict[str, Any] | None = None
@@ -111,21 +118,68 @@ def plan_validation(
     return tasks
 
 
+def group_of(check_id: str) -> str:
+    """The group a check runs in: its paper (``recross`` of ``recross.speedup-vs-cpu``) or
+    its built-in check's name. A group's checks share their model runs (cached per process),
+    so a group never splits across workers."""
+    return check_id.split(".")[0]
+
+
+def _run_group(
+    quick: bool, only: tuple[str, ...], claims_dir: Path | None, ids: tuple[str, ...]
+) -> list[CheckResult]:
+    """One group's checks, in a worker process (it plans again: tasks do not pickle)."""
+    wanted = set(ids)
+    rows: list[CheckResult] = []
+    for check_id, run in plan_validation(quick=quick, only=only, claims_dir=claims_dir):
+        if check_id in wanted:
+            rows.extend(run())
+    return rows
+
+
 def run_validation(
     *,
     quick: bool = False,
     only: tuple[str, ...] = (),
     claims_dir: Path | None = None,
-    advance: Callable[[], None] | None = None,
+    advance: Callable[..., None] | None = None,
+    jobs: int = 1,
 ) -> list[CheckResult]:
-    """Run :func:`plan_validation`'s checks; ``advance()`` is called after each. A check that
-    raises is an "error" row; the others still run."""
-    results: list[CheckResult] = []
-    for _, run in plan_validation(quick=quick, only=only, claims_dir=claims_dir):
-        results.extend(run())
-        if advance:
-            advance()
-    return results
+    """Run :func:`plan_validation`'s checks; ``advance(group, rows, seconds)`` is called
+    after each group (a paper's claims, or one built-in check). A check that raises is an
+    "error" row; the others still run. ``jobs`` > 1 runs the groups in that many processes;
+    the rows come back in the plan's order either way, with the same values."""
+    tasks = plan_validation(quick=quick, only=only, claims_dir=claims_dir)
+    groups: dict[str, list[str]] = {}
+    for check_id, _ in tasks:
+        groups.setdefault(group_of(check_id), []).append(check_id)
+    done: dict[str, list[CheckResult]] = {}
+    if jobs <= 1 or len(groups) <= 1:
+        runs = dict(tasks)
+        for name, ids in groups.items():
+            t0 = time.perf_counter()
+            done[name] = [r for check_id in ids for r in runs[check_id]()]
+            if advance:
+                advance(name, done[name], time.perf_counter() - t0)
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        # spawn: a worker starts clean (no forked numba / engine threads)
+        ctx = multiprocessing.get_context("spawn")
+        t0 = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=ctx) as pool:
+            # the longest groups first (the papers with model runs), so they start at once
+            futures = {
+                pool.submit(_run_group, quick, only, claims_dir, tuple(ids)): name
+                for name, ids in sorted(groups.items(), key=lambda kv: -len(kv[1]))
+            }
+            for fut in as_completed(futures):
+                name = futures[fut]
+                done[name] = fut.result()
+                if advance:
+                    advance(name, done[name], time.perf_counter() - t0)
+    return [r for name in groups for r in done[name]]
 
 
 def _run_builtin(
@@ -178,9 +232,72 @@ def _move(paper: Any, other: Any, margin_paper: Any, margin_other: Any, scale: f
     return abs(other - paper) / scale
 
 
+def swept_alternatives(key: str, study: str, paper_value: Any) -> list[Any]:
+    """The values the study ``study`` (a sweep or sensitivity file) gives setup key ``key``
+    (a ``designs.<preset>.`` prefix dropped), other than the paper's: its axis values, linked
+    steps' values, or an assumption's low and high. Empty when the study does not name it."""
+    # the sweep files: loaded when the command runs, not for `nmp --help`
+    from nmp.config import load_toml
+    from nmp.evaluate.sweep import find_sweep
+
+    names = {key}
+    if key.startswith("designs."):
+        names.add(key.split(".", 2)[2])
+    data = load_toml(find_sweep(study))
+    found: list[Any] = []
+
+    def take(value: Any) -> None:
+        if isinstance(value, dict):
+            for k in names & set(value):
+                found.append(value[k])
+        elif isinstance(value, list):
+            for v in value:
+                take(v)
+
+    def flat(table: Any, prefix: str = "") -> dict[str, Any]:
+        """An axes table with TOML's dotted keys (workload.alpha = [...]) as dotted names."""
+        out: dict[str, Any] = {}
+        for k, v in table.items() if isinstance(table, dict) else []:
+            if isinstance(v, dict):
+                out.update(flat(v, f"{prefix}{k}."))
+            else:
+                out[f"{prefix}{k}"] = v
+        return out
+
+    designs = data.get("designs", {})
+    for axes in (
+        data.get("axes", {}),
+        designs.get("axes", {}) if isinstance(designs, dict) else {},
+    ):
+        for k, v in flat(axes).items():
+            take(v if k not in names else [{k: x} for x in v])
+    params = data.get("params", {})
+    for item in params.get("assumptions", []) if isinstance(params, dict) else []:
+        for side in ("low", "high"):
+            take(item.get(side, {}))
+    out: list[Any] = []
+    for v in found:
+        if v != paper_value and v not in out:
+            out.append(v)
+    return out
+
+
+def extremes(values: list[Any]) -> list[Any]:
+    """The lowest and highest of numeric alternatives (every one when they are not all
+    numbers): the ends of the study's range bound what it sweeps in between."""
+    nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(values) <= 2 or len(nums) != len(values):
+        return list(values)
+    return [min(nums), max(nums)]
+
+
 def attribute(claim: Any, quick: bool, paper: Any) -> list[dict[str, Any]]:
-    """Each setup value set back to the kit's default (the others at the paper's): the
-    figure it then gives, largest move first (values that move nothing are left out)."""
+    """Each setup value set back to the kit's default, and a chosen value also to the
+    alternatives its ``swept`` study names (:func:`extremes`: the lowest and highest; the
+    study sweeps the rest) with the others at the paper's: the figure it then gives, largest
+    move first (values that move nothing are left out). The alternatives are run for the
+    claims of the quick set (the headline figures); a claim along a whole curve (full set
+    only) keeps the reset to the kit's default: its alternatives would run every step again."""
     # the claims' modules: loaded when the command runs, not for `nmp --help`
     from nmp.validate.claims import published_low
 
@@ -191,15 +308,22 @@ def attribute(claim: Any, quick: bool, paper: Any) -> list[dict[str, Any]]:
         scale = max(scale, abs(published_low(claim.published)), 1e-12)
     moves = []
     for item in claim.setup.values:
-        ev, verdict = _evaluate(claim, quick, claim.setup.mapping(without=item.key))
-        if verdict == "error":
-            continue
-        score = _move(paper.value, ev.value, paper.margin, ev.margin, scale)
-        if score > 1e-9:
-            moves.append(
-                {"key": item.key, "paper_value": item.value, "model_without": ev.value,
-                 "move": score}
-            )  # fmt: skip
+        trials: list[tuple[Any, Any]] = [(None, claim.setup.mapping(without=item.key))]
+        if item.chosen and item.swept and claim.quick:
+            alts = extremes(swept_alternatives(item.key, item.swept, item.value))
+            trials += [(alt, claim.setup.mapping(replace=(item.key, alt))) for alt in alts]
+        for alt, mapping in trials:
+            ev, verdict = _evaluate(claim, quick, mapping)
+            if verdict == "error":
+                continue
+            score = _move(paper.value, ev.value, paper.margin, ev.margin, scale)
+            if score > 1e-9:
+                move = {"key": item.key, "paper_value": item.value, "model_without": ev.value,
+                        "verdict": verdict, "move": score}  # fmt: skip
+                if alt is not None:
+                    move["alternative"] = alt
+                    move["swept"] = item.swept
+                moves.append(move)
     return sorted(moves, key=lambda m: -m["move"])
 
 
@@ -212,8 +336,74 @@ def _bound_note(claim: Any, bound: float | None) -> str:
         return ""
     need = 1.0 if claim.kind == "ordering" else published_low(claim.published)
     if over:
-        return f"published figure exceeds the model's bound by {need / bound:.2f}x"
-    return f"published figure within the model's bound ({_fmt(bound)}{claim.unit})"
+        return (
+            f"the published {_fmt(need)}{claim.unit} is {need / bound:.2f}x the first-principles "
+            f"bound {_fmt(bound)}{claim.unit}"
+        )
+    return f"the published figure is within the first-principles bound ({_fmt(bound)}{claim.unit})"
+
+
+# The placeholders an explanation may hold: every number in it is rendered from the row.
+PLACEHOLDERS = (
+    "published",
+    "model",
+    "kit",
+    "bound",
+    "bound_kit",
+    "model_ceiling",
+    "binding",
+    "design_ceiling",
+    "baseline_ceiling",
+    "detail",
+    "detail_kit",
+    "moved",
+    "verdict",
+    "verdict_kit",
+)
+
+
+def _side(terms: dict[str, Any] | None, side: str) -> dict[str, Any]:
+    """The design's or baseline's part of a ratio's ``bound_terms`` (the lowest step's for a
+    curve), or {}."""
+    if not terms:
+        return {}
+    if side not in terms and isinstance(terms.get("lowest"), dict):
+        terms = terms["lowest"]
+    out = terms.get(side)
+    return out if isinstance(out, dict) else {}
+
+
+def explanation_values(row: CheckResult) -> dict[str, str]:
+    """The placeholder values of ``row`` (text), as :data:`PLACEHOLDERS` names them."""
+    # the report's formatting: loaded when the command runs, not for `nmp --help`
+    from nmp.validate.report import fmt_value, moved_text
+
+    def mlps(side: str) -> str:
+        v = _side(row.bound_terms, side).get("lookups_per_s")
+        return f"{v / 1e6:.0f} M lookups/s" if isinstance(v, int | float) else "-"
+
+    return {
+        "published": fmt_value(row.published, row.unit),
+        "model": fmt_value(row.model_paper_setup, row.unit),
+        "kit": fmt_value(row.model_kit_defaults, row.unit),
+        "bound": fmt_value(row.bound, row.unit) or "-",
+        "bound_kit": fmt_value(row.bound_kit_defaults, row.unit) or "-",
+        "model_ceiling": fmt_value(row.model_ceiling, row.unit) or "-",
+        "binding": str(_side(row.bound_terms, "design").get("binding", "-")),
+        "design_ceiling": mlps("design"),
+        "baseline_ceiling": mlps("baseline"),
+        "detail": row.detail.strip(),
+        "detail_kit": row.detail_kit_defaults.strip(),
+        "moved": moved_text(row) or "no setup value",
+        "verdict": row.verdict_paper_setup,
+        "verdict_kit": row.verdict_kit_defaults,
+    }
+
+
+def render_explanation(text: str, row: CheckResult) -> str:
+    """``text`` with its ``{placeholder}`` s filled from ``row`` (an unknown one stays)."""
+    values = explanation_values(row)
+    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), text)
 
 
 def _run_claim(claim: Any, quick: bool) -> list[CheckResult]:
@@ -243,6 +433,9 @@ def _run_claim(claim: Any, quick: bool) -> list[CheckResult]:
     row.model, row.verdict, row.detail = paper.value, row.verdict_paper_setup, paper.detail
     row.margin = paper.margin
     row.bound, row.bound_kit_defaults = paper.bound, kit.bound
+    row.bound_terms, row.bound_terms_kit_defaults = paper.bound_terms, kit.bound_terms
+    row.model_ceiling, row.model_ceiling_kit_defaults = paper.model_ceiling, kit.model_ceiling
+    row.model_ceiling_detail = paper.model_ceiling_detail
     if paper.bound is not None and row.verdict_paper_setup != "error":
         # the claims' modules: loaded when the command runs, not for `nmp --help`
         from nmp.validate.claims import exceeds_bound
@@ -254,6 +447,6 @@ def _run_claim(claim: Any, quick: bool) -> list[CheckResult]:
         row.setup_moves = attribute(claim, quick, paper)
         row.moved_most_by = row.setup_moves[0] if row.setup_moves else None
     if {row.verdict_paper_setup, row.verdict_kit_defaults} - {"agrees"}:
-        row.explanation = claim.explanation
+        row.explanation = render_explanation(claim.explanation, row)
     row.wall_s = time.perf_counter() - t0
     return [row]

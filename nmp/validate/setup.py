@@ -49,6 +49,14 @@ class SetupValue:
         return out
 
 
+class SetupMapping(dict):
+    """A paper setup's key -> value, as claim-model functions take it; ``sourced`` names the
+    keys a source states (the others are chosen). A first-principles bound takes a chosen
+    resource at its most favourable value and a sourced one as stated."""
+
+    sourced: frozenset[str] = frozenset()
+
+
 @dataclass(frozen=True)
 class PaperSetup:
     """The setup a paper's figures come from: a one-line summary and its sourced values."""
@@ -56,9 +64,18 @@ class PaperSetup:
     summary: str
     values: tuple[SetupValue, ...]
 
-    def mapping(self, without: str | None = None) -> dict[str, Any]:
-        """key -> value, as claim-model functions take it (``without``: all but that key)."""
-        return {v.key: v.value for v in self.values if v.key != without}
+    def mapping(
+        self, without: str | None = None, replace: tuple[str, Any] | None = None
+    ) -> SetupMapping:
+        """key -> value, as claim-model functions take it (``without``: all but that key;
+        ``replace``: (key, value) put in for that key's), with ``sourced`` set."""
+        out = SetupMapping({v.key: v.value for v in self.values if v.key != without})
+        if replace is not None:
+            out[replace[0]] = replace[1]
+        out.sourced = frozenset(v.key for v in self.values if v.source and v.key in out)
+        if replace is not None:
+            out.sourced = out.sourced - {replace[0]}
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary, "values": [v.to_json() for v in self.values]}
@@ -117,4 +134,4 @@ def parse_setup(raw: Any, file: str) -> PaperSetup:
     return PaperSetup(summary, tuple(values))
 
 
-__all__ = ["PaperSetup", "SetupValue", "parse_setup"]
+__all__ = ["PaperSetup", "SetupMapping", "SetupValue", "parse_setup"]

@@ -55,7 +55,12 @@ def toy_models(monkeypatch):
         x = base * setup.pop("scale", 1.0) / (2.0 if setup.pop("llc", 0) else 1.0)
         if setup:
             raise SpecError(f"unknown setup key {next(iter(setup))}")
-        return {"value": x, "detail": f"setup={setup}", "bound": 3.0, "bound_detail": "3 by hand"}
+        return {"value": x, "detail": f"setup={setup}", "bound": 3.0, "bound_detail": "3 by hand",
+                "bound_terms": {"hand": "3 = 1 + 2"}}  # fmt: skip
+
+    def value_with_ceiling(*, quick):
+        """A 'bound' without terms: the model's own ceiling, not judged."""
+        return {"value": 0.5, "bound": 0.6, "bound_detail": "from a model run"}
 
     def setup_ordering(*, quick, setup=None):
         lead = 0.02 if setup else 0.2
@@ -63,12 +68,14 @@ def toy_models(monkeypatch):
 
     mod.ordering, mod.value, mod.broken, mod.calls = ordering, value, broken, calls
     mod.setup_value, mod.setup_ordering = setup_value, setup_ordering
+    mod.value_with_ceiling = value_with_ceiling
     monkeypatch.setitem(sys.modules, "nmp._toy_models", mod)
-    for fn in (ordering, value, broken, setup_value, setup_ordering):
+    fns = (ordering, value, broken, setup_value, setup_ordering, value_with_ceiling)
+    for fn in fns:
         fn.__module__ = mod.__name__
         claim_model(fn)
     yield mod
-    for fn in (ordering, value, broken, setup_value, setup_ordering):
+    for fn in fns:
         CLAIM_MODELS.unregister(reference(fn))
 
 
@@ -100,6 +107,19 @@ def test_verdict_rules_margin_bound_and_input():
     assert verdict("value", 2.5, 2.4, bound=2.4) == "agrees"  # within tolerance comes first
     assert verdict("ordering", "a > b", False, bound=0.9) == "exceeds bound"
     assert verdict("ordering", "a > b", False, bound=1.1) == "disagrees"
+    # band before bound: inside the band, a published figure above the bound stays in band
+    assert verdict("value", 2.5, 1.3, band=(1.25, 5.0), bound=1.2) == "within band"
+
+
+def test_a_bound_without_terms_is_the_models_ceiling(tmp_path, toy_models):
+    text = PAPER + _claim(
+        id='"toy.c"', kind='"value"', published="2.0", unit='"x"',
+        model='"nmp._toy_models:value_with_ceiling"',
+    )  # fmt: skip
+    (tmp_path / "toy.toml").write_text(text)
+    (row,) = run_validation(quick=True, only=("toy",), claims_dir=tmp_path)
+    assert row.bound is None and row.exceeds_bound is None and row.verdict == "disagrees"
+    assert row.model_ceiling == 0.6
 
 
 SETUP = """[setup]
@@ -155,7 +175,10 @@ def test_both_columns_bound_and_attribution(tmp_path, toy_models):
     assert (v.model_kit_defaults, v.verdict_kit_defaults) == (2.0, "within band")
     assert (v.model, v.verdict) == (v.model_paper_setup, v.verdict_paper_setup)
     assert (
-        v.bound == 3.0 and v.exceeds_bound is False and "within the model's bound" in v.bound_note
+        v.bound == 3.0
+        and v.exceeds_bound is False
+        and "within the first-principles bound" in v.bound_note
+        and v.bound_terms == {"hand": "3 = 1 + 2"}
     )
     # each value back at the kit's default: llc gives 3.0 (moves 1.5), scale gives 1.0 (0.5)
     assert [m["key"] for m in v.setup_moves] == ["llc", "scale"]
@@ -327,3 +350,33 @@ def test_every_swept_setup_value_names_a_sweep_that_checks(capsys):
         assert (root / f"{name}.toml").is_file(), f"setup value swept by missing study {name}"
     assert main(["evaluate", "papers/host-llc", "--check"]) == 0
     assert "24 points" in capsys.readouterr().out
+
+
+def test_parallel_groups_give_the_same_rows():
+    """`--jobs`: the groups run in worker processes and come back in the plan's order, with the
+    same values as one process."""
+    only = ("dram.ramulator2.ddr5", "functional.parity.*", "recross.area-vs-trim-b")
+    one = [r.to_json() for r in run_validation(quick=True, only=only)]
+    two = [r.to_json() for r in run_validation(quick=True, only=only, jobs=2)]
+    assert [r["id"] for r in one] == [
+        "dram.ramulator2.ddr5",
+        "functional.parity.recross",
+        "functional.parity.trim-g",
+        "recross.area-vs-trim-b",
+    ]
+    assert one == two
+
+
+def test_summary_fits_a_screen_and_a_log_gets_a_line_per_stage(tmp_path, capsys):
+    """Not on a terminal: a progress line per finished group on stderr; on stdout a summary of
+    counts per paper and where the full table is (the table itself goes to report.md)."""
+    rc = main(["validate", "--only", "dram", "functional.parity.*", "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    stages = [line for line in err.splitlines() if line.startswith("validate [")]
+    assert len(stages) == 2 and "dram: 3 checks (3 agrees)" in err
+    (run,) = tmp_path.glob("validate-*")
+    assert str(run / "report.md") in out.replace("\n", "")
+    assert "built-in" in out and len(out.splitlines()) < 40
+    assert "## Counts per paper" in (run / "report.md").read_text()
+    assert main(["validate", "--only", "dram", "--jobs", "-1", "--out", str(tmp_path)]) == 1

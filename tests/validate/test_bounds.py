@@ -1,0 +1,307 @@
+"""First-principles bounds (nmp.arch.first_principles) and verdicts that can fail.
+
+* the bound's terms recomputed by hand from the presets' numbers;
+* the bounds of ``nmp validate`` come out the same with the model stubbed out;
+* every speed check's bound is at least the model's value under the same setup;
+* every check's verdict can change when the model's value does (a mutation of the values, and
+  of a real model cost), so no verdict is fixed by the order of the rules;
+* explanations carry no typed number: they are rendered from the row's values.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from nmp.arch.first_principles import workload_stats
+from nmp.arch.presets import load_arch_spec
+from nmp.memory import load_memory
+from nmp.validate import arch_claims
+from nmp.validate.claims import CLAIMS_DIR, Evaluation, load_claims
+from nmp.validate.runner import PLACEHOLDERS, run_validation, swept_alternatives
+from nmp.workload import load_workload
+
+GOLDEN = Path(__file__).parent / "golden"
+NMP_PAPERS = ("recross", "trim", "recnmp")
+
+
+def _paper_setup(paper: str):
+    return next(c.setup for c in load_claims() if c.paper == paper and c.setup is not None)
+
+
+def test_recross_over_host_terms_by_hand() -> None:
+    """ReCross/host under ReCross's setup: the data-path and channel terms from the presets'
+    numbers alone (rank bus tx per nBL, column paths tx per tCCD_L)."""
+    setup = _paper_setup("recross").mapping()
+    mine = arch_claims.fp_ceiling("recross", role="design", setup=setup)
+    host = arch_claims.fp_ceiling("host-cpu", role="baseline", setup=setup)
+    mem = load_memory("ddr5-4800-40")
+    tck, tx = mem.tck_ns, mem.org.tx_bytes
+    rank_bus = tx / (mem.timing["nBL"] * tck)  # GB/s
+    column = tx / (mem.timing["nCCDL"] * tck)
+    spec = load_arch_spec("recross")
+    ranks = 2  # ReCross's setup: 1 channel x 2 ranks
+    peak = ranks * (rank_bus + spec.bankgroup.units * column + spec.bank.units * column)
+    ws = workload_stats(load_workload("recross-eval"))
+    assert ws.lookups == 32 * 26 * 80 and ws.row_bytes == 256
+    t_data = ws.lookups * ws.row_bytes / peak
+    assert mine.terms_ns["data_paths"] == pytest.approx(t_data, rel=1e-6)
+    assert mine.binding == "data_paths"
+    t_host = ws.lookups * ws.row_bytes / rank_bus  # one channel: its bus is a rank bus's peak
+    assert host.terms_ns["channel"] == pytest.approx(t_host, rel=1e-6)
+    # the C/A term at the standard's fewest bits (a DDR5 READ: 2 tCK of 14 bits), chosen
+    assert "28-bit instruction" in mine.arithmetic["ca"] and any(
+        "alternative" in c for c in mine.choices
+    )
+    ratio = mine.lookups_per_s / host.lookups_per_s
+    assert ratio == pytest.approx(peak / rank_bus, rel=1e-6)
+
+
+def test_a_stated_resource_is_taken_as_stated() -> None:
+    """TRiM-G's 85-bit instruction is sourced in ReCross's setup: TRiM-G as a design keeps it;
+    the kit's defaults state nothing, so the bound takes the fewest bits the C/A allows."""
+    setup = _paper_setup("recross").mapping()
+    stated = arch_claims.fp_ceiling("trim-b", role="design", setup=setup)
+    kit = arch_claims.fp_ceiling("trim-b", role="design", setup=None)
+    assert "85-bit" in stated.arithmetic["ca"] and "28-bit" in kit.arithmetic["ca"]
+    assert kit.lookups_per_s > stated.lookups_per_s
+
+
+def test_the_baseline_takes_its_least_favourable_choices() -> None:
+    setup = _paper_setup("recross").mapping()
+    best = arch_claims.fp_ceiling("recnmp", role="design", setup=setup)
+    worst = arch_claims.fp_ceiling("recnmp", role="baseline", setup=setup)
+    assert best.lookups_per_s > worst.lookups_per_s
+    assert any("serves nothing" in c for c in worst.choices)
+
+
+def _fixture(paper: str) -> dict:
+    return json.loads((GOLDEN / f"{paper}.json").read_text())
+
+
+def _bounded(paper: str, mode: str) -> dict[str, dict]:
+    return {k: v for k, v in _fixture(paper)[mode].items() if v.get("bound") is not None}
+
+
+@pytest.mark.parametrize("paper", NMP_PAPERS)
+@pytest.mark.parametrize("mode", ["quick", "full"])
+def test_every_bound_is_at_least_the_model(paper: str, mode: str) -> None:
+    """Under the same setup, no modeled figure is above its first-principles bound (an
+    ordering: its closest ratio, 1 + margin)."""
+    rows = _bounded(paper, mode)
+    assert rows
+    for cid, row in rows.items():
+        model = row["model_paper_setup"]
+        if isinstance(model, bool):
+            if row["margin"] is not None:
+                assert row["bound"] >= 1 + row["margin"] - 1e-9, cid
+            continue
+        assert row["bound"] >= model - 1e-9, cid
+        assert row["bound_kit_defaults"] >= row["model_kit_defaults"] - 1e-9, cid
+
+
+def test_bounds_need_no_model_run(monkeypatch) -> None:
+    """With the model stubbed out (every point a constant), validate gives the same bounds."""
+    ids = ("recross.speedup-vs-cpu", "recross.speedup-vs-trim-g", "recnmp.latency-speedup")
+    want = {**_fixture("recross")["quick"], **_fixture("recnmp")["quick"]}
+
+    class Fake:
+        lookups_per_s = 1.0
+        latency_ns = 1.0
+        energy_pj_per_lookup = 1.0
+        area_mm2 = 1.0
+        breakdown: dict = {}
+        extra = {"lookups": 1}
+
+    class FakeCeiling:
+        lookups_per_s = time_ns = 1.0
+
+        def text(self) -> str:
+            return "stub"
+
+    def stub(*args, **kwargs):
+        return Fake()
+
+    monkeypatch.setattr(arch_claims, "_run", stub)
+    monkeypatch.setattr(arch_claims, "_ceiling", lambda *a, **k: FakeCeiling())
+    monkeypatch.setattr(arch_claims, "ceiling", lambda *a, **k: FakeCeiling())
+    rows = run_validation(quick=True, only=ids)
+    assert {r.id for r in rows} == set(ids)
+    for r in rows:
+        assert r.model_paper_setup == 1.0  # the stub answered
+        assert r.bound == pytest.approx(want[r.id]["bound"], rel=1e-9), r.id
+        assert r.bound_kit_defaults == pytest.approx(want[r.id]["bound_kit_defaults"], rel=1e-9)
+
+
+def test_every_bounded_check_lists_its_terms() -> None:
+    rows = run_validation(quick=True, only=("recross.speedup-vs-cpu",))
+    (row,) = rows
+    terms = row.bound_terms
+    assert terms and terms["design"]["name"] == "recross"
+    assert terms["baseline"]["name"] == "host-cpu"
+    assert set(terms["design"]["terms"]) >= {"act_budget", "data_paths", "ca", "host_link"}
+    assert all(" = " in t["arithmetic"] for t in terms["design"]["terms"].values())
+    assert row.model_ceiling is not None and row.model_ceiling != row.bound
+
+
+# ---------------------------------------------------------------------------------------------
+# verdicts
+
+
+def _mutations(claim, value):
+    """Values a changed model could give: the published figure, the band's middle, and far
+    below and above it (an ordering: the other answer)."""
+    if isinstance(value, bool):
+        return [not value]
+    pub = claim.published
+    mid = (pub[0] + pub[1]) / 2 if isinstance(pub, list | tuple) else float(pub)
+    out = [mid, mid * 0.01 - 1.0, mid * 100.0 + 1.0, value * 0.5, value * 2.0]
+    if claim.band:
+        out.append((claim.band[0] + claim.band[1]) / 2 * 1.2)
+    return out
+
+
+@pytest.mark.parametrize("paper", sorted({c.paper for c in load_claims()}))
+def test_every_verdict_can_change(paper: str) -> None:
+    """Each check's verdict (paper setup) changes for some mutation of the model's value at the
+    same bound and margin; a check whose value is an input reads "input" whatever it is."""
+    rows = _fixture(paper)["full"]
+    for claim in (c for c in load_claims() if c.paper == paper):
+        row = rows[claim.id]
+        value = row.get("model_paper_setup")
+        if value is None:  # measured on the machine: only verdicts pinned
+            continue
+        ev = Evaluation(value, margin=row["margin"], bound=row["bound"])
+        now = claim.verdict(ev)
+        seen = set()
+        for v in _mutations(claim, value):
+            margin = None if row["margin"] is None else (
+                abs(row["margin"]) if v is True else -abs(row["margin"]) - 0.1
+            )  # fmt: skip
+            seen.add(claim.verdict(Evaluation(v, margin=margin, bound=row["bound"])))
+        if claim.input:
+            assert seen == {"input"}, claim.id
+        else:
+            assert seen - {now}, f"{claim.id}: always {now}"
+
+
+def test_verdict_order_band_before_bound() -> None:
+    """A value inside its band is "within band" even when the published figure is above the
+    bound; outside the band it "exceeds bound"; below the bound it "disagrees"."""
+    claim = next(c for c in load_claims() if c.id == "recross.speedup-vs-cpu")
+    assert claim.verdict(Evaluation(9.0, bound=12.0)) == "within band"
+    assert claim.verdict(Evaluation(5.0, bound=12.0)) == "exceeds bound"
+    assert claim.verdict(Evaluation(5.0, bound=20.0)) == "disagrees"
+    assert claim.verdict(Evaluation(15.0, bound=12.0)) == "agrees"
+
+
+def test_a_model_cost_moves_a_verdict() -> None:
+    """Doubling ReCross's instruction (a model cost) moves ReCross/host out of its band: the
+    verdict changes (it stayed "exceeds bound" when that rule came first)."""
+    claim = next(c for c in load_claims() if c.id == "recross.speedup-vs-cpu")
+    setup = claim.setup.mapping()
+    now = claim.evaluate(True, setup)
+    setup["designs.recross.arch.instruction.bits_per_lookup"] = 170
+    slower = claim.evaluate(True, setup)
+    assert slower.value < now.value
+    assert slower.bound == pytest.approx(now.bound)  # a chosen length: the bound takes its fewest
+    assert claim.verdict(now) != claim.verdict(slower)
+
+
+# ---------------------------------------------------------------------------------------------
+# explanations and setups
+
+_IDENT = re.compile(r"[A-Za-z_][\w.'/-]*")  # words that start with a letter: DDR5, ddr5-4800-40
+
+
+def _typed_numbers(text: str) -> list[str]:
+    text = re.sub(r"\{\w+\}", " ", text)
+    text = re.sub(r"(Fig\.|Table|§)\s*\d+", " ", text)
+    text = _IDENT.sub(" ", text)
+    return re.findall(r"\d+(?:[.,]\d+)?", text)
+
+
+@pytest.mark.parametrize("paper", NMP_PAPERS)
+def test_explanations_carry_no_typed_number(paper: str) -> None:
+    """An NMP claim's explanation holds no number of its own: values come from placeholders
+    ({model}, {bound}, {detail}, ...) rendered from the row; only identifiers carry digits."""
+    for claim in (c for c in load_claims() if c.paper == paper):
+        assert not _typed_numbers(claim.explanation), (claim.id, _typed_numbers(claim.explanation))
+        for name in re.findall(r"\{(\w+)\}", claim.explanation):
+            assert name in PLACEHOLDERS, (claim.id, name)
+
+
+def test_no_explanation_types_a_current_model_value() -> None:
+    """No explanation of any paper types the model's current value with its unit ("1.64x",
+    "1.26 %", 3 significant digits)."""
+    for claim in load_claims():
+        row = _fixture(claim.paper)["full"].get(claim.id, {})
+        for key in ("model_paper_setup", "model_kit_defaults", "bound"):
+            v = row.get(key)
+            if isinstance(v, float) and abs(v) >= 0.01:
+                typed = f"{v:.3g}"
+                for text in (f"{typed}x", f"{typed} %", f"{typed}%"):
+                    assert text not in claim.explanation, (claim.id, key, text)
+
+
+def test_swept_alternatives_come_from_the_study() -> None:
+    assert swept_alternatives("arch.host.llc_mib", "papers/host-llc", 0) == [
+        4.0,
+        8.0,
+        16.0,
+        32.0,
+        64.0,
+    ]
+    assert swept_alternatives(
+        "designs.trim-g.arch.replicate_hot_rows", "papers/sensitivity-recross-trim", 4096
+    ) == [0, 16384]
+    assert swept_alternatives("workload.alpha", "papers/host-llc", 1.05) == []
+    # a dotted TOML key (workload.alpha = [...]) is a nested table
+    assert swept_alternatives("workload.alpha", "papers/recross-skew", 1.05) == [
+        0.6,
+        0.8,
+        1.0,
+        1.2,
+        1.4,
+    ]
+
+
+def test_one_configuration_per_design_across_papers() -> None:
+    """A design-level key the setups of two papers both give has one value, unless both
+    cite a source (each paper then states its own)."""
+    seen: dict[str, tuple[object, str, bool]] = {}
+    for path in sorted(CLAIMS_DIR.glob("*.toml")):
+        claims = [c for c in load_claims() if c.file == str(path) and c.setup is not None]
+        if not claims:
+            continue
+        for v in claims[0].setup.values:
+            if not v.key.startswith("designs."):
+                continue
+            if v.key in seen:
+                value, other, sourced = seen[v.key]
+                assert value == v.value or (sourced and v.source), (v.key, path.stem, other)
+            seen[v.key] = (v.value, path.stem, bool(v.source))
+
+
+def test_docs_quote_the_whole_tables_counts() -> None:
+    """docs/validation.md's counts per paper are the golden full set's, every row."""
+    from collections import Counter
+
+    from nmp.config import project_root
+
+    text = (project_root() / "docs" / "validation.md").read_text()
+    total = Counter()
+    for paper in sorted({c.paper for c in load_claims()}):
+        rows = _fixture(paper)["full"]
+        got = Counter(r["verdict_paper_setup"] for r in rows.values())
+        total += got
+        line = next(x for x in text.splitlines() if x.startswith(f"| {paper} |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert int(cells[1]) == len(rows), paper
+        quoted = {v: int(n) for n, v in (p.split(" ", 1) for p in cells[2].split(", "))}
+        assert quoted == dict(got), paper
+    line = next(x for x in text.splitlines() if x.startswith("| all papers |"))
+    assert int(line.split("|")[2]) == sum(total.values())
