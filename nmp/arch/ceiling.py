@@ -34,13 +34,12 @@ from nmp.arch.layout import build_layout
 from nmp.arch.spec import ArchSpec
 
 
-@dataclass
-class Ceiling:
-    """The ceiling of one design point: its shortest batch time and the terms that set it."""
+class BatchTerms:
+    """A batch time set by named terms (each the shortest batch time one resource allows): the
+    longest binds. Shared by the model's ceiling and the first-principles bound."""
 
     lookups: int
-    terms_ns: dict[str, float] = field(default_factory=dict)  # bound -> shortest batch ns
-    arithmetic: dict[str, str] = field(default_factory=dict)  # bound -> how it was computed
+    terms_ns: dict[str, float]
 
     @property
     def time_ns(self) -> float:
@@ -54,6 +53,15 @@ class Ceiling:
     def lookups_per_s(self) -> float:
         t = self.time_ns
         return self.lookups / t * 1e9 if t > 0 else float("inf")
+
+
+@dataclass
+class Ceiling(BatchTerms):
+    """The ceiling of one design point: its shortest batch time and the terms that set it."""
+
+    lookups: int
+    terms_ns: dict[str, float] = field(default_factory=dict)  # bound -> shortest batch ns
+    arithmetic: dict[str, str] = field(default_factory=dict)  # bound -> how it was computed
 
     def text(self) -> str:
         """The binding term's arithmetic and the others' times."""

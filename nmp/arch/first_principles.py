@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from nmp.arch import memview as mv
+from nmp.arch.ceiling import BatchTerms
 from nmp.arch.layout import build_layout
 from nmp.arch.placement import level_effective_gbps, level_node_peak_gbps
 from nmp.arch.salp import SALP_TRACKED_SUBARRAYS
@@ -76,7 +77,7 @@ def workload_stats(wl) -> WorkloadStats:
 
 
 @dataclass
-class FirstPrinciples:
+class FirstPrinciples(BatchTerms):
     """A design point's first-principles ceiling: its terms, their arithmetic, its choices."""
 
     role: str
@@ -85,19 +86,6 @@ class FirstPrinciples:
     arithmetic: dict[str, str] = field(default_factory=dict)
     choices: list[str] = field(default_factory=list)
     split: dict[str, float] = field(default_factory=dict)  # share of lookups per level
-
-    @property
-    def time_ns(self) -> float:
-        return max(self.terms_ns.values(), default=0.0)
-
-    @property
-    def binding(self) -> str:
-        return max(self.terms_ns, key=lambda k: self.terms_ns[k]) if self.terms_ns else ""
-
-    @property
-    def lookups_per_s(self) -> float:
-        t = self.time_ns
-        return self.lookups / t * 1e9 if t > 0 else math.inf
 
     def add(self, name: str, time_ns: float, how: str) -> None:
         self.terms_ns[name] = float(time_ns)
