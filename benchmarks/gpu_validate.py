@@ -20,12 +20,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from nmp.errors import NmpError
+from nmp.fileio import atomic_write_text
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "nmp" / "gpu" / "data"
 NCU_METRICS = (
@@ -153,11 +152,8 @@ def record(args, measured: dict, model_us: float | None) -> Path:
         model_baseline_us=model_us,
         method="benchmarks/gpu_validate.py: torch EmbeddingBag(sum), CUDA events, L2 flushed",
     )
-    fd, tmp = tempfile.mkstemp(dir=DATA_DIR, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(entry, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    # through nmp.fileio: synced, renamed into place, and never onto a link or a device
+    atomic_write_text(path, json.dumps(entry, indent=2, sort_keys=True) + "\n")
     return path
 
 

@@ -35,8 +35,6 @@ from __future__ import annotations
 import ctypes
 import datetime
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from nmp.errors import NmpError
+from nmp.fileio import atomic_write_text
 from nmp.gpu.model import hot_rows
 from nmp.gpu.point import PROFILE_SEED_OFFSET
 from nmp.gpu.spec import GpuSpec, load_gpu
@@ -512,9 +511,6 @@ def record(plan: Plan, measured: dict[str, Any], modeled_us: dict[str, float], d
         method="benchmarks/gpu_kernels.py: CUDA events around all tables' kernels, L2 flushed "
         "before each timed batch, median",
     )
-    fd, tmp = tempfile.mkstemp(dir=data_dir, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(entry, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    # through nmp.fileio: synced, renamed into place, and never onto a link or a device
+    atomic_write_text(path, json.dumps(entry, indent=2, sort_keys=True) + "\n")
     return path
