@@ -154,41 +154,30 @@ def kernel_timing(
     levels = np.ascontiguousarray(warp_levels, dtype=np.float64)
     blocks = levels.shape[0] // warps_per_block
     total_units = float(levels.sum())
-    if blocks <= slots or total_units <= 0:
+
+    def wave(part: np.ndarray, share: float) -> KernelTiming:
+        """One wave's fixed point with ``share`` of the kernel's traffic and bounds."""
         return wave_timing(
-            warp_levels=levels,
+            warp_levels=part,
             prices=prices,
             mlp=mlp,
             warps_per_block=warps_per_block,
             slots=slots,
             cycle_ns=cycle_ns,
-            hbm_bytes=hbm_bytes,
+            hbm_bytes=hbm_bytes * share,
             peak_gbps=peak_gbps,
             saturation=saturation,
             queueing_ns=queueing_ns,
-            bounds_ns=bounds_ns,
-            slices=slices,
+            bounds_ns={k: v * share for k, v in bounds_ns.items()},
+            slices=replace(slices, bytes=slices.bytes * share) if slices else None,
         )
+
+    if blocks <= slots or total_units <= 0:
+        return wave(levels, 1.0)
     waves = []
     for first in range(0, blocks, slots):
         part = levels[first * warps_per_block : (first + slots) * warps_per_block]
-        share = float(part.sum()) / total_units
-        waves.append(
-            wave_timing(
-                warp_levels=part,
-                prices=prices,
-                mlp=mlp,
-                warps_per_block=warps_per_block,
-                slots=slots,
-                cycle_ns=cycle_ns,
-                hbm_bytes=hbm_bytes * share,
-                peak_gbps=peak_gbps,
-                saturation=saturation,
-                queueing_ns=queueing_ns,
-                bounds_ns={k: v * share for k, v in bounds_ns.items()},
-                slices=replace(slices, bytes=slices.bytes * share) if slices else None,
-            )
-        )
+        waves.append(wave(part, float(part.sum()) / total_units))
     t = sum(w.t_ns for w in waves)
     longest = max(waves, key=lambda w: w.t_ns)
     return KernelTiming(
