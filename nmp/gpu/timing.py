@@ -3,8 +3,10 @@
 Latency. A warp keeps ``m`` row loads in flight (:meth:`nmp.gpu.kernel.KernelConfig.mlp_for`:
 what the variant asks, bounded by the L1's outstanding-sector entries per warp and per SM). Each
 load's latency is that of the level that served it (L1 hit, L2 hit, HBM: the cache simulation
-says which) plus the index load before it (an L1 hit, or a wait for the sector in flight once per
-``sector / index`` lookups: :mod:`nmp.gpu.index_stream`). By Little's law the warp retires ``m /
+says which) plus what the index load before it adds: the stock loop issues a lookup's index load
+right behind the previous row load (SASS), so only the part of the index's wait (an L1 hit, or the
+sector in flight once per ``sector / index`` lookups: :mod:`nmp.gpu.index_stream`) beyond that row's
+latency is left (:meth:`LoadPrices.index_exposed`). By Little's law the warp retires ``m /
 latency`` lookups per cycle, so its time is ``sum(latencies) / m``, plus a spilled kernel's reloads
 (an L1 hit per lookup, in the chain, not overlapped). A block lasts as long as its slowest warp;
 blocks are list-scheduled onto the ``SMs x blocks_per_SM`` slots in launch order (the hardware
@@ -112,6 +114,20 @@ class LoadPrices:
     spill_cycles: float  # reload latency per lookup in the chain (0 without spills)
     index_l2_share: float = 0.0  # per lookup: index loads waiting for an L2 hit
 
+    def index_exposed(self, row_cycles: np.ndarray) -> np.ndarray:
+        """Index wait left in a lookup's chain, per level of the row load before it
+        (``row_cycles`` = its L1 / L2 / HBM latency, the index's levels priced alike).
+
+        The stock loop's SASS (nvcc 13.0, sm_90, 40 registers as Nsight Compute reads on the
+        H200; docs/gpu-model.md) issues the next lookup's index load right behind the row load
+        it follows, without waiting for that row: the index's latency runs under the row's, and
+        only what exceeds it is left: ``E[max(0, index - row)]`` over the index's levels
+        (:mod:`nmp.gpu.index_stream`'s shares), independent of the row's level."""
+        l1_share = 1.0 - self.index_hbm_share - self.index_l2_share
+        shares = np.array([l1_share, self.index_l2_share, self.index_hbm_share])
+        idx = np.asarray(row_cycles, dtype=np.float64)
+        return np.array([float(shares @ np.maximum(0.0, idx - r)) for r in idx])
+
 
 @dataclass(frozen=True)
 class SliceQueue:
@@ -218,14 +234,9 @@ def wave_timing(
 
     def block_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> np.ndarray:
         """Each block's cycles: its slowest warp's chain of loads over ``mlp`` in flight."""
-        l1_share = 1.0 - p.index_hbm_share - p.index_l2_share
-        index = (
-            p.l1_cycles * l1_share
-            + (p.l2_cycles + l2_wait) * p.index_l2_share
-            + hbm_cycles * p.index_hbm_share
-        )
-        lat = levels @ np.array([p.l1_cycles, p.l2_cycles + l2_wait, hbm_cycles])
-        warp = (lat + units * index) / mlp + units * p.spill_cycles
+        row = np.array([p.l1_cycles, p.l2_cycles + l2_wait, hbm_cycles])
+        lat = levels @ (row + p.index_exposed(row))
+        warp = lat / mlp + units * p.spill_cycles
         return warp.reshape(-1, warps_per_block).max(axis=1)
 
     def makespan_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> float:
@@ -275,19 +286,14 @@ def wave_timing(
         t_lat = min(makespan_cycles(p.hbm_unloaded_cycles + q, w2) * cycle_ns, t)
     hbm_cycles = p.hbm_unloaded_cycles + q
     u = hbm_bytes / (t * peak_gbps) if t > 0 else 0.0
+    row_loaded = np.array([p.l1_cycles, p.l2_cycles + w2, hbm_cycles])
     parts = {
         "l1_hit": totals[0] * p.l1_cycles / mlp,
         "l2_hit": totals[1] * p.l2_cycles / mlp,
         "l2_queueing": (totals[1] + totals[2]) * w2 / mlp,
         "hbm_latency": totals[2] * p.hbm_unloaded_cycles / mlp,
-        "hbm_queueing": (totals[2] + units.sum() * p.index_hbm_share) * (q - w2) / mlp,
-        "index_load": units.sum()
-        * (
-            p.l1_cycles * (1.0 - p.index_hbm_share - p.index_l2_share)
-            + p.l2_cycles * p.index_l2_share
-            + p.hbm_unloaded_cycles * p.index_hbm_share
-        )
-        / mlp,
+        "hbm_queueing": totals[2] * (q - w2) / mlp,
+        "index_load": float(totals @ p.index_exposed(row_loaded)) / mlp,
         "spill": units.sum() * p.spill_cycles,
     }
     warp = sum(parts.values())
