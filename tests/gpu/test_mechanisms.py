@@ -198,3 +198,25 @@ def test_pinning_pays_its_pre_kernel_before_the_table():
     assert pin["bytes"] == pytest.approx(pin["rows"] * 512, rel=0.01) and pin["rows"] > 10_000
     # Hopper's L2 is one pool of 60 MiB (the far partition's lines are reachable).
     assert r.breakdown["l2_caches"] == 1
+
+
+def test_next_wave_starts_on_the_first_free_slot():
+    # Three blocks on two slots: the third (second wave) starts when the short first-wave block
+    # ends, not when the long one does (the block scheduler refills a freed slot at once).
+    levels = np.array([[100.0, 0, 0], [10.0, 0, 0], [50.0, 0, 0]])
+    t = kernel_timing(
+        warp_levels=levels,
+        prices=PRICES,
+        mlp=1.0,
+        warps_per_block=1,
+        slots=2,
+        cycle_ns=1.0,
+        hbm_bytes=0.0,
+        peak_gbps=4800.0,
+        saturation=0.77,
+        queueing_ns=None,
+        bounds_ns={},
+    )
+    assert t.waves == 2
+    assert t.t_ns == pytest.approx(100 * 40.0)  # not 100 x 40 + 50 x 40 (waves in series)
+    assert sum(t.stall_ns.values()) == pytest.approx(t.t_ns)
