@@ -77,3 +77,39 @@ def test_model_prices_misses_with_the_probe_and_queues_at_the_slices():
     assert "random-read probe" in b["hbm_calibrated_against"]
     # Every L2 request waits at its slice: a (small) positive share of the time.
     assert b["stall_ns"]["l2_queueing"] > 0.0
+
+
+def _table_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_h200_table.py"
+    spec = importlib.util.spec_from_file_location("gpu_h200_table", path)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_figures_table_covers_the_issue_points_and_flags_a_non_monotone_curve(monkeypatch):
+    script = _table_script()
+    stage_us = script.stage_us
+    calls = []
+
+    def fake(arch, workload, wl, variant="baseline"):
+        calls.append((workload, wl.get("reuse"), wl.get("batch"), variant))
+        b = wl.get("batch") or 2048
+        return 100.0 + (50.0 if b == 256 else b / 100) + (0 if variant == "baseline" else -10)
+
+    monkeypatch.setattr(script, "stage_us", fake)
+    fig = script.figures("h200")
+    assert len(calls) == 4 * 4 + 1 + 6  # reuse x variants, dlrm, the batch curve
+    lines = script.table_lines(fig)
+    assert any("NOT monotone" in line for line in lines)  # 256 is slower than 512 here
+    assert any(line.startswith("high") and "+" in line for line in lines)
+    # A real point is the stage time nmp run prints.
+    from nmp.gpu import run_design_point
+
+    wl = {"num_tables": 1, "batch": 64, "reuse": "high"}
+    real = run_design_point("h200", "gpu-micro24", overrides={"workload": wl}).latency_ns / 1e3
+    assert stage_us("h200", "gpu-micro24", wl) == pytest.approx(real)

@@ -1,0 +1,84 @@
+"""The model's figures on the points issue #37 checks, as one table (the closing note's table).
+
+For a GPU preset (default ``h200``): gpu-micro24 at each reuse level (high, medium, low, random)
+with every kernel variant and its gain over the stock kernel, dlrm-benchmark, and the batch
+curve 256..8192 (gpu-micro24 at medium reuse, the baseline kernel), with whether the curve is
+monotone. Each figure is what ``nmp run --arch ARCH --workload W --set workload.reuse=R --set
+arch.variant=V`` prints as its latency.
+
+    python benchmarks/gpu_h200_table.py [--arch h200] [--tables 12] [--json out.json]
+
+``--tables N`` models the first N tables only (faster; the gains and the curve's shape keep,
+the times scale); the full stage is the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+REUSE = ("high", "medium", "low", "random")
+VARIANTS = ("baseline", "occupancy", "prefetch", "pinning")
+BATCHES = (256, 512, 1024, 2048, 4096, 8192)
+
+
+def stage_us(arch: str, workload: str, wl: dict, variant: str = "baseline") -> float:
+    from nmp.gpu.point import run_design_point
+
+    over = {"arch": {"variant": variant}, "workload": wl}
+    return run_design_point(arch, workload, overrides=over).latency_ns / 1e3
+
+
+def figures(arch: str, tables: int | None = None) -> dict:
+    """Every figure of the table: {"reuse": {R: {V: us}}, "dlrm": us, "batch": {B: us}}."""
+    limit = {"num_tables": tables} if tables else {}
+    out: dict = {"arch": arch, "tables": tables, "reuse": {}, "batch": {}}
+    for r in REUSE:
+        out["reuse"][r] = {
+            v: stage_us(arch, "gpu-micro24", {"reuse": r, **limit}, v) for v in VARIANTS
+        }
+    out["dlrm"] = stage_us(arch, "dlrm-benchmark", dict(limit))
+    for b in BATCHES:
+        out["batch"][b] = stage_us(arch, "gpu-micro24", {"reuse": "medium", "batch": b, **limit})
+    return out
+
+
+def table_lines(fig: dict) -> list[str]:
+    lines = [f"{fig['arch']}, gpu-micro24 (us; gain = baseline / variant - 1)"]
+    lines.append(f"{'reuse':<8}" + "".join(f"{v:>18}" for v in VARIANTS))
+    for r, row in fig["reuse"].items():
+        base = row["baseline"]
+        cells = [f"{base:>18.1f}"] + [
+            f"{row[v]:>9.1f} {base / row[v] - 1:>+7.1%}" for v in VARIANTS[1:]
+        ]
+        lines.append(f"{r:<8}" + "".join(cells))
+    lines.append(f"dlrm-benchmark baseline: {fig['dlrm']:.1f} us")
+    curve = [fig["batch"][b] for b in fig["batch"]]
+    monotone = all(a < b for a, b in zip(curve, curve[1:], strict=False))
+    lines.append(
+        "batch "
+        + " / ".join(str(b) for b in fig["batch"])
+        + " (medium): "
+        + " / ".join(f"{t:.1f}" for t in curve)
+        + f" us ({'monotone' if monotone else 'NOT monotone'})"
+    )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", default="h200")
+    parser.add_argument("--tables", type=int, default=None, help="model the first N tables")
+    parser.add_argument("--json", default=None, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    fig = figures(args.arch, args.tables)
+    print("\n".join(table_lines(fig)))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(fig, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
