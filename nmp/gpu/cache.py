@@ -209,6 +209,26 @@ def _lru_way(ent, c, s, persisting):
 
 
 @nb.njit(cache=True, error_model="numpy")
+def recency_rank(ent, c, s, line):
+    """How many lines of set ``s`` were used more recently than ``line`` (0: the most recent),
+    or -1 if ``line`` is not in the set. Over a hashed set index, rank / ways approximates the
+    line's reuse distance as a fraction of the cache (what :mod:`nmp.gpu.model` uses to tell a
+    near-partition L2 hit from a far one)."""
+    ways = ent.shape[3]
+    mine = np.int64(-1)
+    for w in range(ways):
+        if ent[c, s, 0, w] == line:
+            mine = ent[c, s, 1, w] >> _STAMP_SHIFT
+    if mine < 0:
+        return -1
+    rank = 0
+    for w in range(ways):
+        if ent[c, s, 0, w] != -1 and (ent[c, s, 1, w] >> _STAMP_SHIFT) > mine:
+            rank += 1
+    return rank
+
+
+@nb.njit(cache=True, error_model="numpy")
 def access_set(ent, c, s, line, mask, t, persist=False, carve=0):
     """:func:`access` with the set index ``s`` of ``line`` already known; ``persist``: the
     request has the persisting property, ``carve``: set-aside ways per set."""

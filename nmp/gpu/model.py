@@ -62,6 +62,21 @@ def latencies(gpu: GpuSpec, cal: HbmCalibration) -> Latencies:
     )
 
 
+def far_hit_share(gpu: GpuSpec, counts: dict[str, int]) -> float:
+    """Share of a kernel's L2 line hits served by the far partition (0 without
+    ``l2.far_hit_cycles`` or with per-partition copies, "near", where every hit is near).
+
+    Chosen rule, from pointer chases on Hopper (one SM, random 128-B lines; M. Dewing,
+    AI_kernels latency data, H100 SXM and GH200): the L2 hit latency holds at its near value
+    while the footprint is under about half the L2 (one of GH100's two partitions) and steps to
+    the far value between half and all of it. So a hit on a line whose reuse distance exceeds
+    half the L2, i.e. older than the most recent half of its set's ways, is a far hit."""
+    if not gpu.l2.far_hit_cycles or gpu.l2.caches > 1:
+        return 0.0
+    hits = counts["l2_line_hits"]
+    return counts["l2_far_line_hits"] / hits if hits else 0.0
+
+
 def table_bases(batch, elem_bytes: list[int]) -> list[int]:
     bases, addr = [], 0
     for t, lookups in enumerate(batch.tables):
@@ -215,6 +230,7 @@ def embedding_stage(
     util_weighted = 0.0
     hbm_lat_weighted = 0.0
     mlp_used = []
+    far_shares: list[float] = []
     stall = dict.fromkeys(STALL_KEYS, 0.0)
     level_units = np.zeros(3)
     tables_out: list[dict[str, Any]] = []
@@ -317,9 +333,11 @@ def embedding_stage(
             / (l1c.bytes_per_cycle * sm.count * clk_ghz),
             "issue": instructions / (sm.count * sm.schedulers * clk_ghz),
         }
+        far = far_hit_share(gpu, c)
+        far_shares.append(far)
         prices = LoadPrices(
             l1_cycles=lat.l1_cycles,
-            l2_cycles=lat.l2_cycles,
+            l2_cycles=lat.l2_cycles + far * (gpu.l2.far_hit_cycles - lat.l2_cycles),
             hbm_unloaded_cycles=lat.hbm_cycles,
             index_hbm_share=idx.hbm_share,
             index_l2_share=idx.l2_share,
@@ -379,6 +397,7 @@ def embedding_stage(
         if kernels_ns
         else 0.0,
         "mlp_loads_per_warp": float(np.mean(mlp_used)) if mlp_used else 0.0,
+        "l2_far_hit_share": float(np.mean(far_shares)) if far_shares else 0.0,
     }
     return _result(
         gpu, cfg, cal, lat, batch, t_total, totals, stall, level_units, tables_out, pin_info, loaded
@@ -434,6 +453,7 @@ def _result(
             "mlp_loads_per_warp": loaded["mlp_loads_per_warp"],
             "waves_per_table": gpu.kernel.grid_blocks / (gpu.sm.count * cfg.blocks_per_sm),
         },
+        "l2_far_hit_share": loaded["l2_far_hit_share"],
         "l1_hit_rate": totals["l1_sector_hits"] / totals["l1_sectors"]
         if totals["l1_sectors"]
         else 0.0,

@@ -98,6 +98,11 @@ class CacheSpec:
     # L2 only: bytes fetched from memory per sector miss (a miss of one sector brings this many
     # aligned bytes); used for the index stream (nmp.gpu.index_stream).
     fetch_bytes: int = 32
+    # L2 only, "home" pool: latency of a hit served by the far partition (0: every hit costs
+    # ``hit_cycles``). A hit on a line older than the most recent half of its set (its reuse
+    # distance beyond one partition's share of the L2) is a far hit; the others cost
+    # ``hit_cycles`` (nmp.gpu.cache.recency_rank, nmp.gpu.model).
+    far_hit_cycles: float = 0.0
 
     def validate(self) -> None:
         if self.size_bytes < 1:
@@ -112,6 +117,8 @@ class CacheSpec:
             raise KeyedValueError("size_bytes", "must be a multiple of line_bytes x ways")
         if self.hit_cycles < 0:
             raise KeyedValueError("hit_cycles", "must be >= 0")
+        if self.far_hit_cycles and self.far_hit_cycles < self.hit_cycles:
+            raise KeyedValueError("far_hit_cycles", "must be 0 or >= hit_cycles")
         if self.bytes_per_cycle <= 0:
             raise KeyedValueError("bytes_per_cycle", "must be > 0")
         if self.slices < 1:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from nmp.gpu.cache import POPCOUNT8, access_set, prefetch_set, set_of
+from nmp.gpu.cache import POPCOUNT8, access_set, prefetch_set, recency_rank, set_of
 
 # Level at which a unit's load was served.
 LEVEL_L1, LEVEL_L2, LEVEL_HBM, LEVEL_UNSAMPLED = 0, 1, 2, 3
@@ -98,6 +98,7 @@ _COUNTER_NAMES = (
     "l2_line_hits",
     "l1_sectors_all",  # every request, sampled or not
     "l1_lines_all",
+    "l2_far_line_hits",  # L2 line hits older than the most recent half of their set (sampled)
 )
 
 
@@ -207,7 +208,7 @@ def _run(
     cpb = (dim + 31) // 32
     n_chunks = (offsets.shape[0] - 1) * cpb
     warp_levels = np.zeros((n_warps, 4), dtype=np.int64)
-    counters = np.zeros(10, dtype=np.int64)
+    counters = np.zeros(len(_COUNTER_NAMES), dtype=np.int64)
     level_units = np.zeros(4, dtype=np.int64)
     # Per warp: current chunk (-1: finished), next lookup position, end of the chunk's bag.
     cur = np.arange(n_warps, dtype=np.int64)
@@ -311,6 +312,7 @@ def _run(
                             miss1 = mask & ~hit1
                             nmiss1 = nreq - nhit1
                             per = _window_persists(line, win_lo, win_hi, win_threshold)
+                            rank2 = recency_rank(l2_ent, part, s2, line)
                             hit2 = np.int64(
                                 access_set(l2_ent, part, s2, line, miss1, t, per, carve)
                             )
@@ -320,6 +322,8 @@ def _run(
                             counters[6] += 1
                             if nhit2 == nmiss1:
                                 counters[7] += 1
+                                if 2 * rank2 >= l2_ent.shape[3]:
+                                    counters[10] += 1
                                 this = LEVEL_L2
                             else:
                                 this = LEVEL_HBM

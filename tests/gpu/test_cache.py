@@ -169,3 +169,15 @@ def test_kernel_stream_hit_counts_equal_reference(pin):
     units = ks.level_units[[LEVEL_L1, LEVEL_L2, LEVEL_HBM]]
     assert ks.warp_levels.sum() == idx.size * 2 == units.sum()
     assert np.array_equal(ks.warp_levels.sum(axis=0)[:3], units)
+
+
+def test_recency_rank_counts_the_lines_used_since():
+    from nmp.gpu.cache import CacheState, access_set, recency_rank
+
+    bank = CacheState.empty(1, 1, 4, hashed=False, sectors_per_line=4)
+    for t, line in enumerate((10, 11, 12, 13), start=1):
+        access_set(bank.ent, 0, 0, line, 0xF, t)
+    assert [recency_rank(bank.ent, 0, 0, x) for x in (13, 12, 11, 10)] == [0, 1, 2, 3]
+    access_set(bank.ent, 0, 0, 10, 0xF, 5)  # a hit makes 10 the most recent
+    assert recency_rank(bank.ent, 0, 0, 10) == 0 and recency_rank(bank.ent, 0, 0, 11) == 3
+    assert recency_rank(bank.ent, 0, 0, 99) == -1

@@ -220,3 +220,25 @@ def test_next_wave_starts_on_the_first_free_slot():
     assert t.waves == 2
     assert t.t_ns == pytest.approx(100 * 40.0)  # not 100 x 40 + 50 x 40 (waves in series)
     assert sum(t.stall_ns.values()) == pytest.approx(t.t_ns)
+
+
+def test_far_partition_prices_old_l2_hits_at_the_far_latency():
+    from nmp.gpu import run_design_point
+
+    wl = {"num_tables": 1, "batch": 1024, "reuse": "random"}
+
+    def run(far: float):
+        over = {"arch": {"l2.far_hit_cycles": far}, "workload": wl}
+        return run_design_point("h200", "gpu-micro24", overrides=over)
+
+    sourced, flat = run(520.0), run(0.0)
+    share = sourced.breakdown["l2_far_hit_share"]
+    # A uniform 256-MB table reuses rows at distances of the whole L2: many hits are old.
+    assert 0.2 < share < 0.9
+    assert flat.breakdown["l2_far_hit_share"] == 0.0
+    # Each L2 hit costs 291 + share x (520 - 291) cycles: the stall on L2 hits grows by about
+    # that factor (a little less: the kernel's other stalls share the same makespan).
+    grow = 1 + share * (520.0 - 291.0) / 291.0
+    l2_stall = sourced.breakdown["stall_ns"]["l2_hit"] / flat.breakdown["stall_ns"]["l2_hit"]
+    assert l2_stall == pytest.approx(grow, rel=0.05)
+    assert sourced.latency_ns > flat.latency_ns
