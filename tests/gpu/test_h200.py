@@ -113,3 +113,11 @@ def test_figures_table_covers_the_issue_points_and_flags_a_non_monotone_curve(mo
     wl = {"num_tables": 1, "batch": 64, "reuse": "high"}
     real = run_design_point("h200", "gpu-micro24", overrides={"workload": wl}).latency_ns / 1e3
     assert stage_us("h200", "gpu-micro24", wl) == pytest.approx(real)
+
+
+def test_far_hit_latency_below_the_near_one_is_refused():
+    from nmp.errors import SpecError
+
+    assert load_gpu("h200").l2.far_hit_cycles == 520.0  # GH200 chase [dewing]
+    with pytest.raises(SpecError, match="far_hit_cycles"):
+        load_gpu("h200", {"l2.far_hit_cycles": 100.0})
