@@ -100,7 +100,6 @@ def simulate(
     q_key,
     q_arr,
     params,
-    wm,
     tab_i,
     nxt,
     lat,
@@ -110,31 +109,31 @@ def simulate(
     """Replay requests (already decoded to global node ids; ``q_arr``: earliest cycle each may be
     offered, all 0 for a trace injected as fast as the frontend allows) and return
     ``(status, cycles, clk_end, counters_at_cycles, counters_end, arrive, depart, done,
-    forwarded, rank_active_cycles, ticks)``. ``params``: C, R, G, B, RQ, WQ, F, nREFI,
-    read_latency, dual_issue, closed_row, refresh_on, drain, skip_blocked, jump. ``wm``: high
-    and low write-buffer thresholds (entries). ``log`` (int64 [M, 5]): the first M commands of
-    channel 0 as (clock, command, rank node, bank node, row); M = 0 records nothing. The
-    request arrays are only read: the driver shares one zeros array among fields that are 0
-    throughout and reuses its buffers between replays."""
-    C = params[0]
-    R = params[1]
-    G = params[2]
-    B = params[3]
-    RQ = params[4]
-    WQ = params[5]
-    F = params[6]
-    nrefi = params[7]
-    rl = params[8]
-    dual = params[9] != 0
-    closed = params[10] != 0
-    ref_on = params[11] != 0
-    drain = params[12] != 0
-    skip_blocked = params[13] != 0
-    jump = params[14] != 0
+    forwarded, rank_active_cycles, ticks)``. ``params``: the run's configuration, one record of
+    :data:`nmp.memory.engine_params.ENGINE_PARAMS` (its fields named there). ``log`` (int64
+    [M, 5]): the first M commands of channel 0 as (clock, command, rank node, bank node, row);
+    M = 0 records nothing. The request arrays are only read: the driver shares one zeros array
+    among fields that are 0 throughout and reuses its buffers between replays."""
+    p = params[0]
+    C = p.channels
+    R = p.ranks
+    G = p.bankgroups
+    B = p.banks
+    RQ = p.read_queue
+    WQ = p.write_queue
+    F = p.frontend_ratio
+    nrefi = p.nrefi
+    rl = p.read_latency
+    dual = p.dual_issue != 0
+    closed = p.closed_row != 0
+    ref_on = p.refresh_on != 0
+    drain = p.drain != 0
+    skip_blocked = p.skip_blocked != 0
+    jump = p.jump != 0
     rd_cmd = RDA if closed else RD
     wr_cmd = WRA if closed else WR
-    wm_hi = wm[0]
-    wm_lo = wm[1]
+    wm_hi = p.wm_high
+    wm_lo = p.wm_low
 
     n = q_ch.shape[0]
     NR = C * R
