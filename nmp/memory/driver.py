@@ -137,7 +137,7 @@ def _run(
     """:func:`run_engine` of lines already checked (:func:`nmp.memory.lines.check_lines`)."""
     addr, wr_in, _, arrival = checked
     plan = _plan(spec)
-    params, wm = plan.engine_params(drain, jump)
+    params = plan.engine_params(drain, jump)
     log = np.full((log_size, 5), -1, np.int64) if log_size else _NO_LOG
     native_ok = engine_backend() == "native"
     if native_ok and plan.native_unsupported:
@@ -147,13 +147,13 @@ def _run(
         wr_in, arrival = native_lines(addr, wr_in, arrival, scratch)
         threads = engine_threads(spec.org.channels, len(addr) * plan.k)
         out = native.simulate(
-            addr, wr_in, arrival, plan.native_decode, params, wm, *plan.tables, log, threads
+            addr, wr_in, arrival, plan.native_decode, params, *plan.tables, log, threads
         )
     else:
         from nmp.memory import engine  # here: numba loads only for the numba engine
 
         inputs = checked_inputs(checked, spec, scratch=scratch)
-        out = engine.simulate(*inputs, params, wm, *plan.tables, log)
+        out = engine.simulate(*inputs, params, *plan.tables, log)
     for callback in _ON_REPLAY:
         callback(len(out[7]))  # the transactions (done cycles) of this run
     return (*out, log) if log_size else out

@@ -70,7 +70,6 @@ static void free_sim(Sim *S) { free(S->arena); }
  * word). */
 static int init_sim(Sim *S, const Args *A, int64_t C, int64_t R, int64_t QP, int64_t NBLK_C)
 {
-    const int64_t *params = A->params;
     memset(S, 0, sizeof(Sim));
     S->addr = A->addr;
     S->line_wr = A->line_wr;
@@ -92,18 +91,18 @@ static int init_sim(Sim *S, const Args *A, int64_t C, int64_t R, int64_t QP, int
     S->active_cycles = A->active_cycles;
     S->log = A->log;
     S->maxlog = A->maxlog;
-    S->G = params[2];
-    S->B = params[3];
-    S->nrefi = params[7];
-    S->rl = params[8];
-    S->ref_on = params[11] != 0;
-    S->skip_blocked = params[13] != 0;
-    S->jump = params[14] != 0;
+    S->G = A->P->bankgroups;
+    S->B = A->P->banks;
+    S->nrefi = A->P->nrefi;
+    S->rl = A->P->read_latency;
+    S->ref_on = A->P->refresh_on != 0;
+    S->skip_blocked = A->P->skip_blocked != 0;
+    S->jump = A->P->jump != 0;
     /* the write-buffer watermarks are compared as the reference compares them, as doubles
      * (n > 25.6, n < 6.4000000000000004): for an integer n, n > x iff n > floor(x) and
      * n < x iff n < ceil(x) */
-    S->wm_hi = (int64_t)__builtin_floor(A->wm[0]);
-    S->wm_lo = (int64_t)__builtin_ceil(A->wm[1]);
+    S->wm_hi = (int64_t)__builtin_floor(A->P->wm_high);
+    S->wm_lo = (int64_t)__builtin_ceil(A->P->wm_low);
     S->GB = S->G * S->B;
     S->NBC = R * S->GB;
     /* a channel's banks are lanes 0 .. NBC-1 of its bank table, NBLK blocks of 8; the class
@@ -262,7 +261,7 @@ FORCE_INLINE int64_t ch_offer(Sim *restrict S, const Rules *restrict RU, const A
     ch_advance(S, RU, fclk, CFG_ARGS);
     const int hit = in_write_buffer(S, 0, key, CFG_ARGS);
     *hit_out = hit;
-    const int64_t cap = kind == K_WR ? A->params[5] : A->params[4];
+    const int64_t cap = kind == K_WR ? A->P->write_queue : A->P->read_queue;
     while (!hit && QL(0, kind) >= cap) {
         const int64_t t = ch_next(S, CFG_ARGS);
         if (t >= INF) return -1;
@@ -302,8 +301,9 @@ FORCE_INLINE void ch_finish(Sim *restrict S, int64_t fclk, CFG)
 FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU,
                           void *(*worker)(void *), int64_t NCH_C, CFG)
 {
-    const int64_t n = A->n, F = A->params[6], NCH = NCH_C ? NCH_C : A->params[0];
-    const int drain = A->params[12] != 0;
+    const int64_t n = A->n, F = A->P->frontend_ratio;
+    const int64_t NCH = NCH_C ? NCH_C : A->P->channels;
+    const int drain = A->P->drain != 0;
     Sim one, *sims = NCH == 1 ? &one : calloc(NCH, sizeof(Sim));
     int64_t *cnts = calloc(NCH * N_COUNTERS, 8);
     int status = sims && cnts ? 0 : -1;
@@ -401,7 +401,8 @@ out:
  * runs the generic one. A multi-channel one (HBM, several DDR channels) has its channel
  * threads' entry (engine_threads.h), of the same configuration. */
 #define GENERIC_CFG(p) \
-    1, (p)[1], (p)[9] != 0, (p)[10] != 0, RUP8(mx((p)[4], (p)[5])), 0, 0, 0, NULL
+    1, (p)->ranks, (p)->dual_issue != 0, (p)->closed_row != 0, \
+        RUP8(mx((p)->read_queue, (p)->write_queue)), 0, 0, 0, NULL
 
 /* name: the evaluation of a channel of a configuration (CFG without its tick) */
 #define TICK_OF(name, ...)                                                                 \
@@ -422,11 +423,11 @@ TICK_OF(tick_1r_any, C1R1(0, 0, 0))
 
 __attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU)
 {
-    const int64_t nb = A->params[2] * A->params[3], b4 = A->params[3] == 4;
+    const int64_t nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
     if (nb == 16 && b4) return sim_core(A, RU, NULL, 1, C1R1(2, 16, 4), tick_1r16);
     if (nb == 32 && b4) return sim_core(A, RU, NULL, 1, C1R1(4, 32, 4), tick_1r32);
     /* (a bank-level unit's internal view: its 8 banks, one bank group) */
-    if (nb == 8 && A->params[3] == 8) return sim_core(A, RU, NULL, 1, C1R1(1, 8, 8), tick_1r8);
+    if (nb == 8 && A->P->banks == 8) return sim_core(A, RU, NULL, 1, C1R1(1, 8, 8), tick_1r8);
     if (nb <= 8) return sim_core(A, RU, NULL, 1, C1R1(1, 0, 0), tick_1r_b1);
     if (nb <= 16) return sim_core(A, RU, NULL, 1, C1R1(2, 0, 0), tick_1r_b2);
     if (nb <= 32) return sim_core(A, RU, NULL, 1, C1R1(4, 0, 0), tick_1r_b4);
@@ -440,7 +441,7 @@ TICK_OF(tick_2r_any, C1R2(0, 0, 0))
 
 __attribute__((noinline)) static int sim_1ch_2rk(const Args *A, const Rules *RU)
 {
-    const int64_t nb = A->params[2] * A->params[3], b4 = A->params[3] == 4;
+    const int64_t nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
     if (nb == 16 && b4) return sim_core(A, RU, NULL, 1, C1R2(4, 16, 4), tick_2r16);
     if (nb == 32 && b4) return sim_core(A, RU, NULL, 1, C1R2(8, 32, 4), tick_2r32);
     return sim_core(A, RU, NULL, 1, C1R2(0, 0, 0), tick_2r_any);
@@ -455,7 +456,7 @@ static void *ddr_2r32_crew(void *hand) { return crew_loop(hand, C1R2(8, 32, 4), 
 /* 1: ran (*st its status); 0: not a configuration it takes */
 __attribute__((noinline)) static int sim_ddr_channels(const Args *A, const Rules *RU, int *st)
 {
-    const int64_t R = A->params[1], nb = A->params[2] * A->params[3], b4 = A->params[3] == 4;
+    const int64_t R = A->P->ranks, nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
     if (!b4 || (nb != 16 && nb != 32)) return 0;
     if (R == 1 && nb == 16) *st = sim_core(A, RU, ddr_1r16_crew, 0, C1R1(2, 16, 4), tick_1r16);
     else if (R == 1) *st = sim_core(A, RU, ddr_1r32_crew, 0, C1R1(4, 32, 4), tick_1r32);
@@ -473,38 +474,41 @@ static void *hbm_any_crew(void *hand) { return crew_loop(hand, HBM(0, 0, 0), tic
 
 __attribute__((noinline)) static int sim_hbm(const Args *A, const Rules *RU)
 {
-    if (A->params[2] * A->params[3] == 16 && A->params[3] == 4)
+    if (A->P->bankgroups * A->P->banks == 16 && A->P->banks == 4)
         return sim_core(A, RU, hbm_crew, 0, HBM(4, 16, 4), tick_hbm);
     return sim_core(A, RU, hbm_any_crew, 0, HBM(0, 0, 0), tick_hbm_any);
 }
 
 static void *generic_crew(void *hand)
 {
-    const int64_t *p = ((Hand *)hand)->crew->A->params;
+    const Params *p = ((Hand *)hand)->crew->A->P;
     return crew_loop(hand, GENERIC_CFG(p));
 }
 
 __attribute__((noinline)) static int sim_generic(const Args *A, const Rules *RU)
 {
-    return sim_core(A, RU, generic_crew, 0, GENERIC_CFG(A->params));
+    return sim_core(A, RU, generic_crew, 0, GENERIC_CFG(A->P));
 }
 
-int simulate_c(const uint64_t *addr, const uint8_t *line_wr, const int64_t *line_arr, int64_t n,
-               const int64_t *dec, const int64_t *params, const double *wm,
-               const int64_t *tab_i, const int64_t *nxt, const int64_t *lat, const int64_t *win,
-               int64_t *log, int64_t maxlog, int64_t *out_scalars, int64_t *cnt_snap,
-               int64_t *cnt, int64_t *arrive, int64_t *depart, int64_t *done,
-               uint8_t *forwarded, int64_t *active_cycles, int64_t threads)
+/* The size of the structures a caller mirrors (native.py checks them): 0 Params, 1 Args. */
+int64_t struct_size_c(int64_t which)
 {
-    Args A = {addr,     line_wr, line_arr,   n,        dec,  params,        wm,
-              tab_i,    nxt,     lat,        win,      log,  maxlog,        out_scalars,
-              cnt_snap, cnt,     arrive,     depart,   done, active_cycles, forwarded,
-              threads};
-    const int64_t C = params[0], R = params[1], dual = params[9] != 0, closed = params[10] != 0;
-    if (R * params[2] * params[3] > 64 || R > 8) return -5;
+    return which == 0 ? (int64_t)sizeof(Params) : (int64_t)sizeof(Args);
+}
+
+/* A run (Args: the inputs, the configuration by name, the outputs): 0, 1 (a deadlock) or an
+ * error (< 0: native.py names them). */
+int simulate_c(const Args *A_in)
+{
+    const Args A = *A_in;
+    const Params *P = A.P;
+    const int64_t C = P->channels, R = P->ranks, dual = P->dual_issue != 0;
+    const int64_t closed = P->closed_row != 0;
+    const int64_t *dec = A.dec;
+    if (R * P->bankgroups * P->banks > 64 || R > 8) return -5;
     /* the decoding: shifts within a word, and each field's values (0 .. its mask) within the
      * organization (channels, ranks, bank groups, banks): the engine indexes by them */
-    const int64_t count[NF] = {C, R, params[2], params[3], INF};
+    const int64_t count[NF] = {C, R, P->bankgroups, P->banks, INF};
     if (dec[0] < 0 || dec[0] > 16 || dec[1] < 0 || dec[1] > 63) return -3;
     for (int f = 0; f < NF; f++)
         if (dec[2 + f] < 0 || dec[2 + f] > 63 || dec[2 + NF + f] < 0 ||
@@ -512,11 +516,11 @@ int simulate_c(const uint64_t *addr, const uint8_t *line_wr, const int64_t *line
             return -3;
     Rules *RU = NULL;
     if (posix_memalign((void **)&RU, 64, sizeof(Rules))) return -1;
-    int st = regroup_rules(RU, tab_i, nxt, lat, win, closed);
+    int st = regroup_rules(RU, A.tab_i, A.nxt, A.lat, A.win, closed);
     if (st == 0) {
         /* the instantiations' queues have 32 slots: they take any buffer of up to 32 (the
          * slots past a buffer's capacity stay padding, which no scan picks) */
-        if (mx(params[4], params[5]) > 32)
+        if (mx(P->read_queue, P->write_queue) > 32)
             st = sim_generic(&A, RU);
         else if (C == 1 && R == 1 && !dual && !closed)
             st = sim_1ch_1rk(&A, RU);

@@ -33,6 +33,18 @@ FORCE_INLINE int64_t mn(int64_t a, int64_t b) { return a < b ? a : b; }
  * and row, each one bit range */
 enum { F_CH, F_RK, F_BG, F_BK, F_ROW, NF };
 
+/* A run's configuration, by name: nmp/memory/engine_params.py's ENGINE_PARAMS (numpy,
+ * align=True) is this struct field for field; native.py checks its size (struct_size_c). */
+typedef struct {
+    int64_t channels, ranks, bankgroups, banks; /* the organization */
+    int64_t read_queue, write_queue;            /* buffer entries per channel */
+    int64_t frontend_ratio;                     /* requests offered per memory cycle */
+    int64_t nrefi, read_latency;                /* cycles */
+    int64_t dual_issue, closed_row, refresh_on, drain, skip_blocked, jump; /* 0 / 1 */
+    double wm_high, wm_low; /* write-buffer watermarks (entries) */
+} Params;
+
+/* The arguments of a run: native.py's EngineArgs (a ctypes Structure) field for field. */
 typedef struct {
     /* the lines (their address, write flag and arrival cycle), each split into 1 << ks
      * transactions: transaction q is line q >> ks at address addr + (q & (2^ks - 1)) * tx */
@@ -42,11 +54,14 @@ typedef struct {
     int64_t n; /* transactions */
     /* ks, the transaction shift, then per field (F_*) its bit position and mask */
     const int64_t *dec;
-    const int64_t *params;
-    const double *wm;
+    const Params *P;
+    /* the constraint table (nmp/memory/standards.py: build_table) */
     const int64_t *tab_i, *nxt, *lat, *win;
+    /* the command log of channel 0: maxlog rows of (clock, command, rank, bank, row) */
     int64_t *log;
     int64_t maxlog;
+    /* outputs: status, cycles, last cycle, evaluations; the counters at `cycles` and at the
+     * end; per transaction; per rank the cycles it had a row open */
     int64_t *out_scalars, *cnt_snap, *cnt, *arrive, *depart, *done, *active_cycles;
     uint8_t *forwarded;
     int64_t threads; /* a multi-channel run: its channels on up to this many threads */

@@ -143,7 +143,8 @@ FORCE_INLINE int64_t front_threads(const Args *restrict A, const Rules *restrict
                                    int64_t NCH, int64_t threads, void *(*worker)(void *),
                                    int *status, CFG)
 {
-    const int64_t n = A->n, F = A->params[6], RQ = A->params[4], WQ = A->params[5];
+    const int64_t n = A->n, F = A->P->frontend_ratio, RQ = A->P->read_queue;
+    const int64_t WQ = A->P->write_queue;
     Sim *S = sims;
     UNPACK(S);
     int64_t writes = 0;

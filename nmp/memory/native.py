@@ -36,6 +36,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from nmp.memory.counters import N_COUNTERS
+from nmp.memory.engine_params import ENGINE_PARAMS, check_params
 from nmp.memory.native_build import _SOURCE, compiler, load_all
 from nmp.memory.standards import NCMD
 
@@ -49,8 +50,36 @@ _ERRORS = {
 }
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
-_SYMBOLS = ("simulate_c", "read_sums_c", "parse_trace_c")
-_ARGTYPES = [_P] * 3 + [_I] + [_P] * 8 + [_I] + [_P] * 8 + [_I]
+_SYMBOLS = ("simulate_c", "read_sums_c", "parse_trace_c", "struct_size_c")
+
+
+class EngineArgs(ctypes.Structure):
+    """The arguments of ``simulate_c``: engine_defs.h's ``Args``, field for field (pointers to
+    the arrays, ``params`` to one :data:`~nmp.memory.engine_params.ENGINE_PARAMS` record)."""
+
+    _fields_ = [
+        ("addr", _P),
+        ("line_wr", _P),
+        ("line_arr", _P),
+        ("n", _I),
+        ("decode", _P),
+        ("params", _P),
+        ("tab_i", _P),
+        ("nxt", _P),
+        ("lat", _P),
+        ("win", _P),
+        ("log", _P),
+        ("maxlog", _I),
+        ("out_scalars", _P),
+        ("cnt_snap", _P),
+        ("cnt", _P),
+        ("arrive", _P),
+        ("depart", _P),
+        ("done", _P),
+        ("active_cycles", _P),
+        ("forwarded", _P),
+        ("threads", _I),
+    ]
 
 
 @functools.lru_cache(maxsize=1)
@@ -59,7 +88,9 @@ def _library():
     if NCMD != 9 or N_COUNTERS != 17:  # engine.c's fixed layout
         return None, f"engine.c is written for 9 commands and 17 counters ({NCMD}, {N_COUNTERS})"
     try:
-        simulate_c, read_sums_c, parse_trace_c = load_all(_SYMBOLS, on_build=_build_status)
+        simulate_c, read_sums_c, parse_trace_c, struct_size_c = load_all(
+            _SYMBOLS, on_build=_build_status
+        )
     except Exception as e:
         import subprocess  # (only where the build failed: a built library needs none)
 
@@ -69,8 +100,17 @@ def _library():
         if isinstance(e, OSError | subprocess.SubprocessError):
             return None, f"cannot build {_SOURCE.name}: {e}"
         raise
+    struct_size_c.restype = _I
+    struct_size_c.argtypes = [_I]
+    sizes = (struct_size_c(0), struct_size_c(1))
+    if sizes != (ENGINE_PARAMS.itemsize, ctypes.sizeof(EngineArgs)):
+        return None, (
+            f"engine.c's Params and Args ({sizes[0]}, {sizes[1]} bytes) differ from "
+            f"ENGINE_PARAMS and EngineArgs ({ENGINE_PARAMS.itemsize}, "
+            f"{ctypes.sizeof(EngineArgs)})"
+        )
     simulate_c.restype = ctypes.c_int
-    simulate_c.argtypes = _ARGTYPES
+    simulate_c.argtypes = [ctypes.POINTER(EngineArgs)]
     read_sums_c.restype = None
     read_sums_c.argtypes = [_P, _I, _P, _P, _P, _I, _I, _P]
     parse_trace_c.restype = ctypes.c_int64
@@ -155,7 +195,7 @@ def _interruptible(n: int, alive: object, fn, *args):
     return result[0]
 
 
-def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log, threads=1):
+def simulate(addr, write, arrival, decode, params, tab_i, nxt, lat, win, log, threads=1):
     """:func:`nmp.memory.engine.simulate` of the transactions of lines, in C, with the same
     11-tuple; its last element counts the channel evaluations (the reference counts the memory
     cycles it visited). The C engine decodes the addresses itself (no node-id arrays are
@@ -164,7 +204,8 @@ def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log
     ``tx_bytes = 2 ** decode[1]`` apart; ``decode[2:7]`` and ``decode[7:12]`` the bit position
     and mask of the channel, rank, bank group, bank and row in a transaction number (address >>
     decode[1]), as :func:`nmp.memory.lines.lines_inputs` decodes them for the numba engine.
-    The configuration must be one the C engine takes (:func:`unsupported` is None).
+    ``params``: the run's configuration (:func:`nmp.memory.engine_params.engine_params`). The
+    configuration must be one the C engine takes (:func:`unsupported` is None).
 
     ``threads``: a run of several channels runs them on up to this many threads (the calling
     one included; engine_threads.h), with the same results, the count of evaluations
@@ -172,7 +213,7 @@ def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log
     lib, why = _library()
     if lib is None:
         raise RuntimeError(f"the native DRAM engine is not available: {why}")
-    fn = lib.simulate_c
+    params = check_params(params)
     decode = _i64(decode)
     if decode.shape != (12,):
         raise ValueError("decode must hold 12 values: ks, tx shift, 5 positions, 5 masks")
@@ -186,53 +227,42 @@ def simulate(addr, write, arrival, decode, params, wm, tab_i, nxt, lat, win, log
     if log.dtype != np.int64 or not log.flags.c_contiguous or log.shape[1:] != (5,):
         raise ValueError("log must be a C-contiguous int64 array of shape (M, 5)")
     n = addr.shape[0] << int(decode[0])
-    keep = [addr, write, arrival, decode, _i64(params), np.ascontiguousarray(wm, np.float64)]
-    keep += [_i64(tab_i), _i64(nxt), _i64(lat), _i64(win)]
-    if keep[-4].shape[1:] != (4, NCMD):
+    tables = [_i64(tab_i), _i64(nxt), _i64(lat), _i64(win)]
+    if tables[0].shape[1:] != (4, NCMD):
         raise ValueError(f"tab_i must have shape (5, 4, {NCMD})")
-    scalars = np.zeros(4, np.int64)
-    cnt_snap = np.empty(N_COUNTERS, np.int64)
-    cnt = np.empty(N_COUNTERS, np.int64)
-    arrive = np.empty(n, np.int64)
-    depart = np.empty(n, np.int64)
-    done = np.empty(n, np.int64)
-    forwarded = np.empty(n, np.bool_)
-    active_cycles = np.empty(int(params[0] * params[1]), np.int64)
-    ptr = [a.ctypes.data for a in keep]
-    outputs = (scalars, cnt_snap, cnt, arrive, depart, done, forwarded, active_cycles, log)
-    rc = _interruptible(
-        n,
-        (keep, outputs),
-        fn,
-        *ptr[:3],
-        n,
-        *ptr[3:],
-        log.ctypes.data,
-        log.shape[0],
-        scalars.ctypes.data,
-        cnt_snap.ctypes.data,
-        cnt.ctypes.data,
-        arrive.ctypes.data,
-        depart.ctypes.data,
-        done.ctypes.data,
-        forwarded.ctypes.data,
-        active_cycles.ctypes.data,
-        max(1, int(threads)),
+    p = params[0]
+    outputs = SimpleNamespace(
+        out_scalars=np.zeros(4, np.int64),
+        cnt_snap=np.empty(N_COUNTERS, np.int64),
+        cnt=np.empty(N_COUNTERS, np.int64),
+        arrive=np.empty(n, np.int64),
+        depart=np.empty(n, np.int64),
+        done=np.empty(n, np.int64),
+        active_cycles=np.empty(int(p["channels"] * p["ranks"]), np.int64),
+        forwarded=np.empty(n, np.bool_),
     )
+    keep = [addr, write, arrival, decode, params, *tables, log, outputs]
+    args = EngineArgs(
+        addr.ctypes.data, write.ctypes.data, arrival.ctypes.data, n, decode.ctypes.data,
+        params.ctypes.data, *(t.ctypes.data for t in tables), log.ctypes.data, log.shape[0],
+        *(a.ctypes.data for a in vars(outputs).values()), max(1, int(threads)),
+    )  # fmt: skip
+    rc = _interruptible(n, keep, lib.simulate_c, ctypes.byref(args))
     if rc < 0:
         raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")
-    status, cycles, clk_end, evals = map(int, scalars)
+    o = outputs
+    status, cycles, clk_end, evals = map(int, o.out_scalars)
     return (
         status,
         cycles,
         clk_end,
-        cnt_snap,
-        cnt,
-        arrive,
-        depart,
-        done,
-        forwarded,
-        active_cycles,
+        o.cnt_snap,
+        o.cnt,
+        o.arrive,
+        o.depart,
+        o.done,
+        o.forwarded,
+        o.active_cycles,
         evals,
     )
 

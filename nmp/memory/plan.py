@@ -9,6 +9,7 @@ import functools
 import numpy as np
 
 from nmp.memory import native
+from nmp.memory.engine_params import engine_params
 from nmp.memory.mapping import FIELDS, address_segments
 from nmp.memory.spec import MemorySpec
 from nmp.memory.standards import build_table
@@ -69,9 +70,11 @@ class _Plan:
         self.native_unsupported = native.unsupported(
             o.ranks, o.bankgroups, o.banks, self.tables[0], self.tables[3]
         )
-        self._params: dict[tuple[bool, bool], tuple[np.ndarray, np.ndarray]] = {}
+        self._params: dict[tuple[bool, bool], np.ndarray] = {}
 
-    def engine_params(self, drain: bool, jump: bool) -> tuple[np.ndarray, np.ndarray]:
+    def engine_params(self, drain: bool, jump: bool) -> np.ndarray:
+        """The engines' configuration of a run (:data:`nmp.memory.engine_params.ENGINE_PARAMS`;
+        shared between runs: copy it to change a field)."""
         key = (bool(drain), bool(jump))
         if key not in self._params:
             self._params[key] = _engine_params(self.spec, *key)
@@ -92,30 +95,25 @@ def plan_of(spec: MemorySpec) -> _Plan:
     return p
 
 
-def _engine_params(spec: MemorySpec, drain: bool, jump: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``params`` and ``wm`` of :func:`engine.simulate` for ``spec`` (see its docstring)."""
+def _engine_params(spec: MemorySpec, drain: bool, jump: bool) -> np.ndarray:
+    """The ``params`` of :func:`engine.simulate` for ``spec``."""
     o, c = spec.org, spec.controller
-    params = np.array(
-        [
-            o.channels,
-            o.ranks,
-            o.bankgroups,
-            o.banks,
-            c.read_queue,
-            c.write_queue,
-            c.frontend_ratio,
-            spec.timing["nREFI"],
-            spec.read_latency_cycles,
-            int(c.dual_issue),
-            int(c.row_policy == "closed"),
-            int(c.refresh == "all-bank"),
-            int(drain),
-            1,  # skip_blocked: a PRE closing an active-buffer row is not eligible (README §4)
-            int(jump),
-        ],
-        np.int64,
+    return engine_params(
+        channels=o.channels,
+        ranks=o.ranks,
+        bankgroups=o.bankgroups,
+        banks=o.banks,
+        read_queue=c.read_queue,
+        write_queue=c.write_queue,
+        frontend_ratio=c.frontend_ratio,
+        nrefi=spec.timing["nREFI"],
+        read_latency=spec.read_latency_cycles,
+        dual_issue=int(c.dual_issue),
+        closed_row=int(c.row_policy == "closed"),
+        refresh_on=int(c.refresh == "all-bank"),
+        drain=int(drain),
+        skip_blocked=1,  # a PRE closing an active-buffer row is not eligible (README §4)
+        jump=int(jump),
+        wm_high=c.wr_high_watermark * c.write_queue,
+        wm_low=c.wr_low_watermark * c.write_queue,
     )
-    wm = np.array(
-        [c.wr_high_watermark * c.write_queue, c.wr_low_watermark * c.write_queue], np.float64
-    )
-    return params, wm

@@ -27,6 +27,7 @@ from nmp.memory import (
     native_build,
     read_trace,
 )
+from nmp.memory.engine_params import engine_params
 from nmp.memory.lines import engine_inputs
 from nmp.reference import case_memory_spec
 
@@ -48,12 +49,23 @@ def _lines(reqs):
     return reqs["addr"], reqs["write"], reqs["arrival"] if "arrival" in names else None
 
 
-def _native(reqs, spec, p, wm, log):
+def _native(reqs, spec, p, log):
     """native.simulate of a request array: the C engine decodes the lines itself."""
     plan = driver._plan(spec)
     addr, write, arrival = _lines(reqs)
     arrival = np.zeros(len(addr), np.int64) if arrival is None else arrival
-    return native.simulate(addr, write, arrival, plan.native_decode, p, wm, *plan.tables, log)
+    return native.simulate(addr, write, arrival, plan.native_decode, p, *plan.tables, log)
+
+
+def _params(spec, changes=None):
+    """The engines' params of ``spec`` (drain, jump) with ``changes`` (field: value); a new
+    write-buffer size moves the watermarks with it (80 % and 20 %)."""
+    p = driver._plan(spec).engine_params(True, True).copy()
+    for k, v in (changes or {}).items():
+        p[k] = v
+    if changes and "write_queue" in changes:
+        p["wm_high"], p["wm_low"] = 0.8 * p["write_queue"], 0.2 * p["write_queue"]
+    return p
 
 
 def _both(reqs, spec, params=None, log_rows=2000):
@@ -61,14 +73,10 @@ def _both(reqs, spec, params=None, log_rows=2000):
     but the last, the count of evaluations (the two engines skip differently), and the command
     log are equal."""
     plan = driver._plan(spec)
-    p, wm = plan.engine_params(True, True)
-    if params:
-        for k, v in params.items():
-            p[k] = v
-        wm = np.array([0.8 * p[5], 0.2 * p[5]])
+    p = _params(spec, params)
     logs = [np.full((log_rows, 5), -1, np.int64) for _ in range(2)]
-    a = engine.simulate(*engine_inputs(reqs, spec), p, wm, *plan.tables, logs[0])
-    b = _native(reqs, spec, p, wm, logs[1])
+    a = engine.simulate(*engine_inputs(reqs, spec), p, *plan.tables, logs[0])
+    b = _native(reqs, spec, p, logs[1])
     for k, (x, y) in enumerate(zip(a[:-1], b[:-1], strict=True)):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=f"output {k}")
     np.testing.assert_array_equal(logs[0], logs[1], err_msg="command log")
@@ -117,22 +125,21 @@ def test_portable_build_identical(dram_ref, monkeypatch, tmp_path, cc, flags):
         native._library.cache_clear()
 
 
-# params indices: 4 RQ, 5 WQ, 6 frontend ratio, 9 dual issue, 10 closed row, 11 refresh,
-# 12 drain, 13 skip blocked PRE, 14 jump (see engine.simulate)
+# (fields of nmp.memory.engine_params.ENGINE_PARAMS)
 VARIANTS = {
-    "closed-row": {10: 1},
-    "blocked-pre-stops-scan": {13: 0},
-    "no-jump": {14: 0},
-    "no-drain": {12: 0},
-    "no-refresh": {11: 0},
-    "queues-8": {4: 8, 5: 8},
-    "queues-24-16": {4: 24, 5: 16},
-    "queues-64": {4: 64, 5: 64},
-    "queues-100-70": {4: 100, 5: 70},
-    "frontend-3": {6: 3},
-    "closed-row-blocked-pre": {10: 1, 13: 0},
-    "dual-issue-off": {9: 0},
-    "dual-issue-on": {9: 1},
+    "closed-row": {"closed_row": 1},
+    "blocked-pre-stops-scan": {"skip_blocked": 0},
+    "no-jump": {"jump": 0},
+    "no-drain": {"drain": 0},
+    "no-refresh": {"refresh_on": 0},
+    "queues-8": {"read_queue": 8, "write_queue": 8},
+    "queues-24-16": {"read_queue": 24, "write_queue": 16},
+    "queues-64": {"read_queue": 64, "write_queue": 64},
+    "queues-100-70": {"read_queue": 100, "write_queue": 70},
+    "frontend-3": {"frontend_ratio": 3},
+    "closed-row-blocked-pre": {"closed_row": 1, "skip_blocked": 0},
+    "dual-issue-off": {"dual_issue": 0},
+    "dual-issue-on": {"dual_issue": 1},
 }
 VARIANT_CASES = ("random_rw50_4g", "rmw_simple_rb64", "one_bank_k1__", "stream_64k")
 
@@ -172,16 +179,14 @@ def _threads_identical(reqs, spec, threads, params=None, log_rows=2000):
     """The C engine with the channels on ``threads`` threads and on one: every output (the
     count of evaluations included) and the command log are equal."""
     plan = driver._plan(spec)
-    p, wm = plan.engine_params(True, True)
-    for k, v in (params or {}).items():
-        p[k] = v
+    p = _params(spec, params)
     addr, write, arrival = _lines(reqs)
     arrival = np.zeros(len(addr), np.int64) if arrival is None else arrival
     outs = []
     for t in (1, threads):
         log = np.full((log_rows, 5), -1, np.int64)
         out = native.simulate(
-            addr, write, arrival, plan.native_decode, p, wm, *plan.tables, log, threads=t
+            addr, write, arrival, plan.native_decode, p, *plan.tables, log, threads=t
         )
         outs.append((*out, log))
     for k, (x, y) in enumerate(zip(*outs, strict=True)):
@@ -212,7 +217,7 @@ def test_threaded_channels_identical(dram_ref, threads):
         addr = np.where(rng.random(n) < 0.5, hot, cold)
         arrival = np.cumsum(rng.integers(0, 2, n))
         reqs = make_requests(addr, write=rng.random(n) < 0.4, arrival=arrival)
-        for params in (None, {10: 1, 4: 8, 5: 8}, {14: 0}):
+        for params in (None, VARIANTS["closed-row"] | VARIANTS["queues-8"], VARIANTS["no-jump"]):
             _threads_identical(reqs, spec, threads, params)
 
 
@@ -236,15 +241,21 @@ def test_native_arguments_checked():
     the engine a run whose request indices and rows do not fit a slot word."""
     spec = load_memory("ddr4-3200aa", channels=2, ranks=2)
     plan = driver._plan(spec)
-    p, wm = plan.engine_params(True, True)
+    p = _params(spec)
     addr = np.arange(64, dtype=np.uint64) * 64
 
     def run(writes=64, decode=plan.native_decode):
         wr, arrival = np.zeros(writes, bool), np.zeros(64, np.int64)
         log = np.zeros((0, 5), np.int64)
-        return native.simulate(addr, wr, arrival, decode, p, wm, *plan.tables, log)
+        return native.simulate(addr, wr, arrival, decode, p, *plan.tables, log)
 
     assert run()[0] == 0
+    # the configuration by name: a positional array, or a field missing, is refused
+    with pytest.raises(ValueError, match="one-element array of .*ENGINE_PARAMS"):
+        lines = (addr, np.zeros(64, bool), np.zeros(64, np.int64), plan.native_decode)
+        native.simulate(*lines, np.zeros(15, np.int64), *plan.tables, np.zeros((0, 5), np.int64))
+    with pytest.raises(ValueError, match=r"missing \['wm_low'\]"):
+        engine_params(**{k: p[k][0] for k in p.dtype.names if k != "wm_low"})
     with pytest.raises(ValueError, match="one value per line"):
         run(writes=63)
     with pytest.raises(ValueError, match="12 values"):
@@ -318,11 +329,11 @@ def test_organizations_the_c_engine_does_not_take_run_on_numba(monkeypatch):
     spec = load_memory("ddr5-4800an", ranks=4)  # 4 x 8 x 4 = 128 banks per channel
     plan = driver._plan(spec)
     assert "128 banks" in plan.native_unsupported
-    p, wm = plan.engine_params(True, True)
+    p = _params(spec)
     rng = np.random.default_rng(2)
     reqs = make_requests(rng.integers(0, spec.capacity_bytes // 64, 1500) * 64)
     with pytest.raises(RuntimeError, match="more than 64 banks"):
-        _native(reqs, spec, p, wm, np.zeros((0, 5), np.int64))
+        _native(reqs, spec, p, np.zeros((0, 5), np.int64))
     monkeypatch.setenv("NMP_ENGINE", "native")
     driver._warn_unsupported.cache_clear()
     with pytest.warns(RuntimeWarning, match="128 banks"):

@@ -128,10 +128,10 @@ def test_event_jump_is_exact():
     from nmp.memory import driver, engine
 
     plan = driver._plan(spec)
-    p, wm = plan.engine_params(True, True)
+    p = plan.engine_params(True, True)
     inputs = engine_inputs(reqs, spec)
     copies = [x.copy() for x in inputs]
-    engine.simulate(*inputs, p, wm, *plan.tables, np.zeros((0, 5), np.int64))
+    engine.simulate(*inputs, p, *plan.tables, np.zeros((0, 5), np.int64))
     for x, y in zip(inputs, copies, strict=True):
         np.testing.assert_array_equal(x, y)
 
