@@ -8,16 +8,19 @@ what the LLC misses is read from DRAM. Every cache is a set-associative LRU
 (:class:`~nmp.arch.lru_cache.LruCache`), warmed to steady state by the batches before the
 timed one (:meth:`HostCaches.served_by` says which stream each one sees).
 
-What each level costs. A core keeps a bounded number of misses in flight: its L1's fill
-buffers hold every L1 miss until its line arrives, its L2's MSHRs every L2 miss. By Little's
-law a pool of ``m`` entries serving misses of latency ``t`` delivers at most ``m / t`` lines
-per ns, so the core needs at least ``sum(lines x latency) / m`` per pool: the memory-level
-parallelism bound. A level's bandwidth bounds it too: the L2 feeds a core at
-``l2_bytes_per_cycle``, the LLC all cores together at ``llc_gbps``, the DRAM channels as the
-engine replays the LLC's misses. The core's arithmetic (a fixed cost per lookup plus the
-adds on its SIMD lanes) overlaps its misses (an out-of-order core issues the next rows' loads
-while it adds): the batch takes the longest of these bounds on its busiest core, the shared
-LLC and the DRAM.
+What each level costs. A core runs a lookup loop: its arithmetic (a fixed cost per lookup
+plus a cost per SIMD vector of each row) and, on top of it, the stalls of the lines that
+come from beyond its L1 (a CPI stack: a window full of waiting loads retires nothing). A line
+from a level stalls the loop its latency over the lines the loop keeps in flight from that
+level (Little's law); a TLB miss adds its walk over the walks in flight. Those counts are
+the loop's own: its out-of-order window, its software
+prefetches and the L2's prefetch of a row's trailing lines decide them, and
+``nmp measure host`` measures them with ``embedding_bag`` on a table in each level; a preset
+without them takes the L1's fill buffers (every demand miss holds one). Little's law caps
+the L2's misses in flight at its MSHRs, and the page walks at the page walkers. A level's
+bandwidth bounds it too: the L2 feeds a core at ``l2_bytes_per_cycle``, the LLC all cores
+together at ``llc_gbps``, the DRAM channels as the engine replays the LLC's misses. The
+batch takes the longest of these bounds on its busiest core, the shared LLC and the DRAM.
 """
 
 from __future__ import annotations
@@ -156,22 +159,43 @@ def latencies_ns(host) -> np.ndarray:
     )
 
 
+def lines_in_flight(host) -> np.ndarray:
+    """Lines the lookup loop keeps in flight from each level of :data:`CACHE_LEVELS` past the
+    L1 (the L1's own entry unused): the measured ``<level>_lines_in_flight``, or the L1's fill
+    buffers where a preset gives none."""
+    given = [host.l2_lines_in_flight, host.llc_lines_in_flight, host.dram_lines_in_flight]
+    return np.array([np.inf] + [v if v > 0 else host.l1_fill_buffers for v in given])
+
+
+def stall_ns_per_line(host) -> np.ndarray:
+    """The time a line from each level stalls the lookup loop beyond its arithmetic: its
+    latency over the lines in flight (Little's law; 0 for the L1, whose hits the arithmetic's
+    loads cover)."""
+    return latencies_ns(host) / lines_in_flight(host)
+
+
+def walk_stall_ns(host) -> float:
+    """The time a TLB miss stalls the lookup loop: a walk over the walks in flight (Little's
+    law), on top of its line's own stall (the line's load waits for its address)."""
+    return host.page_walk_ns / host.page_walkers
+
+
 def core_bounds_ns(host, load: CoreLoad) -> dict[str, np.ndarray]:
     """Per core (arrays over cores), the time each of its resources needs for its share."""
     lat = latencies_ns(host)
-    # ns each miss holds an entry: every line of a row waits for its level's latency (a row's
-    # trailing lines too: embedding_bag on one table, uniform rows of 256 B, kept ~17 lines in
-    # flight at 64 MiB and 732 MiB, as single-line chases do, not the ~35 of 256-B-row chases
-    # whose trailing lines the L2's prefetcher fetches; docs/host-model.md)
-    fill_busy = load.lines * lat
-    mshr_busy = load.lines * lat
     bytes_past_l1 = load.lines[:, 1:].sum(axis=1) * LINE_BYTES
-    cycles = load.lookups * host.lookup_cycles + load.adds / host.simd_lanes
+    cycles = load.lookups * host.lookup_cycles + load.adds / host.simd_lanes * host.vector_cycles
+    compute_ns = cycles / host.clock_ghz
+    # the stalls add to the arithmetic (a CPI stack): a lookup loop whose window is full of
+    # misses retires nothing; a level's lines overlap one another as far as the loop keeps
+    # them in flight (measured with the loop itself by nmp measure host: embedding_bag on one
+    # table in that level, its time per lookup less its arithmetic and its page walks)
+    stall_ns = load.lines @ stall_ns_per_line(host) + load.walks * walk_stall_ns(host)
     return {
-        "host_compute": cycles / host.clock_ghz,
-        # Little's law on each pool of misses (and walks) in flight
-        "l1_fill_buffers": fill_busy[:, 1:].sum(axis=1) / host.l1_fill_buffers,
-        "l2_mshrs": mshr_busy[:, 2:].sum(axis=1) / host.l2_mshrs,
+        "host_compute": compute_ns,
+        "compute_and_stalls": compute_ns + stall_ns,
+        # Little's law on the L2's misses in flight (and the walks), a cap on any loop
+        "l2_mshrs": (load.lines[:, 2:] * lat[2:]).sum(axis=1) / host.l2_mshrs,
         "page_walkers": load.walks * host.page_walk_ns / host.page_walkers,
         "l2_bandwidth": bytes_past_l1 / (host.l2_bytes_per_cycle * host.clock_ghz),
     }
@@ -195,6 +219,9 @@ __all__ = [
     "core_load",
     "core_of_bag",
     "latencies_ns",
+    "lines_in_flight",
     "llc_bandwidth_ns",
+    "stall_ns_per_line",
     "threads_of",
+    "walk_stall_ns",
 ]

@@ -61,6 +61,8 @@ class HostSpec:
     simd_lanes: int = 16  # FP32 lanes per core per cycle
     # the lookup kernel's fixed work per lookup (index load, bounds check, address, loop)
     lookup_cycles: float = 8.0
+    # cycles per SIMD vector of a row the kernel loads and adds (1: one vector add per cycle)
+    vector_cycles: float = 1.0
     pj_per_flop: float = 20.0  # energy of one FP32 add on the core, with its overheads
     # Private caches per core: size (0: none), ways, load-to-use latency, misses in flight.
     l1_kib: float = 48.0
@@ -71,6 +73,12 @@ class HostSpec:
     l2_ways: int = 16
     l2_latency_ns: float = 7.3
     l2_mshrs: float = 48.0  # L2 misses a core keeps in flight
+    # Lines the lookup kernel keeps in flight when they come from the L2, the LLC or DRAM (its
+    # out-of-order window, prefetches and fill buffers together; nmp measure host measures them
+    # with the kernel itself). 0: l1_fill_buffers (every demand miss holds a fill buffer).
+    l2_lines_in_flight: float = 0.0
+    llc_lines_in_flight: float = 0.0
+    dram_lines_in_flight: float = 0.0
     l2_bytes_per_cycle: float = 64.0  # L2 -> L1 fill bandwidth per core
     # Last-level cache shared by the cores: a set-associative LRU simulated on the L2s'
     # misses, warmed by the batches before. 0: no LLC.
@@ -125,6 +133,10 @@ class HostSpec:
             "l1_pj_per_bit",
             "l2_pj_per_bit",
             "lookup_cycles",
+            "vector_cycles",
+            "l2_lines_in_flight",
+            "llc_lines_in_flight",
+            "dram_lines_in_flight",
             "l1_latency_ns",
             "l2_latency_ns",
             "llc_latency_ns",

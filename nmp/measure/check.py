@@ -26,7 +26,11 @@ DEFAULT_BATCHES = (8, 32, 128)
 DEFAULT_MAX_ROWS = 500_000
 TOLERANCE = 0.25  # the issue's done-when: model within +-25 % of measured
 WARM_BATCHES = 8  # chosen: batches run before timing (the caches' steady state)
-TIMED_BATCHES = 12  # chosen: timed batches per row (a few hundred ms at batch 32)
+# chosen: each row times GROUPS groups of fresh batches, each group at least GROUP_LOOKUPS
+# lookups (~5-20 ms of one core), and keeps the fastest group (the least disturbed by other
+# programs); the groups' spread is reported
+GROUPS = 3
+GROUP_LOOKUPS = 200_000
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class CheckRow:
     measured_wall: float  # lookups/s (wall clock)
     model: float  # lookups/s
     model_bottleneck: str
+    spread: float = 1.0  # the measured groups' slowest / fastest
 
     @property
     def ratio(self) -> float:
@@ -59,6 +64,7 @@ class CheckRow:
             "measured_wall_lookups_per_s": self.measured_wall,
             "model_lookups_per_s": self.model,
             "model_bottleneck": self.model_bottleneck,
+            "measured_spread": self.spread,
             "ratio": self.ratio,
             "within_tolerance": self.within,
         }
@@ -72,7 +78,8 @@ class CheckPlan:
     thread_counts: tuple[int, ...] = (1,)
     max_rows: int = DEFAULT_MAX_ROWS
     seed: int = 0
-    timed_batches: int = TIMED_BATCHES
+    groups: int = GROUPS
+    group_lookups: int = GROUP_LOOKUPS
     skipped: dict[str, str] = field(default_factory=dict)  # kernel -> why
 
     def workload_overrides(self, skew: str, batch: int, rows: tuple[int, ...]) -> dict[str, Any]:
@@ -145,15 +152,22 @@ def run_check(plan: CheckPlan, on_row: Callable[[CheckRow], None]) -> list[Check
             kernel.fuse(generate_batch(wl, seed=plan.seed + 1000 + k), base)
             for k in range(WARM_BATCHES)
         ]
-        timed = [
-            kernel.fuse(generate_batch(wl, seed=plan.seed + k), base)
-            for k in range(plan.timed_batches)
+        per_batch = max(kernel.fuse(generate_batch(wl, seed=plan.seed), base).lookups, 1)
+        per_group = -(-plan.group_lookups // per_batch)
+        groups = [
+            [
+                kernel.fuse(generate_batch(wl, seed=plan.seed + g * per_group + k), base)
+                for k in range(per_group)
+            ]
+            for g in range(plan.groups)
         ]
         for threads in plan.thread_counts:
             model, bottleneck = model_lookups_per_s(plan, skew, batch, threads, rows)
             for name, run in runners.items():
-                cpu_rate, wall_rate = kernel.timed_lookups_per_s(run, warm, timed, threads)
-                row = CheckRow(name, skew, batch, threads, cpu_rate, wall_rate, model, bottleneck)
+                t = kernel.timed_lookups_per_s(run, warm, groups, threads)
+                row = CheckRow(
+                    name, skew, batch, threads, t.cpu_rate, t.wall_rate, model, bottleneck, t.spread
+                )
                 out.append(row)
                 on_row(row)
     return out

@@ -37,7 +37,7 @@ def _measure(args: argparse.Namespace) -> int:
             max_bytes=args.max_mib * 2**20 if args.max_mib else None,
             quick=args.quick,
             on_step=_say(args.json),
-            kernel=kernel.l1_lookup_ns,
+            kernel=kernel.table_lookup_ns,
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(host.preset_toml(m))
@@ -102,7 +102,7 @@ def _row_line(row) -> str:
     return (
         f"{row.kernel:14s} {row.skew:8s} batch {row.batch:4d} threads {row.threads:2d}: "
         f"measured {row.measured / 1e6:8.1f} M/s  model {row.model / 1e6:8.1f} M/s  "
-        f"ratio {row.ratio:5.2f}"
+        f"ratio {row.ratio:5.2f}  spread {row.spread:4.2f}"
     )
 
 
@@ -126,7 +126,17 @@ def _print_check(rows, plan, load) -> None:
     from rich.table import Table
 
     t = Table(title=f"measured vs model ({plan.workload}, tables capped at {plan.max_rows:,} rows)")
-    for col in ("kernel", "skew", "batch", "threads", "measured M/s", "model M/s", "model/meas"):
+    cols = (
+        "kernel",
+        "skew",
+        "batch",
+        "threads",
+        "measured M/s",
+        "spread",
+        "model M/s",
+        "model/meas",
+    )
+    for col in cols:
         t.add_column(col, justify="right")
     t.add_column("model bound")
     for r in rows:
@@ -136,6 +146,7 @@ def _print_check(rows, plan, load) -> None:
             str(r.batch),
             str(r.threads),
             f"{r.measured / 1e6:.1f}",
+            f"{r.spread:.2f}",
             f"{r.model / 1e6:.1f}",
             f"[{'green' if r.within else 'red'}]{r.ratio:.2f}[/]",
             r.model_bottleneck,

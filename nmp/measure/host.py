@@ -16,8 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nmp.arch.host_hierarchy import PAGE_BYTES
 from nmp.errors import NmpError
 from nmp.measure import sysinfo
+from nmp.measure.lookup_loop import LoopMeasurement, derive_loop, measure_loop
 from nmp.measure.probe import chase, chases, stream_gbps
 from nmp.units import GIB, KIB, MIB
 
@@ -27,6 +29,9 @@ CHAIN_COUNTS = (1, 2, 4, 8, 16, 32)
 # sysfs does not say what DRAM a machine has), with as many channels as its measured bandwidth.
 MEMORY_PRESET = "ddr5-4800-40"
 MEMORY_CHANNEL_GBPS = 19.2  # DDR5-4800 on a 32-bit channel: 4800 MT/s x 4 B
+# chosen: sysfs does not give the TLB; 2048 4-KiB entries is the second-level TLB of Golden
+# Cove and Zen 3 (Intel/AMD optimization manuals)
+TLB_ENTRIES = 2048
 
 
 @dataclass
@@ -41,8 +46,7 @@ class Measured:
     mlp: dict[str, dict[int, float]] = field(default_factory=dict)  # where -> chains -> lines/ns
     bandwidth_gbps: dict[str, dict[int, float]] = field(default_factory=dict)  # where -> threads
     chase_latency_ns: dict[str, float] = field(default_factory=dict)  # where -> 1-chain ns
-    lookup_ns: float = 0.0  # embedding_bag per lookup, L1-resident table
-    lookup_dim: int = 0
+    loop: LoopMeasurement | None = None  # embedding_bag per lookup, by table (lookup_loop)
     host: dict[str, Any] = field(default_factory=dict)  # the preset's [host] values
     notes: dict[str, str] = field(default_factory=dict)  # key -> where its value comes from
     channels: int = 1
@@ -86,7 +90,7 @@ def measure(
     quick: bool = False,
     threads: int | None = None,
     on_step: Callable[[str], None] = lambda _: None,
-    kernel: Callable[[], tuple[float, int]] | None = None,
+    kernel: Callable[[int, int], float] | None = None,
 ) -> Measured:
     """Measure this machine (``max_bytes``: the largest working set, default 4x the LLC,
     at least 256 MiB, at most 1 GiB; ``threads``: the most threads, default every usable
@@ -134,8 +138,10 @@ def measure(
             passes = max(int(4 * GIB // size) // (10 if quick else 1), 1)
             m.bandwidth_gbps[where][t] = stream_gbps(size, threads=t, passes=passes)
     if kernel is not None:
-        on_step("embedding_bag on an L1-resident table")
-        m.lookup_ns, m.lookup_dim = kernel()
+        # the LLC's table within the TLB's reach (its walks are the TLB's, not the LLC's)
+        loop_llc = min(llc // 2, max(TLB_ENTRIES * PAGE_BYTES, 2 * l2))
+        sets = {"l2": l2_set} | ({"llc": loop_llc} if llc else {}) | {"dram": dram_set}
+        m.loop = measure_loop(kernel, sets, on_step)
     derive_preset(m, l1, l2, llc)
     return m
 
@@ -155,13 +161,6 @@ def derive_preset(m: Measured, l1: int, l2: int, llc: int) -> None:
     dram_set = max(m.latency_ns)
     lat_d = m.latency_ns[dram_set]
     chase_note = "pointer chase on 2-MiB pages"
-    if m.lookup_ns:
-        cycles = m.lookup_ns * clock - m.lookup_dim / lanes
-        h["lookup_cycles"] = round(max(cycles, 0.0), 2)
-        notes["lookup_cycles"] = (
-            f"embedding_bag on an L1-resident table: {m.lookup_ns:.2f} ns per lookup at dim "
-            f"{m.lookup_dim}, less its adds at simd_lanes"
-        )
     h["l1_kib"], h["l1_ways"] = c[1].kib, c[1].ways
     notes["l1_kib"] = notes["l1_ways"] = "sysfs (cpu0/cache)"
     h["l1_latency_ns"] = round(lat1, 3)
@@ -219,12 +218,35 @@ def derive_preset(m: Measured, l1: int, l2: int, llc: int) -> None:
         f"Little's law: {max(m.mlp['dram_4k'].values()):.4f} lines/ns on 4-KiB pages x "
         f"{walk:.0f} ns per walk"
     )
-    # chosen: sysfs does not give the TLB; 2048 4-KiB entries is the second-level TLB of
-    # Golden Cove and Zen 3 (Intel/AMD optimization manuals)
-    h["tlb_entries"] = 2048
+    h["tlb_entries"] = TLB_ENTRIES
     notes["tlb_entries"] = "chosen: 2048 (Golden Cove / Zen 3 STLB); sysfs does not give it"
+    if m.loop is not None:
+        _derive_loop(m, clock, lanes, l1, l2, llc)
     dram_bw = max(m.bandwidth_gbps["dram"].values())
     m.channels = max(1, math.ceil(dram_bw / MEMORY_CHANNEL_GBPS))
+
+
+def _derive_loop(m: Measured, clock: float, lanes: int, l1: int, l2: int, llc: int) -> None:
+    """The lookup loop's arithmetic and lines in flight per level (:mod:`lookup_loop`); the L2's
+    misses in flight at least as many as the loop kept past the L2."""
+    assert m.loop is not None
+    h = m.host
+    lat = {lv: h.get(f"{lv}_latency_ns", 0.0) for lv in ("l2", "llc", "dram")}
+    values, notes = derive_loop(
+        m.loop,
+        clock_ghz=clock,
+        lanes=lanes,
+        latency_ns=lat,
+        caches=(l1, l2, llc),
+        tlb_reach_bytes=int(h["tlb_entries"]) * PAGE_BYTES,
+        walk_stall_ns=h["page_walk_ns"] / h["page_walkers"],
+    )
+    h.update(values)
+    m.notes.update(notes)
+    past_l2 = [values.get(k, 0.0) for k in ("llc_lines_in_flight", "dram_lines_in_flight")]
+    if max(past_l2) > h["l2_mshrs"]:
+        h["l2_mshrs"] = max(past_l2)
+        m.notes["l2_mshrs"] += " (the chases'); the lookup loop kept more past the L2: its count"
 
 
 def preset_toml(m: Measured, name: str = "host-measured") -> str:
@@ -278,7 +300,7 @@ def summary(m: Measured) -> dict[str, Any]:
         "read_gbps_by_threads": {
             w: {str(k): v for k, v in d.items()} for w, d in m.bandwidth_gbps.items()
         },
-        "lookup_ns_l1": m.lookup_ns,
+        "lookup_loop_ns": dict(m.loop.ns) if m.loop else {},
         "host": dict(m.host),
         "memory": {"preset": MEMORY_PRESET, "channels": m.channels},
     }

@@ -14,6 +14,7 @@ from nmp.arch.host_hierarchy import (
     core_bounds_ns,
     core_of_bag,
     llc_bandwidth_ns,
+    stall_ns_per_line,
 )
 from nmp.arch.spec import HostSpec
 from nmp.errors import NmpError
@@ -37,7 +38,7 @@ def test_an_llc_hit_costs_time():
     base = {"l1_kib": 0, "l2_kib": 0, "threads": 1, **FAST_CORE}
     op = _op(CACHED, **base)
     assert op.breakdown["host"]["lines_served"]["dram"] <= 64  # the warm LLC serves the rest
-    assert op.breakdown["bottleneck"] in ("l1_fill_buffers", "l2_mshrs")
+    assert op.breakdown["bottleneck"] == "compute_and_stalls"
     slower = _op(CACHED, **base, llc_latency_ns=66.0)
     assert slower.t_ns == pytest.approx(2 * op.t_ns, rel=0.05)
     free = _op(CACHED, **base, llc_latency_ns=0.0)
@@ -75,25 +76,50 @@ def test_the_l2_serves_what_the_l1_cannot_hold():
 
 
 def test_page_walks_cost_time():
-    """Random rows of a large table miss the TLB; walks are bounded by the page walkers."""
+    """Random rows of a large table miss the TLB; each walk stalls the loop its time over the
+    walks in flight: halving the walkers adds walks x 400 ns x (1/2 - 1/4)."""
     wl = {"rows": [2_000_000], "batch": 8, "pooling": 80, "distribution": "uniform"}
     kw = {"threads": 1, "page_walk_ns": 400.0}
     op = _op(wl, **kw)
-    assert op.breakdown["host"]["page_walks"] > 0.9 * 640
-    assert op.breakdown["bottleneck"] == "page_walkers"
-    assert _op(wl, **{**kw, "page_walkers": 2.0}).t_ns == pytest.approx(2 * op.t_ns, rel=0.05)
+    walks = op.breakdown["host"]["page_walks"]
+    assert walks > 0.9 * 640
+    slower = _op(wl, **{**kw, "page_walkers": 2.0})
+    assert slower.t_ns - op.t_ns == pytest.approx(walks * 100.0, rel=0.02)
 
 
 def test_every_line_holds_a_fill_buffer_for_its_latency():
-    """Little's law on the fill buffers: 4 DRAM lines with 10 buffers take 4 x latency / 10;
-    the L2's MSHRs bound the lines past the L2 the same way."""
-    host = HostSpec(l1_fill_buffers=10.0, l2_mshrs=1e9)
+    """Little's law on the fill buffers: 4 DRAM lines with 10 buffers stall the loop
+    4 x latency / 10; the L2's MSHRs bound the lines past the L2 the same way."""
+    host = HostSpec(l1_fill_buffers=10.0, l2_mshrs=1e9, lookup_cycles=0.0)
     load = CoreLoad(np.array([[0, 0, 0, 4]]), np.zeros(1), np.ones(1), np.zeros(1))
     bounds = core_bounds_ns(host, load)
-    assert bounds["l1_fill_buffers"][0] == pytest.approx(4 * host.dram_latency_ns / 10)
+    assert bounds["compute_and_stalls"][0] == pytest.approx(4 * host.dram_latency_ns / 10)
     assert core_bounds_ns(HostSpec(l2_mshrs=2.0), load)["l2_mshrs"][0] == pytest.approx(
         4 * HostSpec().dram_latency_ns / 2
     )
+
+
+def test_measured_lines_in_flight_replace_the_fill_buffers_per_level():
+    """A level with its own measured lines in flight stalls the loop latency / that count per
+    line; a level without one falls back on the fill buffers."""
+    host = HostSpec(l1_fill_buffers=10.0, dram_lines_in_flight=40.0, lookup_cycles=0.0)
+    load = CoreLoad(np.array([[0, 0, 2, 4]]), np.zeros(1), np.ones(1), np.zeros(1))
+    want = 2 * host.llc_latency_ns / 10 + 4 * host.dram_latency_ns / 40
+    assert core_bounds_ns(host, load)["compute_and_stalls"][0] == pytest.approx(want)
+    assert stall_ns_per_line(host)[0] == 0.0  # an L1 hit: the arithmetic's own load
+
+
+def test_stalls_add_to_the_arithmetic():
+    """The loop's time is its arithmetic plus its lines' and its walks' stalls (a full window
+    retires nothing)."""
+    host = HostSpec(lookup_cycles=22.0, clock_ghz=2.2, simd_lanes=16, vector_cycles=2.0)
+    load = CoreLoad(np.array([[0, 0, 0, 8]]), np.array([3]), np.array([10]), np.array([640.0]))
+    b = core_bounds_ns(host, load)
+    compute = (10 * 22.0 + 640 / 16 * 2.0) / 2.2
+    assert b["host_compute"][0] == pytest.approx(compute)
+    stall = 8 * host.dram_latency_ns / host.l1_fill_buffers
+    walks = 3 * host.page_walk_ns / host.page_walkers  # a TLB miss waits for its walk
+    assert b["compute_and_stalls"][0] == pytest.approx(compute + stall + walks)
 
 
 def test_llc_bandwidth_counts_every_line_past_the_l2s():

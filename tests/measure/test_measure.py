@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nmp.arch import load_arch_spec
 from nmp.cli import main
 from nmp.errors import NmpError
-from nmp.measure import host, probe, sysinfo
+from nmp.measure import host, lookup_loop, probe, sysinfo
 from nmp.measure.check import CheckPlan, CheckRow, parse_batches, run_check
 
 CPUINFO = """processor : 0
@@ -89,7 +90,11 @@ def _measured() -> host.Measured:
         "dram_4k": {1: 1 / 130.0, 16: 0.08},
     }
     m.bandwidth_gbps = {"llc": {1: 20.0, 8: 150.0}, "dram": {1: 10.0, 8: 45.0}}
-    m.lookup_ns, m.lookup_dim = 4.0, 16
+    # embedding_bag: ns per lookup on L1 tables (dims 16 and 64) and a table in each level
+    m.loop = lookup_loop.LoopMeasurement(
+        {"l1_small": 2.0, "l1": 2.6, "l2": 3.0, "llc": 10.0, "dram": 20.0},
+        {"l1_small": 4096, "l1": 16384, "l2": 1024 * kib, "llc": 8 * mib, "dram": 128 * mib},
+    )
     return m
 
 
@@ -102,17 +107,29 @@ def test_preset_from_measurements(tmp_path, monkeypatch):
     assert h["l1_latency_ns"] == 1.5 and h["l2_latency_ns"] == 7.0
     assert h["llc_latency_ns"] == 30.0 and h["dram_latency_ns"] == 100.0
     assert h["l1_fill_buffers"] == pytest.approx(12.0)  # max(2.0 x 6, 0.1 x 100)
-    assert h["l2_mshrs"] == pytest.approx(10.0)  # 0.1 lines/ns x 100 ns
+    # the chases kept 10 lines past the L2 in flight (0.1 lines/ns x 100 ns), the loop more
+    assert h["l2_mshrs"] == max(h["llc_lines_in_flight"], h["dram_lines_in_flight"]) > 10
     assert h["page_walk_ns"] == pytest.approx(30.0)  # 130 - 100
     assert h["page_walkers"] == pytest.approx(2.4)  # 0.08 x 30
     assert h["llc_gbps"] == 150.0
-    assert h["lookup_cycles"] == pytest.approx(4.0 * 2.5 - 1.0)
+    # the loop's arithmetic: 0.5 cycles per 16-lane vector between dims 16 and 64
+    assert h["vector_cycles"] == pytest.approx(0.5) and h["lookup_cycles"] == pytest.approx(4.5)
+    # the L1 table costs 2.6 ns, the L2's 3.0 and the LLC's 8-MiB table 10: each line's stall
+    # beyond the arithmetic, less the lower levels' shares at their stalls
+    caches = (48 * 1024, 2048 * 1024, 32 * 2**20)
+    s2 = lookup_loop.served_shares(2**20, *caches)
+    l2_stall = 0.4 / 4 / s2[1:].sum()
+    s3 = lookup_loop.served_shares(8 * 2**20, *caches)  # in the TLB's reach: no walks
+    llc_stall = (7.4 / 4 - s3[1] * l2_stall) / s3[2:].sum()
+    assert h["l2_lines_in_flight"] == pytest.approx(7.0 / l2_stall, rel=1e-3)
+    assert h["llc_lines_in_flight"] == pytest.approx(30.0 / llc_stall, rel=1e-3)
     assert m.channels == 3  # 45 GB/s over 19.2 GB/s channels
     path = tmp_path / "mine.toml"
     path.write_text(host.preset_toml(m, "mine"))
     spec = load_arch_spec(str(path))
     assert spec.host.source == "measured on Test CPU 9000, 2026-01-02"
-    assert spec.host.l2_mshrs == pytest.approx(10.0) and spec.memory.channels == 3
+    assert spec.host.l2_mshrs == h["l2_mshrs"] and spec.memory.channels == 3
+    assert spec.host.dram_lines_in_flight == h["dram_lines_in_flight"] > 0
     for line in path.read_text().splitlines():  # every [host] value says where it comes from
         if "=" in line and not line.startswith(("#", "name", "description", "policy")):
             key = line.split("=")[0].strip()
@@ -133,7 +150,7 @@ def test_check_rows_compare_model_with_measured():
 
 def test_check_runs_real_lookups_beside_the_model():
     """One small row: embedding_bag over the fused, capped tables, and the model's figure."""
-    plan = CheckPlan("host-cpu", batches=(2,), max_rows=300, timed_batches=2)
+    plan = CheckPlan("host-cpu", batches=(2,), max_rows=300, groups=2, group_lookups=100)
     rows = run_check(plan, lambda r: None)
     assert {(r.skew, r.kernel) for r in rows} >= {
         ("skewed", "embedding_bag"),
@@ -158,3 +175,49 @@ def test_cli_bad_input_is_one_line(argv, message, capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_lookup_loop_costs_recovered_from_its_tables():
+    """Times per lookup made from known costs (arithmetic, a stall per line from each level,
+    the tables' cache shares) give those costs back; the lines in flight are latency / stall."""
+    clock, lanes = 2.0, 16
+    caches = (32 * 1024, 1024 * 1024, 32 * 2**20)
+    sets = {"l2": 512 * 1024, "llc": 16 * 2**20, "dram": 256 * 2**20}
+    lookup_cycles, vector_cycles = 3.6, 0.4
+    stall = np.array([0.0, 0.5, 2.0, 10.0])  # ns per line from the L1, L2, LLC, DRAM
+
+    reach, walk_ns = 8 * 2**20, 7.0  # the TLB's reach; a walk's stall
+
+    def ns(dim: int, set_bytes: int = 0) -> float:
+        compute = (lookup_cycles + vector_cycles * dim / lanes) / clock
+        if not set_bytes:
+            return compute
+        share = lookup_loop.served_shares(set_bytes, *caches)
+        walks = lookup_loop.walks_per_lookup(set_bytes, reach)
+        return compute + 4 * float(share @ stall) + walks * walk_ns
+
+    m = lookup_loop.LoopMeasurement(
+        {"l1_small": ns(16), "l1": ns(64)} | {lv: ns(64, b) for lv, b in sets.items()},
+        {"l1_small": 4096, "l1": 16384} | sets,
+    )
+    lat = {"l2": 5.0, "llc": 30.0, "dram": 100.0}
+    out, notes = lookup_loop.derive_loop(
+        m,
+        clock_ghz=clock,
+        lanes=lanes,
+        latency_ns=lat,
+        caches=caches,
+        tlb_reach_bytes=reach,
+        walk_stall_ns=walk_ns,
+    )
+    assert out["lookup_cycles"] == pytest.approx(3.6, abs=1e-3)
+    assert out["vector_cycles"] == pytest.approx(0.4, abs=1e-3)
+    assert out["l2_lines_in_flight"] == pytest.approx(10.0, rel=1e-3)
+    assert out["llc_lines_in_flight"] == pytest.approx(15.0, rel=1e-3)
+    assert out["dram_lines_in_flight"] == pytest.approx(10.0, rel=1e-3)
+    assert all(isinstance(v, float) for v in out.values())  # TOML-writable
+    assert "256 MiB table" in notes["dram_lines_in_flight"]
+    assert lookup_loop.walks_per_lookup(256 * 2**20, reach) == pytest.approx(31 / 32)
+    assert lookup_loop.walks_per_lookup(reach // 2, reach) == 0.0
+    shares = lookup_loop.served_shares(256 * 2**20, *caches)
+    assert shares.sum() == pytest.approx(1.0) and shares[3] == pytest.approx(1 - 1 / 8)

@@ -8,9 +8,10 @@ at steady state when a batch starts: warmed by the batches before it (seeded dra
 workload) until the share of one batch's reads the caches serve differs from the previous
 one's by less than
 :data:`~nmp.arch.lru_cache.STEADY_TOL`. Only the LLC's misses cross the channel. Every level
-costs time: the batch takes the longest of its busiest core's bounds (its misses in flight in
-its L1's fill buffers and L2's MSHRs, by Little's law; its L2's bandwidth; its arithmetic), the
-shared LLC's bandwidth and the replay of the misses on the whole memory (the channel bound).
+costs time: the batch takes the longest of its busiest core's bounds (its lookup loop's
+arithmetic plus its lines' stalls, each level's latency over the lines the loop keeps in flight
+from it; its L2's misses in flight, by Little's law; its L2's bandwidth), the shared LLC's
+bandwidth and the replay of the misses on the whole memory (the channel bound).
 """
 
 from __future__ import annotations
