@@ -40,10 +40,24 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class RunPhase:
+    """A phase of the run outside the steady step: a save every interval, or what one failure
+    triggers. ``nmp train --procs`` measures each one in the run and models it from what the
+    processes did (:mod:`nmp.train.dist.runphases` holds one measurement and one model per
+    name); the scale model prices the same ones at scale (the strategy's ``scale_*``)."""
+
+    name: str  # "save", "regroup", "restore", "reexec", "repair"
+    when: str  # "every_save", "per_failure" or "per_step" (inside the steps: not added again)
+    what: str = ""
+
+
+@dataclass(frozen=True)
 class Schedule:
     step: tuple[Phase, ...]
     # what a failure triggers, in words (reports); the costs are the strategy's scale_rows
     recovery: tuple[str, ...] = field(default=())
+    # the run's phases beyond the steps (saves, a failure's regroup, restore, re-execution)
+    run: tuple[RunPhase, ...] = field(default=())
 
     def has(self, name: str) -> bool:
         return any(p.name == name for p in self.step)
@@ -61,7 +75,12 @@ class Schedule:
                 waits = tuple(e.name for e in extra if not e.background)
                 p = Phase(**{**p.__dict__, "after": (*p.after, *waits)})
             out.append(p)
-        return Schedule(tuple(out), self.recovery)
+        return Schedule(tuple(out), self.recovery, self.run)
+
+    def with_run(self, *extra: RunPhase, recovery: tuple[str, ...] = ()) -> Schedule:
+        """This schedule with the run phases ``extra`` after its own (and ``recovery``'s words
+        instead of its own when given)."""
+        return Schedule(self.step, recovery or self.recovery, (*self.run, *extra))
 
     def critical_path_ns(self, phase_ns: dict[str, float]) -> float:
         """The step's time: the longest chain of foreground phases through ``after`` (a phase
@@ -89,7 +108,13 @@ COMMON = Schedule(
         Phase("vote", "all", "sync", after=("optimizer", "dense_grad"), what="two-phase commit"),
     ),
     recovery=("regroup: a new process group without the dead process",),
-)
+    run=(
+        RunPhase(
+            "regroup", "per_failure",
+            "the death seen, a hot spare takes the role, a new process group forms",
+        ),
+    ),
+)  # fmt: skip
 
 
 def phase_costs_ns(

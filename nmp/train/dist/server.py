@@ -336,6 +336,7 @@ class Server:
             "events": self.events,
             "ckpt_write_s": self.saver.write_s,
             "ckpt_bytes": self.saver.bytes,
+            "ckpt_writes": self.saver.writes,
             "codec": _codec_stats(self.codec),
         }
 

@@ -187,10 +187,12 @@ class Worker:
     def result(self) -> dict[str, Any]:
         from nmp.train.dist.server import _codec_stats
 
+        saver = getattr(self, "saver", None)
         return {
             "exchange_s": self.exchange_s,
             "codec": _codec_stats(self.codec),
             "phase_s": self.clock.steps,
+            "ckpt_writes": saver.writes if saver is not None else [],
         }
 
     def final_arrays(self) -> dict[str, np.ndarray]:
