@@ -6,9 +6,13 @@ does (``send`` bytes of a traffic kind to a role, ``compute``, or ``sync``), wha
 (``after``) and whether it runs behind the step (``background``: off the critical path). The
 three executions read the same object:
 
-- the distributed runtime (:mod:`nmp.train.dist`) runs a step's phases under these names, times
-  each one in every process, and runs a strategy's extra phases only where its schedule has them
-  (``schedule.has("parity_delta")``);
+- the distributed runtime (:mod:`nmp.train.dist`) walks the schedule as a table: each process
+  takes the phases it runs, receives or joins, in the schedule's order, each with its handler
+  (:func:`nmp.train.dist.phases.plan`; a phase no process has a handler for is refused), and
+  times each one under its name; the run's phases (``run``: saves, a failure's regroup,
+  restore, re-execution) are measured and modeled by name (:mod:`nmp.train.dist.runphases`);
+- the single-process trainer charges each step its schedule's critical path
+  (:meth:`nmp.train.cost.CostModel.charge_step`);
 - the scale model (:mod:`nmp.train.extrapolate`) prices each phase at the setup's scale
   (:func:`phase_costs_ns`: a send's bytes over the NICs it crosses plus its messages, a compute's
   time from the hardware models) and charges the step's **critical path**

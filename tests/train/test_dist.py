@@ -128,6 +128,14 @@ def test_checkpoint_rolls_every_process_back_and_reexecutes(capsys, single, tmp_
     assert "parity_delta" not in out["phases"] and not out["traffic_bytes"].get("parity_delta")
     files = list((tmp_path / "checkpoint" / "ckpt").glob("step-*/server-*.npz"))
     assert len(files) >= 3 * 3  # real files, every server, saves at steps 0, 10, 20
+    # the run phases its schedule declares, each measured in the processes and modeled
+    rp = out["modeled"]["run_phases"]
+    assert set(rp["phases"]) == {"steps", "save", "regroup", "restore", "reexec", "between"}
+    assert all(v["measured_s"] > 0 for k, v in rp["phases"].items() if k != "between")
+    # six steps re-executed (16 -> 10), each at the failure-free runs' modeled step
+    assert rp["phases"]["reexec"]["modeled_s"] == pytest.approx(6 * rp["inputs"]["step_s"])
+    assert out["modeled_overhead_pct"] == pytest.approx(rp["overhead_pct"]["modeled"])
+    assert out["measured"]["cpu"]["overhead_pct"] > 0  # the processes' CPU seconds
 
 
 def test_cpr_reloads_only_the_lost_shard(cfg, single, tmp_path):
