@@ -98,6 +98,13 @@ def test_ecrec_survives_a_sigkill_bit_identical_without_pause(capsys, single, tm
     assert out["modeled"]["repair_s"]["rebuilds"] == 1
     # the servers timed their parity update on the memory design (nmp.train.hwcost)
     assert out["phases"]["parity_xor"]["memory_model_ms"] > 0
+    # ... and it is physical: the parity's in-memory XOR of a row costs more than nothing and
+    # at most the data row's own read-modify-write plus a quarter (the XOR pass), on every
+    # step the servers timed (tripling the design's parity_update breaks it)
+    res = json.loads((tmp_path / "ecrec" / "result" / "server-0.json").read_text())["modeled"]
+    assert res["parity_update_ns"] and len(res["parity_update_ns"]) == len(res["plain_update_ns"])
+    for extra, plain in zip(res["parity_update_ns"], res["plain_update_ns"], strict=True):
+        assert 0 < extra <= 1.25 * plain
     from nmp.train.dist.report import print_procs  # the text output of the same row
 
     print_procs(out)

@@ -50,7 +50,9 @@ class Server:
         self.ctx, self.node, self.role = ctx, node, f"server:{node}"
         cfg, shard = ctx.cfg, ctx.shard
         self.rows = shard.rows_of_node(node)
-        self.records = init_records(ctx.geo, ctx.width, cfg.seed, self.rows)
+        # its memory: the nmp.arch design that holds its records and parity and runs the
+        # gathers and the XORs
+        self.mem = NodeMemory(cfg.arch, cfg.memory, cfg.seed, shard, node, ctx.geo.dim)
         self.k = shard.k
         # The stripes whose parity this server holds (r = 1: position k); none without parity.
         self.pstripes = (
@@ -58,14 +60,16 @@ class Server:
             if ctx.coded
             else np.empty(0, dtype=np.int64)
         )
-        self.parity = np.zeros((len(self.pstripes), 4 * ctx.width), dtype=np.uint8)
+        self.mem.hold(
+            init_records(ctx.geo, ctx.width, cfg.seed, self.rows),
+            np.zeros((len(self.pstripes), 4 * ctx.width), dtype=np.uint8),
+        )
         self.row_ok = np.ones(len(self.rows), dtype=bool)
         self.par_ok = np.ones(len(self.pstripes), dtype=bool)
         if fresh:
             self.lose()
         elif ctx.coded:
             self.parity[:] = self._encode(self.pstripes, self._initial_records)
-        self.mem = NodeMemory(cfg.arch, cfg.memory, cfg.seed, shard, node, ctx.geo.dim)
         g0 = shard.global_rows(ctx.batch(0).ids)[:, ctx.slices[0]]
         self.mem.prime(request_for(shard, node, g0))
         self.rebuilding_peers: set[int] = set()
@@ -86,8 +90,18 @@ class Server:
         # The design's timing of the parity's update (nmp.train.hwcost: the arch's
         # parity_update beyond a plain read-modify-write), on every cost_sample-th step's rows:
         # what the memory would take for this server's parity_xor phase.
-        self.update_cost = _update_costs(ctx) if "parity_xor" in names else None
-        self.modeled["parity_update_ns"] = []
+        if "parity_xor" in names:
+            self.mem.update_cost = _update_costs(ctx)
+        self.modeled["parity_update_ns"] = self.mem.parity_update_ns
+        self.modeled["plain_update_ns"] = self.mem.plain_update_ns
+
+    @property
+    def records(self) -> np.ndarray:
+        return self.mem.records  # float32 [rows, width]: in the design's memory
+
+    @property
+    def parity(self) -> np.ndarray:
+        return self.mem.parity  # bytes [parity stripes, 4 * width]: in the design's memory
 
     # -- records --------------------------------------------------------------------------------
 
@@ -235,7 +249,7 @@ class Server:
         st.new = optim.apply_rows(self.ctx.cfg.optimizer, st.old, grad, lr=self.ctx.cfg.lr_embedding)
 
     def _parity_delta(self, st) -> None:
-        st.staged = self._exchange_deltas(st.comm, st.rows, st.old, st.new)
+        st.staged = self._exchange_deltas(st.comm, st.rows, st.idx, st.new)
 
     def _vote(self, st) -> None:
         """Every send out, the vote; on commit the staged rows are applied."""
@@ -246,7 +260,7 @@ class Server:
             self.clock.drop()
             raise Aborted(f"step {st.i} aborted")
         st.ctl.fault_point(self.role, "commit", st.i)
-        self.records[st.idx] = st.new
+        self.mem.write(st.idx, st.new)
 
     def _parity_xor(self, st) -> None:
         """The staged deltas XORed into this server's parity in place (positions still being
@@ -254,11 +268,7 @@ class Server:
         stripes, delta = st.staged
         pos = np.searchsorted(self.pstripes, stripes)
         keep = self.par_ok[pos]
-        xor_into(self.parity, pos[keep], delta[keep])
-        if st.timed and self.update_cost is not None:
-            coded, plain = self.update_cost
-            t_ns = coded.update(st.rows)[0] - plain.update(st.rows)[0]
-            self.modeled["parity_update_ns"].append(t_ns)
+        self.mem.parity_update(pos[keep], delta[keep], st.rows if st.timed else None)
 
     def _track(self, reqs: list[Request], step: int) -> None:
         """CPR's bookkeeping of the committed step: the strategy's counters or marks."""
@@ -283,13 +293,13 @@ class Server:
             idx = self.ctx.strategy.choose(self.tracking, self.top_k)
             self.saver.save(step, full=False, rows=self.rows[idx], records=self.records[idx])
 
-    def _exchange_deltas(self, comm: Comm, rows, old, new):
+    def _exchange_deltas(self, comm: Comm, rows, idx, new):
         """Send each parity holder the deltas of its stripes; return the deltas received for
         this server's parity (stripe ids, bytes), staged."""
         ctx, shard = self.ctx, self.ctx.shard
         stripes = shard.stripe_of[rows]
         holder = shard.node_of_pos[stripes, self.k]
-        delta = (old.view(np.uint64) ^ new.view(np.uint64)).view(np.uint8)
+        delta = self.mem.delta(idx, new)  # old XOR new, in the data's memory
         for n in range(ctx.spec.servers):
             if n != self.node:
                 m = holder == n
