@@ -253,7 +253,7 @@ def modeled(
     ratio = pm["step_ms"]["modeled"] / pm["step_ms"]["failure_free_measured"]
     rp = run_phases(
         run, base, ctx.schedule, step_ratio=ratio, repair_s=pm["repair_s"]["modeled"],
-        bench=bench,
+        bench=bench, workers=ctx.spec.workers, world=ctx.spec.world,
     )  # fmt: skip
     return {
         # the run's phases modeled from what its processes did (nmp.train.dist.runphases)

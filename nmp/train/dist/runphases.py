@@ -164,26 +164,33 @@ MODEL = {
 }
 
 
-def regroup_model_s(base: dict, ctx) -> float:
+def regroup_model_s(base: dict, workers: int, world: int) -> float:
     """A failure's regroup on this machine, from what the processes do: the launcher sees the
     death (it polls every 2 ms) and publishes a generation, the spare sees its role (it polls
-    every 5 ms): half a period each on average; then every process forms the new group, as
-    long as the failure-free runs' processes took to form theirs (the median process: the
-    first to arrive waits for the others, the last one waits for nobody)."""
-    groups = [
-        float(r.get("group_s", {}).get("0", 0.0))
-        for b in base.get("runs", [base])
-        for r in b["results"].values()
+    every 5 ms): half a period each on average; every process then joins the generation, a
+    barrier of all ``world`` processes: one blocking round among ``world - 1`` peers
+    (:func:`nmp.train.dist.phases.round_seconds`, from the failure-free runs' all-gather);
+    and the group forms, as long as it took the failure-free runs' last process to arrive (it
+    waits for nobody). Chosen after the failure-free runs' median process's group formation
+    (which includes waiting for the others' start) overestimated the regroup 3-8x."""
+    from nmp.train.dist.phases import mean_phases, round_seconds
+    from nmp.train.schedule import COMMON
+
+    runs = base.get("runs", [base])
+    formed = [
+        min(float(r.get("group_s", {}).get("0", 0.0)) for r in b["results"].values()) for b in runs
     ]
-    return 0.001 + 0.0025 + float(np.median(groups))
+    barrier = round_seconds(mean_phases(runs, COMMON), workers, world - 1)
+    return 0.001 + 0.0025 + barrier + float(np.median(formed))
 
 
 def run_phases(
-    run: dict, base: dict, schedule, *, step_ratio: float, repair_s: float, bench: dict[str, float]
+    run: dict, base: dict, schedule, *, step_ratio: float, repair_s: float,
+    bench: dict[str, float], workers: int, world: int,
 ) -> dict[str, Any]:
     """Every run phase of ``schedule`` (and the steps, and the time between them) measured in
     ``run`` beside modeled; seconds, and the error in points of the failure-free training."""
-    ctx = run["ctx"]
+    ctx = run.get("ctx")
     bases = base.get("runs", [base])
     ff_steps = [s for b in bases for _, _, s in _walls(b)]
     ff_wall = float(np.mean([b["train_wall_s"] for b in bases]))
@@ -193,7 +200,7 @@ def run_phases(
     inp = {
         "step_s": step_s,
         "repair_s": repair_s,
-        "regroup_s": regroup_model_s(base, ctx),
+        "regroup_s": regroup_model_s(base, workers, world),
         "between_step_s": between_s,
         **bench,
     }
