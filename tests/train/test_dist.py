@@ -161,6 +161,7 @@ def test_kill_input_errors(capsys):
         (["--procs", "3,2", "--kill", "server=1,step=500"], "steps 1.."),
         (["--procs", "3,2", "--kill", "disk=1,step=5"], "unknown key"),
         (["--procs", "x"], "SERVERS,WORKERS"),
+        (["--procs", "3,2", "--repeat", "0"], "--repeat"),
     ):
         assert main([*base, *extra]) == 1, extra
         err = capsys.readouterr().err

@@ -107,3 +107,28 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
     assert out["total_s"]["modeled"] == pytest.approx(total)
     assert out["overhead_pct"]["modeled"] == pytest.approx(100 * (total / 0.22 - 1))
     assert out["overhead_pct"]["measured"] == pytest.approx(100 * (0.6 / 0.22 - 1))
+
+
+def test_repeats_give_each_runs_overheads_and_their_spread():
+    from nmp.train.dist.runphases import repeats
+
+    def ff(wall, cpu):
+        return {"train_wall_s": wall, "traffic": {"cpu_s": {"a": cpu}}}
+
+    pairs = [{"runs": [ff(10.0, 5.0), ff(12.0, 5.0)]}, {"runs": [ff(12.0, 5.0), ff(11.0, 5.0)]}]
+    runs = [{"traffic": {"cpu_s": {"a": 6.0}}}, {"traffic": {"cpu_s": {"a": 5.5}}}]
+    walls = iter([(13.2, 12.0), (11.5, 12.5)])  # (measured, modeled) training seconds
+
+    def modeled(pair, run):
+        m, d = next(walls)
+        ff_s = sum(b["train_wall_s"] for b in pair["runs"]) / 2
+        pct = {"measured": 100 * (m / ff_s - 1), "modeled": 100 * (d / ff_s - 1)}
+        return {"run_phases": {"overhead_pct": pct, "phases": {}}}
+
+    out = repeats(pairs, runs, modeled)
+    assert [r["overhead_pct"] for r in out["runs"]] == pytest.approx([20.0, 0.0])
+    assert [r["cpu_overhead_pct"] for r in out["runs"]] == pytest.approx([20.0, 10.0])
+    assert out["overhead_pct"]["mean"] == pytest.approx(10.0)
+    assert out["overhead_pct"]["min"] == pytest.approx(0.0)
+    assert out["overhead_pct"]["sd"] == pytest.approx(14.142, rel=1e-3)
+    assert out["failure_free_repeat_pct"]["max"] == pytest.approx(20.0)

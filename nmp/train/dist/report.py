@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from nmp.errors import NmpError
-from nmp.train.dist.runphases import cpu_overhead
+from nmp.train.dist.runphases import bench_for, cpu_overhead, repeats
 
 
 def interval_steps(cfg, strategy: str) -> int:
@@ -290,56 +290,6 @@ def _merged(bases: list[dict]) -> dict:
     return out
 
 
-def _bench(folder: Path, runs: list[dict]) -> dict[str, float]:
-    """The storage microbenchmark at the size of the largest save part the runs wrote (one
-    record when none was written)."""
-    from nmp.train.dist.runphases import saves, storage_bench
-
-    nbytes = max((v["bytes"] for r in runs for v in saves(r).values()), default=0.0)
-    nbytes = nbytes or 4.0 * runs[0]["ctx"].width
-    write_s, read_s = storage_bench(folder / "bench", int(nbytes))
-    return {"write_s": write_s, "read_s": read_s, "bench_bytes": float(nbytes)}
-
-
-def _repeats(cfg, strategy, bases, runs, every, bench) -> dict[str, Any]:
-    """Each strategy run against the failure-free runs on either side of it: measured (wall
-    and CPU seconds) and modeled overhead, per run phase; their mean and spread."""
-    from nmp.train.dist.runphases import cpu_overhead
-
-    per = []
-    for i, run in enumerate(runs):
-        pair = _merged(bases[i : i + 2])
-        model = modeled(cfg, strategy, pair, run, every, bench)
-        rp = model["run_phases"]
-        cpu = cpu_overhead(run, pair)
-        per.append(
-            {
-                "overhead_pct": rp["overhead_pct"]["measured"],
-                "modeled_overhead_pct": rp["overhead_pct"]["modeled"],
-                "cpu_overhead_pct": None if cpu is None else cpu["overhead_pct"],
-                "failure_free_repeat_pct": 100.0
-                * (bases[i + 1]["train_wall_s"] / bases[i]["train_wall_s"] - 1.0),
-                "run_phases_s": {
-                    n: [v["measured_s"], v["modeled_s"]] for n, v in rp["phases"].items()
-                },
-            }
-        )
-
-    def spread(key: str) -> dict[str, float] | None:
-        vals = [p[key] for p in per if p[key] is not None]
-        if not vals:
-            return None
-        return {
-            "mean": float(np.mean(vals)),
-            "min": float(np.min(vals)),
-            "max": float(np.max(vals)),
-            "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
-        }
-
-    keys = ("overhead_pct", "modeled_overhead_pct", "cpu_overhead_pct", "failure_free_repeat_pct")
-    return {"runs": per, **{k: spread(k) for k in keys}}
-
-
 def baseline(cfg, folder: Path, timeout_s: float = 60.0) -> dict:
     """The failure-free run (no protection, no kill, no compression) the overheads and the
     AUC change are measured against."""
@@ -388,10 +338,13 @@ def run_procs(
             if len(bases) > 1
             else None
         )
-        bench = _bench(folder, runs)
+        bench = bench_for(folder, runs)
         model = modeled(cfg, strategy, merged, run, every, bench)
         meas["cpu"] = cpu_overhead(run, merged)
-        spread = _repeats(cfg, strategy, bases, runs, every, bench) if len(runs) > 1 else None
+        spread = None
+        if len(runs) > 1:
+            pairs = [_merged(bases[i : i + 2]) for i in range(len(runs))]
+            spread = repeats(pairs, runs, lambda b, r: modeled(cfg, strategy, b, r, every, bench))
         base = merged
     finally:
         if run_dir is None:

@@ -256,6 +256,53 @@ def cpu_overhead(run: dict, base: dict) -> dict[str, Any] | None:
     }
 
 
+def bench_for(folder: Path, runs: list[dict]) -> dict[str, float]:
+    """The storage microbenchmark at the size of the largest save part the runs wrote (one
+    record when none was written)."""
+    nbytes = max((v["bytes"] for r in runs for v in saves(r).values()), default=0.0)
+    nbytes = nbytes or 4.0 * runs[0]["ctx"].width
+    write_s, read_s = storage_bench(folder / "bench", int(nbytes))
+    return {"write_s": write_s, "read_s": read_s, "bench_bytes": float(nbytes)}
+
+
+def repeats(pairs: list[dict], runs: list[dict], modeled) -> dict[str, Any]:
+    """Each strategy run against the failure-free runs on either side of it (``pairs[i]``,
+    merged): measured (wall and CPU seconds) and modeled (``modeled(pair, run)``) overhead,
+    per run phase; their mean and spread."""
+    per = []
+    for i, run in enumerate(runs):
+        pair = pairs[i]
+        model = modeled(pair, run)
+        rp = model["run_phases"]
+        cpu = cpu_overhead(run, pair)
+        per.append(
+            {
+                "overhead_pct": rp["overhead_pct"]["measured"],
+                "modeled_overhead_pct": rp["overhead_pct"]["modeled"],
+                "cpu_overhead_pct": None if cpu is None else cpu["overhead_pct"],
+                "failure_free_repeat_pct": 100.0
+                * (pair["runs"][1]["train_wall_s"] / pair["runs"][0]["train_wall_s"] - 1.0),
+                "run_phases_s": {
+                    n: [v["measured_s"], v["modeled_s"]] for n, v in rp["phases"].items()
+                },
+            }
+        )
+
+    def spread(key: str) -> dict[str, float] | None:
+        vals = [p[key] for p in per if p[key] is not None]
+        if not vals:
+            return None
+        return {
+            "mean": float(np.mean(vals)),
+            "min": float(np.min(vals)),
+            "max": float(np.max(vals)),
+            "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
+        }
+
+    keys = ("overhead_pct", "modeled_overhead_pct", "cpu_overhead_pct", "failure_free_repeat_pct")
+    return {"runs": per, **{k: spread(k) for k in keys}}
+
+
 def print_run_phases(rp: dict[str, Any], cpu: dict[str, Any] | None) -> None:
     print("  run phase              measured s    modeled s   error")
     for name, v in rp["phases"].items():
