@@ -159,9 +159,9 @@ def _procs(args: argparse.Namespace, cfg) -> int:
             folder = check_out_folder(args.run_dir, "--run-dir")
             busy = f"--run-dir {folder}: another nmp train --procs (pid {{pid}}) runs there"
             with folder_lock(folder, busy + "; wait for it, or give another folder"):
-                row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
+                row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir, repeat=args.repeat)
         else:
-            row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir)
+            row = run_procs(cfg, args.strategy, kills, run_dir=args.run_dir, repeat=args.repeat)
     if row is None:
         return 0  # another host's agent: rank 0 reports
     if args.json:
@@ -179,6 +179,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.extrapolate or args.crossover:
         return _extrapolate(args)
     cfg = _config(args)
+    if args.repeat < 1 or (args.repeat > 1 and not args.procs):
+        raise NmpError("--repeat N takes N >= 1, with --procs")
     if args.procs:
         return _procs(args, cfg)
     if args.kill:
@@ -496,6 +498,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --procs: SIGKILL the process of server N (or worker=N) at step S; repeatable",
     )
     p.add_argument("--run-dir", help="with --procs: keep the run's files (logs, checkpoints) here")
+    p.add_argument(
+        "--repeat", type=int, default=1, metavar="N",
+        help="with --procs: N strategy runs, each between two failure-free ones; the spread",
+    )  # fmt: skip
     p.add_argument("--set", action="append", metavar="train.KEY=VALUE", help="override a knob")
     from nmp.guard import add_argument
 

@@ -6,9 +6,13 @@ does (``send`` bytes of a traffic kind to a role, ``compute``, or ``sync``), wha
 (``after``) and whether it runs behind the step (``background``: off the critical path). The
 three executions read the same object:
 
-- the distributed runtime (:mod:`nmp.train.dist`) runs a step's phases under these names, times
-  each one in every process, and runs a strategy's extra phases only where its schedule has them
-  (``schedule.has("parity_delta")``);
+- the distributed runtime (:mod:`nmp.train.dist`) walks the schedule as a table: each process
+  takes the phases it runs, receives or joins, in the schedule's order, each with its handler
+  (:func:`nmp.train.dist.phases.plan`; a phase no process has a handler for is refused), and
+  times each one under its name; the run's phases (``run``: saves, a failure's regroup,
+  restore, re-execution) are measured and modeled by name (:mod:`nmp.train.dist.runphases`);
+- the single-process trainer charges each step its schedule's critical path
+  (:meth:`nmp.train.cost.CostModel.charge_step`);
 - the scale model (:mod:`nmp.train.extrapolate`) prices each phase at the setup's scale
   (:func:`phase_costs_ns`: a send's bytes over the NICs it crosses plus its messages, a compute's
   time from the hardware models) and charges the step's **critical path**
@@ -40,10 +44,24 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class RunPhase:
+    """A phase of the run outside the steady step: a save every interval, or what one failure
+    triggers. ``nmp train --procs`` measures each one in the run and models it from what the
+    processes did (:mod:`nmp.train.dist.runphases` holds one measurement and one model per
+    name); the scale model prices the same ones at scale (the strategy's ``scale_*``)."""
+
+    name: str  # "save", "regroup", "restore", "reexec", "repair"
+    when: str  # "every_save", "per_failure" or "per_step" (inside the steps: not added again)
+    what: str = ""
+
+
+@dataclass(frozen=True)
 class Schedule:
     step: tuple[Phase, ...]
     # what a failure triggers, in words (reports); the costs are the strategy's scale_rows
     recovery: tuple[str, ...] = field(default=())
+    # the run's phases beyond the steps (saves, a failure's regroup, restore, re-execution)
+    run: tuple[RunPhase, ...] = field(default=())
 
     def has(self, name: str) -> bool:
         return any(p.name == name for p in self.step)
@@ -61,7 +79,12 @@ class Schedule:
                 waits = tuple(e.name for e in extra if not e.background)
                 p = Phase(**{**p.__dict__, "after": (*p.after, *waits)})
             out.append(p)
-        return Schedule(tuple(out), self.recovery)
+        return Schedule(tuple(out), self.recovery, self.run)
+
+    def with_run(self, *extra: RunPhase, recovery: tuple[str, ...] = ()) -> Schedule:
+        """This schedule with the run phases ``extra`` after its own (and ``recovery``'s words
+        instead of its own when given)."""
+        return Schedule(self.step, recovery or self.recovery, (*self.run, *extra))
 
     def critical_path_ns(self, phase_ns: dict[str, float]) -> float:
         """The step's time: the longest chain of foreground phases through ``after`` (a phase
@@ -89,7 +112,13 @@ COMMON = Schedule(
         Phase("vote", "all", "sync", after=("optimizer", "dense_grad"), what="two-phase commit"),
     ),
     recovery=("regroup: a new process group without the dead process",),
-)
+    run=(
+        RunPhase(
+            "regroup", "per_failure",
+            "the death seen, a hot spare takes the role, a new process group forms",
+        ),
+    ),
+)  # fmt: skip
 
 
 def phase_costs_ns(

@@ -143,6 +143,39 @@ class NodeMemory:
         # the units read the server's records (a RowStore's read/basis interface)
         self.arch.store = cast(Any, self.view)
 
+    # -- the rows it holds: data records and parity, updated by in-memory XOR -----------------
+
+    def hold(self, records: np.ndarray, parity: np.ndarray, update_cost=None) -> None:
+        """The server's data records (float32, its rows in order) and parity rows (bytes) live
+        here; ``update_cost`` = (coded, plain) timing backends of the design's update
+        (:mod:`nmp.train.hwcost`): the parity update's modeled time is recorded per step."""
+        self.records, self.parity = records, parity
+        self.update_cost = update_cost
+        self.parity_update_ns: list[float] = []
+        self.plain_update_ns: list[float] = []  # the same rows' plain read-modify-write
+
+    def delta(self, idx: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """The data unit's in-memory XOR of the held records at ``idx`` with ``new``: the
+        bytes ``old XOR new`` the parity's holder needs (the records are not written)."""
+        old = self.records[idx]
+        return (old.view(np.uint64) ^ np.ascontiguousarray(new).view(np.uint64)).view(np.uint8)
+
+    def write(self, idx: np.ndarray, new: np.ndarray) -> None:
+        self.records[idx] = new
+
+    def parity_update(self, pos: np.ndarray, delta: np.ndarray, rows=None) -> None:
+        """The parity unit's in-memory XOR of ``delta`` into the parity rows ``pos``; with
+        ``rows`` (the step's updated data rows) the design's time for it is recorded: the
+        coded update beyond a plain read-modify-write of the same rows."""
+        from nmp.arch.parity import xor_into
+
+        xor_into(self.parity, pos, delta)
+        if rows is not None and self.update_cost is not None:
+            coded, plain = self.update_cost
+            plain_ns = plain.update(rows)[0]
+            self.parity_update_ns.append(coded.update(rows)[0] - plain_ns)
+            self.plain_update_ns.append(plain_ns)
+
     def lookup_batch(self, req: Request):
         """The request as the design's input: per shard table, CSR bags of local row ids."""
         from nmp.workload.batch import LookupBatch, TableLookups

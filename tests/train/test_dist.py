@@ -98,6 +98,13 @@ def test_ecrec_survives_a_sigkill_bit_identical_without_pause(capsys, single, tm
     assert out["modeled"]["repair_s"]["rebuilds"] == 1
     # the servers timed their parity update on the memory design (nmp.train.hwcost)
     assert out["phases"]["parity_xor"]["memory_model_ms"] > 0
+    # ... and it is physical: the parity's in-memory XOR of a row costs more than nothing and
+    # at most the data row's own read-modify-write plus a quarter (the XOR pass), on every
+    # step the servers timed (tripling the design's parity_update breaks it)
+    res = json.loads((tmp_path / "ecrec" / "result" / "server-0.json").read_text())["modeled"]
+    assert res["parity_update_ns"] and len(res["parity_update_ns"]) == len(res["plain_update_ns"])
+    for extra, plain in zip(res["parity_update_ns"], res["plain_update_ns"], strict=True):
+        assert 0 < extra <= 1.25 * plain
     from nmp.train.dist.report import print_procs  # the text output of the same row
 
     print_procs(out)
@@ -128,6 +135,14 @@ def test_checkpoint_rolls_every_process_back_and_reexecutes(capsys, single, tmp_
     assert "parity_delta" not in out["phases"] and not out["traffic_bytes"].get("parity_delta")
     files = list((tmp_path / "checkpoint" / "ckpt").glob("step-*/server-*.npz"))
     assert len(files) >= 3 * 3  # real files, every server, saves at steps 0, 10, 20
+    # the run phases its schedule declares, each measured in the processes and modeled
+    rp = out["modeled"]["run_phases"]
+    assert set(rp["phases"]) == {"steps", "save", "regroup", "restore", "reexec", "between"}
+    assert all(v["measured_s"] > 0 for k, v in rp["phases"].items() if k != "between")
+    # six steps re-executed (16 -> 10), each at the failure-free runs' modeled step
+    assert rp["phases"]["reexec"]["modeled_s"] == pytest.approx(6 * rp["inputs"]["step_s"])
+    assert out["modeled_overhead_pct"] == pytest.approx(rp["overhead_pct"]["modeled"])
+    assert out["measured"]["cpu"]["overhead_pct"] > 0  # the processes' CPU seconds
 
 
 def test_cpr_reloads_only_the_lost_shard(cfg, single, tmp_path):
@@ -146,6 +161,7 @@ def test_kill_input_errors(capsys):
         (["--procs", "3,2", "--kill", "server=1,step=500"], "steps 1.."),
         (["--procs", "3,2", "--kill", "disk=1,step=5"], "unknown key"),
         (["--procs", "x"], "SERVERS,WORKERS"),
+        (["--procs", "3,2", "--repeat", "0"], "--repeat"),
     ):
         assert main([*base, *extra]) == 1, extra
         err = capsys.readouterr().err

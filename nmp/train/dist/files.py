@@ -26,8 +26,14 @@ def part_name(role: str) -> str:
     return role.replace(":", "-") + ".npz"
 
 
+# bytes this process read from save files (a restore's size, nmp.train.dist.runphases)
+LOADED_BYTES = [0]
+
+
 def load(path: Path) -> dict[str, np.ndarray]:
-    return load_npz(Path(path))
+    got = load_npz(Path(path))
+    LOADED_BYTES[0] += sum(a.nbytes for a in got.values())
+    return got
 
 
 def save(ctx, step: int, name: str, parts: int, full: bool, **arrays: np.ndarray) -> float:
@@ -78,6 +84,7 @@ class Saver:
         self.ctx, self.role = ctx, role
         self.write_s: list[float] = []
         self.bytes = 0
+        self.writes: list[tuple[int, float, int]] = []  # (step, seconds, bytes) per save
 
     def due(self, step: int) -> bool:
         every = self.ctx.spec.ckpt_every
@@ -94,5 +101,8 @@ class Saver:
             return  # re-executing after a rollback: this save exists
         t0 = time.perf_counter()
         save(self.ctx, step, self.role, parts, full, **arrays)
-        self.write_s.append(time.perf_counter() - t0)
-        self.bytes += sum(np.asarray(a).nbytes for a in arrays.values())
+        seconds = time.perf_counter() - t0
+        nbytes = sum(np.asarray(a).nbytes for a in arrays.values())
+        self.write_s.append(seconds)
+        self.bytes += nbytes
+        self.writes.append((step, seconds, nbytes))

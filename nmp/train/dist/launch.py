@@ -225,7 +225,7 @@ class Launcher:
 
     def traffic(self) -> dict[str, dict[str, int]]:
         """Bytes and messages sent by every process that ran (killed ones included), by kind."""
-        out: dict[str, dict[str, int]] = {"bytes": {}, "messages": {}}
+        out: dict[str, dict[str, Any]] = {"bytes": {}, "messages": {}, "cpu_s": {}}
         ids = []
         while self.store.queue_len("procs"):
             ids.append(self.store.queue_pop("procs", False).decode())
@@ -236,6 +236,8 @@ class Launcher:
                 for what in ("bytes", "messages"):
                     for k, v in got[what].items():
                         out[what][k] = out[what].get(k, 0) + int(v)
+                # CPU seconds in training, per process (a killed one's up to its last step)
+                out["cpu_s"][pid] = float(got.get("cpu_s", 0.0))
         return out
 
     def _ready_count(self, gen: int) -> int:

@@ -46,6 +46,26 @@ class PhaseClock:
         self._key = ""
 
 
+def plan(schedule, role: str, handlers: dict[str, Any], strategy: str) -> list[tuple[str, Any]]:
+    """The phases of ``schedule`` a process of ``role`` ("server" or "worker") takes part in
+    (it runs them, receives their sends, or all take part), in the schedule's order, each with
+    the process's handler: the table a step walks. A phase it has no handler for is refused
+    up-front, naming it."""
+    from nmp.errors import NmpError
+
+    out = []
+    for p in schedule.step:
+        if role not in (p.actor, p.to) and p.actor != "all":
+            continue
+        if p.name not in handlers:
+            raise NmpError(
+                f"strategy '{strategy}': its schedule's phase '{p.name}' has no {role} handler "
+                f"(the {role} runs {', '.join(sorted(handlers))})"
+            )
+        out.append((p.name, handlers[p.name]))
+    return out
+
+
 def per_step(results: dict[str, Any], actor: str) -> dict[str, dict[str, float]]:
     """Per committed step ("gen:step"), per phase: the slowest ``actor`` process's seconds."""
     out: dict[str, dict[str, float]] = {}

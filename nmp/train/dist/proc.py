@@ -21,6 +21,7 @@ import numpy as np
 import torch.distributed as dist
 
 from nmp.train.checkpoint import save_npz
+from nmp.train.dist import files
 from nmp.train.dist.comm import Comm, CommError, make_group, probe
 from nmp.train.dist.context import Context, RunSpec
 from nmp.train.dist.control import Aborted, Control
@@ -69,12 +70,15 @@ def main(argv: list[str]) -> int:
     ctx = Context(spec)
     ctx.store = store
     fresh = False
+    cpu0: list[float] = []  # CPU seconds at the start of this process's part in training
+    cpu_s = 0.0  # CPU seconds in training so far (published after every step)
     if role.startswith("spare:"):
         # a hot spare: everything imported and compiled, waiting for a role to take over
         key = f"assign/{role.split(':')[1]}"
         while not store.check([key]):
             time.sleep(0.005)
         role, fresh = store.get(key).decode(), True
+        cpu0.append(time.process_time())  # a replacement's work starts with its role
     kind, idx = role.split(":")
     obj: Any
     if kind == "server":
@@ -86,6 +90,7 @@ def main(argv: list[str]) -> int:
     gloo_host = os.environ.get("NMP_GLOO_HOST", spec.host)
     gen = -1
     begin_s: dict[int, float] = {}
+    loaded: dict[int, int] = {}  # per generation: bytes its restore read from save files
     group_s: dict[int, float] = {}
     link = None
     traffic: dict[str, int] = {}
@@ -109,14 +114,19 @@ def main(argv: list[str]) -> int:
             )
             group_s[gen] = time.perf_counter() - t0
             t0 = time.perf_counter()
+            read0 = files.LOADED_BYTES[0]
             obj.begin(rec, comm, joined_fresh)
             begin_s[gen] = time.perf_counter() - t0
+            loaded[gen] = files.LOADED_BYTES[0] - read0
             fresh = False
             ctl.ready(gen)
+            if not cpu0:
+                cpu0.append(time.process_time())
             for i in range(int(rec["resume_step"]), steps):
                 obj.save_if_due(i)
                 obj.step(i, comm, ctl, gen)
-                _publish_counts(store, role, traffic, messages, comm)
+                cpu_s = time.process_time() - cpu0[0]
+                _publish_counts(store, role, traffic, messages, comm, cpu_s)
             if kind == "worker" and int(idx) == 0:
                 store.set("trained", "1")
             if spec.extra.get("probe") and rank in (0, spec.servers):
@@ -129,7 +139,7 @@ def main(argv: list[str]) -> int:
             elif spec.eval:
                 probs = _evaluate(obj, comm, ctx)
             comm.flush()
-            _publish_counts(store, role, traffic, messages, comm)
+            _publish_counts(store, role, traffic, messages, comm, cpu_s)
             for k, v in comm.bytes.items():
                 traffic[k] = traffic.get(k, 0) + v
             for k, v in comm.messages.items():
@@ -144,21 +154,25 @@ def main(argv: list[str]) -> int:
                 comm.abort()
             ctl.broken(gen, f"{role}: {type(exc).__name__}: {exc}")
             continue
-    extra = {"group_s": {str(k): v for k, v in group_s.items()}, "link": link}
+    extra = {
+        "group_s": {str(k): v for k, v in group_s.items()},
+        "link": link,
+        "loaded_bytes": {str(k): v for k, v in loaded.items()},
+    }
     _write_result(ctx, role, obj, begin_s, traffic, messages, probs, extra)
     return 0
 
 
-def _publish_counts(store, role, traffic, messages, comm) -> None:
-    """This process's bytes and messages so far, by kind, kept in the store after every step
-    (a killed process's traffic still counts)."""
+def _publish_counts(store, role, traffic, messages, comm, cpu_s: float) -> None:
+    """This process's bytes and messages so far, by kind, and its CPU seconds in training, kept
+    in the store after every step (a killed process's traffic and CPU time still count)."""
     b = dict(traffic)
     m = dict(messages)
     for k, v in comm.bytes.items():
         b[k] = b.get(k, 0) + v
     for k, v in comm.messages.items():
         m[k] = m.get(k, 0) + v
-    store.set(f"traffic/{my_id()}", json.dumps({"bytes": b, "messages": m}))
+    store.set(f"traffic/{my_id()}", json.dumps({"bytes": b, "messages": m, "cpu_s": cpu_s}))
 
 
 def _evaluate(worker, comm, ctx):

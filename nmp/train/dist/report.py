@@ -12,6 +12,7 @@ time as restart, and the bytes per unit of work this run counted.
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from dataclasses import asdict, replace
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from nmp.errors import NmpError
+from nmp.train.dist.runphases import bench_for, cpu_overhead, repeats
 
 
 def interval_steps(cfg, strategy: str) -> int:
@@ -85,6 +87,10 @@ def _one(
     rec["traffic_messages"] = {
         k: v for k, v in rec["traffic"]["messages"].items() if k != "probe"
     }
+    from nmp.fileio import atomic_write_text
+
+    # the launcher's record beside the processes' results: the run can be analysed again
+    atomic_write_text(folder / "record.json", json.dumps(rec, default=float))
     rec["ctx"] = ctx
     return rec
 
@@ -176,10 +182,14 @@ def _padding(ctx, node: int) -> int:
     return int(((shard.node_of_pos[last, : shard.k] == node) & (last * shard.k + slots >= shard.total_rows)).sum())
 
 
-def modeled(cfg, strategy: str, base: dict, run: dict, every: int) -> dict[str, Any]:
-    """The scale model on this configuration and failure schedule (see the module doc)."""
+def modeled(
+    cfg, strategy: str, base: dict, run: dict, every: int, bench: dict[str, float]
+) -> dict[str, Any]:
+    """The run's phases modeled from what its processes did (:mod:`.runphases`), and the scale
+    model on this configuration and failure schedule (see the module doc)."""
     from nmp.train import optim
     from nmp.train.dist.phases import phase_model
+    from nmp.train.dist.runphases import run_phases
     from nmp.train.extrapolate import DeploymentSpec, _model, scheduled, steady_fraction
     from nmp.train.traffic import counted, step_units
 
@@ -240,18 +250,19 @@ def modeled(cfg, strategy: str, base: dict, run: dict, every: int) -> dict[str, 
     pm = phase_model(cfg, run, base, gbps, _step_times)
     md = _model(dep, step_units_)
     sf = steady_fraction(md, ctx.strategy)
-    steady_pct = 100.0 * (pm["step_ms"]["modeled"] / pm["step_ms"]["failure_free_measured"] - 1)
-    rebuild_pct = 100.0 * pm["repair_s"]["modeled"] / (cfg.steps * step_ms / 1e3)
-    total = None
-    if row is not None:
-        total = row["overhead_pct"] - 100.0 * sf + steady_pct + rebuild_pct
+    ratio = pm["step_ms"]["modeled"] / pm["step_ms"]["failure_free_measured"]
+    rp = run_phases(
+        run, base, ctx.schedule, step_ratio=ratio, repair_s=pm["repair_s"]["modeled"],
+        bench=bench, workers=ctx.spec.workers, world=ctx.spec.world,
+    )  # fmt: skip
     return {
-        "modeled_overhead_pct": total,
-        "modeled_overhead_no_failure_pct": None
-        if row is None
-        else row["overhead_no_failure_pct"] - 100.0 * sf + steady_pct,
+        # the run's phases modeled from what its processes did (nmp.train.dist.runphases)
+        "modeled_overhead_pct": rp["overhead_pct"]["modeled"],
+        "modeled_overhead_no_failure_pct": 100.0 * (ratio - 1.0),
         "scale_model_overhead_pct": None if row is None else row["overhead_pct"],
+        "scale_model_steady_pct": 100.0 * sf,
         "phases": pm["phases"],
+        "run_phases": rp,
         "step_ms": pm["step_ms"],
         "repair_s": pm["repair_s"],
         "phase_inputs": pm["inputs"],
@@ -294,9 +305,12 @@ def run_procs(
     run_dir: str | None = None,
     timeout_s: float = 60.0,
     base: dict | None = None,
+    repeat: int = 1,
 ) -> dict[str, Any] | None:
     """Baseline (unless given) and strategy runs; the row of ``nmp train --procs ... --json``
-    (None on an agent other than torchrun's rank 0, which reports)."""
+    (None on an agent other than torchrun's rank 0, which reports). ``repeat`` > 1: that many
+    strategy runs, each between two failure-free ones (A B A B ... A), the spread in
+    ``repeats``."""
     from nmp.train.compare import auc_change
 
     check(cfg, strategy, kills)
@@ -307,19 +321,31 @@ def run_procs(
         # the runs hits both sides (the two failure-free runs are averaged; their difference
         # is the noise floor, ``measured.failure_free_repeat_pct``)
         bases = [base] if base else [baseline(cfg, folder, timeout_s)]
-        run = _one(cfg, strategy, kills, folder / strategy, timeout_s, every)
-        if not run["coordinator"]:
-            return None  # another host's agent under torchrun: agent 0 reports
-        if base is None:
-            bases.append(baseline(cfg, folder / "again", timeout_s))
-        base = _merged(bases)
-        meas = _measured(base, run)
+        runs = []
+        for r in range(repeat if base is None else 1):
+            sub = folder / (strategy if r == 0 else f"{strategy}-{r}")
+            runs.append(_one(cfg, strategy, kills, sub, timeout_s, every))
+            if not runs[-1]["coordinator"]:
+                return None  # another host's agent under torchrun: agent 0 reports
+            if base is None:
+                again = folder / ("again" if r == 0 else f"again-{r}")
+                bases.append(baseline(cfg, again, timeout_s))
+        run = runs[0]
+        merged = _merged(bases)
+        meas = _measured(merged, run)
         meas["failure_free_repeat_pct"] = (
             100.0 * (bases[1]["train_wall_s"] / bases[0]["train_wall_s"] - 1.0)
             if len(bases) > 1
             else None
         )
-        model = modeled(cfg, strategy, base, run, every)
+        bench = bench_for(folder, runs)
+        model = modeled(cfg, strategy, merged, run, every, bench)
+        meas["cpu"] = cpu_overhead(run, merged)
+        spread = None
+        if len(runs) > 1:
+            pairs = [_merged(bases[i : i + 2]) for i in range(len(runs))]
+            spread = repeats(pairs, runs, lambda b, r: modeled(cfg, strategy, b, r, every, bench))
+        base = merged
     finally:
         if run_dir is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -355,6 +381,8 @@ def run_procs(
         "events": run["events"],
     }
     row["phases"] = model.pop("phases")
+    if spread is not None:
+        row["repeats"] = spread
     if "parity_consistent" in run:
         row["parity_consistent"] = run["parity_consistent"]
     if cfg.compress != "none":
@@ -447,8 +475,22 @@ def print_procs(row: dict[str, Any]) -> None:
     )
     print(f"  bytes sent: {row['traffic_bytes']}")
     from nmp.train.dist.phases import print_phases
+    from nmp.train.dist.runphases import print_run_phases
 
     print_phases(row)
+    print_run_phases(model["run_phases"], meas.get("cpu"))
+    if "repeats" in row:
+        rep = row["repeats"]
+        for key, label in (
+            ("overhead_pct", "measured"), ("modeled_overhead_pct", "modeled"),
+            ("cpu_overhead_pct", "measured in CPU s"), ("failure_free_repeat_pct", "A/A"),
+        ):  # fmt: skip
+            v = rep[key]
+            if v is not None:
+                print(
+                    f"  {len(rep['runs'])} runs, {label}: mean {v['mean']:+.1f} % "
+                    f"(min {v['min']:+.1f}, max {v['max']:+.1f}, sd {v['sd']:.1f})"
+                )
     if "compression" in row:
         c = row["compression"]
         print(

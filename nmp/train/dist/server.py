@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.context import Context
 from nmp.train.dist import files
 from nmp.train.dist.files import Saver
-from nmp.train.dist.phases import PhaseClock
+from nmp.train.dist.phases import PhaseClock, plan
 from nmp.train.shard import NodeMemory, Request, combine_row_grads, request_for
 from nmp.train.trainer import init_records
 
@@ -49,7 +50,9 @@ class Server:
         self.ctx, self.node, self.role = ctx, node, f"server:{node}"
         cfg, shard = ctx.cfg, ctx.shard
         self.rows = shard.rows_of_node(node)
-        self.records = init_records(ctx.geo, ctx.width, cfg.seed, self.rows)
+        # its memory: the nmp.arch design that holds its records and parity and runs the
+        # gathers and the XORs
+        self.mem = NodeMemory(cfg.arch, cfg.memory, cfg.seed, shard, node, ctx.geo.dim)
         self.k = shard.k
         # The stripes whose parity this server holds (r = 1: position k); none without parity.
         self.pstripes = (
@@ -57,14 +60,16 @@ class Server:
             if ctx.coded
             else np.empty(0, dtype=np.int64)
         )
-        self.parity = np.zeros((len(self.pstripes), 4 * ctx.width), dtype=np.uint8)
+        self.mem.hold(
+            init_records(ctx.geo, ctx.width, cfg.seed, self.rows),
+            np.zeros((len(self.pstripes), 4 * ctx.width), dtype=np.uint8),
+        )
         self.row_ok = np.ones(len(self.rows), dtype=bool)
         self.par_ok = np.ones(len(self.pstripes), dtype=bool)
         if fresh:
             self.lose()
         elif ctx.coded:
             self.parity[:] = self._encode(self.pstripes, self._initial_records)
-        self.mem = NodeMemory(cfg.arch, cfg.memory, cfg.seed, shard, node, ctx.geo.dim)
         g0 = shard.global_rows(ctx.batch(0).ids)[:, ctx.slices[0]]
         self.mem.prime(request_for(shard, node, g0))
         self.rebuilding_peers: set[int] = set()
@@ -78,12 +83,25 @@ class Server:
         self.codec = make_alltoall(cfg)  # train.compress: the pooled and gradient traffic
         self.events: list[dict[str, Any]] = []
         self.clock = PhaseClock()  # the schedule's phases, timed per step
-        self.parity_phases = ctx.schedule.has("parity_delta")
+        # the step's table: the schedule's phases this server takes part in, with handlers
+        self.plan = plan(ctx.schedule, "server", self._handlers(), ctx.strategy.name)
+        names = [n for n, _ in self.plan]
+        self._forward = names.index("pooled") + 1  # an evaluation step stops there
         # The design's timing of the parity's update (nmp.train.hwcost: the arch's
         # parity_update beyond a plain read-modify-write), on every cost_sample-th step's rows:
         # what the memory would take for this server's parity_xor phase.
-        self.update_cost = _update_costs(ctx) if self.parity_phases else None
-        self.modeled["parity_update_ns"] = []
+        if "parity_xor" in names:
+            self.mem.update_cost = _update_costs(ctx)
+        self.modeled["parity_update_ns"] = self.mem.parity_update_ns
+        self.modeled["plain_update_ns"] = self.mem.plain_update_ns
+
+    @property
+    def records(self) -> np.ndarray:
+        return self.mem.records  # float32 [rows, width]: in the design's memory
+
+    @property
+    def parity(self) -> np.ndarray:
+        return self.mem.parity  # bytes [parity stripes, 4 * width]: in the design's memory
 
     # -- records --------------------------------------------------------------------------------
 
@@ -141,81 +159,116 @@ class Server:
     # -- one step -------------------------------------------------------------------------------
 
     def step(self, i: int, comm: Comm, ctl: Control, gen: int, *, train: bool = True):
-        ctx = self.ctx
-        t0 = time.perf_counter()
+        """One step: the server's phases of the strategy's schedule, walked in its order
+        (:func:`nmp.train.dist.phases.plan`), each timed under its name; an evaluation step
+        runs the forward phases only."""
+        st = SimpleNamespace(i=i, comm=comm, ctl=ctl, gen=gen, train=train, t0=time.perf_counter())
+        st.timed = train and i % self.ctx.cfg.cost_sample == 0
         clock = self.clock
         if train:
             clock.start(gen, i)
         else:
             clock.stop()
-        reqs = []
-        for w in range(ctx.spec.workers):
-            pos, rows, shape = comm.recv(ctx.worker_rank(w))
-            t_n, b_n, p_n = (int(x) for x in shape)
-            reqs.append(Request(pos=pos, rows=rows, shape=(t_n, b_n, p_n)))
-        clock.lap("lookup")
-        if self.rebuilding:
-            self._repair(comm, np.concatenate([r.rows for r in reqs]), i)
-            clock.lap("repair")
-        timed = train and i % ctx.cfg.cost_sample == 0
-        t_ns = e_pj = 0.0
-        for w, req in enumerate(reqs):
-            (slots, vectors), op = self.mem.gather(req, self.values, timed=timed)
-            clock.lap("gather")
-            if op is not None:
-                t_ns, e_pj = t_ns + op.t_ns, e_pj + op.total_energy_pj
-            kind = "pooled" if train else "eval_pooled"
-            if self.codec is not None and train:  # SC'24: real compressed bytes
-                msg = self.codec.encode_partial(slots, vectors, req.shape[0], i)
-                comm.post(ctx.worker_rank(w), kind, *msg)
-            else:
-                comm.post(ctx.worker_rank(w), kind, slots.astype(np.int32), vectors)
-            clock.lap("pooled")
-        if timed:
-            self.modeled["gather_ns"].append(t_ns)
-            self.modeled["gather_pj"].append(e_pj)
-        for peer in sorted(self.rebuilding_peers):
-            self._serve_repair(comm, peer)
-            clock.lap("repair")
+        for name, run in self.plan if train else self.plan[: self._forward]:
+            run(st)
+            clock.lap(name)
         if not train:
             comm.flush()
             return
-        parts = []
+        if self.tracking is not None:
+            self._track(st.reqs, i)
+        clock.stop()
+
+    def _handlers(self) -> dict[str, Any]:
+        """The phases a server runs, by the schedule's names."""
+        return {
+            "lookup": self._receive_lookups,
+            "gather": self._gather,
+            "pooled": self._send_pooled,
+            "row_grad": self._receive_row_grads,
+            "optimizer": self._optimizer,
+            "parity_delta": self._parity_delta,
+            "vote": self._vote,
+            "parity_xor": self._parity_xor,
+        }
+
+    def _receive_lookups(self, st) -> None:
+        ctx = self.ctx
+        st.reqs = []
         for w in range(ctx.spec.workers):
-            rows, grads = comm.recv(ctx.worker_rank(w))
+            pos, rows, shape = st.comm.recv(ctx.worker_rank(w))
+            t_n, b_n, p_n = (int(x) for x in shape)
+            st.reqs.append(Request(pos=pos, rows=rows, shape=(t_n, b_n, p_n)))
+        if self.rebuilding:  # the rows it lacks and one range, before the gather reads them
+            self.clock.lap("lookup")
+            self._repair(st.comm, np.concatenate([r.rows for r in st.reqs]), st.i)
+            self.clock.lap("repair")
+
+    def _gather(self, st) -> None:
+        """Each worker's request gathered and reduced on the memory design's units."""
+        st.partials = []
+        t_ns = e_pj = 0.0
+        for req in st.reqs:
+            part, op = self.mem.gather(req, self.values, timed=st.timed)
+            st.partials.append(part)
+            if op is not None:
+                t_ns, e_pj = t_ns + op.t_ns, e_pj + op.total_energy_pj
+        if st.timed:
+            self.modeled["gather_ns"].append(t_ns)
+            self.modeled["gather_pj"].append(e_pj)
+
+    def _send_pooled(self, st) -> None:
+        ctx = self.ctx
+        kind = "pooled" if st.train else "eval_pooled"
+        for w, (req, (slots, vectors)) in enumerate(zip(st.reqs, st.partials, strict=True)):
+            if self.codec is not None and st.train:  # SC'24: real compressed bytes
+                msg = self.codec.encode_partial(slots, vectors, req.shape[0], st.i)
+                st.comm.post(ctx.worker_rank(w), kind, *msg)
+            else:
+                st.comm.post(ctx.worker_rank(w), kind, slots.astype(np.int32), vectors)
+        if self.rebuilding_peers:  # then a rebuilding peer's repair request is served
+            self.clock.lap("pooled")
+            for peer in sorted(self.rebuilding_peers):
+                self._serve_repair(st.comm, peer)
+            self.clock.lap("repair")
+
+    def _receive_row_grads(self, st) -> None:
+        ctx = self.ctx
+        st.parts = []
+        for w in range(ctx.spec.workers):
+            rows, grads = st.comm.recv(ctx.worker_rank(w))
             if self.codec is not None:
                 grads = self.codec.decode_grads(rows, grads, ctx.geo.dim)
-            parts.append((rows, grads))
-        clock.lap("row_grad")
-        rows, grad = combine_row_grads(parts)
-        idx = self.local(rows)
-        old = self.records[idx]
-        new = optim.apply_rows(ctx.cfg.optimizer, old, grad, lr=ctx.cfg.lr_embedding)
-        clock.lap("optimizer")
-        staged_delta = None
-        if self.parity_phases:
-            staged_delta = self._exchange_deltas(comm, rows, old, new)
-        comm.flush()
-        clock.lap("parity_delta")  # (nothing without parity: the flush of the sends)
-        self.wall["step"] = self.wall.get("step", 0.0) + time.perf_counter() - t0
-        if ctl.vote(gen, i, ctx.spec.world, ctx.spec.timeout_s) == ABORT:
-            clock.drop()
-            raise Aborted(f"step {i} aborted")
-        ctl.fault_point(self.role, "commit", i)
-        self.records[idx] = new
-        clock.lap("vote")
-        if staged_delta is not None:
-            stripes, delta = staged_delta
-            pos = np.searchsorted(self.pstripes, stripes)
-            keep = self.par_ok[pos]
-            xor_into(self.parity, pos[keep], delta[keep])
-            clock.lap("parity_xor")
-            if timed and self.update_cost is not None:
-                coded, plain = self.update_cost
-                self.modeled["parity_update_ns"].append(coded.update(rows)[0] - plain.update(rows)[0])
-        if self.tracking is not None:
-            self._track(reqs, i)
-        clock.stop()
+            st.parts.append((rows, grads))
+
+    def _optimizer(self, st) -> None:
+        """The workers' gradients added in worker order, the optimizer applied: staged."""
+        st.rows, grad = combine_row_grads(st.parts)
+        st.idx = self.local(st.rows)
+        st.old = self.records[st.idx]
+        st.new = optim.apply_rows(self.ctx.cfg.optimizer, st.old, grad, lr=self.ctx.cfg.lr_embedding)
+
+    def _parity_delta(self, st) -> None:
+        st.staged = self._exchange_deltas(st.comm, st.rows, st.idx, st.new)
+
+    def _vote(self, st) -> None:
+        """Every send out, the vote; on commit the staged rows are applied."""
+        ctx = self.ctx
+        st.comm.flush()
+        self.wall["step"] = self.wall.get("step", 0.0) + time.perf_counter() - st.t0
+        if st.ctl.vote(st.gen, st.i, ctx.spec.world, ctx.spec.timeout_s) == ABORT:
+            self.clock.drop()
+            raise Aborted(f"step {st.i} aborted")
+        st.ctl.fault_point(self.role, "commit", st.i)
+        self.mem.write(st.idx, st.new)
+
+    def _parity_xor(self, st) -> None:
+        """The staged deltas XORed into this server's parity in place (positions still being
+        rebuilt drop them: they are re-encoded from the data later)."""
+        stripes, delta = st.staged
+        pos = np.searchsorted(self.pstripes, stripes)
+        keep = self.par_ok[pos]
+        self.mem.parity_update(pos[keep], delta[keep], st.rows if st.timed else None)
 
     def _track(self, reqs: list[Request], step: int) -> None:
         """CPR's bookkeeping of the committed step: the strategy's counters or marks."""
@@ -240,13 +293,13 @@ class Server:
             idx = self.ctx.strategy.choose(self.tracking, self.top_k)
             self.saver.save(step, full=False, rows=self.rows[idx], records=self.records[idx])
 
-    def _exchange_deltas(self, comm: Comm, rows, old, new):
+    def _exchange_deltas(self, comm: Comm, rows, idx, new):
         """Send each parity holder the deltas of its stripes; return the deltas received for
         this server's parity (stripe ids, bytes), staged."""
         ctx, shard = self.ctx, self.ctx.shard
         stripes = shard.stripe_of[rows]
         holder = shard.node_of_pos[stripes, self.k]
-        delta = (old.view(np.uint64) ^ new.view(np.uint64)).view(np.uint8)
+        delta = self.mem.delta(idx, new)  # old XOR new, in the data's memory
         for n in range(ctx.spec.servers):
             if n != self.node:
                 m = holder == n
@@ -336,6 +389,7 @@ class Server:
             "events": self.events,
             "ckpt_write_s": self.saver.write_s,
             "ckpt_bytes": self.saver.bytes,
+            "ckpt_writes": self.saver.writes,
             "codec": _codec_stats(self.codec),
         }
 

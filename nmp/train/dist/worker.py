@@ -18,6 +18,7 @@ under full recovery, loads the checkpoint like everyone else).
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from nmp.train import dense as dense_step
 from nmp.train.dist.comm import Comm
 from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.context import Context
-from nmp.train.dist.phases import PhaseClock
+from nmp.train.dist.phases import PhaseClock, plan
 from nmp.train.shard import add_partials, micro_row_grads, request_for
 
 
@@ -50,6 +51,8 @@ class Worker:
         self.codec = make_alltoall(ctx.cfg)  # train.compress: the pooled and gradient traffic
         self.exchange_s: list[float] = []  # per step: lookups out to pooled vectors in
         self.clock = PhaseClock()  # the schedule's phases, timed per step
+        # the step's table: the schedule's phases this worker takes part in, with handlers
+        self.plan = plan(ctx.schedule, "worker", self._handlers(), ctx.strategy.name)
 
     # -- state ----------------------------------------------------------------------------------
 
@@ -90,14 +93,12 @@ class Worker:
     # -- one step -------------------------------------------------------------------------------
 
     def _pooled(self, comm: Comm, g: np.ndarray, kind: str, step: int) -> np.ndarray:
-        ctx = self.ctx
-        for n in range(ctx.spec.servers):
-            req = request_for(ctx.shard, n, g)
-            comm.post(ctx.server_rank(n), kind, req.pos, req.rows, np.asarray(req.shape))
-        self.clock.lap("lookup")
-        parts = [self._receive_partial(comm, n, step) for n in range(ctx.spec.servers)]
-        self.clock.lap("pooled")  # waits on the servers' gather and their sends
-        return add_partials(parts, g.shape[1], g.shape[0], ctx.geo.dim)
+        """The forward exchange outside a training step (evaluation): lookups out, the
+        servers' partial sums in."""
+        st = SimpleNamespace(comm=comm, g=g, kind=kind, i=step)
+        self._send_lookups(st)
+        self._receive_pooled(st)
+        return st.pooled
 
     def _receive_partial(self, comm: Comm, n: int, step: int):
         got = comm.recv(self.ctx.server_rank(n))
@@ -109,53 +110,92 @@ class Worker:
         return got[0], got[1]
 
     def step(self, i: int, comm: Comm, ctl: Control, gen: int) -> float:
+        """One training step: the worker's phases of the strategy's schedule, walked in its
+        order (:func:`nmp.train.dist.phases.plan`), each timed under its name."""
         ctx = self.ctx
         t0 = time.perf_counter()
-        clock = self.clock
-        clock.start(gen, i)
+        self.clock.start(gen, i)
         if self.index == 0:
             ctl.set_progress(i)
         b = ctx.batch(i)
         sl = ctx.slices[self.index]
-        g = ctx.shard.global_rows(b.ids)[:, sl]
-        t1 = time.perf_counter()
-        pooled = self._pooled(comm, g, "lookup", i)
-        self.exchange_s.append(time.perf_counter() - t1)
-        loss, grads, pooled_grad = dense_step.micro_step(
-            self.model, self.params, b.dense[sl], pooled, b.label[sl], b.size
+        st = SimpleNamespace(i=i, comm=comm, ctl=ctl, gen=gen, kind="lookup", b=b, sl=sl)
+        st.g = ctx.shard.global_rows(b.ids)[:, sl]
+        for name, run in self.plan:
+            run(st)
+            self.clock.lap(name)
+        self.clock.stop()
+        self.step_wall.append((gen, i, time.perf_counter() - t0))
+        return st.loss
+
+    def _handlers(self) -> dict[str, Any]:
+        """The phases a worker runs, by the schedule's names."""
+        return {
+            "lookup": self._send_lookups,
+            "pooled": self._receive_pooled,
+            "dense": self._dense,
+            "row_grad": self._send_row_grads,
+            "dense_grad": self._dense_grads,
+            "vote": self._vote,
+        }
+
+    def _send_lookups(self, st) -> None:
+        ctx = self.ctx
+        st.t_exchange = time.perf_counter()
+        for n in range(ctx.spec.servers):
+            req = request_for(ctx.shard, n, st.g)
+            st.comm.post(ctx.server_rank(n), st.kind, req.pos, req.rows, np.asarray(req.shape))
+
+    def _receive_pooled(self, st) -> None:
+        """The servers' partial sums, added in server order (waits on their gather)."""
+        ctx, g = self.ctx, st.g
+        parts = [self._receive_partial(st.comm, n, st.i) for n in range(ctx.spec.servers)]
+        st.pooled = add_partials(parts, g.shape[1], g.shape[0], ctx.geo.dim)
+        if st.kind == "lookup":
+            self.exchange_s.append(time.perf_counter() - st.t_exchange)
+
+    def _dense(self, st) -> None:
+        """MLP forward and backward; the per-row gradients of the lookups."""
+        st.loss, st.grads, pooled_grad = dense_step.micro_step(
+            self.model, self.params, st.b.dense[st.sl], st.pooled, st.b.label[st.sl], st.b.size
         )
-        rows, rgrad = micro_row_grads(g, pooled_grad)
-        clock.lap("dense")
-        node = ctx.shard.node_of_row[rows]
+        st.rows, st.rgrad = micro_row_grads(st.g, pooled_grad)
+
+    def _send_row_grads(self, st) -> None:
+        ctx = self.ctx
+        node = ctx.shard.node_of_row[st.rows]
         for n in range(ctx.spec.servers):
             m = node == n
             if self.codec is not None:
-                comm.post(ctx.server_rank(n), "row_grad", *self.codec.encode_grads(rows[m], rgrad[m], i))
+                msg = self.codec.encode_grads(st.rows[m], st.rgrad[m], st.i)
+                st.comm.post(ctx.server_rank(n), "row_grad", *msg)
             else:
-                comm.post(ctx.server_rank(n), "row_grad", rows[m], rgrad[m])
-        clock.lap("row_grad")
-        mine = dense_step.flat_grads(grads)
+                st.comm.post(ctx.server_rank(n), "row_grad", st.rows[m], st.rgrad[m])
+
+    def _dense_grads(self, st) -> None:
+        """The MLP gradients to every other worker, everyone's added in worker order."""
+        ctx = self.ctx
+        mine = dense_step.flat_grads(st.grads)
         for w in range(ctx.spec.workers):
             if w != self.index:
-                comm.post(ctx.worker_rank(w), "dense_grad", mine)
+                st.comm.post(ctx.worker_rank(w), "dense_grad", mine)
         parts = []
         for w in range(ctx.spec.workers):
-            flat = mine if w == self.index else comm.recv(ctx.worker_rank(w))[0]
-            parts.append(dense_step.unflat_grads(flat, grads))
-        total = dense_step.add_grads(parts)
-        comm.flush()
-        clock.lap("dense_grad")
-        if ctl.vote(gen, i, ctx.spec.world, ctx.spec.timeout_s) == ABORT:
-            clock.drop()
-            raise Aborted(f"step {i} aborted")
-        ctl.fault_point(self.role, "commit", i)
+            flat = mine if w == self.index else st.comm.recv(ctx.worker_rank(w))[0]
+            parts.append(dense_step.unflat_grads(flat, st.grads))
+        st.total = dense_step.add_grads(parts)
+        st.comm.flush()
+
+    def _vote(self, st) -> None:
+        """The vote; on commit the MLP update (every replica the same)."""
+        ctx = self.ctx
+        if st.ctl.vote(st.gen, st.i, ctx.spec.world, ctx.spec.timeout_s) == ABORT:
+            self.clock.drop()
+            raise Aborted(f"step {st.i} aborted")
+        st.ctl.fault_point(self.role, "commit", st.i)
         dense_step.apply_update(
-            self.params, self.velocity, total, lr=ctx.cfg.lr_dense, momentum=ctx.cfg.momentum
+            self.params, self.velocity, st.total, lr=ctx.cfg.lr_dense, momentum=ctx.cfg.momentum
         )
-        clock.lap("vote")
-        clock.stop()
-        self.step_wall.append((gen, i, time.perf_counter() - t0))
-        return loss
 
     def evaluate(self, comm: Comm) -> list[np.ndarray]:
         """This worker's click probabilities on each held-out batch (its slice of it)."""
@@ -187,10 +227,12 @@ class Worker:
     def result(self) -> dict[str, Any]:
         from nmp.train.dist.server import _codec_stats
 
+        saver = getattr(self, "saver", None)
         return {
             "exchange_s": self.exchange_s,
             "codec": _codec_stats(self.codec),
             "phase_s": self.clock.steps,
+            "ckpt_writes": saver.writes if saver is not None else [],
         }
 
     def final_arrays(self) -> dict[str, np.ndarray]:

@@ -13,7 +13,12 @@ import numpy as np
 from nmp.errors import NmpError
 from nmp.train.checkpoint import daly_interval, load_npz, save_npz, young_interval
 from nmp.train.failures import Failure
+from nmp.train.schedule import COMMON, RunPhase
 from nmp.train.strategies.base import Strategy, register
+
+# Every interval each server writes its rows (worker 0 the MLP) to a file of its own, synced;
+# the next step waits for the slowest writer.
+SAVE = RunPhase("save", "every_save", "each process writes its part of the save, synced")
 
 
 class _Checkpointing(Strategy):
@@ -114,6 +119,11 @@ class FullCheckpoint(_Checkpointing):
     name = "checkpoint"
     every_save_full = True
     rolls_back = True
+    schedule = COMMON.with_run(
+        SAVE,
+        RunPhase("restore", "per_failure", "every process loads its part of the newest full save"),
+        RunPhase("reexec", "per_failure", "the steps since that save, executed again"),
+    )
 
     @classmethod
     def scale_expected(cls, md, dep) -> list[dict[str, Any]]:

@@ -11,8 +11,9 @@ import numpy as np
 
 from nmp.train.checkpoint import load_npz, save_npz
 from nmp.train.failures import Failure
+from nmp.train.schedule import COMMON, RunPhase
 from nmp.train.strategies.base import register
-from nmp.train.strategies.checkpointing import _Checkpointing
+from nmp.train.strategies.checkpointing import SAVE, _Checkpointing
 
 
 class _CPR(_Checkpointing):
@@ -20,6 +21,13 @@ class _CPR(_Checkpointing):
 
     partial_rows = ""  # its policy at scale (nmp.train.partial_save.POLICIES)
     tracks_rows = True
+    schedule = COMMON.with_run(
+        SAVE,
+        RunPhase(
+            "restore", "per_failure",
+            "the replacement loads its rows: the newest full save, then the newer partial ones",
+        ),
+    )  # fmt: skip
 
     @classmethod
     def restore_replacement(

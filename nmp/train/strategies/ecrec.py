@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from nmp.train.failures import Failure
-from nmp.train.schedule import COMMON, Phase, Schedule
+from nmp.train.schedule import COMMON, Phase, RunPhase, Schedule
 from nmp.train.strategies.base import Strategy, register
 
 # ECRec's step: the common one plus the parity's two phases. The artifact (Thesys-lab/ECRec,
@@ -34,6 +34,13 @@ SCHEDULE = Schedule(
     recovery=(
         "regroup; the replacement repairs the rows each step touches and one range of its lost "
         "positions per step from the survivors (XOR of the stripe), training never pauses",
+    ),
+    run=(
+        *COMMON.run,
+        RunPhase(
+            "repair", "per_step",
+            "the replacement's repair rounds inside the steps until it holds its shard",
+        ),
     ),
 )  # fmt: skip
 

@@ -1,0 +1,324 @@
+"""The run's phases beyond the steady step, measured beside modeled (``nmp train --procs``).
+
+A strategy's schedule (:mod:`nmp.train.schedule`) declares them (``Schedule.run``): the saves
+every interval, and per failure the regroup, the restore and the re-executed steps (ECRec's
+repair rounds run inside the steps). Each name has one measurement from the run's processes
+(:data:`MEASURE`) and one model from what they did (:data:`MODEL`): the bytes the processes
+wrote and read, the steps they executed, and times this run takes on this machine (the
+failure-free runs' steps, a write and a read of a save's size, synced, in the run folder). The
+steps themselves are one more phase (``steps``), modeled as the failure-free runs' mean step
+times the per-step model's ratio (:func:`nmp.train.dist.phases.phase_model`), and the time
+between steps (``between``: counts published, the save check; and a failure's aborted step) as
+the failure-free runs' own. The total is their sum: the modeled training time, against the
+measured one, in seconds and as the overhead over the failure-free runs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nmp.train.checkpoint import load_npz, save_npz
+
+
+def storage_bench(folder: Path, nbytes: int, reps: int = 3) -> tuple[float, float]:
+    """A microbenchmark the run takes: seconds to write (synced and renamed, as a save part
+    is) and to read back a file of ``nbytes`` in ``folder``, median of ``reps``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "bench.npz"
+    data = np.zeros(max(1, int(nbytes) // 4), np.float32)
+    writes, reads = [], []
+    for _ in range(reps):
+        writes.append(save_npz(path, records=data))
+        t0 = time.perf_counter()
+        load_npz(path)
+        reads.append(time.perf_counter() - t0)
+    path.unlink(missing_ok=True)
+    return float(np.median(writes)), float(np.median(reads))
+
+
+# -- what the run did ------------------------------------------------------------------------
+
+
+def _walls(rec: dict) -> list[tuple[int, int, float]]:
+    return rec["results"]["worker:0"].get("step_wall", [])
+
+
+def _failures(rec: dict) -> list[dict[str, Any]]:
+    return [e for e in rec["events"] if "failed" in e]
+
+
+def reexecuted(rec: dict) -> set[tuple[int, int]]:
+    """(generation, step) of the committed steps a rollback executed again."""
+    out = set()
+    for ev in _failures(rec):
+        out |= {(ev["gen"], i) for i in range(ev["resume_step"], ev["committed_steps"])}
+    return out
+
+
+def saves(rec: dict) -> dict[int, dict[str, float]]:
+    """Per save (its step): the slowest writer's seconds (the next step waits for it) and the
+    largest part's bytes."""
+    out: dict[int, dict[str, float]] = {}
+    for res in rec["results"].values():
+        for step, secs, nbytes in res.get("ckpt_writes") or []:
+            row = out.setdefault(int(step), {"s": 0.0, "bytes": 0.0})
+            row["s"] = max(row["s"], float(secs))
+            row["bytes"] = max(row["bytes"], float(nbytes))
+    return out
+
+
+def _restore_s(rec: dict, gen: int) -> float:
+    return max(float(r.get("begin_s", {}).get(str(gen), 0.0)) for r in rec["results"].values())
+
+
+def _restore_bytes(rec: dict, gen: int) -> float:
+    return max(float(r.get("loaded_bytes", {}).get(str(gen), 0)) for r in rec["results"].values())
+
+
+# -- measured, per name ----------------------------------------------------------------------
+
+
+def _m_steps(rec, ctx) -> float:
+    redo = reexecuted(rec)
+    return sum(s for g, i, s in _walls(rec) if (g, i) not in redo)
+
+
+def _m_reexec(rec, ctx) -> float:
+    redo = reexecuted(rec)
+    return sum(s for g, i, s in _walls(rec) if (g, i) in redo)
+
+
+def _m_save(rec, ctx) -> float:
+    return sum(v["s"] for v in saves(rec).values())
+
+
+def _m_restore(rec, ctx) -> float:
+    return sum(_restore_s(rec, ev["gen"]) for ev in _failures(rec))
+
+
+def _m_regroup(rec, ctx) -> float:
+    return sum(
+        max(0.0, ev.get("regroup_wall_s", 0.0) - _restore_s(rec, ev["gen"]))
+        for ev in _failures(rec)
+    )
+
+
+def _m_repair(rec, ctx) -> float:
+    from nmp.train.dist.phases import per_step
+
+    return sum(r.get("repair", 0.0) for r in per_step(rec["results"], "server").values())
+
+
+MEASURE = {
+    "steps": _m_steps,
+    "reexec": _m_reexec,
+    "save": _m_save,
+    "restore": _m_restore,
+    "regroup": _m_regroup,
+    "repair": _m_repair,
+}
+
+
+# -- modeled, per name -----------------------------------------------------------------------
+
+
+def _d_steps(rec, inp) -> float:
+    return len({i for _, i, _ in _walls(rec)}) * inp["step_s"] + inp["repair_s"]
+
+
+def _d_reexec(rec, inp) -> float:
+    return len(reexecuted(rec)) * inp["step_s"]
+
+
+def _d_save(rec, inp) -> float:
+    # every save's slowest part: the largest part's bytes at the measured write (a part of
+    # another size scales with its bytes; the sync's fixed cost is in the benchmark)
+    per_byte = inp["write_s"] / inp["bench_bytes"]
+    return sum(v["bytes"] * per_byte for v in saves(rec).values())
+
+
+def _d_restore(rec, inp) -> float:
+    per_byte = inp["read_s"] / inp["bench_bytes"]
+    return sum(_restore_bytes(rec, ev["gen"]) * per_byte for ev in _failures(rec))
+
+
+def _d_regroup(rec, inp) -> float:
+    return len(_failures(rec)) * inp["regroup_s"]
+
+
+def _d_repair(rec, inp) -> float:
+    return inp["repair_s"]
+
+
+MODEL = {
+    "steps": _d_steps,
+    "reexec": _d_reexec,
+    "save": _d_save,
+    "restore": _d_restore,
+    "regroup": _d_regroup,
+    "repair": _d_repair,
+}
+
+
+def regroup_model_s(base: dict, workers: int, world: int) -> float:
+    """A failure's regroup on this machine, from what the processes do: the launcher sees the
+    death (it polls every 2 ms) and publishes a generation, the spare sees its role (it polls
+    every 5 ms): half a period each on average; every process then joins the generation, a
+    barrier of all ``world`` processes: one blocking round among ``world - 1`` peers
+    (:func:`nmp.train.dist.phases.round_seconds`, from the failure-free runs' all-gather);
+    and the group forms, as long as it took the failure-free runs' last process to arrive (it
+    waits for nobody). Chosen after the failure-free runs' median process's group formation
+    (which includes waiting for the others' start) overestimated the regroup 3-8x."""
+    from nmp.train.dist.phases import mean_phases, round_seconds
+    from nmp.train.schedule import COMMON
+
+    runs = base.get("runs", [base])
+    formed = [
+        min(float(r.get("group_s", {}).get("0", 0.0)) for r in b["results"].values()) for b in runs
+    ]
+    barrier = round_seconds(mean_phases(runs, COMMON), workers, world - 1)
+    return 0.001 + 0.0025 + barrier + float(np.median(formed))
+
+
+def run_phases(
+    run: dict, base: dict, schedule, *, step_ratio: float, repair_s: float,
+    bench: dict[str, float], workers: int, world: int,
+) -> dict[str, Any]:
+    """Every run phase of ``schedule`` (and the steps, and the time between them) measured in
+    ``run`` beside modeled; seconds, and the error in points of the failure-free training."""
+    ctx = run.get("ctx")
+    bases = base.get("runs", [base])
+    ff_steps = [s for b in bases for _, _, s in _walls(b)]
+    ff_wall = float(np.mean([b["train_wall_s"] for b in bases]))
+    n_ff = float(np.mean([len(_walls(b)) for b in bases]))
+    step_s = float(np.mean(ff_steps)) * step_ratio  # the mean: the tails are this machine's
+    between_s = max(0.0, ff_wall - n_ff * float(np.mean(ff_steps))) / n_ff
+    inp = {
+        "step_s": step_s,
+        "repair_s": repair_s,
+        "regroup_s": regroup_model_s(base, workers, world),
+        "between_step_s": between_s,
+        **bench,
+    }
+    names = ["steps", *(p.name for p in schedule.run if p.when != "per_step")]
+    table: dict[str, Any] = {}
+    for name in names:
+        table[name] = {"measured_s": MEASURE[name](run, ctx), "modeled_s": MODEL[name](run, inp)}
+    for p in schedule.run:
+        if p.when == "per_step":  # inside the steps: shown, not added again
+            table[p.name] = {
+                "measured_s": MEASURE[p.name](run, ctx),
+                "modeled_s": MODEL[p.name](run, inp),
+                "inside": "steps",
+            }
+    executed = len(_walls(run))
+    summed = sum(v["measured_s"] for v in table.values() if "inside" not in v)
+    table["between"] = {
+        "measured_s": max(0.0, run["train_wall_s"] - summed),
+        "modeled_s": executed * between_s,
+    }
+    for v in table.values():
+        m, d = v["measured_s"], v["modeled_s"]
+        v["error_pct"] = 100.0 * (d / m - 1.0) if m > 0 else None
+        v["error_points"] = 100.0 * (d - m) / ff_wall
+    total_mod = sum(v["modeled_s"] for v in table.values() if "inside" not in v)
+    return {
+        "phases": table,
+        "total_s": {"measured": run["train_wall_s"], "modeled": total_mod},
+        "failure_free_train_wall_s": ff_wall,
+        "overhead_pct": {
+            "measured": 100.0 * (run["train_wall_s"] / ff_wall - 1.0),
+            "modeled": 100.0 * (total_mod / ff_wall - 1.0),
+        },
+        "inputs": inp,
+    }
+
+
+def cpu_overhead(run: dict, base: dict) -> dict[str, Any] | None:
+    """The overhead in CPU seconds of the run's processes (every process's time in training,
+    a killed one's up to its last step): the machine's other load moves wall time, far less
+    the work done. None when no process reported."""
+    bases = base.get("runs", [base])
+    got = [sum((b["traffic"].get("cpu_s") or {}).values()) for b in bases]
+    mine = sum((run["traffic"].get("cpu_s") or {}).values())
+    if not mine or not all(got):
+        return None
+    ff = float(np.mean(got))
+    return {
+        "cpu_s": mine,
+        "failure_free_cpu_s": ff,
+        "failure_free_cpu_s_each": got,
+        "overhead_pct": 100.0 * (mine / ff - 1.0),
+    }
+
+
+def bench_for(folder: Path, runs: list[dict]) -> dict[str, float]:
+    """The storage microbenchmark at the size of the largest save part the runs wrote (one
+    record when none was written)."""
+    nbytes = max((v["bytes"] for r in runs for v in saves(r).values()), default=0.0)
+    nbytes = nbytes or 4.0 * runs[0]["ctx"].width
+    write_s, read_s = storage_bench(folder / "bench", int(nbytes))
+    return {"write_s": write_s, "read_s": read_s, "bench_bytes": float(nbytes)}
+
+
+def repeats(pairs: list[dict], runs: list[dict], modeled) -> dict[str, Any]:
+    """Each strategy run against the failure-free runs on either side of it (``pairs[i]``,
+    merged): measured (wall and CPU seconds) and modeled (``modeled(pair, run)``) overhead,
+    per run phase; their mean and spread."""
+    per = []
+    for i, run in enumerate(runs):
+        pair = pairs[i]
+        model = modeled(pair, run)
+        rp = model["run_phases"]
+        cpu = cpu_overhead(run, pair)
+        per.append(
+            {
+                "overhead_pct": rp["overhead_pct"]["measured"],
+                "modeled_overhead_pct": rp["overhead_pct"]["modeled"],
+                "cpu_overhead_pct": None if cpu is None else cpu["overhead_pct"],
+                "failure_free_repeat_pct": 100.0
+                * (pair["runs"][1]["train_wall_s"] / pair["runs"][0]["train_wall_s"] - 1.0),
+                "run_phases_s": {
+                    n: [v["measured_s"], v["modeled_s"]] for n, v in rp["phases"].items()
+                },
+            }
+        )
+
+    def spread(key: str) -> dict[str, float] | None:
+        vals = [p[key] for p in per if p[key] is not None]
+        if not vals:
+            return None
+        return {
+            "mean": float(np.mean(vals)),
+            "min": float(np.min(vals)),
+            "max": float(np.max(vals)),
+            "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
+        }
+
+    keys = ("overhead_pct", "modeled_overhead_pct", "cpu_overhead_pct", "failure_free_repeat_pct")
+    return {"runs": per, **{k: spread(k) for k in keys}}
+
+
+def print_run_phases(rp: dict[str, Any], cpu: dict[str, Any] | None) -> None:
+    print("  run phase              measured s    modeled s   error")
+    for name, v in rp["phases"].items():
+        err = "-" if v["error_pct"] is None else f"{v['error_pct']:+.0f} %"
+        note = " (inside steps)" if "inside" in v else ""
+        print(
+            f"  {name + note:22s} {v['measured_s']:>11.3f}  {v['modeled_s']:>11.3f}   {err} "
+            f"({v['error_points']:+.1f} points)"
+        )
+    t, o = rp["total_s"], rp["overhead_pct"]
+    print(
+        f"  training               {t['measured']:>11.3f}  {t['modeled']:>11.3f}   overhead "
+        f"measured {o['measured']:+.1f} %, modeled {o['modeled']:+.1f} %"
+    )
+    if cpu is not None:
+        print(
+            f"  CPU seconds of the processes: {cpu['cpu_s']:.1f} vs failure-free "
+            f"{cpu['failure_free_cpu_s']:.1f}: overhead {cpu['overhead_pct']:+.1f} %"
+        )

@@ -1,0 +1,134 @@
+"""The schedule as the table the distributed processes walk, and the run phases' model (no
+processes: records shaped as the launcher's)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nmp.errors import NmpError
+from nmp.train.dist.phases import plan
+from nmp.train.dist.runphases import run_phases
+from nmp.train.schedule import COMMON, Phase
+from nmp.train.strategies import REGISTRY
+
+
+def _handlers(*names):
+    return {n: (lambda st: None) for n in names}
+
+
+SERVER = _handlers(
+    "lookup", "gather", "pooled", "row_grad", "optimizer", "parity_delta", "vote", "parity_xor"
+)
+WORKER = _handlers("lookup", "pooled", "dense", "row_grad", "dense_grad", "vote")
+
+
+def test_each_role_walks_its_phases_of_the_strategys_schedule_in_order():
+    ecrec = REGISTRY.get("ecrec").schedule
+    assert [n for n, _ in plan(ecrec, "server", SERVER, "ecrec")] == [
+        "lookup", "gather", "pooled", "row_grad", "optimizer", "parity_delta", "vote",
+        "parity_xor",
+    ]  # fmt: skip
+    assert [n for n, _ in plan(COMMON, "server", SERVER, "x")] == [
+        "lookup", "gather", "pooled", "row_grad", "optimizer", "vote",
+    ]  # fmt: skip
+    assert [n for n, _ in plan(ecrec, "worker", WORKER, "ecrec")] == [
+        "lookup", "pooled", "dense", "row_grad", "dense_grad", "vote",
+    ]  # fmt: skip
+
+
+def test_a_phase_no_process_can_run_is_refused_up_front():
+    sched = COMMON.with_phases(Phase("scrub", "server", "compute", after=("optimizer",)))
+    with pytest.raises(NmpError, match="phase 'scrub' has no server handler"):
+        plan(sched, "server", SERVER, "mine")
+    plan(sched, "worker", WORKER, "mine")  # not a worker's phase: the workers walk on
+
+
+def test_checkpointing_declares_its_run_phases_and_ecrec_its_repair():
+    names = {n: [p.name for p in REGISTRY.get(n).schedule.run] for n in ("checkpoint", "cpr-mfu")}
+    assert names == {
+        "checkpoint": ["regroup", "save", "restore", "reexec"],
+        "cpr-mfu": ["regroup", "save", "restore"],
+    }
+    run = REGISTRY.get("ecrec").schedule.run
+    assert [(p.name, p.when) for p in run] == [("regroup", "per_failure"), ("repair", "per_step")]
+
+
+def _rec(walls, train_wall_s, **server):
+    return {
+        "results": {
+            "worker:0": {"step_wall": walls, "group_s": {"0": 0.02}},
+            "server:0": {"group_s": {"0": 0.04}, **server},
+        },
+        "events": [],
+        "train_wall_s": train_wall_s,
+        "ctx": None,
+    }
+
+
+def test_run_phases_are_modeled_from_what_the_processes_did():
+    step = 0.01
+    ff = _rec([(0, i, step) for i in range(20)], 0.22)  # 20 steps + 1 ms between steps
+    ff["results"]["worker:0"]["phase_s"] = {f"0:{i}": {"dense_grad": 0.004} for i in range(20)}
+    run = _rec(
+        [(0, i, 0.012) for i in range(10)] + [(1, i, 0.011) for i in range(5, 20)],
+        0.6,
+        ckpt_writes=[(0, 0.03, 4000), (10, 0.05, 4000), (10, 0.01, 2000)],
+        begin_s={"1": 0.02},
+        loaded_bytes={"1": 8000},
+    )
+    run["events"] = [
+        {"failed": "server:0", "gen": 1, "resume_step": 5, "committed_steps": 10,
+         "regroup_wall_s": 0.1},
+    ]  # fmt: skip
+    bench = {"write_s": 0.02, "read_s": 0.004, "bench_bytes": 4000.0}
+    sched = REGISTRY.get("checkpoint").schedule
+    out = run_phases(
+        run, {"runs": [ff]}, sched, step_ratio=1.5, repair_s=0.0, bench=bench, workers=2, world=4
+    )
+    ph = out["phases"]
+    # measured: the re-executed steps 5..9 of generation 1, each save's slowest writer
+    assert ph["reexec"]["measured_s"] == pytest.approx(5 * 0.011)
+    assert ph["steps"]["measured_s"] == pytest.approx(10 * 0.012 + 10 * 0.011)
+    assert ph["save"]["measured_s"] == pytest.approx(0.03 + 0.05)
+    assert ph["restore"]["measured_s"] == pytest.approx(0.02)
+    assert ph["regroup"]["measured_s"] == pytest.approx(0.1 - 0.02)
+    # modeled: steps at the failure-free mean times the per-step model's ratio; a save's
+    # largest part at the benchmark's bytes per second; the restore's bytes read likewise
+    assert ph["steps"]["modeled_s"] == pytest.approx(20 * step * 1.5)
+    assert ph["reexec"]["modeled_s"] == pytest.approx(5 * step * 1.5)
+    assert ph["save"]["modeled_s"] == pytest.approx(2 * 0.02)
+    assert ph["restore"]["modeled_s"] == pytest.approx(2 * 0.004)
+    assert ph["between"]["modeled_s"] == pytest.approx(25 * 0.001)
+    # the regroup: the launcher's and the spare's half polling periods, a barrier of the 4
+    # processes (the all-gather's round of 4 ms among 1 peer, scaled to 3: H(3)), the group
+    # formation of the failure-free run's last process to arrive
+    assert ph["regroup"]["modeled_s"] == pytest.approx(0.0035 + 0.004 * (1 + 1 / 2 + 1 / 3) + 0.02)
+    total = sum(v["modeled_s"] for v in ph.values())
+    assert out["total_s"]["modeled"] == pytest.approx(total)
+    assert out["overhead_pct"]["modeled"] == pytest.approx(100 * (total / 0.22 - 1))
+    assert out["overhead_pct"]["measured"] == pytest.approx(100 * (0.6 / 0.22 - 1))
+
+
+def test_repeats_give_each_runs_overheads_and_their_spread():
+    from nmp.train.dist.runphases import repeats
+
+    def ff(wall, cpu):
+        return {"train_wall_s": wall, "traffic": {"cpu_s": {"a": cpu}}}
+
+    pairs = [{"runs": [ff(10.0, 5.0), ff(12.0, 5.0)]}, {"runs": [ff(12.0, 5.0), ff(11.0, 5.0)]}]
+    runs = [{"traffic": {"cpu_s": {"a": 6.0}}}, {"traffic": {"cpu_s": {"a": 5.5}}}]
+    walls = iter([(13.2, 12.0), (11.5, 12.5)])  # (measured, modeled) training seconds
+
+    def modeled(pair, run):
+        m, d = next(walls)
+        ff_s = sum(b["train_wall_s"] for b in pair["runs"]) / 2
+        pct = {"measured": 100 * (m / ff_s - 1), "modeled": 100 * (d / ff_s - 1)}
+        return {"run_phases": {"overhead_pct": pct, "phases": {}}}
+
+    out = repeats(pairs, runs, modeled)
+    assert [r["overhead_pct"] for r in out["runs"]] == pytest.approx([20.0, 0.0])
+    assert [r["cpu_overhead_pct"] for r in out["runs"]] == pytest.approx([20.0, 10.0])
+    assert out["overhead_pct"]["mean"] == pytest.approx(10.0)
+    assert out["overhead_pct"]["min"] == pytest.approx(0.0)
+    assert out["overhead_pct"]["sd"] == pytest.approx(14.142, rel=1e-3)
+    assert out["failure_free_repeat_pct"]["max"] == pytest.approx(20.0)
