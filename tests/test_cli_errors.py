@@ -517,6 +517,76 @@ ISSUE_42_CASES = [
         ["train", "--extrapolate", "--servers", "10", "--server-mtbf-hours", "1e-7"],
         "key '--server-mtbf-hours'",
     ),
+    # round 3 (new instances, each kind with two): an input file that is not a regular file
+    # is refused as its flag is parsed, before any work (a pipe blocked, or failed late)
+    ("replay-trace-fifo", ["replay", "{tmp}/fifo.trace"], "argument trace: "),
+    (
+        "shard-index-file-fifo",
+        ["shard", "--workload", "criteo-kaggle", "--index-file", "{tmp}/fifo.npz"],
+        "argument --index-file: ",
+    ),
+    (
+        "train-data-folder",
+        ["train", "--strategy", "none", "--data", "{tmp}/a_folder.toml"],
+        "is a folder",
+    ),
+    # silent wrong results: a data rate that disagrees with the clock the timing counts in
+    (
+        "replay-memory-rate-mismatch",
+        ["replay", TRACE, "--memory", "{tmp}/rate-mismatch.toml"],
+        "rate-mismatch.toml: key 'rate_mtps': rule rate-matches-clock",
+    ),
+    ("replay-set-tck", ["replay", TRACE, "--set", "tck_ps=1000"], "rate-matches-clock"),
+    # messages: a setup file's value is named at its file and key, a flag's as the flag
+    (
+        "train-setup-tiny-mtbf",
+        ["train", "--extrapolate", "--setup", "{tmp}/setup-tiny-mtbf.toml"],
+        "setup-tiny-mtbf.toml: key 'values.server_mtbf_hours'",
+    ),
+    (
+        "train-setup-k-0",
+        ["train", "--extrapolate", "--setup", "{tmp}/setup-k-0.toml"],
+        "setup-k-0.toml: key 'values.k'",
+    ),
+    ("train-storage-gbps-0", ["train", "--extrapolate", "--storage-gbps", "0"], "--storage-gbps"),
+    (
+        "cache-user-locality-2",
+        ["cache", "--request-model", "users", "--user-locality", "2", "--no-accuracy"],
+        "--user-locality",
+    ),
+    (
+        "shard-time-limit-0",
+        ["shard", "--workload", "criteo-kaggle", "--time-limit", "0"],
+        "--time-limit",
+    ),
+    # messages after minutes: a name is looked up before the work it names
+    (
+        "shard-sharder-unknown",
+        ["shard", "--workload", "criteo-kaggle", "--sharder", "bogus"],
+        "--sharder: unknown sharder 'bogus'",
+    ),
+    # hangs: counts of time (steps, seeds) bounded, not only counts of memory
+    ("train-steps-1e12", ["train", "--strategy", "none", "--steps", "1e12"], "train.steps"),
+    ("train-seeds-1e9", ["train", "--compare", "--seeds", "1e9"], "--seeds"),
+    ("cache-train-steps-1e12", ["cache", "--train-steps", "1e12"], "--train-steps"),
+    # hangs and data destroyed: measure host checks its output and its memory before measuring
+    (
+        "measure-max-mib-1e9",
+        ["measure", "host", "--max-mib", "1e9", "--out", "{tmp}/m.toml"],
+        "key '--max-mib'",
+    ),
+    (
+        "measure-check-batches-1e9",
+        ["measure", "host", "--check", "--batches", "1000000000", "--out", "{tmp}/m.toml"],
+        "key '--batches'",
+    ),
+    ("measure-out-link", ["measure", "host", "--out", "{tmp}/link.toml"], "symbolic link"),
+    # tracebacks: a row index beyond int64 in a request file
+    (
+        "cache-request-file-huge-row",
+        ["cache", "--request-file", "{tmp}/req-huge-row.txt", "--no-accuracy"],
+        "req-huge-row.txt:2",
+    ),
     # messages: usage errors are one line, exit status 1
     ("no-command", [], "give a command"),
     ("unknown-flag", ["models", "--bogus"], "--bogus"),
@@ -617,6 +687,12 @@ def test_outputs_never_replace_a_link_a_device_or_a_pipe(tmp_path: Path, capsys,
         _main([*users, "--save-requests", "/dev/null"], tmp_path, capsys, monkeypatch), "device"
     )
     assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    # measure host wrote its preset through a link (round 3); refused before it measures
+    proc = _main(["measure", "host", "--out", "{tmp}/link.toml"], tmp_path, capsys, monkeypatch)
+    _assert_clean_error(proc, "symbolic link")
+    assert (tmp_path / "link.toml").is_symlink() and (
+        tmp_path / "victim.txt"
+    ).read_text() == "keep\n"
 
 
 FOLDER_HOLDER = """

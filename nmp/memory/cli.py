@@ -118,6 +118,8 @@ def _print_table(trace: str, spec, stats) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from nmp.cliargs import input_file
+
     p = sub.add_parser(
         "replay",
         help="replay a memory trace on a modeled DRAM system",
@@ -127,7 +129,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "memory cycles until the last request was accepted."
         ),
     )
-    p.add_argument("trace", help="trace file (.gz or plain)")
+    p.add_argument("trace", type=input_file, help="trace file (.gz or plain)")
     add_memory_arguments(p)
     p.add_argument("--no-drain", action="store_true", help="stop when the last request is accepted")
 

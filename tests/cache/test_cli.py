@@ -95,4 +95,6 @@ def test_bad_input_is_one_line(capsys, args, message):
 def test_accuracy_needs_training_steps(capsys):
     assert main(["cache", "--train-steps", "0", "--backend", ""]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("nmp: error:") and "train_steps must be >= 1" in err and "\n" not in err
+    assert (
+        err.startswith("nmp: error:") and "--train-steps must be in 1.." in err and "\n" not in err
+    )
