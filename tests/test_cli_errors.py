@@ -695,6 +695,32 @@ def test_outputs_never_replace_a_link_a_device_or_a_pipe(tmp_path: Path, capsys,
     ).read_text() == "keep\n"
 
 
+def test_a_log_never_appends_through_a_link_or_to_a_pipe(tmp_path: Path) -> None:
+    """Round 3: a run folder's results.jsonl planted as a link appended to the file it named;
+    a pipe blocked. Each is refused, named, and left as it was."""
+    from nmp.errors import NmpError
+    from nmp.evaluate.store import JsonlLog
+
+    make_files(tmp_path, ["{tmp}/link", "{tmp}/fifo"])
+    for name, kind in (("link", "symbolic link"), ("fifo", "named pipe")):
+        with pytest.raises(NmpError, match=kind), JsonlLog(tmp_path / name) as log:
+            log.append({"a": 1})
+    assert (tmp_path / "victim.txt").read_text() == "keep\n"
+    with JsonlLog(tmp_path / "new.jsonl") as log:  # a regular file: created, appended
+        log.append({"a": 1})
+    assert (tmp_path / "new.jsonl").read_text() == '{"a":1}\n'
+
+
+def test_two_reports_in_one_second_get_two_folders(tmp_path: Path) -> None:
+    """Round 3: two `nmp validate --out D` finishing in the same second both chose
+    validate-<stamp>; the second failed with "File exists" after its whole run."""
+    from nmp.validate.report import write_report
+
+    first = write_report([], tmp_path, quick=True)
+    second = write_report([], tmp_path, quick=True)
+    assert first != second and (first / "report.md").is_file() and (second / "report.md").is_file()
+
+
 FOLDER_HOLDER = """
 import sys, time
 from nmp.fileio import folder_lock
