@@ -559,6 +559,17 @@ ISSUE_42_CASES = [
         ["shard", "--workload", "criteo-kaggle", "--time-limit", "0"],
         "--time-limit",
     ),
+    # messages after minutes: an output folder checked before the work that fills it
+    (
+        "train-ckpt-dir-a-file",
+        ["train", "--strategy", "checkpoint", "--set", "train.ckpt_dir={tmp}/a_file"],
+        "train.ckpt_dir",
+    ),
+    (
+        "train-ckpt-dir-in-proc",
+        ["train", "--strategy", "checkpoint", "--set", "train.ckpt_dir=/proc/nope"],
+        "train.ckpt_dir",
+    ),
     # messages after minutes: a name is looked up before the work it names
     (
         "shard-sharder-unknown",

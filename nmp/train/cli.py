@@ -52,6 +52,10 @@ def _config(args: argparse.Namespace):
     except ValueError as exc:
         raise NmpError(f"train config: {exc}") from None
     _check_memory(cfg, args.max_memory)
+    if cfg.ckpt_dir:  # a folder it cannot write: refused before the training, not after
+        from nmp.cliargs import check_out_folder
+
+        check_out_folder(cfg.ckpt_dir, flag="key 'train.ckpt_dir':")
     return cfg
 
 
