@@ -224,6 +224,13 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "rate-mismatch.toml": _memory_preset("rate_mtps = 3200", "rate_mtps = 1600"),
     "setup-tiny-mtbf.toml": _setup_with("server_mtbf_hours = 720.0", "server_mtbf_hours = 1e-7"),
     "setup-k-0.toml": _setup_with("k = 4\n", "k = 0\n"),
+    "channels-2^20.toml": _memory_preset("\nchannels = 1\n", "\nchannels = 1048576\n"),
+    "pooling-1e9.toml": _text(
+        'name = "w"\nrows = [1000]\ndim = 16\nbatch = 4\npooling = 1000000000\n'
+    ),
+    "batch-1e9.toml": _text(
+        'name = "w"\nrows = [1000]\ndim = 16\nbatch = 1000000000\npooling = 8\n'
+    ),
     "req-huge-row.txt": _text(
         "\t".join(["7"] + ["1"] * 26) + "\n" + "\t".join(["7"] + ["9" * 23] * 26) + "\n"
     ),

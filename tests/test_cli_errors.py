@@ -576,6 +576,27 @@ ISSUE_42_CASES = [
         ["shard", "--workload", "criteo-kaggle", "--sharder", "bogus"],
         "--sharder: unknown sharder 'bogus'",
     ),
+    # messages: a large count is blamed where it was given (a file's key, not a flag)
+    (
+        "replay-memory-toml-channels-2^20",
+        ["replay", TRACE, "--memory", "{tmp}/channels-2^20.toml", "--max-memory", "1G"],
+        "channels-2^20.toml: key 'org.channels'",
+    ),
+    (
+        "replay-set-org-channels-2^20",
+        ["replay", TRACE, "--set", "org.channels=1048576", "--max-memory", "1G"],
+        "key 'org.channels'",
+    ),
+    (
+        "run-workload-file-pooling-1e9",
+        ["run", "--arch", "host-cpu", "--workload", "{tmp}/pooling-1e9.toml"],
+        "pooling-1e9.toml: key 'pooling'",
+    ),
+    (
+        "run-workload-file-batch-1e9",
+        ["run", "--arch", "recross", "--workload", "{tmp}/batch-1e9.toml"],
+        "batch-1e9.toml: key 'batch'",
+    ),
     # hangs: counts of time (steps, seeds) bounded, not only counts of memory
     ("train-steps-1e12", ["train", "--strategy", "none", "--steps", "1e12"], "train.steps"),
     ("train-seeds-1e9", ["train", "--compare", "--seeds", "1e9"], "--seeds"),
