@@ -60,6 +60,30 @@ def seed(text: str) -> int:
     return value
 
 
+def input_file(text: str) -> str:
+    """An input file flag's value (a trace, an index or request file, a data file): a path
+    that exists and is a regular file (a link to one is followed). Checked when the flag is
+    parsed, before any work and without opening it: a named pipe would block the read, a
+    device or a folder fail late or be read forever; the message names the flag and the path."""
+    import stat
+
+    from nmp.fileio import file_kind
+
+    if not text:
+        raise argparse.ArgumentTypeError("is empty: give a file")
+    try:
+        mode = os.stat(text).st_mode
+    except FileNotFoundError:
+        raise argparse.ArgumentTypeError(f"{text}: no such file") from None
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise argparse.ArgumentTypeError(
+            f"{text}: is {file_kind(mode)}, not a regular file: give a file"
+        )
+    return text
+
+
 _TYPES = {float: finite_float, int: integer}
 
 

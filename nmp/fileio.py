@@ -109,6 +109,51 @@ def read_regular(path: str | Path, max_bytes: int | None = None) -> bytes:
         return fh.read(-1 if max_bytes is None else max_bytes + 1)
 
 
+def open_append(path: str | Path) -> int:
+    """A descriptor appending to regular file ``path`` (created if missing): a symbolic link
+    is not followed (``O_NOFOLLOW``) and a pipe or device is refused without blocking, so that
+    a log planted as a link in a run folder cannot append to the file it points at.
+    :class:`NmpError` names the path."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO):  # a link; a pipe without a reader
+            what = "a symbolic link" if exc.errno == errno.ELOOP else "a named pipe (FIFO)"
+            raise NmpError(
+                f"is {what}: a log appends only to a regular file", file=str(path)
+            ) from None
+        raise NmpError(f"cannot write: {exc.strerror}", file=str(path)) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NmpError(
+            f"is {file_kind(mode)}: a log appends only to a regular file", file=str(path)
+        )
+    os.set_blocking(fd, True)
+    return fd
+
+
+def claim_new_folder(base: str | Path, name: str) -> Path:
+    """Create and return a new folder ``base/name``, or ``name-2``, ``name-3``... where it
+    exists: ``mkdir`` is atomic, so two runs that finish in the same second get two folders
+    (one of them once failed with "File exists" after its whole run)."""
+    base = Path(base)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        for i in range(1, 10_000):
+            path = base / (name if i == 1 else f"{name}-{i}")
+            try:
+                path.mkdir()
+                return path
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        raise NmpError(f"cannot create a folder: {exc.strerror}", file=str(base)) from None
+    raise NmpError(f"no free folder name {name}-N", file=str(base))
+
+
 LOCK_NAME = ".lock"
 
 

@@ -125,6 +125,12 @@ def _memory_preset(old: str, new: str) -> Callable[[Path], None]:
     return lambda p: p.write_text(source.read_text().replace(old, new, 1))
 
 
+def _setup_with(old: str, new: str) -> Callable[[Path], None]:
+    """ECRec's training setup with ``old`` replaced by ``new``."""
+    source = Path(__file__).resolve().parents[1] / "workloads" / "train" / "ecrec.toml"
+    return lambda p: p.write_text(source.read_text().replace(old, new, 1))
+
+
 def _symlink_to_victim(path: Path) -> None:
     """A link to ``victim.txt`` beside it: an output given the link must leave both alone."""
     (path.parent / "victim.txt").write_text("keep\n")
@@ -211,6 +217,23 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "ddr9.toml": _memory_preset('standard = "DDR4"', 'standard = "DDR9"'),
     "watermark.toml": _memory_preset("wr_high_watermark = 0.8", "wr_high_watermark = 5"),
     "reports/non-utf8-run": _non_utf8_run,
+    # issue 42, round 3
+    "fifo.trace": os.mkfifo,
+    "link.toml": _symlink_to_victim,
+    "fifo.npz": os.mkfifo,
+    "rate-mismatch.toml": _memory_preset("rate_mtps = 3200", "rate_mtps = 1600"),
+    "setup-tiny-mtbf.toml": _setup_with("server_mtbf_hours = 720.0", "server_mtbf_hours = 1e-7"),
+    "setup-k-0.toml": _setup_with("k = 4\n", "k = 0\n"),
+    "channels-2^20.toml": _memory_preset("\nchannels = 1\n", "\nchannels = 1048576\n"),
+    "pooling-1e9.toml": _text(
+        'name = "w"\nrows = [1000]\ndim = 16\nbatch = 4\npooling = 1000000000\n'
+    ),
+    "batch-1e9.toml": _text(
+        'name = "w"\nrows = [1000]\ndim = 16\nbatch = 1000000000\npooling = 8\n'
+    ),
+    "req-huge-row.txt": _text(
+        "\t".join(["7"] + ["1"] * 26) + "\n" + "\t".join(["7"] + ["9" * 23] * 26) + "\n"
+    ),
 }
 
 

@@ -517,6 +517,108 @@ ISSUE_42_CASES = [
         ["train", "--extrapolate", "--servers", "10", "--server-mtbf-hours", "1e-7"],
         "key '--server-mtbf-hours'",
     ),
+    # round 3 (new instances, each kind with two): an input file that is not a regular file
+    # is refused as its flag is parsed, before any work (a pipe blocked, or failed late)
+    ("replay-trace-fifo", ["replay", "{tmp}/fifo.trace"], "argument trace: "),
+    (
+        "shard-index-file-fifo",
+        ["shard", "--workload", "criteo-kaggle", "--index-file", "{tmp}/fifo.npz"],
+        "argument --index-file: ",
+    ),
+    (
+        "train-data-folder",
+        ["train", "--strategy", "none", "--data", "{tmp}/a_folder.toml"],
+        "is a folder",
+    ),
+    # silent wrong results: a data rate that disagrees with the clock the timing counts in
+    (
+        "replay-memory-rate-mismatch",
+        ["replay", TRACE, "--memory", "{tmp}/rate-mismatch.toml"],
+        "rate-mismatch.toml: key 'rate_mtps': rule rate-matches-clock",
+    ),
+    ("replay-set-tck", ["replay", TRACE, "--set", "tck_ps=1000"], "rate-matches-clock"),
+    # messages: a setup file's value is named at its file and key, a flag's as the flag
+    (
+        "train-setup-tiny-mtbf",
+        ["train", "--extrapolate", "--setup", "{tmp}/setup-tiny-mtbf.toml"],
+        "setup-tiny-mtbf.toml: key 'values.server_mtbf_hours'",
+    ),
+    (
+        "train-setup-k-0",
+        ["train", "--extrapolate", "--setup", "{tmp}/setup-k-0.toml"],
+        "setup-k-0.toml: key 'values.k'",
+    ),
+    ("train-storage-gbps-0", ["train", "--extrapolate", "--storage-gbps", "0"], "--storage-gbps"),
+    (
+        "cache-user-locality-2",
+        ["cache", "--request-model", "users", "--user-locality", "2", "--no-accuracy"],
+        "--user-locality",
+    ),
+    (
+        "shard-time-limit-0",
+        ["shard", "--workload", "criteo-kaggle", "--time-limit", "0"],
+        "--time-limit",
+    ),
+    # messages after minutes: an output folder checked before the work that fills it
+    (
+        "train-ckpt-dir-a-file",
+        ["train", "--strategy", "checkpoint", "--set", "train.ckpt_dir={tmp}/a_file"],
+        "train.ckpt_dir",
+    ),
+    (
+        "train-ckpt-dir-in-proc",
+        ["train", "--strategy", "checkpoint", "--set", "train.ckpt_dir=/proc/nope"],
+        "train.ckpt_dir",
+    ),
+    # messages after minutes: a name is looked up before the work it names
+    (
+        "shard-sharder-unknown",
+        ["shard", "--workload", "criteo-kaggle", "--sharder", "bogus"],
+        "--sharder: unknown sharder 'bogus'",
+    ),
+    # messages: a large count is blamed where it was given (a file's key, not a flag)
+    (
+        "replay-memory-toml-channels-2^20",
+        ["replay", TRACE, "--memory", "{tmp}/channels-2^20.toml", "--max-memory", "1G"],
+        "channels-2^20.toml: key 'org.channels'",
+    ),
+    (
+        "replay-set-org-channels-2^20",
+        ["replay", TRACE, "--set", "org.channels=1048576", "--max-memory", "1G"],
+        "key 'org.channels'",
+    ),
+    (
+        "run-workload-file-pooling-1e9",
+        ["run", "--arch", "host-cpu", "--workload", "{tmp}/pooling-1e9.toml"],
+        "pooling-1e9.toml: key 'pooling'",
+    ),
+    (
+        "run-workload-file-batch-1e9",
+        ["run", "--arch", "recross", "--workload", "{tmp}/batch-1e9.toml"],
+        "batch-1e9.toml: key 'batch'",
+    ),
+    # hangs: counts of time (steps, seeds) bounded, not only counts of memory
+    ("train-steps-1e12", ["train", "--strategy", "none", "--steps", "1e12"], "train.steps"),
+    ("train-seeds-1e9", ["train", "--compare", "--seeds", "1e9"], "--seeds"),
+    ("cache-train-steps-1e12", ["cache", "--train-steps", "1e12"], "--train-steps"),
+    # hangs and data destroyed: measure host checks its output and its memory before measuring
+    (
+        "measure-max-mib-1e9",
+        ["measure", "host", "--max-mib", "1e9", "--out", "{tmp}/m.toml"],
+        "key '--max-mib'",
+    ),
+    (
+        "measure-check-batches-1e9",
+        ["measure", "host", "--check", "--batches", "1000000000", "--out", "{tmp}/m.toml"],
+        "key '--batches'",
+    ),
+    ("measure-out-link", ["measure", "host", "--out", "{tmp}/link.toml"], "symbolic link"),
+    # tracebacks: a row index beyond int64 in a request file
+    (
+        "cache-request-file-huge-row",
+        ["cache", "--request-file", "{tmp}/req-huge-row.txt", "--no-accuracy"],
+        "req-huge-row.txt:2",
+    ),
     # messages: usage errors are one line, exit status 1
     ("no-command", [], "give a command"),
     ("unknown-flag", ["models", "--bogus"], "--bogus"),
@@ -617,6 +719,38 @@ def test_outputs_never_replace_a_link_a_device_or_a_pipe(tmp_path: Path, capsys,
         _main([*users, "--save-requests", "/dev/null"], tmp_path, capsys, monkeypatch), "device"
     )
     assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    # measure host wrote its preset through a link (round 3); refused before it measures
+    proc = _main(["measure", "host", "--out", "{tmp}/link.toml"], tmp_path, capsys, monkeypatch)
+    _assert_clean_error(proc, "symbolic link")
+    assert (tmp_path / "link.toml").is_symlink() and (
+        tmp_path / "victim.txt"
+    ).read_text() == "keep\n"
+
+
+def test_a_log_never_appends_through_a_link_or_to_a_pipe(tmp_path: Path) -> None:
+    """Round 3: a run folder's results.jsonl planted as a link appended to the file it named;
+    a pipe blocked. Each is refused, named, and left as it was."""
+    from nmp.errors import NmpError
+    from nmp.evaluate.store import JsonlLog
+
+    make_files(tmp_path, ["{tmp}/link", "{tmp}/fifo"])
+    for name, kind in (("link", "symbolic link"), ("fifo", "named pipe")):
+        with pytest.raises(NmpError, match=kind), JsonlLog(tmp_path / name) as log:
+            log.append({"a": 1})
+    assert (tmp_path / "victim.txt").read_text() == "keep\n"
+    with JsonlLog(tmp_path / "new.jsonl") as log:  # a regular file: created, appended
+        log.append({"a": 1})
+    assert (tmp_path / "new.jsonl").read_text() == '{"a":1}\n'
+
+
+def test_two_reports_in_one_second_get_two_folders(tmp_path: Path) -> None:
+    """Round 3: two `nmp validate --out D` finishing in the same second both chose
+    validate-<stamp>; the second failed with "File exists" after its whole run."""
+    from nmp.validate.report import write_report
+
+    first = write_report([], tmp_path, quick=True)
+    second = write_report([], tmp_path, quick=True)
+    assert first != second and (first / "report.md").is_file() and (second / "report.md").is_file()
 
 
 FOLDER_HOLDER = """

@@ -121,6 +121,7 @@ def _print(r: dict) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     # numpy: loaded on use (start-up time)
     from nmp.cache.quant import L2_DTYPES
+    from nmp.cliargs import input_file
     from nmp.workload import REUSE_LEVELS
 
     p = sub.add_parser(
@@ -151,8 +152,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=("lmdb", "sqlite", "none"),
         help="key-value store measured for the miss path (default lmdb; none: no measurement)",
     )
-    p.add_argument("--index-file", help="a .npz index file (nmp.workload) as the requests")
-    p.add_argument("--request-file", help="a user request file (text) as the requests")
+    p.add_argument(
+        "--index-file", type=input_file, help="a .npz index file (nmp.workload) as the requests"
+    )
+    p.add_argument(
+        "--request-file", type=input_file, help="a user request file (text) as the requests"
+    )
     p.add_argument(
         "--request-model",
         choices=("independent", "users"),

@@ -89,6 +89,11 @@ def load_request_file(path: str | Path, spec: WorkloadSpec) -> tuple[LookupBatch
     return LookupBatch(tuple(tables)), list(columns[0])
 
 
+# a row index of more digits may not fit int64 (the conversion would overflow); no table has
+# 10^18 rows, so such a row is out of range and the line-by-line check says which line
+MAX_ROW_DIGITS = 18
+
+
 def _column(fields: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(rows, rows per request) of one table's fields, or None if any field is malformed."""
     stripped = np.char.strip(fields)
@@ -102,6 +107,8 @@ def _column(fields: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | N
     if tokens.size == 0:
         return np.zeros(0, dtype=np.int64), lengths
     if not "".join(tokens.tolist()).isascii() or not np.char.isdigit(tokens).all():
+        return None
+    if np.char.str_len(tokens).max() > MAX_ROW_DIGITS:  # beyond int64: the slow path names it
         return None
     rows = tokens.astype(np.int64)
     if rows.max() >= limit:

@@ -39,6 +39,8 @@ from nmp.workload import DTYPE_BYTES, load_index_file, load_workload
 
 L3_ENTRY_BYTES = 16  # an int64 key and an int64 substitute key
 REQUEST_MODELS = ("independent", "users")
+# chosen: 10^7 steps is far beyond any accuracy study of the kit (--train-steps 1e12 ran on)
+MAX_TRAIN_STEPS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,10 @@ class CacheConfig:
             raise NmpError(f"cache: requests must be >= 1, got {self.requests}")
         if self.warmup < 0:
             raise NmpError(f"cache: warmup must be >= 0, got {self.warmup}")
-        if self.accuracy and self.train_steps < 1:
-            raise NmpError(f"cache: train_steps must be >= 1, got {self.train_steps}")
+        if self.accuracy and not 1 <= self.train_steps <= MAX_TRAIN_STEPS:
+            raise NmpError(
+                f"--train-steps must be in 1..{MAX_TRAIN_STEPS:,}, got {self.train_steps:,}"
+            )
         quant.check_dtype(self.l2_dtype)
         policies.get(self.policy)
         if self.request_model not in REQUEST_MODELS:

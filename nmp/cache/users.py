@@ -58,7 +58,9 @@ class UserModel:
 
     def check(self) -> None:
         if self.users < 1 or self.history < 1:
-            raise NmpError(f"users and history must be >= 1, got {self.users}, {self.history}")
+            raise NmpError(
+                f"--users and --user-history must be >= 1, got {self.users}, {self.history}"
+            )
         # bounded before anything is drawn: each block of BLOCK users a request touches draws
         # BLOCK x history rows per table (--user-history 1e12 ran out of memory; --users 1e12
         # drew a block per lookup for minutes)
@@ -67,7 +69,7 @@ class UserModel:
         if self.history > MAX_HISTORY:
             raise NmpError(f"--user-history must be <= {MAX_HISTORY:,}, got {self.history:,}")
         if not 0.0 <= self.locality <= 1.0:
-            raise NmpError(f"locality must be in [0, 1], got {self.locality}")
+            raise NmpError(f"--user-locality must be in [0, 1], got {self.locality}")
         if not 0.0 <= self.user_alpha <= MAX_ZIPF_ALPHA:  # the Zipf sampler's domain
             raise NmpError(
                 f"--user-alpha must lie in [0, {MAX_ZIPF_ALPHA:g}], got {self.user_alpha}"

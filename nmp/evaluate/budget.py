@@ -47,8 +47,24 @@ def point_estimate(
     # the key that makes it large: the override that multiplies the lines (tables first)
     sizes = ("workload.num_tables", "workload.rows", "workload.tables", "workload.pooling")
     keys = [k for k in (*sizes, "workload.batch", "workload.dim") if k in overrides]
-    lines_key = keys[0] if keys else "workload.batch"
-    est = Estimate(POINT_BASE_BYTES + lines * LINE_BYTES, lines_key, f"{lines:,.0f} 64-B lines")
+    file = None
+    if keys:
+        lines_key = keys[0]
+    else:  # the workload's own values: the largest factor, at its file where it is one
+        lookups = sum(wl.table_pooling(t).mean_lookups for t in range(len(wl.tables)))
+        factors = {
+            "batch": float(wl.batch),
+            "pooling": lookups / max(1, len(wl.tables)),
+            "rows": float(len(wl.tables)),
+        }
+        largest = max(factors, key=factors.__getitem__)
+        if workload.endswith(".toml"):
+            lines_key, file = largest, workload
+        else:
+            lines_key = f"workload.{largest}"
+    est = Estimate(
+        POINT_BASE_BYTES + lines * LINE_BYTES, lines_key, f"{lines:,.0f} 64-B lines", file=file
+    )
     spec = load_design_spec(arch, memory)
     mem_args = design_memory_args(spec)
     if mem_args is None:
@@ -63,7 +79,7 @@ def point_estimate(
     if mem_est.bytes_ > lines * LINE_BYTES:
         key = "arch.memory." + mem_est.key
         return Estimate(est.bytes_ + mem_est.bytes_, key, mem_est.detail)
-    return Estimate(est.bytes_ + mem_est.bytes_, est.key, est.detail)
+    return Estimate(est.bytes_ + mem_est.bytes_, est.key, est.detail, file=est.file)
 
 
 def check_sweep(points: list[Any], parallel: int, max_memory: str | None = None) -> None:

@@ -267,6 +267,8 @@ def explain(
                 "of": len(grows),
                 "best_on": best_of.get(row["key"], []),
                 "binding": binding(res),
+                "dominated_by": dominated_by(row, grows, objectives),
+                "objectives": list(objectives),
                 "regime": regime_flags(res, _batch(by_key[row["key"]])),
                 "area": area_text(res),
                 "evidence": {},
@@ -309,6 +311,27 @@ def explain(
             row["why"] = why
         ordered = sorted(grows, key=lambda r: r["why"]["rank"])
         group["why"] = [why_line(r) for r in ordered]
+
+
+def dominated_by(
+    row: dict[str, Any], rows: list[dict[str, Any]], objectives: dict[str, str]
+) -> list[str]:
+    """The designs of ``rows`` that dominate ``row`` (at least as good on every objective,
+    better on one): why a point is off its workload's Pareto set."""
+
+    def better(a: float, b: float, sense: str) -> bool:
+        return a > b if sense == "max" else a < b
+
+    out = []
+    for other in rows:
+        if other["key"] == row["key"]:
+            continue
+        pairs = [(float(other[m]), float(row[m]), sense) for m, sense in objectives.items()]
+        if all(not better(b, a, sense) for a, b, sense in pairs) and any(
+            better(a, b, sense) for a, b, sense in pairs
+        ):
+            out.append(str(other["label"]))
+    return out
 
 
 def _batch(record: dict[str, Any]) -> int | None:
@@ -405,6 +428,12 @@ def why_line(row: dict[str, Any]) -> str:
         head += "; best on " + ", ".join(METRIC_NAMES.get(m, m) for m in why["best_on"])
     b = why["binding"]
     parts = [head]
+    if why.get("dominated_by"):
+        names = ", ".join(why["dominated_by"])
+        objectives = " and ".join(METRIC_NAMES.get(m, m) for m in why.get("objectives", []))
+        parts.append(
+            f"off the Pareto set: {names} at least as good on {objectives or 'every objective'}"
+        )
     if b["resource"] != "?":
         text = f"bound by {b['resource']}"
         if b["share"] is not None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
-from nmp.fileio import LOCK_NAME, atomic_write_bytes, folder_lock
+from nmp.fileio import LOCK_NAME, atomic_write_bytes, folder_lock, open_append
 
 __all__ = [
     "JsonlLog",
@@ -106,7 +106,7 @@ class JsonlLog:
         try:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+                self._fd = open_append(self.path)  # a link or a pipe refused, named
             start = os.lseek(self._fd, 0, os.SEEK_END)
         except OSError as exc:
             raise NmpError(f"cannot write: {exc.strerror}", file=str(self.path)) from None

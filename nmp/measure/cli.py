@@ -27,6 +27,10 @@ def _measure(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix != ".toml":
         raise NmpError(f"--out {out}: a host preset is a .toml file")
+    from nmp.fileio import atomic_write_text, check_output_path
+
+    check_output_path(out)  # a link, a device, a folder: refused before minutes of measuring
+    _check_memory(args, batches)
     from nmp.measure import host, kernel, sysinfo
     from nmp.report.progress import activity
 
@@ -39,8 +43,7 @@ def _measure(args: argparse.Namespace) -> int:
             on_step=_say(args.json),
             kernel=kernel.table_lookup_ns,
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(host.preset_toml(m))
+    atomic_write_text(out, host.preset_toml(m))
     report["measured"] = host.summary(m)
     report["preset"] = str(out)
     if not args.json:
@@ -50,6 +53,36 @@ def _measure(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     return 0
+
+
+# chosen: a lookup of the check's batches holds an int64 index and (per bag) an int64 offset
+CHECK_LOOKUP_BYTES = 16
+
+
+def _check_memory(args, batches: tuple[int, ...]) -> None:
+    """Refuse, before minutes of measuring, what cannot fit in memory (nmp.guard), naming the
+    flag: the pointer chase's largest working set (--max-mib) and, with --check, the fused
+    table (--max-rows) and the batches held (--batches)."""
+    from nmp import guard
+
+    terms: dict[str, float] = {}
+    if args.max_mib:
+        terms["--max-mib"] = args.max_mib * 2**20
+    if args.check:
+        from nmp.measure.check import TIMED_BATCHES, WARM_BATCHES, capped_rows
+        from nmp.workload.spec import load_workload
+
+        rows, dim = capped_rows(args.workload, args.seed, args.max_rows)
+        terms["--max-rows"] = sum(rows) * dim * 4
+        wl = load_workload(args.workload)
+        per_sample = sum(wl.table_pooling(t).mean_lookups for t in range(len(wl.tables)))
+        held = (WARM_BATCHES + TIMED_BATCHES) * max(batches) * per_sample
+        terms["--batches"] = held * (CHECK_LOOKUP_BYTES + guard.LINE_BYTES)
+    if terms:
+        key = max(terms, key=terms.__getitem__)
+        detail = ", ".join(f"{k} {guard.format_bytes(v)}" for k, v in terms.items())
+        estimate = guard.Estimate(guard.POINT_BASE_BYTES + sum(terms.values()), key, detail)
+        guard.check(estimate, args.max_memory)
 
 
 def _check(args, preset: Path, batches, cpus: int) -> dict[str, Any]:
@@ -180,6 +213,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="cap every table's rows in the check (the fused table must fit in memory)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the check's batches")
+    from nmp import guard
+
+    guard.add_argument(p)
     p.add_argument("--max-mib", type=int, help="largest working set measured (default 4x LLC)")
     p.add_argument("--quick", action="store_true", help="fewer loads per point (noisier)")
     p.set_defaults(func=_measure)

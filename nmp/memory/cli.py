@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -43,6 +44,19 @@ def memory_spec(args: argparse.Namespace):
     )
 
 
+def _blame_source(estimate, args: argparse.Namespace):
+    """``estimate`` naming where its large count came from: the flag (--channels) where one was
+    given, else the spec's key, at its file where the memory is a file (channels = 2^20 in a
+    memory TOML was blamed on --channels)."""
+    flags = {"--channels": args.channels, "--ranks": args.ranks}
+    if estimate.key not in flags or flags[estimate.key] is not None:
+        return estimate
+    field = "org." + estimate.key.removeprefix("--")
+    from_set = any(s.split("=", 1)[0].strip() == field for s in args.set or [])
+    is_file = bool(args.memory) and str(args.memory).endswith(".toml") and not from_set
+    return dataclasses.replace(estimate, key=field, file=args.memory if is_file else None)
+
+
 def _run(args: argparse.Namespace) -> int:
     # numba: loaded on use (start-up time)
     from nmp.memory import read_trace, replay
@@ -52,9 +66,8 @@ def _run(args: argparse.Namespace) -> int:
         size = Path(args.trace).stat().st_size
     except OSError as exc:
         raise NmpError(f"cannot read the trace: {exc.strerror}", file=args.trace) from None
-    guard.check(
-        guard.replay_estimate(spec, size, compressed=args.trace.endswith(".gz")), args.max_memory
-    )
+    estimate = guard.replay_estimate(spec, size, compressed=args.trace.endswith(".gz"))
+    guard.check(_blame_source(estimate, args), args.max_memory)
     # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import activity
 
@@ -118,6 +131,8 @@ def _print_table(trace: str, spec, stats) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from nmp.cliargs import input_file
+
     p = sub.add_parser(
         "replay",
         help="replay a memory trace on a modeled DRAM system",
@@ -127,7 +142,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "memory cycles until the last request was accepted."
         ),
     )
-    p.add_argument("trace", help="trace file (.gz or plain)")
+    p.add_argument("trace", type=input_file, help="trace file (.gz or plain)")
     add_memory_arguments(p)
     p.add_argument("--no-drain", action="store_true", help="stop when the last request is accepted")
 

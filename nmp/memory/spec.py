@@ -153,6 +153,29 @@ class Energy:
 MAX_TIMING_CYCLES = 2**24
 
 
+# tck_ps is whole picoseconds: 4800 MT/s is 416.67 ps, stored 416 (0.16 % off). Chosen: 1 %
+# tolerates that rounding and refuses any clock that disagrees with the rate by a speed grade.
+RATE_CLOCK_TOLERANCE = 0.01
+
+
+def check_rate_matches_clock(
+    rate_mtps: int, tck_ps: int, transfers_per_clock: int, standard: str
+) -> None:
+    """The rule ``rate-matches-clock``: the data rate is ``transfers_per_clock`` transfers per
+    memory clock. Timing is counted in tck_ps cycles while bandwidth and reports quote rate_mtps,
+    so a spec whose two disagree (a --set of one without the other) would time one memory and
+    label it another."""
+    expected_mtps = transfers_per_clock * 1e6 / tck_ps
+    if abs(rate_mtps - expected_mtps) > RATE_CLOCK_TOLERANCE * expected_mtps:
+        raise KeyedValueError(
+            "rate_mtps",
+            f"rule rate-matches-clock: {rate_mtps:,} MT/s disagrees with tck_ps = {tck_ps:,} "
+            f"({standard} moves {transfers_per_clock} transfers per clock: "
+            f"{expected_mtps:,.0f} MT/s; set both, e.g. tck_ps = "
+            f"{round(transfers_per_clock * 1e6 / rate_mtps):,} for {rate_mtps:,} MT/s)",
+        )
+
+
 def check_refresh_leaves_time(timing: dict[str, int]) -> None:
     """The rule ``refresh-leaves-time``: every nREFI cycles a rank precharges all banks (nRP)
     and refreshes (nRFC); what is left must hold at least one row cycle (nRC: activate, access,
@@ -224,6 +247,7 @@ class MemorySpec:
         if self.controller.refresh != "none":
             check_refresh_leaves_time(self.timing)
         require_at_least(self, 1, "rate_mtps", "tck_ps")
+        check_rate_matches_clock(self.rate_mtps, self.tck_ps, std.transfers_per_clock, std.name)
         if self.controller.line_bytes % self.org.tx_bytes:
             raise KeyedValueError(
                 "controller.line_bytes", f"must be a multiple of tx_bytes ({self.org.tx_bytes})"

@@ -56,6 +56,9 @@ class Standard:
     multi_cycle: dict[str, int]
     rules: tuple[Rule, ...]
     file: str
+    # data transfers per memory clock (tCK): 2 on a double-data-rate bus; a spec's rate_mtps
+    # must agree with its tck_ps by this factor (MemorySpec.validate, rule rate-matches-clock)
+    transfers_per_clock: int = 2
 
     def parameters(self) -> set[str]:
         """Timing parameter names the rules use."""
@@ -119,6 +122,7 @@ def load_standard(name: str) -> Standard:
         multi_cycle={k: int(v) for k, v in data.get("multi_cycle", {}).items()},
         rules=tuple(rules),
         file=str(path),
+        transfers_per_clock=int(data.get("transfers_per_clock", 2)),
     )
 
 

@@ -14,6 +14,7 @@ import json
 import sys
 
 from nmp.config import parse_set_args, split_overrides
+from nmp.errors import NmpError
 from nmp.shard.topology import DEFAULT_TOPOLOGY
 
 
@@ -25,6 +26,10 @@ def _run(args: argparse.Namespace) -> int:
     over = split_overrides(parse_set_args(args.set), ("workload", "topology"))
 
     names = sharder_names() if args.sharder == "all" else [args.sharder]
+    unknown = [n for n in names if n not in sharder_names()]
+    if unknown:  # before the profile (it ran for a minute before the name was looked up)
+        known = ", ".join(sharder_names())
+        raise NmpError(f"--sharder: unknown sharder '{unknown[0]}' (known: {known}, all)")
 
     def shard(name: str) -> dict:
         with activity(f"sharding {args.workload} with {name}", quiet=args.json):
@@ -71,6 +76,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from nmp.cliargs import input_file
+
     p = sub.add_parser(
         "shard",
         help="place embedding rows across GPUs and HBM/host tiers (RecShard, greedy sharders)",
@@ -95,7 +102,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--profile-batches", type=int, default=8, help="batches profiled (default 8)")
     p.add_argument("--eval-batches", type=int, default=2, help="held-out batches timed (default 2)")
-    p.add_argument("--index-file", help="profile a user's index file (.npz) instead")
+    p.add_argument(
+        "--index-file", type=input_file, help="profile a user's index file (.npz) instead"
+    )
     p.add_argument("--seed", type=int, default=0, help="first profile seed (default 0)")
     p.add_argument(
         "--overlap",

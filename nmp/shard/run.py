@@ -152,7 +152,7 @@ def run_shard(
     if eval_batches < 1:
         raise NmpError(f"eval batches must be >= 1, got {eval_batches}")
     if not time_limit_s > 0:
-        raise NmpError(f"MILP time limit must be > 0 s, got {time_limit_s}")
+        raise NmpError(f"--time-limit (the MILP's) must be > 0 s, got {time_limit_s}")
     if not held_out and eval_batches > (1 if index_file else profile_batches):
         raise NmpError(
             f"profile policy 'served' times the profiled batches: eval batches ({eval_batches}) "

@@ -52,6 +52,10 @@ def _config(args: argparse.Namespace):
     except ValueError as exc:
         raise NmpError(f"train config: {exc}") from None
     _check_memory(cfg, args.max_memory)
+    if cfg.ckpt_dir:  # a folder it cannot write: refused before the training, not after
+        from nmp.cliargs import check_out_folder
+
+        check_out_folder(cfg.ckpt_dir, flag="key 'train.ckpt_dir':")
     return cfg
 
 
@@ -368,6 +372,23 @@ def _step_progress(args, steps: int):
         yield on_step
 
 
+def _failures_blame(args, dep) -> tuple[str, str | None]:
+    """(key, file) of the input that makes an extrapolation's failures many: the servers above
+    their default or the MTBF below its default, whichever factor is larger, named as the flag
+    when one was given, else as the setup file's key (a tiny MTBF in a setup file once blamed
+    --servers)."""
+    from nmp.train.extrapolate import DeploymentSpec
+    from nmp.train.setup import setup_path
+
+    default = DeploymentSpec()
+    server_factor = dep.servers / default.servers
+    mtbf_factor = default.server_mtbf_hours / dep.server_mtbf_hours
+    field = "server_mtbf_hours" if mtbf_factor > server_factor else "servers"
+    if getattr(args, field) is not None or not args.setup:
+        return "--" + field.replace("_", "-"), None
+    return f"values.{field}", str(setup_path(args.setup))
+
+
 def _deployment(args):
     from dataclasses import replace
 
@@ -383,22 +404,19 @@ def _deployment(args):
     if args.seed is not None:
         kw["seed"] = args.seed
     dep = replace(dep, **kw)
-    dep.validate()
+    try:
+        dep.validate()
+    except NmpError as exc:  # a value given as a flag: the flag named (--storage-gbps 0)
+        if exc.key and exc.key in kw:
+            raise NmpError(exc.message, key="--" + exc.key.replace("_", "-")) from None
+        raise
     from nmp import guard
 
     failures = dep.trials * dep.horizon_hours * dep.servers / dep.server_mtbf_hours
-    # the failures drawn grow with the servers and shrink with their MTBF: the flag given is
-    # the one to blame (an MTBF given alone, or further below its default than the servers
-    # are above theirs)
-    default = DeploymentSpec()
-    server_factor = dep.servers / default.servers
-    mtbf_factor = default.server_mtbf_hours / dep.server_mtbf_hours
-    by_mtbf = args.server_mtbf_hours is not None and (
-        args.servers is None or mtbf_factor > server_factor
-    )
-    estimate = guard.extrapolation_estimate(
-        dep.trials, failures, failures_key="--server-mtbf-hours" if by_mtbf else "--servers"
-    )
+    key, file = _failures_blame(args, dep)
+    estimate = guard.extrapolation_estimate(dep.trials, failures, failures_key=key)
+    if file and estimate.key == key:
+        estimate = replace(estimate, file=file)
     guard.check(estimate, args.max_memory)
     return dep
 
@@ -433,6 +451,8 @@ def _extrapolate(args) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from nmp.cliargs import input_file
+
     p = sub.add_parser(
         "train",
         help="train DLRM on the modeled hardware with failures",
@@ -459,7 +479,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--parities", type=int, help="parities per stripe (r; rs only)")
     p.add_argument("--nodes", type=int, help="memory nodes")
     p.add_argument("--arch", help="architecture preset for the cost model")
-    p.add_argument("--data", help="Criteo TSV file instead of the synthetic teacher")
+    p.add_argument(
+        "--data", type=input_file, help="Criteo TSV file instead of the synthetic teacher"
+    )
     p.add_argument("--compare", action="store_true", help="all strategies, the comparison table")
     p.add_argument(
         "--extrapolate", action="store_true", help="the comparison at a paper's scale (Monte-Carlo)"

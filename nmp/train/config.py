@@ -120,6 +120,8 @@ class TrainConfig:
             "cpr_full_every",
         )
         require_at_least(self, 0, "batch", "max_tables", "dim", "seed", "ckpt_every")
+        if self.steps > MAX_STEPS:  # a run that could not end within a day is a typo
+            raise KeyedValueError("steps", f"must be <= {MAX_STEPS:,}, got {self.steps:,}")
         if self.parities < 1:
             raise KeyedValueError("parities", "must be >= 1")
         if self.code in ("xor", "float-sum") and self.parities != 1:
@@ -155,6 +157,11 @@ class TrainConfig:
         if self.dense_replicas < 1 or self.dense_replicas > self.nodes:
             raise KeyedValueError("dense_replicas", f"must be in 1..{self.nodes}")
         _check_compression(self)
+
+
+# Chosen: a CPU-sized step takes milliseconds (600 steps in seconds), so 10^7 steps is about a
+# day of training; a larger count (--steps 1e12) ran silently until interrupted.
+MAX_STEPS = 10_000_000
 
 
 def _check_compression(cfg: TrainConfig) -> None:

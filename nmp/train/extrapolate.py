@@ -120,33 +120,33 @@ class DeploymentSpec:
     def validate(self) -> None:
         for key in ("servers", "workers", "k", "r", "trials", "cpr_full_every"):
             if getattr(self, key) < 1:
-                raise NmpError(f"setup {self.name}: {key} must be >= 1")
+                raise NmpError("must be >= 1", key=key)
         for key in ("table_rows", "dim", "batch", "optimizer_state_words", "seed"):
             if getattr(self, key) < 0:
-                raise NmpError(f"setup {self.name}: {key} must be >= 0")
+                raise NmpError("must be >= 0", key=key)
         for key in ("server_mtbf_hours", "storage_gbps", "host_flops", "horizon_hours"):
             if not getattr(self, key) > 0:
-                raise NmpError(f"setup {self.name}: {key} must be > 0")
+                raise NmpError("must be > 0", key=key)
         for key in ("lookup", "pooled", "row_grad", "parity_delta", "repair"):
             if not getattr(self, f"traffic_{key}") >= 0:
-                raise NmpError(f"setup {self.name}: traffic_{key} must be >= 0")
+                raise NmpError("must be >= 0", key=f"traffic_{key}")
         for key in ("message_us", "worker_network_gbps", "server_memory_gb"):
             if not getattr(self, key) >= 0:
-                raise NmpError(f"setup {self.name}: {key} must be >= 0")
+                raise NmpError("must be >= 0", key=key)
         if self.restart_s < 0 or self.step_ms < 0 or self.network_gbps < 0:
-            raise NmpError(f"setup {self.name}: restart_s, step_ms, network_gbps must be >= 0")
+            raise NmpError("restart_s, step_ms, network_gbps must be >= 0")
         if self.servers <= self.r:
-            raise NmpError(f"setup {self.name}: servers must exceed r ({self.r})")
+            raise NmpError(f"must exceed r ({self.r})", key="servers")
         if not 0 < self.rebuild_share <= 1 or not 0 < self.cpr_fraction <= 1:
-            raise NmpError(f"setup {self.name}: rebuild_share and cpr_fraction must be in (0, 1]")
+            raise NmpError("rebuild_share and cpr_fraction must be in (0, 1]")
         if not 0 < self.cpr_ssu_sample <= 1:
-            raise NmpError(f"setup {self.name}: cpr_ssu_sample must be in (0, 1]")
+            raise NmpError("cpr_ssu_sample must be in (0, 1]")
         if not 0 < self.cpr_pls < 1:
-            raise NmpError(f"setup {self.name}: cpr_pls must be in (0, 1)")
+            raise NmpError("cpr_pls must be in (0, 1)")
         if self.interval not in ("young", "daly", "fixed"):
-            raise NmpError(f"setup {self.name}: interval must be young, daly or fixed")
+            raise NmpError("interval must be young, daly or fixed")
         if self.interval == "fixed" and (not self.interval_min or min(self.interval_min) <= 0):
-            raise NmpError(f"setup {self.name}: interval fixed needs interval_min > 0")
+            raise NmpError("interval fixed needs interval_min > 0")
 
 
 @dataclass(frozen=True)

@@ -35,13 +35,16 @@ def mean_ci95(values: list[float]) -> tuple[float, float | None]:
     return float(x.mean()), float(t * x.std(ddof=1) / np.sqrt(x.size))
 
 
+MAX_SEEDS = 1000  # chosen: a paired CI needs tens; 1000 comparisons is hours already
+
+
 def run_seeds(
     cfg: TrainConfig, failures: list[Failure], seeds: int, on_step=None
 ) -> list[dict[str, Any]]:
     from nmp.train.compare import run_compare
 
-    if seeds < 1:
-        raise NmpError(f"--seeds must be >= 1, got {seeds}")
+    if not 1 <= seeds <= MAX_SEEDS:  # each seed is a full comparison: 10^9 ran silently
+        raise NmpError(f"--seeds must be in 1..{MAX_SEEDS:,}, got {seeds:,}")
     per_seed = [
         run_compare(replace(cfg, seed=cfg.seed + i), failures, on_step=on_step)
         for i in range(seeds)

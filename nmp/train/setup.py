@@ -24,9 +24,14 @@ def setup_names() -> list[str]:
     return sorted(p.stem for p in setup_dir().glob("*.toml"))
 
 
+def setup_path(name: str) -> Path:
+    """The file of a setup given by name (``ecrec``) or path (``my.toml``)."""
+    return Path(name) if name.endswith(".toml") else setup_dir() / f"{name}.toml"
+
+
 def load_setup(name: str) -> tuple[DeploymentSpec, dict[str, str]]:
     """(spec, sources) of a setup by name or path."""
-    path = Path(name) if name.endswith(".toml") else setup_dir() / f"{name}.toml"
+    path = setup_path(name)
     if not name.endswith(".toml") and not path.is_file():
         known = ", ".join(setup_names())
         raise NmpError(f"unknown training setup '{name}' (known: {known})")
@@ -67,7 +72,11 @@ def load_setup(name: str) -> tuple[DeploymentSpec, dict[str, str]]:
             value = float(value)
         kw[key] = value
     spec = DeploymentSpec(**kw)
-    spec.validate()
+    try:
+        spec.validate()
+    except NmpError as exc:  # named at this file's key
+        key = f"values.{exc.key}" if exc.key else None
+        raise SpecError(exc.message, file=str(path), key=key) from None
     return spec, {k: str(v) for k, v in sources.items()}
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
-from nmp.fileio import atomic_write_text
+from nmp.fileio import atomic_write_text, claim_new_folder
 from nmp.validate.claims import load_claims
 from nmp.validate.runner import CheckResult
 
@@ -317,10 +316,7 @@ def paper_setups(results: list[CheckResult]) -> dict[str, dict[str, Any]]:
 def write_report(results: list[CheckResult], out: Path, *, quick: bool) -> Path:
     """``<out>/validate-<UTC time>/report.md`` and ``checks.json``; the folder is new."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(out) / f"validate-{stamp}"
-    if run_dir.exists():
-        run_dir = Path(out) / f"validate-{stamp}-{os.getpid()}"
-    run_dir.mkdir(parents=True, exist_ok=False)
+    run_dir = claim_new_folder(out, f"validate-{stamp}")  # two runs in one second: two folders
     setups = paper_setups(results)
     atomic_write_text(run_dir / "report.md", report_markdown(results, quick=quick, setups=setups))
     doc = {"quick": quick, "checks": [r.to_json() for r in results], "setups": setups}

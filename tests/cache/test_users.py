@@ -65,7 +65,7 @@ def test_users_raise_the_perfect_hit_rate_not_only_the_per_key_rate():
 @pytest.mark.parametrize(
     "field, value, match",
     [
-        ("users", 0, "users and history must be >= 1"),
+        ("users", 0, "--users and --user-history must be >= 1"),
         ("user_locality", 1.5, r"locality must be in \[0, 1\]"),
         ("request_model", "bots", "request_model must be one of independent, users"),
     ],

@@ -262,3 +262,26 @@ def test_the_explain_key_picks_the_points_re_run() -> None:
         "arch.host.l2_kib": 0.0,
         "arch.host.l1_kib": 0.0,
     }
+
+
+def test_a_point_off_the_pareto_set_names_who_dominates_it() -> None:
+    """Round 3: a design off its workload's Pareto set (ReCross on dlrm-benchmark) was
+    explained by its own binding resource only; the line now names the designs at least as good
+    on every objective."""
+    from nmp.evaluate import analysis
+
+    bd = {"bounds_ns": {"channel": 100.0}}
+    records = [
+        _record("k0", "fast", 3e8, 10.0, bd),
+        _record("k1", "slow", 2e8, 20.0, bd),  # slower and costlier than fast: dominated
+        _record("k2", "frugal", 1e8, 5.0, bd),  # slowest, cheapest: on the set
+    ]
+    objectives = {"lookups_per_s": "max", "energy_pj_per_lookup": "min"}
+    summary = analysis.analyze(records, baseline="slow", objectives=objectives)
+    explain(records, summary, {})
+    why = {r["key"]: r["why"] for r in summary["rows"]}
+    assert why["k1"]["dominated_by"] == ["fast"]
+    assert why["k0"]["dominated_by"] == [] and why["k2"]["dominated_by"] == []
+    line = next(x for x in summary["groups"][0]["why"] if x.startswith("slow:"))
+    assert "off the Pareto set: fast at least as good on lookups/s and pJ/lookup" in line
+    assert not any("off the Pareto" in x for x in summary["groups"][0]["why"] if "slow" not in x)

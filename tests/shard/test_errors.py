@@ -74,7 +74,9 @@ def test_unknown_sharder(capsys):
 def test_time_limit_must_be_positive(capsys):
     rc = main(["shard", "--workload", WORKLOAD, *SMALL, "--time-limit", "-1"])
     err = capsys.readouterr().err
-    assert rc == 1 and err.startswith("nmp: error: MILP time limit") and err.count("\n") == 1
+    assert (
+        rc == 1 and err.startswith("nmp: error: --time-limit (the MILP's)") and err.count("\n") == 1
+    )
 
 
 def test_cli_table_of_every_sharder(capsys):
