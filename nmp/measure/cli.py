@@ -69,14 +69,16 @@ def _check_memory(args, batches: tuple[int, ...]) -> None:
     if args.max_mib:
         terms["--max-mib"] = args.max_mib * 2**20
     if args.check:
-        from nmp.measure.check import TIMED_BATCHES, WARM_BATCHES, capped_rows
+        from nmp.measure.check import GROUP_LOOKUPS, GROUPS, WARM_BATCHES, capped_rows
         from nmp.workload.spec import load_workload
 
         rows, dim = capped_rows(args.workload, args.seed, args.max_rows)
         terms["--max-rows"] = sum(rows) * dim * 4
         wl = load_workload(args.workload)
         per_sample = sum(wl.table_pooling(t).mean_lookups for t in range(len(wl.tables)))
-        held = (WARM_BATCHES + TIMED_BATCHES) * max(batches) * per_sample
+        per_batch = max(batches) * per_sample
+        # the warm batches, then GROUPS groups of whole batches of at least GROUP_LOOKUPS each
+        held = WARM_BATCHES * per_batch + GROUPS * (GROUP_LOOKUPS + per_batch)
         terms["--batches"] = held * (CHECK_LOOKUP_BYTES + guard.LINE_BYTES)
     if terms:
         key = max(terms, key=terms.__getitem__)
