@@ -51,10 +51,7 @@ class Codec(Protocol):
 
 
 #: Codec factories by name; each module of nmp.compress.codecs registers its codecs when imported.
-CODECS: Registry[Callable[[], Codec]] = Registry(
-    "codec",
-    tuple(f"nmp.compress.codecs.{m}" for m in ("hybrid", "lossless", "quant", "raw", "vector_lz")),
-)
+CODECS: Registry[Callable[[], Codec]] = Registry("codec", package="nmp.compress.codecs")
 
 
 def register(name: str) -> Callable[[Callable[[], Codec]], Callable[[], Codec]]:

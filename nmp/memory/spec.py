@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from nmp.config import (
+    PRESET_CATALOGS,
     KeyedValueError,
     apply_overrides,
     find_preset,
@@ -338,6 +339,7 @@ def load_memory(
     return spec
 
 
+@PRESET_CATALOGS.register(name="memory")
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per memory preset for ``nmp models``."""
     rows = []

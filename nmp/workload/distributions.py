@@ -44,7 +44,7 @@ class AccessDistribution:
 
 #: The access distributions by name; the modules below register theirs when imported.
 DISTRIBUTIONS: Registry[AccessDistribution] = Registry(
-    "access distribution", ("nmp.workload.distributions", "nmp.workload.measured")
+    "access distribution", package="nmp.workload", marker=r"^DISTRIBUTIONS\.register\("
 )
 
 

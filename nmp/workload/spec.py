@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nmp.config import (
+    PRESET_CATALOGS,
     KeyedValueError,
     apply_overrides,
     find_preset,
@@ -472,6 +473,7 @@ def _load_workload(path: Path, overrides: dict[str, Any] | None) -> WorkloadSpec
     return apply_overrides(spec, overrides, root="workload")
 
 
+@PRESET_CATALOGS.register(name="workload")
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per workload preset, for ``nmp models``."""
     out: list[dict[str, Any]] = []

@@ -51,16 +51,8 @@ class PlacementPolicy(Protocol):
     ) -> OpResult: ...
 
 
-#: The placement policies by name; each module below registers its policy when imported.
-POLICIES: Registry[PlacementPolicy] = Registry(
-    "placement policy",
-    (
-        "nmp.arch.policies.host",
-        "nmp.arch.policies.horizontal",
-        "nmp.arch.policies.vertical",
-        "nmp.arch.policies.cross_level",
-    ),
-)
+#: The placement policies by name; each module of this package registers its policy when imported.
+POLICIES: Registry[PlacementPolicy] = Registry("placement policy", package=__name__)
 register = POLICIES.register
 
 

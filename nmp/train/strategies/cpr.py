@@ -20,6 +20,7 @@ class _CPR(_Checkpointing):
 
     partial_rows = ""  # its policy at scale (nmp.train.partial_save.POLICIES)
     tracks_rows = True
+    listing_order = 2
 
     @classmethod
     def restore_replacement(
