@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("shard", "compress", "validate", "measure"),
     ("evaluate",),
     ("arch", "gpu", "reference"),
-    ("memory", "workload", "rtl", "design"),
+    ("memory", "workload", "rtl", "design", "parity_codes"),
     ("report", "guard", "config", "coding"),
     (
         "fileio",

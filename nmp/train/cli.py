@@ -19,6 +19,7 @@ import re
 import sys
 
 from nmp.errors import NmpError
+from nmp.parity_codes import PARITY_CODES
 from nmp.results import jsonable
 
 
@@ -44,8 +45,8 @@ def _config(args: argparse.Namespace):
         value = getattr(args, flag)
         if value is not None:
             overrides[key] = value
-    if overrides.get("code") == "rs" and "parities" not in overrides:
-        overrides["parities"] = 2
+    if "code" in overrides and "parities" not in overrides and overrides["code"] in PARITY_CODES:
+        overrides["parities"] = PARITY_CODES.get(overrides["code"]).default_parities
     cfg = with_overrides(TrainConfig(), overrides)
     try:
         cfg.validate()
@@ -453,7 +454,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--seed", type=int, help="seed of the data, the model and drawn failures (default 0)"
     )
-    p.add_argument("--code", choices=("xor", "rs", "float-sum"), help="ecrec parity code")
+    p.add_argument("--code", choices=PARITY_CODES.names(), help="ecrec parity code")
     p.add_argument("--parities", type=int, help="parities per stripe (r; rs only)")
     p.add_argument("--nodes", type=int, help="memory nodes")
     p.add_argument("--arch", help="architecture preset for the cost model")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nmp.config import KeyedValueError, apply_overrides, require_at_least
+from nmp.parity_codes import PARITY_CODES
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class TrainConfig:
     # Data-parallel workers: the batch is split into this many contiguous micro-batches whose
     # gradients are added in worker order (the distributed run's workers; nmp train --procs).
     workers: int = 1
-    code: Literal["xor", "rs", "float-sum"] = "xor"
+    code: str = "xor"  # a name of nmp.parity_codes.PARITY_CODES
     parities: int = 1  # r; with code = "rs" r = 2 survives two concurrent failures
     two_phase: bool = True  # two-phase commit of data update and parity delta
     rebuild_ranges: int = 10  # PAPERS.md: the ECRec code rebuilds in 10 ranges
@@ -122,8 +123,11 @@ class TrainConfig:
         require_at_least(self, 0, "batch", "max_tables", "dim", "seed", "ckpt_every")
         if self.parities < 1:
             raise KeyedValueError("parities", "must be >= 1")
-        if self.code in ("xor", "float-sum") and self.parities != 1:
-            raise KeyedValueError("parities", f"code '{self.code}' has one parity; use code rs")
+        if self.code not in PARITY_CODES:
+            raise KeyedValueError("code", PARITY_CODES.unknown_message(self.code))
+        error = PARITY_CODES.get(self.code).parities_error(self.parities)
+        if error:
+            raise KeyedValueError("parities", error)
         if self.nodes <= self.parities:
             raise KeyedValueError("nodes", f"must exceed parities ({self.parities})")
         if not self.rebuild_share > 0.0:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from nmp.errors import NmpError
+from nmp.parity_codes import PARITY_CODES
 
 
 def interval_steps(cfg, strategy: str) -> int:
@@ -46,7 +47,7 @@ def check(cfg, strategy: str, kills) -> None:
     cls = REGISTRY.get(strategy)
     if cls.is_baseline and kills:
         raise NmpError(f"strategy '{strategy}' protects nothing: it cannot be given --kill")
-    if cls.uses_parity and (cfg.code != "xor" or cfg.parities != 1):
+    if cls.uses_parity and not PARITY_CODES.get(cfg.code).plain_xor:
         raise NmpError("--procs runs ECRec with the XOR code (train.code xor, parities 1)")
     if cfg.nodes < 2:
         raise NmpError("--procs needs at least 2 servers")
