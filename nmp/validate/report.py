@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from nmp.fileio import atomic_write_text
 from nmp.validate.claims import load_claims
-from nmp.validate.runner import CheckResult
+from nmp.validate.result import CheckResult
 
 STYLE = {
     "agrees": "green",
