@@ -193,7 +193,7 @@ class MemorySpec:
 
     def validate(self) -> None:
         # loaded when the command runs, not for `nmp --help`
-        from nmp.memory.mapping import parse_mapping
+        from nmp.memory.mapping_name import parse_mapping
         from nmp.memory.standards import load_standard
 
         try:
@@ -329,7 +329,7 @@ def load_memory(
         changes["org.ranks"] = ranks
     if mapping is not None:
         # loaded when the command runs, not for `nmp --help`
-        from nmp.memory.mapping import parse_mapping
+        from nmp.memory.mapping_name import parse_mapping
 
         changes["mapping"] = parse_mapping(mapping).name
     if changes:  # the flags' own changes (channels, ranks, mapping)

@@ -298,7 +298,7 @@ def run_procs(
 ) -> dict[str, Any] | None:
     """Baseline (unless given) and strategy runs; the row of ``nmp train --procs ... --json``
     (None on an agent other than torchrun's rank 0, which reports)."""
-    from nmp.train.compare import auc_change
+    from nmp.train.rows import auc_change
 
     check(cfg, strategy, kills)
     every = interval_steps(cfg, strategy)
