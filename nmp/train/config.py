@@ -17,6 +17,7 @@ from typing import Literal
 
 from nmp.config import KeyedValueError, apply_overrides, require_at_least
 from nmp.parity_codes import PARITY_CODES
+from nmp.train.optim import DENSE_OPTIMIZERS, OPTIMIZERS
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,11 @@ class TrainConfig:
     top: tuple[int, ...] = (64, 32)
     # Tables: row-wise Adagrad as in DLRM/torchrec, or Adam (nmp/train/optim.py); the whole
     # optimizer state sits in each row's record and is encoded with it.
-    optimizer: Literal["sgd", "adagrad", "adam"] = "adagrad"
+    optimizer: str = "adagrad"  # a name of nmp.train.optim.OPTIMIZERS
     lr_embedding: float = 0.05  # chosen: stable for row-wise Adagrad on the synthetic data
     # Dense MLP: plain SGD is dlrm_s_pytorch's default optimizer; "momentum" keeps a velocity per
     # weight (state that the replicas and checkpoints carry).
-    dense_optimizer: Literal["sgd", "momentum"] = "sgd"
+    dense_optimizer: str = "sgd"  # a name of nmp.train.optim.DENSE_OPTIMIZERS
     lr_dense: float = 0.1  # chosen: SGD on the MLP, as dlrm_s_pytorch's default optimizer
     momentum: float = 0.9  # chosen: the usual heavy-ball coefficient (dense_optimizer momentum)
     zipf_alpha: float = 0.0  # 0: the workload's alpha (1.05 for Criteo presets)
@@ -123,6 +124,9 @@ class TrainConfig:
         require_at_least(self, 0, "batch", "max_tables", "dim", "seed", "ckpt_every")
         if self.parities < 1:
             raise KeyedValueError("parities", "must be >= 1")
+        for key, registry in (("optimizer", OPTIMIZERS), ("dense_optimizer", DENSE_OPTIMIZERS)):
+            if getattr(self, key) not in registry:
+                raise KeyedValueError(key, registry.unknown_message(getattr(self, key)))
         if self.code not in PARITY_CODES:
             raise KeyedValueError("code", PARITY_CODES.unknown_message(self.code))
         error = PARITY_CODES.get(self.code).parities_error(self.parities)

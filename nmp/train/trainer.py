@@ -217,7 +217,7 @@ class Trainer:
         # Dense optimizer state (momentum SGD's velocity per weight), carried with the weights.
         self.velocity = (
             [torch.zeros_like(p) for p in self.dense_params]
-            if cfg.dense_optimizer == "momentum"
+            if optim.DENSE_OPTIMIZERS.get(cfg.dense_optimizer).keeps_velocity
             else []
         )
         # The MLP (weights + optimizer state) is replicated on nodes 0..dense_replicas-1. The
