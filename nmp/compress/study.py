@@ -8,7 +8,7 @@ throughput is not in the sources found, so it is a swept switch), beside the bre
 throughput above which compression pays, and at each compute utilization of
 ``compute_utilization`` (a measured step's, :data:`nmp.compress.speedup.MEASURED_STEPS`, or a
 number; 1.0 is peak compute, the upper bound of the all-to-all's share). The AUC half of the
-study needs the trainer and is added by :func:`nmp.train.alltoall.run_study`.
+study needs the trainer and is added by :func:`nmp.train.alltoall.study.run_study`.
 """
 
 from __future__ import annotations

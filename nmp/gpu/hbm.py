@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from nmp import memory
+import nmp.memory as memory
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes
 from nmp.gpu.spec import gpu_names, load_gpu

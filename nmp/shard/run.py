@@ -103,7 +103,7 @@ def _placement(
 
 def _check_memory(spec, topo, sharder: str, profile_batches, eval_batches, max_memory) -> None:
     """Refuse before profiling a run that cannot fit the memory limit (:mod:`nmp.guard`)."""
-    from nmp import guard
+    import nmp.guard as guard
 
     per_batch = spec.batch * sum(
         spec.table_pooling(t).mean_lookups for t in range(len(spec.tables))

@@ -58,7 +58,8 @@ def _config(args: argparse.Namespace):
 
 def _check_memory(cfg, max_memory: str | None) -> None:
     """Refuse before anything is allocated a run that cannot fit (:mod:`nmp.guard`)."""
-    from nmp import guard
+    import nmp.guard as guard
+    from nmp.train.optim import state_width
     from nmp.train.trainer import resolve_geometry
 
     geo = resolve_geometry(cfg)
@@ -66,7 +67,7 @@ def _check_memory(cfg, max_memory: str | None) -> None:
         raise NmpError(
             f"must be <= the batch ({geo.batch} samples), got {cfg.workers}", key="train.workers"
         )
-    state = {"sgd": 0, "adagrad": 1, "adam": 2 * geo.dim}[cfg.optimizer]
+    state = state_width(cfg.optimizer, geo.dim)
     samples = geo.batch * (1 + cfg.eval_batches)
     # the records grow with the rows and the width: the one further above its default is named
     default = resolve_geometry(type(cfg)())
@@ -246,7 +247,7 @@ def _run(args: argparse.Namespace) -> int:
         if cfg.compress == "none":
             raise NmpError("give --strategy NAME, --compare, --extrapolate or --crossover")
         strategy = "none"  # a compression run: training without fault tolerance
-    from nmp.train.compare import result_row
+    from nmp.train.rows import result_row
     from nmp.train.trainer import run
 
     with _step_progress(args, cfg.steps) as on_step:
@@ -383,7 +384,7 @@ def _deployment(args):
         kw["seed"] = args.seed
     dep = replace(dep, **kw)
     dep.validate()
-    from nmp import guard
+    import nmp.guard as guard
 
     failures = dep.trials * dep.horizon_hours * dep.servers / dep.server_mtbf_hours
     # the failures drawn grow with the servers and shrink with their MTBF: the flag given is
