@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmp.arch.lru_cache import LruCache
-from nmp.arch.spec import LEVELS
+from nmp.arch.spec import LEVELS, RANK_CACHE_POLICIES
 from nmp.units import KIB
 
 # chosen: RecNMP does not state the RankCache's associativity; 8 ways is a common SRAM cache
@@ -74,7 +74,7 @@ def rank_cache_hits(
     if not idx.size:
         return hit
     unit_node = node[idx]
-    if spec.rank.cache_policy == "online":
+    if RANK_CACHE_POLICIES.get(spec.rank.cache_policy).admits_online:
         key = unit_node * (int(flat.grow.max()) + 1) + flat.grow[idx]
         admit = _occurrence(key) >= spec.rank.cache_reuse_threshold
     else:

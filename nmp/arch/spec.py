@@ -17,11 +17,31 @@ from typing import Literal
 from nmp.config import KeyedValueError, require_at_least
 from nmp.design import KeyAssumption
 from nmp.parity_codes import PARITY_CODES, ParityCode
+from nmp.registry import Registry
 
 LEVELS = ("rank", "bankgroup", "bank")
 SALP_READINGS = ("salp1", "salp2", "masa")
 REPLICA_CHOICES = ("bag-blocks", "least-loaded")
-CACHE_POLICIES = ("profile", "online")  # how a RankCache decides what to allocate
+
+
+@dataclass(frozen=True)
+class RankCachePolicy:
+    """How a RankCache decides what to allocate (``rank.cache_policy``)."""
+
+    name: str
+    description: str
+    needs_profile: bool  # placement profiles the batch first: the profile's hot rows are cached
+    admits_online: bool  # a row is admitted once it recurs cache_reuse_threshold times
+
+
+RANK_CACHE_POLICIES: Registry[RankCachePolicy] = Registry("RankCache policy")
+RANK_CACHE_POLICIES.register(
+    RankCachePolicy("profile", "the access profile's hot rows are allocated", True, False)
+)
+RANK_CACHE_POLICIES.register(
+    RankCachePolicy("online", "a row is allocated once it recurs in the batch", False, True)
+)
+CACHE_POLICIES = RANK_CACHE_POLICIES.names()  # the choices of rank.cache_policy
 # how a cross-level design without the LP picks each row's level (``base_placement``)
 BASE_PLACEMENTS = ("frequency", "capacity")
 

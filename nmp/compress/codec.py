@@ -44,6 +44,7 @@ class Codec(Protocol):
     name: str
     lossy: bool
     description: str
+    # (optional class attribute, default True) False: the codec sends the bytes unchanged
 
     def encode(self, x: np.ndarray, eb_rel: float, *, table: int = 0) -> Encoded: ...
 

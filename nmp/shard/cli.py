@@ -16,6 +16,8 @@ import sys
 from nmp.config import parse_set_args, split_overrides
 from nmp.shard.topology import DEFAULT_TOPOLOGY
 
+ALL_SHARDERS = "all"  # --sharder all: every registered sharder (not a sharder's name)
+
 
 def _run(args: argparse.Namespace) -> int:
     # numpy: loaded on use (start-up time)
@@ -24,7 +26,7 @@ def _run(args: argparse.Namespace) -> int:
 
     over = split_overrides(parse_set_args(args.set), ("workload", "topology"))
 
-    names = sharder_names() if args.sharder == "all" else [args.sharder]
+    names = sharder_names() if args.sharder == ALL_SHARDERS else [args.sharder]
 
     def shard(name: str) -> dict:
         with activity(f"sharding {args.workload} with {name}", quiet=args.json):

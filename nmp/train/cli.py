@@ -244,7 +244,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     strategy = args.strategy
     if not strategy:
-        if cfg.compress == "none":
+        if not cfg.compresses:
             raise NmpError("give --strategy NAME, --compare, --extrapolate or --crossover")
         strategy = "none"  # a compression run: training without fault tolerance
     from nmp.train.rows import result_row

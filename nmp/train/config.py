@@ -107,6 +107,14 @@ class TrainConfig:
     network: str = "infiniband-hdr-200g"  # models/network preset of the step-time model
     codec_gbps: float = 0.0  # 0: the codec throughput measured in the run (CPU, one thread)
 
+    @property
+    def compresses(self) -> bool:
+        """Whether the all-to-all runs through a codec that changes its bytes (the codec says:
+        ``none`` sends them as they are)."""
+        from nmp.compress.codec import CODECS
+
+        return bool(getattr(CODECS.get(self.compress), "compresses", True))
+
     def validate(self) -> None:
         require_at_least(
             self,

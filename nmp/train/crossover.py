@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from nmp.fileio import atomic_write_bytes
+from nmp.registry import Registry
 from nmp.train.extrapolate import DeploymentSpec, expected, step_costs
 
 SCALES = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16)
@@ -31,14 +32,19 @@ def _table_rows(dep: DeploymentSpec) -> int:
     return dep.table_rows or step_costs(dep).rows_total
 
 
-PARAMS: dict[str, Any] = {
-    "table_rows": lambda dep: [max(1, round(_table_rows(dep) * s)) for s in SCALES],
-    "storage_gbps": lambda dep: [dep.storage_gbps * s for s in SCALES],
-    "server_mtbf_hours": lambda dep: [dep.server_mtbf_hours * s for s in SCALES],
-    "servers": lambda dep: [n for n in SERVERS if n > dep.r],
-    "step_ms": lambda dep: [_step_ms(dep) * 2.0**e for e in range(-2, 11)],
-    "network_gbps": lambda dep: [dep.network_gbps * s for s in SCALES] if dep.network_gbps else [],
-}
+#: The swept parameters: each gives its grid of values for a deployment (``sweep``'s rows).
+PARAMS: Registry[Callable[[DeploymentSpec], list[Any]]] = Registry("crossover parameter")
+PARAMS.register(
+    lambda dep: [max(1, round(_table_rows(dep) * s)) for s in SCALES], name="table_rows"
+)
+PARAMS.register(lambda dep: [dep.storage_gbps * s for s in SCALES], name="storage_gbps")
+PARAMS.register(lambda dep: [dep.server_mtbf_hours * s for s in SCALES], name="server_mtbf_hours")
+PARAMS.register(lambda dep: [n for n in SERVERS if n > dep.r], name="servers")
+PARAMS.register(lambda dep: [_step_ms(dep) * 2.0**e for e in range(-2, 11)], name="step_ms")
+PARAMS.register(
+    lambda dep: [dep.network_gbps * s for s in SCALES] if dep.network_gbps else [],
+    name="network_gbps",
+)
 
 
 def _step_ms(dep: DeploymentSpec) -> float:

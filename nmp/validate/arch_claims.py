@@ -35,6 +35,7 @@ from nmp.arch.ceiling import host_ceiling, near_memory_ceiling
 from nmp.arch.energy import read_share
 from nmp.arch.first_principles import FirstPrinciples, first_principles, workload_stats
 from nmp.arch.point import load_memory_for
+from nmp.arch.policies import POLICIES
 from nmp.arch.presets import load_arch_spec
 from nmp.config import preset_names, split_overrides
 from nmp.errors import NmpError, SpecError
@@ -203,7 +204,7 @@ def _ceiling(arch: str, items: tuple[tuple[str, Any], ...]):
     lookups = int(res.extra["lookups"])
     per_bag = [(t.dim, _mean_pooling(t.pooling or wl.pooling)) for t in wl.tables]
     mean_dim = sum(d * p for d, p in per_bag) / max(sum(p for _, p in per_bag), 1.0)
-    if spec.policy == "host":
+    if not POLICIES.get(spec.policy).near_memory:
         flops = lookups * mean_dim * (2 if wl.weighted else 1)
         return host_ceiling(spec, mem, res.breakdown, lookups, flops)
     return near_memory_ceiling(spec, mem, res.breakdown, lookups, mean_dim)

@@ -38,6 +38,7 @@ class PlacementPolicy(Protocol):
 
     name: str
     near_memory: bool  # units near memory reduce rows (False: the host reads every row)
+    slices_rows: bool  # every lookup reaches every rank, a slice of its row each (vertical)
 
     def validate(self, spec: Any) -> None: ...
     def needs_profile(self, spec: Any) -> bool: ...

@@ -49,7 +49,7 @@ def compressed_row(cfg: Any, strategy: str, failures: list, base: Any) -> dict[s
     """``nmp train --compare``'s row for ``strategy`` (the comparison's strategy that keeps
     parity) with the all-to-all compressed; the parity deltas stay uncompressed (see
     :mod:`nmp.train.alltoall.exchange`). None without ``train.compress``."""
-    if cfg.compress == "none":
+    if not cfg.compresses:
         return None
     from nmp.train.rows import result_row
     from nmp.train.trainer import run

@@ -358,7 +358,7 @@ def run_procs(
     row["phases"] = model.pop("phases")
     if "parity_consistent" in run:
         row["parity_consistent"] = run["parity_consistent"]
-    if cfg.compress != "none":
+    if cfg.compresses:
         row["compression"] = compression(cfg, base, run, model["model_inputs"])
     return row
 
