@@ -188,8 +188,8 @@ def level_effective_gbps(name: str, layout: LevelLayout, mem, spec: ArchSpec, ro
     if name == "bank" and reading != "masa":
         tx, tck = mv.tx_bytes(mem), mv.tck_ns(mem)
         lpr = -(-row_bytes // tx)
-        t = {k: mv.timing(mem, k) for k in ("nRC", "nRAS", "nRCD", "nRP", "nCCDL")}
-        columns = t["nRCD"] + lpr * t["nCCDL"]
+        t = {k: mv.timing(mem, k) for k in ("nRC", "nRAS", "nRP", "nCCDL")}
+        columns = mv.trcd(mem) + lpr * t["nCCDL"]
         per_row_cycles: float
         if reading == "salp1":
             per_row_cycles = max(t["nRAS"], columns)

@@ -192,7 +192,7 @@ def run_cache(
         import nmp.guard as guard
 
         spec = workload_spec(cfg)
-        per_request = sum(spec.table_pooling(t).mean_lookups for t in range(len(spec.tables)))
+        per_request = spec.lookups_per_sample
         dim = max(t.dim for t in spec.tables)
         key = "requests" if cfg.requests >= cfg.warmup else "warmup"
         lookups = (cfg.requests + cfg.warmup) * per_request

@@ -39,7 +39,6 @@ from nmp.compress.speedup import (
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.workload import load_workload
-from nmp.workload.spec import as_pooling
 
 # MLP widths per workload (after the 13 dense inputs / after the interaction).
 # dlrm-benchmark: facebookresearch/dlrm bench/dlrm_s_benchmark.sh, --arch-mlp-bot=512-512-64
@@ -169,7 +168,7 @@ def step_setup(workload: str, nodes: int) -> StepSetup:
         batch=spec.batch,
         num_tables=len(spec.tables),
         dim=spec.tables[0].dim,
-        pooling=as_pooling(spec.pooling).mean_lookups,
+        pooling=spec.mean_pooling,
         bottom=bottom,
         top=top,
     )

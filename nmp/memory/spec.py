@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -154,6 +155,20 @@ class Energy:
 MAX_TIMING_CYCLES = 2**24
 
 
+# ACT to RD: one parameter where the standard has one (DDR4/5 nRCD), the read one where it splits
+# ACT-to-RD from ACT-to-WR (HBM nRCDRD); a preset names exactly one of them.
+TRCD_KEYS = ("nRCD", "nRCDRD")
+
+
+def trcd_cycles(timing: Mapping[str, int]) -> int:
+    """ACT to RD in memory cycles (tRCD), the one accessor every model reads it through; a
+    SpecError when the timing has neither of :data:`TRCD_KEYS` (no silent 0)."""
+    for key in TRCD_KEYS:
+        if key in timing:
+            return int(timing[key])
+    raise SpecError(f"timing has no ACT-to-RD parameter ({' or '.join(TRCD_KEYS)})")
+
+
 def check_refresh_leaves_time(timing: dict[str, int]) -> None:
     """The rule ``refresh-leaves-time``: every nREFI cycles a rank precharges all banks (nRP)
     and refreshes (nRFC); what is left must hold at least one row cycle (nRC: activate, access,
@@ -238,6 +253,11 @@ class MemorySpec:
     @property
     def tck_ns(self) -> float:
         return self.tck_ps / 1000.0
+
+    @property
+    def trcd_cycles(self) -> int:
+        """ACT to RD (tRCD) in cycles: :func:`trcd_cycles` of this spec's timing."""
+        return trcd_cycles(self.timing)
 
     @property
     def read_latency_cycles(self) -> int:
@@ -346,7 +366,7 @@ def catalog_rows() -> list[dict[str, Any]]:
     for name in preset_names("memory"):
         s = load_memory(name)
         t = s.timing
-        trcd = t.get("nRCD", t.get("nRCDRD"))
+        trcd = s.trcd_cycles
         o = s.org
         level = "PC" if s.standard.startswith("HBM") else "rank"
         rows.append(

@@ -347,9 +347,20 @@ class WorkloadSpec:
         return as_pooling(self.pooling if own is None else own)
 
     @property
+    def lookups_per_sample(self) -> float:
+        """Expected lookups of one sample over all tables, each at its own pooling: every
+        count of lookups derives from this (and :meth:`table_pooling`), not from ``pooling``."""
+        return sum(self.table_pooling(t).mean_lookups for t in range(len(self.tables)))
+
+    @property
+    def mean_pooling(self) -> float:
+        """Expected lookups per bag, averaged over the tables (per-table pooling included)."""
+        return self.lookups_per_sample / max(len(self.tables), 1)
+
+    @property
     def lookups_per_batch(self) -> float:
         """Expected lookups (indices) in one batch over all tables."""
-        return self.batch * sum(self.table_pooling(t).mean_lookups for t in range(len(self.tables)))
+        return self.batch * self.lookups_per_sample
 
     @property
     def total_rows(self) -> int:
