@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -108,7 +109,7 @@ class LmdbStore:
 
 
 #: The key-value stores ``nmp cache --backend`` measures, by name.
-BACKENDS: Registry[type[KVStore]] = Registry("backend")
+BACKENDS: Registry[Callable[[Path, int], KVStore]] = Registry("backend")
 BACKENDS.register(LmdbStore, name="lmdb")
 BACKENDS.register(SqliteStore, name="sqlite")
 

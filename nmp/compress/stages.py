@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import lz4.block
 import zstandard
@@ -53,7 +53,7 @@ def lz4_decompress(blob: bytes) -> bytes:
 
 
 #: The byte compressors a codec may end in: (compress, decompress) by name.
-STAGES: Registry[tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]] = Registry(
+STAGES: Registry[tuple[Callable[[Any], bytes], Callable[[bytes], bytes]]] = Registry(
     "compression stage"
 )
 STAGES.register((zstd_compress, zstd_decompress), name="zstd")
