@@ -152,7 +152,7 @@ def _table_rows(wl, pb, codec_name, eb, nodes, chunks) -> list[dict[str, Any]]:
             "kind": size_class(pb.table_rows[t]),
             "ratio": m["ratio"],
         }
-        if codec_name == "hybrid":
+        if hasattr(codec, "choice"):  # a codec that chooses per table (hybrid) says what it chose
             row["hybrid_choice"] = codec.choice.get(t, "")
             row["repeat_fraction"] = codec.analysis.get(t, {}).get("repeat_fraction")
         out.append(row)
