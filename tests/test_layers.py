@@ -48,6 +48,17 @@ GROUND = set(LAYERS[-1])
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
 
 
+@functools.lru_cache(maxsize=4096)
+def _tree(path: Path) -> ast.Module:
+    """A file's syntax tree, parsed once for every check of this module."""
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+@functools.lru_cache(maxsize=4096)
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(_tree(path)))
+
+
 def module_name(path: Path, root: Path = NMP) -> str:
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -66,7 +77,7 @@ def imports_of(path: Path, root: Path = NMP) -> list[tuple[str, int]]:
     module = module_name(path, root)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in _nodes(path):
         if isinstance(node, ast.Import):
             out += [(alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -266,10 +277,10 @@ def file_bypasses(path: Path, root: Path = NMP, lazy: frozenset[str] = frozenset
     """Every way ``path`` walks around the layer check (see :func:`bypasses`); ``lazy``: the
     root's lazy names."""
     module = module_name(path, root)
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     in_root = module == "nmp"
     bad = []
-    for node in ast.walk(tree):
+    for node in _nodes(path):
         found = None
         if isinstance(node, ast.Call):
             func = node.func
@@ -457,7 +468,7 @@ def file_edges(root: Path = NMP) -> list[tuple[str, int, str]]:
     for path in sorted(root.rglob("*.py")):
         src = module_name(path, root)
         package = src if path.name == "__init__.py" else src.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in _nodes(path):
             if isinstance(node, ast.Import):
                 out += [(src, node.lineno, a.name) for a in node.names if a.name in modules]
             elif isinstance(node, ast.ImportFrom):
