@@ -27,8 +27,7 @@ Errors
 """
 
 from nmp.errors import NmpError, SpecError, TraceError
-
-__version__ = "0.1.0"
+from nmp.version import __version__
 
 # name -> (module, attribute): imported on first access (PEP 562)
 _LAZY = {

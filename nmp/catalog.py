@@ -1,63 +1,35 @@
 """``nmp models``: every preset of every kind with its key figures, and every registry.
 
-Each model package that has presets exposes ``catalog_rows() -> list[dict]``; a row has at least
-``name`` and ``summary`` (a short string of key figures) and may add columns of its own.
+Each model package that has presets registers its ``catalog_rows() -> list[dict]`` in
+:data:`nmp.config.PRESET_CATALOGS`; a row has at least ``name`` and ``summary`` (a short string of
+key figures) and may add columns of its own.
 
 ``nmp models --registries`` lists every variant family (:class:`nmp.registry.Registry`) and its
 members, as Ramulator 2 dumps its factories: what a preset's ``policy``, a sweep's ``sharder``
-or a claim's ``model`` may name.
+or a claim's ``model`` may name, and every preset folder (``memory preset``, ``workload preset``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from typing import Any
 
-from nmp.registry import all_registries
-
-# (kind, module providing catalog_rows)
-CATALOG_SOURCES = (
-    ("memory", "nmp.memory"),
-    ("arch", "nmp.arch"),
-    ("gpu", "nmp.gpu"),
-    ("workload", "nmp.workload"),
-)
-
-
-# The modules that declare a registry (tests/test_catalog.py checks that none is missing).
-REGISTRY_MODULES = (
-    "nmp.design",
-    "nmp.arch.policies",
-    "nmp.gpu.variants",
-    "nmp.shard.registry",
-    "nmp.cache.policy",
-    "nmp.compress.codec",
-    "nmp.train.strategies.base",
-    "nmp.train.partial_save",
-    "nmp.report.plots",
-    "nmp.workload.distributions",
-    "nmp.plugins",
-)
+from nmp.config import PRESET_CATALOGS
+from nmp.registry import load_all_registries
 
 
 def collect_registries() -> dict[str, list[dict[str, str]]]:
-    """Every registry's members (name, description, module), by family."""
-    for module_name in REGISTRY_MODULES:
-        importlib.import_module(module_name)
-    return {kind: reg.describe() for kind, reg in sorted(all_registries().items())}
+    """Every registry's members (name, description, module or file), by family: the modules
+    that declare a registry are found by :func:`nmp.registry.load_all_registries`."""
+    return {kind: reg.describe() for kind, reg in sorted(load_all_registries().items())}
 
 
 def collect(kinds: list[str] | None = None) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
-    for kind, module_name in CATALOG_SOURCES:
-        if kinds and kind not in kinds:
-            continue
-        module = importlib.import_module(module_name)
-        rows_fn = getattr(module, "catalog_rows", None)
-        out[kind] = rows_fn() if rows_fn else []
-    return out
+    """Each preset kind's rows (:data:`nmp.config.PRESET_CATALOGS`), or only ``kinds``'."""
+    return {
+        kind: rows_fn() for kind, rows_fn in PRESET_CATALOGS.items() if not kinds or kind in kinds
+    }
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -109,7 +81,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--kind",
         action="append",
-        choices=[k for k, _ in CATALOG_SOURCES],
+        choices=PRESET_CATALOGS.names(),
         help="only this kind (repeatable)",
     )
     p.add_argument(

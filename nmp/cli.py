@@ -16,9 +16,9 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 
-from nmp import __version__
 from nmp.cliargs import NmpArgumentParser
 from nmp.errors import NmpError
+from nmp.version import __version__
 
 # The commands, in the order of ``nmp --help``: name -> (the module whose ``register(subparsers)``
 # builds its parser, the one-line help of ``nmp --help``). The help strings repeat the modules'

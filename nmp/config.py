@@ -17,11 +17,13 @@ import os
 import re
 import tomllib
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from nmp.errors import NmpError, SpecError
 from nmp.fileio import read_regular
+from nmp.registry import Registry
 
 T = TypeVar("T")
 
@@ -134,15 +136,92 @@ def check_finite(value: Any, *, file: str | None = None, key: str = "") -> None:
             check_finite(v, file=file, key=f"{key}[{i}]")
 
 
+class PresetRegistry(Registry[Path]):
+    """The presets of one kind: the TOML files of a folder under :func:`project_root`.
+
+    A preset is its file: adding ``models/memory/<name>.toml`` adds the memory preset
+    ``<name>``, nothing else to edit. The folder is read on every lookup (``NMP_HOME`` may
+    change it); the registry is listed by ``nmp models --registries`` with the other families.
+    """
+
+    #: The preset registries by their kind ("memory", "workload", ...).
+    by_kind: dict[str, PresetRegistry] = {}
+
+    def __init__(self, kind: str, folder: str) -> None:
+        super().__init__(f"{kind} preset")
+        self.preset_kind = kind
+        self.folder = folder  # relative to the project root
+        PresetRegistry.by_kind[kind] = self
+
+    def path(self) -> Path:
+        return project_root() / self.folder
+
+    def _listed(self) -> dict[str, Path]:
+        folder = self.path()
+        files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
+        return {p.stem: p for p in files}
+
+    def get(self, name: str) -> Path:
+        found = self._listed().get(name)
+        if found is None:
+            raise NmpError(self.unknown_message(name))
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self._listed()
+
+    def describe(self) -> list[dict[str, str]]:
+        """One row per preset: name, the file's first comment line, and the file."""
+        root = project_root()
+        return [
+            {"name": k, "description": _first_comment(p), "module": str(p.relative_to(root))}
+            for k, p in self.items()
+        ]
+
+
+def _first_comment(path: Path) -> str:
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+        if line.strip():
+            break
+    return ""
+
+
+MEMORY_PRESETS = PresetRegistry("memory", "models/memory")
+DRAM_STANDARDS = PresetRegistry("DRAM standard", "models/memory/standards")
+ARCH_PRESETS = PresetRegistry("arch", "models/arch")
+GPU_PRESETS = PresetRegistry("gpu", "models/gpu")
+TOPOLOGY_PRESETS = PresetRegistry("topology", "models/topology")
+NETWORK_PRESETS = PresetRegistry("network", "models/network")
+WORKLOAD_PRESETS = PresetRegistry("workload", "workloads")
+
+#: ``nmp models``: a preset kind's table of key figures (name, summary, figures); the model
+#: package that reads the kind registers its ``catalog_rows`` under the kind's name.
+PRESET_CATALOGS: Registry[Callable[[], list[dict[str, Any]]]] = Registry(
+    "preset catalog",
+    package="nmp",
+    marker=r"^@PRESET_CATALOGS\.register\(",
+    order=lambda rows_fn: rows_fn.__module__,  # listed in module order, whatever loaded first
+)
+
+
+def preset_registry(kind: str) -> PresetRegistry:
+    """The presets of ``kind``; an NmpError listing the kinds when there is none."""
+    try:
+        return PresetRegistry.by_kind[kind]
+    except KeyError:
+        known = ", ".join(PresetRegistry.by_kind)
+        raise NmpError(f"unknown preset kind {kind!r} (known: {known})") from None
+
+
 def preset_dir(kind: str) -> Path:
-    """``models/<kind>`` for hardware (memory, arch, gpu); ``workloads`` for kind='workload'."""
-    root = project_root()
-    return root / "workloads" if kind == "workload" else root / "models" / kind
+    """The folder of ``kind``'s presets (``models/<kind>``; ``workloads`` for workloads)."""
+    return preset_registry(kind).path()
 
 
 def preset_names(kind: str) -> list[str]:
-    folder = preset_dir(kind)
-    return sorted(p.stem for p in folder.glob("*.toml")) if folder.is_dir() else []
+    return list(preset_registry(kind).names())
 
 
 def find_preset(kind: str, name: str) -> Path:

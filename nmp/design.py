@@ -79,7 +79,9 @@ class KeyAssumption:
 
 
 #: The design families; each module below registers its family when imported.
-FAMILIES: Registry[DesignFamily] = Registry("design family", ("nmp.arch.family", "nmp.gpu.family"))
+FAMILIES: Registry[DesignFamily] = Registry(
+    "design family", package="nmp", marker=r"^\w+ = FAMILIES\.register\("
+)
 
 
 def family_presets(family: DesignFamily) -> list[str]:

@@ -21,32 +21,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Claim models by ``module:function``; the modules below register theirs when imported.
 CLAIM_MODELS: Registry[Callable[..., Any]] = Registry(
-    "claim model",
-    (
-        "nmp.cache.claims",
-        "nmp.compress.claims",
-        "nmp.gpu.claims",
-        "nmp.shard.claims",
-        "nmp.train.alltoall.claim",
-        "nmp.train.claims",
-        "nmp.train.cpr_claims",
-        "nmp.train.sc24_claims",
-        "nmp.validate.arch_claims",
-    ),
+    "claim model", package="nmp", marker=r"^@claim_model$"
 )
 
 #: Custom-study runners by ``module:function``; the modules below register theirs when imported.
 STUDY_RUNNERS: Registry[Callable[..., Any]] = Registry(
-    "study runner",
-    (
-        "nmp.cache.study",
-        "nmp.evaluate.locality",
-        "nmp.evaluate.sensitivity",
-        "nmp.shard.study",
-        "nmp.train.alltoall.study",
-        "nmp.train.partial_save_study",
-        "nmp.train.study",
-    ),
+    "study runner", package="nmp", marker=r"^@study_runner$"
 )
 
 

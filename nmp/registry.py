@@ -8,19 +8,28 @@ that has a ``name``); stages then ask the registry, never test a name:
 * :meth:`Registry.get` returns the variant, or raises :class:`~nmp.errors.NmpError` naming the
   family and listing the known names (the same one-line error everywhere);
 * :meth:`Registry.names` lists the names in registration order (CLI choices, docs, tests);
-* a registry that declares ``modules`` imports them on its first lookup, so a family's modules
-  load only when the family is used (``nmp --help`` imports none of them).
+* a registry finds its members itself: on its first lookup it imports the modules of its
+  ``package`` (walked with :mod:`pkgutil`, submodules included; with a ``marker``, only those
+  whose source matches it), so a family's modules load only when the family is used
+  (``nmp --help`` imports none of them) and adding a variant is adding its module: no list of
+  module names is kept anywhere.
 
 Registering a second, different object under a name already taken raises ``NmpError``: two
 modules that claim one name are a bug, not a silent override. Every registry created here is
 listed in :data:`REGISTRIES`, which ``nmp models --registries`` prints (as Ramulator 2 dumps its
-factories).
+factories); :func:`load_all_registries` finds the modules that declare one the same way.
+
+This module is the one place that imports nmp modules by name (tests/test_layers.py checks it).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Sequence
+import importlib.util
+import pkgutil
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
 
 from nmp.errors import NmpError
@@ -47,20 +56,58 @@ def _module(item: Any) -> str:
     return module
 
 
+def package_modules(package: str, marker: str | None = None) -> list[str]:
+    """The modules of ``package`` and its subpackages, in name order, without importing any
+    (:func:`pkgutil.iter_modules` over the folders); with ``marker`` (a regular expression,
+    matched per line) only those whose source matches it. ``__main__`` modules are left out."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise NmpError(f"registry package '{package}' is not a package")
+    pattern = re.compile(marker, re.MULTILINE) if marker else None
+    found: list[str] = []
+
+    def walk(folders: list[str], prefix: str) -> None:
+        for info in pkgutil.iter_modules(folders, prefix):
+            leaf = info.name.rpartition(".")[2]
+            if leaf == "__main__":
+                continue
+            folder = Path(folders[0]) / leaf
+            source = folder / "__init__.py" if info.ispkg else folder.with_suffix(".py")
+            if pattern is None or (source.is_file() and pattern.search(source.read_text())):
+                found.append(info.name)
+            if info.ispkg:
+                walk([str(folder)], info.name + ".")
+
+    walk(list(spec.submodule_search_locations), package + ".")
+    return found
+
+
 class Registry(Generic[T]):
     """Named variants of one family.
 
-    ``kind`` names the family in errors and listings ("placement policy"); ``modules`` are
-    imported on first lookup (each registers its variants when imported).
+    ``kind`` names the family in errors and listings ("placement policy"). On the first lookup
+    the modules of ``package`` are imported (those matching ``marker`` where it is given: a
+    family whose variants share a package with other code); each registers its variants when
+    imported. ``order`` (a key of a variant) orders the listing where registration order
+    (module name order) is not the one a comparison prints.
     """
 
-    def __init__(self, kind: str, modules: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        package: str | None = None,
+        marker: str | None = None,
+        order: Callable[[T], Any] | None = None,
+    ) -> None:
         if kind in REGISTRIES:
             raise NmpError(f"registry '{kind}' created twice")
         self.kind = kind
-        self._modules = tuple(modules)
+        self._package = package
+        self._marker = marker
+        self._order = order
         self._items: dict[str, T] = {}
-        self._loaded = not self._modules
+        self._loaded = package is None
         REGISTRIES[kind] = self
 
     # -- registering ---------------------------------------------------------------------------
@@ -100,13 +147,27 @@ class Registry(Generic[T]):
 
     # -- finding -------------------------------------------------------------------------------
 
+    def modules(self) -> list[str]:
+        """The modules this registry imports on its first lookup."""
+        if self._package is None:
+            return []
+        return package_modules(self._package, self._marker)
+
     def load(self) -> None:
-        """Import the declared modules (once); each registers its variants."""
+        """Import the package's modules (once); each registers its variants."""
         if self._loaded:
             return
         self._loaded = True  # before importing: a module's register() must not recurse here
-        for module in self._modules:
+        for module in self.modules():
             importlib.import_module(module)
+
+    def _listed(self) -> dict[str, T]:
+        """The variants in listing order: by ``order`` where given, else as registered."""
+        self.load()
+        if self._order is None:
+            return self._items
+        key = self._order
+        return dict(sorted(self._items.items(), key=lambda kv: key(kv[1])))
 
     def get(self, name: str) -> T:
         """The variant ``name``; an NmpError listing the known names when there is none.
@@ -125,17 +186,14 @@ class Registry(Generic[T]):
 
     def unknown_message(self, name: object) -> str:
         """The one-line error for an unknown name (for callers that add a file or key)."""
-        self.load()
-        known = ", ".join(self._items) or "none registered"
+        known = ", ".join(self._listed()) or "none registered"
         return f"unknown {self.kind} {name!r} (known: {known})"
 
     def names(self) -> tuple[str, ...]:
-        self.load()
-        return tuple(self._items)
+        return tuple(self._listed())
 
     def items(self) -> tuple[tuple[str, T], ...]:
-        self.load()
-        return tuple(self._items.items())
+        return tuple(self._listed().items())
 
     def describe(self) -> list[dict[str, str]]:
         """One row per variant: name, description and defining module (``nmp models``)."""
@@ -160,7 +218,20 @@ class Registry(Generic[T]):
         return f"Registry({self.kind!r}, {len(self._items)} registered)"
 
 
+# A module that declares a registry: ``NAME: Registry[...] = Registry(`` (or a PresetRegistry) at
+# the start of a line.
+_DECLARES_A_REGISTRY = r"^\w+(: [^=]+)? = (Preset)?Registry\("
+
+
+def load_all_registries() -> dict[str, Registry[Any]]:
+    """Every registry of the kit: the modules of ``nmp`` that declare one are found by their
+    source (:data:`_DECLARES_A_REGISTRY`) and imported, then each registry is returned."""
+    for module in package_modules("nmp", _DECLARES_A_REGISTRY):
+        importlib.import_module(module)
+    return dict(REGISTRIES)
+
+
 def all_registries() -> dict[str, Registry[Any]]:
     """Every registry created so far (a family's registry exists once the module that declares
-    it is imported: :data:`nmp.catalog.REGISTRY_MODULES` lists those modules)."""
+    it is imported; :func:`load_all_registries` imports them all)."""
     return dict(REGISTRIES)

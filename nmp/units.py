@@ -1,46 +1,15 @@
-"""Unit conversions in one place; names carry units (``t_ns``, ``cycles``, ``energy_pj``)."""
+"""Unit constants and checks shared by the models; names carry units (``t_ns``, ``energy_pj``).
+
+Only what the kit uses lives here (binary sizes, power-of-two checks). A conversion that one
+formula needs is written where the formula is, with the unit in the variable's name
+(``tck_ps / 1000.0`` for ``tck_ns``): a helper nobody calls would only look authoritative.
+"""
 
 from __future__ import annotations
-
-import math
 
 KIB = 1024
 MIB = 1024**2
 GIB = 1024**3
-
-PS_PER_NS = 1000.0
-NS_PER_S = 1e9
-PJ_PER_NJ = 1000.0
-PJ_PER_J = 1e12
-
-
-def cycles_to_ns(cycles: float, tck_ns: float) -> float:
-    """Cycles of a clock with period ``tck_ns`` to nanoseconds."""
-    return cycles * tck_ns
-
-
-def ns_to_cycles(t_ns: float, tck_ns: float) -> int:
-    """Nanoseconds to whole cycles of a clock with period ``tck_ns``, rounded up (JEDEC style)."""
-    return math.ceil(t_ns / tck_ns - 1e-9)
-
-
-def mhz_to_tck_ns(freq_mhz: float) -> float:
-    return 1000.0 / freq_mhz
-
-
-def bandwidth_gbps(bytes_: float, t_ns: float) -> float:
-    """Bytes over nanoseconds in GB/s (10^9 bytes per second): bytes/ns is exactly GB/s."""
-    return bytes_ / t_ns if t_ns > 0 else 0.0
-
-
-def power_mw_to_energy_pj(power_mw: float, t_ns: float) -> float:
-    """mW x ns = pJ."""
-    return power_mw * t_ns
-
-
-def vi_energy_pj(vdd_v: float, current_ma: float, t_ns: float) -> float:
-    """Energy of a current drawn at a voltage for a time: V x mA x ns = pJ."""
-    return vdd_v * current_ma * t_ns
 
 
 def is_power_of_two(n: int) -> bool:

@@ -6,29 +6,30 @@ import ast
 import json
 from pathlib import Path
 
-from nmp.catalog import REGISTRY_MODULES
 from nmp.cli import main
+from nmp.registry import load_all_registries
 
 NMP = Path(__file__).resolve().parents[1] / "nmp"
 
 
-def _declaring_modules() -> set[str]:
-    """Modules of nmp that create a Registry at module level."""
+def _declared_kinds() -> set[str]:
+    """The kind of every Registry/PresetRegistry created at module level in nmp (ast)."""
     found = set()
     for path in NMP.rglob("*.py"):
-        if path.name == "registry.py" and path.parent == NMP:
-            continue
         for node in ast.parse(path.read_text()).body:
             value = getattr(node, "value", None)
-            if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "Registry":
-                rel = path.relative_to(NMP.parent).with_suffix("")
-                parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-                found.add(".".join(parts))
+            func = getattr(getattr(value, "func", None), "id", None)
+            if func in ("Registry", "PresetRegistry") and value.args:
+                arg = value.args[0]
+                if isinstance(arg, ast.Constant):
+                    suffix = " preset" if func == "PresetRegistry" else ""
+                    found.add(arg.value + suffix)
     return found
 
 
-def test_every_module_that_declares_a_registry_is_listed():
-    assert _declaring_modules() == set(REGISTRY_MODULES)
+def test_every_registry_is_found_without_a_list():
+    """load_all_registries finds each module that declares a registry by its source."""
+    assert _declared_kinds() <= set(load_all_registries())
 
 
 def test_registries_json_lists_each_family_and_its_members(capsys):
@@ -45,8 +46,12 @@ def test_registries_json_lists_each_family_and_its_members(capsys):
     assert "combined" in {m["name"] for m in registries["GPU kernel variant"]}
     model = {m["name"]: m for m in registries["claim model"]}["nmp.validate.arch_claims:speedup"]
     assert model["module"] == "nmp.validate.arch_claims" and model["description"]
-    for family in ("cache policy", "codec", "plot", "study runner"):
+    for family in ("cache policy", "codec", "plot", "study runner", "preset catalog"):
         assert registries[family], family
+    presets = {m["name"]: m for m in registries["memory preset"]}
+    assert presets["ddr4-3200aa"]["module"] == "models/memory/ddr4-3200aa.toml"
+    for kind in ("DRAM standard", "workload", "arch", "gpu", "topology"):
+        assert registries[f"{kind} preset"], kind
 
 
 def test_registries_table_and_presets_unchanged_without_the_flag(capsys):

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 import pytest
 
 from nmp.errors import NmpError
-from nmp.registry import REGISTRIES, Registry
+from nmp.registry import REGISTRIES, Registry, package_modules
+
+policy_modules = ("base", "cross_level", "horizontal", "host", "vertical")
+sharder_modules = ("greedy", "lookup", "recshard", "size", "size_lookup")
 
 
 @dataclass(frozen=True)
@@ -16,9 +19,9 @@ class _Variant:
     description: str = ""
 
 
-def _fresh(kind: str, modules: tuple[str, ...] = ()) -> Registry:
+def _fresh(kind: str, package: str | None = None, marker: str | None = None) -> Registry:
     REGISTRIES.pop(kind, None)
-    return Registry(kind, modules)
+    return Registry(kind, package=package, marker=marker)
 
 
 def test_register_get_and_names_keep_order():
@@ -63,7 +66,7 @@ def test_decorator_with_explicit_name():
 
 def test_modules_load_on_first_lookup_only(monkeypatch):
     imported: list[str] = []
-    reg = _fresh("test lazy", ("some.module",))
+    reg = _fresh("test lazy", "nmp.arch.policies")
     monkeypatch.setattr(
         "nmp.registry.importlib.import_module",
         lambda name: imported.append(name) or reg.register(_Variant("late")),
@@ -71,7 +74,7 @@ def test_modules_load_on_first_lookup_only(monkeypatch):
     assert imported == []
     assert reg.names() == ("late",)
     reg.names()
-    assert imported == ["some.module"]
+    assert imported == [f"nmp.arch.policies.{m}" for m in policy_modules]
 
 
 def test_a_nameless_item_is_refused():
@@ -82,13 +85,13 @@ def test_a_nameless_item_is_refused():
 
 def test_a_registered_name_is_found_without_loading_the_other_modules(monkeypatch):
     imported: list[str] = []
-    reg = _fresh("test lazy", ("other.module",))
+    reg = _fresh("test lazy", "nmp.shard.sharders")
     monkeypatch.setattr("nmp.registry.importlib.import_module", imported.append)
     early = reg.register(_Variant("early"))
     assert reg.get("early") is early and imported == []
     with pytest.raises(NmpError, match="unknown test lazy 'late'"):
         reg.get("late")
-    assert imported == ["other.module"]
+    assert imported == [f"nmp.shard.sharders.{m}" for m in sharder_modules]
 
 
 def test_unregister_forgets_a_name():
@@ -111,3 +114,37 @@ def test_every_family_gives_the_same_unknown_name_error():
     for reg in (POLICIES, CACHE_POLICIES, CODECS, FAMILIES, GPU_VARIANTS, SHARDERS):
         with pytest.raises(NmpError, match=rf"^unknown {reg.kind} 'nope' \(known: \w"):
             reg.get("nope")
+
+
+def test_a_package_is_walked_in_name_order_and_a_marker_filters_it():
+    assert package_modules("nmp.arch.policies") == [
+        f"nmp.arch.policies.{m}" for m in policy_modules
+    ]
+    assert package_modules("nmp.workload", r"^DISTRIBUTIONS\.register\(") == [
+        "nmp.workload.distributions",
+        "nmp.workload.measured",
+    ]
+    assert "nmp.__main__" not in package_modules("nmp")
+
+
+def test_a_new_module_in_the_package_is_found(tmp_path, monkeypatch):
+    """Adding a variant is adding its module: the registry finds it, no list to edit."""
+    pkg = tmp_path / "regdemo"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "alpha.py").write_text(
+        "from nmp.registry import REGISTRIES\nREGISTRIES['test found'].register(name='a')(1)\n"
+    )
+    (pkg / "helper.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reg = _fresh("test found", "regdemo", r"^REGISTRIES\[")
+    assert reg.modules() == ["regdemo.alpha"]
+    assert reg.names() == ("a",)
+
+
+def test_order_keys_the_listing():
+    REGISTRIES.pop("test ordered", None)
+    reg = Registry("test ordered", order=lambda v: v.description)
+    reg.register(_Variant("late", "2"))
+    reg.register(_Variant("early", "1"))
+    assert reg.names() == ("early", "late")

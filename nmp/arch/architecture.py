@@ -20,10 +20,9 @@ from nmp.arch import threads
 from nmp.arch.layout import LevelLayout, build_layout
 from nmp.arch.lru_cache import MAX_WARMUP_BATCHES, LruCache
 from nmp.arch.parity import parity_consistent, parity_nodes, parity_update, recover_node
-from nmp.arch.placement import FlatLookups, Placement, flatten, solve_cross_level
+from nmp.arch.placement import FlatLookups, Placement, flatten, solve_cross_level, warm_rank_caches
 from nmp.arch.policies import PlacementPolicy, check_policy
 from nmp.arch.profile import AccessProfile, build_profile
-from nmp.arch.rankcache import warm_rank_caches
 from nmp.arch.rowdata import RowStore
 from nmp.arch.spec import LEVELS, ArchSpec
 from nmp.arch.timing import time_gather_reduce
@@ -188,7 +187,7 @@ class Architecture:
 
     def rank_cache_state(self) -> LruCache | None:
         """The RankCaches a batch starts from: at steady state after the batches before it
-        (:func:`nmp.arch.rankcache.warm_rank_caches`), copied so that every timed batch starts
+        (:func:`nmp.arch.placement.warm_rank_caches`), copied so that every timed batch starts
         alike; during the warm-up, the state it advances. None without a RankCache."""
         if self._rank_cache_warming is not None:
             return self._rank_cache_warming

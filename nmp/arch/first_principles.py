@@ -42,6 +42,7 @@ from nmp.arch import memview as mv
 from nmp.arch.ceiling import BatchTerms
 from nmp.arch.layout import build_layout
 from nmp.arch.placement import level_effective_gbps, level_node_peak_gbps
+from nmp.arch.policies import POLICIES
 from nmp.arch.salp import SALP_TRACKED_SUBARRAYS
 from nmp.arch.spec import ArchSpec
 from nmp.memory.standards import load_standard
@@ -282,7 +283,7 @@ def _near_memory(
     tck, tx = mv.tck_ns(mem), mv.tx_bytes(mem)
     ch = mv.org(mem, "channels")
     ranks = ch * mv.org(mem, "ranks")
-    vertical = spec.policy == "vertical"  # every lookup reaches every rank, a slice each
+    vertical = POLICIES.get(spec.policy).slices_rows  # every lookup reaches every rank
     slice_bytes = ws.row_bytes / ranks if vertical else ws.row_bytes
     bursts = _bursts(slice_bytes, tx) * (ranks if vertical else 1)
     routes, peaks, lanes, hows = _paths(spec, mem, role, ws.row_bytes)
@@ -407,7 +408,7 @@ def first_principles(
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}")
     ws = stats or workload_stats(wl)
-    if spec.policy == "host":
+    if not POLICIES.get(spec.policy).near_memory:
         return _host(spec, mem, ws, role)
     return _near_memory(spec, mem, ws, role, stated)
 

@@ -163,4 +163,12 @@ def slot_location(
     return b, page % rows, col
 
 
+def node_capacity_slots(layout: LevelLayout, mem, row_bytes: int) -> int:
+    """Rows of ``row_bytes`` one node of ``layout`` stores."""
+    lpr = -(-row_bytes // mv.tx_bytes(mem))
+    lpp = mv.lines_per_page(mem)
+    per_page = lpp // lpr if lpr <= lpp else 1 / (-(-lpr // lpp))
+    return max(1, int(layout.banks_per_unit * mv.org(mem, "rows") * per_page))
+
+
 __all__ = ["LevelLayout", "build_layout", "slot_location"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from nmp.memory.spec import trcd_cycles
+
 
 def _get(obj: Any, name: str) -> Any:
     if isinstance(obj, dict):
@@ -18,6 +20,11 @@ def _get(obj: Any, name: str) -> Any:
 def timing(spec: Any, name: str) -> int:
     """A timing parameter in DRAM cycles (``nBL``, ``nCCDL``, ``nRC`` ...)."""
     return int(_get(spec.timing, name))
+
+
+def trcd(spec: Any) -> int:
+    """ACT to RD in DRAM cycles: :func:`nmp.memory.spec.trcd_cycles` of the timing."""
+    return trcd_cycles(spec.timing)
 
 
 def org(spec: Any, name: str) -> int:

@@ -29,6 +29,7 @@ from nmp.arch.timing import dram_energy
 from nmp.coding import ReedSolomonCode, StripeLayout, XorCode, gf_mul
 from nmp.errors import NmpError
 from nmp.memory import encode_address, make_requests, replay
+from nmp.parity_codes import PARITY_CODES
 from nmp.results import OpResult
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def _state(arch) -> ParityState:
                 f"arch.parity: a stripe of k + r = {p.k + p.r} rows needs as many nodes; "
                 f"level '{p.level}' has {nodes}"
             )
-        code = XorCode(p.k) if p.code == "xor" else ReedSolomonCode(p.k, p.r)
+        code = PARITY_CODES.get(p.code).build(p.k, p.r)
         ntab = len(arch.tables)
         arch._parity_state = ParityState(
             code,

@@ -15,10 +15,11 @@ import numpy as np
 from numba import njit
 
 from nmp.arch import memview as mv
-from nmp.arch.layout import LevelLayout
+from nmp.arch.layout import LevelLayout, node_capacity_slots
+from nmp.arch.lru_cache import LruCache, warm_until_steady
 from nmp.arch.partition import PartitionProblem, PartitionResult, solve_partition
 from nmp.arch.profile import MAX_CLASSES, AccessProfile
-from nmp.arch.rankcache import rank_cache_hits
+from nmp.arch.rankcache import new_rank_caches, rank_cache_hits
 from nmp.arch.spec import LEVELS, ArchSpec
 
 
@@ -165,14 +166,6 @@ def divmod_nonneg(a: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
     return np.divmod(a, d)
 
 
-def node_capacity_slots(layout: LevelLayout, mem, row_bytes: int) -> int:
-    """Rows of ``row_bytes`` one node of ``layout`` stores."""
-    lpr = -(-row_bytes // mv.tx_bytes(mem))
-    lpp = mv.lines_per_page(mem)
-    per_page = lpp // lpr if lpr <= lpp else 1 / (-(-lpr // lpp))
-    return max(1, int(layout.banks_per_unit * mv.org(mem, "rows") * per_page))
-
-
 def level_node_peak_gbps(name: str, layout: LevelLayout, mem) -> float:
     """Peak data rate of one node's own data path (the 'internal bandwidth' of the level):
     rank: its data bus (tx per nBL); bank group: tx per tCCD_L per bank group it spans;
@@ -195,8 +188,8 @@ def level_effective_gbps(name: str, layout: LevelLayout, mem, spec: ArchSpec, ro
     if name == "bank" and reading != "masa":
         tx, tck = mv.tx_bytes(mem), mv.tck_ns(mem)
         lpr = -(-row_bytes // tx)
-        t = {k: mv.timing(mem, k) for k in ("nRC", "nRAS", "nRCD", "nRP", "nCCDL")}
-        columns = t["nRCD"] + lpr * t["nCCDL"]
+        t = {k: mv.timing(mem, k) for k in ("nRC", "nRAS", "nRP", "nCCDL")}
+        columns = mv.trcd(mem) + lpr * t["nCCDL"]
         per_row_cycles: float
         if reading == "salp1":
             per_row_cycles = max(t["nRAS"], columns)
@@ -398,7 +391,7 @@ def place_rows(
     hot-row replication (:mod:`nmp.arch.replication`) and the RankCache
     (:mod:`nmp.arch.rankcache`, starting from the state ``rank_cache``, advanced in place;
     None: cold). ``order`` is the issue order (a permutation of the lookups)."""
-    # on use: nmp.arch.replication imports this module (a cycle)
+    # numba kernels of replication: loaded on use
     from nmp.arch.replication import replicate_hot
 
     n = flat.n
@@ -429,7 +422,32 @@ def place_rows(
     return Placement(level, node, slot, hit, repl, info)
 
 
+def warm_rank_caches(arch) -> LruCache | None:
+    """The RankCaches at steady state: the batches before the timed one placed in turn
+    (:meth:`nmp.arch.Architecture.warmup_batches`), each advancing the same caches, until
+    the hit rate settles (:func:`nmp.arch.lru_cache.warm_until_steady`)."""
+    cache = new_rank_caches(arch.spec, arch.layouts, arch.table_row_bytes)
+    if cache is None:
+        return None
+    batches = arch.warmup_batches()
+
+    def step(_: int) -> float:
+        flat = flatten(next(batches), arch.table_row_bytes, arch.table_rows)
+        info = arch.policy.place(arch, flat, arch.issue_order(flat)).info
+        return info.get("cache_hits", 0) / max(info.get("cache_lookups", 0), 1)
+
+    if not arch.draws_batches:
+        return cache  # nothing to warm it with: cold
+    arch._rank_cache_warming = cache
+    try:
+        cache.warmup_rates = warm_until_steady(step)
+    finally:
+        arch._rank_cache_warming = None
+    return cache
+
+
 __all__ = [
+    "warm_rank_caches",
     "FlatLookups",
     "bag_major_order",
     "Placement",

@@ -13,7 +13,7 @@ from nmp.arch.architecture import Architecture
 from nmp.arch.area import design_area_mm2
 from nmp.arch.presets import load_arch_spec
 from nmp.arch.spec import ArchSpec
-from nmp.config import preset_names
+from nmp.config import PRESET_CATALOGS, preset_names
 from nmp.errors import NmpError
 from nmp.memory import load_memory
 from nmp.results import PointResult
@@ -121,6 +121,7 @@ def _cached_arch_impl(arch, memory, key_a, key_m, a_ov, m_ov) -> Architecture:
     return obj
 
 
+@PRESET_CATALOGS.register(name="arch")
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per architecture preset for ``nmp models``."""
     rows: list[dict[str, Any]] = []

@@ -12,7 +12,8 @@ it allocates on a miss is the switch ``arch.rank.cache_policy``:
 
 Like the host's LLC, the caches are at steady state when a batch starts: warmed by the batches
 before it (seeded draws of the workload) until one batch's hit rate differs from the previous
-one's by less than :data:`nmp.arch.lru_cache.STEADY_TOL` (:func:`warm_rank_caches`); every timed
+one's by less than :data:`nmp.arch.lru_cache.STEADY_TOL`
+(:func:`nmp.arch.placement.warm_rank_caches`); every timed
 batch starts from a copy of that state.
 """
 
@@ -20,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmp.arch.lru_cache import LruCache, warm_until_steady
-from nmp.arch.spec import LEVELS
+from nmp.arch.lru_cache import LruCache
+from nmp.arch.spec import LEVELS, RANK_CACHE_POLICIES
 from nmp.units import KIB
 
 # chosen: RecNMP does not state the RankCache's associativity; 8 ways is a common SRAM cache
@@ -73,7 +74,7 @@ def rank_cache_hits(
     if not idx.size:
         return hit
     unit_node = node[idx]
-    if spec.rank.cache_policy == "online":
+    if RANK_CACHE_POLICIES.get(spec.rank.cache_policy).admits_online:
         key = unit_node * (int(flat.grow.max()) + 1) + flat.grow[idx]
         admit = _occurrence(key) >= spec.rank.cache_reuse_threshold
     else:
@@ -91,37 +92,9 @@ def rank_cache_hits(
     return hit
 
 
-def warm_rank_caches(arch) -> LruCache | None:
-    """The RankCaches at steady state: the batches before the timed one placed in turn
-    (:meth:`nmp.arch.Architecture.warmup_batches`), each advancing the same caches, until
-    the hit rate settles (:func:`nmp.arch.lru_cache.warm_until_steady`)."""
-    # on use: nmp.arch.placement imports this module (a cycle)
-    from nmp.arch.placement import flatten
-
-    cache = new_rank_caches(arch.spec, arch.layouts, arch.table_row_bytes)
-    if cache is None:
-        return None
-    batches = arch.warmup_batches()
-
-    def step(_: int) -> float:
-        flat = flatten(next(batches), arch.table_row_bytes, arch.table_rows)
-        info = arch.policy.place(arch, flat, arch.issue_order(flat)).info
-        return info.get("cache_hits", 0) / max(info.get("cache_lookups", 0), 1)
-
-    if not arch.draws_batches:
-        return cache  # nothing to warm it with: cold
-    arch._rank_cache_warming = cache
-    try:
-        cache.warmup_rates = warm_until_steady(step)
-    finally:
-        arch._rank_cache_warming = None
-    return cache
-
-
 __all__ = [
     "RANKCACHE_WAYS",
     "locality_bits",
     "new_rank_caches",
     "rank_cache_hits",
-    "warm_rank_caches",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from nmp.arch.placement import node_capacity_slots
+from nmp.arch.layout import node_capacity_slots
 from nmp.arch.spec import LEVELS
 
 

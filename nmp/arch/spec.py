@@ -16,11 +16,32 @@ from typing import Literal
 
 from nmp.config import KeyedValueError, require_at_least
 from nmp.design import KeyAssumption
+from nmp.parity_codes import PARITY_CODES, ParityCode
+from nmp.registry import Registry
 
 LEVELS = ("rank", "bankgroup", "bank")
 SALP_READINGS = ("salp1", "salp2", "masa")
 REPLICA_CHOICES = ("bag-blocks", "least-loaded")
-CACHE_POLICIES = ("profile", "online")  # how a RankCache decides what to allocate
+
+
+@dataclass(frozen=True)
+class RankCachePolicy:
+    """How a RankCache decides what to allocate (``rank.cache_policy``)."""
+
+    name: str
+    description: str
+    needs_profile: bool  # placement profiles the batch first: the profile's hot rows are cached
+    admits_online: bool  # a row is admitted once it recurs cache_reuse_threshold times
+
+
+RANK_CACHE_POLICIES: Registry[RankCachePolicy] = Registry("RankCache policy")
+RANK_CACHE_POLICIES.register(
+    RankCachePolicy("profile", "the access profile's hot rows are allocated", True, False)
+)
+RANK_CACHE_POLICIES.register(
+    RankCachePolicy("online", "a row is allocated once it recurs in the batch", False, True)
+)
+CACHE_POLICIES = RANK_CACHE_POLICIES.names()  # the choices of rank.cache_policy
 # how a cross-level design without the LP picks each row's level (``base_placement``)
 BASE_PLACEMENTS = ("frequency", "capacity")
 
@@ -223,6 +244,13 @@ class InstructionSpec:
                 raise KeyedValueError(name, "must be positive")
 
 
+def _parity_code(name: str) -> ParityCode:
+    """The code ``name`` names; a KeyedValueError at ``code`` listing the codes when none."""
+    if name not in PARITY_CODES:
+        raise KeyedValueError("code", PARITY_CODES.unknown_message(name))
+    return PARITY_CODES.get(name)
+
+
 @dataclass(frozen=True)
 class ParitySpec:
     """In-memory parity: stripes of ``k`` data rows + ``r`` parity rows over the nodes of
@@ -231,7 +259,7 @@ class ParitySpec:
     level: Literal["rank", "bankgroup", "bank"] = "rank"
     k: int = 4
     r: int = 1
-    code: Literal["xor", "rs"] = "xor"
+    code: str = "xor"  # a name of nmp.parity_codes.PARITY_CODES that a memory unit applies
     rotating: bool = True
     pj_per_byte_xor: float = 0.1  # XOR of one byte in the unit, with its registers
     unit_area_mm2: float = -1.0  # -1: from nmp.rtl figures when present, else placeholder
@@ -242,8 +270,12 @@ class ParitySpec:
             raise KeyedValueError("k", "must be >= 1")
         if self.r < 1:
             raise KeyedValueError("r", "must be >= 1")
-        if self.code == "xor" and self.r != 1:
-            raise KeyedValueError("r", "an XOR code has exactly one parity (r = 1)")
+        code = _parity_code(self.code)
+        if not code.in_memory:
+            raise KeyedValueError("code", f"'{self.code}' is not applied by a memory unit")
+        error = code.parities_error(self.r)
+        if error:
+            raise KeyedValueError("r", error)
         if self.pj_per_byte_xor < 0:
             raise KeyedValueError("pj_per_byte_xor", "must be >= 0")
 

@@ -23,8 +23,11 @@ import argparse
 import json
 import sys
 
+from nmp.cache.kvstore import BACKENDS
 from nmp.cache.policy import names
 from nmp.fileio import check_output_path
+
+NO_BACKEND = "none"  # --backend none: no key-value store measured (not a backend)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -48,7 +51,7 @@ def _run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "memory": args.memory,
         "ssd_read_us": args.ssd_read_us,
-        "backend": "" if args.backend == "none" else args.backend,
+        "backend": "" if args.backend == NO_BACKEND else args.backend,
         "index_file": args.index_file,
         "request_file": args.request_file,
         "request_model": args.request_model,
@@ -148,8 +151,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ssd-read-us", type=float, help="modeled SSD read latency (default 80)")
     p.add_argument(
         "--backend",
-        type=lambda name: name or "none",  # "" (before: no backend) is none
-        choices=("lmdb", "sqlite", "none"),
+        type=lambda name: name or NO_BACKEND,  # "" (before: no backend) is none
+        choices=(*BACKENDS.names(), NO_BACKEND),
         help="key-value store measured for the miss path (default lmdb; none: no measurement)",
     )
     p.add_argument(

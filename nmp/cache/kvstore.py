@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from nmp.errors import NmpError
+from nmp.registry import Registry
 
 
 class KVStore(Protocol):
@@ -106,14 +108,14 @@ class LmdbStore:
         self._env.close()
 
 
-BACKENDS = {"lmdb": LmdbStore, "sqlite": SqliteStore}
+#: The key-value stores ``nmp cache --backend`` measures, by name.
+BACKENDS: Registry[Callable[[Path, int], KVStore]] = Registry("backend")
+BACKENDS.register(LmdbStore, name="lmdb")
+BACKENDS.register(SqliteStore, name="sqlite")
 
 
 def open_store(name: str, folder: str | Path, dim: int) -> KVStore:
-    try:
-        cls = BACKENDS[name]
-    except KeyError:
-        raise NmpError(f"unknown backend '{name}' (known: {', '.join(BACKENDS)})") from None
+    cls = BACKENDS.get(name)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     return cls(folder, dim)

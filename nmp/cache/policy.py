@@ -46,7 +46,7 @@ class Policy:
 
 #: The cache policies by name; each module registers its policy when imported.
 CACHE_POLICIES: Registry[Policy] = Registry(
-    "cache policy", tuple(f"nmp.cache.{m}" for m in ("lru", "lfu", "groupscore", "evstore"))
+    "cache policy", package="nmp.cache", marker=r"^\w+ = register\("
 )
 register = CACHE_POLICIES.register
 names = CACHE_POLICIES.names

@@ -193,10 +193,10 @@ def run_cache(
     generated."""
     cfg.check()
     if not cfg.index_file:  # (an index file is bounded as it is read)
-        from nmp import guard
+        import nmp.guard as guard
 
         spec = workload_spec(cfg)
-        per_request = sum(spec.table_pooling(t).mean_lookups for t in range(len(spec.tables)))
+        per_request = spec.lookups_per_sample
         dim = max(t.dim for t in spec.tables)
         key = "requests" if cfg.requests >= cfg.warmup else "warmup"
         lookups = (cfg.requests + cfg.warmup) * per_request

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from nmp.cache import policy as policies
+from nmp.cache.evstore import EVSTORE
 from nmp.cache.quant import L2_DTYPES
 from nmp.cache.serve import REQUEST_MODELS, CacheConfig, run_cache, workload_spec
 from nmp.errors import NmpError
@@ -218,7 +219,7 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
     ax2.set_ylabel("modeled latency per request (us)")
     ax2.legend(fontsize=6, ncol=2)
     ax2.grid(alpha=0.3)
-    acc = [r for r in rows if r["policy"] == "evstore" and r.get("auc_change") is not None]
+    acc = [r for r in rows if r["policy"] == EVSTORE.name and r.get("auc_change") is not None]
     fig3, ax3 = plt.subplots(figsize=(max(5.5, 0.55 * len(acc) + 1.5), 4.5))
     for i, r in enumerate(acc):
         lo, hi = r["auc_change_ci_lo"], r["auc_change_ci_hi"]

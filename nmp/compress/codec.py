@@ -44,6 +44,7 @@ class Codec(Protocol):
     name: str
     lossy: bool
     description: str
+    # (optional class attribute, default True) False: the codec sends the bytes unchanged
 
     def encode(self, x: np.ndarray, eb_rel: float, *, table: int = 0) -> Encoded: ...
 
@@ -51,10 +52,7 @@ class Codec(Protocol):
 
 
 #: Codec factories by name; each module of nmp.compress.codecs registers its codecs when imported.
-CODECS: Registry[Callable[[], Codec]] = Registry(
-    "codec",
-    tuple(f"nmp.compress.codecs.{m}" for m in ("hybrid", "lossless", "quant", "raw", "vector_lz")),
-)
+CODECS: Registry[Callable[[], Codec]] = Registry("codec", package="nmp.compress.codecs")
 
 
 def register(name: str) -> Callable[[Callable[[], Codec]], Callable[[], Codec]]:

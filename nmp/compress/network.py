@@ -19,10 +19,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from nmp.config import KeyedValueError, find_preset, from_mapping, load_toml
 from nmp.errors import NmpError
+from nmp.registry import Registry
 
 
 def _pairwise(nodes: int, bytes_per_peer: float, alpha_s: float, bw_bps: float) -> float:
@@ -34,10 +34,10 @@ def _bruck(nodes: int, bytes_per_peer: float, alpha_s: float, bw_bps: float) -> 
     return rounds * (alpha_s + (nodes / 2) * bytes_per_peer / bw_bps)
 
 
-ALGORITHMS: dict[str, Callable[[int, float, float, float], float]] = {
-    "pairwise": _pairwise,
-    "bruck": _bruck,
-}
+#: All-to-all algorithms: (nodes, bytes per peer, latency s, bytes/s) -> seconds, by name.
+ALGORITHMS: Registry[Callable[[int, float, float, float], float]] = Registry("all-to-all algorithm")
+ALGORITHMS.register(_pairwise, name="pairwise")
+ALGORITHMS.register(_bruck, name="bruck")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class NetworkSpec:
     description: str
     link_gbps: float  # per node, one direction, Gb/s
     latency_us: float  # per message
-    algorithm: Literal["pairwise", "bruck"] = "pairwise"
+    algorithm: str = "pairwise"  # a name of ALGORITHMS
     source: str = ""
 
     def validate(self) -> None:
@@ -54,6 +54,8 @@ class NetworkSpec:
             raise KeyedValueError("link_gbps", "must be > 0")
         if self.latency_us < 0:
             raise KeyedValueError("latency_us", "must be >= 0")
+        if self.algorithm not in ALGORITHMS:
+            raise KeyedValueError("algorithm", ALGORITHMS.unknown_message(self.algorithm))
 
     @property
     def bytes_per_s(self) -> float:
@@ -65,7 +67,7 @@ class NetworkSpec:
             raise NmpError(f"all-to-all needs >= 1 node, got {nodes}")
         if nodes == 1 or bytes_per_peer <= 0:
             return 0.0
-        fn = ALGORITHMS[self.algorithm]
+        fn = ALGORITHMS.get(self.algorithm)
         return 1e9 * fn(nodes, bytes_per_peer, self.latency_us * 1e-6, self.bytes_per_s)
 
 

@@ -12,10 +12,13 @@ zstd level 1, LZ4's default block mode; ``benchmarks/compress.py`` measures both
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import lz4.block
 import zstandard
+
+from nmp.registry import Registry
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,7 +52,9 @@ def lz4_decompress(blob: bytes) -> bytes:
     return lz4.block.decompress(blob)
 
 
-STAGES = {
-    "zstd": (zstd_compress, zstd_decompress),
-    "lz4": (lz4_compress, lz4_decompress),
-}
+#: The byte compressors a codec may end in: (compress, decompress) by name.
+STAGES: Registry[tuple[Callable[[Any], bytes], Callable[[bytes], bytes]]] = Registry(
+    "compression stage"
+)
+STAGES.register((zstd_compress, zstd_decompress), name="zstd")
+STAGES.register((lz4_compress, lz4_decompress), name="lz4")

@@ -8,7 +8,7 @@ throughput is not in the sources found, so it is a swept switch), beside the bre
 throughput above which compression pays, and at each compute utilization of
 ``compute_utilization`` (a measured step's, :data:`nmp.compress.speedup.MEASURED_STEPS`, or a
 number; 1.0 is peak compute, the upper bound of the all-to-all's share). The AUC half of the
-study needs the trainer and is added by :func:`nmp.train.alltoall.run_study`.
+study needs the trainer and is added by :func:`nmp.train.alltoall.study.run_study`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from nmp.compress.speedup import (
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.workload import load_workload
-from nmp.workload.spec import as_pooling
 
 # MLP widths per workload (after the 13 dense inputs / after the interaction).
 # dlrm-benchmark: facebookresearch/dlrm bench/dlrm_s_benchmark.sh, --arch-mlp-bot=512-512-64
@@ -153,7 +152,7 @@ def _table_rows(wl, pb, codec_name, eb, nodes, chunks) -> list[dict[str, Any]]:
             "kind": size_class(pb.table_rows[t]),
             "ratio": m["ratio"],
         }
-        if codec_name == "hybrid":
+        if hasattr(codec, "choice"):  # a codec that chooses per table (hybrid) says what it chose
             row["hybrid_choice"] = codec.choice.get(t, "")
             row["repeat_fraction"] = codec.analysis.get(t, {}).get("repeat_fraction")
         out.append(row)
@@ -169,7 +168,7 @@ def step_setup(workload: str, nodes: int) -> StepSetup:
         batch=spec.batch,
         num_tables=len(spec.tables),
         dim=spec.tables[0].dim,
-        pooling=as_pooling(spec.pooling).mean_lookups,
+        pooling=spec.mean_pooling,
         bottom=bottom,
         top=top,
     )

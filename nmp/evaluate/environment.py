@@ -11,8 +11,8 @@ import subprocess
 import sys
 from typing import Any
 
-from nmp import __version__
 from nmp.config import project_root
+from nmp.version import __version__
 
 PACKAGES = ("numpy", "scipy", "numba", "torch", "pyrtl", "rich", "matplotlib", "dask")
 

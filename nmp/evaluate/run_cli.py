@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from nmp import guard
+import nmp.guard as guard
 from nmp.config import parse_set_args
 from nmp.guard import add_argument
 

@@ -27,7 +27,6 @@ from nmp.evaluate.point import check_design, design_memory_args, load_design_spe
 from nmp.evaluate.sweep import ROOTS, Point, SweepSpec, axis_paths, expand, is_linked
 from nmp.memory import load_memory
 from nmp.workload import load_workload
-from nmp.workload.spec import as_pooling
 
 
 class SpecProvider(Protocol):
@@ -329,11 +328,7 @@ class _Resolver:
 def _lookups(workload: Any) -> float:
     """Lookups per batch of a workload spec (an estimate of a point's cost)."""
     try:
-        total = 0.0
-        for table in workload.tables:
-            pooling = table.pooling if table.pooling is not None else workload.pooling
-            total += as_pooling(pooling).mean_lookups
-        return float(workload.batch * total) or 1.0
+        return float(workload.lookups_per_batch) or 1.0
     except (AttributeError, ImportError, TypeError):
         return 1.0
 

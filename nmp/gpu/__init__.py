@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nmp.config import PRESET_CATALOGS
 from nmp.errors import SpecError
 from nmp.gpu.kernel import kernel_config
 from nmp.gpu.spec import VARIANTS, GpuSpec, gpu_names, load_gpu
@@ -29,6 +30,7 @@ def run_design_point(arch, workload, memory=None, overrides=None, seed=None):
     return _run(arch, workload, memory=memory, overrides=overrides, seed=seed)
 
 
+@PRESET_CATALOGS.register(name="gpu")
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per GPU preset for ``nmp models``."""
     rows: list[dict[str, Any]] = []

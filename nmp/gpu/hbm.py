@@ -44,11 +44,11 @@ from typing import Any
 
 import numpy as np
 
-from nmp import memory
+import nmp.memory as memory
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes
 from nmp.gpu.spec import gpu_names, load_gpu
-from nmp.memory.spec import load_memory
+from nmp.memory.spec import load_memory, trcd_cycles
 
 FETCH_BYTES = (32, 64, 128)
 # Timing parameters counted in clocks, not ns (they do not scale with the data rate).
@@ -142,7 +142,7 @@ def gpu_memory_spec(hbm, *, channels: int | None = None):
 def dram_latency_ns(spec) -> float:
     """Unloaded read to a closed row: ACT-to-RD (tRCD) + CAS latency + burst."""
     t = spec.timing
-    return (t.get("nRCDRD", t.get("nRCD", 0)) + t["nCL"] + t["nBL"]) * spec.tck_ns
+    return (trcd_cycles(t) + t["nCL"] + t["nBL"]) * spec.tck_ns
 
 
 def random_fetch_requests(spec, fetch_bytes: int, n: int, seed: int) -> np.ndarray:

@@ -63,7 +63,7 @@ def _check_memory(args, batches: tuple[int, ...]) -> None:
     """Refuse, before minutes of measuring, what cannot fit in memory (nmp.guard), naming the
     flag: the pointer chase's largest working set (--max-mib) and, with --check, the fused
     table (--max-rows) and the batches held (--batches)."""
-    from nmp import guard
+    import nmp.guard as guard
 
     terms: dict[str, float] = {}
     if args.max_mib:
@@ -215,7 +215,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="cap every table's rows in the check (the fused table must fit in memory)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the check's batches")
-    from nmp import guard
+    import nmp.guard as guard
 
     guard.add_argument(p)
     p.add_argument("--max-mib", type=int, help="largest working set measured (default 4x LLC)")

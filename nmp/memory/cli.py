@@ -7,7 +7,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from nmp import guard
+import nmp.guard as guard
 from nmp.config import parse_set_args
 from nmp.errors import NmpError
 from nmp.guard import add_argument

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from nmp.config import (
+    PRESET_CATALOGS,
     KeyedValueError,
     apply_overrides,
     find_preset,
@@ -176,6 +178,20 @@ def check_rate_matches_clock(
         )
 
 
+# ACT to RD: one parameter where the standard has one (DDR4/5 nRCD), the read one where it splits
+# ACT-to-RD from ACT-to-WR (HBM nRCDRD); a preset names exactly one of them.
+TRCD_KEYS = ("nRCD", "nRCDRD")
+
+
+def trcd_cycles(timing: Mapping[str, int]) -> int:
+    """ACT to RD in memory cycles (tRCD), the one accessor every model reads it through; a
+    SpecError when the timing has neither of :data:`TRCD_KEYS` (no silent 0)."""
+    for key in TRCD_KEYS:
+        if key in timing:
+            return int(timing[key])
+    raise SpecError(f"timing has no ACT-to-RD parameter ({' or '.join(TRCD_KEYS)})")
+
+
 def check_refresh_leaves_time(timing: dict[str, int]) -> None:
     """The rule ``refresh-leaves-time``: every nREFI cycles a rank precharges all banks (nRP)
     and refreshes (nRFC); what is left must hold at least one row cycle (nRC: activate, access,
@@ -215,7 +231,7 @@ class MemorySpec:
 
     def validate(self) -> None:
         # loaded when the command runs, not for `nmp --help`
-        from nmp.memory.mapping import parse_mapping
+        from nmp.memory.mapping_name import parse_mapping
         from nmp.memory.standards import load_standard
 
         try:
@@ -261,6 +277,11 @@ class MemorySpec:
     @property
     def tck_ns(self) -> float:
         return self.tck_ps / 1000.0
+
+    @property
+    def trcd_cycles(self) -> int:
+        """ACT to RD (tRCD) in cycles: :func:`trcd_cycles` of this spec's timing."""
+        return trcd_cycles(self.timing)
 
     @property
     def read_latency_cycles(self) -> int:
@@ -352,7 +373,7 @@ def load_memory(
         changes["org.ranks"] = ranks
     if mapping is not None:
         # loaded when the command runs, not for `nmp --help`
-        from nmp.memory.mapping import parse_mapping
+        from nmp.memory.mapping_name import parse_mapping
 
         changes["mapping"] = parse_mapping(mapping).name
     if changes:  # the flags' own changes (channels, ranks, mapping)
@@ -362,13 +383,14 @@ def load_memory(
     return spec
 
 
+@PRESET_CATALOGS.register(name="memory")
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per memory preset for ``nmp models``."""
     rows = []
     for name in preset_names("memory"):
         s = load_memory(name)
         t = s.timing
-        trcd = t.get("nRCD", t.get("nRCDRD"))
+        trcd = s.trcd_cycles
         o = s.org
         level = "PC" if s.standard.startswith("HBM") else "rank"
         rows.append(

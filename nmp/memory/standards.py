@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nmp.config import load_toml, preset_dir
+from nmp.config import DRAM_STANDARDS, load_toml
 from nmp.errors import SpecError
 
 COMMANDS = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab", "REFpb")
@@ -91,7 +91,7 @@ def evaluate(formula: str, timing: dict[str, int], *, where: str = "") -> int:
 
 @functools.lru_cache(maxsize=16)
 def load_standard(name: str) -> Standard:
-    path = preset_dir("memory") / "standards" / f"{name.lower()}.toml"
+    path = DRAM_STANDARDS.path() / f"{name.lower()}.toml"
     if not path.is_file():
         known = sorted(p.stem.upper() for p in path.parent.glob("*.toml"))
         raise SpecError(f"unknown DRAM standard '{name}' (known: {', '.join(known)})")

@@ -40,10 +40,8 @@ def command_energy_pj(
     t = spec.timing
     tck = spec.tck_ns
     scale = e.vdd_v * e.devices * tck
-    trcd = t.get("nRCD", t.get("nRCDRD", 0))
     tras = t.get("nRAS", 0)
     trc = t.get("nRC", tras + t.get("nRP", 0))
-    del trcd
     e_act = scale * (e.idd0_ma * trc - (e.idd3n_ma * tras + e.idd2n_ma * t["nRP"]))
     e_rd = scale * (e.idd4r_ma - e.idd3n_ma) * t["nBL"]
     e_wr = scale * (e.idd4w_ma - e.idd3n_ma) * t["nBL"]

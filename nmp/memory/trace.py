@@ -14,12 +14,15 @@ import gzip
 import os
 import re
 import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 import numpy as np
 
 from nmp.errors import TraceError
+from nmp.registry import Registry
 
 REQUEST_DTYPE = np.dtype([("addr", "<u8"), ("write", "?")])
 
@@ -192,19 +195,16 @@ def read_trace(path: str | os.PathLike, *, max_bytes: int | None = None) -> np.n
     if m_first is None:
         raise TraceError("empty trace", file=str(path))
     first = text[m_first.start() : text.find("\n", m_first.start()) % (len(text) + 1)]
-    fmt = "ramulator" if first.lstrip()[:2].upper() in ("LD", "ST") else "dramsim3"
-    fast = (_RAMULATOR_ALL if fmt == "ramulator" else _DRAMSIM3_ALL).findall(text)
+    fmt = next(f for _, f in TRACE_FORMATS.items() if f.starts(first))
+    fast = fmt.whole.findall(text)
     n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
     if len(fast) == n_lines or len(fast) == len(_CONTENT.findall(text)):
-        if fmt == "ramulator":
-            ops, hexes = zip(*fast, strict=True) if fast else ((), ())
-            write = np.array(ops, dtype="S2") == b"ST"
-        else:
-            hexes, ops, cycles = zip(*fast, strict=True) if fast else ((), (), ())
-            write = np.array(ops, dtype="S5") == b"WRITE"
-            arrival = _check_cycles(cycles, lines=None, text=text, path=path)
-        out = np.empty(len(hexes), REQUEST_DTYPE if fmt == "ramulator" else ARRIVAL_DTYPE)
-        if fmt != "ramulator":
+        hexes, write, cycles = fmt.fast_fields(fast)
+        arrival = (
+            None if cycles is None else _check_cycles(cycles, lines=None, text=text, path=path)
+        )
+        out = np.empty(len(hexes), fmt.dtype)
+        if arrival is not None:
             out["arrival"] = arrival
         hex_arr = np.array(hexes, dtype="S17") if hexes else np.zeros(0, "S17")
         if hex_arr.size and np.char.str_len(hex_arr).max() > 16:
@@ -213,36 +213,27 @@ def read_trace(path: str | os.PathLike, *, max_bytes: int | None = None) -> np.n
         out["write"] = write
         return out
     lines = text.split("\n")
-    pattern = _RAMULATOR if fmt == "ramulator" else _DRAMSIM3
-    matches = [pattern.fullmatch(ln) for ln in lines]
+    matches = [fmt.line.fullmatch(ln) for ln in lines]
     if not all(matches):
         for i, (ln, m) in enumerate(zip(lines, matches, strict=True)):
             if m is None and ln.strip() and not ln.lstrip().startswith("#"):
-                expect = (
-                    "'LD|ST 0x<addr>'" if fmt == "ramulator" else "'0x<addr> READ|WRITE <cycle>'"
-                )
                 raise TraceError(
-                    f"malformed {fmt} trace line {ln.strip()[:60]!r} (expected {expect})",
+                    f"malformed {fmt.name} trace line {ln.strip()[:60]!r} (expected {fmt.expect})",
                     file=str(path),
                     line=i + 1,
                 )
     found = [m for m in matches if m is not None]  # blank and comment lines dropped
-    if fmt == "ramulator":
-        op_names = [m.group(1) for m in found]
-        addrs = [m.group(2) for m in found]
-        write = np.fromiter((o == "ST" for o in op_names), bool, len(op_names))
-    else:
-        addrs = [m.group(1) for m in found]
-        write = np.fromiter((m.group(2)[0] in "Ww" for m in found), bool, len(found))
-        arrival = _check_cycles([m.group(3) for m in found], lines=lines, text=text, path=path)
+    addrs, write, cycles = fmt.line_fields(found)
+    if cycles is not None:
+        arrival = _check_cycles(cycles, lines=lines, text=text, path=path)
     try:
         addr = np.fromiter((int(a, 0) for a in addrs), np.uint64, len(addrs))
     except OverflowError:
         raise TraceError("address does not fit 64 bits", file=str(path)) from None
-    out = np.empty(addr.shape[0], REQUEST_DTYPE if fmt == "ramulator" else ARRIVAL_DTYPE)
+    out = np.empty(addr.shape[0], fmt.dtype)
     out["addr"] = addr
     out["write"] = write
-    if fmt != "ramulator":
+    if cycles is not None:
         out["arrival"] = arrival
     return out
 
@@ -280,36 +271,119 @@ def _check_cycles(cycles, *, lines, text: str, path: Path) -> np.ndarray:
     )
 
 
-def write_trace(
-    requests: np.ndarray,
-    path: str | os.PathLike,
-    fmt: Literal["ramulator", "dramsim3"] = "ramulator",
-) -> None:
-    """Write requests as a trace (gzip if the name ends in ``.gz``), atomically.
+def write_trace(requests: np.ndarray, path: str | os.PathLike, fmt: str = "ramulator") -> None:
+    """Write requests as a trace in the format :data:`TRACE_FORMATS` names (gzip if the name
+    ends in ``.gz``), atomically.
 
     DRAMsim3 lines get the requests' ``arrival`` cycles where they have them, else arrival
     cycle = index (one per cycle)."""
+    if fmt not in TRACE_FORMATS:
+        raise TraceError(TRACE_FORMATS.unknown_message(fmt))
     path = Path(path)
     addr = np.asarray(requests["addr"], np.uint64)
     write = np.asarray(requests["write"], bool)
-    if fmt == "ramulator":
-        ops = np.where(write, "ST", "LD")
-        body = "\n".join(f"{o} {a:#x}" for o, a in zip(ops.tolist(), addr.tolist(), strict=True))
-    elif fmt == "dramsim3":
-        ops = np.where(write, "WRITE", "READ")
-        names = requests.dtype.names or ()
-        cycles = (
-            np.asarray(requests["arrival"], np.uint64).tolist()
-            if "arrival" in names
-            else range(len(addr))
-        )
-        body = "\n".join(
-            f"{a:#x} {o} {c}" for c, o, a in zip(cycles, ops.tolist(), addr.tolist(), strict=True)
-        )
-    else:
-        raise TraceError(f"unknown trace format '{fmt}' (ramulator or dramsim3)")
+    body = TRACE_FORMATS.get(fmt).body(requests, addr, write)
     data = (body + "\n").encode("ascii") if len(addr) else b""
     # nmp.fileio (tempfile): loaded on use, not at every replay's start-up
     from nmp.fileio import atomic_write_bytes
 
     atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.suffix == ".gz" else data)
+
+
+# ---------------------------------------------------------------------------------------------
+# The trace formats: how each is recognized, parsed (a whole-text fast path and a per-line one)
+# and written.
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    """One text trace format; :func:`read_trace` takes the first whose ``starts`` accepts the
+    trace's first content line (registration order; the last accepts any)."""
+
+    name: str
+    description: str
+    line: re.Pattern[str]  # one line (fullmatch), lenient
+    whole: re.Pattern[str]  # every line at once (findall), strict: the fast path
+    expect: str  # a line's form, for the error that names a malformed one
+    timed: bool  # lines carry an arrival cycle (the requests get ``arrival``)
+    starts: Callable[[str], bool]
+    # fast-path groups -> (hex digits, write flags, cycles or None)
+    fast_fields: Callable[[list[Any]], tuple[Sequence[Any], Any, Sequence[Any] | None]]
+    # per-line matches -> (address texts, write flags, cycle texts or None)
+    line_fields: Callable[[list[re.Match[str]]], tuple[list[str], Any, list[str] | None]]
+    body: Callable[[np.ndarray, np.ndarray, np.ndarray], str]  # requests -> the text
+
+    @property
+    def dtype(self) -> np.dtype:
+        return ARRIVAL_DTYPE if self.timed else REQUEST_DTYPE
+
+
+TRACE_FORMATS: Registry[TraceFormat] = Registry("trace format")
+
+
+def _ramulator_fast(fast: list[Any]) -> tuple[Sequence[Any], Any, None]:
+    ops, hexes = zip(*fast, strict=True) if fast else ((), ())
+    return hexes, np.array(ops, dtype="S2") == b"ST", None
+
+
+def _ramulator_lines(found: list[re.Match[str]]) -> tuple[list[str], Any, None]:
+    write = np.fromiter((m.group(1) == "ST" for m in found), bool, len(found))
+    return [m.group(2) for m in found], write, None
+
+
+def _ramulator_body(requests: np.ndarray, addr: np.ndarray, write: np.ndarray) -> str:
+    ops = np.where(write, "ST", "LD")
+    return "\n".join(f"{o} {a:#x}" for o, a in zip(ops.tolist(), addr.tolist(), strict=True))
+
+
+def _dramsim3_fast(fast: list[Any]) -> tuple[Sequence[Any], Any, Sequence[Any]]:
+    hexes, ops, cycles = zip(*fast, strict=True) if fast else ((), (), ())
+    return hexes, np.array(ops, dtype="S5") == b"WRITE", cycles
+
+
+def _dramsim3_lines(found: list[re.Match[str]]) -> tuple[list[str], Any, list[str]]:
+    write = np.fromiter((m.group(2)[0] in "Ww" for m in found), bool, len(found))
+    return [m.group(1) for m in found], write, [m.group(3) for m in found]
+
+
+def _dramsim3_body(requests: np.ndarray, addr: np.ndarray, write: np.ndarray) -> str:
+    ops = np.where(write, "WRITE", "READ")
+    names = requests.dtype.names or ()
+    cycles = (
+        np.asarray(requests["arrival"], np.uint64).tolist()
+        if "arrival" in names
+        else range(len(addr))
+    )
+    return "\n".join(
+        f"{a:#x} {o} {c}" for c, o, a in zip(cycles, ops.tolist(), addr.tolist(), strict=True)
+    )
+
+
+TRACE_FORMATS.register(
+    TraceFormat(
+        "ramulator",
+        "Ramulator LoadStore: 'LD|ST 0x<addr>' (offered at the frontend rate)",
+        _RAMULATOR,
+        _RAMULATOR_ALL,
+        "'LD|ST 0x<addr>'",
+        timed=False,
+        starts=lambda first: first.lstrip()[:2].upper() in ("LD", "ST"),
+        fast_fields=_ramulator_fast,
+        line_fields=_ramulator_lines,
+        body=_ramulator_body,
+    )
+)
+TRACE_FORMATS.register(
+    TraceFormat(
+        "dramsim3",
+        "DRAMsim3: '0x<addr> READ|WRITE <cycle>' (no request before its cycle)",
+        _DRAMSIM3,
+        _DRAMSIM3_ALL,
+        "'0x<addr> READ|WRITE <cycle>'",
+        timed=True,
+        starts=lambda first: True,  # the fallback: any trace that is not Ramulator's
+        fast_fields=_dramsim3_fast,
+        line_fields=_dramsim3_lines,
+        body=_dramsim3_body,
+    )
+)

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from nmp import __version__
+from nmp.version import __version__
 
 # A hook that calls its argument with the transactions of each replay while its block runs.
 ReplayHook = Callable[[Callable[[int], None]], AbstractContextManager[object]]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from nmp import guard
+import nmp.guard as guard
 from nmp.cliargs import check_out_folder
 from nmp.errors import NmpError
 

@@ -29,7 +29,8 @@ from nmp.plugins import claim_model
 WORKLOAD = "criteo-terabyte"
 TOPOLOGY = "a100x8-pcie4"
 BASELINES = ("size", "lookup", "size-lookup")
-SETUP_DEFAULTS: dict[str, Any] = {"shard.profile_policy": "held-out", "shard.profile_batches": 8}
+HELD_OUT = "held-out"  # the profile policy that times batches the profile did not see
+SETUP_DEFAULTS: dict[str, Any] = {"shard.profile_policy": HELD_OUT, "shard.profile_batches": 8}
 _CHOICES = {"shard.profile_policy": ("held-out", "served")}
 
 
@@ -83,7 +84,7 @@ def _lower_bounds(quick: bool, policy: str) -> tuple:
 
 def _detail(quick: bool, policy: str, profile_batches: int) -> str:
     setups = ", ".join(f"{g}x{h:g} GiB" for g, h in _setups(quick))
-    timed = "held-out batches" if policy == "held-out" else "the profiled (served) batches"
+    timed = "held-out batches" if policy == HELD_OUT else "the profiled (served) batches"
     quick_note = " (quick)" if quick else ""
     return (
         f"{WORKLOAD} on {TOPOLOGY}, GPUs x HBM per GPU: {setups}, {profile_batches}-batch "

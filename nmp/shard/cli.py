@@ -17,6 +17,8 @@ from nmp.config import parse_set_args, split_overrides
 from nmp.errors import NmpError
 from nmp.shard.topology import DEFAULT_TOPOLOGY
 
+ALL_SHARDERS = "all"  # --sharder all: every registered sharder (not a sharder's name)
+
 
 def _run(args: argparse.Namespace) -> int:
     # numpy: loaded on use (start-up time)
@@ -25,7 +27,7 @@ def _run(args: argparse.Namespace) -> int:
 
     over = split_overrides(parse_set_args(args.set), ("workload", "topology"))
 
-    names = sharder_names() if args.sharder == "all" else [args.sharder]
+    names = sharder_names() if args.sharder == ALL_SHARDERS else [args.sharder]
     unknown = [n for n in names if n not in sharder_names()]
     if unknown:  # before the profile (it ran for a minute before the name was looked up)
         known = ", ".join(sharder_names())

@@ -51,10 +51,7 @@ class Sharder(Protocol):
 
 
 #: The sharders by name (order = CLI order); each module registers its sharder when imported.
-SHARDERS: Registry[Sharder] = Registry(
-    "sharder",
-    tuple(f"nmp.shard.sharders.{m}" for m in ("lookup", "recshard", "size", "size_lookup")),
-)
+SHARDERS: Registry[Sharder] = Registry("sharder", package="nmp.shard.sharders")
 register = SHARDERS.register
 
 

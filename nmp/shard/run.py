@@ -103,11 +103,9 @@ def _placement(
 
 def _check_memory(spec, topo, sharder: str, profile_batches, eval_batches, max_memory) -> None:
     """Refuse before profiling a run that cannot fit the memory limit (:mod:`nmp.guard`)."""
-    from nmp import guard
+    import nmp.guard as guard
 
-    per_batch = spec.batch * sum(
-        spec.table_pooling(t).mean_lookups for t in range(len(spec.tables))
-    )
+    per_batch = spec.lookups_per_batch
     key = "--profile-batches" if profile_batches >= eval_batches else "--eval-batches"
     if spec.batch * 2 > max(profile_batches, eval_batches):
         key = "workload.batch"

@@ -16,6 +16,7 @@ from typing import Any
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.plugins import study_runner
+from nmp.shard.claims import HELD_OUT
 
 DEFAULTS: dict[str, Any] = {
     "workload": "criteo-terabyte",
@@ -137,7 +138,7 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
                     "hbm_gib_per_gpu": float(hbm),
                     "profile_batches": prof,
                     "overlap": bool(overlap),
-                    "held_out": policy == "held-out",
+                    "held_out": policy == HELD_OUT,
                     "profile_policy": policy,
                     "step_ms": r["step_ms"],
                     "speedup_vs_best_baseline": best / r["step_ms"],
@@ -185,7 +186,7 @@ def _plot(rows, out_dir: Path, metric: str, ylabel: str, log: bool) -> str:
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
-    timed = "held-out" if policy == "held-out" else "profiled (served)"
+    timed = "held-out" if policy == HELD_OUT else "profiled (served)"
     fig.suptitle(f"{prof}-batch profile, timed on {timed} batches, HBM and host time adding up")
     fig.tight_layout()
     name = f"{metric}.png"

@@ -19,6 +19,7 @@ from nmp.claim_setup import resolve_setup
 from nmp.plugins import claim_model
 from nmp.train.extrapolate import DeploymentSpec, _model, expected
 from nmp.train.setup import load_setup
+from nmp.train.strategies.checkpointing import FullCheckpoint
 
 
 @functools.cache
@@ -116,7 +117,7 @@ def overhead_lower(
     rows = _expected(dep)
 
     def get(name):
-        if name == "checkpoint":
+        if name == FullCheckpoint.name:  # its best interval's row (several at scale)
             return min(v["overhead_pct"] for v in _checkpoints(rows).values())
         return rows[name]["overhead_pct"]
 

@@ -19,6 +19,7 @@ import re
 import sys
 
 from nmp.errors import NmpError
+from nmp.parity_codes import PARITY_CODES
 from nmp.results import jsonable
 
 
@@ -44,8 +45,8 @@ def _config(args: argparse.Namespace):
         value = getattr(args, flag)
         if value is not None:
             overrides[key] = value
-    if overrides.get("code") == "rs" and "parities" not in overrides:
-        overrides["parities"] = 2
+    if "code" in overrides and "parities" not in overrides and overrides["code"] in PARITY_CODES:
+        overrides["parities"] = PARITY_CODES.get(overrides["code"]).default_parities
     cfg = with_overrides(TrainConfig(), overrides)
     try:
         cfg.validate()
@@ -61,7 +62,8 @@ def _config(args: argparse.Namespace):
 
 def _check_memory(cfg, max_memory: str | None) -> None:
     """Refuse before anything is allocated a run that cannot fit (:mod:`nmp.guard`)."""
-    from nmp import guard
+    import nmp.guard as guard
+    from nmp.train.optim import state_width
     from nmp.train.trainer import resolve_geometry
 
     geo = resolve_geometry(cfg)
@@ -69,7 +71,7 @@ def _check_memory(cfg, max_memory: str | None) -> None:
         raise NmpError(
             f"must be <= the batch ({geo.batch} samples), got {cfg.workers}", key="train.workers"
         )
-    state = {"sgd": 0, "adagrad": 1, "adam": 2 * geo.dim}[cfg.optimizer]
+    state = state_width(cfg.optimizer, geo.dim)
     samples = geo.batch * (1 + cfg.eval_batches)
     # the records grow with the rows and the width: the one further above its default is named
     default = resolve_geometry(type(cfg)())
@@ -248,10 +250,10 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     strategy = args.strategy
     if not strategy:
-        if cfg.compress == "none":
+        if not cfg.compresses:
             raise NmpError("give --strategy NAME, --compare, --extrapolate or --crossover")
         strategy = "none"  # a compression run: training without fault tolerance
-    from nmp.train.compare import result_row
+    from nmp.train.rows import result_row
     from nmp.train.trainer import run
 
     with _step_progress(args, cfg.steps) as on_step:
@@ -410,7 +412,7 @@ def _deployment(args):
         if exc.key and exc.key in kw:
             raise NmpError(exc.message, key="--" + exc.key.replace("_", "-")) from None
         raise
-    from nmp import guard
+    import nmp.guard as guard
 
     failures = dep.trials * dep.horizon_hours * dep.servers / dep.server_mtbf_hours
     key, file = _failures_blame(args, dep)
@@ -475,7 +477,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--seed", type=int, help="seed of the data, the model and drawn failures (default 0)"
     )
-    p.add_argument("--code", choices=("xor", "rs", "float-sum"), help="ecrec parity code")
+    p.add_argument("--code", choices=PARITY_CODES.names(), help="ecrec parity code")
     p.add_argument("--parities", type=int, help="parities per stripe (r; rs only)")
     p.add_argument("--nodes", type=int, help="memory nodes")
     p.add_argument("--arch", help="architecture preset for the cost model")

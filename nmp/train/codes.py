@@ -14,11 +14,15 @@ Everything is vectorized over many stripes at once: the byte codes of :mod:`nmp.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import numpy as np
 
+from nmp.coding.codes import XorCode, _SystematicCode
+from nmp.coding.floatsum import FloatSumParity
 from nmp.errors import NmpError
-
-SCHEMES = ("xor", "rs", "float-sum")
+from nmp.parity_codes import PARITY_CODES
 
 
 class ParityScheme:
@@ -102,10 +106,13 @@ class XorScheme(_ByteCode):
 
 
 class ReedSolomonScheme(_ByteCode):
-    def __init__(self, k: int, r: int) -> None:
+    """Any systematic GF(2^8) code (Reed-Solomon, or another generator): ``parity_i ^= g_ij *
+    delta``."""
+
+    def __init__(self, k: int, r: int, code: Any = None, name: str = "rs") -> None:
         from nmp.coding import ReedSolomonCode
 
-        super().__init__(ReedSolomonCode(k, r), k, r, "rs")
+        super().__init__(ReedSolomonCode(k, r) if code is None else code, k, r, name)
 
     def contributions(self, slot: int, delta: np.ndarray) -> np.ndarray:
         n, nb = delta.shape
@@ -152,21 +159,37 @@ class FloatSumScheme(ParityScheme):
 
 
 def make_scheme(name: str, num_nodes: int, r: int) -> ParityScheme:
-    """A scheme with ``k = num_nodes - r`` data rows per stripe (every stripe spans all nodes)."""
+    """A scheme with ``k = num_nodes - r`` data rows per stripe (every stripe spans all nodes),
+    for the code :data:`~nmp.coding.parity_codes.PARITY_CODES` registers as ``name``."""
     k = num_nodes - r
     if k < 1:
         raise NmpError(f"{num_nodes} nodes cannot hold a stripe with r = {r} parities")
-    if name == "xor":
-        if r != 1:
-            raise NmpError(f"xor parity has r = 1, got r = {r} (use --code rs)")
-        return XorScheme(k)
-    if name == "rs":
-        return ReedSolomonScheme(k, r)
-    if name == "float-sum":
-        if r != 1:
-            raise NmpError(f"float-sum parity has r = 1, got r = {r}")
-        return FloatSumScheme(k)
-    raise NmpError(f"unknown parity code '{name}' (known: {', '.join(SCHEMES)})")
+    code = PARITY_CODES.get(name)
+    error = code.parities_error(r)
+    if error:
+        raise NmpError(error)
+    return scheme_for(code.build(k, r), code.name)
+
+
+@functools.singledispatch
+def scheme_for(code: Any, name: str) -> ParityScheme:
+    """The stripe scheme that applies ``code`` (dispatched on the code's class)."""
+    raise NmpError(f"parity code '{name}' ({type(code).__name__}) has no training-store scheme")
+
+
+@scheme_for.register
+def _(code: _SystematicCode, name: str) -> ParityScheme:
+    return ReedSolomonScheme(code.k, code.r, code, name)
+
+
+@scheme_for.register
+def _(code: XorCode, name: str) -> ParityScheme:
+    return XorScheme(code.k)
+
+
+@scheme_for.register
+def _(code: FloatSumParity, name: str) -> ParityScheme:
+    return FloatSumScheme(code.k)
 
 
 def _bytes(a: np.ndarray) -> np.ndarray:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nmp.config import KeyedValueError, apply_overrides, require_at_least
+from nmp.parity_codes import PARITY_CODES
+from nmp.train.optim import DENSE_OPTIMIZERS, OPTIMIZERS
 
 
 @dataclass(frozen=True)
@@ -35,11 +37,11 @@ class TrainConfig:
     top: tuple[int, ...] = (64, 32)
     # Tables: row-wise Adagrad as in DLRM/torchrec, or Adam (nmp/train/optim.py); the whole
     # optimizer state sits in each row's record and is encoded with it.
-    optimizer: Literal["sgd", "adagrad", "adam"] = "adagrad"
+    optimizer: str = "adagrad"  # a name of nmp.train.optim.OPTIMIZERS
     lr_embedding: float = 0.05  # chosen: stable for row-wise Adagrad on the synthetic data
     # Dense MLP: plain SGD is dlrm_s_pytorch's default optimizer; "momentum" keeps a velocity per
     # weight (state that the replicas and checkpoints carry).
-    dense_optimizer: Literal["sgd", "momentum"] = "sgd"
+    dense_optimizer: str = "sgd"  # a name of nmp.train.optim.DENSE_OPTIMIZERS
     lr_dense: float = 0.1  # chosen: SGD on the MLP, as dlrm_s_pytorch's default optimizer
     momentum: float = 0.9  # chosen: the usual heavy-ball coefficient (dense_optimizer momentum)
     zipf_alpha: float = 0.0  # 0: the workload's alpha (1.05 for Criteo presets)
@@ -56,7 +58,7 @@ class TrainConfig:
     # Data-parallel workers: the batch is split into this many contiguous micro-batches whose
     # gradients are added in worker order (the distributed run's workers; nmp train --procs).
     workers: int = 1
-    code: Literal["xor", "rs", "float-sum"] = "xor"
+    code: str = "xor"  # a name of nmp.parity_codes.PARITY_CODES
     parities: int = 1  # r; with code = "rs" r = 2 survives two concurrent failures
     two_phase: bool = True  # two-phase commit of data update and parity delta
     rebuild_ranges: int = 10  # PAPERS.md: the ECRec code rebuilds in 10 ranges
@@ -105,6 +107,14 @@ class TrainConfig:
     network: str = "infiniband-hdr-200g"  # models/network preset of the step-time model
     codec_gbps: float = 0.0  # 0: the codec throughput measured in the run (CPU, one thread)
 
+    @property
+    def compresses(self) -> bool:
+        """Whether the all-to-all runs through a codec that changes its bytes (the codec says:
+        ``none`` sends them as they are)."""
+        from nmp.compress.codec import CODECS
+
+        return bool(getattr(CODECS.get(self.compress), "compresses", True))
+
     def validate(self) -> None:
         require_at_least(
             self,
@@ -124,8 +134,14 @@ class TrainConfig:
             raise KeyedValueError("steps", f"must be <= {MAX_STEPS:,}, got {self.steps:,}")
         if self.parities < 1:
             raise KeyedValueError("parities", "must be >= 1")
-        if self.code in ("xor", "float-sum") and self.parities != 1:
-            raise KeyedValueError("parities", f"code '{self.code}' has one parity; use code rs")
+        for key, registry in (("optimizer", OPTIMIZERS), ("dense_optimizer", DENSE_OPTIMIZERS)):
+            if getattr(self, key) not in registry:
+                raise KeyedValueError(key, registry.unknown_message(getattr(self, key)))
+        if self.code not in PARITY_CODES:
+            raise KeyedValueError("code", PARITY_CODES.unknown_message(self.code))
+        error = PARITY_CODES.get(self.code).parities_error(self.parities)
+        if error:
+            raise KeyedValueError("parities", error)
         if self.nodes <= self.parities:
             raise KeyedValueError("nodes", f"must exceed parities ({self.parities})")
         if not self.rebuild_share > 0.0:

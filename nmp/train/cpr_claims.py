@@ -24,6 +24,7 @@ from nmp.errors import NmpError
 from nmp.plugins import claim_model
 from nmp.train.claims import cpr_accuracy_on_par, deployment_of
 from nmp.train.extrapolate import DeploymentSpec, expected
+from nmp.train.strategies.checkpointing import FullCheckpoint
 
 
 @functools.cache
@@ -40,7 +41,7 @@ def _checkpoint(rows: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
 
 
 def _get(rows: dict[str, dict[str, Any]], strategy: str) -> tuple[str, dict[str, Any]]:
-    if strategy == "checkpoint":
+    if strategy == FullCheckpoint.name:  # its best interval's row (several at scale)
         return _checkpoint(rows)
     if strategy not in rows:
         raise NmpError(f"no strategy '{strategy}' at scale (known: {', '.join(rows)})")

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from nmp.fileio import atomic_write_bytes
+from nmp.registry import Registry
 from nmp.train.extrapolate import DeploymentSpec, expected, step_costs
 
 SCALES = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16)
@@ -31,14 +32,14 @@ def _table_rows(dep: DeploymentSpec) -> int:
     return dep.table_rows or step_costs(dep).rows_total
 
 
-PARAMS: dict[str, Any] = {
-    "table_rows": lambda dep: [max(1, round(_table_rows(dep) * s)) for s in SCALES],
-    "storage_gbps": lambda dep: [dep.storage_gbps * s for s in SCALES],
-    "server_mtbf_hours": lambda dep: [dep.server_mtbf_hours * s for s in SCALES],
-    "servers": lambda dep: [n for n in SERVERS if n > dep.r],
-    "step_ms": lambda dep: [_step_ms(dep) * 2.0**e for e in range(-2, 11)],
-    "network_gbps": lambda dep: [dep.network_gbps * s for s in SCALES] if dep.network_gbps else [],
-}
+@dataclass(frozen=True)
+class Axis:
+    """One swept deployment parameter: its grid, its value at the setup, how it is drawn."""
+
+    name: str
+    grid: Callable[[DeploymentSpec], list[Any]]
+    setup_value: Callable[[DeploymentSpec], float]
+    integer_ticks: bool = False  # a count (servers): ticks at the grid's own values
 
 
 def _step_ms(dep: DeploymentSpec) -> float:
@@ -47,12 +48,50 @@ def _step_ms(dep: DeploymentSpec) -> float:
     return dep.step_ms or _model(dep).step_ns / 1e6
 
 
+def _field(name: str) -> Callable[[DeploymentSpec], float]:
+    return lambda dep: getattr(dep, name)
+
+
+#: The swept parameters (``sweep``'s rows), in this order.
+PARAMS: Registry[Axis] = Registry("crossover parameter")
+PARAMS.register(
+    Axis(
+        "table_rows",
+        lambda dep: [max(1, round(_table_rows(dep) * s)) for s in SCALES],
+        _table_rows,
+    )
+)
+PARAMS.register(
+    Axis(
+        "storage_gbps",
+        lambda dep: [dep.storage_gbps * s for s in SCALES],
+        _field("storage_gbps"),
+    )
+)
+PARAMS.register(
+    Axis(
+        "server_mtbf_hours",
+        lambda dep: [dep.server_mtbf_hours * s for s in SCALES],
+        _field("server_mtbf_hours"),
+    )
+)
+PARAMS.register(
+    Axis("servers", lambda dep: [n for n in SERVERS if n > dep.r], _field("servers"), True)
+)
+PARAMS.register(
+    Axis("step_ms", lambda dep: [_step_ms(dep) * 2.0**e for e in range(-2, 11)], _step_ms)
+)
+PARAMS.register(
+    Axis(
+        "network_gbps",
+        lambda dep: [dep.network_gbps * s for s in SCALES] if dep.network_gbps else [],
+        _field("network_gbps"),
+    )
+)
+
+
 def _setup_value(dep: DeploymentSpec, param: str) -> float:
-    if param == "table_rows":
-        return _table_rows(dep)
-    if param == "step_ms":
-        return _step_ms(dep)
-    return getattr(dep, param)
+    return PARAMS.get(param).setup_value(dep)
 
 
 def _overheads(dep: DeploymentSpec) -> dict[str, float]:
@@ -77,8 +116,8 @@ def sweep(dep: DeploymentSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any
     """(points, crossovers): every grid point's overheads, and per parameter and rival where
     ECRec's overhead crosses the rival's."""
     points, crossings = [], []
-    for param, grid in PARAMS.items():
-        xs = grid(dep)
+    for param, axis in PARAMS.items():
+        xs = axis.grid(dep)
         if not xs:
             continue
         vals = [_overheads(replace(dep, **{param: x})) for x in xs]
@@ -146,7 +185,7 @@ def plot(
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(param)
-        if param == "servers":
+        if PARAMS.get(param).integer_ticks:
             from matplotlib.ticker import NullFormatter, ScalarFormatter
 
             ax.set_xticks(xs)

@@ -183,7 +183,7 @@ def read_criteo_tsv(
     """
     import stat
 
-    from nmp import guard
+    import nmp.guard as guard
 
     path = Path(path)
     try:

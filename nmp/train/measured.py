@@ -20,6 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from nmp.validate.result import CheckResult, builtin
+
 SLACK_PP = 5.0
 
 
@@ -62,8 +64,9 @@ def rows(quick: bool) -> list[dict[str, Any]]:
     return out
 
 
+@builtin("train.scale-vs-cluster")
 def check_rows(quick: bool) -> list:
-    from nmp.validate.runner import CheckResult
+    """The trainer's scale model against a small cluster of real processes (nmp validate)."""
 
     results = []
     for r in rows(quick):

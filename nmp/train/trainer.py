@@ -72,9 +72,7 @@ def resolve_geometry(cfg: TrainConfig) -> Geometry:
     tables = spec.tables[: cfg.max_tables] if cfg.max_tables else spec.tables
     dim = cfg.dim or tables[0].dim
     rows = tuple(min(t.rows, cfg.max_rows) for t in tables)
-    from nmp.workload.spec import as_pooling
-
-    pooling = max(1, min(cfg.max_pooling, round(as_pooling(spec.pooling).mean_lookups)))
+    pooling = max(1, min(cfg.max_pooling, round(spec.mean_pooling)))
     alpha = cfg.zipf_alpha or (spec.alpha if spec.alpha else 1.05)
     return Geometry(
         table_rows=rows,
@@ -217,7 +215,7 @@ class Trainer:
         # Dense optimizer state (momentum SGD's velocity per weight), carried with the weights.
         self.velocity = (
             [torch.zeros_like(p) for p in self.dense_params]
-            if cfg.dense_optimizer == "momentum"
+            if optim.DENSE_OPTIMIZERS.get(cfg.dense_optimizer).keeps_velocity
             else []
         )
         # The MLP (weights + optimizer state) is replicated on nodes 0..dense_replicas-1. The

@@ -35,6 +35,7 @@ from nmp.arch.ceiling import host_ceiling, near_memory_ceiling
 from nmp.arch.energy import read_share
 from nmp.arch.first_principles import FirstPrinciples, first_principles, workload_stats
 from nmp.arch.point import load_memory_for
+from nmp.arch.policies import POLICIES
 from nmp.arch.presets import load_arch_spec
 from nmp.config import preset_names, split_overrides
 from nmp.errors import NmpError, SpecError
@@ -201,21 +202,12 @@ def _ceiling(arch: str, items: tuple[tuple[str, Any], ...]):
     mem = load_memory_for(spec, None, grouped["memory"])
     wl = load_workload(WORKLOAD, grouped["workload"] or None)
     lookups = int(res.extra["lookups"])
-    per_bag = [(t.dim, _mean_pooling(t.pooling or wl.pooling)) for t in wl.tables]
+    per_bag = [(t.dim, wl.table_pooling(i).mean_lookups) for i, t in enumerate(wl.tables)]
     mean_dim = sum(d * p for d, p in per_bag) / max(sum(p for _, p in per_bag), 1.0)
-    if spec.policy == "host":
+    if not POLICIES.get(spec.policy).near_memory:
         flops = lookups * mean_dim * (2 if wl.weighted else 1)
         return host_ceiling(spec, mem, res.breakdown, lookups, flops)
     return near_memory_ceiling(spec, mem, res.breakdown, lookups, mean_dim)
-
-
-def _mean_pooling(pooling: Any) -> float:
-    """A table's expected lookups per bag: an int, or a PoolingSpec's mean."""
-    if isinstance(pooling, int | float):
-        return float(pooling)
-    if pooling.dist == "fixed":
-        return float(pooling.value)
-    return (pooling.low + pooling.high) / 2 if pooling.dist == "uniform" else pooling.mean
 
 
 def ceiling(
@@ -448,7 +440,7 @@ def _first_access_ns(design: str, setup, memory_of: str, axes: dict[str, Any]) -
     preset, items = _overrides(design, setup, memory_of, None, axes)
     grouped = split_overrides(dict(items), ROOTS)
     mem = load_memory_for(load_arch_spec(preset, grouped["arch"]), None, grouped["memory"])
-    return (mv.timing(mem, "nRCD") + mv.timing(mem, "nCL")) * mv.tck_ns(mem)
+    return (mv.trcd(mem) + mv.timing(mem, "nCL")) * mv.tck_ns(mem)
 
 
 @claim_model

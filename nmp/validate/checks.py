@@ -1,34 +1,23 @@
 """The kit's own checks against references it can compute or has on file (not papers' claims).
 
-Each check returns :class:`~nmp.validate.runner.CheckResult` rows and registers itself in
-:data:`BUILTIN_CHECKS` under the prefix of its rows' ids (``dram.ramulator2`` gives
-``dram.ramulator2.ddr4``, ...); ``quick`` checks a smaller sample where the full set is long.
+Each check returns :class:`~nmp.validate.result.CheckResult` rows and registers itself in
+:data:`~nmp.validate.result.KIT_CHECKS` under the prefix of its rows' ids (``dram.ramulator2``
+gives ``dram.ramulator2.ddr4``, ...); ``quick`` checks a smaller sample where the full set is
+long.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from nmp.config import preset_names
 from nmp.reference import case_memory_spec, dram_reference_dir
-from nmp.validate.runner import CheckResult
+from nmp.validate.result import CheckResult, builtin
 from nmp.workload import generate_batch, load_workload
-
-BUILTIN_CHECKS: dict[str, Callable[[bool], list[CheckResult]]] = {}
-
-
-def builtin(name: str) -> Callable:
-    def register(fn: Callable[[bool], list[CheckResult]]) -> Callable:
-        BUILTIN_CHECKS[name] = fn
-        return fn
-
-    return register
-
 
 # The issue-2 bounds of the engine against Ramulator 2 (cycles 5 %, row counts 10 % or two
 # events): beyond exactness, a case within them is "within band".
@@ -189,15 +178,3 @@ def parity_vs_fresh_encode(quick: bool) -> list[CheckResult]:
             )
         )
     return rows_out
-
-
-@builtin("train.scale-vs-cluster")
-def scale_model_vs_cluster(quick: bool) -> list[CheckResult]:
-    """The trainer's scale model against a small cluster of real processes (nmp.train)."""
-    from importlib import import_module
-
-    # nmp.train sits above nmp.validate in the layers: loaded by name, as claim models are
-    return import_module("nmp.train.measured").check_rows(quick)
-
-
-from nmp.validate import real_gpu as _real_gpu  # noqa: E402, F401  (registers gpu.real)

@@ -6,8 +6,7 @@ With nothing recorded the group is one row with verdict "not run": no measuremen
 
 from __future__ import annotations
 
-from nmp.validate.checks import builtin
-from nmp.validate.runner import CheckResult
+from nmp.validate.result import CheckResult, builtin
 
 GROUP = "real-gpu"
 NOT_RUN = "not run"

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from nmp.fileio import atomic_write_text, claim_new_folder
 from nmp.validate.claims import load_claims
-from nmp.validate.runner import CheckResult
+from nmp.validate.result import CheckResult
 
 STYLE = {
     "agrees": "green",

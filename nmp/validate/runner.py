@@ -8,74 +8,11 @@ import re
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
-
-
-@dataclass
-class CheckResult:
-    """One row of ``nmp validate``: what was compared, the two sides, and the verdict.
-
-    A claim is computed twice: under the paper's setup (``model_paper_setup``,
-    ``verdict_paper_setup``: the like-with-like comparison) and under the kit's own defaults
-    (``model_kit_defaults``, ``verdict_kit_defaults``: its realistic physics, such as the host's
-    LLC). ``model``, ``verdict`` and ``detail`` mirror the paper-setup column (a file without a
-    ``[setup]`` has only the kit's: both columns hold it). A simulator or functional check has
-    one value: both columns hold it too."""
-
-    id: str
-    source: str
-    published: Any
-    model: Any
-    verdict: str
-    group: str = "claim"  # simulator / functional / claim
-    paper: str = ""
-    figure: str = ""
-    claim: str = ""
-    kind: str = ""
-    unit: str = ""
-    explanation: str = ""
-    detail: str = ""
-    model_paper_setup: Any = None
-    verdict_paper_setup: str = ""
-    model_kit_defaults: Any = None
-    verdict_kit_defaults: str = ""
-    detail_kit_defaults: str = ""
-    setup_stated: bool = False  # whether the paper's file states its setup
-    # a speed claim: its first-principles upper bound on the figure under each setup (stated
-    # resources only, no model run), whether the published figure exceeds the paper-setup
-    # one, the arithmetic and each term; and the model's own ceiling (reported, not judged)
-    bound: float | None = None
-    bound_kit_defaults: float | None = None
-    exceeds_bound: bool | None = None
-    bound_note: str = ""
-    bound_detail: str = ""
-    bound_terms: dict[str, Any] | None = None
-    bound_terms_kit_defaults: dict[str, Any] | None = None
-    model_ceiling: float | None = None
-    model_ceiling_kit_defaults: float | None = None
-    model_ceiling_detail: str = ""
-    margin: float | None = None  # an ordering: by how much it holds under the paper's setup
-    # which setup value moves the paper-setup figure most when set back to the kit's default
-    moved_most_by: dict[str, Any] | None = None
-    setup_moves: list[dict[str, Any]] = field(default_factory=list)
-    sensitivity: str = ""  # the study that sweeps the chosen values the figure rests on
-    input: str = ""  # why the claimed value is an input of the model
-    wall_s: float = 0.0  # not deterministic: kept out of --json
-
-    def mirror_columns(self) -> None:
-        """One value for both setups (a check that has no setup of its own)."""
-        self.model_paper_setup = self.model_kit_defaults = self.model
-        self.verdict_paper_setup = self.verdict_kit_defaults = self.verdict
-        self.detail_kit_defaults = self.detail
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("wall_s")
-        return out
+from nmp.validate.result import KIT_CHECKS, CheckResult
 
 
 def _selected(check_id: str, only: tuple[str, ...]) -> bool:
@@ -101,12 +38,11 @@ def plan_validation(
     claim (with ``quick``, only claims marked quick). ``only`` keeps the ids that match a glob or
     prefix; ``claims_dir`` replaces the packaged claims folder."""
     # numpy: loaded when the command runs, not for `nmp --help`
-    from nmp.validate.checks import BUILTIN_CHECKS
     from nmp.validate.claims import CLAIMS_DIR, load_claims
 
     tasks: list[tuple[str, Callable[[], list[CheckResult]]]] = [
         (name, functools.partial(_run_builtin, name, fn, quick, only))
-        for name, fn in BUILTIN_CHECKS.items()
+        for name, fn in KIT_CHECKS.items()
         # a pattern inside a check's prefix (dram.ramulator2.ddr5) runs it and keeps its rows
         if _selected(name, only) or any(p.startswith(name + ".") for p in only)
     ]

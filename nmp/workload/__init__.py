@@ -10,9 +10,9 @@ from nmp.workload.batch import (
     generate_batch,
     generate_batches,
     generate_table,
-    ranked_rows,
 )
 from nmp.workload.indexfile import load_index_file, save_index_file
+from nmp.workload.ranked import ranked_rows
 from nmp.workload.spec import (
     DTYPE_BYTES,
     REUSE_LEVELS,

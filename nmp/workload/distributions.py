@@ -44,7 +44,7 @@ class AccessDistribution:
 
 #: The access distributions by name; the modules below register theirs when imported.
 DISTRIBUTIONS: Registry[AccessDistribution] = Registry(
-    "access distribution", ("nmp.workload.distributions", "nmp.workload.measured")
+    "access distribution", package="nmp.workload", marker=r"^DISTRIBUTIONS\.register\("
 )
 
 
@@ -53,9 +53,8 @@ def _draw_uniform(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: i
 
 
 def _draw_zipf(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int) -> np.ndarray:
-    # on use: nmp.workload.batch imports this module
     from nmp.workload import sampling
-    from nmp.workload.batch import ranked_rows
+    from nmp.workload.ranked import ranked_rows
 
     rows = spec.tables[table].rows
     return ranked_rows(spec, table, sampling.zipf_ranks(rng, n, rows, spec.effective_alpha))
@@ -63,14 +62,14 @@ def _draw_zipf(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int)
 
 def _draw_pareto(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int) -> np.ndarray:
     from nmp.workload import sampling
-    from nmp.workload.batch import ranked_rows
+    from nmp.workload.ranked import ranked_rows
 
     rows = spec.tables[table].rows
     return ranked_rows(spec, table, sampling.pareto_ranks(rng, n, rows, spec.effective_alpha))
 
 
 def _draw_reuse(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int) -> np.ndarray:
-    from nmp.workload.batch import reuse_rows
+    from nmp.workload.ranked import reuse_rows
 
     return reuse_rows(spec, table, rng, n)
 

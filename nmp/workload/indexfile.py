@@ -65,7 +65,7 @@ def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarra
     array of pickled objects raises :class:`TraceError`."""
     import zipfile
 
-    from nmp import guard
+    import nmp.guard as guard
 
     try:
         with open_regular(file):  # a pipe, a device, a folder: refused, never blocked on

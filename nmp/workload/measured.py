@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmp.workload.batch import ranked_rows
 from nmp.workload.distributions import DISTRIBUTIONS, AccessDistribution
 from nmp.workload.locality import DEFAULT_LOCALITY, table_layout
+from nmp.workload.ranked import ranked_rows
 from nmp.workload.spec import WorkloadSpec
 
 

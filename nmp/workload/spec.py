@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nmp.config import (
+    PRESET_CATALOGS,
     KeyedValueError,
     apply_overrides,
     find_preset,
@@ -346,9 +347,20 @@ class WorkloadSpec:
         return as_pooling(self.pooling if own is None else own)
 
     @property
+    def lookups_per_sample(self) -> float:
+        """Expected lookups of one sample over all tables, each at its own pooling: every
+        count of lookups derives from this (and :meth:`table_pooling`), not from ``pooling``."""
+        return sum(self.table_pooling(t).mean_lookups for t in range(len(self.tables)))
+
+    @property
+    def mean_pooling(self) -> float:
+        """Expected lookups per bag, averaged over the tables (per-table pooling included)."""
+        return self.lookups_per_sample / max(len(self.tables), 1)
+
+    @property
     def lookups_per_batch(self) -> float:
         """Expected lookups (indices) in one batch over all tables."""
-        return self.batch * sum(self.table_pooling(t).mean_lookups for t in range(len(self.tables)))
+        return self.batch * self.lookups_per_sample
 
     @property
     def total_rows(self) -> int:
@@ -472,6 +484,7 @@ def _load_workload(path: Path, overrides: dict[str, Any] | None) -> WorkloadSpec
     return apply_overrides(spec, overrides, root="workload")
 
 
+@PRESET_CATALOGS.register(name="workload")
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per workload preset, for ``nmp models``."""
     out: list[dict[str, Any]] = []

@@ -4,12 +4,8 @@ import numpy as np
 import pytest
 
 from nmp.compress.pooled import owner, sample_slices
-from nmp.train.alltoall import (
-    CLASS_FACTOR,
-    CompressedAllToAll,
-    classify_tables,
-    compression_summary,
-)
+from nmp.train.alltoall.exchange import CLASS_FACTOR, CompressedAllToAll, classify_tables
+from nmp.train.alltoall.report import compression_summary
 from nmp.train.config import TrainConfig
 from nmp.train.trainer import run
 

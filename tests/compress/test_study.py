@@ -3,7 +3,7 @@ import csv
 import pytest
 
 from nmp.errors import NmpError
-from nmp.train.alltoall import run_study
+from nmp.train.alltoall.study import run_study
 
 PARAMS = {
     "workloads": ["criteo-kaggle"],

@@ -105,8 +105,8 @@ def test_gpu_validate_records_are_read_as_a_baseline(tmp_path):
 
 
 def test_validate_group_without_measurements_does_not_pass():
-    from nmp.validate.checks import BUILTIN_CHECKS
     from nmp.validate.real_gpu import rows_for
+    from nmp.validate.result import KIT_CHECKS as BUILTIN_CHECKS
 
     assert "gpu.real" in BUILTIN_CHECKS
     (row,) = rows_for([])

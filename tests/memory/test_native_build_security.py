@@ -128,3 +128,27 @@ def test_a_corrupt_cached_library_is_rebuilt(fake_cc, tmp_path) -> None:
     fn = native_build.load("simulate_c")
     assert fn is not None
     assert corrupt.read_bytes() == fake_cc.read_bytes()  # built again, in place
+
+
+def test_the_install_build_uses_werror_and_says_when_it_falls_back(tmp_path, monkeypatch, capsys):
+    """build_into compiles with -Werror; where that fails (a warning, or a compiler without the
+    flag) it compiles again without it and says so on stderr."""
+    from nmp.memory import native_build as nb
+
+    calls: list[tuple[str, ...]] = []
+
+    def fake(cc, extra, tmp):
+        calls.append(extra)
+        if extra:
+            raise subprocess.CalledProcessError(1, cc, stderr="engine.c:1: warning: made up\n")
+        Path(tmp).write_bytes(b"lib")
+
+    monkeypatch.setattr(nb, "_run_compiler", fake)
+    monkeypatch.setattr(nb, "_package_library", lambda key: None)
+    lib = nb.build_into(tmp_path)
+    assert lib.read_bytes() == b"lib" and calls == [nb._STRICT, ()]
+    err = capsys.readouterr().err
+    assert "did not build with -Werror (engine.c:1: warning: made up); built without it" in err
+    calls.clear()
+    nb.build([tmp_path / "runtime"], prebuilt=False)  # a run-time build: no -Werror
+    assert calls == [()]

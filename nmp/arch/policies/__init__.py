@@ -38,6 +38,7 @@ class PlacementPolicy(Protocol):
 
     name: str
     near_memory: bool  # units near memory reduce rows (False: the host reads every row)
+    slices_rows: bool  # every lookup reaches every rank, a slice of its row each (vertical)
 
     def validate(self, spec: Any) -> None: ...
     def needs_profile(self, spec: Any) -> bool: ...
@@ -51,16 +52,8 @@ class PlacementPolicy(Protocol):
     ) -> OpResult: ...
 
 
-#: The placement policies by name; each module below registers its policy when imported.
-POLICIES: Registry[PlacementPolicy] = Registry(
-    "placement policy",
-    (
-        "nmp.arch.policies.host",
-        "nmp.arch.policies.horizontal",
-        "nmp.arch.policies.vertical",
-        "nmp.arch.policies.cross_level",
-    ),
-)
+#: The placement policies by name; each module of this package registers its policy when imported.
+POLICIES: Registry[PlacementPolicy] = Registry("placement policy", package=__name__)
 register = POLICIES.register
 
 

@@ -16,7 +16,7 @@ from nmp.arch import memview as mv
 from nmp.arch.functional import pool_tables
 from nmp.arch.lowering import LevelLookups, LevelStream, lower_level, split_levels
 from nmp.arch.placement import FlatLookups, Placement, bag_major_order, place_rows
-from nmp.arch.spec import LEVELS
+from nmp.arch.spec import LEVELS, RANK_CACHE_POLICIES
 from nmp.arch.timing import time_near_memory
 from nmp.arch.tree import TreeTraffic, tree_reduce
 from nmp.config import KeyedValueError
@@ -27,6 +27,7 @@ class RowPolicy:
 
     name = ""
     near_memory = True
+    slices_rows = False
 
     # ---- spec ------------------------------------------------------------------------------
     def validate(self, spec) -> None:
@@ -42,7 +43,8 @@ class RowPolicy:
     def needs_profile(self, spec) -> bool:
         """Whether placement needs the access profile (hot rows, frequency classes)."""
         return spec.replicate_hot_rows > 0 or (
-            spec.rank.cache_kib > 0 and spec.rank.cache_policy == "profile"
+            spec.rank.cache_kib > 0
+            and RANK_CACHE_POLICIES.get(spec.rank.cache_policy).needs_profile
         )
 
     def partitions(self, spec) -> bool:

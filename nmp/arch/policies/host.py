@@ -66,6 +66,7 @@ def lower_host_lines(
 class Host:
     name = "host"
     near_memory = False
+    slices_rows = False
 
     def validate(self, spec) -> None:
         for lv in LEVELS:

@@ -54,6 +54,7 @@ def lower_vertical(spec, lay, mem, flat: FlatLookups, order: np.ndarray) -> Leve
 
 class Vertical(RowPolicy):
     name = "vertical"
+    slices_rows = True
 
     def validate(self, spec) -> None:
         super().validate(spec)

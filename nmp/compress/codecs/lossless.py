@@ -18,7 +18,7 @@ class LosslessCodec:
     def __init__(self, stage: str) -> None:
         self.name = stage
         self.description = f"{stage} on the float32 bytes (lossless)"
-        self._compress, self._decompress = STAGES[stage]
+        self._compress, self._decompress = STAGES.get(stage)
 
     def encode(self, x: np.ndarray, eb_rel: float, *, table: int = 0) -> Encoded:
         x = check_chunk(x)

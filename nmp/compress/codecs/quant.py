@@ -40,7 +40,7 @@ class QuantCodec:
         self.description = "error-bounded quantizer, codes in the narrowest integer type" + (
             f", then {stage}" if stage else ""
         )
-        self._compress, self._decompress = STAGES[stage] if stage else (None, None)
+        self._compress, self._decompress = STAGES.get(stage) if stage else (None, None)
 
     def encode(self, x: np.ndarray, eb_rel: float, *, table: int = 0) -> Encoded:
         x = check_chunk(x)

@@ -11,6 +11,7 @@ from nmp.compress.codec import Encoded, check_chunk, register
 class RawCodec:
     name = "none"
     lossy = False
+    compresses = False  # the bytes cross as they are (what an uncompressed run sends)
     description = "no compression: float32 bytes copied"
 
     def encode(self, x: np.ndarray, eb_rel: float, *, table: int = 0) -> Encoded:

@@ -22,8 +22,8 @@ def accuracy_claim(
     held-out set (Hanley-McNeil, 95 %)? ``quick`` runs a third of the steps."""
     from dataclasses import replace
 
-    from nmp.train.compare import auc_change
     from nmp.train.config import TrainConfig
+    from nmp.train.rows import auc_change
     from nmp.train.trainer import run
 
     n = max(30, steps // 3) if quick else steps

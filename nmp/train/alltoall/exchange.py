@@ -267,7 +267,7 @@ class _LossyExchange(torch.autograd.Function):
 def make_alltoall(cfg: Any) -> CompressedAllToAll | None:
     """The run's compressed all-to-all, or None when ``train.compress`` is "none". The network
     preset is loaded here, so that a bad ``train.network`` fails before training."""
-    if cfg.compress == "none":
+    if not cfg.compresses:
         return None
     from nmp.compress.network import load_network
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+PLOTTED_CODEC = "hybrid"  # chosen: SC'24's own codec, the one its accuracy figure shows
+
 
 def plot_auc(rows: list[dict[str, Any]], path: Any) -> None:
     import matplotlib
@@ -18,7 +20,9 @@ def plot_auc(rows: list[dict[str, Any]], path: Any) -> None:
         sel = [
             r
             for r in rows
-            if r["workload"] == wl and r["codec"] == "hybrid" and r["eb_schedule"] == "constant"
+            if r["workload"] == wl
+            and r["codec"] == PLOTTED_CODEC
+            and r["eb_schedule"] == "constant"
         ]
         sel.sort(key=lambda r: r["eb"])
         ax.errorbar(

@@ -29,7 +29,7 @@ def compression_report(cfg: Any, strategy: str, failures: list, res: Any) -> dic
     of :func:`nmp.train.compare.auc_change`)."""
     from dataclasses import replace
 
-    from nmp.train.compare import auc_change
+    from nmp.train.rows import auc_change
     from nmp.train.trainer import run
 
     base = run(replace(cfg, compress="none"), strategy, failures)
@@ -49,9 +49,9 @@ def compressed_row(cfg: Any, strategy: str, failures: list, base: Any) -> dict[s
     """``nmp train --compare``'s row for ``strategy`` (the comparison's strategy that keeps
     parity) with the all-to-all compressed; the parity deltas stay uncompressed (see
     :mod:`nmp.train.alltoall.exchange`). None without ``train.compress``."""
-    if cfg.compress == "none":
+    if not cfg.compresses:
         return None
-    from nmp.train.compare import result_row
+    from nmp.train.rows import result_row
     from nmp.train.trainer import run
 
     res = run(cfg, strategy, failures)

@@ -66,7 +66,7 @@ def check_train_params(train: Any, ebs: list[float]) -> list[tuple[Any, list[Any
 def auc_rows(plan: list[tuple[Any, list[Any]]]) -> list[dict[str, Any]]:
     """AUC change of compressed training against uncompressed, per run of
     :func:`check_train_params`'s plan."""
-    from nmp.train.compare import auc_change
+    from nmp.train.rows import auc_change
     from nmp.train.trainer import run
 
     rows = []

@@ -23,6 +23,7 @@ import numpy as np
 
 from nmp.errors import NmpError
 from nmp.train.dist.runphases import bench_for, cpu_overhead, repeats
+from nmp.parity_codes import PARITY_CODES
 
 
 def interval_steps(cfg, strategy: str) -> int:
@@ -48,7 +49,7 @@ def check(cfg, strategy: str, kills) -> None:
     cls = REGISTRY.get(strategy)
     if cls.is_baseline and kills:
         raise NmpError(f"strategy '{strategy}' protects nothing: it cannot be given --kill")
-    if cls.uses_parity and (cfg.code != "xor" or cfg.parities != 1):
+    if cls.uses_parity and not PARITY_CODES.get(cfg.code).plain_xor:
         raise NmpError("--procs runs ECRec with the XOR code (train.code xor, parities 1)")
     if cfg.nodes < 2:
         raise NmpError("--procs needs at least 2 servers")
@@ -311,7 +312,7 @@ def run_procs(
     (None on an agent other than torchrun's rank 0, which reports). ``repeat`` > 1: that many
     strategy runs, each between two failure-free ones (A B A B ... A), the spread in
     ``repeats``."""
-    from nmp.train.compare import auc_change
+    from nmp.train.rows import auc_change
 
     check(cfg, strategy, kills)
     every = interval_steps(cfg, strategy)
@@ -385,7 +386,7 @@ def run_procs(
         row["repeats"] = spread
     if "parity_consistent" in run:
         row["parity_consistent"] = run["parity_consistent"]
-    if cfg.compress != "none":
+    if cfg.compresses:
         row["compression"] = compression(cfg, base, run, model["model_inputs"])
     return row
 

@@ -2,9 +2,9 @@
 
 A strategy's schedule (:mod:`nmp.train.schedule`) declares them (``Schedule.run``): the saves
 every interval, and per failure the regroup, the restore and the re-executed steps (ECRec's
-repair rounds run inside the steps). Each name has one measurement from the run's processes
-(:data:`MEASURE`) and one model from what they did (:data:`MODEL`): the bytes the processes
-wrote and read, the steps they executed, and times this run takes on this machine (the
+repair rounds run inside the steps). Each name is a :class:`RunPhaseCost` with one measurement
+from the run's processes and one model from what they did: the bytes the processes wrote and
+read, the steps they executed, and times this run takes on this machine (the
 failure-free runs' steps, a write and a read of a save's size, synced, in the run folder). The
 steps themselves are one more phase (``steps``), modeled as the failure-free runs' mean step
 times the per-step model's ratio (:func:`nmp.train.dist.phases.phase_model`), and the time
@@ -16,11 +16,14 @@ measured one, in seconds and as the overhead over the failure-free runs.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from nmp.registry import Registry
 from nmp.train.checkpoint import load_npz, save_npz
 
 
@@ -113,16 +116,6 @@ def _m_repair(rec, ctx) -> float:
     return sum(r.get("repair", 0.0) for r in per_step(rec["results"], "server").values())
 
 
-MEASURE = {
-    "steps": _m_steps,
-    "reexec": _m_reexec,
-    "save": _m_save,
-    "restore": _m_restore,
-    "regroup": _m_regroup,
-    "repair": _m_repair,
-}
-
-
 # -- modeled, per name -----------------------------------------------------------------------
 
 
@@ -154,14 +147,27 @@ def _d_repair(rec, inp) -> float:
     return inp["repair_s"]
 
 
-MODEL = {
-    "steps": _d_steps,
-    "reexec": _d_reexec,
-    "save": _d_save,
-    "restore": _d_restore,
-    "regroup": _d_regroup,
-    "repair": _d_repair,
-}
+@dataclass(frozen=True)
+class RunPhaseCost:
+    """One run phase's two readings: ``measured`` from the run's records, ``modeled`` from
+    what the processes did and the run's own microbenchmarks (``inp``)."""
+
+    name: str
+    measured: Callable[[dict, Any], float]
+    modeled: Callable[[dict, dict], float]
+    description: str = ""
+
+
+RUN_PHASE_COSTS: Registry[RunPhaseCost] = Registry("run phase cost")
+for _cost in (
+    RunPhaseCost("steps", _m_steps, _d_steps, "the training steps executed"),
+    RunPhaseCost("reexec", _m_reexec, _d_reexec, "steps executed again after a rollback"),
+    RunPhaseCost("save", _m_save, _d_save, "checkpoint saves"),
+    RunPhaseCost("restore", _m_restore, _d_restore, "a replacement loading its rows"),
+    RunPhaseCost("regroup", _m_regroup, _d_regroup, "the processes forming a new group"),
+    RunPhaseCost("repair", _m_repair, _d_repair, "ECRec's parity repair"),
+):
+    RUN_PHASE_COSTS.register(_cost)
 
 
 def regroup_model_s(base: dict, workers: int, world: int) -> float:
@@ -185,8 +191,15 @@ def regroup_model_s(base: dict, workers: int, world: int) -> float:
 
 
 def run_phases(
-    run: dict, base: dict, schedule, *, step_ratio: float, repair_s: float,
-    bench: dict[str, float], workers: int, world: int,
+    run: dict,
+    base: dict,
+    schedule,
+    *,
+    step_ratio: float,
+    repair_s: float,
+    bench: dict[str, float],
+    workers: int,
+    world: int,
 ) -> dict[str, Any]:
     """Every run phase of ``schedule`` (and the steps, and the time between them) measured in
     ``run`` beside modeled; seconds, and the error in points of the failure-free training."""
@@ -207,12 +220,13 @@ def run_phases(
     names = ["steps", *(p.name for p in schedule.run if p.when != "per_step")]
     table: dict[str, Any] = {}
     for name in names:
-        table[name] = {"measured_s": MEASURE[name](run, ctx), "modeled_s": MODEL[name](run, inp)}
+        cost = RUN_PHASE_COSTS.get(name)
+        table[name] = {"measured_s": cost.measured(run, ctx), "modeled_s": cost.modeled(run, inp)}
     for p in schedule.run:
         if p.when == "per_step":  # inside the steps: shown, not added again
             table[p.name] = {
-                "measured_s": MEASURE[p.name](run, ctx),
-                "modeled_s": MODEL[p.name](run, inp),
+                "measured_s": RUN_PHASE_COSTS.get(p.name).measured(run, ctx),
+                "modeled_s": RUN_PHASE_COSTS.get(p.name).modeled(run, inp),
                 "inside": "steps",
             }
     executed = len(_walls(run))

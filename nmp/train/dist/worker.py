@@ -28,6 +28,7 @@ from nmp.train.dist.comm import Comm
 from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.context import Context
 from nmp.train.dist.phases import PhaseClock, plan
+from nmp.train.optim import DENSE_OPTIMIZERS
 from nmp.train.shard import add_partials, micro_row_grads, request_for
 
 
@@ -42,7 +43,7 @@ class Worker:
 
         self.velocity = (
             [torch.zeros_like(p) for p in self.params]
-            if ctx.cfg.dense_optimizer == "momentum"
+            if DENSE_OPTIMIZERS.get(ctx.cfg.dense_optimizer).keeps_velocity
             else []
         )
         self.step_wall: list[tuple[int, int, float]] = []  # (generation, step, seconds)

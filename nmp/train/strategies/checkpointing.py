@@ -27,6 +27,7 @@ class _Checkpointing(Strategy):
     writes_checkpoints = True
 
     is_baseline = False
+    listing_order = 1
 
     def attach(self, trainer) -> None:
         super().attach(trainer)

@@ -21,6 +21,7 @@ class _CPR(_Checkpointing):
 
     partial_rows = ""  # its policy at scale (nmp.train.partial_save.POLICIES)
     tracks_rows = True
+    listing_order = 2
     schedule = COMMON.with_run(
         SAVE,
         RunPhase(

@@ -52,6 +52,7 @@ class ECRec(Strategy):
     name = "ecrec"
     uses_parity = True
     is_baseline = False
+    listing_order = 0
     schedule = SCHEDULE
 
     @classmethod

@@ -16,6 +16,7 @@ class Reinit(Strategy):
 
     name = "none"
     is_baseline = False
+    listing_order = 3
 
     @classmethod
     def restore_replacement(
