@@ -32,6 +32,10 @@ CLAIM_MODELS: Registry[Callable[..., Any]] = Registry(
         "nmp.train.cpr_claims",
         "nmp.train.sc24_claims",
         "nmp.validate.arch_claims",
+        "nmp.validate.bounds.micro24",
+        "nmp.validate.bounds.recshard",
+        "nmp.validate.bounds.sc24",
+        "nmp.validate.nmp_costs",
     ),
 )
 
