@@ -184,7 +184,7 @@ class Claim:
 
     def _with_bound(self, out: Any, quick: bool, setup: dict[str, Any] | None) -> dict[str, Any]:
         """The model's answer with the bound of the claim's ``bound`` function (no model run);
-        a bound the model gave without terms stays its ceiling."""
+        a bound the model gave becomes its ceiling (unless it names one)."""
         fn = load_claim_model(self.bound, file=self.file, key=f"{self.id}.bound")
         got = fn(quick=quick, setup=setup, **self.args)
         if not isinstance(got, dict) or "bound" not in got or "bound_terms" not in got:
@@ -194,7 +194,7 @@ class Claim:
                 key=f"{self.id}.bound",
             )
         out = dict(out) if isinstance(out, dict) else {"value": out}
-        if "bound" in out and "bound_terms" not in out and "model_ceiling" not in out:
+        if "bound" in out and "model_ceiling" not in out:
             out["model_ceiling"] = out["bound"]
             out["model_ceiling_detail"] = out.get("bound_detail", "")
         out["bound"] = float(got["bound"])

@@ -368,3 +368,14 @@ def test_docs_quote_the_whole_tables_counts() -> None:
         assert quoted == dict(got), paper
     line = next(x for x in text.splitlines() if x.startswith("| all papers |"))
     assert int(line.split("|")[2]) == sum(total.values())
+
+
+def test_docs_table_is_generated_from_the_fixtures() -> None:
+    """docs/validation.md's counts and full table are the fixtures' full set, as generated
+    (``python -m tests.validate.test_golden --docs``): no typed count or value."""
+    from nmp.config import project_root
+    from nmp.validate.docs_table import replace_generated
+    from tests.validate.test_golden import fixtures_full
+
+    text = (project_root() / "docs" / "validation.md").read_text()
+    assert replace_generated(text, fixtures_full()) == text
