@@ -1,296 +1,42 @@
-"""Model functions for the near-memory papers' published claims (ReCross, TRiM, RecNMP).
+"""Model functions for the near-memory papers' speed claims (ReCross, TRiM, RecNMP).
 
-Each function runs design points through :func:`nmp.evaluate.point.run_point` and returns the
-model's value for one claim of ``nmp/validate/claims/{recross,trim,recnmp}.toml`` (a float for
-a value claim, a bool for an ordering), with a detail line naming the setup it ran; a speed
-claim also returns ``bound``, the most its stated resources allow with no model run
+Each function compares design points (:mod:`nmp.validate.nmp_points`) and returns the
+model's value for one claim of ``nmp/validate/claims/{recross,trim,recnmp}.toml`` (a float
+for a value claim, a bool for an ordering, with its ``margin``), with a detail line naming the
+setup it ran, ``bound``, the most its stated resources allow with no model run
 (:mod:`nmp.arch.first_principles`: the design's ceiling at its most favourable choices over the
 baseline's at its least), ``bound_terms`` (each term's arithmetic) and ``model_ceiling`` (the
-model's own ceiling, :mod:`nmp.arch.ceiling`, never called a bound); an ordering its
-``margin``. Nothing here
-knows a published number: the claims files hold those, and the verdict is computed elsewhere
-(:mod:`nmp.validate.claims`).
-
-Every function takes ``setup``: None runs the kit's defaults, every design of a comparison
-pinned to one memory, that of the preset ``memory_of`` (the paper's own design: ``recross``,
-``trim-g``, ``recnmp``), with the kit's host (its 32 MiB LLC) and workload (recross-eval, Zipf
-1.05); a mapping is the paper's ``[setup]`` (``nmp.validate.setup``): keys rooted at
-``arch.``, ``workload.`` or ``memory.`` apply to every design of the comparison, keys
-``designs.<preset>.<path>`` to that preset's designs only (a baseline's configuration).
-
-Points are cached (:func:`functools.cache`) on their overrides with every value equal to the
-design's own default dropped, so the claims of one paper, its two columns and the runner's
-one-value-at-a-time attribution share their runs.
+model's own ceiling, :mod:`nmp.arch.ceiling`, never called a bound). Nothing here knows a
+published number: the claims files hold those, and the verdict is computed elsewhere
+(:mod:`nmp.validate.claims`). Energy, area and RankCache claims: :mod:`nmp.validate.nmp_costs`.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from nmp.arch import memview as mv
-from nmp.arch.ceiling import host_ceiling, near_memory_ceiling
-from nmp.arch.energy import read_share
-from nmp.arch.first_principles import FirstPrinciples, first_principles, workload_stats
 from nmp.arch.point import load_memory_for
-from nmp.arch.policies import POLICIES
 from nmp.arch.presets import load_arch_spec
-from nmp.config import preset_names, split_overrides
-from nmp.errors import NmpError, SpecError
-from nmp.evaluate.point import run_point
-from nmp.memory import load_memory
+from nmp.config import split_overrides
+from nmp.errors import NmpError
 from nmp.plugins import claim_model
-from nmp.results import PointResult
-from nmp.workload import load_workload
-
-WORKLOAD = "recross-eval"  # Criteo Kaggle tables, vector length 64, batch 32, pooling 80
-ROOTS = ("arch", "workload", "memory")
-DESIGNS_PREFIX = "designs."
-
-# The ReCross ablation (Fig. 12): the cross-level hardware with its mechanisms added one at a
-# time. Design names as in workloads/sweeps/papers/recross-ablation.toml.
-_OFF = {
-    "sap": ("arch.subarray_parallelism", False),
-    "bwp": ("arch.bandwidth_aware_partition", False),
-    "las": ("arch.locality_aware_scheduling", False),
-}
-ABLATION: dict[str, tuple[str, ...]] = {  # design -> mechanisms switched off
-    "recross-base": ("sap", "bwp", "las"),
-    "recross+sap": ("bwp", "las"),
-    "recross+sap+bwp": ("las",),
-    "recross": (),
-}
-
-# Axes the "at every ..." claims sweep: the claim's argument name -> override path.
-AXES = {
-    "batch": "workload.batch",
-    "dim": "workload.dim",
-    "channels": "arch.memory.channels",
-}
-
-
-def _design(name: str) -> tuple[str, dict[str, Any]]:
-    """(architecture preset, overrides) of a design name: a preset or an ablation step."""
-    if name in ABLATION:
-        return "recross", dict(_OFF[m] for m in ABLATION[name])
-    return name, {}
-
-
-def _lookup(obj: Any, path: str) -> Any:
-    for part in path.split("."):
-        obj = obj[part] if isinstance(obj, dict) else getattr(obj, part)
-    return obj
-
-
-@functools.cache
-def _arch_spec(preset: str):
-    return load_arch_spec(preset)
-
-
-@functools.cache
-def _memory_spec(preset: str):
-    return load_memory(preset)
-
-
-@functools.cache
-def _workload_spec():
-    return load_workload(WORKLOAD)
-
-
-def _default(preset: str, key: str, overrides: dict[str, Any]) -> Any:
-    """The value ``key`` has in ``preset``'s design point without overrides (memory keys: on
-    the memory preset the overrides choose)."""
-    root, _, path = key.partition(".")
-    try:
-        if root == "arch":
-            return _lookup(_arch_spec(preset), path)
-        if root == "workload":
-            return _lookup(_workload_spec(), path)
-        mem = overrides.get("arch.memory.preset", _arch_spec(preset).memory.preset)
-        return _lookup(_memory_spec(mem), path)
-    except (AttributeError, KeyError, TypeError):
-        return _NO_DEFAULT
-
-
-_NO_DEFAULT = object()
-
-
-def setup_overrides(preset: str, setup: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The overrides a paper's ``setup`` gives the points of ``preset``: every key rooted at
-    arch. / workload. / memory., and ``designs.<preset>.<key>`` for this preset; any other key
-    is an error (a design-specific key must name an architecture preset)."""
-    out: dict[str, Any] = {}
-    for key, value in (setup or {}).items():
-        if key.startswith(DESIGNS_PREFIX):
-            name, _, path = key[len(DESIGNS_PREFIX) :].partition(".")
-            if name not in preset_names("arch"):
-                raise SpecError(
-                    f"'{name}' is not an architecture preset "
-                    f"(known: {', '.join(preset_names('arch'))})",
-                    key=key,
-                )
-            if path.partition(".")[0] not in ROOTS:
-                raise SpecError("a design's setup key starts with arch., workload. or memory.")
-            if name == preset:
-                out[path] = value
-        elif key.partition(".")[0] in ROOTS and "." in key:
-            out[key] = value
-        else:
-            raise SpecError(
-                "unknown setup key: the NMP claims take arch.*, workload.*, memory.* or "
-                "designs.<preset>.*",
-                key=key,
-            )
-    return out
-
-
-def _overrides(
-    design: str,
-    setup: Mapping[str, Any] | None,
-    memory_of: str,
-    extra: dict[str, Any] | None,
-    axes: dict[str, Any],
-) -> tuple[str, tuple[tuple[str, Any], ...]]:
-    """(preset, canonical overrides) of one point: the kit's comparison memory (that of
-    ``memory_of``), the setup's values, the design's own switches, ``extra`` and the axes;
-    values equal to the preset's own are dropped so equal points share one run."""
-    preset, own = _design(design)
-    mem = _arch_spec(memory_of).memory
-    out: dict[str, Any] = {
-        "arch.memory.preset": mem.preset,
-        "arch.memory.channels": mem.channels,
-        "arch.memory.ranks": mem.ranks,
-    }
-    out.update(setup_overrides(preset, setup))
-    out.update(own)
-    out.update(extra or {})
-    for key, value in axes.items():
-        if key not in AXES:
-            raise NmpError(f"unknown axis '{key}' (known: {', '.join(AXES)})")
-        out[AXES[key]] = value
-    kept = {k: v for k, v in out.items() if _default(preset, k, out) != v}
-    return preset, tuple(sorted(kept.items()))
-
-
-@functools.cache
-def _run(arch: str, items: tuple[tuple[str, Any], ...]) -> PointResult:
-    return run_point(arch, WORKLOAD, overrides=dict(items))
-
-
-def point(
-    design: str,
-    *,
-    setup: Mapping[str, Any] | None = None,
-    memory_of: str = "recross",
-    set: dict[str, Any] | None = None,
-    **axes: Any,
-) -> PointResult:
-    """One design point of ``design`` under ``setup`` (None: the kit's defaults, on the memory
-    of preset ``memory_of``), with axis values (``batch=8``, ``dim=16``, ``channels=4``) and
-    extra overrides ``set``."""
-    return _run(*_overrides(design, setup, memory_of, set, axes))
-
-
-@functools.cache
-def _ceiling(arch: str, items: tuple[tuple[str, Any], ...]):
-    """The physical ceiling (:mod:`nmp.arch.ceiling`) of the point ``_run(arch, items)``."""
-    res = _run(arch, items)
-    grouped = split_overrides(dict(items), ROOTS)
-    spec = load_arch_spec(arch, grouped["arch"])
-    mem = load_memory_for(spec, None, grouped["memory"])
-    wl = load_workload(WORKLOAD, grouped["workload"] or None)
-    lookups = int(res.extra["lookups"])
-    per_bag = [(t.dim, wl.table_pooling(i).mean_lookups) for i, t in enumerate(wl.tables)]
-    mean_dim = sum(d * p for d, p in per_bag) / max(sum(p for _, p in per_bag), 1.0)
-    if not POLICIES.get(spec.policy).near_memory:
-        flops = lookups * mean_dim * (2 if wl.weighted else 1)
-        return host_ceiling(spec, mem, res.breakdown, lookups, flops)
-    return near_memory_ceiling(spec, mem, res.breakdown, lookups, mean_dim)
-
-
-def ceiling(
-    design: str, *, setup: Mapping[str, Any] | None = None, memory_of: str = "recross", **axes
-):
-    """The ceiling of ``design``'s point (same arguments as :func:`point`)."""
-    return _ceiling(*_overrides(design, setup, memory_of, None, axes))
-
-
-@functools.cache
-def _workload(items: tuple[tuple[str, Any], ...]):
-    return load_workload(WORKLOAD, dict(items) or None)
-
-
-@functools.cache
-def _stats(items: tuple[tuple[str, Any], ...]):
-    return workload_stats(_workload(items))
-
-
-def _stated(preset: str, setup: Mapping[str, Any] | None) -> frozenset[str]:
-    """The spec keys of ``preset`` (``instruction.bits_per_lookup``) that the paper's setup
-    states with a source (``SetupMapping.sourced``); the kit's defaults state none."""
-    sourced: frozenset[str] = getattr(setup, "sourced", frozenset())
-    out = set()
-    for key in sourced:
-        if key.startswith(DESIGNS_PREFIX):
-            name, _, key = key[len(DESIGNS_PREFIX) :].partition(".")
-            if name != preset:
-                continue
-        if key.startswith("arch."):
-            out.add(key.removeprefix("arch."))
-    return frozenset(out)
-
-
-@functools.cache
-def _fp(arch: str, items: tuple[tuple[str, Any], ...], role: str, stated: frozenset[str]):
-    """The first-principles ceiling (:mod:`nmp.arch.first_principles`) of the point
-    ``(arch, items)``: specs and workload only, no model run."""
-    grouped = split_overrides(dict(items), ROOTS)
-    spec = load_arch_spec(arch, grouped["arch"])
-    mem = load_memory_for(spec, None, grouped["memory"])
-    wl_items = tuple(sorted(grouped["workload"].items()))
-    return first_principles(
-        spec, mem, _workload(wl_items), role=role, stated=stated, stats=_stats(wl_items)
-    )
-
-
-def fp_ceiling(
-    design: str,
-    *,
-    role: str = "design",
-    setup: Mapping[str, Any] | None = None,
-    memory_of: str = "recross",
-    set: dict[str, Any] | None = None,
-    **axes: Any,
-) -> FirstPrinciples:
-    """The first-principles ceiling of ``design``'s point (same arguments as :func:`point`)."""
-    preset, items = _overrides(design, setup, memory_of, set, axes)
-    return _fp(preset, items, role, _stated(preset, setup))
-
-
-def _where(setup: Mapping[str, Any] | None, memory_of: str, axes: dict[str, Any]) -> str:
-    """The workload and memory a comparison ran on, and which column it is."""
-    mem = _arch_spec(memory_of).memory
-    over = {**setup_overrides(memory_of, setup), **{AXES[k]: v for k, v in axes.items()}}
-    preset = over.get("arch.memory.preset", mem.preset)
-    channels = over.get("arch.memory.channels", mem.channels)
-    ranks = over.get("arch.memory.ranks", mem.ranks)
-    inner = f" ({_label(axes)})" if axes else ""
-    which = "paper's setup" if setup is not None else "kit defaults"
-    return f"{WORKLOAD}{inner} on {preset}, {channels} ch x {ranks} ranks; {which}"
-
-
-def _steps(axis: str, values: list[Any]) -> list[dict[str, Any]]:
-    """The axis settings of a curve: ``values`` of ``axis``, or tables that set several axes at
-    once (``{dim = 256, channels = 4}``: a linked step, as the sweeps' linked axes)."""
-    if not values:
-        raise NmpError(f"a claim along '{axis}' needs values")
-    return [dict(v) if isinstance(v, dict) else {axis: v} for v in values]
-
-
-def _label(axes: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in axes.items()) or "default"
+from nmp.validate import nmp_points as pts
+from nmp.validate.nmp_points import (  # noqa: F401  (re-exported: the claims' helpers)
+    _OFF,
+    ABLATION,
+    ROOTS,
+    _label,
+    _overrides,
+    _steps,
+    _where,
+    ceiling,
+    fp_ceiling,
+    point,
+    setup_overrides,
+)
 
 
 def _ratio(design: str, baseline: str, setup, memory_of: str, axes: dict[str, Any]) -> float:
@@ -614,7 +360,7 @@ def variant_speedup(
     (a configuration the paper explores: more units, another capacity split)."""
     other = point(design, setup=setup, memory_of=memory_of, set=set)
     base = point(design, setup=setup, memory_of=memory_of)
-    cap = _ceiling(*_overrides(design, setup, memory_of, set, {}))
+    cap = pts._ceiling(*_overrides(design, setup, memory_of, set, {}))
     changed = ", ".join(f"{k.removeprefix('arch.')}={v}" for k, v in set.items())
     model = cap.lookups_per_s / base.lookups_per_s
     bound, how, terms = _ratio_bound(design, design, setup, memory_of, {}, design_set=set)
@@ -679,171 +425,4 @@ def ablation_each_adds_speed(
             bounds[low][2],
             (min(models), "the lowest step's model ceiling"),
         ),
-    }
-
-
-# ---------------------------------------------------------------------------------------------
-# energy and area
-
-
-@functools.cache
-def _energy_floor(arch: str, items: tuple[tuple[str, Any], ...]) -> tuple[float, str]:
-    """(the least energy per lookup the point's own work allows, how): every column read
-    charged at the cheapest level of the design's read path (``arch.dram_energy``), the rest
-    as modeled (activations, refresh, background, I/O, units)."""
-    res = _run(arch, items)
-    where, levels = res.breakdown.get("dram_energy"), res.breakdown.get("levels")
-    if not where or not levels:
-        return res.energy_pj_per_lookup, "as modeled (no near-memory read path)"
-    spec = load_arch_spec(arch, split_overrides(dict(items), ROOTS)["arch"])
-    lookups = float(res.extra["lookups"])
-    cheapest = min(read_share(spec, lv) for lv, d in levels.items() if d["lookups"])
-    full_read = where["read_path_pj"] + where["read_path_saved_pj"]
-    floor = res.energy_pj_per_lookup * lookups - where["read_path_pj"] + cheapest * full_read
-    return floor / lookups, (
-        f"every read at share {cheapest:g} of {full_read / lookups:.0f} pJ/lookup of column "
-        f"reads: {floor / lookups:.0f} pJ/lookup"
-    )
-
-
-@claim_model
-def energy_saving_pct(
-    *,
-    quick: bool,
-    design: str,
-    baseline: str,
-    setup: Mapping[str, Any] | None = None,
-    memory_of: str = "recross",
-    **axes: Any,
-) -> dict[str, Any]:
-    """Energy per lookup that ``design`` saves against ``baseline``, in percent. Its
-    ``model_ceiling`` is the saving with every read of ``design`` at its cheapest level
-    (:func:`_energy_floor`): it rests on the model's run, so it is no physical bound."""
-    kw = {"setup": setup, "memory_of": memory_of, **axes}
-    mine, base = point(design, **kw), point(baseline, **kw)
-    e_design, e_base = mine.energy_pj_per_lookup, base.energy_pj_per_lookup
-    floor, how = _energy_floor(*_overrides(design, setup, memory_of, None, axes))
-    bound = 100.0 * (1.0 - floor / e_base)
-    return {
-        "value": 100.0 * (1.0 - e_design / e_base),
-        "detail": f"{design} {e_design:.0f} vs {baseline} {e_base:.0f} pJ/lookup, "
-        f"{_where(setup, memory_of, axes)}",
-        "model_ceiling": bound,
-        "model_ceiling_detail": f"{design} >= {how}; {baseline} modeled {e_base:.0f}: saving <= "
-        f"{bound:.1f} %",
-    }
-
-
-@claim_model
-def area_ratio(
-    *,
-    quick: bool,
-    design: str,
-    baseline: str,
-    setup: Mapping[str, Any] | None = None,
-    memory_of: str = "recross",
-) -> dict[str, Any]:
-    """Added area of ``design`` over ``baseline`` (the models' area_mm2: units on every chip
-    of the DIMM, buffer-chip unit, parity unit)."""
-    a = point(design, setup=setup, memory_of=memory_of).area_mm2
-    b = point(baseline, setup=setup, memory_of=memory_of).area_mm2
-    return {"value": a / b, "detail": f"{design} {a:.2f} mm^2 / {baseline} {b:.2f} mm^2"}
-
-
-@claim_model
-def area_ratio_exceeds(
-    *,
-    quick: bool,
-    design: str,
-    baseline: str,
-    factor: float,
-    setup: Mapping[str, Any] | None = None,
-    memory_of: str = "recross",
-) -> dict[str, Any]:
-    """True when ``design`` adds more than ``factor`` times ``baseline``'s area."""
-    out = area_ratio(
-        quick=quick, design=design, baseline=baseline, setup=setup, memory_of=memory_of
-    )
-    return {
-        "value": out["value"] > factor,
-        "margin": out["value"] / factor - 1.0,
-        "detail": f"{out['detail']} = {out['value']:.2f}x",
-    }
-
-
-# ---------------------------------------------------------------------------------------------
-# RecNMP's RankCache and load imbalance
-
-
-def _cache_set(cache_kib: float) -> dict[str, Any]:
-    # The cache needs SRAM: cache + the preset's 32 KiB of partial sums (as papers/recnmp.toml).
-    return {"arch.rank.cache_kib": cache_kib, "arch.rank.buffer_kib": cache_kib + 32.0}
-
-
-@claim_model
-def rankcache_hit_rate_pct(
-    *,
-    quick: bool,
-    cache_kib: float,
-    setup: Mapping[str, Any] | None = None,
-    memory_of: str = "recnmp",
-    design: str = "recnmp",
-) -> dict[str, Any]:
-    """Share of lookups the RankCache serves, in percent, at ``cache_kib`` KiB per rank."""
-    res = point(design, setup=setup, memory_of=memory_of, set=_cache_set(cache_kib))
-    hits = float(res.breakdown.get("cache_hits", 0.0))
-    lookups = float(res.extra.get("lookups", 0))
-    if lookups <= 0:
-        raise NmpError(f"{design} reports no lookup count")
-    return {
-        "value": 100.0 * hits / lookups,
-        "detail": f"{hits:.0f} of {lookups:.0f} lookups hit a {cache_kib:g} KiB RankCache, "
-        f"{_where(setup, memory_of, {})}",
-    }
-
-
-@claim_model
-def rankcache_saturates(
-    *,
-    quick: bool,
-    small_kib: float,
-    knee_kib: float,
-    large_kib: float,
-    setup: Mapping[str, Any] | None = None,
-    memory_of: str = "recnmp",
-) -> dict[str, Any]:
-    """True when the hit rate gains less from ``knee_kib`` to ``large_kib`` than from
-    ``small_kib`` to ``knee_kib`` ("little gain beyond" the knee). The margin is the difference
-    of the two gains as a share of the largest cache's hit rate: gains of a few hundredths of a
-    point on a saturated cache are noise, not a knee."""
-    rates = [
-        rankcache_hit_rate_pct(quick=quick, cache_kib=c, setup=setup, memory_of=memory_of)["value"]
-        for c in (small_kib, knee_kib, large_kib)
-    ]
-    gain_below, gain_above = rates[1] - rates[0], rates[2] - rates[1]
-    return {
-        "value": gain_above < gain_below,
-        "margin": (gain_below - gain_above) / max(rates[2], 1e-9),
-        "detail": f"hit rate {small_kib:g}/{knee_kib:g}/{large_kib:g} KiB: "
-        + " / ".join(f"{r:.2f} %" for r in rates),
-    }
-
-
-@claim_model
-def load_imbalance_pct(
-    *,
-    quick: bool,
-    design: str,
-    setup: Mapping[str, Any] | None = None,
-    memory_of: str = "recnmp",
-    **axes: Any,
-) -> dict[str, Any]:
-    """Time lost to load imbalance, in percent: the busiest node's work over the mean node's,
-    minus one (the model's ``load_imbalance`` of the design's data levels)."""
-    res = point(design, setup=setup, memory_of=memory_of, **axes)
-    imbalance = float(res.breakdown.get("load_imbalance", 1.0))
-    return {
-        "value": 100.0 * (imbalance - 1.0),
-        "detail": f"{design}: busiest node / mean node = {imbalance:.3f}, "
-        f"{_where(setup, memory_of, axes)}",
     }

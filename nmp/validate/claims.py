@@ -29,6 +29,7 @@ One TOML file per paper in ``nmp/validate/claims/``::
     sensitivity = "papers/sensitivity-x"  # the study that sweeps the chosen values it rests on
     model = "nmp.shard.claims:step_speedup"
     args = { baseline = "size" }
+    bound = "nmp.validate.bounds.recshard:throughput_gain"  # optional: its own bound (below)
     quick = true                        # part of `nmp validate --quick`
     explanation = "the named assumption behind a difference"
 
@@ -41,6 +42,12 @@ resources with no model run) with ``bound_terms`` (each term's arithmetic) and
 ``bound_detail``, and ``model_ceiling`` / ``model_ceiling_detail`` (the model's own ceiling,
 reported, never judged). A ``bound`` returned without ``bound_terms`` is read as a model
 ceiling. It computes from the model; nothing here ever adjusts a model to a claim.
+
+A claim's ``bound`` names a function of its own (``fn(quick=..., setup=..., **args)``, in
+:mod:`nmp.validate.bounds`) that returns ``bound``, ``bound_terms`` and ``bound_detail`` from the
+stated resources alone: it never calls the model, so the bound is the same whatever the model
+answers (a test stubs the model out). It replaces any ``bound`` the model returns, which then
+stays the model's ceiling.
 
 Verdicts (docs/validation-rules.md), in this order: a value *agrees* within ``tolerance`` of
 the published number (or inside a published range), else is *within band* inside ``band``;
@@ -87,6 +94,7 @@ _CLAIM_KEYS = {
     "input",
     "sensitivity",
     "model",
+    "bound",
     "args",
     "quick",
     "explanation",
@@ -128,6 +136,7 @@ class Claim:
     input: str = ""  # why the claimed value is an input of the model (verdict "input")
     sensitivity: str = ""  # the study sweeping the chosen values the figure rests on
     args: dict[str, Any] = field(default_factory=dict)
+    bound: str = ""  # the function of the first-principles bound ("module:function"), if any
     quick: bool = False
     explanation: str = ""
     file: str = ""
@@ -150,6 +159,8 @@ class Claim:
         else:
             kwargs["setup"] = setup
         out = fn(quick=quick, **kwargs)
+        if self.bound:
+            out = self._with_bound(out, quick, setup)
         if not isinstance(out, dict):
             return Evaluation(_plain(out))
         if "value" not in out:
@@ -170,6 +181,26 @@ class Claim:
             None if ceiling is None else float(ceiling),
             str(ceiling_detail),
         )
+
+    def _with_bound(self, out: Any, quick: bool, setup: dict[str, Any] | None) -> dict[str, Any]:
+        """The model's answer with the bound of the claim's ``bound`` function (no model run);
+        a bound the model gave becomes its ceiling (unless it names one)."""
+        fn = load_claim_model(self.bound, file=self.file, key=f"{self.id}.bound")
+        got = fn(quick=quick, setup=setup, **self.args)
+        if not isinstance(got, dict) or "bound" not in got or "bound_terms" not in got:
+            raise SpecError(
+                f"{self.bound} must return a dict with 'bound' and 'bound_terms'",
+                file=self.file,
+                key=f"{self.id}.bound",
+            )
+        out = dict(out) if isinstance(out, dict) else {"value": out}
+        if "bound" in out and "model_ceiling" not in out:
+            out["model_ceiling"] = out["bound"]
+            out["model_ceiling_detail"] = out.get("bound_detail", "")
+        out["bound"] = float(got["bound"])
+        out["bound_terms"] = got["bound_terms"]
+        out["bound_detail"] = str(got.get("bound_detail", ""))
+        return out
 
     def verdict(self, ev: Evaluation | Any) -> str:
         """The verdict of the model's answer (an :class:`Evaluation` or a bare value)."""
@@ -296,7 +327,7 @@ def _check_claim(raw: dict[str, Any], i: int, file: str) -> None:
         value = raw.get(name, default)
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise SpecError("must be a number >= 0", file=file, key=f"{key}.{name}")
-    for name in ("input", "sensitivity", "explanation"):
+    for name in ("input", "sensitivity", "explanation", "bound"):
         if not isinstance(raw.get(name, ""), str):
             raise SpecError("must be text", file=file, key=f"{key}.{name}")
     if not isinstance(raw.get("args", {}), dict):
@@ -341,6 +372,7 @@ def load_claim_file(path: Path) -> list[Claim]:
                 input=raw.get("input", "").strip(),
                 sensitivity=raw.get("sensitivity", "").strip(),
                 args=dict(raw.get("args", {})),
+                bound=raw.get("bound", "").strip(),
                 quick=bool(raw.get("quick", False)),
                 explanation=raw.get("explanation", ""),
                 file=file,

@@ -66,11 +66,16 @@ def toy_models(monkeypatch):
         lead = 0.02 if setup else 0.2
         return {"value": True, "margin": lead}
 
+    def own_bound(*, quick, setup=None, **args):
+        """A claim's own bound function: 4 under the paper's setup, 5 under the kit's."""
+        b = 4.0 if setup else 5.0
+        return {"bound": b, "bound_terms": {"arithmetic": f"{b} by hand"}, "bound_detail": "hand"}
+
     mod.ordering, mod.value, mod.broken, mod.calls = ordering, value, broken, calls
     mod.setup_value, mod.setup_ordering = setup_value, setup_ordering
-    mod.value_with_ceiling = value_with_ceiling
+    mod.value_with_ceiling, mod.own_bound = value_with_ceiling, own_bound
     monkeypatch.setitem(sys.modules, "nmp._toy_models", mod)
-    fns = (ordering, value, broken, setup_value, setup_ordering, value_with_ceiling)
+    fns = (ordering, value, broken, setup_value, setup_ordering, value_with_ceiling, own_bound)
     for fn in fns:
         fn.__module__ = mod.__name__
         claim_model(fn)
@@ -168,7 +173,7 @@ def test_both_columns_bound_and_attribution(tmp_path, toy_models):
         + _claim(id='"toy.o"', model='"nmp._toy_models:setup_ordering"')
         + _claim(id='"toy.i"', model='"nmp._toy_models:setup_ordering"', input='"copied"')
     )
-    by_id = {r.id: r for r in run_validation(quick=True, only=("toy",), claims_dir=tmp_path)}
+    by_id = {r.id: r for r in run_validation(quick=False, only=("toy",), claims_dir=tmp_path)}
     v = by_id["toy.v"]
     # paper setup: 2.0 x 1.5 / 2 = 1.5 (agrees); kit defaults: 2.0 (within band)
     assert (v.model_paper_setup, v.verdict_paper_setup) == (1.5, "agrees")
@@ -191,6 +196,32 @@ def test_both_columns_bound_and_attribution(tmp_path, toy_models):
     for key in ("published", "model_paper_setup", "model_kit_defaults", "verdict_paper_setup",
                 "verdict_kit_defaults", "bound", "exceeds_bound", "model", "verdict"):  # fmt: skip
         assert key in doc
+
+
+def test_quick_runs_leave_attribution_out_and_a_bound_function_replaces_the_models(
+    tmp_path, toy_models
+):
+    """``--quick`` attributes nothing (the full run does); a claim's ``bound`` function gives
+    the bound under each setup, and the model's own bound becomes its ceiling."""
+    (tmp_path / "toy.toml").write_text(
+        PAPER
+        + SETUP
+        + _claim(
+            id='"toy.v"',
+            kind='"value"',
+            published="4.5",
+            unit='"x"',
+            model='"nmp._toy_models:setup_value"',
+            bound='"nmp._toy_models:own_bound"',
+        )
+    )
+    (v,) = run_validation(quick=True, only=("toy",), claims_dir=tmp_path)
+    assert v.setup_moves == [] and v.moved_most_by is None
+    assert (v.bound, v.bound_kit_defaults) == (4.0, 5.0)
+    assert v.bound_terms == {"arithmetic": "4.0 by hand"}
+    assert v.model_ceiling == 3.0  # the model's "bound" without its own bound function
+    # 1.5 is outside 4.5's tolerance and no band: the published 4.5 is above the bound 4
+    assert v.verdict_paper_setup == "exceeds bound"
 
 
 def test_a_file_without_setup_has_one_value_in_both_columns(tmp_path, toy_models):
