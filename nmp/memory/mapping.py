@@ -24,12 +24,12 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from nmp.errors import SpecError, TraceError
 from nmp.units import log2_exact
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from nmp.memory.spec import MemorySpec
 
 FIELDS = ("channel", "rank", "bankgroup", "bank", "row", "column")
@@ -98,6 +98,8 @@ def address_segments(spec: MemorySpec) -> list[tuple[str, int, int]]:
 
 def decode_address(addrs: np.ndarray | int, spec: MemorySpec) -> dict[str, np.ndarray]:
     """Fields of byte addresses (numpy, vectorized). Raises TraceError beyond capacity."""
+    import numpy as np  # (here: a spec's mapping is parsed without numpy)
+
     a = np.atleast_1d(np.asarray(addrs, dtype=np.uint64))
     if a.size and int(a.max()) >= spec.capacity_bytes:
         bad = int(a[np.argmax(a >= spec.capacity_bytes)])
@@ -126,6 +128,8 @@ def encode_address(
     column=0,
 ) -> np.ndarray:
     """Byte addresses of the given fields (broadcast numpy arrays; column in tx units)."""
+    import numpy as np
+
     vals = {
         "channel": channel,
         "rank": rank,

@@ -8,21 +8,23 @@ import functools
 
 import numpy as np
 
-from nmp.memory import native
-from nmp.memory.mapping import FIELDS, address_segments
+from nmp.memory.engine_args import (
+    engine_params,
+    field_bits,
+    native_decode,
+    native_unsupported,
+    tables,
+)
 from nmp.memory.spec import MemorySpec
-from nmp.memory.standards import build_table
+from nmp.memory.standards import NCMD, TableLists
 from nmp.units import log2_exact
 
 
 @functools.lru_cache(maxsize=32)
-def _table_arrays(
-    standard: str, timing: tuple[tuple[str, int], ...], bus_level: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    tab = build_table(standard, dict(timing), bus_level)
-    scope = np.tile(tab.scope, (4, 1))
-    tab_i = np.ascontiguousarray(np.stack([tab.start, tab.end, tab.sstart, tab.send, scope]))
-    return tab_i, tab.nxt, tab.lat, tab.win
+def _table_arrays(table: TableLists) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    tab_i = np.array(table.tab_i, np.int64).reshape(5, 4, NCMD)
+    nxt, lat, win = (np.array(v, np.int64) for v in (table.nxt, table.lat, table.win))
+    return tab_i, nxt, lat, win
 
 
 class _Plan:
@@ -31,17 +33,8 @@ class _Plan:
 
     def __init__(self, spec: MemorySpec) -> None:
         o = spec.org
-        # bit range of each field in the transaction number; only the column may be split
-        # (channel interleaving), and the engine needs no column
-        pos = np.zeros(len(FIELDS), np.int64)
-        mask = np.zeros(len(FIELDS), np.int64)
-        low = 0
-        for f, nbits, shift in address_segments(spec):
-            if f != "column":
-                assert shift == 0 and mask[FIELDS.index(f)] == 0, "one bit range per field"
-                pos[FIELDS.index(f)] = low
-                mask[FIELDS.index(f)] = (1 << nbits) - 1
-            low += nbits
+        pos_l, mask_l = field_bits(spec)
+        pos, mask = np.array(pos_l, np.int64), np.array(mask_l, np.int64)
         self.spec = spec
         self.k = spec.requests_per_line
         self.decode = (
@@ -56,19 +49,13 @@ class _Plan:
         )
         # the C engine decodes the lines itself (native.simulate): log2 of the transactions per
         # line, of the transaction size, then the fields' positions and masks
-        self.native_decode = np.array(
-            [log2_exact(self.k), log2_exact(o.tx_bytes), *pos[:5], *mask[:5]], np.int64
-        )
+        self.native_decode = np.array(native_decode(spec), np.int64)
         self.capacity = spec.capacity_bytes
         # one channel and one rank (a node's view): their ids are all 0
         self.single_rank = o.channels == 1 and o.ranks == 1
-        self.tables = _table_arrays(
-            spec.standard, tuple(sorted(spec.timing.items())), spec.bus_level
-        )
+        self.tables = _table_arrays(tables(spec))
         # why the C engine does not take this spec (the numba engine replays it), or None
-        self.native_unsupported = native.unsupported(
-            o.ranks, o.bankgroups, o.banks, self.tables[0], self.tables[3]
-        )
+        self.native_unsupported = native_unsupported(spec)
         self._params: dict[tuple[bool, bool], tuple[np.ndarray, np.ndarray]] = {}
 
     def engine_params(self, drain: bool, jump: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -94,28 +81,5 @@ def plan_of(spec: MemorySpec) -> _Plan:
 
 def _engine_params(spec: MemorySpec, drain: bool, jump: bool) -> tuple[np.ndarray, np.ndarray]:
     """``params`` and ``wm`` of :func:`engine.simulate` for ``spec`` (see its docstring)."""
-    o, c = spec.org, spec.controller
-    params = np.array(
-        [
-            o.channels,
-            o.ranks,
-            o.bankgroups,
-            o.banks,
-            c.read_queue,
-            c.write_queue,
-            c.frontend_ratio,
-            spec.timing["nREFI"],
-            spec.read_latency_cycles,
-            int(c.dual_issue),
-            int(c.row_policy == "closed"),
-            int(c.refresh == "all-bank"),
-            int(drain),
-            1,  # skip_blocked: a PRE closing an active-buffer row is not eligible (README §4)
-            int(jump),
-        ],
-        np.int64,
-    )
-    wm = np.array(
-        [c.wr_high_watermark * c.write_queue, c.wr_low_watermark * c.write_queue], np.float64
-    )
-    return params, wm
+    params, wm = engine_params(spec, drain, jump)
+    return np.array(params, np.int64), np.array(wm, np.float64)
