@@ -21,12 +21,33 @@ from nmp.workload import generate_batch, load_workload
 
 
 def load_memory_for(spec: ArchSpec, memory: str | None = None, overrides: dict | None = None):
+    preset = memory or spec.memory.preset
+    if isinstance(preset, str):  # the same memory for every design of a sweep, loaded once
+        return _loaded_memory(
+            preset, spec.memory.channels, spec.memory.ranks, _freeze(overrides or {}), overrides
+        )
     return load_memory(
-        memory or spec.memory.preset,
+        preset,
         channels=spec.memory.channels,
         ranks=spec.memory.ranks,
         overrides=overrides or None,
     )
+
+
+_MEMORIES: dict[tuple, Any] = {}
+
+
+def _loaded_memory(preset: str, channels: int, ranks: int, key: tuple, overrides: dict | None):
+    """:func:`nmp.memory.load_memory` once per preset, organization and overrides (its spec is
+    frozen; a preset is named, as :func:`nmp.memory.spec._load_base` caches it by name)."""
+    mem = _MEMORIES.get((preset, channels, ranks, key))
+    if mem is None:
+        if len(_MEMORIES) > 32:
+            _MEMORIES.clear()
+        mem = _MEMORIES[(preset, channels, ranks, key)] = load_memory(
+            preset, channels=channels, ranks=ranks, overrides=overrides or None
+        )
+    return mem
 
 
 def load_arch(
