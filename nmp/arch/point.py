@@ -18,6 +18,8 @@ from nmp.errors import NmpError
 from nmp.memory import load_memory
 from nmp.results import PointResult
 from nmp.workload import generate_batch, load_workload
+from nmp.workload.batch import LookupBatch
+from nmp.workload.spec import WorkloadSpec
 
 
 def load_memory_for(spec: ArchSpec, memory: str | None = None, overrides: dict | None = None):
@@ -90,7 +92,7 @@ def run_design_point(
     # the design (layout, profile, partition) is reused across points of the same inputs
     arch_obj = _cached_arch_for(arch, memory, a_ov, m_ov)
     arch_obj.bind(wl)
-    batch = generate_batch(wl, seed=seed)
+    batch = _batch_for(wl, seed)
     _, op = arch_obj.gather_reduce(batch, functional=functional)
     lookups = batch.num_lookups
     latency = op.t_ns
@@ -121,6 +123,26 @@ def run_design_point(
         breakdown=breakdown,
         extra={"lookups": lookups, "batch": batch.batch, "seed": seed},
     )
+
+
+_BATCHES: dict[tuple, LookupBatch] = {}
+
+
+def _batch_for(wl: WorkloadSpec, seed: int | None) -> LookupBatch:
+    """The workload's batch of ``seed``, drawn once for the points that time it (a sweep's
+    designs time the same batch); its arrays read-only, as its users only read them."""
+    key = (wl, wl.seed if seed is None else int(seed))
+    batch = _BATCHES.get(key)
+    if batch is None:
+        batch = generate_batch(wl, seed=seed)
+        for t in batch.tables:
+            for arr in (t.indices, t.offsets, t.weights):
+                if arr is not None:
+                    arr.setflags(write=False)
+        if len(_BATCHES) >= 8:  # chosen: a few batches of a sweep (MiB each)
+            _BATCHES.pop(next(iter(_BATCHES)))
+        _BATCHES[key] = batch
+    return batch
 
 
 def _cached_arch_for(arch: str, memory: str | None, a_ov: dict, m_ov: dict) -> Architecture:
