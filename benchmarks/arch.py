@@ -5,7 +5,9 @@
    store, as for Criteo-size tables), beside ``torch.nn.EmbeddingBag(mode="sum")`` on the same
    rows materialized as dense tables and the same batch, in the same run, one thread each,
    the two sides timed alternately (best of N each), by the wall clock and by the thread's CPU
-   time (the figure to compare on a shared machine: time spent waiting for a core is not in it).
+   time (the figure to compare on a shared machine: time spent waiting for a core is not in it);
+   then the same in a child process compiled and dispatched for AVX2 only (``AVX2_ONLY_ENV``:
+   the code a CPU without AVX-512 runs, such as AMD EPYC up to Zen 3), both ratios printed.
 2. The partition LP on Criteo Kaggle's 26 tables.
 3. Design points per second on ``recross-eval``: ``run_design_point`` with a new seed per
    point, after one warm-up point (numba compilation, access profile, partition LP), with the
@@ -14,9 +16,12 @@
    run side by side).
 4. Points that share their streams: a sweep of one energy figure (``arch.rank.pj_per_add``) at
    one lookup seed, a new design per point (as ``nmp evaluate``'s points), on one thread, with
-   the replay cache (:mod:`nmp.arch.replay_cache`) and without, alternating.
+   the replay cache (:mod:`nmp.arch.replay_cache`) and without, alternating; each round starts
+   with no set-up shared (:mod:`nmp.arch.design_key`), so its first design pays for its own.
 
-Usage: ``python benchmarks/arch.py [--points N] [--arch recross] [--repeat N] [--sweep N]``
+Usage: ``python benchmarks/arch.py [--points N] [--arch recross] [--repeat N] [--sweep N]
+[--gather-only] [--sweep-only]`` (``--gather-only``: item 1 alone, both code paths;
+``--sweep-only``: item 4 alone, after one warm-up point).
 """
 
 from __future__ import annotations
@@ -97,6 +102,10 @@ def shared_streams(arch: str, n: int, repeat: int = 3) -> None:
     from nmp.arch import run_design_point
     from nmp.arch.replay_cache import REPLAYS
 
+    try:  # designs differing in energy alone share their set-up (nmp.arch.design_key)
+        from nmp.arch.architecture import _SETUPS
+    except ImportError:  # a tree before it (an A/B run against an older checkout)
+        _SETUPS = {}
     os.environ["NMP_THREADS"] = "1"
     budget = REPLAYS.max_bytes
     rates: dict[bool, list[float]] = {False: [], True: []}
@@ -107,6 +116,7 @@ def shared_streams(arch: str, n: int, repeat: int = 3) -> None:
         for _ in range(repeat):
             for cached in (False, True):
                 REPLAYS.clear()
+                _SETUPS.clear()  # the round's first design pays its set-up
                 REPLAYS.max_bytes = budget if cached else 0
                 t0, c0 = time.perf_counter(), time.process_time()
                 for _ in range(n):
@@ -133,7 +143,11 @@ def shared_streams(arch: str, n: int, repeat: int = 3) -> None:
     )
 
 
-def functional(rows: int, tables: int, dim: int, batch: int, pooling: int, repeat: int) -> None:
+def functional(
+    rows: int, tables: int, dim: int, batch: int, pooling: int, repeat: int
+) -> tuple[float, float, float]:
+    """The gather-reduce beside EmbeddingBag (printed); returns the ratios torch / nmp: by the
+    wall clock, by thread CPU time (best of each side), and the median of the paired rounds."""
     import numpy as np
     import torch
 
@@ -210,6 +224,42 @@ def functional(rows: int, tables: int, dim: int, batch: int, pooling: int, repea
         f"of a shared machine slows both): median {statistics.median(paired):.2f}x, range "
         f"{min(paired):.2f}-{max(paired):.2f}x"
     )
+    return t_torch / t_ours, best["torch"][1] / best["ours"][1], statistics.median(paired)
+
+
+# A CPU without AVX-512 (AMD EPYC up to Zen 3, where issue 43 measured 0.83-0.86x): numba
+# compiles for the x86-64-v3 level (AVX2, FMA) and torch dispatches to its AVX2 kernels (ATen
+# and FBGEMM), so that a machine with AVX-512 measures the ratio such a CPU's code gets (its
+# caches and memory stay this machine's). The gather kernels use no GFNI and no AVX-512
+# intrinsics (256-bit vectors: nmp.arch.vector_ops); only the compiler's choices differ.
+AVX2_ONLY_ENV = {
+    "NUMBA_CPU_NAME": "x86-64-v3",
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "FBGEMM_ENABLE_INSTRUCTIONS": "AVX2",
+}
+GATHER = {"rows": 200_000, "tables": 8, "dim": 64, "batch": 2048, "pooling": 100}
+
+
+def functional_avx2(repeat: int) -> tuple[float, float, float] | None:
+    """:func:`functional` in a child process compiled and dispatched for AVX2 only
+    (:data:`AVX2_ONLY_ENV`), its output printed; its ratios, or None where it failed."""
+    import json
+    import subprocess
+    import sys
+
+    print(f"the same, AVX2 only ({' '.join(f'{k}={v}' for k, v in AVX2_ONLY_ENV.items())}):")
+    proc = subprocess.run(
+        [sys.executable, __file__, "--gather-child", "--repeat", str(repeat)],
+        env={**os.environ, **AVX2_ONLY_ENV},
+        capture_output=True,
+        text=True,
+    )
+    lines = proc.stdout.strip().splitlines()
+    print("\n".join(ln for ln in lines if not ln.startswith("{")))
+    if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
+        print(f"  failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
+        return None
+    return tuple(json.loads(lines[-1])["ratios"])
 
 
 def partition_lp() -> None:
@@ -228,6 +278,7 @@ def partition_lp() -> None:
     t0 = time.perf_counter()
     _, result = solve_cross_level(arch.spec, arch.layouts, arch.mem, profile, arch.table_row_bytes)
     t_lp = time.perf_counter() - t0
+    assert result is not None, "recross has levels to partition"
     print(
         f"partition LP: criteo-kaggle, {len(wl.tables)} tables, {wl.total_rows:,} rows -> "
         f"{result.fractions.shape[0]} frequency classes x {result.fractions.shape[1]} levels"
@@ -246,8 +297,32 @@ def main() -> None:
     ap.add_argument(
         "--sweep", type=int, default=8, help="points of the same-seed sweep (0: skip it)"
     )
+    ap.add_argument(
+        "--gather-only", action="store_true", help="only the gather-reduce (both code paths)"
+    )
+    ap.add_argument("--sweep-only", action="store_true", help="only the same-seed sweep")
+    ap.add_argument("--gather-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    functional(rows=200_000, tables=8, dim=64, batch=2048, pooling=100, repeat=args.repeat)
+    if args.sweep_only:
+        from nmp.arch import run_design_point
+
+        run_design_point(args.arch, "recross-eval", seed=1)  # numba compilation
+        shared_streams(args.arch, args.sweep or 8)
+        return
+    ratios = functional(**GATHER, repeat=args.repeat)
+    if args.gather_child:  # functional_avx2's child: its ratios as the last line
+        import json
+
+        print(json.dumps({"ratios": ratios}))
+        return
+    avx2 = functional_avx2(args.repeat)
+    print(
+        "gather-reduce, nmp/torch by thread CPU time (best; median of paired rounds), target "
+        f">= 0.9x: this CPU's code {ratios[1]:.2f}x ({ratios[2]:.2f}x)"
+        + (f", AVX2 only {avx2[1]:.2f}x ({avx2[2]:.2f}x)" if avx2 else ", AVX2 only: failed")
+    )
+    if args.gather_only:
+        return
     partition_lp()
     from nmp.arch.threads import point_threads
 

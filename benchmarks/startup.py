@@ -122,6 +122,62 @@ def import_breakdown(env: dict[str, str], cwd: Path, repeat: int) -> None:
     print(f"  numba / scipy / torch imported: {', '.join(heavy) if heavy else 'none'}")
 
 
+# A replay of the README trace as `nmp replay --json` runs it, CPU time (user + system of the
+# process) read at each step's end: what a whole-process replay spends where.
+PHASE_PROBE = """
+import resource
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+marks = [("interpreter start (site, encodings)", cpu())]
+import json, sys
+from pathlib import Path
+from nmp import cli
+from nmp.memory import cli as replay_cli
+from nmp.memory.text_replay import replay_text
+from nmp.memory.trace_file import read_trace_bytes
+marks.append(("imports (argparse, nmp's modules, ctypes)", cpu()))
+args = cli.build_parser(("replay",)).parse_args(ARGV + ["--json"])
+spec = replay_cli.memory_spec(args)
+marks.append(("arguments and the memory spec (TOML presets)", cpu()))
+from nmp.memory import native_lib
+native_lib._library()
+marks.append(("the engine's library found and loaded", cpu()))
+data = read_trace_bytes(Path(args.trace))
+marks.append(("the trace read (gunzip)", cpu()))
+stats = replay_text(data, spec, drain=True)
+marks.append(("parse, engine, read sums, statistics", cpu()))
+out = stats.to_json()
+json.dumps(out)
+marks.append(("output (JSON)", cpu()))
+steps = [(name, t - (marks[i - 1][1] if i else 0.0)) for i, (name, t) in enumerate(marks)]
+print(json.dumps(steps))
+"""
+
+
+def phase_breakdown(env: dict[str, str], cwd: Path, repeat: int) -> None:
+    """CPU time of ``nmp replay --json`` (README trace) by step (:data:`PHASE_PROBE`), the
+    median of ``repeat`` fresh processes per step."""
+    import json
+
+    code = PHASE_PROBE.replace("ARGV", repr(README_TRACE))
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", code], cwd=cwd, env=env, check=True, capture_output=True
+            ).stdout
+        )
+        for _ in range(repeat)
+    ]
+    print(f"\nCPU time of `nmp replay --json` (README trace) by step, median of {repeat} runs:")
+    total = 0.0
+    for i, (name, _) in enumerate(runs[0]):
+        ms = statistics.median(run[i][1] for run in runs) * 1e3
+        total += ms
+        print(f"  {name:48s} {ms:6.1f} ms")
+    print(f"  {'(sum of the medians)':48s} {total:6.1f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=15, help="timed rounds (15)")
@@ -162,6 +218,7 @@ def main() -> None:
         if len(trees) > 1:
             print(f"\n[checkout {label}]", end="")
         import_breakdown(env, tree, max(3, a.repeat // 3))
+    phase_breakdown(trees["this"][1], ROOT, a.repeat)
 
 
 if __name__ == "__main__":

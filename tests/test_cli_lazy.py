@@ -1,6 +1,7 @@
 """The lazy command table of ``nmp`` (nmp/cli.py): ``nmp --help`` lists every command with the
 help its module gives, without importing any; a command imports its own module only; and the
-C engine's replay path imports neither numba nor scipy nor torch (issue 31: start-up)."""
+C engine's replay path imports neither numba nor scipy nor torch (issue 31: start-up), nor,
+for a canonical trace, numpy (issue 43)."""
 
 from __future__ import annotations
 
@@ -107,6 +108,9 @@ def test_replay_on_the_c_engine_imports_no_numba_scipy_torch(json_out) -> None:
         assert "370874" in got["out"]
     heavy = [m for m in got["modules"] if m.split(".")[0] in ("numba", "scipy", "torch")]
     assert heavy == []
+    # a canonical trace on the C engine takes the path without numpy (nmp.memory.text_replay;
+    # numpy's import was most of a replay's CPU time: issue 43)
+    assert "numpy" not in got["modules"]
 
 
 def test_replay_json_imports_no_rich_and_starts_no_blas_threads() -> None:

@@ -18,15 +18,38 @@ from nmp.errors import NmpError
 from nmp.memory import load_memory
 from nmp.results import PointResult
 from nmp.workload import generate_batch, load_workload
+from nmp.workload.batch import LookupBatch
+from nmp.workload.spec import WorkloadSpec
 
 
 def load_memory_for(spec: ArchSpec, memory: str | None = None, overrides: dict | None = None):
+    preset = memory or spec.memory.preset
+    if isinstance(preset, str):  # the same memory for every design of a sweep, loaded once
+        return _loaded_memory(
+            preset, spec.memory.channels, spec.memory.ranks, _freeze(overrides or {}), overrides
+        )
     return load_memory(
-        memory or spec.memory.preset,
+        preset,
         channels=spec.memory.channels,
         ranks=spec.memory.ranks,
         overrides=overrides or None,
     )
+
+
+_MEMORIES: dict[tuple, Any] = {}
+
+
+def _loaded_memory(preset: str, channels: int, ranks: int, key: tuple, overrides: dict | None):
+    """:func:`nmp.memory.load_memory` once per preset, organization and overrides (its spec is
+    frozen; a preset is named, as :func:`nmp.memory.spec._load_base` caches it by name)."""
+    mem = _MEMORIES.get((preset, channels, ranks, key))
+    if mem is None:
+        if len(_MEMORIES) > 32:
+            _MEMORIES.clear()
+        mem = _MEMORIES[(preset, channels, ranks, key)] = load_memory(
+            preset, channels=channels, ranks=ranks, overrides=overrides or None
+        )
+    return mem
 
 
 def load_arch(
@@ -69,7 +92,7 @@ def run_design_point(
     # the design (layout, profile, partition) is reused across points of the same inputs
     arch_obj = _cached_arch_for(arch, memory, a_ov, m_ov)
     arch_obj.bind(wl)
-    batch = generate_batch(wl, seed=seed)
+    batch = _batch_for(wl, seed)
     _, op = arch_obj.gather_reduce(batch, functional=functional)
     lookups = batch.num_lookups
     latency = op.t_ns
@@ -100,6 +123,26 @@ def run_design_point(
         breakdown=breakdown,
         extra={"lookups": lookups, "batch": batch.batch, "seed": seed},
     )
+
+
+_BATCHES: dict[tuple, LookupBatch] = {}
+
+
+def _batch_for(wl: WorkloadSpec, seed: int | None) -> LookupBatch:
+    """The workload's batch of ``seed``, drawn once for the points that time it (a sweep's
+    designs time the same batch); its arrays read-only, as its users only read them."""
+    key = (wl, wl.seed if seed is None else int(seed))
+    batch = _BATCHES.get(key)
+    if batch is None:
+        batch = generate_batch(wl, seed=seed)
+        for t in batch.tables:
+            for arr in (t.indices, t.offsets, t.weights):
+                if arr is not None:
+                    arr.setflags(write=False)
+        if len(_BATCHES) >= 8:  # chosen: a few batches of a sweep (MiB each)
+            _BATCHES.pop(next(iter(_BATCHES)))
+        _BATCHES[key] = batch
+    return batch
 
 
 def _cached_arch_for(arch: str, memory: str | None, a_ov: dict, m_ov: dict) -> Architecture:

@@ -39,30 +39,61 @@ Timing NMP levels (streams confined to one rank / bank group / bank):
   limit the architecture layer accounts for.)
 """
 
-from nmp.memory.mapping import decode_address, encode_address, parse_mapping
-from nmp.memory.spec import (
-    Controller,
-    Energy,
-    MemorySpec,
-    Organization,
-    catalog_rows,
-    internal_view,
-    load_memory,
-)
-from nmp.memory.standards import build_table, constraint_rows, load_standard
-from nmp.memory.stats import MemStats, command_energy_pj
-from nmp.memory.trace import REQUEST_DTYPE, make_requests, read_trace, write_trace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nmp.memory.driver import replay, replay_lines
+    from nmp.memory.mapping import decode_address, encode_address, parse_mapping
+    from nmp.memory.spec import (
+        Controller,
+        Energy,
+        MemorySpec,
+        Organization,
+        catalog_rows,
+        internal_view,
+        load_memory,
+    )
+    from nmp.memory.standards import build_table, constraint_rows, load_standard
+    from nmp.memory.stats import MemStats, command_energy_pj
+    from nmp.memory.trace import REQUEST_DTYPE, make_requests, read_trace, write_trace
+
+# Each name loads its module on first use: `nmp replay` imports no numpy (the spec, the C
+# engine's path: nmp.memory.text_replay), `nmp models` no engine (the driver loads numpy; the
+# numba engine loads only where it runs).
+_EXPORTS = {
+    "replay": "driver",
+    "replay_lines": "driver",
+    "decode_address": "mapping",
+    "encode_address": "mapping",
+    "parse_mapping": "mapping",
+    "Controller": "spec",
+    "Energy": "spec",
+    "MemorySpec": "spec",
+    "Organization": "spec",
+    "catalog_rows": "spec",
+    "internal_view": "spec",
+    "load_memory": "spec",
+    "build_table": "standards",
+    "constraint_rows": "standards",
+    "load_standard": "standards",
+    "MemStats": "stats",
+    "command_energy_pj": "stats",
+    "REQUEST_DTYPE": "trace",
+    "make_requests": "trace",
+    "read_trace": "trace",
+    "write_trace": "trace",
+}
 
 
 def __getattr__(name: str):
-    # The engine (numba) loads on first use, so that `nmp models` and spec loading stay light.
-    if name in ("replay", "replay_lines"):
-        # numba: loaded on use (start-up time)
-        from nmp.memory import driver
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nmp.memory' has no attribute '{name}'")
+    import importlib
 
-        globals()[name] = getattr(driver, name)
-        return globals()[name]
-    raise AttributeError(f"module 'nmp.memory' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)  # its own module
+    globals()[name] = value
+    return value
 
 
 __all__ = [

@@ -58,9 +58,6 @@ def _blame_source(estimate, args: argparse.Namespace):
 
 
 def _run(args: argparse.Namespace) -> int:
-    # numba: loaded on use (start-up time)
-    from nmp.memory import read_trace, replay
-
     spec = memory_spec(args)
     try:
         size = Path(args.trace).stat().st_size
@@ -74,8 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     with activity(
         f"replaying {args.trace} on {spec.name} ({spec.org.channels} ch)", quiet=args.json
     ):
-        requests = read_trace(args.trace, max_bytes=guard.trace_text_bound(spec, args.max_memory))
-        stats = replay(requests, spec, drain=not args.no_drain)
+        stats = _replay(args.trace, spec, guard.trace_text_bound(spec, args.max_memory), args)
     if args.json:
         out = stats.to_json()
         out["trace"] = str(args.trace)
@@ -84,6 +80,23 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     _print_table(args.trace, spec, stats)
     return 0
+
+
+def _replay(trace: str, spec, max_bytes: int | None, args: argparse.Namespace):
+    """The statistics of the trace replayed on ``spec``: a canonical Ramulator text on the C
+    engine without numpy (its import was most of a replay's start-up), anything else through
+    the driver (numpy; numba where the numba engine runs)."""
+    from nmp.memory.text_replay import replay_text
+    from nmp.memory.trace_file import read_trace_bytes
+
+    data = read_trace_bytes(Path(trace), max_bytes)
+    stats = replay_text(data, spec, drain=not args.no_drain)
+    if stats is None:
+        from nmp.memory.driver import replay
+        from nmp.memory.trace import parse_trace_bytes
+
+        stats = replay(parse_trace_bytes(data, trace), spec, drain=not args.no_drain)
+    return stats
 
 
 def _print_table(trace: str, spec, stats) -> None:

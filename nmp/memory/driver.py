@@ -12,31 +12,28 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from nmp.errors import NmpError, TraceError
 from nmp.memory import native
-from nmp.memory.counters import (
-    C_COAL,
-    C_CONF_R,
-    C_CONF_W,
-    C_FWD,
-    C_HIT_R,
-    C_HIT_W,
-    C_MISS_R,
-    C_MISS_W,
+from nmp.memory.backend import (  # (apart, without numpy: nmp replay's path)
+    ENGINES as ENGINES,
+)
+from nmp.memory.backend import (
+    _warn_fallback as _warn_fallback,
+)
+from nmp.memory.backend import (
+    engine_backend,
+    engine_threads,
 )
 from nmp.memory.lines import NO_WRITE, check_lines, checked_inputs, native_lines
 from nmp.memory.plan import plan_of as _plan
 from nmp.memory.spec import MemorySpec
-from nmp.memory.standards import COMMANDS
-from nmp.memory.stats import MemStats, command_energy_pj
+from nmp.memory.stats import MemStats, run_stats
 from nmp.memory.trace import REQUEST_DTYPE, read_trace
 
 _NO_LOG = np.full((0, 5), -1, np.int64)
-ENGINES = ("auto", "native", "numba")
 # Progress hooks: called with the transactions of each engine run as it finishes (a design
 # point replays many streams; a command's progress display counts them). Empty: no cost.
 _ON_REPLAY: list[Callable[[int], None]] = []
@@ -51,56 +48,6 @@ def on_replay(callback: Callable[[int], None]) -> Iterator[None]:
         yield
     finally:
         _ON_REPLAY.remove(callback)
-
-
-def engine_backend() -> str:
-    """Which build of the engine replays run on: ``$NMP_ENGINE``, one of ``auto`` (the default:
-    ``native`` when it can be built, else ``numba``), ``native`` (C, :mod:`nmp.memory.native`)
-    or ``numba`` (:mod:`nmp.memory.engine`, the reference). Both give the same results."""
-    choice = os.environ.get("NMP_ENGINE", "auto").strip().lower() or "auto"
-    if choice not in ENGINES:
-        raise NmpError(f"NMP_ENGINE={choice!r}: expected one of {', '.join(ENGINES)}")
-    if choice == "numba" or native.available():
-        return "numba" if choice == "numba" else "native"
-    if choice == "native":
-        raise NmpError(f"NMP_ENGINE=native: {native.unavailable_reason()}")
-    _warn_fallback()
-    return "numba"
-
-
-# A replay below this many transactions keeps its channels on one thread: starting threads
-# and handing requests between them would cost more than they save. Chosen, not tuned (no
-# idle multi-core machine to tune on; see benchmarks/dram_replay.py --threads).
-_THREADS_MIN_TX = 1 << 16
-
-
-def engine_threads(channels: int, transactions: int) -> int:
-    """On how many threads the C engine runs the channels of a replay (same results on any
-    number): ``$NMP_ENGINE_THREADS`` where set (a count; 1: never more than one); else, for a
-    replay of several channels and at least 65,536 transactions, as many as the machine has
-    cores to spare (its cores less its load average, so that a sweep's processes, or other
-    users, are not crowded out), up to one per channel; else 1."""
-    env = os.environ.get("NMP_ENGINE_THREADS", "").strip()
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            raise NmpError(f"NMP_ENGINE_THREADS={env!r}: expected a count of threads") from None
-    if channels < 2 or transactions < _THREADS_MIN_TX:
-        return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, min(channels, int((cores or 1) - load)))
-
-
-@functools.cache
-def _warn_fallback() -> None:
-    warnings.warn(
-        f"the native DRAM engine is not available ({native.unavailable_reason()}); replays run "
-        "on the numba engine: same results, several times slower",
-        RuntimeWarning,
-        stacklevel=3,
-    )
 
 
 @functools.cache
@@ -157,19 +104,6 @@ def _run(
     for callback in _ON_REPLAY:
         callback(len(out[7]))  # the transactions (done cycles) of this run
     return (*out, log) if log_size else out
-
-
-def _counts(cnt) -> dict[str, int]:
-    d = dict(zip(COMMANDS, map(int, cnt[: len(COMMANDS)]), strict=True))
-    return {
-        "ACT": d["ACT"],
-        "PRE": d["PREpb"] + d["PREab"],
-        "PREpb": d["PREpb"],
-        "PREab": d["PREab"],
-        "RD": d["RD"] + d["RDA"],
-        "WR": d["WR"] + d["WRA"],
-        "REF": d["REFab"],
-    }
 
 
 def _as_requests(trace_or_requests) -> np.ndarray:
@@ -237,67 +171,16 @@ def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool
     )
     if status != 0:
         raise NmpError(f"the controller deadlocked at cycle {clk_end} (no command can ever issue)")
-    n = len(done)
-    cycles = int(cycles)
-    addr, wr_in = checked[0], checked[1]
     ks = int(_plan(spec).native_decode[0])
-    reads, at_sum, served, served_sum, last_done = _read_sums(
-        wr_in, ks, arrive, depart, done, cycles
-    )
-    snap, final = snap.tolist(), final.tolist()  # Python ints
-    # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded
-    # ones with latency 1), over the RD commands issued by then.
-    snap_counts = _counts(snap)
-    at_cycles: dict[str, Any] = {
-        "cmd_counts": snap_counts,
-        "row_hits": int(snap[C_HIT_R] + snap[C_HIT_W]),
-        "row_misses": int(snap[C_MISS_R] + snap[C_MISS_W]),
-        "row_conflicts": int(snap[C_CONF_R] + snap[C_CONF_W]),
-        "avg_read_latency_cycles": at_sum / snap_counts["RD"] if snap_counts["RD"] else 0.0,
-    }
-    cnt = final if drain else snap
-    counts = _counts(cnt)
-    if drain:
-        # the exact integer sum over the count: numpy's mean of these integers (its float64
-        # partial sums are exact below 2^53 cycles)
-        avg_lat = float(served_sum) / served if served else 0.0
-    else:
-        avg_lat = at_cycles["avg_read_latency_cycles"]
-    drained_cycles = max(last_done, cycles) if drain else cycles
-    active_sum = int(active.sum())
-    energy = command_energy_pj(spec, counts, drained_cycles, float(active_sum))
-    t_ns = cycles * spec.tck_ns
-    t_dr = drained_cycles * spec.tck_ns
-    moved = (counts["RD"] + counts["WR"]) * spec.org.tx_bytes
-    bw = moved / t_dr if t_dr > 0 else 0.0
-    return MemStats(
-        memory=spec.name,
-        cycles=cycles,
-        cycles_drained=drained_cycles,
-        t_ns=t_ns,
-        t_drained_ns=t_dr,
-        lines=len(addr),
-        requests=n,
-        reads=reads,
-        writes=n - reads,
-        cmd_counts=counts,
-        row_hits=int(cnt[C_HIT_R] + cnt[C_HIT_W]),
-        row_misses=int(cnt[C_MISS_R] + cnt[C_MISS_W]),
-        row_conflicts=int(cnt[C_CONF_R] + cnt[C_CONF_W]),
-        read_row_hits=int(cnt[C_HIT_R]),
-        read_row_misses=int(cnt[C_MISS_R]),
-        read_row_conflicts=int(cnt[C_CONF_R]),
-        write_row_hits=int(cnt[C_HIT_W]),
-        write_row_misses=int(cnt[C_MISS_W]),
-        write_row_conflicts=int(cnt[C_CONF_W]),
-        reads_forwarded=int(cnt[C_FWD]),
-        writes_coalesced=int(cnt[C_COAL]),
-        avg_read_latency_cycles=avg_lat,
-        bandwidth_gbps=bw,
-        bandwidth_utilization=bw / spec.peak_bandwidth_gbps if spec.peak_bandwidth_gbps else 0.0,
-        energy_pj=float(sum(energy.values())),
-        energy_breakdown_pj=energy,
-        at_cycles=at_cycles,
-        active_cycles=active_sum,
+    sums = _read_sums(checked[1], ks, arrive, depart, done, int(cycles))
+    return run_stats(
+        spec,
+        drain=drain,
+        cycles=int(cycles),
+        snap=snap.tolist(),
+        final=final.tolist(),
+        sums=sums,
+        active_sum=int(active.sum()),
+        lines=len(checked[0]),
         timeline={"arrive": arrive, "done": done} if timeline else None,
     )

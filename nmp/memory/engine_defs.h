@@ -34,7 +34,8 @@ FORCE_INLINE int64_t mn(int64_t a, int64_t b) { return a < b ? a : b; }
 enum { F_CH, F_RK, F_BG, F_BK, F_ROW, NF };
 
 /* A run's configuration, by name: nmp/memory/engine_params.py's ENGINE_PARAMS (numpy,
- * align=True) is this struct field for field; native.py checks its size (struct_size_c). */
+ * align=True) and engine_fields.py's ParamsStruct are this struct field for field;
+ * native_lib.py checks its size (struct_size_c). */
 typedef struct {
     int64_t channels, ranks, bankgroups, banks; /* the organization */
     int64_t read_queue, write_queue;            /* buffer entries per channel */
@@ -44,7 +45,7 @@ typedef struct {
     double wm_high, wm_low; /* write-buffer watermarks (entries) */
 } Params;
 
-/* The arguments of a run: native.py's EngineArgs (a ctypes Structure) field for field. */
+/* The arguments of a run: engine_fields.py's EngineArgs (a ctypes Structure) field for field. */
 typedef struct {
     /* the lines (their address, write flag and arrival cycle), each split into 1 << ks
      * transactions: transaction q is line q >> ks at address addr + (q & (2^ks - 1)) * tx */

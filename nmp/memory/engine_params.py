@@ -12,33 +12,22 @@ from __future__ import annotations
 
 import numpy as np
 
-# (name, meaning); every field but the watermarks an int64
-INT_FIELDS = (
-    ("channels", "channels of the organization"),
-    ("ranks", "ranks (HBM: pseudo-channels) per channel"),
-    ("bankgroups", "bank groups per rank"),
-    ("banks", "banks per bank group"),
-    ("read_queue", "read buffer entries per channel"),
-    ("write_queue", "write buffer entries per channel"),
-    ("frontend_ratio", "requests the frontend offers per memory cycle"),
-    ("nrefi", "cycles between all-bank refreshes"),
-    ("read_latency", "cycles from a read command to its data"),
-    ("dual_issue", "1: a column and a row command per cycle (HBM)"),
-    ("closed_row", "1: closed-row policy (RDA / WRA)"),
-    ("refresh_on", "1: all-bank refresh"),
-    ("drain", "1: run until every request has completed"),
-    ("skip_blocked", "1: a PRE closing an active-buffer row is not eligible (README section 4)"),
-    ("jump", "1: skip cycles in which nothing can happen (0: a test of every cycle)"),
-)
-FLOAT_FIELDS = (
-    ("wm_high", "write buffer high watermark (entries; write mode above it)"),
-    ("wm_low", "write buffer low watermark (entries; read mode below it)"),
-)
+from nmp.memory.engine_fields import FLOAT_FIELDS, INT_FIELDS
+
 ENGINE_PARAMS = np.dtype(
     [(name, np.int64) for name, _ in INT_FIELDS] + [(name, np.float64) for name, _ in FLOAT_FIELDS],
     align=True,
 )
 FIELD_NAMES = tuple(ENGINE_PARAMS.names or ())
+
+__all__ = [
+    "ENGINE_PARAMS",
+    "FIELD_NAMES",
+    "FLOAT_FIELDS",
+    "INT_FIELDS",
+    "check_params",
+    "engine_params",
+]
 
 
 def engine_params(**values: float) -> np.ndarray:

@@ -8,7 +8,8 @@
  * address as a little-endian uint64, then the write flag) and returns the count; anything
  * else (a blank or comment line, '\r', a DRAMsim3 line, more than 16 digits, an empty text)
  * returns -1, and the caller reads the trace the general way, which names a malformed line.
- * Same result as the numpy path on every text it takes (tests/memory/test_mem_trace_io.py). */
+ * Same result as the numpy path on every text it takes (tests/memory/test_mem_trace_io.py);
+ * parse_lines_c reads the same texts into the engine's separate inputs. */
 #include <stdint.h>
 #include <string.h>
 
@@ -20,31 +21,63 @@ static inline int hex_digit(uint8_t c)
     return -1;
 }
 
+/* One canonical line from text[*at]: its address and write flag; *at moves past its newline.
+ * Returns 0, or -1 where the line is not canonical. */
+static inline int parse_line(const uint8_t *text, int64_t len, int64_t *at, uint64_t *addr,
+                             uint8_t *write)
+{
+    int64_t i = *at;
+    /* "LD 0x" or "ST 0x" */
+    if (len - i < 6) return -1;
+    const uint8_t a = text[i], b = text[i + 1];
+    *write = a == 'S' && b == 'T';
+    if (!*write && !(a == 'L' && b == 'D')) return -1;
+    if (text[i + 2] != ' ' || text[i + 3] != '0' || (text[i + 4] | 0x20) != 'x') return -1;
+    i += 5;
+    uint64_t value = 0;
+    int digits = 0;
+    for (; i < len && text[i] != '\n'; i++, digits++) {
+        const int d = hex_digit(text[i]);
+        if (d < 0 || digits == 16) return -1;
+        value = value << 4 | (uint64_t)d;
+    }
+    if (!digits) return -1;
+    *at = i + 1; /* past the newline (or past the end) */
+    *addr = value;
+    return 0;
+}
+
 int64_t parse_trace_c(const uint8_t *text, int64_t len, uint8_t *out, int64_t cap)
 {
     int64_t n = 0, i = 0;
     if (len <= 0) return -1;
     while (i < len) {
-        if (n >= cap) return -1;
-        /* "LD 0x" or "ST 0x" */
-        if (len - i < 6) return -1;
-        const uint8_t a = text[i], b = text[i + 1];
-        const int write = a == 'S' && b == 'T';
-        if (!write && !(a == 'L' && b == 'D')) return -1;
-        if (text[i + 2] != ' ' || text[i + 3] != '0' || (text[i + 4] | 0x20) != 'x') return -1;
-        i += 5;
-        uint64_t value = 0;
-        int digits = 0;
-        for (; i < len && text[i] != '\n'; i++, digits++) {
-            const int d = hex_digit(text[i]);
-            if (d < 0 || digits == 16) return -1;
-            value = value << 4 | (uint64_t)d;
-        }
-        if (!digits) return -1;
-        i++; /* the newline (or past the end) */
+        uint64_t value;
+        uint8_t write;
+        if (n >= cap || parse_line(text, len, &i, &value, &write)) return -1;
         uint8_t *rec = out + 9 * n++;
         for (int k = 0; k < 8; k++) rec[k] = (uint8_t)(value >> (8 * k)); /* little-endian */
-        rec[8] = (uint8_t)write;
+        rec[8] = write;
     }
+    return n;
+}
+
+/* The same text as parse_trace_c takes, as the engine's inputs (simulate_c's addr and
+ * line_wr): the addresses into addr, the write flags into wr, the count returned (-1 for a
+ * text that is not canonical); info[0] = the largest address, info[1] = the writes. The
+ * replay path without numpy (nmp/memory/text_replay.py) reads a trace with it. */
+int64_t parse_lines_c(const uint8_t *text, int64_t len, uint64_t *addr, uint8_t *wr,
+                      int64_t cap, uint64_t *info)
+{
+    int64_t n = 0, i = 0, writes = 0;
+    uint64_t top = 0;
+    if (len <= 0) return -1;
+    while (i < len) {
+        if (n >= cap || parse_line(text, len, &i, &addr[n], &wr[n])) return -1;
+        top = addr[n] > top ? addr[n] : top;
+        writes += wr[n++];
+    }
+    info[0] = top;
+    info[1] = (uint64_t)writes;
     return n;
 }

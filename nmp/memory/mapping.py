@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from nmp.errors import SpecError, TraceError
 from nmp.memory.mapping_name import FIELDS, Mapping, parse_mapping
 from nmp.units import log2_exact
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from nmp.memory.spec import MemorySpec
 
 __all__ = [
@@ -67,6 +67,8 @@ def address_segments(spec: MemorySpec) -> list[tuple[str, int, int]]:
 
 def decode_address(addrs: np.ndarray | int, spec: MemorySpec) -> dict[str, np.ndarray]:
     """Fields of byte addresses (numpy, vectorized). Raises TraceError beyond capacity."""
+    import numpy as np  # (here: a spec's mapping is parsed without numpy)
+
     a = np.atleast_1d(np.asarray(addrs, dtype=np.uint64))
     if a.size and int(a.max()) >= spec.capacity_bytes:
         bad = int(a[np.argmax(a >= spec.capacity_bytes)])
@@ -95,6 +97,8 @@ def encode_address(
     column=0,
 ) -> np.ndarray:
     """Byte addresses of the given fields (broadcast numpy arrays; column in tx units)."""
+    import numpy as np
+
     vals = {
         "channel": channel,
         "rank": rank,

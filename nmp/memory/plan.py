@@ -8,22 +8,24 @@ import functools
 
 import numpy as np
 
-from nmp.memory import native
+from nmp.memory.engine_args import (
+    field_bits,
+    native_decode,
+    native_unsupported,
+    param_values,
+    tables,
+)
 from nmp.memory.engine_params import engine_params
-from nmp.memory.mapping import FIELDS, address_segments
 from nmp.memory.spec import MemorySpec
-from nmp.memory.standards import build_table
+from nmp.memory.standards import NCMD, TableLists
 from nmp.units import log2_exact
 
 
 @functools.lru_cache(maxsize=32)
-def _table_arrays(
-    standard: str, timing: tuple[tuple[str, int], ...], bus_level: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    tab = build_table(standard, dict(timing), bus_level)
-    scope = np.tile(tab.scope, (4, 1))
-    tab_i = np.ascontiguousarray(np.stack([tab.start, tab.end, tab.sstart, tab.send, scope]))
-    return tab_i, tab.nxt, tab.lat, tab.win
+def _table_arrays(table: TableLists) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    tab_i = np.array(table.tab_i, np.int64).reshape(5, 4, NCMD)
+    nxt, lat, win = (np.array(v, np.int64) for v in (table.nxt, table.lat, table.win))
+    return tab_i, nxt, lat, win
 
 
 class _Plan:
@@ -32,17 +34,8 @@ class _Plan:
 
     def __init__(self, spec: MemorySpec) -> None:
         o = spec.org
-        # bit range of each field in the transaction number; only the column may be split
-        # (channel interleaving), and the engine needs no column
-        pos = np.zeros(len(FIELDS), np.int64)
-        mask = np.zeros(len(FIELDS), np.int64)
-        low = 0
-        for f, nbits, shift in address_segments(spec):
-            if f != "column":
-                assert shift == 0 and mask[FIELDS.index(f)] == 0, "one bit range per field"
-                pos[FIELDS.index(f)] = low
-                mask[FIELDS.index(f)] = (1 << nbits) - 1
-            low += nbits
+        pos_l, mask_l = field_bits(spec)
+        pos, mask = np.array(pos_l, np.int64), np.array(mask_l, np.int64)
         self.spec = spec
         self.k = spec.requests_per_line
         self.decode = (
@@ -57,19 +50,13 @@ class _Plan:
         )
         # the C engine decodes the lines itself (native.simulate): log2 of the transactions per
         # line, of the transaction size, then the fields' positions and masks
-        self.native_decode = np.array(
-            [log2_exact(self.k), log2_exact(o.tx_bytes), *pos[:5], *mask[:5]], np.int64
-        )
+        self.native_decode = np.array(native_decode(spec), np.int64)
         self.capacity = spec.capacity_bytes
         # one channel and one rank (a node's view): their ids are all 0
         self.single_rank = o.channels == 1 and o.ranks == 1
-        self.tables = _table_arrays(
-            spec.standard, tuple(sorted(spec.timing.items())), spec.bus_level
-        )
+        self.tables = _table_arrays(tables(spec))
         # why the C engine does not take this spec (the numba engine replays it), or None
-        self.native_unsupported = native.unsupported(
-            o.ranks, o.bankgroups, o.banks, self.tables[0], self.tables[3]
-        )
+        self.native_unsupported = native_unsupported(spec)
         self._params: dict[tuple[bool, bool], np.ndarray] = {}
 
     def engine_params(self, drain: bool, jump: bool) -> np.ndarray:
@@ -97,23 +84,4 @@ def plan_of(spec: MemorySpec) -> _Plan:
 
 def _engine_params(spec: MemorySpec, drain: bool, jump: bool) -> np.ndarray:
     """The ``params`` of :func:`engine.simulate` for ``spec``."""
-    o, c = spec.org, spec.controller
-    return engine_params(
-        channels=o.channels,
-        ranks=o.ranks,
-        bankgroups=o.bankgroups,
-        banks=o.banks,
-        read_queue=c.read_queue,
-        write_queue=c.write_queue,
-        frontend_ratio=c.frontend_ratio,
-        nrefi=spec.timing["nREFI"],
-        read_latency=spec.read_latency_cycles,
-        dual_issue=int(c.dual_issue),
-        closed_row=int(c.row_policy == "closed"),
-        refresh_on=int(c.refresh == "all-bank"),
-        drain=int(drain),
-        skip_blocked=1,  # a PRE closing an active-buffer row is not eligible (README §4)
-        jump=int(jump),
-        wm_high=c.wr_high_watermark * c.write_queue,
-        wm_low=c.wr_low_watermark * c.write_queue,
-    )
+    return engine_params(**param_values(spec, drain, jump))

@@ -17,11 +17,13 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple
 
 from nmp.config import DRAM_STANDARDS, load_toml
 from nmp.errors import SpecError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 COMMANDS = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab", "REFpb")
 CMD = {name: i for i, name in enumerate(COMMANDS)}
@@ -31,7 +33,7 @@ LEVEL_INDEX = {"channel": 0, "rank": 1, "pseudochannel": 1, "bankgroup": 2, "ban
 LEVEL_NAMES = ("channel", "rank", "bankgroup", "bank")
 # Lowest level a command's readiness is checked at (Ramulator's command scope; row/column are
 # not nodes): all-bank commands stop at the rank, the others reach the bank.
-SCOPE = np.array([3, 3, 1, 3, 3, 3, 3, 1, 3], dtype=np.int64)
+SCOPE = (3, 3, 1, 3, 3, 3, 3, 1, 3)
 MAX_WINDOW = 4
 
 _TOKEN = re.compile(r"\s*([+-])?\s*([A-Za-z_][A-Za-z0-9_]*|\d+)\s*")
@@ -172,41 +174,73 @@ class ConstraintTable:
     scope: np.ndarray
 
 
-def build_table(
-    standard: str, timing: dict[str, int], bus_level: str = "channel"
-) -> ConstraintTable:
+class TableLists(NamedTuple):
+    """The engine's constraint table as plain lists (no numpy: ``nmp replay``'s path):
+    ``tab_i`` flat, of shape (5, 4, NCMD): start, end, sibling start, sibling end, and the
+    command scope repeated per level; ``nxt/lat/win`` one entry per rule."""
+
+    tab_i: tuple[int, ...]
+    nxt: tuple[int, ...]
+    lat: tuple[int, ...]
+    win: tuple[int, ...]
+
+
+def _table_rules(
+    standard: str, timing: dict[str, int], bus_level: str
+) -> tuple[list[list[list[int]]], list[int], list[int], list[int]]:
+    """([start, end, sstart, send] each [level][command], nxt, lat, win) of :func:`build_table`."""
     rows = constraint_rows(standard, timing, bus_level)
     # Same pair twice (e.g. HBM2 nBL and nCCDS rows): keep the larger distance.
     merged: dict[tuple[int, int, int, int, bool], int] = {}
     for level, pre, fol, lat, win, sib in rows:
         key = (LEVEL_NAMES.index(level), CMD[pre], CMD[fol], win, sib)
         merged[key] = max(merged.get(key, -(10**9)), lat)
-    start = np.zeros((4, NCMD), np.int64)
-    end = np.zeros((4, NCMD), np.int64)
-    sstart = np.zeros((4, NCMD), np.int64)
-    send = np.zeros((4, NCMD), np.int64)
+    bounds = [[[0] * NCMD for _ in range(4)] for _ in range(4)]  # start, end, sstart, send
     nxt: list[int] = []
     lat_l: list[int] = []
     win_l: list[int] = []
+    ordered = sorted(merged.items())
     for lvl in range(4):
         for p in range(NCMD):
-            for sib, (s_arr, e_arr) in ((False, (start, end)), (True, (sstart, send))):
-                s_arr[lvl, p] = len(nxt)
-                for (lv, pc, fc, win, sb), val in sorted(merged.items()):
+            for sib in (False, True):
+                s_arr, e_arr = bounds[2 * sib], bounds[2 * sib + 1]
+                s_arr[lvl][p] = len(nxt)
+                for (lv, pc, fc, win, sb), val in ordered:
                     if lv == lvl and pc == p and sb == sib:
                         nxt.append(fc)
                         lat_l.append(val)
                         win_l.append(win)
-                e_arr[lvl, p] = len(nxt)
+                e_arr[lvl][p] = len(nxt)
     if any(w > MAX_WINDOW for w in win_l):
         raise SpecError(f"window above {MAX_WINDOW} is not supported")
+    return bounds, nxt, lat_l, win_l
+
+
+@functools.lru_cache(maxsize=32)
+def table_lists(
+    standard: str, timing: tuple[tuple[str, int], ...], bus_level: str = "channel"
+) -> TableLists:
+    """:func:`build_table` as the engine's flat lists (``timing`` as sorted items)."""
+    bounds, nxt, lat, win = _table_rules(standard, dict(timing), bus_level)
+    tab_i = [v for table in bounds for level in table for v in level]
+    tab_i += list(SCOPE) * 4
+    return TableLists(tuple(tab_i), tuple(nxt), tuple(lat), tuple(win))
+
+
+def build_table(
+    standard: str, timing: dict[str, int], bus_level: str = "channel"
+) -> ConstraintTable:
+    import numpy as np  # (here: nmp replay's path builds the table without numpy)
+
+    bounds, nxt, lat, win = _table_rules(standard, timing, bus_level)
+    start, end, sstart, send = (np.array(b, np.int64).reshape(4, NCMD) for b in bounds)
     return ConstraintTable(
         start=start,
         end=end,
         sstart=sstart,
         send=send,
         nxt=np.array(nxt, np.int64),
-        lat=np.array(lat_l, np.int64),
-        win=np.array(win_l, np.int64),
-        scope=SCOPE.copy(),
+        lat=np.array(lat, np.int64),
+        win=np.array(win, np.int64),
+        scope=np.array(SCOPE, np.int64),
     )

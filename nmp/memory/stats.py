@@ -18,6 +18,18 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nmp.memory.counters import (
+    C_COAL,
+    C_CONF_R,
+    C_CONF_W,
+    C_FWD,
+    C_HIT_R,
+    C_HIT_W,
+    C_MISS_R,
+    C_MISS_W,
+)
+from nmp.memory.standards import COMMANDS
+
 if TYPE_CHECKING:
     from nmp.memory.spec import MemorySpec
 
@@ -110,3 +122,93 @@ class MemStats:
         out = asdict(self)
         out.pop("timeline")
         return out
+
+
+def _counts(cnt) -> dict[str, int]:
+    d = dict(zip(COMMANDS, map(int, cnt[: len(COMMANDS)]), strict=True))
+    return {
+        "ACT": d["ACT"],
+        "PRE": d["PREpb"] + d["PREab"],
+        "PREpb": d["PREpb"],
+        "PREab": d["PREab"],
+        "RD": d["RD"] + d["RDA"],
+        "WR": d["WR"] + d["WRA"],
+        "REF": d["REFab"],
+    }
+
+
+def run_stats(
+    spec: MemorySpec,
+    *,
+    drain: bool,
+    cycles: int,
+    snap: list[int],
+    final: list[int],
+    sums: tuple[int, ...],
+    active_sum: int,
+    lines: int,
+    timeline: dict[str, Any] | None = None,
+) -> MemStats:
+    """The statistics of an engine run on ``spec``: its ``cycles``, the counters at ``cycles``
+    (``snap``) and at its end (``final``; :mod:`nmp.memory.counters`' layout), the read sums
+    (the reads; the reads whose data returned by ``cycles`` and the sum of their latencies;
+    the reads served and the sum of theirs; the last done cycle), the active cycles summed over
+    ranks, the count of ``lines``; plain values (the numba engine's and the C engine's runs,
+    with numpy or without, end here)."""
+    reads, at_sum, served, served_sum, last_done = sums
+    n = lines * spec.requests_per_line  # the transactions
+    # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded
+    # ones with latency 1), over the RD commands issued by then.
+    snap_counts = _counts(snap)
+    at_cycles: dict[str, Any] = {
+        "cmd_counts": snap_counts,
+        "row_hits": int(snap[C_HIT_R] + snap[C_HIT_W]),
+        "row_misses": int(snap[C_MISS_R] + snap[C_MISS_W]),
+        "row_conflicts": int(snap[C_CONF_R] + snap[C_CONF_W]),
+        "avg_read_latency_cycles": at_sum / snap_counts["RD"] if snap_counts["RD"] else 0.0,
+    }
+    cnt = final if drain else snap
+    counts = _counts(cnt)
+    if drain:
+        # the exact integer sum over the count: numpy's mean of these integers (its float64
+        # partial sums are exact below 2^53 cycles)
+        avg_lat = float(served_sum) / served if served else 0.0
+    else:
+        avg_lat = at_cycles["avg_read_latency_cycles"]
+    drained_cycles = max(last_done, cycles) if drain else cycles
+    energy = command_energy_pj(spec, counts, drained_cycles, float(active_sum))
+    t_ns = cycles * spec.tck_ns
+    t_dr = drained_cycles * spec.tck_ns
+    moved = (counts["RD"] + counts["WR"]) * spec.org.tx_bytes
+    bw = moved / t_dr if t_dr > 0 else 0.0
+    return MemStats(
+        memory=spec.name,
+        cycles=cycles,
+        cycles_drained=drained_cycles,
+        t_ns=t_ns,
+        t_drained_ns=t_dr,
+        lines=lines,
+        requests=n,
+        reads=reads,
+        writes=n - reads,
+        cmd_counts=counts,
+        row_hits=int(cnt[C_HIT_R] + cnt[C_HIT_W]),
+        row_misses=int(cnt[C_MISS_R] + cnt[C_MISS_W]),
+        row_conflicts=int(cnt[C_CONF_R] + cnt[C_CONF_W]),
+        read_row_hits=int(cnt[C_HIT_R]),
+        read_row_misses=int(cnt[C_MISS_R]),
+        read_row_conflicts=int(cnt[C_CONF_R]),
+        write_row_hits=int(cnt[C_HIT_W]),
+        write_row_misses=int(cnt[C_MISS_W]),
+        write_row_conflicts=int(cnt[C_CONF_W]),
+        reads_forwarded=int(cnt[C_FWD]),
+        writes_coalesced=int(cnt[C_COAL]),
+        avg_read_latency_cycles=avg_lat,
+        bandwidth_gbps=bw,
+        bandwidth_utilization=bw / spec.peak_bandwidth_gbps if spec.peak_bandwidth_gbps else 0.0,
+        energy_pj=float(sum(energy.values())),
+        energy_breakdown_pj=energy,
+        at_cycles=at_cycles,
+        active_cycles=active_sum,
+        timeline=timeline,
+    )

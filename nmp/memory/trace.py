@@ -13,7 +13,6 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from nmp.errors import TraceError
+from nmp.memory.trace_file import read_trace_bytes
 from nmp.registry import Registry
 
 REQUEST_DTYPE = np.dtype([("addr", "<u8"), ("write", "?")])
@@ -132,44 +132,6 @@ def _parse_canonical(data: bytes) -> np.ndarray | None:
     return _parse_canonical_ramulator(data)
 
 
-def _read_bytes(path: Path, max_bytes: int | None = None) -> bytes:
-    """The trace's bytes (gunzipped where it is gzip), at most ``max_bytes`` of them: a device
-    (``/dev/zero``), a pipe or a folder is refused, as is a text (gunzipped) beyond the
-    bound, before it is all in memory."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise TraceError("no such file", file=str(path)) from None
-    except OSError as exc:
-        raise TraceError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise TraceError(
-            "not a regular file (a device, pipe or folder): a trace is read whole, from a file",
-            file=str(path),
-        )
-    limit = -1 if max_bytes is None else max_bytes + 1
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(2)
-        if head == b"\x1f\x8b":
-            with gzip.open(path, "rb") as fh:
-                data = fh.read(limit)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(limit)
-    except FileNotFoundError:
-        raise TraceError("no such file", file=str(path)) from None
-    except (OSError, EOFError) as exc:
-        raise TraceError(f"cannot read: {exc}", file=str(path)) from None
-    if max_bytes is not None and len(data) > max_bytes:
-        raise TraceError(
-            f"its text is larger than {max_bytes:,} bytes, the most that fits the memory limit "
-            "(--max-memory)",
-            file=str(path),
-        )
-    return data
-
-
 def _ascii(data: bytes, path: Path) -> str:
     try:
         return data.decode("ascii")
@@ -186,7 +148,13 @@ def read_trace(path: str | os.PathLike, *, max_bytes: int | None = None) -> np.n
     exceeds ``max_bytes``, or that is not a regular file.
     """
     path = Path(path)
-    data = _read_bytes(path, max_bytes)
+    return parse_trace_bytes(read_trace_bytes(path, max_bytes), path)
+
+
+def parse_trace_bytes(data: bytes, path: str | os.PathLike) -> np.ndarray:
+    """The requests of a trace's bytes (:func:`read_trace` of a file already read by
+    :func:`nmp.memory.trace_file.read_trace_bytes`; ``path`` names it in errors)."""
+    path = Path(path)
     canonical = _parse_canonical(data)
     if canonical is not None:
         return canonical

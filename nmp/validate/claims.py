@@ -29,7 +29,7 @@ One TOML file per paper in ``nmp/validate/claims/``::
     sensitivity = "papers/sensitivity-x"  # the study that sweeps the chosen values it rests on
     model = "nmp.shard.claims:step_speedup"
     args = { baseline = "size" }
-    bound = "nmp.validate.bounds.recshard:throughput_gain"  # optional: its own bound (below)
+    bound = "nmp.shard.claim_bounds:throughput_gain"  # optional: its own bound (below)
     quick = true                        # part of `nmp validate --quick`
     explanation = "the named assumption behind a difference"
 
@@ -43,11 +43,11 @@ resources with no model run) with ``bound_terms`` (each term's arithmetic) and
 reported, never judged). A ``bound`` returned without ``bound_terms`` is read as a model
 ceiling. It computes from the model; nothing here ever adjusts a model to a claim.
 
-A claim's ``bound`` names a function of its own (``fn(quick=..., setup=..., **args)``, in
-:mod:`nmp.validate.bounds`) that returns ``bound``, ``bound_terms`` and ``bound_detail`` from the
-stated resources alone: it never calls the model, so the bound is the same whatever the model
-answers (a test stubs the model out). It replaces any ``bound`` the model returns, which then
-stays the model's ceiling.
+A claim's ``bound`` names a function of its own (``fn(quick=..., setup=..., **args)``, in a
+``claim_bounds`` module beside the paper's model, e.g. :mod:`nmp.shard.claim_bounds`) that
+returns ``bound``, ``bound_terms`` and ``bound_detail`` from the stated resources alone: it
+never calls the model, so the bound is the same whatever the model answers (a test stubs the
+model out). It replaces any ``bound`` the model returns, which then stays the model's ceiling.
 
 Verdicts (docs/validation-rules.md), in this order: a value *agrees* within ``tolerance`` of
 the published number (or inside a published range), else is *within band* inside ``band``;

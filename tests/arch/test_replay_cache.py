@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+import nmp.arch.architecture as architecture
 import nmp.arch.point as point
 from nmp.arch import run_design_point
 from nmp.arch.lowering import unit_view
@@ -29,8 +30,10 @@ def _point(pj_per_add: float, seed: int = 3, memory: dict | None = None) -> dict
 
 @pytest.fixture
 def fresh_cache(monkeypatch):
-    """An empty process cache, and fresh designs (whose set-up replays would hit it)."""
+    """An empty process cache, and fresh designs (whose set-up replays would hit it), with no
+    set-up shared between them (nmp.arch.design_key)."""
     monkeypatch.setattr(point, "_ARCH_CACHE", {})
+    monkeypatch.setattr(architecture, "_MAX_SETUPS", 0)
     REPLAYS.clear()
     yield REPLAYS
     REPLAYS.clear()

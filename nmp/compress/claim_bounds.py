@@ -1,4 +1,6 @@
-"""First-principles bound of SC'24's training speedup (``nmp/validate/claims/sc24.toml``).
+"""First-principles bounds of SC'24's training speedup (``claims/sc24.toml``): ``bound``
+functions as :mod:`nmp.validate.claims` describes them; they read presets and the workload,
+never the model.
 
 A step is its compute plus two all-to-alls (forward and backward); compression can at most
 remove the all-to-alls (Amdahl). The most favourable legitimate choices: the compute at the

@@ -1,4 +1,6 @@
-"""First-principles bounds of RecShard's claims (``nmp/validate/claims/recshard.toml``).
+"""First-principles bounds of RecShard's claims (``claims/recshard.toml``): ``bound``
+functions as :mod:`nmp.validate.claims` describes them; they read presets and the workload,
+never the model.
 
 Throughput: RecShard over a table-wise greedy sharder at the points the model runs (GPUs x HBM
 per GPU). RecShard at its most favourable: every lookup served from HBM at the GPUs' peak
