@@ -5,13 +5,13 @@ fails mid-training; the `ecrec` strategy rebuilds it from parity and ends bit-id
 failure-free run, while `none` (no recovery) loses the node's rows. An AUC difference is only
 meaningful beside its noise: on 256 held-out samples two runs' AUCs differ by a few hundredths
 by chance, so `none` may even come out above failure-free; the line says whether the change is
-inside the 95 % noise band (`nmp.train.compare.auc_change`).
+inside the 95 % noise band (`nmp.train.rows.auc_change`).
 
 Run: .venv/bin/python examples/04_train_with_failures.py   (about 20-40 s)
 """
 
 import nmp
-from nmp.train.compare import auc_change
+from nmp.train.rows import auc_change
 
 # A small configuration: 8 tables of at most 400 rows, tiny MLPs, 80 steps.
 cfg = nmp.TrainConfig(

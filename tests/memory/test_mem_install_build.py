@@ -54,6 +54,6 @@ def test_native_build_needs_only_the_standard_library() -> None:
     imports = [ln.split()[1] for ln in text.splitlines() if ln.startswith(("import ", "from "))]
     assert set(imports) <= {
         "__future__", "atexit", "ctypes", "hashlib", "os", "platform", "shlex", "shutil",
-        "stat", "subprocess", "tempfile", "pathlib", "typing", "collections.abc",
+        "stat", "subprocess", "sys", "tempfile", "pathlib", "typing", "collections.abc",
     }, imports  # fmt: skip
     assert os.path.exists(ROOT / "setup.py")

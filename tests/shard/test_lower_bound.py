@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from nmp.gpu import load_gpu
-from nmp.shard.bound import alone_bound_ns, empty_kernel_ns, kernel_ns, shared_bound_ns
+from nmp.shard.bound import (
+    alone_bound_ns,
+    empty_kernel_ns,
+    kernel_ns,
+    kernel_slope_ns,
+    shared_bound_ns,
+)
 from nmp.shard.placement import shard_lookups
 from nmp.shard.run import DEFAULT_TOPOLOGY, load_topology, run_shard, step_lower_bound
 from nmp.workload import generate_batch, load_workload
@@ -48,13 +54,15 @@ def test_shared_bound_is_an_end():
     ids=["pooling4", "pooling16"],
 )
 def test_premise_dropping_lookups_saves_at_most_their_mean_time(overrides):
-    """Premise 1 of the bound: a kernel over h of n lookups takes >= F + h (T - F) / n, for the
-    subsets a placement makes (hot rows kept, random rows, first lookups of each bag, whole
-    bags). Measured on these points: the closest is 1.06x the line (first 2-3 of 4 per bag)."""
+    """Premise 1 of the bound: a kernel over h < n lookups takes >= F + h s (s: the mean time
+    per lookup at the unloaded HBM latency, at most a bag's first lookup's), for the subsets a
+    placement makes (hot rows kept, random rows, first lookups of each bag, whole bags). The
+    plain mean fails: the first lookup of each of 4 per bag runs at 0.989x its line."""
     lk = generate_batch(load_workload("dlrm-benchmark", overrides), seed=3).tables[0]
     gpu = load_gpu(load_topology(DEFAULT_TOPOLOGY, {}).gpu)
-    full, empty, n = kernel_ns(gpu, lk, 4), empty_kernel_ns(gpu, lk, 4), lk.num_lookups
-    assert 0 < empty < full
+    (full, slope), empty = kernel_slope_ns(gpu, lk, 4), empty_kernel_ns(gpu, lk, 4)
+    n = lk.num_lookups
+    assert 0 < empty < full and 0 < slope <= (full - empty) / n
     rng = np.random.default_rng(0)
     bag = lk.bag_ids()
     pos = np.arange(n) - lk.offsets[bag]
@@ -63,8 +71,7 @@ def test_premise_dropping_lookups_saves_at_most_their_mean_time(overrides):
     keeps += [bag < lk.batch // 2, np.isin(lk.indices, np.unique(lk.indices)[:50])]
     for keep in keeps:
         sub = shard_lookups(lk, keep, lk.indices, lk.num_rows)
-        line = empty + keep.sum() * (full - empty) / n
-        assert kernel_ns(gpu, sub, 4) >= line
+        assert kernel_ns(gpu, sub, 4) >= empty + keep.sum() * slope
 
 
 def test_bound_is_within_1_4x_of_the_best_sharder():
@@ -84,4 +91,7 @@ def test_bound_is_the_all_hbm_figure_where_hbm_is_faster():
     lb = step_lower_bound(
         workload="dlrm-benchmark", workload_overrides=over, topology_overrides={"gpus": 2}
     )
-    assert lb["lb_ns"] == pytest.approx(lb["all_hbm_ns"], rel=1e-12)
+    # premise 1's slope s sits below the mean time per lookup (the unloaded latency, a bag's
+    # first lookup), so the every-lookup-in-HBM figure is reached only to within n (mean - s):
+    # here 2.2 %; a bound above the all-HBM figure, or far below it, is a broken bound
+    assert 0.95 * lb["all_hbm_ns"] <= lb["lb_ns"] <= lb["all_hbm_ns"]

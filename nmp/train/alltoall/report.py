@@ -26,7 +26,7 @@ def compression_summary(res: Any) -> dict[str, Any]:
 
 def compression_report(cfg: Any, strategy: str, failures: list, res: Any) -> dict[str, Any]:
     """Summary of ``res`` plus its AUC against the same run uncompressed (with the noise band
-    of :func:`nmp.train.compare.auc_change`)."""
+    of :func:`nmp.train.rows.auc_change`)."""
     from dataclasses import replace
 
     from nmp.train.rows import auc_change
