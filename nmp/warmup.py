@@ -12,8 +12,10 @@ optimization (that step compiles at first use instead), so it never fails an ins
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
+from collections.abc import Callable
 
 from nmp.config import preset_names
 from nmp.report.progress import mark_warm
@@ -40,10 +42,12 @@ def warm(verbose: bool = True) -> float:
     say("C DRAM engine " + ("ready" if native.available() else str(native.unavailable_reason())))
     requests = make_requests(np.arange(256, dtype=np.uint64) * 64)
     failed = 0
-    steps = [("replay", lambda p=p: replay(requests, load_memory(p))) for p in PRESETS]
     small = {"workload.batch": 2}
+    steps: list[tuple[str, Callable[[], object]]] = [
+        ("replay", functools.partial(_replay_on, replay, load_memory, requests, p)) for p in PRESETS
+    ]
     steps += [
-        (arch, lambda a=arch: run_point(a, "recross-eval", None, small))
+        (arch, functools.partial(run_point, arch, "recross-eval", None, small))
         for arch in preset_names("arch") + preset_names("gpu")
     ]
     for name, step in steps:
@@ -56,6 +60,12 @@ def warm(verbose: bool = True) -> float:
     if not failed:
         mark_warm()
     return time.perf_counter() - t0
+
+
+def _replay_on(replay, load_memory, requests, preset: str) -> object:
+    """A replay of ``requests`` on the memory ``preset`` (loaded inside the step, so a preset
+    that fails to load is reported and skipped like any other step)."""
+    return replay(requests, load_memory(preset))
 
 
 if __name__ == "__main__":

@@ -227,6 +227,7 @@ def loaded_latency(spec, saturation: float, *, fetches: int, seed: int):
         arrival = np.repeat(np.floor(offer_ns / spec.tck_ns).astype(np.uint64), per)
         stats = memory.replay(memory.make_requests(addrs, arrival=arrival), spec, timeline=True)
         check_request_granularity(spec, addrs.shape[0], stats)
+        assert stats.timeline is not None  # asked for (timeline=True)
         done = stats.timeline["done"].astype(float)
         lat = (done - arrival.astype(float)).reshape(-1, per).max(axis=1) * spec.tck_ns
         out_u.append(round(float(stats.bandwidth_gbps / peak), 6))
