@@ -390,8 +390,11 @@ def test_compiler_choice(monkeypatch, tmp_path):
     assert "-mtune=generic" in native_build._flags(native_build.compiler())
 
 
+# Python installs its Ctrl-C handler only where SIGINT was not ignored when it started: the
+# script installs it as a terminal's Python has it (a test worker may pass SIGINT on ignored)
 INTERRUPT_SCRIPT = """
-import ctypes, ctypes.util, sys, time
+import ctypes, ctypes.util, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from nmp.memory.native import INTERRUPTIBLE_TRANSACTIONS, _interruptible
 libc = ctypes.CDLL(ctypes.util.find_library("c"))
 print("start", flush=True)
