@@ -60,20 +60,21 @@ def kernel_ns(gpu, lookups: TableLookups, elem_bytes: int) -> float:
     return _kernel(gpu, lookups, elem_bytes).t_ns
 
 
-def kernel_slope_ns(gpu, lookups: TableLookups, elem_bytes: int) -> tuple[float, float]:
-    """(``T``, ``s``) of premise 1: the kernel over all lookups, and the least time a lookup
+def kernel_slope_ns(gpu, lookups: TableLookups, elem_bytes: int) -> tuple[float, float, float]:
+    """(``T``, ``F``, ``s``) of premise 1: the kernel over all lookups, the kernel over none,
+    and the least time a lookup
     adds to a kernel over fewer of them: the mean ``(T - F) / n`` at the unloaded HBM latency,
     and no more than a bag's first lookup adds (the kernel over each bag's first lookup alone:
     a bag's first lookup waits for no earlier row, so a chain of one is the cheapest per
     lookup)."""
     full = _kernel(gpu, lookups, elem_bytes)
+    empty = empty_kernel_ns(gpu, lookups, elem_bytes)
     n = lookups.num_lookups
     if n == 0:
-        return full.t_ns, 0.0
+        return full.t_ns, empty, 0.0
     loaded = float(full.breakdown.get("hbm_latency_loaded_ns") or 0.0)
     unloaded = float(full.breakdown["latency_ns"]["hbm"])
     ratio = min(1.0, unloaded / loaded) if loaded > 0 else 1.0
-    empty = empty_kernel_ns(gpu, lookups, elem_bytes)
     slope = max(0.0, full.t_ns - empty) / n * ratio
     sizes = np.diff(lookups.offsets)
     firsts = lookups.offsets[:-1][sizes > 0]
@@ -86,7 +87,7 @@ def kernel_slope_ns(gpu, lookups: TableLookups, elem_bytes: int) -> tuple[float,
             lookups.dim,
         )
         slope = min(slope, max(0.0, kernel_ns(gpu, first, elem_bytes) - empty) / firsts.size)
-    return full.t_ns, slope
+    return full.t_ns, empty, slope
 
 
 def _kernel(gpu, lookups: TableLookups, elem_bytes: int):
@@ -158,8 +159,7 @@ def placement_lower_bound(
     for batch in batches:
         shared_a = shared_b = 0.0
         for t, lk in enumerate(batch.tables):
-            t_full, slope = kernel_slope_ns(gpu, lk, elem_bytes[t])
-            t_empty = empty_kernel_ns(gpu, lk, elem_bytes[t])
+            t_full, t_empty, slope = kernel_slope_ns(gpu, lk, elem_bytes[t])
             a_ns = lk.dim * elem_bytes[t] / link.data_gbps
             n = lk.num_lookups
             one = alone_bound_ns(t_full, t_empty, n, a_ns, b_ns, link.latency_ns, slope)
