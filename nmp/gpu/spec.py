@@ -103,6 +103,10 @@ class CacheSpec:
     # distance beyond one partition's share of the L2) is a far hit; the others cost
     # ``hit_cycles`` (nmp.gpu.cache.recency_rank, nmp.gpu.model).
     far_hit_cycles: float = 0.0
+    # L2 only: line requests (hits and misses: a warp's load of one line, a store) the slices
+    # serve per ns, all of them together (0: no limit beyond ``bytes_per_cycle``). A kernel's
+    # requests queue at the slices at this rate (nmp.gpu.timing.SliceQueue).
+    requests_per_ns: float = 0.0
 
     def validate(self) -> None:
         if self.size_bytes < 1:
@@ -123,6 +127,8 @@ class CacheSpec:
             raise KeyedValueError("bytes_per_cycle", "must be > 0")
         if self.slices < 1:
             raise KeyedValueError("slices", "must be >= 1")
+        if self.requests_per_ns < 0:
+            raise KeyedValueError("requests_per_ns", "must be >= 0 (0: no request limit)")
         if self.fetch_bytes % self.sector_bytes or not 0 < self.fetch_bytes <= self.line_bytes:
             raise KeyedValueError("fetch_bytes", "must be a multiple of sector_bytes <= line_bytes")
         if self.partitions < 1 or self.sets % self.partitions:
