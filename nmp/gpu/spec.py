@@ -241,6 +241,11 @@ class KernelSpec:
     regs_build: str = ""
     maxrregcount: int = 42
     loads_in_flight: int = 1
+    # Row loads in flight per warp of the hand-written kernel that the recompiled variants
+    # (register cap, prefetch) run, where the preset measured one (0: the stock kernel's
+    # ``loads_in_flight``: the variants are the stock loop recompiled). Prefetch adds
+    # ``prefetch_distance`` to it.
+    handwritten_loads_in_flight: int = 0
     prefetch_distance: int = 2
     prefetch_regs_per_lookup: int = 3
     # Registers per thread of the prefetching kernel as built (0: the stock count plus the
@@ -273,6 +278,8 @@ class KernelSpec:
             raise KeyedValueError("block_x", "the modeled kernel maps one warp to 32 features")
         if self.prefetch_distance < 0 or self.prefetch_regs_per_lookup < 0:
             raise KeyedValueError("prefetch_distance", "must be >= 0")
+        if self.handwritten_loads_in_flight < 0:
+            raise KeyedValueError("handwritten_loads_in_flight", "must be >= 0")
         if self.instructions_per_lookup <= 0 or self.prefetch_instructions_per_lookup < 0:
             raise KeyedValueError("instructions_per_lookup", "must be > 0")
         if self.spill_loads_per_reg_per_lookup < 0:

@@ -273,3 +273,23 @@ def test_l2_request_rate_bounds_a_kernel_with_many_loads_in_flight():
     assert probe.latency_ns > 1.3 * tripled.latency_ns
     assert "l2_requests" not in tripled.breakdown["tables_bound_by"]
     assert probe.breakdown["stall_ns"]["l2_queueing"] > 0.2 * probe.latency_ns
+
+
+def test_recompiled_variants_run_the_hand_written_kernels_rows_in_flight():
+    from nmp.gpu.kernel import kernel_config
+
+    def loads(variant: str, **over) -> int:
+        return kernel_config(load_gpu("h200", {"variant": variant, **over})).loads_in_flight
+
+    # The stock loop at 2 rows (its SASS, a what-if): the occupancy and prefetch variants still
+    # run the hand-written kernel measured at 1 row (prefetch: 1 + 3); pinning runs the stock.
+    two = {"kernel.loads_in_flight": 2}
+    assert [loads(v, **two) for v in ("baseline", "occupancy", "prefetch", "pinning")] == [
+        2,
+        1,
+        4,
+        2,
+    ]
+    # Without the measured hand-written kernel the variants recompile the stock loop.
+    stock = {**two, "kernel.handwritten_loads_in_flight": 0}
+    assert [loads(v, **stock) for v in ("occupancy", "prefetch")] == [2, 5]
