@@ -25,6 +25,10 @@ fetches). Time and latency depend on each other: the kernel time is the fixed po
 max(makespan(latency(u(T))), other bounds)``, found by bisection (the makespan falls as T grows, so
 there is one). More loads in flight thus buy time only until the queues they fill eat it back.
 
+L2 slices: every L2 request (hit or miss) waits at a slice (:class:`SliceQueue`, M/D/1 on the
+busier of the slices' bytes and requests: ``l2.requests_per_ns``), so a kernel whose requests
+near the slices' rate is held there whatever its loads in flight.
+
 Other bounds: L2 sectors / L2 bandwidth; L1 sectors (rows, spills) / L1 bandwidth per SM;
 instruction issue: warp instructions / (SMs x schedulers). With ``hbm.queueing = false`` the HBM
 latency stays unloaded and HBM bytes / (peak x random-fetch efficiency) is a hard bound instead.
