@@ -3,7 +3,9 @@
 Occupancy follows the CUDA occupancy calculator: registers are allocated per warp in units of
 ``reg_alloc_unit``; an SM holds as many whole blocks as its warp slots, block slots and register
 file allow (the kernel uses no shared memory). Memory-level parallelism (MLP) is resident warps
-x row loads each warp keeps in flight: ``loads_in_flight`` for the stock loop, plus
+x row loads each warp keeps in flight: ``loads_in_flight`` for the stock loop (or
+``handwritten_loads_in_flight`` for the hand-written kernel that the recompiled variants run, where
+a preset measured one), plus
 ``prefetch_distance`` when the rows of the next lookups are prefetched into registers (which
 costs ``prefetch_regs_per_lookup`` registers per prefetched lookup). The L1's miss-status
 entries bound it: a warp may have ``sm.outstanding_sectors_per_warp`` sectors outstanding and an SM
@@ -86,6 +88,16 @@ def regs_per_thread(gpu: GpuSpec) -> int:
     return min(regs, gpu.sm.max_regs_per_thread)
 
 
+def rows_in_flight(gpu: GpuSpec) -> int:
+    """Row loads a warp keeps in flight before prefetch: the stock kernel's as built, or the
+    hand-written kernel's where the recompiled variants (register cap, prefetch) run one."""
+    k = gpu.kernel
+    recompiled = gpu.uses_maxrregcount or gpu.uses_prefetch
+    if recompiled and k.handwritten_loads_in_flight:
+        return k.handwritten_loads_in_flight
+    return k.loads_in_flight
+
+
 def kernel_config(gpu: GpuSpec) -> KernelConfig:
     """Occupancy and MLP of the EmbeddingBag kernel for ``gpu.variant``."""
     sm, k = gpu.sm, gpu.kernel
@@ -105,7 +117,7 @@ def kernel_config(gpu: GpuSpec) -> KernelConfig:
             f"a block of {warps_per_block} warps at {regs} registers/thread does not fit an SM",
             key="arch.kernel.regs_per_thread",
         )
-    loads = k.loads_in_flight + (k.prefetch_distance if gpu.uses_prefetch else 0)
+    loads = rows_in_flight(gpu) + (k.prefetch_distance if gpu.uses_prefetch else 0)
     instr = k.instructions_per_lookup + (
         k.prefetch_instructions_per_lookup if gpu.uses_prefetch else 0.0
     )

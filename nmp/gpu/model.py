@@ -315,6 +315,8 @@ def embedding_stage(
             peak * cal.efficiency_for(l2c.fetch_bytes)
         ) + write_bytes / (peak * line_eff)
         row_l2_sectors = l2_sectors
+        # Row line requests reaching the L2: each load's line that missed a sector in the L1.
+        row_requests = c["l1_lines_all"] * c["l2_lines"] / c["l1_lines"] if c["l1_lines"] else 0.0
         l1_sectors += idx.l1_requests
         l2_sectors += idx.l2_requests
         t_hbm_rows = hbm_sectors * sector / (peak * eff_rows)
@@ -360,6 +362,12 @@ def embedding_stage(
                 peak_bytes_per_ns=l2c.bytes_per_cycle * clk_ghz,
                 # One line request at one slice: a slice serves bytes_per_cycle / slices.
                 service_cycles=l2c.line_bytes * l2c.slices / l2c.bytes_per_cycle,
+                requests=row_requests + idx.l2_requests,
+                requests_per_ns=l2c.requests_per_ns or math.inf,
+                # One request at one slice: the slices share the rate.
+                request_service_cycles=l2c.slices / l2c.requests_per_ns / sm.cycle_ns
+                if l2c.requests_per_ns
+                else 0.0,
             ),
         )
         util_weighted += kt.hbm_utilization * kt.t_ns

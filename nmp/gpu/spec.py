@@ -103,6 +103,10 @@ class CacheSpec:
     # distance beyond one partition's share of the L2) is a far hit; the others cost
     # ``hit_cycles`` (nmp.gpu.cache.recency_rank, nmp.gpu.model).
     far_hit_cycles: float = 0.0
+    # L2 only: line requests (hits and misses: a warp's load of one line, a store) the slices
+    # serve per ns, all of them together (0: no limit beyond ``bytes_per_cycle``). A kernel's
+    # requests queue at the slices at this rate (nmp.gpu.timing.SliceQueue).
+    requests_per_ns: float = 0.0
 
     def validate(self) -> None:
         if self.size_bytes < 1:
@@ -123,6 +127,8 @@ class CacheSpec:
             raise KeyedValueError("bytes_per_cycle", "must be > 0")
         if self.slices < 1:
             raise KeyedValueError("slices", "must be >= 1")
+        if self.requests_per_ns < 0:
+            raise KeyedValueError("requests_per_ns", "must be >= 0 (0: no request limit)")
         if self.fetch_bytes % self.sector_bytes or not 0 < self.fetch_bytes <= self.line_bytes:
             raise KeyedValueError("fetch_bytes", "must be a multiple of sector_bytes <= line_bytes")
         if self.partitions < 1 or self.sets % self.partitions:
@@ -235,6 +241,11 @@ class KernelSpec:
     regs_build: str = ""
     maxrregcount: int = 42
     loads_in_flight: int = 1
+    # Row loads in flight per warp of the hand-written kernel that the recompiled variants
+    # (register cap, prefetch) run, where the preset measured one (0: the stock kernel's
+    # ``loads_in_flight``: the variants are the stock loop recompiled). Prefetch adds
+    # ``prefetch_distance`` to it.
+    handwritten_loads_in_flight: int = 0
     prefetch_distance: int = 2
     prefetch_regs_per_lookup: int = 3
     # Registers per thread of the prefetching kernel as built (0: the stock count plus the
@@ -267,6 +278,8 @@ class KernelSpec:
             raise KeyedValueError("block_x", "the modeled kernel maps one warp to 32 features")
         if self.prefetch_distance < 0 or self.prefetch_regs_per_lookup < 0:
             raise KeyedValueError("prefetch_distance", "must be >= 0")
+        if self.handwritten_loads_in_flight < 0:
+            raise KeyedValueError("handwritten_loads_in_flight", "must be >= 0")
         if self.instructions_per_lookup <= 0 or self.prefetch_instructions_per_lookup < 0:
             raise KeyedValueError("instructions_per_lookup", "must be > 0")
         if self.spill_loads_per_reg_per_lookup < 0:

@@ -25,6 +25,10 @@ fetches). Time and latency depend on each other: the kernel time is the fixed po
 max(makespan(latency(u(T))), other bounds)``, found by bisection (the makespan falls as T grows, so
 there is one). More loads in flight thus buy time only until the queues they fill eat it back.
 
+L2 slices: every L2 request (hit or miss) waits at a slice (:class:`SliceQueue`, M/D/1 on the
+busier of the slices' bytes and requests: ``l2.requests_per_ns``), so a kernel whose requests
+near the slices' rate is held there whatever its loads in flight.
+
 Other bounds: L2 sectors / L2 bandwidth; L1 sectors (rows, spills) / L1 bandwidth per SM;
 instruction issue: warp instructions / (SMs x schedulers). With ``hbm.queueing = false`` the HBM
 latency stays unloaded and HBM bytes / (peak x random-fetch efficiency) is a hard bound instead.
@@ -143,13 +147,29 @@ class SliceQueue:
     bytes: float
     peak_bytes_per_ns: float
     service_cycles: float
+    requests: float = 0.0
+    requests_per_ns: float = math.inf  # the slices' request rate (all of them together)
+    request_service_cycles: float = 0.0  # one request at one slice
+
+    def request_utilization(self, t_ns: float) -> float:
+        """Share of the slices' request rate the kernel's requests take at time ``t_ns``."""
+        return self.requests / (t_ns * self.requests_per_ns) if t_ns > 0 else math.inf
+
+    def min_time_ns(self) -> float:
+        """The slices' bound: every byte and every request served at their peak rates."""
+        return max(self.bytes / self.peak_bytes_per_ns, self.requests / self.requests_per_ns)
 
     def wait_cycles(self, t_ns: float) -> float:
-        """Mean wait at a slice (M/D/1: u / (2 (1 - u)) services) at the kernel's L2 load."""
-        u = self.bytes / (t_ns * self.peak_bytes_per_ns) if t_ns > 0 else math.inf
+        """Mean wait at a slice (M/D/1: u / (2 (1 - u)) services) at the kernel's L2 load, on
+        the busier of the slices' two resources (bytes, requests)."""
+        u_bytes = self.bytes / (t_ns * self.peak_bytes_per_ns) if t_ns > 0 else math.inf
+        u, service = max(
+            (u_bytes, self.service_cycles),
+            (self.request_utilization(t_ns), self.request_service_cycles),
+        )
         if u >= 1.0:
             return math.inf
-        return self.service_cycles * u / (2.0 * (1.0 - u))
+        return service * u / (2.0 * (1.0 - u))
 
 
 def kernel_timing(
@@ -190,7 +210,9 @@ def kernel_timing(
             saturation=saturation,
             queueing_ns=queueing_ns,
             bounds_ns={k: v * share for k, v in bounds_ns.items()},
-            slices=replace(slices, bytes=slices.bytes * share) if slices else None,
+            slices=replace(slices, bytes=slices.bytes * share, requests=slices.requests * share)
+            if slices
+            else None,
         )
 
     if blocks <= slots or total_units <= 0:
@@ -285,7 +307,7 @@ def wave_timing(
 
         lo = max(floor, hbm_bytes / (peak_gbps * saturation)) if hbm_bytes > 0 else floor
         if slices is not None:
-            lo = max(lo, slices.bytes / slices.peak_bytes_per_ns)
+            lo = max(lo, slices.min_time_ns())
         hi = max(lo, makespan_cycles(p.hbm_unloaded_cycles) * cycle_ns, 1e-9)
         while excess(hi) > 0:
             lo, hi = hi, hi * 2.0
@@ -327,7 +349,8 @@ def wave_timing(
     # The label names what sets the time: a bandwidth bound only when it exceeds the latency-bound
     # time by more than the bisection's tolerance (1e-6 of t; a smaller excess is the solver's
     # rounding, not a bound), else "latency", or "hbm_bandwidth" where the loaded latency is set
-    # by the HBM queue near its asymptote (u >= 90 % of the random-fetch saturation).
+    # by the HBM queue near its asymptote (u >= 90 % of the random-fetch saturation), or
+    # "l2_requests" where it is set by the slices' request queue (>= 90 % of its rate).
     bound = "latency"
     if t > t_lat * (1 + _LABEL_TOLERANCE):
         candidates = all_bounds if queueing_ns is None else other
@@ -338,6 +361,8 @@ def wave_timing(
         stall["tail"] = t_lat - packed_ns
         if queueing_ns is not None and u >= 0.9 * saturation:
             bound = "hbm_bandwidth"
+        elif queueing_ns is not None and slices and slices.request_utilization(t) >= 0.9:
+            bound = "l2_requests"  # the slices' request queue near its asymptote
     blocks = block_cycles(hbm_cycles, w2) * cycle_ns
     span = list_schedule(np.ascontiguousarray(blocks), slots) if blocks.size else 0.0
     return KernelTiming(

@@ -242,3 +242,54 @@ def test_far_partition_prices_old_l2_hits_at_the_far_latency():
     l2_stall = sourced.breakdown["stall_ns"]["l2_hit"] / flat.breakdown["stall_ns"]["l2_hit"]
     assert l2_stall == pytest.approx(grow, rel=0.05)
     assert sourced.latency_ns > flat.latency_ns
+
+
+def test_l2_request_rate_bounds_a_kernel_with_many_loads_in_flight():
+    # The slices' request queue: no kernel beats requests / rate; its wait diverges there.
+    q = SliceQueue(
+        bytes=1e3,
+        peak_bytes_per_ns=1e4,
+        service_cycles=1.0,
+        requests=3525.0,
+        requests_per_ns=35.25,
+        request_service_cycles=6.7,
+    )
+    assert q.min_time_ns() == pytest.approx(100.0)
+    assert math.isinf(q.wait_cycles(100.0))
+    # Near the rate the request service (6.7 cycles), not the byte service (1), sets the wait.
+    assert q.wait_cycles(125.0) == pytest.approx(6.7 * 0.8 / (2 * 0.2))
+
+    from nmp.gpu import run_design_point
+
+    wl = {"num_tables": 1, "batch": 1024, "reuse": "medium"}
+
+    def run(rate: float):
+        over = {"arch": {"variant": "prefetch", "l2.requests_per_ns": rate}, "workload": wl}
+        return run_design_point("h200", "gpu-micro24", overrides=over)
+
+    probe, tripled = run(35.25), run(3 * 35.25)
+    # 4 rows in flight x 64 warps per SM ask more than 35.25 G requests/s: the queue binds.
+    assert probe.breakdown["tables_bound_by"] == {"l2_requests": 1}
+    assert probe.latency_ns > 1.3 * tripled.latency_ns
+    assert "l2_requests" not in tripled.breakdown["tables_bound_by"]
+    assert probe.breakdown["stall_ns"]["l2_queueing"] > 0.2 * probe.latency_ns
+
+
+def test_recompiled_variants_run_the_hand_written_kernels_rows_in_flight():
+    from nmp.gpu.kernel import kernel_config
+
+    def loads(variant: str, **over) -> int:
+        return kernel_config(load_gpu("h200", {"variant": variant, **over})).loads_in_flight
+
+    # The stock loop at 2 rows (its SASS, a what-if): the occupancy and prefetch variants still
+    # run the hand-written kernel measured at 1 row (prefetch: 1 + 3); pinning runs the stock.
+    two = {"kernel.loads_in_flight": 2}
+    assert [loads(v, **two) for v in ("baseline", "occupancy", "prefetch", "pinning")] == [
+        2,
+        1,
+        4,
+        2,
+    ]
+    # Without the measured hand-written kernel the variants recompile the stock loop.
+    stock = {**two, "kernel.handwritten_loads_in_flight": 0}
+    assert [loads(v, **stock) for v in ("occupancy", "prefetch")] == [2, 5]
