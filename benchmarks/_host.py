@@ -32,24 +32,27 @@ def _schedstat(path: str) -> tuple[float, float]:
     return int(on_cpu_ns) / 1e9, int(wait_ns) / 1e9
 
 
-def queue_wait_s(pid: int | str = "self") -> float | None:
-    """Seconds the threads of process ``pid`` (now alive, or a zombie not yet reaped) spent
-    runnable but waiting for a CPU (Linux's ``run_delay``): on a shared machine, the part of
-    the wall time other processes took; None where the kernel has no scheduler statistics.
+def queue_wait_s(pid: int | None = None) -> float | None:
+    """Seconds the main thread of process ``pid`` (alive, or a zombie not yet reaped; None:
+    the calling thread) spent runnable but waiting for a CPU (Linux's ``run_delay``): on a
+    shared machine, the part of its wall time that other processes took; None where the kernel
+    keeps no scheduler statistics. One thread's, the one whose wall time is measured: an idle
+    helper thread (a BLAS pool) waits without delaying it, and a thread it waits for counts as
+    its being blocked (the larger figure: wall less this wait is not understated).
 
-    A wall time less this wait is what the process took while it had a core (or was blocked
-    on I/O, a lock, a sleep): on a machine with a free core, the wall time (caches and memory
+    A wall time less this wait is what the thread took while it had a core (or was blocked on
+    I/O, a lock, a sleep): on a machine with a free core, the wall time (caches and memory
     bandwidth still shared)."""
+    path = "/proc/thread-self/schedstat" if pid is None else f"/proc/{pid}/schedstat"
     try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-        return sum(_schedstat(f"/proc/{pid}/task/{t}/schedstat")[1] for t in tasks)
+        return _schedstat(path)[1]
     except (OSError, ValueError, IndexError):
         return None
 
 
 def wait_and_reap(pid: int) -> tuple[int, float, float | None]:
     """Wait for child ``pid`` to exit; (its exit status, CPU seconds of all its threads, its
-    queue wait: :func:`queue_wait_s` read before it is reaped, or None)."""
+    main thread's queue wait: :func:`queue_wait_s` read before it is reaped, or None)."""
     wait = None
     if hasattr(os, "waitid"):
         os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # a zombie: /proc/pid still there

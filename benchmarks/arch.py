@@ -39,9 +39,9 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 
 class Clock:
-    """Where a stretch of this process's wall time went: on a CPU (all threads), waiting for a
-    CPU that other processes held (Linux's run_delay, :func:`_host.queue_wait_s`), and the
-    rest (blocked: I/O, sleeps, locks; below zero where threads ran side by side), with the
+    """Where a stretch of this process's wall time went: on a CPU (all threads), this thread
+    waiting for a CPU that other processes held (Linux's run_delay, :func:`_host.queue_wait_s`),
+    and the rest (blocked: I/O, sleeps, locks; below zero where threads ran side by side), with the
     voluntary context switches and page faults read from disk that the rest would come from."""
 
     def __init__(self) -> None:

@@ -41,13 +41,15 @@ What is timed, per case and per round (``--repeat`` rounds, the tools alternatin
   HBM2 trace has each 64-B line as its two 32-B requests, as in the reference runs). Wall time,
   CPU time (user + system of the process, all its threads: ``wait4``) and the wall time less
   the time the process was runnable but waited for a CPU that other processes held ("wall -
-  wait": Linux's ``run_delay`` of its threads, read from ``/proc/PID/task/*/schedstat``
-  before it is reaped; a thread that ended earlier is not counted, so this is the larger
-  figure where one did): on a shared machine, the wall time a free core gives.
+  wait": Linux's ``run_delay`` of its main thread, read from ``/proc/PID/schedstat`` before
+  it is reaped; time it waited for a thread of its own counts as blocked, not as this wait):
+  on a shared machine, the wall time a free core gives.
 - in process: ``replay(requests, spec, drain=False)`` in this process (the trace read before;
   address checks, decoding and statistics included), Ramulator's ``sim.run()``, the injector's
   loop; each stops when the last request is accepted (Ramulator's ``cycles``). Wall time,
-  CPU time (the process's, around the call) and wall less wait (``/proc/self/schedstat``).
+  CPU time (the process's, around the call) and wall less the calling thread's wait
+  (``/proc/thread-self/schedstat``; the peers' own loops read ``/proc/self/schedstat``, their
+  main thread's).
 
 Printed: each case's best times; per standard and peer the ratios (peer time / nmp time: the
 median over the cases, per round, as the range over the rounds, and of the best times), each
