@@ -303,6 +303,7 @@ def summarize(rows: list[dict], peers: list, rounds: int) -> None:
                     f"{max(r[peer.name][metric]):.3f} s: {_range(ratios, '.2f')}, median "
                     f"{statistics.median(ratios):.2f}x"
                 )
+                print(f"    {'rounds':21s} {' '.join(f'{x:.2f}' for x in ratios)}")
 
 
 def recorded(cases: list[dict], ref: Path) -> None:
