@@ -23,3 +23,39 @@ def machine() -> str:
 def load() -> str:
     """The load average (1 / 5 / 15 min), or '-' where the OS has none."""
     return " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "-"
+
+
+def _schedstat(path: str) -> tuple[float, float]:
+    """(seconds on a CPU, seconds runnable but waiting for one) of ``/proc/.../schedstat``."""
+    with open(path) as fh:
+        on_cpu_ns, wait_ns = fh.read().split()[:2]
+    return int(on_cpu_ns) / 1e9, int(wait_ns) / 1e9
+
+
+def queue_wait_s(pid: int | None = None) -> float | None:
+    """Seconds the main thread of process ``pid`` (alive, or a zombie not yet reaped; None:
+    the calling thread) spent runnable but waiting for a CPU (Linux's ``run_delay``): on a
+    shared machine, the part of its wall time that other processes took; None where the kernel
+    keeps no scheduler statistics. One thread's, the one whose wall time is measured: an idle
+    helper thread (a BLAS pool) waits without delaying it, and a thread it waits for counts as
+    its being blocked (the larger figure: wall less this wait is not understated).
+
+    A wall time less this wait is what the thread took while it had a core (or was blocked on
+    I/O, a lock, a sleep): on a machine with a free core, the wall time (caches and memory
+    bandwidth still shared)."""
+    path = "/proc/thread-self/schedstat" if pid is None else f"/proc/{pid}/schedstat"
+    try:
+        return _schedstat(path)[1]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def wait_and_reap(pid: int) -> tuple[int, float, float | None]:
+    """Wait for child ``pid`` to exit; (its exit status, CPU seconds of all its threads, its
+    main thread's queue wait: :func:`queue_wait_s` read before it is reaped, or None)."""
+    wait = None
+    if hasattr(os, "waitid"):
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # a zombie: /proc/pid still there
+        wait = queue_wait_s(pid)
+    _, status, usage = os.wait4(pid, 0)
+    return status, usage.ru_utime + usage.ru_stime, wait

@@ -28,11 +28,51 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
+
+from _host import load, machine, queue_wait_s  # benchmarks/ is on sys.path when a script runs
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 # (NMP_THREADS is set per design-point run below)
+
+
+class Clock:
+    """Where a stretch of this process's wall time went: on a CPU (all threads), this thread
+    waiting for a CPU that other processes held (Linux's run_delay, :func:`_host.queue_wait_s`),
+    and the rest (blocked: I/O, sleeps, locks; below zero where threads ran side by side), with the
+    voluntary context switches and page faults read from disk that the rest would come from."""
+
+    def __init__(self) -> None:
+        self.usage = resource.getrusage(resource.RUSAGE_SELF)
+        self.wait0 = queue_wait_s()
+        self.t0, self.c0 = time.perf_counter(), time.process_time()
+
+    def wall_s(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def cpu_s(self) -> float:
+        return time.process_time() - self.c0
+
+    def wait_s(self) -> float:
+        """Seconds waiting for a CPU (0 where the kernel keeps no scheduler statistics)."""
+        now = queue_wait_s()
+        return 0.0 if now is None or self.wait0 is None else now - self.wait0
+
+    def free_wall_s(self) -> float:
+        """The wall time less the wait for a CPU: what a free core gives."""
+        return self.wall_s() - self.wait_s()
+
+    def split(self, n: int) -> str:
+        wall, cpu, wait = self.wall_s(), self.cpu_s(), self.wait_s()
+        u = resource.getrusage(resource.RUSAGE_SELF)
+        switches, faults = u.ru_nvcsw - self.usage.ru_nvcsw, u.ru_majflt - self.usage.ru_majflt
+        return (
+            f"wall {wall:.3f} s = CPU {cpu:.3f} + waiting for a CPU {wait:.3f} + other "
+            f"{wall - cpu - wait:.3f} ({switches} voluntary switches, {faults} page faults "
+            f"from disk): {n / (wall - wait):.2f} points/s by wall less the wait"
+        )
 
 
 def design_points(arch: str, n: int, threads: int) -> float:
@@ -62,10 +102,10 @@ def design_points(arch: str, n: int, threads: int) -> float:
     nmp.arch.replay.replay_lines = timed(inner)
     reused = REPLAYS.hits
     try:
-        t0, c0 = time.perf_counter(), time.process_time()
+        clock = Clock()
         for i in range(n):
             r = run_design_point(arch, "recross-eval", seed=1 + i)
-        elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+        elapsed, cpu = clock.wall_s(), clock.cpu_s()
     finally:
         nmp.arch.replay.replay_lines = inner
     print(
@@ -76,6 +116,7 @@ def design_points(arch: str, n: int, threads: int) -> float:
         f"  {n / elapsed:.2f} points/s by the wall clock ({elapsed / n * 1e3:.0f} ms per point; "
         f"target >= 25/s), {n / cpu:.2f} per CPU second (the process's, all threads)"
     )
+    print(f"  {clock.split(n)}")
     if threads == 1:
         print(
             f"  inside the DRAM engine (replay_lines): {spent['replay_s'] / elapsed:.0%} of the "
@@ -110,6 +151,8 @@ def shared_streams(arch: str, n: int, repeat: int = 3) -> None:
     budget = REPLAYS.max_bytes
     rates: dict[bool, list[float]] = {False: [], True: []}
     cpu_rates: dict[bool, list[float]] = {False: [], True: []}
+    free_rates: dict[bool, list[float]] = {False: [], True: []}
+    splits: list[str] = []
     hits = total = 0
     k = 0
     try:
@@ -118,14 +161,16 @@ def shared_streams(arch: str, n: int, repeat: int = 3) -> None:
                 REPLAYS.clear()
                 _SETUPS.clear()  # the round's first design pays its set-up
                 REPLAYS.max_bytes = budget if cached else 0
-                t0, c0 = time.perf_counter(), time.process_time()
+                clock = Clock()
                 for _ in range(n):
                     k += 1  # a value no earlier point used: a new design
                     ov = {"arch": {"rank.pj_per_add": 0.9 + 1e-4 * k}}
                     run_design_point(arch, "recross-eval", overrides=ov, seed=1)
-                rates[cached].append(n / (time.perf_counter() - t0))
-                cpu_rates[cached].append(n / (time.process_time() - c0))
+                rates[cached].append(n / clock.wall_s())
+                cpu_rates[cached].append(n / clock.cpu_s())
+                free_rates[cached].append(n / clock.free_wall_s())
                 if cached:
+                    splits.append(clock.split(n))
                     hits, total = REPLAYS.hits, REPLAYS.hits + REPLAYS.misses
     finally:
         REPLAYS.max_bytes = budget
@@ -141,6 +186,14 @@ def shared_streams(arch: str, n: int, repeat: int = 3) -> None:
         f"{off:.2f} without: {on / off:.2f}x (wall clock); per CPU second: "
         f"{statistics.median(cpu_rates[True]):.2f} and {statistics.median(cpu_rates[False]):.2f}"
     )
+    free = free_rates[True]
+    print(
+        f"  by wall less the wait for a CPU (a free core; target >= 25/s): with the cache "
+        f"{statistics.median(free):.2f} points/s (rounds {min(free):.2f}-{max(free):.2f}), "
+        f"without {statistics.median(free_rates[False]):.2f}; load {load()}"
+    )
+    for i, line in enumerate(splits):
+        print(f"  round {i + 1} with the cache: {line}")
 
 
 def functional(
@@ -303,6 +356,8 @@ def main() -> None:
     ap.add_argument("--sweep-only", action="store_true", help="only the same-seed sweep")
     ap.add_argument("--gather-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if not args.gather_child:
+        print(f"machine: {machine()}; load average (1/5/15 min): {load()}")
     if args.sweep_only:
         from nmp.arch import run_design_point
 

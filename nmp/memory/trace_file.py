@@ -4,7 +4,6 @@ requests, :mod:`nmp.memory.text_replay` hands a canonical text to the C engine a
 
 from __future__ import annotations
 
-import gzip
 import os
 import stat
 from pathlib import Path
@@ -32,6 +31,8 @@ def read_trace_bytes(path: Path, max_bytes: int | None = None) -> bytes:
         with open(path, "rb") as fh:
             head = fh.read(2)
         if head == b"\x1f\x8b":
+            import gzip  # here: a plain trace's replay does without it (~5 ms of CPU time)
+
             with gzip.open(path, "rb") as fh:
                 data = fh.read(limit)
         else:
