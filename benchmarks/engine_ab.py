@@ -28,6 +28,7 @@ import sys
 import time
 
 import numpy as np
+from _host import load, machine  # benchmarks/ is on sys.path when a script runs
 
 import nmp.memory.native as native
 from nmp.memory import read_trace, replay
@@ -88,8 +89,8 @@ def main() -> None:
     paths = a.libs + ([mine] if a.self else [])
     if not paths:
         ap.error("name at least one library, or --self")
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"this checkout loads {mine}; {os.cpu_count()} cores, load average {load}")
+    print(f"machine: {machine()}; load average (1/5/15 min): {load()}")
+    print(f"this checkout loads {mine}")
     for i, p in enumerate(paths):
         print(f"  lib{i}: {p}")
     libs = [_entry(p) for p in paths]
