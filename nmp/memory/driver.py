@@ -79,7 +79,14 @@ def run_engine(
 
 
 def _run(
-    checked: tuple, spec: MemorySpec, *, drain: bool, jump: bool, log_size: int, scratch: bool
+    checked: tuple,
+    spec: MemorySpec,
+    *,
+    drain: bool,
+    jump: bool,
+    log_size: int,
+    scratch: bool,
+    scratch_out: bool = False,
 ):
     """:func:`run_engine` of lines already checked (:func:`nmp.memory.lines.check_lines`)."""
     addr, wr_in, _, arrival = checked
@@ -94,8 +101,9 @@ def _run(
         wr_in, arrival = native_lines(addr, wr_in, arrival, scratch)
         threads = engine_threads(spec.org.channels, len(addr) * plan.k)
         out = native.simulate(
-            addr, wr_in, arrival, plan.native_decode, params, *plan.tables, log, threads
-        )
+            addr, wr_in, arrival, plan.native_decode, params, *plan.tables, log, threads,
+            scratch=scratch_out,
+        )  # fmt: skip
     else:
         from nmp.memory import engine  # here: numba loads only for the numba engine
 
@@ -164,10 +172,11 @@ def replay_lines(
 
 def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool) -> MemStats:
     checked = check_lines(lines[0], spec, lines[1], lines[2])
-    # the engine inputs live only through this call: this thread's scratch buffers rather
-    # than fresh arrays on every replay
+    # the engine inputs live only through this call, and so do its per-transaction outputs
+    # unless the timeline keeps them: this thread's scratch buffers rather than fresh arrays
+    # on every replay
     status, cycles, clk_end, snap, final, arrive, depart, done, fwd, active, _ = _run(
-        checked, spec, drain=drain, jump=True, log_size=0, scratch=True
+        checked, spec, drain=drain, jump=True, log_size=0, scratch=True, scratch_out=not timeline
     )
     if status != 0:
         raise NmpError(f"the controller deadlocked at cycle {clk_end} (no command can ever issue)")

@@ -146,3 +146,14 @@ def test_write_forwarding_and_coalescing(ddr4):
     assert stats.reads_forwarded == 1
     assert stats.cmd_counts["WR"] == 2
     assert stats.cmd_counts["RD"] == 0
+
+
+def test_timeline_outlives_later_replays(ddr4):
+    # a replay without a timeline sums its per-request outputs in this thread's scratch
+    # buffers (nmp.memory.native); a timeline kept from an earlier replay is not among them
+    _, arrive, done = _run(ddr4, arrival=[0, 1000, 2000], bank=0, row=[5, 5, 9])
+    kept = arrive.tolist(), done.tolist()
+    other = make_requests(encode_address(ddr4, bank=[1, 2, 3], row=7), arrival=[5, 6, 7])
+    assert replay(other, ddr4) == replay(other, ddr4)
+    assert (arrive.tolist(), done.tolist()) == kept
+    assert _run(ddr4, arrival=[0, 1000, 2000], bank=0, row=[5, 5, 9])[2].tolist() == kept[1]
