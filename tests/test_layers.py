@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -325,40 +324,9 @@ def _bypasses(root: Path) -> tuple[str, ...]:
     return tuple(m for p in sorted(root.rglob("*.py")) for m in file_bypasses(p, root, lazy))
 
 
-# Bypasses present when the check was written, still to remove (issue 41): the list may only
-# shrink (a fixed one must leave it, a new one fails). Keyed without line numbers.
-KNOWN_BYPASSES = frozenset(
-    {
-        "nmp.cache.serve: name test (distribution == 'zipf', 'pareto')",
-        "nmp.cache.study: name test (distribution == 'zipf', 'pareto')",
-        "nmp.cache.users: name test (distribution == 'zipf', 'pareto')",
-        "nmp.evaluate.locality: name test (distribution == 'measured')",
-        "nmp.evaluate.locality: name test (distribution == 'uniform')",
-        "nmp.evaluate.locality: name test (distribution == 'zipf')",
-        "nmp.train.partial_save: name test (distribution == 'zipf')",
-        "nmp.train.partial_save: name test (distribution == 'zipf', 'uniform')",
-        "nmp.workload.spec: name test (distribution == 'measured')",
-        "nmp.workload.spec: name test (distribution == 'pareto')",
-        "nmp.workload.spec: name test (distribution == 'reuse')",
-        "nmp.workload.spec: name test (distribution == 'uniform', 'reuse', 'measured')",
-        "nmp.workload.spec: name test (distribution == 'zipf')",
-        "nmp.workload.spec: name test (distribution == 'zipf', 'pareto')",
-    }
-)
-
-
-def _key(message: str) -> str:
-    return re.sub(r":\d+: ", ": ", message, count=1)
-
-
 def test_nothing_walks_around_the_layers():
-    bad = [b for b in bypasses() if _key(b) not in KNOWN_BYPASSES]
+    bad = bypasses()
     assert not bad, "ways around the layer check:\n" + "\n".join(bad)
-
-
-def test_the_known_bypasses_only_shrink():
-    gone = KNOWN_BYPASSES - {_key(b) for b in bypasses()}
-    assert not gone, "fixed: remove from KNOWN_BYPASSES:\n" + "\n".join(sorted(gone))
 
 
 @pytest.mark.parametrize(
