@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -170,6 +171,18 @@ VARIANT_FIELDS = frozenset(
         "trace_format",
         "variant",
         "family",
+        # a list of variants: ``"hybrid" in p["codecs"]`` tests a name as well
+        "policies",
+        "strategies",
+        "sharders",
+        "codecs",
+        "codes",
+        "optimizers",
+        "backends",
+        "executors",
+        "distributions",
+        "variants",
+        "formats",
     }
 )
 # The one module that imports nmp modules by name (a registry's package walk).
@@ -272,6 +285,22 @@ def _name_test(node: ast.Compare) -> str | None:
     return None
 
 
+def _match_test(node: ast.Match) -> str | None:
+    """``match <variant field>: case "name":``: the field and the names matched."""
+    key = _field(node.subject)
+    if key not in VARIANT_FIELDS:
+        return None
+    names = [
+        p.value.value
+        for case in node.cases
+        for p in ast.walk(case.pattern)
+        if isinstance(p, ast.MatchValue)
+        and isinstance(p.value, ast.Constant)
+        and isinstance(p.value.value, str)
+    ]
+    return f"{key} == {', '.join(repr(n) for n in names)}" if names else None
+
+
 def file_bypasses(path: Path, root: Path = NMP, lazy: frozenset[str] = frozenset()) -> list[str]:
     """Every way ``path`` walks around the layer check (see :func:`bypasses`); ``lazy``: the
     root's lazy names."""
@@ -300,6 +329,10 @@ def file_bypasses(path: Path, root: Path = NMP, lazy: frozenset[str] = frozenset
                 found = f"uses the lazy root name 'nmp.{node.attr}'"
         elif isinstance(node, ast.Compare):
             test = _name_test(node)
+            if test:
+                found = f"name test ({test})"
+        elif isinstance(node, ast.Match):
+            test = _match_test(node)
             if test:
                 found = f"name test ({test})"
         if found:
@@ -370,6 +403,17 @@ def test_nothing_walks_around_the_layers():
             "cache/y.py",
             "def f(rows):\n    return [r for r in rows if r['policy'] == 'evstore']\n",
             "name test (policy == 'evstore')",
+        ),
+        (
+            "compress/x.py",
+            "def f(p):\n    return 'hybrid' in p['codecs']\n",
+            "name test (codecs == 'hybrid')",
+        ),
+        (
+            "workload/x.py",
+            "def f(spec):\n    match spec.distribution:\n        case 'zipf' | 'pareto':\n"
+            "            return 1\n",
+            "name test (distribution == 'zipf', 'pareto')",
         ),
     ],
 )
@@ -476,9 +520,70 @@ def module_cycles(edges: list[tuple[str, int, str]]) -> list[list[str]]:
 
 
 def test_no_cycle_between_files():
-    """No two modules import each other, even through a function-level import (the C engine's
-    engine.c / engine_threads.h pair is C, outside this check: see docs/architecture.md)."""
+    """No two modules import each other, even through a function-level import (the C files:
+    :func:`test_no_cycle_between_c_files`)."""
     assert module_cycles(file_edges()) == []
+
+
+_C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_C_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# a function declared or defined at the start of a line: ``FORCE_INLINE int64_t ch_offer(``
+_C_FUNCTION = re.compile(r"^(?:[A-Za-z_]\w*[ \t*]+)+([A-Za-z_]\w*)\s*\(", re.M)
+_C_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+
+
+def c_edges(root: Path = NMP) -> list[tuple[str, int, str]]:
+    """(C file, line, file it depends on) for the C sources under ``root``: the files it
+    includes, and for a header, the file whose functions it calls without a declaration in
+    itself or in what it includes (a header that needs its includer's definitions)."""
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".c", ".h"))
+    text = {p: _C_COMMENT.sub(lambda m: "\n" * m.group().count("\n"), p.read_text()) for p in files}
+    name = {p: str(p.relative_to(root.parent)) for p in files}
+    includes = {
+        p: [(t[: m.start()].count("\n") + 1, p.parent / m.group(1)) for m in _C_INCLUDE.finditer(t)]
+        for p, t in text.items()
+    }
+    declared = {p: set(_C_FUNCTION.findall(t)) for p, t in text.items()}
+
+    def closure(p: Path, seen: set[Path]) -> set[Path]:
+        for _, q in includes.get(p, []):
+            if q in text and q not in seen:
+                seen.add(q)
+                closure(q, seen)
+        return seen
+
+    out = [(name[p], line, name[q]) for p in files for line, q in includes[p] if q in text]
+    for h in (p for p in files if p.suffix == ".h"):
+        known = set().union(*(declared[q] for q in closure(h, {h})))
+        for m in _C_CALL.finditer(text[h]):
+            owner = [c for c in files if c.suffix == ".c" and m.group(1) in declared[c]]
+            if m.group(1) not in known and owner:
+                line = text[h][: m.start()].count("\n") + 1
+                out += [(name[h], line, name[c]) for c in owner]
+    return out
+
+
+def test_no_cycle_between_c_files():
+    """The C engine's files include downward only: no header needs what the file that
+    includes it defines (its declarations live in a header both include)."""
+    assert module_cycles(c_edges()) == []
+
+
+def test_a_cycle_between_c_files_is_caught(tmp_path):
+    root = tmp_path / "nmp"
+    (root / "memory").mkdir(parents=True)
+    (root / "memory" / "e.c").write_text(
+        '#include "t.h"\nstatic int step(int x)\n{\n    return x;\n}\n'
+    )
+    (root / "memory" / "t.h").write_text(
+        "/* needs step() */\nstatic int run(void) { return step(1); }\n"
+    )
+    assert module_cycles(c_edges(root)) == [["nmp/memory/e.c", "nmp/memory/t.h", "nmp/memory/e.c"]]
+    (root / "memory" / "s.h").write_text("static int step(int x);\n")
+    (root / "memory" / "t.h").write_text(
+        '#include "s.h"\nstatic int run(void) { return step(1); }\n'
+    )
+    assert module_cycles(c_edges(root)) == []
 
 
 def test_a_cycle_between_files_is_caught(tmp_path):
