@@ -87,14 +87,6 @@ PARITY_CODES.register(
 )
 PARITY_CODES.register(
     ParityCode(
-        "rs1",
-        "Reed-Solomon over GF(2^8) with one parity (k + 1); exact",
-        _reed_solomon,
-        fixed_parities=1,
-    )
-)
-PARITY_CODES.register(
-    ParityCode(
         "float-sum",
         "ECRec's published float32 sum of the k rows; recovery rounds, so it drifts",
         _float_sum,
