@@ -120,10 +120,11 @@ def test_a_package_is_walked_in_name_order_and_a_marker_filters_it():
     assert package_modules("nmp.arch.policies") == [
         f"nmp.arch.policies.{m}" for m in policy_modules
     ]
-    assert package_modules("nmp.workload", r"^DISTRIBUTIONS\.register\(") == [
-        "nmp.workload.distributions",
-        "nmp.workload.measured",
+    assert package_modules("nmp.workload.distributions") == [
+        f"nmp.workload.distributions.{m}"
+        for m in ("measured", "pareto", "reuse", "uniform", "zipf")
     ]
+    assert package_modules("nmp.compress", r"^CODECS: ") == ["nmp.compress.codec"]
     assert "nmp.__main__" not in package_modules("nmp")
 
 

@@ -140,8 +140,8 @@ def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
         warm = min(cfg.warmup, stream.requests // 2)
         return stream.head(warm + cfg.requests), warm, source
     how = spec.distribution + (f" {spec.reuse}" if spec.reuse else "")
-    if spec.distribution in ("zipf", "pareto"):
-        how += f" alpha {spec.effective_alpha:g}"
+    if spec.skew_alpha is not None:
+        how += f" alpha {spec.skew_alpha:g}"
     if cfg.request_model == "users":
         m = cfg.user_model()
         batch, _ = user_requests(spec, cfg.warmup + cfg.requests, m, cfg.seed)

@@ -142,7 +142,8 @@ def configs(params: dict) -> list[CacheConfig]:
 
 def _effective_alpha(cfg: CacheConfig) -> float:
     spec = workload_spec(cfg)
-    return float(spec.effective_alpha) if spec.distribution in ("zipf", "pareto") else 0.0
+    skew = spec.skew_alpha
+    return 0.0 if skew is None else float(skew)
 
 
 @study_runner

@@ -78,7 +78,8 @@ class UserModel:
     def alpha_for(self, spec: WorkloadSpec) -> float:
         if self.user_alpha > 0:
             return self.user_alpha
-        return spec.effective_alpha if spec.distribution in ("zipf", "pareto") else 1.0
+        skew = spec.skew_alpha
+        return 1.0 if skew is None else skew
 
 
 def _history_rows(

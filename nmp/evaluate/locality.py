@@ -486,13 +486,9 @@ def workload_localities(workloads: list[str]) -> list[dict[str, str]]:
             spec = load_workload(name)
         except NmpError:  # a record from elsewhere: nothing to say about it
             continue
-        source = "chosen in the workload preset (no published exponent)"
-        if spec.distribution == "measured":
-            from nmp.workload.locality import DEFAULT_LOCALITY, load_histogram
-
-            source = load_histogram(spec.locality or DEFAULT_LOCALITY).source
-        elif spec.distribution == "uniform":
-            source = "uniform (no reuse beyond chance)"
+        source = spec.access.locality_source(spec)
+        if source is None:
+            source = "chosen in the workload preset (no published exponent)"
         out.append({"workload": name, "locality": spec.describe_distribution(), "source": source})
     return out
 
@@ -529,13 +525,14 @@ def _own_points(
     from nmp.workload.spec import load_workload
 
     spec = load_workload(setup.workload)
-    if spec.distribution != "zipf" or spec.effective_alpha not in setup.alphas:
+    alpha = spec.access.zipf_exponent(spec)  # the scan's step this workload is (0: uniform)
+    if alpha is None or alpha not in setup.alphas:
         return {}
     own = {}
     for r in records:
         if r["workload"] == setup.workload and not r.get("axes") and not r.get("design_axes"):
             res = r["result"]
-            own[(r["design"], spec.effective_alpha)] = {
+            own[(r["design"], alpha)] = {
                 "lookups_per_s": res["lookups_per_s"],
                 "energy_pj_per_lookup": res["energy_pj_per_lookup"],
                 "hit_rates": hit_rates(res.get("breakdown")),

@@ -18,7 +18,11 @@ import numpy as np
 
 from nmp.errors import NmpError
 
-SKEWS = ("skewed", "uniform")
+# The skews a check runs: each step's workload overrides (skewed: the workload's own locality).
+SKEWS: dict[str, dict[str, Any]] = {
+    "skewed": {},
+    "uniform": {"workload.distribution": "uniform"},
+}
 DEFAULT_BATCHES = (8, 32, 128)
 # chosen: the check's fused table must fit a small machine: each table's rows capped at this
 # (recross-eval's fused 33.8 M x 256 B table is 8.6 GB; capped: 3.1 M rows, 0.79 GB, still
@@ -83,10 +87,7 @@ class CheckPlan:
     skipped: dict[str, str] = field(default_factory=dict)  # kernel -> why
 
     def workload_overrides(self, skew: str, batch: int, rows: tuple[int, ...]) -> dict[str, Any]:
-        ov: dict[str, Any] = {"workload.rows": list(rows), "workload.batch": batch}
-        if skew == "uniform":
-            ov["workload.distribution"] = "uniform"
-        return ov
+        return {"workload.rows": list(rows), "workload.batch": batch, **SKEWS[skew]}
 
     def rows(self) -> int:
         return len(SKEWS) * len(self.batches) * len(self.thread_counts)

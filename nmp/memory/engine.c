@@ -61,6 +61,7 @@
  * instantiation, 1.7x, 1.55x and 1.4x slower per request than on their own.
  */
 #include "engine_channel.h"
+#include "engine_offer.h"
 
 /* ---- the run ----------------------------------------------------------------------------- */
 

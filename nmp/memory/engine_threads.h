@@ -20,12 +20,14 @@
  * later than on one thread (advanced to the frontend's step); the counts are then not
  * reported.
  *
- * Needs ch_offer and ch_advance (engine.c) declared before it is included. */
+ * The channel steps it calls (ch_offer, ch_advance, ch_next) are declared in engine_offer.h. */
 #ifndef NMP_ENGINE_THREADS_H
 #define NMP_ENGINE_THREADS_H
 
 #include <pthread.h>
 #include <sched.h>
+
+#include "engine_offer.h"
 
 #define RING 1024    /* messages in flight per channel */
 #define M_SYNC 2     /* an offer whose outcome the frontend waits for */

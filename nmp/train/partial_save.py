@@ -102,12 +102,13 @@ def workload_rates(
     spec = load_workload(workload)
     if batch and batch != spec.batch:
         spec = replace(spec, batch=batch)
-    if spec.distribution not in ("zipf", "uniform"):
+    own_alpha = spec.access.zipf_exponent(spec)  # uniform: Zipf 0
+    if own_alpha is None:
         raise NmpError(
             f"CPR's partial-save model needs a zipf or uniform workload, '{workload}' is "
             f"{spec.distribution}"
         )
-    a = alpha or (spec.effective_alpha if spec.distribution == "zipf" else 0.0)
+    a = alpha or own_alpha
     rows = [t.rows for t in spec.tables]
     if table_rows:
         scale = table_rows / sum(rows)

@@ -1,6 +1,7 @@
 """nmp.workload: DLRM embedding workloads, lookup batches (EmbeddingBag CSR), access statistics.
 
-Imports only numpy, ``nmp.config``/``nmp.errors``/``nmp.units``.
+Imports only numpy, ``nmp.config``/``nmp.errors``/``nmp.units``/``nmp.registry``; the access
+distributions are the modules of :mod:`nmp.workload.distributions`.
 """
 
 from nmp.workload.batch import (

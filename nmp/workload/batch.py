@@ -16,7 +16,6 @@ import numpy as np
 
 from nmp.errors import NmpError
 from nmp.workload import sampling
-from nmp.workload.distributions import DISTRIBUTIONS
 from nmp.workload.spec import WorkloadSpec
 
 
@@ -152,7 +151,7 @@ def draw_rows(spec: WorkloadSpec, table: int, rng: np.random.Generator, n: int) 
     """``n`` independent rows of ``table`` under the workload's access distribution (the draws
     of :func:`generate_table`, for generators that compose their own bags); the distribution
     is the registered variant :data:`nmp.workload.distributions.DISTRIBUTIONS` names."""
-    return DISTRIBUTIONS.get(spec.distribution).draw(spec, table, rng, n)
+    return spec.access.draw(spec, table, rng, n)
 
 
 def generate_batch(spec: WorkloadSpec, seed: int | None = None) -> LookupBatch:

@@ -11,20 +11,10 @@ Tables come in one of two forms:
 
 Either way ``spec.tables`` is the resolved tuple of :class:`TableSpec`.
 
-Access distributions (per table, rows drawn independently with replacement):
-
-* ``uniform``: every row equally likely.
-* ``zipf``: bounded Zipf, p(rank i) ∝ i^-alpha for i = 1..rows, sampled exactly by
-  rejection-inversion; ranks go through a fixed seeded permutation so hot rows are scattered
-  (as the DRAM reference generator does).
-* ``pareto``: torchrec's multi-hot generator: rank = floor(Lomax(alpha)) mod rows, alpha 0.25 by
-  default (``np.random.pareto(a=0.25)`` in torchrec's ``Multihot``).
-* ``reuse``: a hot set of ``hot_rows`` rows receives a fraction ``hot_fraction`` of the accesses
-  (uniform in the hot set, or Zipf with ``hot_alpha``), the rest go uniformly to the other rows.
-  ``reuse = high|medium|low|random`` selects the levels of :data:`REUSE_LEVELS`.
-* ``measured``: popularity classes fitted to a published production reuse histogram,
-  ``locality = "meta-2022"`` (the default) naming ``data/locality/<name>.toml``
-  (:mod:`nmp.workload.locality`, :mod:`nmp.workload.measured`).
+Access distributions (per table, rows drawn independently with replacement) are the
+registered objects of :data:`nmp.workload.distributions.DISTRIBUTIONS`, one module each in
+``nmp/workload/distributions/`` (``uniform``, ``zipf``, ``pareto``, ``reuse``, ``measured``): a
+spec names one in ``distribution`` and asks it, never its name, what its fields mean.
 """
 
 from __future__ import annotations
@@ -47,13 +37,16 @@ from nmp.config import (
 )
 from nmp.errors import SpecError
 from nmp.units import MIB
+from nmp.workload.distributions import (
+    DISTRIBUTIONS,
+    AccessDistribution,
+    distribution_params,
+    takers,
+)
 
 Dtype = Literal["float32", "float16", "bfloat16", "int8"]
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 
-# The names of the registered access distributions (nmp.workload.distributions; a test checks
-# that both lists agree).
-Distribution = Literal["uniform", "zipf", "pareto", "reuse", "measured"]
 ReuseLevel = Literal["", "high", "medium", "low", "random"]
 
 # Hot-set levels for the ``reuse`` distribution: (hot rows per table, fraction of accesses to
@@ -188,7 +181,7 @@ class WorkloadSpec:
     dtype: Literal["", "float32", "float16", "bfloat16", "int8"] = ""
     batch: int = 1
     pooling: Pooling = 1
-    distribution: Distribution = "uniform"
+    distribution: str = "uniform"  # a name of nmp.workload.distributions.DISTRIBUTIONS
     alpha: float | None = None
     reuse: ReuseLevel = ""
     hot_rows: int | None = None
@@ -273,65 +266,46 @@ class WorkloadSpec:
             raise KeyedValueError("pooling", "must be >= 0")
         if self.seed < 0:
             raise KeyedValueError("seed", "must be >= 0")
-        if self.alpha is not None:
-            if self.alpha <= 0:
-                raise KeyedValueError("alpha", "must be > 0")
-            if self.distribution == "zipf" and self.alpha > MAX_ZIPF_ALPHA:
-                raise KeyedValueError(
-                    "alpha", f"must be <= {MAX_ZIPF_ALPHA:g} for zipf, got {self.alpha:g}"
-                )
-            if self.distribution not in ("zipf", "pareto"):
-                raise KeyedValueError(
-                    "alpha",
-                    f"applies only with distribution = 'zipf' or 'pareto' "
-                    f"(this workload's is '{self.distribution}')",
-                )
+        if self.distribution not in DISTRIBUTIONS:
+            raise KeyedValueError("distribution", DISTRIBUTIONS.unknown_message(self.distribution))
+        if self.alpha is not None and self.alpha <= 0:
+            raise KeyedValueError("alpha", "must be > 0")
         if not 0 <= self.hot_alpha <= MAX_ZIPF_ALPHA:
             raise KeyedValueError("hot_alpha", f"must lie in [0, {MAX_ZIPF_ALPHA:g}]")
         if self.hot_rows is not None and self.hot_rows < 0:
             raise KeyedValueError("hot_rows", "must be >= 0")
         if self.hot_fraction is not None and not 0.0 <= self.hot_fraction <= 1.0:
             raise KeyedValueError("hot_fraction", "must lie in [0, 1]")
-        if self.locality:
-            if self.distribution != "measured":
+        for key in distribution_params():
+            if not self.access.takes(key) and getattr(self, key) != _DEFAULTS[key]:
+                only = " or ".join(f"'{name}'" for name in takers(key))
                 raise KeyedValueError(
-                    "locality",
-                    f"applies only with distribution = 'measured' "
+                    key,
+                    f"applies only with distribution = {only} "
                     f"(this workload's is '{self.distribution}')",
                 )
-            # on use: a file lookup, not a registry one (the data's names, not code's)
-            from nmp.workload.locality import locality_names
-
-            if self.locality not in locality_names():
-                raise KeyedValueError(
-                    "locality",
-                    f"unknown measured locality '{self.locality}' "
-                    f"(known: {', '.join(locality_names()) or 'none'}; data/locality/*.toml)",
-                )
-        if self.distribution == "reuse":
-            if not self.reuse and (self.hot_rows is None or self.hot_fraction is None):
-                raise KeyedValueError(
-                    "reuse",
-                    "distribution 'reuse' needs a level (high, medium, low, random) "
-                    "or both hot_rows and hot_fraction",
-                )
-        else:
-            for key in ("reuse", "hot_rows", "hot_fraction"):
-                if getattr(self, key) not in ("", None):
-                    raise KeyedValueError(
-                        key,
-                        f"applies only with distribution = 'reuse' "
-                        f"(this workload's is '{self.distribution}')",
-                    )
+        self.access.check(self)
 
     # --- derived figures -----------------------------------------------------------------
 
     @property
+    def access(self) -> AccessDistribution:
+        """The registered distribution this spec names (what to ask instead of its name)."""
+        return DISTRIBUTIONS.get(self.distribution)
+
+    @property
     def effective_alpha(self) -> float:
-        """Skew parameter of zipf / pareto (defaults: 1.05 and torchrec's 0.25)."""
+        """Skew parameter of zipf / pareto (defaults: 1.05 and torchrec's 0.25; the Zipf
+        default on a distribution without ``alpha``)."""
         if self.alpha is not None:
             return self.alpha
-        return DEFAULT_PARETO_ALPHA if self.distribution == "pareto" else DEFAULT_ZIPF_ALPHA
+        default = self.access.default_alpha
+        return DEFAULT_ZIPF_ALPHA if default is None else default
+
+    @property
+    def skew_alpha(self) -> float | None:
+        """The exponent of a distribution that takes ``alpha`` (zipf, pareto), else None."""
+        return self.effective_alpha if self.access.takes("alpha") else None
 
     def hot_set(self, table: int = 0) -> tuple[int, float]:
         """(hot rows, fraction of accesses to them) of table ``table`` under ``reuse``; explicit
@@ -371,18 +345,15 @@ class WorkloadSpec:
         return sum(t.bytes_ for t in self.tables)
 
     def describe_distribution(self) -> str:
-        if self.distribution in ("zipf", "pareto"):
-            return f"{self.distribution}(alpha={self.effective_alpha:g})"
-        if self.distribution == "reuse":
-            level_rows, level_frac = REUSE_LEVELS.get(self.reuse, (0, 0.0))
-            rows = level_rows if self.hot_rows is None else self.hot_rows
-            frac = level_frac if self.hot_fraction is None else self.hot_fraction
-            if rows == 0 or frac == 0:
-                return f"reuse {self.reuse or 'custom'} (uniform)"
-            return f"reuse {self.reuse or 'custom'} ({rows} hot rows/table, {frac:.0%})"
-        if self.distribution == "measured":
-            return f"measured ({self.locality or 'meta-2022'} reuse histogram)"
-        return self.distribution
+        return self.access.describe(self)
+
+
+# The fields' defaults: a distribution's field at its default is not given.
+_DEFAULTS: dict[str, Any] = {
+    f.name: f.default
+    for f in dataclasses.fields(WorkloadSpec)
+    if f.default is not dataclasses.MISSING
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,23 +436,30 @@ def _load_workload(path: Path, overrides: dict[str, Any] | None) -> WorkloadSpec
                     key=f"workload.{key}",
                 )
     if "distribution" not in overrides:
-        if any(k in overrides for k in ("reuse", "hot_rows", "hot_fraction")):
-            overrides["distribution"] = "reuse"
-        elif "alpha" in overrides and spec.distribution in ("uniform", "reuse", "measured"):
-            overrides["distribution"] = "zipf"
-        elif overrides.get("locality"):
-            overrides["distribution"] = "measured"
+        chosen = _selected_distribution(spec, overrides)
+        if chosen is not None:
+            overrides["distribution"] = chosen
     dist = overrides.get("distribution", spec.distribution)
-    # Switching distribution drops the parameters that no longer apply.
-    if dist != "reuse":
-        for key in ("reuse", "hot_rows", "hot_fraction"):
-            if key not in overrides and getattr(spec, key) not in ("", None):
-                overrides[key] = "" if key == "reuse" else None
-    if dist != spec.distribution and "alpha" not in overrides and spec.alpha is not None:
-        overrides["alpha"] = None
-    if dist != "measured" and "locality" not in overrides and spec.locality:
-        overrides["locality"] = ""
+    if dist != spec.distribution:
+        # switching distribution drops the fields of the old one that are not given
+        for key in spec.access.params:
+            if key not in overrides and getattr(spec, key) != _DEFAULTS[key]:
+                overrides[key] = _DEFAULTS[key]
     return apply_overrides(spec, overrides, root="workload")
+
+
+def _selected_distribution(spec: WorkloadSpec, overrides: dict[str, Any]) -> str | None:
+    """The distribution that overrides without ``distribution`` select: the first (in listing
+    order) that takes a field they give a value and the spec's distribution does not take."""
+    given = [
+        key
+        for key in distribution_params()
+        if key in overrides and overrides[key] != _DEFAULTS[key] and not spec.access.takes(key)
+    ]
+    for name, access in DISTRIBUTIONS.items():
+        if any(access.takes(key) for key in given):
+            return name
+    return None
 
 
 @PRESET_CATALOGS.register(name="workload")

@@ -58,6 +58,7 @@ def test_study_writes_its_files_and_rows(tmp_path):
         ({"repeats": 0}, "params.repeats"),
         ({"seed": "x"}, "params.seed"),
         ({"codec_gbps": ["fast"]}, "params.codec_gbps"),
+        ({"main_codec": "gzip"}, "params.main_codec"),
         ({"train": {"step": 3}}, "params.train.step"),
         ({"train": {"steps": 0}}, "params.train.steps"),
         ({"train": {"workloads": ["bogus"]}}, "params.train.workloads"),

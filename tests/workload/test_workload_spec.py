@@ -142,7 +142,7 @@ def test_explicit_tables_and_per_table_overrides(tmp_path):
         (
             'rows = 10\nnum_tables = 2\ndim = 4\ndistribution = "lognormal"',
             "distribution",
-            "one of",
+            "unknown access distribution 'lognormal' (known: uniform, zipf",
         ),
         ("rows = 10\nnum_tables = 2\ndim = 4\nbogus = 1", "bogus", "unknown key"),
         ("rows = 10\nnum_tables = 2\ndim = 4\n[[tables]]\nrows = 1\ndim = 1", "tables", "not both"),
