@@ -1,6 +1,6 @@
 """Data files that name code: ``"module:function"`` references to registered functions.
 
-Claims files (``nmp/validate/claims/*.toml``, key ``model``) and custom studies
+Claims files (``nmp/papers/*/claims.toml``, key ``model``) and custom studies
 (``workloads/sweeps/**/*.toml``, key ``runner``) name the function that computes them. The
 string keeps its ``module:function`` form, but it resolves only to a function its module
 registered, with :func:`claim_model` or :func:`study_runner`: a data file can run a model or a
@@ -19,9 +19,10 @@ from nmp.registry import Registry
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Claim models by ``module:function``; the modules below register theirs when imported.
+#: Claim models by ``module:function``: the modules of ``nmp.papers`` (one folder per paper,
+#: plus the models several papers share) register theirs when imported.
 CLAIM_MODELS: Registry[Callable[..., Any]] = Registry(
-    "claim model", package="nmp", marker=r"^@claim_model$"
+    "claim model", package="nmp.papers", marker=r"^@claim_model$"
 )
 
 #: Custom-study runners by ``module:function``; the modules below register theirs when imported.

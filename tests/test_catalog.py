@@ -44,8 +44,8 @@ def test_registries_json_lists_each_family_and_its_members(capsys):
     }
     assert "recshard" in {m["name"] for m in registries["sharder"]}
     assert "combined" in {m["name"] for m in registries["GPU kernel variant"]}
-    model = {m["name"]: m for m in registries["claim model"]}["nmp.validate.arch_claims:speedup"]
-    assert model["module"] == "nmp.validate.arch_claims" and model["description"]
+    model = {m["name"]: m for m in registries["claim model"]}["nmp.papers.nmp_speed:speedup"]
+    assert model["module"] == "nmp.papers.nmp_speed" and model["description"]
     for family in ("cache policy", "codec", "plot", "study runner", "preset catalog"):
         assert registries[family], family
     presets = {m["name"]: m for m in registries["memory preset"]}

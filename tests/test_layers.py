@@ -23,6 +23,7 @@ NMP = Path(__file__).resolve().parents[1] / "nmp"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
     ("cli", "catalog", "warmup"),
+    ("papers",),
     ("cache",),
     ("train",),
     ("shard", "compress", "validate", "measure"),

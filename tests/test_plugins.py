@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
         "nmp.cache.kvstore:Path",  # a class imported from pathlib
         "nmp.evaluate.executor:ProcessPoolExecutor",
         "nmp.shard.sharders.recshard:milp",  # scipy's solver
-        "nmp.validate.arch_claims:_design",  # a private helper beside the claim models
+        "nmp.papers.nmp_speed:_design",  # a private helper beside the claim models
         "nmp.evaluate.point:run_point",  # an nmp function, but not a claim model
         "nmp.evaluate.sensitivity:run_study",  # a study runner is not a claim model
     ],
@@ -41,7 +41,7 @@ def test_a_claim_names_only_registered_claim_models(ref):
 
 @pytest.mark.parametrize(
     "ref",
-    ["nmp.evaluate.executor:ProcessPoolExecutor", "nmp.validate.arch_claims:speedup"],
+    ["nmp.evaluate.executor:ProcessPoolExecutor", "nmp.papers.nmp_speed:speedup"],
 )
 def test_a_study_names_only_registered_runners(ref):
     with pytest.raises(SpecError, match=r"study.toml: key 'runner': unknown study runner"):
@@ -63,8 +63,8 @@ def test_malformed_references(ref, words):
 
 
 def test_registered_functions_resolve_to_themselves():
-    fn = load_claim_model("nmp.validate.arch_claims:speedup")
-    assert reference(fn) == "nmp.validate.arch_claims:speedup"
+    fn = load_claim_model("nmp.papers.nmp_speed:speedup")
+    assert reference(fn) == "nmp.papers.nmp_speed:speedup"
     assert load_study_runner("nmp.shard.study:run_study").__name__ == "run_study"
 
 
@@ -78,7 +78,8 @@ def _refs(pattern: str, files: list[Path]) -> set[str]:
 def test_every_reference_in_the_data_files_is_registered_in_a_declared_module():
     """``nmp models --registries`` lists a family from its declared modules: a module that
     registers a model the data files name must be among them."""
-    claims = _refs(r'^model\s*=\s*"([^"]+)"', sorted((ROOT / "nmp/validate/claims").glob("*.toml")))
+    papers = sorted((ROOT / "nmp/papers").glob("*/claims.toml"))
+    claims = _refs(r'^(?:model|bound)\s*=\s*"([^"]+)"', papers)
     runners = _refs(r'^runner\s*=\s*"([^"]+)"', sorted((ROOT / "workloads").rglob("*.toml")))
     assert claims and runners
     assert claims <= set(CLAIM_MODELS.names())

@@ -8,7 +8,7 @@ utilization rises (each kernel's time is the fixed point of Little's law on that
 Presets in ``models/gpu/`` (``h200``'s values measured on one: docs/gpu-model.md); the same
 kernels for real on a CUDA GPU: :mod:`nmp.gpu.kernels_real`, ``benchmarks/gpu_kernels.py``;
 studies ``workloads/sweeps/papers/gpu-*.toml``; claims
-``nmp/validate/claims/micro24.toml``;
+``nmp/papers/micro24/claims.toml``;
 ``nmp run --arch a100-80gb --workload gpu-micro24 --set arch.variant=combined``.
 """
 

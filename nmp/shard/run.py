@@ -29,7 +29,8 @@ EVAL_BATCHES = 2  # chosen: held-out batches the placement is timed on
 EVAL_SEED_OFFSET = 1_000_003  # evaluation seeds start here, apart from the profile's
 MILP_TIME_LIMIT_S = 60.0
 # What the placement is timed on (see the module docstring).
-PROFILE_POLICIES = ("held-out", "served")
+HELD_OUT = "held-out"  # the profile policy that times batches the profile did not see
+PROFILE_POLICIES = (HELD_OUT, "served")
 
 
 def _frozen(overrides: dict[str, Any] | None) -> tuple:

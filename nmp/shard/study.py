@@ -16,7 +16,7 @@ from typing import Any
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.plugins import study_runner
-from nmp.shard.claims import HELD_OUT
+from nmp.shard.run import HELD_OUT
 
 DEFAULTS: dict[str, Any] = {
     "workload": "criteo-terabyte",

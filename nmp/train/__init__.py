@@ -20,9 +20,8 @@
 - :mod:`nmp.train.setup`, :mod:`nmp.train.extrapolate`, :mod:`nmp.train.crossover`: the papers'
   setups (``workloads/train/``), the Monte-Carlo comparison at their scale and where ECRec
   overtakes; :mod:`nmp.train.study` runs both for ``nmp evaluate papers/ecrec|cpr``;
-  :mod:`nmp.train.claims` gives ``nmp validate`` the model's values for ECRec's and CPR's
-  published claims.
+  ECRec's and CPR's published claims are answered from them in ``nmp/papers/{ecrec,cpr}/``.
 - :mod:`nmp.train.alltoall`: the embedding all-to-all compressed with an ``nmp.compress`` codec
   (``train.compress``, SC'24), one module per job: the exchange, its figures, the training half
-  of ``nmp evaluate papers/sc24-*`` and SC'24's accuracy claim.
+  of ``nmp evaluate papers/sc24-*`` (SC'24's accuracy claim: ``nmp/papers/sc24/``).
 """

@@ -374,6 +374,17 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
     )
 
 
+def recovery_parts_s(dep: DeploymentSpec) -> dict[str, float]:
+    """A failure's recovery pieces in seconds: loading every shard of a checkpoint, the
+    restart, and ECRec's rebuild of the lost shard (the model's terms, for a claim's detail)."""
+    md = _model(dep)
+    return {
+        "load_s": md.load_ns / 1e9,
+        "restart_s": md.restart_ns / 1e9,
+        "rebuild_s": md.rebuild_ns / 1e9,
+    }
+
+
 def _partial_save(md: _Model, dep: DeploymentSpec, cls) -> tuple[float, Any]:
     """(mean write time of one CPR save, full and partial mixed; the policy's PartialSave)."""
     rates = workload_rates(dep.workload, dep.table_rows, dep.batch)

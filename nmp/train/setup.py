@@ -8,9 +8,12 @@ value, the paper, datasheet or the reason it was chosen. A value without a sourc
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from nmp.claim_setup import resolve_setup
 from nmp.config import load_toml, project_root
 from nmp.errors import NmpError, SpecError
 from nmp.train.extrapolate import DeploymentSpec
@@ -100,3 +103,30 @@ def load_marks(name: str) -> list[dict]:
     load_setup(name)  # the same checks and errors
     path = Path(name) if name.endswith(".toml") else setup_dir() / f"{name}.toml"
     return _check_marks(load_toml(path).get("marks", []), path)
+
+
+@functools.cache
+def claim_setup_defaults() -> dict[str, Any]:
+    """The setup keys a training claim takes: ``train.deployment`` (``"default"``: the kit's own
+    :class:`~nmp.train.extrapolate.DeploymentSpec`, what ``nmp train --extrapolate`` runs
+    without ``--setup``; or a file of ``workloads/train/``) and ``train.<field>`` for any field
+    of the deployment over it."""
+    fields = {f.name: f.default for f in dataclasses.fields(DeploymentSpec) if f.name != "name"}
+    return {"train.deployment": "default", **{f"train.{k}": v for k, v in fields.items()}}
+
+
+def deployment_of(setup: Mapping[str, Any] | None, model: str) -> DeploymentSpec:
+    """The deployment a training claim's setup names (None: the kit's default deployment): its
+    base (``train.deployment``) with the given fields over it; errors name ``model``."""
+    defaults = claim_setup_defaults()
+    given = dict(setup or {})
+    for key, value in list(given.items()):  # TOML has no tuples
+        if isinstance(value, list) and isinstance(defaults.get(key), tuple):
+            given[key] = tuple(value)
+    v = resolve_setup(given if setup is not None else None, defaults, model=model)
+    name = v.pop("train.deployment")
+    base = DeploymentSpec() if name == "default" else load_setup(name)[0]
+    over = {k.removeprefix("train."): v[k] for k in given if k != "train.deployment"}
+    dep = dataclasses.replace(base, **over)
+    dep.validate()
+    return dep

@@ -6,7 +6,7 @@
   standard, over the reference cases);
 - functional results: every design's gather-reduce against ``torch.nn.EmbeddingBag`` and its
   in-memory parity against a fresh encode, bit for bit;
-- published claims (``nmp/validate/claims/<paper>.toml``, data with a citation each) against
+- published claims (``nmp/papers/<paper>/claims.toml``, data with a citation each) against
   the value the model computes for the same setup. A claim the model disagrees with stays
   visible, with the assumption the difference comes from.
 

@@ -1,6 +1,11 @@
 """Published claims as data, and the verdicts of the model's values against one.
 
-One TOML file per paper in ``nmp/validate/claims/``::
+A paper is one folder, ``nmp/papers/<paper>/`` (:data:`PAPERS_DIR`): its ``claims.toml``
+(claims and setup, below), the ``model.py`` (and ``bounds.py``) whose functions answer them and
+its golden fixture ``golden.json`` (``tests/validate/test_golden.py``). Validate finds the papers
+by globbing ``*/claims.toml`` there: it never imports ``nmp.papers`` (a higher layer); a claim's
+``model`` string is resolved when the claim runs (:func:`nmp.plugins.load_claim_model`).
+``claims.toml``::
 
     [paper]
     id = "recshard"
@@ -27,9 +32,9 @@ One TOML file per paper in ``nmp/validate/claims/``::
     margin = 0.05                       # ordering: agrees only when it holds by this much
     input = "why the value is an input" # the model copies this figure: verdict "input"
     sensitivity = "papers/sensitivity-x"  # the study that sweeps the chosen values it rests on
-    model = "nmp.shard.claims:step_speedup"
+    model = "nmp.papers.recshard.model:step_speedup"
     args = { baseline = "size" }
-    bound = "nmp.shard.claim_bounds:throughput_gain"  # optional: its own bound (below)
+    bound = "nmp.papers.recshard.bounds:throughput_gain"  # optional: its own bound (below)
     quick = true                        # part of `nmp validate --quick`
     explanation = "the named assumption behind a difference"
 
@@ -44,7 +49,7 @@ reported, never judged). A ``bound`` returned without ``bound_terms`` is read as
 ceiling. It computes from the model; nothing here ever adjusts a model to a claim.
 
 A claim's ``bound`` names a function of its own (``fn(quick=..., setup=..., **args)``, in a
-``claim_bounds`` module beside the paper's model, e.g. :mod:`nmp.shard.claim_bounds`) that
+``bounds.py`` beside the paper's model, e.g. :mod:`nmp.papers.recshard.bounds`) that
 returns ``bound``, ``bound_terms`` and ``bound_detail`` from the stated resources alone: it
 never calls the model, so the bound is the same whatever the model answers (a test stubs the
 model out). It replaces any ``bound`` the model returns, which then stays the model's ceiling.
@@ -71,7 +76,9 @@ from nmp.errors import SpecError
 from nmp.plugins import load_claim_model
 from nmp.validate.setup import PaperSetup, check_table, parse_setup
 
-CLAIMS_DIR = Path(__file__).parent / "claims"
+# the papers' folders, found as files: validate sits below nmp.papers and never imports it
+PAPERS_DIR = Path(__file__).resolve().parents[1] / "papers"
+CLAIMS_FILE = "claims.toml"
 KINDS = ("ordering", "value")
 VERDICTS = ("agrees", "within band", "disagrees", "exceeds bound", "input", "error")
 DEFAULT_TOLERANCE = 0.10
@@ -344,8 +351,9 @@ def load_claim_file(path: Path) -> list[Claim]:
     unknown = sorted(set(paper) - _PAPER_KEYS)
     if unknown:
         raise SpecError(f"unknown key(s) {', '.join(unknown)}", file=file, key="paper")
-    if paper["id"] != path.stem:
-        raise SpecError(f"must equal the file name '{path.stem}'", file=file, key="paper.id")
+    folder = path.parent.name
+    if paper["id"] != folder:
+        raise SpecError(f"must equal its folder's name '{folder}'", file=file, key="paper.id")
     extra = sorted(set(data) - {"paper", "setup", "claims"})
     if extra:
         raise SpecError(f"unknown key(s) {', '.join(extra)}", file=file)
@@ -382,11 +390,16 @@ def load_claim_file(path: Path) -> list[Claim]:
     return claims
 
 
-def load_claims(folder: Path = CLAIMS_DIR) -> list[Claim]:
-    """Every claim of every paper file in ``folder``; ids must be unique."""
+def paper_files(folder: Path = PAPERS_DIR) -> list[Path]:
+    """The claims file of every paper folder in ``folder`` (``<paper>/claims.toml``), by name."""
+    return sorted(Path(folder).glob(f"*/{CLAIMS_FILE}"))
+
+
+def load_claims(folder: Path = PAPERS_DIR) -> list[Claim]:
+    """Every claim of every paper folder in ``folder``; ids must be unique."""
     claims: list[Claim] = []
     seen: dict[str, str] = {}
-    for path in sorted(Path(folder).glob("*.toml")):
+    for path in paper_files(folder):
         for claim in load_claim_file(path):
             if claim.id in seen:
                 raise SpecError(

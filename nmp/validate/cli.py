@@ -91,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run the kit's checks: the DRAM engine against Ramulator 2's reference "
         "cases, every design's gather-reduce against torch.nn.EmbeddingBag, in-memory parity "
         "against a fresh encode, and every published claim the kit has a study for "
-        "(nmp/validate/claims/*.toml) against the model's value, computed twice: under the "
+        "(nmp/papers/*/claims.toml) against the model's value, computed twice: under the "
         "paper's setup and under the kit's defaults, each with a verdict, and beside every speed "
         "claim its first-principles bound (docs/validation-rules.md). Prints a one-screen "
         "summary (verdict counts per paper) and writes the full table to "

@@ -1,10 +1,11 @@
 """The generated part of docs/validation.md: every paper's verdict counts and the full table.
 
-Both come from recorded ``nmp validate --json`` rows of the full set (the golden fixtures,
-``tests/validate/golden``; ``python -m tests.validate.test_golden --write`` rewrites them and
-this section, ``--docs`` this section alone): per claim, the published figure, the model under
-the paper's setup and under the kit's defaults, the first-principles bound under each, and the
-two verdicts. A test checks that the section matches the fixtures, so no count is typed.
+Both come from recorded ``nmp validate --json`` rows of the full set (the papers' golden
+fixtures, ``nmp/papers/<paper>/golden.json``; ``python -m tests.validate.test_golden --write``
+rewrites them and this section, ``--docs`` this section alone): per claim, the published
+figure, the model under the paper's setup and under the kit's defaults, the first-principles
+bound under each, and the two verdicts. A test checks that the section matches the fixtures,
+so no count is typed.
 """
 
 from __future__ import annotations

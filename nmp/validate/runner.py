@@ -36,9 +36,9 @@ def plan_validation(
 ) -> list[tuple[str, Callable[[], list[CheckResult]]]]:
     """The checks to run, in a stable order, each as (id, run): every built-in check, then every
     claim (with ``quick``, only claims marked quick). ``only`` keeps the ids that match a glob or
-    prefix; ``claims_dir`` replaces the packaged claims folder."""
+    prefix; ``claims_dir`` replaces the papers' folder (``nmp/papers``)."""
     # numpy: loaded when the command runs, not for `nmp --help`
-    from nmp.validate.claims import CLAIMS_DIR, load_claims
+    from nmp.validate.claims import PAPERS_DIR, load_claims
 
     tasks: list[tuple[str, Callable[[], list[CheckResult]]]] = [
         (name, functools.partial(_run_builtin, name, fn, quick, only))
@@ -48,7 +48,7 @@ def plan_validation(
     ]
     tasks += [
         (c.id, functools.partial(_run_claim, c, quick))
-        for c in load_claims(claims_dir or CLAIMS_DIR)
+        for c in load_claims(claims_dir or PAPERS_DIR)
         if (c.quick or not quick) and _selected(c.id, only)
     ]
     return tasks

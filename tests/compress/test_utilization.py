@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from nmp.compress import claims
 from nmp.compress.network import load_network
 from nmp.compress.speedup import MEASURED_STEPS, StepSetup, step_times, utilization_of
 from nmp.errors import NmpError
+from nmp.papers.sc24 import model as claims
 
 KW = {"workload": "criteo-terabyte", "nodes": 8, "network": "infiniband-hdr-200g"}
 KW |= {"codec": "hybrid", "eb": 0.03, "codec_gbps": "cuszp2-a100"}

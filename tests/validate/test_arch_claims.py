@@ -14,9 +14,9 @@ from nmp.errors import NmpError
 from nmp.evaluate.analysis import memory_system, memory_warnings
 from nmp.evaluate.sweep import expand, load_sweep
 from nmp.evaluate.sweepcheck import validate_sweep
+from nmp.papers import nmp_speed as arch_claims
 from nmp.plugins import load_claim_model
-from nmp.validate import arch_claims
-from nmp.validate.claims import CLAIMS_DIR, load_claim_file, load_claims
+from nmp.validate.claims import PAPERS_DIR, load_claim_file, load_claims
 
 PAPERS = ("recross", "trim", "recnmp")
 SWEEPS = project_root() / "workloads" / "sweeps"
@@ -41,7 +41,7 @@ COMPARING = [
 
 @pytest.mark.parametrize("paper", PAPERS)
 def test_claims_file_parses_and_models_resolve(paper: str) -> None:
-    claims = load_claim_file(CLAIMS_DIR / f"{paper}.toml")
+    claims = load_claim_file(PAPERS_DIR / paper / "claims.toml")
     assert len(claims) >= 5
     for claim in claims:
         assert claim.id.startswith(f"{paper}.")
@@ -85,10 +85,10 @@ def test_curve_claims_follow_every_step() -> None:
 
 
 def test_linked_steps_and_bad_arguments() -> None:
-    assert arch_claims._steps("vector", [{"dim": 128, "channels": 2}]) == [
+    assert arch_claims.axis_steps("vector", [{"dim": 128, "channels": 2}]) == [
         {"dim": 128, "channels": 2}
     ]
-    assert arch_claims._steps("batch", [1, 2]) == [{"batch": 1}, {"batch": 2}]
+    assert arch_claims.axis_steps("batch", [1, 2]) == [{"batch": 1}, {"batch": 2}]
     with pytest.raises(NmpError, match="unknown setup key"):
         arch_claims.point("recross", setup={"nope": 1})
     with pytest.raises(NmpError, match="not an architecture preset"):

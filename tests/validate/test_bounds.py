@@ -10,21 +10,20 @@
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 import pytest
 
 from nmp.arch.first_principles import workload_stats
 from nmp.arch.presets import load_arch_spec
 from nmp.memory import load_memory
-from nmp.validate import arch_claims, nmp_points
-from nmp.validate.claims import CLAIMS_DIR, Evaluation, load_claims
+from nmp.papers import nmp_points
+from nmp.papers import nmp_speed as arch_claims
+from nmp.validate.claims import Evaluation, load_claims, paper_files
 from nmp.validate.runner import PLACEHOLDERS, run_validation, swept_alternatives
 from nmp.workload import load_workload
+from tests.validate.test_golden import fixture
 
-GOLDEN = Path(__file__).parent / "golden"
 NMP_PAPERS = ("recross", "trim", "recnmp")
 
 
@@ -79,7 +78,7 @@ def test_the_baseline_takes_its_least_favourable_choices() -> None:
 
 
 def _fixture(paper: str) -> dict:
-    return json.loads((GOLDEN / f"{paper}.json").read_text())
+    return fixture(paper)
 
 
 def _bounded(paper: str, mode: str) -> dict[str, dict]:
@@ -128,8 +127,8 @@ def test_bounds_need_no_model_run(monkeypatch) -> None:
     def stub(*args, **kwargs):
         return Fake()
 
-    monkeypatch.setattr(nmp_points, "_run", stub)
-    monkeypatch.setattr(nmp_points, "_ceiling", lambda *a, **k: FakeCeiling())
+    monkeypatch.setattr(nmp_points, "run_items", stub)
+    monkeypatch.setattr(nmp_points, "ceiling_items", lambda *a, **k: FakeCeiling())
     monkeypatch.setattr(arch_claims, "ceiling", lambda *a, **k: FakeCeiling())
     rows = run_validation(quick=True, only=ids)
     assert {r.id for r in rows} == set(ids)
@@ -144,9 +143,9 @@ def test_separate_bounds_need_no_model_run(monkeypatch) -> None:
     every one of their models stubbed out (a constant answer) and the models' runs made to
     fail, validate gives the recorded bounds."""
     import nmp.validate.claims as claims_mod
-    from nmp.compress import claims as compress_claims
-    from nmp.gpu import claims as gpu_claims
-    from nmp.shard import claims as shard_claims
+    from nmp.papers.micro24 import model as gpu_claims
+    from nmp.papers.recshard import model as shard_claims
+    from nmp.papers.sc24 import model as compress_claims
 
     every = [c for c in load_claims() if c.bound and c.quick]
     assert {c.paper for c in every} == {"micro24", "recshard", "sc24"}
@@ -339,7 +338,7 @@ def test_one_configuration_per_design_across_papers() -> None:
     """A design-level key the setups of two papers both give has one value, unless both
     cite a source (each paper then states its own)."""
     seen: dict[str, tuple[object, str, bool]] = {}
-    for path in sorted(CLAIMS_DIR.glob("*.toml")):
+    for path in paper_files():
         claims = [c for c in load_claims() if c.file == str(path) and c.setup is not None]
         if not claims:
             continue
@@ -348,8 +347,8 @@ def test_one_configuration_per_design_across_papers() -> None:
                 continue
             if v.key in seen:
                 value, other, sourced = seen[v.key]
-                assert value == v.value or (sourced and v.source), (v.key, path.stem, other)
-            seen[v.key] = (v.value, path.stem, bool(v.source))
+                assert value == v.value or (sourced and v.source), (v.key, path.parent.name, other)
+            seen[v.key] = (v.value, path.parent.name, bool(v.source))
 
 
 def test_docs_quote_the_whole_tables_counts() -> None:

@@ -1,10 +1,12 @@
 """Every model value of ``nmp validate --json`` against a recorded fixture.
 
-One fixture per paper (and one for the built-in simulator / functional checks) in ``golden/``,
-each with the quick set (``nmp validate --quick``) and the full set (``nmp validate``, where
-quick claims run at full size): both columns, both verdicts, the bounds, the margins and the
-attribution of every check. A change to a headline figure is then a visible diff, rewritten
-only in a commit that changes the model on purpose and says why in its body:
+One fixture per paper, in its folder (``nmp/papers/<paper>/golden.json``: adding a paper adds
+its fixture beside its claims), and one for the built-in simulator / functional checks
+(``golden/builtin.json``), each with the quick set (``nmp validate --quick``) and the full set
+(``nmp validate``, where quick claims run at full size): both columns, both verdicts, the
+bounds, the margins and the attribution of every check. A change to a headline figure is then
+a visible diff, rewritten only in a commit that changes the model on purpose and says why in
+its body:
 
     .venv/bin/python -m tests.validate.test_golden --write [paper ...]
 
@@ -82,8 +84,15 @@ def by_group(rows: list[dict]) -> dict[str, dict[str, dict]]:
     return out
 
 
+def fixture_path(group: str) -> Path:
+    """Where a group's fixture lives: the built-in checks' here, a paper's in its folder."""
+    from nmp.validate.claims import PAPERS_DIR
+
+    return DATA / f"{group}.json" if group == BUILTIN else PAPERS_DIR / group / "golden.json"
+
+
 def fixture(group: str) -> dict:
-    path = DATA / f"{group}.json"
+    path = fixture_path(group)
     if not path.is_file():
         pytest.fail(
             f"no fixture {path}: write it with python -m tests.validate.test_golden --write"
@@ -111,13 +120,12 @@ def test_golden_full_set(group: str) -> None:
 
 
 def write(selected: list[str]) -> None:
-    DATA.mkdir(exist_ok=True)
     for group in selected or groups():
         doc = {
             mode: by_group(run_rows(group, quick=mode == "quick")).get(group, {})
             for mode in ("quick", "full")
         }
-        path = DATA / f"{group}.json"
+        path = fixture_path(group)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
         tmp.replace(path)

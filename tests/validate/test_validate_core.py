@@ -18,6 +18,12 @@ from nmp.validate.runner import run_validation
 PAPER = '[paper]\nid = "toy"\ntitle = "Toy (2026)"\ncitation = "nowhere"\n'
 
 
+def _paper(root: Path, name: str = "toy") -> Path:
+    """The claims file of paper folder ``name`` under ``root`` (``<name>/claims.toml``)."""
+    (root / name).mkdir(exist_ok=True)
+    return root / name / "claims.toml"
+
+
 def _claim(**kw) -> str:
     base = {
         "id": '"toy.a"',
@@ -121,7 +127,7 @@ def test_a_bound_without_terms_is_the_models_ceiling(tmp_path, toy_models):
         id='"toy.c"', kind='"value"', published="2.0", unit='"x"',
         model='"nmp._toy_models:value_with_ceiling"',
     )  # fmt: skip
-    (tmp_path / "toy.toml").write_text(text)
+    _paper(tmp_path, "toy").write_text(text)
     (row,) = run_validation(quick=True, only=("toy",), claims_dir=tmp_path)
     assert row.bound is None and row.exceeds_bound is None and row.verdict == "disagrees"
     assert row.model_ceiling == 0.6
@@ -152,14 +158,14 @@ chosen = "the toy's baseline is DRAM-bound"
     ],
 )
 def test_bad_setups_name_the_key(tmp_path, setup, match):
-    path = tmp_path / "toy.toml"
+    path = _paper(tmp_path)
     path.write_text(PAPER + setup + _claim())
     with pytest.raises(SpecError, match=match):
         load_claim_file(path)
 
 
 def test_both_columns_bound_and_attribution(tmp_path, toy_models):
-    (tmp_path / "toy.toml").write_text(
+    _paper(tmp_path, "toy").write_text(
         PAPER
         + SETUP
         + _claim(
@@ -203,7 +209,7 @@ def test_quick_runs_leave_attribution_out_and_a_bound_function_replaces_the_mode
 ):
     """``--quick`` attributes nothing (the full run does); a claim's ``bound`` function gives
     the bound under each setup, and the model's own bound becomes its ceiling."""
-    (tmp_path / "toy.toml").write_text(
+    _paper(tmp_path, "toy").write_text(
         PAPER
         + SETUP
         + _claim(
@@ -225,14 +231,14 @@ def test_quick_runs_leave_attribution_out_and_a_bound_function_replaces_the_mode
 
 
 def test_a_file_without_setup_has_one_value_in_both_columns(tmp_path, toy_models):
-    (tmp_path / "toy.toml").write_text(PAPER + _claim())
+    _paper(tmp_path, "toy").write_text(PAPER + _claim())
     (row,) = run_validation(quick=True, only=("toy",), claims_dir=tmp_path)
     assert row.setup_stated is False
     assert row.model_paper_setup is row.model_kit_defaults is True
     assert row.verdict_paper_setup == row.verdict_kit_defaults == "agrees"
     # a model without a setup argument cannot honour a paper's setup: an error, not a silent
     # kit-defaults value in the paper's column
-    (tmp_path / "toy.toml").write_text(PAPER + SETUP + _claim())
+    _paper(tmp_path, "toy").write_text(PAPER + SETUP + _claim())
     (row,) = run_validation(quick=True, only=("toy",), claims_dir=tmp_path)
     assert row.verdict_paper_setup == "error" and "takes no paper setup" in row.model_paper_setup
     assert row.verdict_kit_defaults == "agrees"
@@ -249,25 +255,25 @@ def test_a_file_without_setup_has_one_value_in_both_columns(tmp_path, toy_models
     ],
 )
 def test_bad_claim_files_name_the_key(tmp_path, text, match):
-    path = tmp_path / "toy.toml"
+    path = _paper(tmp_path)
     path.write_text(PAPER + text)
     with pytest.raises(SpecError, match=match) as err:
         load_claim_file(path)
-    assert "toy.toml" in str(err.value)
+    assert "toy/claims.toml" in str(err.value)
 
 
-def test_paper_id_is_the_file_name_and_ids_are_unique(tmp_path):
-    (tmp_path / "other.toml").write_text(PAPER + _claim())
+def test_paper_id_is_the_folder_name_and_ids_are_unique(tmp_path):
+    _paper(tmp_path, "other").write_text(PAPER + _claim())
     with pytest.raises(SpecError, match="paper.id"):
         load_claims(tmp_path)
-    (tmp_path / "other.toml").unlink()
-    (tmp_path / "toy.toml").write_text(PAPER + _claim() + _claim())
+    _paper(tmp_path, "other").unlink()
+    _paper(tmp_path, "toy").write_text(PAPER + _claim() + _claim())
     with pytest.raises(SpecError, match="duplicate claim id"):
         load_claims(tmp_path)
 
 
 def test_runner_evaluates_claims_and_keeps_going_after_an_error(tmp_path, toy_models):
-    (tmp_path / "toy.toml").write_text(
+    _paper(tmp_path, "toy").write_text(
         PAPER
         + _claim()
         + _claim(id='"toy.b"', args="{ holds = false }", explanation='"assumption X"')
@@ -294,13 +300,13 @@ def test_runner_evaluates_claims_and_keeps_going_after_an_error(tmp_path, toy_mo
 
 
 def test_unknown_model_function_is_an_error_row(tmp_path, toy_models):
-    (tmp_path / "toy.toml").write_text(PAPER + _claim(model='"nmp._toy_models:nothing"'))
+    _paper(tmp_path, "toy").write_text(PAPER + _claim(model='"nmp._toy_models:nothing"'))
     (row,) = run_validation(quick=True, only=("toy",), claims_dir=tmp_path)
     assert row.verdict == "error" and "unknown claim model 'nmp._toy_models:nothing'" in row.model
 
 
 def test_a_claim_may_only_name_nmp_functions(tmp_path):
-    (tmp_path / "toy.toml").write_text(PAPER + _claim(model='"os:system"'))
+    _paper(tmp_path, "toy").write_text(PAPER + _claim(model='"os:system"'))
     (row,) = run_validation(quick=True, only=("toy",), claims_dir=tmp_path)
     assert row.verdict == "error" and "only functions of the nmp package" in row.model
 

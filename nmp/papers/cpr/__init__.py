@@ -1,0 +1,4 @@
+"""CPR (Maeng et al., MLSys'21).
+
+Its claims, model and golden fixture, in one folder (see :mod:`nmp.papers`).
+"""
