@@ -94,7 +94,14 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
     }  # fmt: skip
     sched = REGISTRY.get("checkpoint").schedule
     out = run_phases(
-        run, {"runs": [ff]}, sched, step_ratio=1.5, repair_s=0.0, bench=bench, workers=2, world=4
+        run,
+        {"runs": [ff]},
+        sched,
+        added_step_s=0.005,
+        repair_s=0.0,
+        bench=bench,
+        workers=2,
+        world=4,
     )
     ph = out["phases"]
     # measured: the re-executed steps 5..9 of generation 1, each save's slowest writer
@@ -103,10 +110,10 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
     assert ph["save"]["measured_s"] == pytest.approx(0.03 + 0.05)
     assert ph["restore"]["measured_s"] == pytest.approx(0.02)
     assert ph["regroup"]["measured_s"] == pytest.approx(0.1 - 0.02)
-    # modeled: steps at the failure-free mean times the per-step model's ratio; a save's
+    # modeled: steps at the failure-free mean plus the strategy's added phases; a save's
     # largest part at the benchmark's bytes per second; the restore's bytes read likewise
-    assert ph["steps"]["modeled_s"] == pytest.approx(20 * step * 1.5)
-    assert ph["reexec"]["modeled_s"] == pytest.approx(5 * step * 1.5)
+    assert ph["steps"]["modeled_s"] == pytest.approx(20 * (step + 0.005))
+    assert ph["reexec"]["modeled_s"] == pytest.approx(5 * (step + 0.005))
     assert ph["save"]["modeled_s"] == pytest.approx(2 * 0.02)
     # the restore: server 2 files + 8000 B, the worker 1 file + 1000 B of CPU, the longer
     # of the longest and the sum over the cores, stretched by the contention (1 + 1); the

@@ -106,9 +106,11 @@ def per_step(
     return out
 
 
-def measured_phases(results: dict[str, Any], schedule, book: str = "phase_s") -> dict[str, float]:
-    """Median seconds per step of every phase of ``schedule`` (each from the role that runs
-    it; a phase no process timed is absent)."""
+def measured_phases(
+    results: dict[str, Any], schedule, book: str = "phase_s", stat: str = "median"
+) -> dict[str, float]:
+    """Median (or ``stat`` "mean") seconds per step of every phase of ``schedule`` (each from
+    the role that runs it; a phase no process timed is absent)."""
     out: dict[str, float] = {}
     # a sync of all ("vote") is the servers' view: they vote last, after their exchanges
     for actor in ("server", "worker"):
@@ -118,13 +120,13 @@ def measured_phases(results: dict[str, Any], schedule, book: str = "phase_s") ->
                 continue
             vals = [row[p.name] for row in steps.values() if p.name in row]
             if vals:
-                out[p.name] = float(np.median(vals))
+                out[p.name] = float(np.mean(vals) if stat == "mean" else np.median(vals))
     return out
 
 
-def mean_phases(runs: list[dict[str, Any]], schedule) -> dict[str, float]:
+def mean_phases(runs: list[dict[str, Any]], schedule, stat: str = "median") -> dict[str, float]:
     """:func:`measured_phases` of each run, averaged over the runs that timed the phase."""
-    got = [measured_phases(r["results"], schedule) for r in runs]
+    got = [measured_phases(r["results"], schedule, stat=stat) for r in runs]
     names = {n for g in got for n in g}
     return {n: float(np.mean([g[n] for g in got if n in g])) for n in names}
 
@@ -285,6 +287,16 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
         cpu_contention=contention(run),
     )  # fmt: skip
     inputs.update(counts)
+    # The same phases in the mean over the steps (what the run's total adds up): the
+    # failure-free runs' mean round, with its tails (a process descheduled mid-round). (ECRec's
+    # servers also time their parity update on the design every cost_sample-th step: 0.065 ms
+    # a time measured on this machine, 0.003 ms a step: not charged.)
+    ref_mean = mean_phases(base.get("runs", [base]), COMMON, stat="mean")
+    model_mean, _ = model_phases(
+        sched, COMMON, ref_mean, delta_bytes_per_server=delta_bytes, compute_s=compute_s,
+        link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,
+        cpu_contention=contention(run),
+    )  # fmt: skip
     step_meas = 1e3 * float(np.median(step_times(run)))
     table: dict[str, Any] = {}
     for p in sched.step:
@@ -321,8 +333,13 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     added = [n for n in sched.foreground() if not COMMON.has(n)]
     step_ff = 1e3 * float(np.median(step_times(base)))
     step_mod = step_ff + sum(1e3 * model[n] for n in added)
+    # per step in the mean: what the run's steps add to the failure-free runs' mean step
+    added_mean_s = sum(model_mean[n] for n in added)
+    for n in added:
+        table[n]["modeled_mean_ms"] = 1e3 * model_mean[n]
     return {
         "phases": table,
+        "added_mean_s": added_mean_s,
         "step_ms": {
             "measured": step_meas,
             "modeled": step_mod,

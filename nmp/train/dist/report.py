@@ -256,7 +256,8 @@ def modeled(
     sf = steady_fraction(md, ctx.strategy)
     ratio = pm["step_ms"]["modeled"] / pm["step_ms"]["failure_free_measured"]
     rp = run_phases(
-        run, base, ctx.schedule, step_ratio=ratio, repair_s=pm["repair_s"]["modeled"],
+        run, base, ctx.schedule, added_step_s=pm["added_mean_s"],
+        repair_s=pm["repair_s"]["modeled"],
         bench=bench, workers=ctx.spec.workers, world=ctx.spec.world,
     )  # fmt: skip
     return {

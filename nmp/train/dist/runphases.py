@@ -7,7 +7,8 @@ from the run's processes and one model from what they did: the bytes the process
 read, the steps they executed, and times this run takes on this machine (the
 failure-free runs' steps, a write and a read of a save's size, synced, in the run folder). The
 steps themselves are one more phase (``steps``), modeled as the failure-free runs' mean step
-times the per-step model's ratio (:func:`nmp.train.dist.phases.phase_model`), and the time
+plus the strategy's added phases in the mean (:func:`nmp.train.dist.phases.phase_model`),
+and the time
 between steps (``between``: counts published, the save check; and a failure's aborted step) as
 the failure-free runs' own. The total is their sum: the modeled training time, against the
 measured one, in seconds and as the overhead over the failure-free runs.
@@ -247,7 +248,7 @@ def run_phases(
     base: dict,
     schedule,
     *,
-    step_ratio: float,
+    added_step_s: float,
     repair_s: float,
     bench: dict[str, float],
     workers: int,
@@ -260,7 +261,9 @@ def run_phases(
     ff_steps = [s for b in bases for _, _, s in _walls(b)]
     ff_wall = float(np.mean([b["train_wall_s"] for b in bases]))
     n_ff = float(np.mean([len(_walls(b)) for b in bases]))
-    step_s = float(np.mean(ff_steps)) * step_ratio  # the mean: the tails are this machine's
+    # the failure-free runs' mean step (the tails are this machine's) plus the strategy's
+    # added phases in the mean (nmp.train.dist.phases.phase_model)
+    step_s = float(np.mean(ff_steps)) + added_step_s
     between_s = max(0.0, ff_wall - n_ff * float(np.mean(ff_steps))) / n_ff
     from nmp.train.dist.phases import contention
 
