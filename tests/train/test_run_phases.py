@@ -179,7 +179,8 @@ def test_added_phases_are_priced_by_what_they_do():
     assert [p.name for p in cpr.step if not COMMON.has(p.name)] == ["track"]
     got, _ = model_phases(
         cpr, COMMON, base, delta_bytes_per_server=0.0, compute_s={"track": 0.0001},
-        link_gbps=1.0, servers=4, workers=3, cpu_contention=0.5,
+        link_gbps=1.0, servers=4, workers=3, cpu_contention=0.5, cores=2,
     )  # fmt: skip
-    assert got["track"] == pytest.approx(0.00015)  # CPR's bookkeeping, on the critical path
+    # CPR's bookkeeping, on the critical path: 4 servers at once on 2 cores take 2 turns
+    assert got["track"] == pytest.approx(0.0001 * 2 * 1.5)
     assert cpr.critical_path_ns(got) > COMMON.critical_path_ns(got)

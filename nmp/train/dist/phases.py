@@ -8,6 +8,7 @@ median over the steps.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -214,6 +215,7 @@ def model_phases(
     servers: int,
     workers: int,
     cpu_contention: float = 0.0,
+    cores: int = 0,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """Each phase's modeled seconds per step on this machine, and the inputs taken.
 
@@ -226,12 +228,15 @@ def model_phases(
     :func:`round_seconds`) plus its bytes over the measured link; a compute (``parity_xor``,
     ``track``) is its microbenchmark's seconds (``compute_s``: the same work on as many
     records, run alone) stretched by the run's CPU contention (:func:`contention`): in the run
-    the burst waits for a CPU as every burst there does."""
+    the burst waits for a CPU as every burst there does; every process of the phase's role
+    runs it at once, so with more of them than ``cores`` (this machine's CPUs; 0: as many as
+    processes) they take turns: n / cores bursts in a row."""
     out = {n: s for n, s in base_phases.items() if common.has(n)}
     round_s = round_seconds(base_phases, workers, servers - 1)  # among the servers
     inputs: dict[str, Any] = {
         "failure_free_phase_ms": {n: 1e3 * s for n, s in out.items()},
         "cpu_contention": cpu_contention,
+        "cores": cores,
     }
     for p in schedule.step:
         if common.has(p.name) or p.background:
@@ -242,7 +247,9 @@ def model_phases(
             inputs["round_ms"] = 1e3 * round_s
             inputs[f"{p.name}_bytes_per_server_step"] = delta_bytes_per_server
         elif p.does == "compute":
-            out[p.name] = compute_s.get(p.name, 0.0) * (1.0 + cpu_contention)
+            n = servers if p.actor == "server" else workers
+            turns = max(1.0, n / cores) if cores else 1.0
+            out[p.name] = compute_s.get(p.name, 0.0) * turns * (1.0 + cpu_contention)
             inputs[f"{p.name}_microbenchmark_ms"] = 1e3 * compute_s.get(p.name, 0.0)
     return out, inputs
 
@@ -284,7 +291,7 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     model, inputs = model_phases(
         sched, COMMON, ref, delta_bytes_per_server=delta_bytes, compute_s=compute_s,
         link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,
-        cpu_contention=contention(run),
+        cpu_contention=contention(run), cores=os.cpu_count() or 1,
     )  # fmt: skip
     inputs.update(counts)
     # The same phases in the mean over the steps (what the run's total adds up): the
@@ -295,7 +302,7 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     model_mean, _ = model_phases(
         sched, COMMON, ref_mean, delta_bytes_per_server=delta_bytes, compute_s=compute_s,
         link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,
-        cpu_contention=contention(run),
+        cpu_contention=contention(run), cores=os.cpu_count() or 1,
     )  # fmt: skip
     step_meas = 1e3 * float(np.median(step_times(run)))
     table: dict[str, Any] = {}
