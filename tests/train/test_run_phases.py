@@ -83,7 +83,8 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
     )
     # a worker read a part too (the restore: the longest process or all over the cores)
     run["results"]["worker:0"].update(loaded_bytes={"1": 1000}, loaded_files={"1": 1})
-    run["traffic"] = {"sched_s": {"a": [2.0, 1.0], "b": [2.0, 3.0]}}  # contention 4 / 4
+    run["traffic"] = {"sched_s": {"a": [2.0, 1.0], "b": [2.0, 3.0]}, "cpu_s": {"a": 0.3}}
+    run.update(machine_busy_s=0.9, machine_cpus=2)  # contention 4 / 4; others 0.6 of 0.9 s
     run["events"] = [
         {"failed": "server:0", "gen": 1, "resume_step": 5, "committed_steps": 10,
          "regroup_wall_s": 0.1},
@@ -125,6 +126,10 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
     # processes (the all-gather's round of 4 ms among 1 peer, scaled to 3: H(3)), the group
     # formation of the failure-free run's last process to arrive
     assert ph["regroup"]["modeled_s"] == pytest.approx(0.0035 + 0.004 * (1 + 1 / 2 + 1 / 3) + 0.02)
+    # the load the run met: its processes' CPU and the rest of the machine's busy time
+    assert out["machine"] == pytest.approx(
+        {"cpus": 2, "ours_cores": 0.5, "others_cores": 1.0, "cpu_contention": 1.0}
+    )
     total = sum(v["modeled_s"] for v in ph.values())
     assert out["total_s"]["modeled"] == pytest.approx(total)
     assert out["overhead_pct"]["modeled"] == pytest.approx(100 * (total / 0.22 - 1))

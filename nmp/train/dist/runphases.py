@@ -310,6 +310,9 @@ def run_phases(
             "modeled": 100.0 * (total_mod / ff_wall - 1.0),
         },
         "inputs": inp,
+        # the load the run met (why one run's wall time moves: see docs/training.md)
+        "machine": machine_share(run),
+        "failure_free_machine": [machine_share(b) for b in bases],
     }
 
 
@@ -328,6 +331,24 @@ def cpu_overhead(run: dict, base: dict) -> dict[str, Any] | None:
         "failure_free_cpu_s": ff,
         "failure_free_cpu_s_each": got,
         "overhead_pct": 100.0 * (mine / ff - 1.0),
+    }
+
+
+def machine_share(rec: dict) -> dict[str, Any] | None:
+    """Who used the machine's CPUs during the run's training: this run's processes and
+    everything else (cores on average, from the launcher's ``/proc/stat`` reading and the
+    processes' CPU seconds), and the run's CPU contention. None when not recorded."""
+    from nmp.train.dist.phases import contention
+
+    busy, wall = rec.get("machine_busy_s"), rec.get("train_wall_s")
+    if not busy or not wall:
+        return None
+    ours = sum((rec.get("traffic", {}).get("cpu_s") or {}).values())
+    return {
+        "cpus": rec.get("machine_cpus"),
+        "ours_cores": ours / wall,
+        "others_cores": max(0.0, busy - ours) / wall,
+        "cpu_contention": contention(rec),
     }
 
 
@@ -404,3 +425,16 @@ def print_run_phases(rp: dict[str, Any], cpu: dict[str, Any] | None) -> None:
             f"  CPU seconds of the processes: {cpu['cpu_s']:.1f} vs failure-free "
             f"{cpu['failure_free_cpu_s']:.1f}: overhead {cpu['overhead_pct']:+.1f} %"
         )
+    m = rp.get("machine")
+    if m is not None:
+        print(
+            f"  the machine's {m['cpus']} CPUs during training: this run {m['ours_cores']:.2f}, "
+            f"other load {m['others_cores']:.2f} cores; CPU contention {m['cpu_contention']:.2f} "
+            "s waiting per s on a CPU"
+        )
+        for f in rp.get("failure_free_machine") or []:
+            if f is not None:
+                print(
+                    f"    failure-free run: {f['ours_cores']:.2f}, other load "
+                    f"{f['others_cores']:.2f} cores; contention {f['cpu_contention']:.2f}"
+                )
