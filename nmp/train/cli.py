@@ -445,6 +445,9 @@ def _extrapolate(args) -> int:
         return 0
     rows = monte_carlo(dep)
     if args.json:
+        from nmp.train.extrapolate import closing_note
+
+        closing_note(rows, dep)  # adds each strategy's schedule and verdict to its row
         json.dump(rows, sys.stdout, indent=2)
         print()
     else:

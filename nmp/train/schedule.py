@@ -62,6 +62,8 @@ class Schedule:
     recovery: tuple[str, ...] = field(default=())
     # the run's phases beyond the steps (saves, a failure's regroup, restore, re-execution)
     run: tuple[RunPhase, ...] = field(default=())
+    # which schedule this is and on what authority (reports say it beside the verdict)
+    basis: str = ""
 
     def has(self, name: str) -> bool:
         return any(p.name == name for p in self.step)
@@ -79,12 +81,21 @@ class Schedule:
                 waits = tuple(e.name for e in extra if not e.background)
                 p = Phase(**{**p.__dict__, "after": (*p.after, *waits)})
             out.append(p)
-        return Schedule(tuple(out), self.recovery, self.run)
+        return Schedule(tuple(out), self.recovery, self.run, self.basis)
 
     def with_run(self, *extra: RunPhase, recovery: tuple[str, ...] = ()) -> Schedule:
         """This schedule with the run phases ``extra`` after its own (and ``recovery``'s words
         instead of its own when given)."""
-        return Schedule(self.step, recovery or self.recovery, (*self.run, *extra))
+        return Schedule(self.step, recovery or self.recovery, (*self.run, *extra), self.basis)
+
+    def overlapped(self, common: Schedule) -> Schedule:
+        """This schedule with every phase it adds to ``common`` behind the step (background):
+        the contrast a report sets beside the schedule as run (what full overlap would give)."""
+        step = tuple(
+            p if common.has(p.name) else Phase(**{**p.__dict__, "background": True})
+            for p in self.step
+        )
+        return Schedule(step, self.recovery, self.run, "overlapped (assumed, not run)")
 
     def critical_path_ns(self, phase_ns: dict[str, float]) -> float:
         """The step's time: the longest chain of foreground phases through ``after`` (a phase

@@ -3,6 +3,8 @@ processes: records shaped as the launcher's)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from nmp.errors import NmpError
@@ -75,15 +77,32 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
         ckpt_writes=[(0, 0.03, 4000), (10, 0.05, 4000), (10, 0.01, 2000)],
         begin_s={"1": 0.02},
         loaded_bytes={"1": 8000},
+        loaded_files={"1": 2},
+        store_ops={"1": 3},
+        store_rtt_s=[0.001, 0.003, 0.002],
     )
+    # a worker read a part too (the restore: the longest process or all over the cores)
+    run["results"]["worker:0"].update(loaded_bytes={"1": 1000}, loaded_files={"1": 1})
+    run["traffic"] = {"sched_s": {"a": [2.0, 1.0], "b": [2.0, 3.0]}, "cpu_s": {"a": 0.3}}
+    run.update(machine_busy_s=0.9, machine_cpus=2)  # contention 4 / 4; others 0.6 of 0.9 s
     run["events"] = [
         {"failed": "server:0", "gen": 1, "resume_step": 5, "committed_steps": 10,
          "regroup_wall_s": 0.1},
     ]  # fmt: skip
-    bench = {"write_s": 0.02, "read_s": 0.004, "bench_bytes": 4000.0}
+    bench = {
+        "write_s": 0.02, "read_s": 0.004, "bench_bytes": 4000.0,
+        "read_file_cpu_s": 0.001, "read_byte_cpu_s": 1e-6,
+    }  # fmt: skip
     sched = REGISTRY.get("checkpoint").schedule
     out = run_phases(
-        run, {"runs": [ff]}, sched, step_ratio=1.5, repair_s=0.0, bench=bench, workers=2, world=4
+        run,
+        {"runs": [ff]},
+        sched,
+        added_step_s=0.005,
+        repair_s=0.0,
+        bench=bench,
+        workers=2,
+        world=4,
     )
     ph = out["phases"]
     # measured: the re-executed steps 5..9 of generation 1, each save's slowest writer
@@ -92,17 +111,25 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
     assert ph["save"]["measured_s"] == pytest.approx(0.03 + 0.05)
     assert ph["restore"]["measured_s"] == pytest.approx(0.02)
     assert ph["regroup"]["measured_s"] == pytest.approx(0.1 - 0.02)
-    # modeled: steps at the failure-free mean times the per-step model's ratio; a save's
+    # modeled: steps at the failure-free mean plus the strategy's added phases; a save's
     # largest part at the benchmark's bytes per second; the restore's bytes read likewise
-    assert ph["steps"]["modeled_s"] == pytest.approx(20 * step * 1.5)
-    assert ph["reexec"]["modeled_s"] == pytest.approx(5 * step * 1.5)
+    assert ph["steps"]["modeled_s"] == pytest.approx(20 * (step + 0.005))
+    assert ph["reexec"]["modeled_s"] == pytest.approx(5 * (step + 0.005))
     assert ph["save"]["modeled_s"] == pytest.approx(2 * 0.02)
-    assert ph["restore"]["modeled_s"] == pytest.approx(2 * 0.004)
+    # the restore: server 2 files + 8000 B, the worker 1 file + 1000 B of CPU, the longer
+    # of the longest and the sum over the cores, stretched by the contention (1 + 1); the
+    # server's 3 store round trips at the run's median 2 ms
+    reads = max(2 * 0.001 + 8000e-6, (2 * 0.001 + 8000e-6 + 0.001 + 1000e-6) / os.cpu_count())
+    assert ph["restore"]["modeled_s"] == pytest.approx(reads * 2 + 3 * 0.002)
     assert ph["between"]["modeled_s"] == pytest.approx(25 * 0.001)
     # the regroup: the launcher's and the spare's half polling periods, a barrier of the 4
     # processes (the all-gather's round of 4 ms among 1 peer, scaled to 3: H(3)), the group
     # formation of the failure-free run's last process to arrive
     assert ph["regroup"]["modeled_s"] == pytest.approx(0.0035 + 0.004 * (1 + 1 / 2 + 1 / 3) + 0.02)
+    # the load the run met: its processes' CPU and the rest of the machine's busy time
+    assert out["machine"] == pytest.approx(
+        {"cpus": 2, "ours_cores": 0.5, "others_cores": 1.0, "cpu_contention": 1.0}
+    )
     total = sum(v["modeled_s"] for v in ph.values())
     assert out["total_s"]["modeled"] == pytest.approx(total)
     assert out["overhead_pct"]["modeled"] == pytest.approx(100 * (total / 0.22 - 1))
@@ -132,3 +159,33 @@ def test_repeats_give_each_runs_overheads_and_their_spread():
     assert out["overhead_pct"]["min"] == pytest.approx(0.0)
     assert out["overhead_pct"]["sd"] == pytest.approx(14.142, rel=1e-3)
     assert out["failure_free_repeat_pct"]["max"] == pytest.approx(20.0)
+
+
+def test_added_phases_are_priced_by_what_they_do():
+    from nmp.train.dist.phases import contention, model_phases
+
+    base = {"lookup": 0.005, "dense_grad": 0.004, "vote": 0.003}
+    ecrec = REGISTRY.get("ecrec").schedule
+    run = {"traffic": {"sched_s": {"a": [1.0, 2.0], "b": [3.0, 2.0]}}}
+    q = contention(run)
+    assert q == pytest.approx(1.0)  # 4 s waiting for a CPU per 4 s on one
+    got, inputs = model_phases(
+        ecrec, COMMON, base, delta_bytes_per_server=1e6, compute_s={"parity_xor": 0.0002},
+        link_gbps=1.0, servers=4, workers=3, cpu_contention=q,
+    )  # fmt: skip
+    assert got["lookup"] == 0.005  # a common phase: the failure-free runs' own
+    # a send among the 4 servers: the all-gather's round among 2 peers scaled to 3 peers
+    # (H(3) / H(2)), plus its bytes over the link
+    assert got["parity_delta"] == pytest.approx(0.004 * (11 / 6) / 1.5 + 1e6 / 1e9)
+    # a compute: its microbenchmark stretched by the run's CPU contention
+    assert got["parity_xor"] == pytest.approx(0.0002 * 2)
+    assert inputs["cpu_contention"] == q
+    cpr = REGISTRY.get("cpr-mfu").schedule
+    assert [p.name for p in cpr.step if not COMMON.has(p.name)] == ["track"]
+    got, _ = model_phases(
+        cpr, COMMON, base, delta_bytes_per_server=0.0, compute_s={"track": 0.0001},
+        link_gbps=1.0, servers=4, workers=3, cpu_contention=0.5, cores=2,
+    )  # fmt: skip
+    # CPR's bookkeeping, on the critical path: 4 servers at once on 2 cores take 2 turns
+    assert got["track"] == pytest.approx(0.0001 * 2 * 1.5)
+    assert cpr.critical_path_ns(got) > COMMON.critical_path_ns(got)

@@ -69,6 +69,8 @@ def test_the_closing_note_says_which_schedule_and_whether_the_order_holds(monkey
     note = " ".join(closing_note(expected(dep), dep))
     assert "ecrec's schedule adds parity_delta, parity_xor on the critical path" in note
     assert "(NOT below)" in note
+    # which schedule, on what authority, and the paper's conclusion's verdict with it
+    assert "serial" in note and "SparsePushWithParity" in note and "does NOT hold" in note
     cls = REGISTRY.get("ecrec")
     behind = Schedule(
         tuple(p if COMMON.has(p.name) else replace(p, background=True) for p in cls.schedule.step)
@@ -76,3 +78,4 @@ def test_the_closing_note_says_which_schedule_and_whether_the_order_holds(monkey
     monkeypatch.setattr(cls, "schedule", behind)
     note = " ".join(closing_note(expected(dep), dep))
     assert "in the background" in note and "(NOT below)" not in note
+    assert "HOLDS" in note

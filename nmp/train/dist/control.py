@@ -36,6 +36,9 @@ class Aborted(RuntimeError):
 class Control:
     def __init__(self, store) -> None:
         self.store = store
+        # seconds of each vote's first round trip to the store, per step: the run's store
+        # latency under the machine's load at the time (an input of the restore's model)
+        self.store_rtt_s: list[float] = []
 
     # -- generations ----------------------------------------------------------------------------
 
@@ -71,7 +74,10 @@ class Control:
     def vote(self, gen: int, step: int, voters: int, timeout_s: float) -> str:
         """Vote for committing ``step`` and wait for the decision (``commit`` or ``abort``)."""
         key = f"dec/{gen}/{step}"
-        if int(self.store.add(f"vote/{gen}/{step}", 1)) == voters:
+        t0 = time.perf_counter()
+        votes = int(self.store.add(f"vote/{gen}/{step}", 1))
+        self.store_rtt_s.append(time.perf_counter() - t0)
+        if votes == voters:
             self.store.compare_set(key, "", COMMIT)
         t_end = time.monotonic() + timeout_s
         while not self.store.check([key]):

@@ -26,13 +26,17 @@ def part_name(role: str) -> str:
     return role.replace(":", "-") + ".npz"
 
 
-# bytes this process read from save files (a restore's size, nmp.train.dist.runphases)
+# what this process's restores did (their model's counts, nmp.train.dist.runphases): bytes
+# and files read from saves, round trips to the rendezvous store
 LOADED_BYTES = [0]
+LOADED_FILES = [0]
+STORE_OPS = [0]
 
 
 def load(path: Path) -> dict[str, np.ndarray]:
     got = load_npz(Path(path))
     LOADED_BYTES[0] += sum(a.nbytes for a in got.values())
+    LOADED_FILES[0] += 1
     return got
 
 
@@ -51,12 +55,20 @@ def save(ctx, step: int, name: str, parts: int, full: bool, **arrays: np.ndarray
 
 def complete(ctx, step: int, parts: int) -> bool:
     store = ctx.store
-    return store.check([f"ckpt/{step}"]) and int(store.add(f"ckpt/{step}", 0)) >= parts
+    STORE_OPS[0] += 1
+    if not store.check([f"ckpt/{step}"]):
+        return False
+    STORE_OPS[0] += 1
+    return int(store.add(f"ckpt/{step}", 0)) >= parts
 
 
 def latest_full(ctx) -> int | None:
     store = ctx.store
-    return int(store.get("ckpt/latest_full")) if store.check(["ckpt/latest_full"]) else None
+    STORE_OPS[0] += 1
+    if not store.check(["ckpt/latest_full"]):
+        return None
+    STORE_OPS[0] += 1
+    return int(store.get("ckpt/latest_full"))
 
 
 def partial_restore(ctx, role: str, rows: np.ndarray, before: int) -> np.ndarray:
@@ -68,7 +80,10 @@ def partial_restore(ctx, role: str, rows: np.ndarray, before: int) -> np.ndarray
     every = ctx.spec.ckpt_every
     parts = ctx.spec.servers + 1
     for step in range(full + every, before, every):
-        if not complete(ctx, step, parts) or ctx.store.get(f"ckpt/kind/{step}") != b"partial":
+        if not complete(ctx, step, parts):
+            continue
+        STORE_OPS[0] += 1
+        if ctx.store.get(f"ckpt/kind/{step}") != b"partial":
             continue
         p = load(ctx.ckpt_dir(step) / part_name(role))
         recs[np.searchsorted(rows, p["rows"])] = p["records"]

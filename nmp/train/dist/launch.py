@@ -156,6 +156,7 @@ class Launcher:
             }
             self.ctl.publish(self.rec)
         t_ready = self._wait_ready(0, t_start)
+        busy0 = busy1 = machine_busy_s()
         t_trained = None
         pending = list(self.kills)
         armed: set[Kill] = set()
@@ -181,6 +182,7 @@ class Launcher:
                     regroup = None
                 if t_trained is None and self.store.check(["trained"]):
                     t_trained = time.perf_counter()
+                    busy1 = machine_busy_s()
                 g = self.rec["gen"]
                 if regroup is None and self.store.check([f"broken/{g}"]):
                     broken_since = broken_since or time.perf_counter()
@@ -209,6 +211,10 @@ class Launcher:
         return {
             "setup_s": t_ready - t_start,
             "train_wall_s": (t_trained or time.perf_counter()) - t_ready,
+            # every CPU of the machine busy during training (this run's processes and the
+            # other load), seconds; and the machine's CPUs
+            "machine_busy_s": (busy1 if t_trained else machine_busy_s()) - busy0,
+            "machine_cpus": os.cpu_count(),
             "events": sorted(events, key=lambda e: e["t"]),
             "generations": self.ctl.generation() + 1,
         }
@@ -225,7 +231,7 @@ class Launcher:
 
     def traffic(self) -> dict[str, dict[str, int]]:
         """Bytes and messages sent by every process that ran (killed ones included), by kind."""
-        out: dict[str, dict[str, Any]] = {"bytes": {}, "messages": {}, "cpu_s": {}}
+        out: dict[str, dict[str, Any]] = {"bytes": {}, "messages": {}, "cpu_s": {}, "sched_s": {}}
         ids = []
         while self.store.queue_len("procs"):
             ids.append(self.store.queue_pop("procs", False).decode())
@@ -238,6 +244,8 @@ class Launcher:
                         out[what][k] = out[what].get(k, 0) + int(v)
                 # CPU seconds in training, per process (a killed one's up to its last step)
                 out["cpu_s"][pid] = float(got.get("cpu_s", 0.0))
+                # the scheduler's seconds on a CPU and waiting for one (the machine's load)
+                out["sched_s"][pid] = [float(x) for x in got.get("sched_s", (0.0, 0.0))]
         return out
 
     def _ready_count(self, gen: int) -> int:
@@ -399,6 +407,18 @@ class _StoreCtx:
         self.store = store
 
 
+def machine_busy_s() -> float:
+    """Seconds the machine's CPUs have been busy since boot (``/proc/stat``: all but idle and
+    iowait); 0 where the kernel does not say."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0.0
+    busy = sum(ticks) - ticks[3] - (ticks[4] if len(ticks) > 4 else 0)
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 def launch(spec, kills: list[Kill], *, spares: int = 1) -> dict[str, Any]:
     """Run ``spec``: on this machine, or, under ``torchrun --nnodes N`` (one process per
     host), as this host's agent of a run over N hosts. Returns the run's record and every
@@ -454,7 +474,9 @@ def torchrun_env() -> tuple[int, int, str, int] | None:
     if "TORCHELASTIC_RUN_ID" not in os.environ:
         return None
     if int(os.environ.get("LOCAL_WORLD_SIZE", "1")) != 1:
-        raise NmpError("under torchrun, nmp train --procs needs --nproc-per-node 1 (one agent per host)")
+        raise NmpError(
+            "under torchrun, nmp train --procs needs --nproc-per-node 1 (one agent per host)"
+        )
     return (
         int(os.environ["RANK"]),
         int(os.environ["WORLD_SIZE"]),

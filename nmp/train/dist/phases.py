@@ -8,25 +8,43 @@ median over the steps.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 import numpy as np
 
 
+def _runq_s() -> float:
+    """Seconds this thread has waited on a run queue for a CPU (the kernel's schedstat; 0 where
+    it keeps none)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 class PhaseClock:
     """Seconds per phase per training step of one process: ``start()`` at the step's start,
-    ``lap(name)`` at the end of each phase (the time since the previous lap is that phase's)."""
+    ``lap(name)`` at the end of each phase (the time since the previous lap is that phase's).
+    Beside the wall time it keeps the thread's CPU seconds (``cpu``) and the seconds it waited
+    for a CPU while runnable (``runq``) in each phase: the rest of a phase's time it was
+    blocked on a peer."""
 
     def __init__(self) -> None:
         self.steps: dict[str, dict[str, float]] = {}  # "gen:step" -> phase -> seconds
+        self.cpu: dict[str, dict[str, float]] = {}
+        self.runq: dict[str, dict[str, float]] = {}
         self._key = ""
-        self._t = 0.0
+        self._t = self._c = self._q = 0.0
 
     def start(self, gen: int, step: int) -> None:
         self._key = f"{gen}:{step}"
         self.steps[self._key] = {}
-        self._t = time.perf_counter()
+        self.cpu[self._key] = {}
+        self.runq[self._key] = {}
+        self._t, self._c, self._q = time.perf_counter(), time.thread_time(), _runq_s()
 
     def stop(self) -> None:
         """Outside a training step (evaluation, rebuild's tail): laps are not recorded."""
@@ -35,14 +53,20 @@ class PhaseClock:
     def lap(self, name: str) -> None:
         if not self._key:
             return
-        now = time.perf_counter()
-        row = self.steps.setdefault(self._key, {})
-        row[name] = row.get(name, 0.0) + now - self._t
-        self._t = now
+        now, c, q = time.perf_counter(), time.thread_time(), _runq_s()
+        for book, d in (
+            (self.steps, now - self._t),
+            (self.cpu, c - self._c),
+            (self.runq, q - self._q),
+        ):
+            row = book.setdefault(self._key, {})
+            row[name] = row.get(name, 0.0) + d
+        self._t, self._c, self._q = now, c, q
 
     def drop(self) -> None:
         """The step was aborted: its phases are not a committed step's."""
-        self.steps.pop(self._key, None)
+        for book in (self.steps, self.cpu, self.runq):
+            book.pop(self._key, None)
         self._key = ""
 
 
@@ -66,38 +90,44 @@ def plan(schedule, role: str, handlers: dict[str, Any], strategy: str) -> list[t
     return out
 
 
-def per_step(results: dict[str, Any], actor: str) -> dict[str, dict[str, float]]:
-    """Per committed step ("gen:step"), per phase: the slowest ``actor`` process's seconds."""
+def per_step(
+    results: dict[str, Any], actor: str, book: str = "phase_s"
+) -> dict[str, dict[str, float]]:
+    """Per committed step ("gen:step"), per phase: the slowest ``actor`` process's seconds
+    (``book``: ``phase_s`` wall, ``phase_cpu_s`` on a CPU, ``phase_runq_s`` waiting for one:
+    the most of any process)."""
     out: dict[str, dict[str, float]] = {}
     for role, res in results.items():
         if not role.startswith(actor + ":"):
             continue
-        for key, phases in (res.get("phase_s") or {}).items():
+        for key, phases in (res.get(book) or {}).items():
             row = out.setdefault(key, {})
             for name, s in phases.items():
                 row[name] = max(row.get(name, 0.0), s)
     return out
 
 
-def measured_phases(results: dict[str, Any], schedule) -> dict[str, float]:
-    """Median seconds per step of every phase of ``schedule`` (each from the role that runs
-    it; a phase no process timed is absent)."""
+def measured_phases(
+    results: dict[str, Any], schedule, book: str = "phase_s", stat: str = "median"
+) -> dict[str, float]:
+    """Median (or ``stat`` "mean") seconds per step of every phase of ``schedule`` (each from
+    the role that runs it; a phase no process timed is absent)."""
     out: dict[str, float] = {}
     # a sync of all ("vote") is the servers' view: they vote last, after their exchanges
     for actor in ("server", "worker"):
-        steps = per_step(results, actor)
+        steps = per_step(results, actor, book)
         for p in schedule.step:
             if p.actor not in (actor, "all") or p.name in out:
                 continue
             vals = [row[p.name] for row in steps.values() if p.name in row]
             if vals:
-                out[p.name] = float(np.median(vals))
+                out[p.name] = float(np.mean(vals) if stat == "mean" else np.median(vals))
     return out
 
 
-def mean_phases(runs: list[dict[str, Any]], schedule) -> dict[str, float]:
+def mean_phases(runs: list[dict[str, Any]], schedule, stat: str = "median") -> dict[str, float]:
     """:func:`measured_phases` of each run, averaged over the runs that timed the phase."""
-    got = [measured_phases(r["results"], schedule) for r in runs]
+    got = [measured_phases(r["results"], schedule, stat=stat) for r in runs]
     names = {n for g in got for n in g}
     return {n: float(np.mean([g[n] for g in got if n in g])) for n in names}
 
@@ -140,10 +170,52 @@ def round_seconds(base_phases: dict[str, float], workers: int, peers: int) -> fl
     return base_phases.get("dense_grad", 0.0) * harmonic(peers) / harmonic(workers - 1)
 
 
+def track_seconds(ctx, reps: int = 21) -> float:
+    """A microbenchmark: this machine's time for one server's CPR bookkeeping of one step
+    (the strategy's ``track`` on server 0's lookups of step 0, as the server calls it),
+    median of ``reps``."""
+    from nmp.train.shard import request_for
+
+    shard, geo = ctx.shard, ctx.geo
+    rows_of = shard.rows_of_node(0)
+    g = shard.global_rows(ctx.batch(0).ids)
+    reqs = [request_for(shard, 0, g[:, sl]) for sl in ctx.slices]
+    state = ctx.strategy.new_tracking(len(rows_of))
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        rows = np.concatenate([np.searchsorted(rows_of, r.rows) for r in reqs])
+        sample = np.concatenate(
+            [ctx.slices[w].start + (r.pos // geo.pooling) % r.shape[1] for w, r in enumerate(reqs)]
+        )
+        ctx.strategy.track(state, rows, sample, geo.batch, 0, ctx.cfg)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def contention(rec: dict[str, Any]) -> float:
+    """The run's CPU contention: seconds its processes' main threads waited on a run queue
+    per second they ran (the kernel's schedstat, summed over the processes). On a machine with
+    a core per process and no other load it is near 0; here a CPU burst of c seconds takes
+    c (1 + contention) on average. 0 when the processes did not report it."""
+    got = (rec.get("traffic") or {}).get("sched_s") or {}
+    on = sum(v[0] for v in got.values())
+    wait = sum(v[1] for v in got.values())
+    return wait / on if on > 0 else 0.0
+
+
 def model_phases(
-    schedule, common, base_phases: dict[str, float], *, delta_bytes_per_server: float,
-    delta_rows_per_server: float, record_bytes: int, link_gbps: float, servers: int,
+    schedule,
+    common,
+    base_phases: dict[str, float],
+    *,
+    delta_bytes_per_server: float,
+    compute_s: dict[str, float],
+    link_gbps: float,
+    servers: int,
     workers: int,
+    cpu_contention: float = 0.0,
+    cores: int = 0,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """Each phase's modeled seconds per step on this machine, and the inputs taken.
 
@@ -153,11 +225,19 @@ def model_phases(
     runs' own all-to-all round among peers (the workers' MLP all-gather, ``dense_grad``: each
     process blocks until every peer was scheduled and sent; on an oversubscribed machine the
     round costs scheduling, not bytes, chosen; scaled to the servers' peers by
-    :func:`round_seconds`) plus its bytes over the measured link; a compute
-    (``parity_xor``) is timed by a microbenchmark of the same XOR on as many records."""
+    :func:`round_seconds`) plus its bytes over the measured link; a compute (``parity_xor``,
+    ``track``) is its microbenchmark's seconds (``compute_s``: the same work on as many
+    records, run alone) stretched by the run's CPU contention (:func:`contention`): in the run
+    the burst waits for a CPU as every burst there does; every process of the phase's role
+    runs it at once, so with more of them than ``cores`` (this machine's CPUs; 0: as many as
+    processes) they take turns: n / cores bursts in a row."""
     out = {n: s for n, s in base_phases.items() if common.has(n)}
     round_s = round_seconds(base_phases, workers, servers - 1)  # among the servers
-    inputs: dict[str, Any] = {"failure_free_phase_ms": {n: 1e3 * s for n, s in out.items()}}
+    inputs: dict[str, Any] = {
+        "failure_free_phase_ms": {n: 1e3 * s for n, s in out.items()},
+        "cpu_contention": cpu_contention,
+        "cores": cores,
+    }
     for p in schedule.step:
         if common.has(p.name) or p.background:
             continue
@@ -167,10 +247,26 @@ def model_phases(
             inputs["round_ms"] = 1e3 * round_s
             inputs[f"{p.name}_bytes_per_server_step"] = delta_bytes_per_server
         elif p.does == "compute":
-            out[p.name] = xor_seconds(round(delta_rows_per_server), record_bytes)
-            inputs[f"{p.name}_microbenchmark_ms"] = 1e3 * out[p.name]
-            inputs[f"{p.name}_rows_per_server_step"] = delta_rows_per_server
+            n = servers if p.actor == "server" else workers
+            turns = max(1.0, n / cores) if cores else 1.0
+            out[p.name] = compute_s.get(p.name, 0.0) * turns * (1.0 + cpu_contention)
+            inputs[f"{p.name}_microbenchmark_ms"] = 1e3 * compute_s.get(p.name, 0.0)
     return out, inputs
+
+
+def compute_benches(ctx, schedule) -> tuple[dict[str, float], dict[str, Any]]:
+    """The microbenchmark of each compute phase the strategy adds (by the phase's name), and
+    the counts it ran on."""
+    out: dict[str, float] = {}
+    counts: dict[str, Any] = {}
+    s = ctx.spec.servers
+    if schedule.has("parity_xor"):  # one step's deltas XORed into one server's parity
+        rows = len(np.unique(ctx.shard.global_rows(ctx.batch(0).ids))) / s
+        out["parity_xor"] = xor_seconds(round(rows), 4 * ctx.width)
+        counts["parity_xor_rows_per_server_step"] = rows
+    if schedule.has("track"):  # CPR's bookkeeping of one step's lookups on one server
+        out["track"] = track_seconds(ctx)
+    return out, counts
 
 
 def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dict[str, Any]:
@@ -183,15 +279,30 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     ctx = run["ctx"]
     sched = ctx.schedule
     got = measured_phases(run["results"], sched)
+    # why a phase took what it took: its CPU seconds and its wait for a CPU (the rest it was
+    # blocked on a peer), the most of any process of its role, median over the steps
+    cpu = measured_phases(run["results"], sched, "phase_cpu_s")
+    runq = measured_phases(run["results"], sched, "phase_runq_s")
     ref = mean_phases(base.get("runs", [base]), COMMON)
     steps = max(1, len(step_times(run)))
     s = ctx.spec.servers
     delta_bytes = run["traffic_bytes"].get("parity_delta", 0) / steps / s
-    rows = len(np.unique(ctx.shard.global_rows(ctx.batch(0).ids))) / s
+    compute_s, counts = compute_benches(ctx, sched)
     model, inputs = model_phases(
-        sched, COMMON, ref, delta_bytes_per_server=delta_bytes,
-        delta_rows_per_server=rows if sched.has("parity_xor") else 0,
-        record_bytes=4 * ctx.width, link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,
+        sched, COMMON, ref, delta_bytes_per_server=delta_bytes, compute_s=compute_s,
+        link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,
+        cpu_contention=contention(run), cores=os.cpu_count() or 1,
+    )  # fmt: skip
+    inputs.update(counts)
+    # The same phases in the mean over the steps (what the run's total adds up): the
+    # failure-free runs' mean round, with its tails (a process descheduled mid-round). (ECRec's
+    # servers also time their parity update on the design every cost_sample-th step: 0.065 ms
+    # a time measured on this machine, 0.003 ms a step: not charged.)
+    ref_mean = mean_phases(base.get("runs", [base]), COMMON, stat="mean")
+    model_mean, _ = model_phases(
+        sched, COMMON, ref_mean, delta_bytes_per_server=delta_bytes, compute_s=compute_s,
+        link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,
+        cpu_contention=contention(run), cores=os.cpu_count() or 1,
     )  # fmt: skip
     step_meas = 1e3 * float(np.median(step_times(run)))
     table: dict[str, Any] = {}
@@ -206,6 +317,8 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
             "error_pct": None if not m or mod is None else 100.0 * (mod / m - 1.0),
             # the error in points of the measured step (a small phase's large relative error)
             "error_points": points,
+            "measured_cpu_ms": None if p.name not in cpu else 1e3 * cpu[p.name],
+            "measured_runq_ms": None if p.name not in runq else 1e3 * runq[p.name],
         }
     # A rebuild (parity): the replacement's repair exchange, one blocking round per step of
     # its train.rebuild_ranges ranges (plus the rows it lacks), each over the link.
@@ -217,14 +330,23 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
         repair_bytes / (link_gbps * 1e9) if link_gbps else 0.0
     )
     # the memory design's own time for the parity's update (the servers' hwcost timing)
-    upd = [v for r in run["results"].values() for v in (r.get("modeled") or {}).get("parity_update_ns", [])]
+    upd = [
+        v
+        for r in run["results"].values()
+        for v in (r.get("modeled") or {}).get("parity_update_ns", [])
+    ]
     if upd and "parity_xor" in table:
         table["parity_xor"]["memory_model_ms"] = float(np.median(upd)) / 1e6
     added = [n for n in sched.foreground() if not COMMON.has(n)]
     step_ff = 1e3 * float(np.median(step_times(base)))
     step_mod = step_ff + sum(1e3 * model[n] for n in added)
+    # per step in the mean: what the run's steps add to the failure-free runs' mean step
+    added_mean_s = sum(model_mean[n] for n in added)
+    for n in added:
+        table[n]["modeled_mean_ms"] = 1e3 * model_mean[n]
     return {
         "phases": table,
+        "added_mean_s": added_mean_s,
         "step_ms": {
             "measured": step_meas,
             "modeled": step_mod,
@@ -261,4 +383,7 @@ def print_phases(row: dict[str, Any]) -> None:
         print(f"  parity_xor on the memory design (hwcost): {xor['memory_model_ms']:.4f} ms")
     rep = model["repair_s"]
     if rep["rebuilds"]:
-        print(f"  rebuild's repair rounds: measured {rep['measured']:.3f} s, modeled {rep['modeled']:.3f} s")
+        print(
+            f"  rebuild's repair rounds: measured {rep['measured']:.3f} s, "
+            f"modeled {rep['modeled']:.3f} s"
+        )

@@ -42,6 +42,18 @@ def _connect(spec):
     return dist.PrefixStore(prefix, store) if prefix else store
 
 
+def sched_s() -> tuple[float, float]:
+    """This process's seconds on a CPU and waiting on a run queue for one (the kernel's
+    ``/proc/self/schedstat``): how much CPU the machine's other load left it. (0, 0) where
+    the kernel does not keep them."""
+    try:
+        with open("/proc/self/schedstat") as f:
+            on_cpu_ns, wait_ns = (int(x) for x in f.read().split()[:2])
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    return on_cpu_ns / 1e9, wait_ns / 1e9
+
+
 def my_id() -> str:
     """This process's id across hosts: its agent and pid (as the launcher records it)."""
     return f"{os.environ.get('NMP_AGENT', '0')}:{os.getpid()}"
@@ -72,6 +84,8 @@ def main(argv: list[str]) -> int:
     fresh = False
     cpu0: list[float] = []  # CPU seconds at the start of this process's part in training
     cpu_s = 0.0  # CPU seconds in training so far (published after every step)
+    sched0: list[tuple[float, float]] = []  # the scheduler's (on CPU, waiting) at that start
+    sched = (0.0, 0.0)  # the scheduler's seconds on a CPU and waiting for one, in training
     if role.startswith("spare:"):
         # a hot spare: everything imported and compiled, waiting for a role to take over
         key = f"assign/{role.split(':')[1]}"
@@ -79,6 +93,7 @@ def main(argv: list[str]) -> int:
             time.sleep(0.005)
         role, fresh = store.get(key).decode(), True
         cpu0.append(time.process_time())  # a replacement's work starts with its role
+        sched0.append(sched_s())
     kind, idx = role.split(":")
     obj: Any
     if kind == "server":
@@ -91,6 +106,8 @@ def main(argv: list[str]) -> int:
     gen = -1
     begin_s: dict[int, float] = {}
     loaded: dict[int, int] = {}  # per generation: bytes its restore read from save files
+    loaded_files: dict[int, int] = {}  # ... the files it read
+    store_ops: dict[int, int] = {}  # ... and its round trips to the store
     group_s: dict[int, float] = {}
     link = None
     traffic: dict[str, int] = {}
@@ -114,19 +131,24 @@ def main(argv: list[str]) -> int:
             )
             group_s[gen] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            read0 = files.LOADED_BYTES[0]
+            read0, files0, ops0 = files.LOADED_BYTES[0], files.LOADED_FILES[0], files.STORE_OPS[0]
             obj.begin(rec, comm, joined_fresh)
             begin_s[gen] = time.perf_counter() - t0
             loaded[gen] = files.LOADED_BYTES[0] - read0
+            loaded_files[gen] = files.LOADED_FILES[0] - files0
+            store_ops[gen] = files.STORE_OPS[0] - ops0
             fresh = False
             ctl.ready(gen)
             if not cpu0:
                 cpu0.append(time.process_time())
+                sched0.append(sched_s())
             for i in range(int(rec["resume_step"]), steps):
                 obj.save_if_due(i)
                 obj.step(i, comm, ctl, gen)
                 cpu_s = time.process_time() - cpu0[0]
-                _publish_counts(store, role, traffic, messages, comm, cpu_s)
+                now = sched_s()
+                sched = (now[0] - sched0[0][0], now[1] - sched0[0][1])
+                _publish_counts(store, role, traffic, messages, comm, cpu_s, sched)
             if kind == "worker" and int(idx) == 0:
                 store.set("trained", "1")
             if spec.extra.get("probe") and rank in (0, spec.servers):
@@ -139,7 +161,7 @@ def main(argv: list[str]) -> int:
             elif spec.eval:
                 probs = _evaluate(obj, comm, ctx)
             comm.flush()
-            _publish_counts(store, role, traffic, messages, comm, cpu_s)
+            _publish_counts(store, role, traffic, messages, comm, cpu_s, sched)
             for k, v in comm.bytes.items():
                 traffic[k] = traffic.get(k, 0) + v
             for k, v in comm.messages.items():
@@ -158,21 +180,30 @@ def main(argv: list[str]) -> int:
         "group_s": {str(k): v for k, v in group_s.items()},
         "link": link,
         "loaded_bytes": {str(k): v for k, v in loaded.items()},
+        "loaded_files": {str(k): v for k, v in loaded_files.items()},
+        "store_ops": {str(k): v for k, v in store_ops.items()},
+        "store_rtt_s": ctl.store_rtt_s,
     }
     _write_result(ctx, role, obj, begin_s, traffic, messages, probs, extra)
     return 0
 
 
-def _publish_counts(store, role, traffic, messages, comm, cpu_s: float) -> None:
-    """This process's bytes and messages so far, by kind, and its CPU seconds in training, kept
-    in the store after every step (a killed process's traffic and CPU time still count)."""
+def _publish_counts(
+    store, role, traffic, messages, comm, cpu_s: float, sched: tuple[float, float]
+) -> None:
+    """This process's bytes and messages so far, by kind, its CPU seconds in training and the
+    scheduler's (on a CPU, waiting for one), kept in the store after every step (a killed
+    process's traffic and CPU time still count)."""
     b = dict(traffic)
     m = dict(messages)
     for k, v in comm.bytes.items():
         b[k] = b.get(k, 0) + v
     for k, v in comm.messages.items():
         m[k] = m.get(k, 0) + v
-    store.set(f"traffic/{my_id()}", json.dumps({"bytes": b, "messages": m, "cpu_s": cpu_s}))
+    store.set(
+        f"traffic/{my_id()}",
+        json.dumps({"bytes": b, "messages": m, "cpu_s": cpu_s, "sched_s": sched}),
+    )
 
 
 def _evaluate(worker, comm, ctx):

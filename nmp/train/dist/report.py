@@ -85,9 +85,7 @@ def _one(
     ctx = Context(replace(spec))
     rec.update(digest(folder, ctx))
     rec["traffic_bytes"] = {k: v for k, v in rec["traffic"]["bytes"].items() if k != "probe"}
-    rec["traffic_messages"] = {
-        k: v for k, v in rec["traffic"]["messages"].items() if k != "probe"
-    }
+    rec["traffic_messages"] = {k: v for k, v in rec["traffic"]["messages"].items() if k != "probe"}
     from nmp.fileio import atomic_write_text
 
     # the launcher's record beside the processes' results: the run can be analysed again
@@ -180,7 +178,12 @@ def _padding(ctx, node: int) -> int:
     shard = ctx.shard
     last = shard.node_of_pos.shape[0] - 1
     slots = np.arange(shard.k)
-    return int(((shard.node_of_pos[last, : shard.k] == node) & (last * shard.k + slots >= shard.total_rows)).sum())
+    return int(
+        (
+            (shard.node_of_pos[last, : shard.k] == node)
+            & (last * shard.k + slots >= shard.total_rows)
+        ).sum()
+    )
 
 
 def modeled(
@@ -253,7 +256,8 @@ def modeled(
     sf = steady_fraction(md, ctx.strategy)
     ratio = pm["step_ms"]["modeled"] / pm["step_ms"]["failure_free_measured"]
     rp = run_phases(
-        run, base, ctx.schedule, step_ratio=ratio, repair_s=pm["repair_s"]["modeled"],
+        run, base, ctx.schedule, added_step_s=pm["added_mean_s"],
+        repair_s=pm["repair_s"]["modeled"],
         bench=bench, workers=ctx.spec.workers, world=ctx.spec.world,
     )  # fmt: skip
     return {

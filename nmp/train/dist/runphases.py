@@ -7,7 +7,8 @@ from the run's processes and one model from what they did: the bytes the process
 read, the steps they executed, and times this run takes on this machine (the
 failure-free runs' steps, a write and a read of a save's size, synced, in the run folder). The
 steps themselves are one more phase (``steps``), modeled as the failure-free runs' mean step
-times the per-step model's ratio (:func:`nmp.train.dist.phases.phase_model`), and the time
+plus the strategy's added phases in the mean (:func:`nmp.train.dist.phases.phase_model`),
+and the time
 between steps (``between``: counts published, the save check; and a failure's aborted step) as
 the failure-free runs' own. The total is their sum: the modeled training time, against the
 measured one, in seconds and as the overhead over the failure-free runs.
@@ -15,6 +16,7 @@ measured one, in seconds and as the overhead over the failure-free runs.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +43,31 @@ def storage_bench(folder: Path, nbytes: int, reps: int = 3) -> tuple[float, floa
         reads.append(time.perf_counter() - t0)
     path.unlink(missing_ok=True)
     return float(np.median(writes)), float(np.median(reads))
+
+
+def read_cpu_bench(folder: Path, nbytes: int, reps: int = 5) -> tuple[float, float]:
+    """A microbenchmark: the CPU seconds of reading a save file back (the page cache's copy,
+    as a restore reads a save the run just wrote): per file (a file of one record) and per
+    byte beyond it (a file of ``nbytes``); thread CPU time, so the machine's load does not
+    enter (the restore's model stretches it by the run's own contention), median of
+    ``reps``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "bench-read.npz"
+
+    def cpu_s(size: int) -> float:
+        save_npz(path, records=np.zeros(max(1, size // 4), np.float32))
+        got = []
+        for _ in range(reps):
+            c0 = time.thread_time()
+            load_npz(path)
+            got.append(time.thread_time() - c0)
+        return float(np.median(got))
+
+    per_file = cpu_s(4)
+    big = max(int(nbytes), 1 << 16)
+    per_byte = max(0.0, cpu_s(big) - per_file) / big
+    path.unlink(missing_ok=True)
+    return per_file, per_byte
 
 
 # -- what the run did ------------------------------------------------------------------------
@@ -78,8 +105,22 @@ def _restore_s(rec: dict, gen: int) -> float:
     return max(float(r.get("begin_s", {}).get(str(gen), 0.0)) for r in rec["results"].values())
 
 
-def _restore_bytes(rec: dict, gen: int) -> float:
-    return max(float(r.get("loaded_bytes", {}).get(str(gen), 0)) for r in rec["results"].values())
+def _restorers(rec: dict, gen: int) -> list[tuple[float, float, float]]:
+    """(bytes, files, store round trips) of each process's restore in generation ``gen``."""
+    out = []
+    for r in rec["results"].values():
+        nbytes = float(r.get("loaded_bytes", {}).get(str(gen), 0))
+        files = float(r.get("loaded_files", {}).get(str(gen), 1 if nbytes else 0))
+        ops = float(r.get("store_ops", {}).get(str(gen), 0))
+        out.append((nbytes, files, ops))
+    return out
+
+
+def store_rtt_s(rec: dict) -> float:
+    """The run's median round trip to the rendezvous store (every process times its vote's
+    first store operation in every step): its latency under the load at the time."""
+    got = [t for r in rec["results"].values() for t in r.get("store_rtt_s") or []]
+    return float(np.median(got)) if got else 0.0
 
 
 # -- measured, per name ----------------------------------------------------------------------
@@ -135,8 +176,20 @@ def _d_save(rec, inp) -> float:
 
 
 def _d_restore(rec, inp) -> float:
-    per_byte = inp["read_s"] / inp["bench_bytes"]
-    return sum(_restore_bytes(rec, ev["gen"]) * per_byte for ev in _failures(rec))
+    """Each restore: the processes read their save files at once. A process's reads cost the
+    microbenchmark's CPU per file and per byte; they run on ``cores`` CPUs, so the restore
+    takes the longest process's reads or all reads spread over the cores, whichever is
+    longer (chosen: the two bounds of work on a few CPUs), stretched by the run's CPU
+    contention (every burst in the run waits for a CPU that long); plus the process's round
+    trips to the store (which save is complete and full) at the run's store latency."""
+    total = 0.0
+    for ev in _failures(rec):
+        got = _restorers(rec, ev["gen"])
+        cpu = [f * inp["read_file_cpu_s"] + b * inp["read_byte_cpu_s"] for b, f, _ in got]
+        reads = max(max(cpu, default=0.0), sum(cpu) / inp["cores"])
+        trips = max((ops for _, _, ops in got), default=0.0) * inp["store_rtt_s"]
+        total += reads * (1.0 + inp["cpu_contention"]) + trips
+    return total
 
 
 def _d_regroup(rec, inp) -> float:
@@ -195,7 +248,7 @@ def run_phases(
     base: dict,
     schedule,
     *,
-    step_ratio: float,
+    added_step_s: float,
     repair_s: float,
     bench: dict[str, float],
     workers: int,
@@ -208,13 +261,21 @@ def run_phases(
     ff_steps = [s for b in bases for _, _, s in _walls(b)]
     ff_wall = float(np.mean([b["train_wall_s"] for b in bases]))
     n_ff = float(np.mean([len(_walls(b)) for b in bases]))
-    step_s = float(np.mean(ff_steps)) * step_ratio  # the mean: the tails are this machine's
+    # the failure-free runs' mean step (the tails are this machine's) plus the strategy's
+    # added phases in the mean (nmp.train.dist.phases.phase_model)
+    step_s = float(np.mean(ff_steps)) + added_step_s
     between_s = max(0.0, ff_wall - n_ff * float(np.mean(ff_steps))) / n_ff
+    from nmp.train.dist.phases import contention
+
     inp = {
         "step_s": step_s,
         "repair_s": repair_s,
         "regroup_s": regroup_model_s(base, workers, world),
         "between_step_s": between_s,
+        # the run's own: its CPU contention, its store latency, this machine's cores (stated)
+        "cpu_contention": contention(run),
+        "store_rtt_s": store_rtt_s(run),
+        "cores": float(os.cpu_count() or 1),
         **bench,
     }
     names = ["steps", *(p.name for p in schedule.run if p.when != "per_step")]
@@ -249,6 +310,9 @@ def run_phases(
             "modeled": 100.0 * (total_mod / ff_wall - 1.0),
         },
         "inputs": inp,
+        # the load the run met (why one run's wall time moves: see docs/training.md)
+        "machine": machine_share(run),
+        "failure_free_machine": [machine_share(b) for b in bases],
     }
 
 
@@ -270,13 +334,38 @@ def cpu_overhead(run: dict, base: dict) -> dict[str, Any] | None:
     }
 
 
+def machine_share(rec: dict) -> dict[str, Any] | None:
+    """Who used the machine's CPUs during the run's training: this run's processes and
+    everything else (cores on average, from the launcher's ``/proc/stat`` reading and the
+    processes' CPU seconds), and the run's CPU contention. None when not recorded."""
+    from nmp.train.dist.phases import contention
+
+    busy, wall = rec.get("machine_busy_s"), rec.get("train_wall_s")
+    if not busy or not wall:
+        return None
+    ours = sum((rec.get("traffic", {}).get("cpu_s") or {}).values())
+    return {
+        "cpus": rec.get("machine_cpus"),
+        "ours_cores": ours / wall,
+        "others_cores": max(0.0, busy - ours) / wall,
+        "cpu_contention": contention(rec),
+    }
+
+
 def bench_for(folder: Path, runs: list[dict]) -> dict[str, float]:
     """The storage microbenchmark at the size of the largest save part the runs wrote (one
     record when none was written)."""
     nbytes = max((v["bytes"] for r in runs for v in saves(r).values()), default=0.0)
     nbytes = nbytes or 4.0 * runs[0]["ctx"].width
     write_s, read_s = storage_bench(folder / "bench", int(nbytes))
-    return {"write_s": write_s, "read_s": read_s, "bench_bytes": float(nbytes)}
+    per_file, per_byte = read_cpu_bench(folder / "bench", int(nbytes))
+    return {
+        "write_s": write_s,
+        "read_s": read_s,
+        "bench_bytes": float(nbytes),
+        "read_file_cpu_s": per_file,
+        "read_byte_cpu_s": per_byte,
+    }
 
 
 def repeats(pairs: list[dict], runs: list[dict], modeled) -> dict[str, Any]:
@@ -336,3 +425,16 @@ def print_run_phases(rp: dict[str, Any], cpu: dict[str, Any] | None) -> None:
             f"  CPU seconds of the processes: {cpu['cpu_s']:.1f} vs failure-free "
             f"{cpu['failure_free_cpu_s']:.1f}: overhead {cpu['overhead_pct']:+.1f} %"
         )
+    m = rp.get("machine")
+    if m is not None:
+        print(
+            f"  the machine's {m['cpus']} CPUs during training: this run {m['ours_cores']:.2f}, "
+            f"other load {m['others_cores']:.2f} cores; CPU contention {m['cpu_contention']:.2f} "
+            "s waiting per s on a CPU"
+        )
+        for f in rp.get("failure_free_machine") or []:
+            if f is not None:
+                print(
+                    f"    failure-free run: {f['ours_cores']:.2f}, other load "
+                    f"{f['others_cores']:.2f} cores; contention {f['cpu_contention']:.2f}"
+                )

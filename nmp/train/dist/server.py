@@ -149,7 +149,11 @@ class Server:
             z = files.load(ctx.ckpt_dir(rec["rollback"]) / files.part_name(self.role))
             self.records[:] = z["records"]
             self.row_ok[:] = True
-        elif fresh and (got := ctx.strategy.restore_replacement(ctx, self.role, self.rows, rec)) is not None:
+        elif (
+            fresh
+            and (got := ctx.strategy.restore_replacement(ctx, self.role, self.rows, rec))
+            is not None
+        ):
             self.records[:] = got
             self.row_ok[:] = True
         if fresh and ctx.coded:
@@ -175,8 +179,6 @@ class Server:
         if not train:
             comm.flush()
             return
-        if self.tracking is not None:
-            self._track(st.reqs, i)
         clock.stop()
 
     def _handlers(self) -> dict[str, Any]:
@@ -190,6 +192,7 @@ class Server:
             "parity_delta": self._parity_delta,
             "vote": self._vote,
             "parity_xor": self._parity_xor,
+            "track": lambda st: self._track(st.reqs, st.i),
         }
 
     def _receive_lookups(self, st) -> None:
@@ -246,7 +249,9 @@ class Server:
         st.rows, grad = combine_row_grads(st.parts)
         st.idx = self.local(st.rows)
         st.old = self.records[st.idx]
-        st.new = optim.apply_rows(self.ctx.cfg.optimizer, st.old, grad, lr=self.ctx.cfg.lr_embedding)
+        st.new = optim.apply_rows(
+            self.ctx.cfg.optimizer, st.old, grad, lr=self.ctx.cfg.lr_embedding
+        )
 
     def _parity_delta(self, st) -> None:
         st.staged = self._exchange_deltas(st.comm, st.rows, st.idx, st.new)
@@ -321,9 +326,7 @@ class Server:
         t0 = time.perf_counter()
         mine = np.unique(touched)
         need = shard.stripe_of[mine[~self.row_ok[self.local(mine)]]]
-        lost = np.union1d(
-            shard.stripe_of[self.rows[~self.row_ok]], self.pstripes[~self.par_ok]
-        )
+        lost = np.union1d(shard.stripe_of[self.rows[~self.row_ok]], self.pstripes[~self.par_ok])
         rest = np.setdiff1d(lost, need, assume_unique=False)
         stripes = np.union1d(need, rest[: self.range_size])
         last = len(np.setdiff1d(lost, stripes)) == 0
@@ -386,6 +389,8 @@ class Server:
             "modeled": self.modeled,
             "wall_s": self.wall,
             "phase_s": self.clock.steps,
+            "phase_cpu_s": self.clock.cpu,
+            "phase_runq_s": self.clock.runq,
             "events": self.events,
             "ckpt_write_s": self.saver.write_s,
             "ckpt_bytes": self.saver.bytes,

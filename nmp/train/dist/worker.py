@@ -233,6 +233,8 @@ class Worker:
             "exchange_s": self.exchange_s,
             "codec": _codec_stats(self.codec),
             "phase_s": self.clock.steps,
+            "phase_cpu_s": self.clock.cpu,
+            "phase_runq_s": self.clock.runq,
             "ckpt_writes": saver.writes if saver is not None else [],
         }
 

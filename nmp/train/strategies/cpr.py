@@ -11,7 +11,7 @@ import numpy as np
 
 from nmp.train.checkpoint import load_npz, save_npz
 from nmp.train.failures import Failure
-from nmp.train.schedule import COMMON, RunPhase
+from nmp.train.schedule import COMMON, Phase, RunPhase, Schedule
 from nmp.train.strategies.base import register
 from nmp.train.strategies.checkpointing import SAVE, _Checkpointing
 
@@ -22,7 +22,19 @@ class _CPR(_Checkpointing):
     partial_rows = ""  # its policy at scale (nmp.train.partial_save.POLICIES)
     tracks_rows = True
     listing_order = 2
-    schedule = COMMON.with_run(
+    # CPR's servers count (MFU) or mark (SSU) the rows of every committed step's lookups
+    # before they take the next step's: on the critical path
+    schedule = Schedule(
+        COMMON.step
+        + (
+            Phase(
+                "track", "server", "compute", after=("vote",),
+                what="the rows' counters or marks updated after the commit",
+            ),
+        ),
+        COMMON.recovery,
+        COMMON.run,
+    ).with_run(
         SAVE,
         RunPhase(
             "restore", "per_failure",

@@ -42,6 +42,10 @@ SCHEDULE = Schedule(
             "the replacement's repair rounds inside the steps until it holds its shard",
         ),
     ),
+    basis=(
+        "serial: the parity's delta on the gradient push's critical path, as the artifact runs "
+        "it (Thesys-lab/ECRec client.cc Client::SparsePushWithParity) and as --procs runs it"
+    ),
 )  # fmt: skip
 
 
