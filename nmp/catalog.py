@@ -18,6 +18,14 @@ from typing import Any
 from nmp.config import PRESET_CATALOGS
 from nmp.registry import load_all_registries
 
+# The `nmp models` command: nmp.cli reads this literal without importing the module
+# (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
+NMP_COMMAND = {
+    "name": "models",
+    "order": 2,
+    "help": "list hardware and workload presets with their key figures",
+}
+
 
 def collect_registries() -> dict[str, list[dict[str, str]]]:
     """Every registry's members (name, description, module or file), by family: the modules
@@ -74,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "models",
-        help="list hardware and workload presets with their key figures",
+        help=NMP_COMMAND["help"],
         description="List the presets (memory, arch, gpu, workload) with their key figures, "
         "or (--registries) every variant family and its members.",
     )

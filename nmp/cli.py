@@ -1,70 +1,109 @@
 """The ``nmp`` command: parses arguments and delegates. No model logic lives here.
 
 Each capability registers its own subcommand from a small ``cli`` module next to its code,
-listed in :data:`COMMANDS`; only the module of the command that runs is imported (and those
-modules import their heavy dependencies, numba, torch, pyrtl, only when their command runs), so
+which declares itself (``NMP_COMMAND``, read by :func:`command_table`); only the module of the
+command that runs is imported (and those modules import their heavy dependencies, numba, torch,
+pyrtl, only when their command runs), so
 ``nmp --help`` and ``nmp replay`` start fast.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nmp.cliargs import NmpArgumentParser
 from nmp.errors import NmpError
 from nmp.version import __version__
 
-# The commands, in the order of ``nmp --help``: name -> (the module whose ``register(subparsers)``
-# builds its parser, the one-line help of ``nmp --help``). The help strings repeat the modules'
-# own (tests/test_cli_lazy.py checks they agree), so that ``nmp --help`` imports none of them and
-# a command imports only its own module: a command's parser is built only when it runs.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "replay": ("nmp.memory.cli", "replay a memory trace on a modeled DRAM system"),
-    "models": ("nmp.catalog", "list hardware and workload presets with their key figures"),
-    "run": ("nmp.evaluate.run_cli", "evaluate one design point (architecture x workload x memory)"),
-    "evaluate": ("nmp.evaluate.cli", "run a design-space sweep and write a report"),
-    "rtl": ("nmp.rtl.cli", "export and characterize the parity-update datapath"),
-    "train": ("nmp.train.cli", "train DLRM on the modeled hardware with failures"),
-    "cache": (
-        "nmp.cache.cli",
-        "embedding cache for inference (LRU, LFU, groupScore, EVStore) over a real store",
-    ),
-    "shard": (
-        "nmp.shard.cli",
-        "place embedding rows across GPUs and HBM/host tiers (RecShard, greedy sharders)",
-    ),
-    "validate": (
-        "nmp.validate.cli",
-        "check the kit against Ramulator 2, torch, fresh encodes and published claims",
-    ),
-    "measure": (
-        "nmp.measure.cli",
-        "measure this machine's host CPU (caches, latency, bandwidth) and check the model on it",
-    ),
-}
+# A command is a module that declares itself with one top-level literal, ``NMP_COMMAND = {"name":
+# ..., "order": ..., "help": ...}``, read here from the source without importing the module, so
+# that ``nmp --help`` imports none of them and a command imports only its own module. Where to
+# look (a command's module is a top-level module or a subpackage's ``*cli*.py``) keeps the scan to
+# a few small files: no list of modules is kept anywhere.
+_DECLARATION = re.compile(r"^NMP_COMMAND = (\{.*?\})$", re.MULTILINE | re.DOTALL)
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_HEAD_BYTES = 4096
+# The literal's fields: a string without escapes, a whole number, True or False (ast.literal_eval
+# would compile each: a millisecond at every start for ten commands).
+_FIELD = re.compile(r'"(\w+)": ("[^"\\]*"|\d+|True|False)[,\s}]')
+
+
+def _value(text: str) -> str | int | bool:
+    if text.startswith('"'):
+        return text[1:-1]
+    return text == "True" if text in ("True", "False") else int(text)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``nmp`` command as its module declares it."""
+
+    name: str
+    module: str
+    help: str
+    order: int
+    one_blas_thread: bool = False  # does no linear algebra (see _single_thread_blas)
+
+
+def _declared(path: str) -> Command | None:
+    """The command the module at ``path`` declares, if it declares one."""
+    with open(path, "rb") as fh:  # the declaration follows the imports
+        head = fh.read(_HEAD_BYTES).decode("utf-8", errors="replace")
+    found = _DECLARATION.search(head)
+    if not found:
+        return None
+    fields: dict[str, Any] = {key: _value(text) for key, text in _FIELD.findall(found.group(1))}
+    module = "nmp." + os.path.relpath(path, _PACKAGE)[: -len(".py")].replace(os.sep, ".")
+    return Command(module=module, **fields)
+
+
+def _candidates() -> list[str]:
+    """Where a command's module may be: a top-level module, or a subpackage's ``*cli*.py``
+    (os.scandir: pathlib's glob costs milliseconds at every start)."""
+    paths = []
+    with os.scandir(_PACKAGE) as top:
+        for entry in top:
+            if entry.name.endswith(".py"):
+                paths.append(entry.path)
+            elif entry.is_dir() and not entry.name.startswith(("_", ".")):
+                with os.scandir(entry.path) as sub:
+                    paths += [e.path for e in sub if "cli" in e.name and e.name.endswith(".py")]
+    return sorted(paths)
+
+
+@functools.cache
+def command_table() -> dict[str, Command]:
+    """Every command, by name, in the order of ``nmp --help``."""
+    found = [c for c in map(_declared, _candidates()) if c is not None]
+    return {c.name: c for c in sorted(found, key=lambda c: c.order)}
 
 
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
     """The ``nmp`` parser with the full parsers of ``commands`` (default: every command); the
     others are listed by name and help only."""
-    full = set(COMMANDS if commands is None else commands)
+    table = command_table()
+    full = set(table if commands is None else commands)
     parser = NmpArgumentParser(
         prog="nmp",
         description="Near-memory-processing modeling and co-design kit for DLRM embeddings.",
     )
     parser.add_argument("--version", action="version", version=f"nmp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_) in COMMANDS.items():
+    for name, command in table.items():
         if name in full:
-            importlib.import_module(module).register(sub)
+            importlib.import_module(command.module).register(sub)
         else:
-            sub.add_parser(name, help=help_)
+            sub.add_parser(name, help=command.help)
     return parser
 
 
@@ -72,7 +111,7 @@ def _command_of(argv: list[str]) -> str | None:
     """The command ``argv`` names (its first word that is not an option), if it is one."""
     for word in argv:
         if not word.startswith("-"):
-            return word if word in COMMANDS else None
+            return word if word in command_table() else None
     return None
 
 
@@ -87,17 +126,18 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"nmp: warning: {message}", file=file or sys.stderr)
 
 
-# Commands that do no linear algebra: numpy's BLAS (OpenBLAS) would start a thread per core at
-# import, each spinning a while for work that never comes (0.05-0.1 s of CPU on a 2-core VM for
-# no wall-time gain: issue 43). Their process keeps BLAS on one thread unless the user chose.
-SINGLE_THREAD_BLAS = frozenset({"replay"})
+# Commands that do no linear algebra (``one_blas_thread``): numpy's BLAS (OpenBLAS) would start a
+# thread per core at import, each spinning a while for work that never comes (0.05-0.1 s of CPU on
+# a 2-core VM for no wall-time gain: issue 43). Their process keeps BLAS on one thread unless the
+# user chose.
 BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def _single_thread_blas(command: str | None) -> None:
     """One BLAS thread for ``command`` where it does no linear algebra, unless the user set
     the count (any of :data:`BLAS_THREAD_VARS`) or numpy is already loaded (too late)."""
-    if command not in SINGLE_THREAD_BLAS or "numpy" in sys.modules:
+    declared = command_table().get(command) if command else None
+    if declared is None or not declared.one_blas_thread or "numpy" in sys.modules:
         return
     if any(os.environ.get(var) for var in BLAS_THREAD_VARS):
         return
@@ -141,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         # no command (or a command group such as `nmp rtl` without its subcommand): a usage
         # error, one line and exit status 1 like every other (docs/limits.md)
-        parser.error("give a command (" + ", ".join(COMMANDS) + ")")
+        parser.error("give a command (" + ", ".join(command_table()) + ")")
     try:
         return int(args.func(args) or 0)
     except NmpError as exc:

@@ -27,6 +27,15 @@ from nmp.cache.kvstore import BACKENDS
 from nmp.cache.policy import names
 from nmp.fileio import check_output_path
 
+# The `nmp cache` command: nmp.cli reads this literal without importing the module
+# (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
+NMP_COMMAND = {
+    "name": "cache",
+    "order": 7,
+    "help": "embedding cache for inference (LRU, LFU, groupScore, EVStore) over a real store",
+}
+
+
 NO_BACKEND = "none"  # --backend none: no key-value store measured (not a backend)
 
 
@@ -129,7 +138,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "cache",
-        help="embedding cache for inference (LRU, LFU, groupScore, EVStore) over a real store",
+        help=NMP_COMMAND["help"],
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

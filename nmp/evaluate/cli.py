@@ -18,6 +18,15 @@ from nmp.config import load_toml
 from nmp.errors import NmpError
 from nmp.guard import add_argument, check
 
+# The `nmp evaluate` command: nmp.cli reads this literal without importing the module
+# (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
+NMP_COMMAND = {
+    "name": "evaluate",
+    "order": 4,
+    "help": "run a design-space sweep and write a report",
+}
+
+
 DEFAULT_SWEEP = "default"
 DEFAULT_POINT_TIME_LIMIT_S = 600.0  # = nmp.evaluate.executor.DEFAULT_TIME_LIMIT_S (a test says)
 EPILOG = """\
@@ -311,7 +320,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "evaluate",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EPILOG,
-        help="run a design-space sweep and write a report",
+        help=NMP_COMMAND["help"],
         description="Sweep designs x memories x workloads x spec fields (a sweep file, default "
         "workloads/sweeps/default.toml), then report the best points, the Pareto sets, speedup "
         "and energy saving over the baseline, into reports/<run>/ (reports/latest links to the "

@@ -9,6 +9,14 @@ import nmp.guard as guard
 from nmp.config import parse_set_args
 from nmp.guard import add_argument
 
+# The `nmp run` command: nmp.cli reads this literal without importing the module
+# (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
+NMP_COMMAND = {
+    "name": "run",
+    "order": 3,
+    "help": "evaluate one design point (architecture x workload x memory)",
+}
+
 
 def _run(args: argparse.Namespace) -> int:
     # numpy, numba: loaded when the command runs, not for `nmp --help`
@@ -59,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
-        help="evaluate one design point (architecture x workload x memory)",
+        help=NMP_COMMAND["help"],
         description="Run one workload on one architecture (NMP design or GPU) and report its "
         "latency, throughput, energy and area.",
     )

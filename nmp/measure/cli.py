@@ -11,7 +11,13 @@ from typing import Any
 
 from nmp.errors import NmpError
 
-HELP = "measure this machine's host CPU (caches, latency, bandwidth) and check the model on it"
+# The `nmp measure` command: nmp.cli reads this literal without importing the module
+# (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
+NMP_COMMAND = {
+    "name": "measure",
+    "order": 10,
+    "help": "measure this host's CPU (caches, latency, bandwidth) and check the model on it",
+}
 
 
 def _measure(args: argparse.Namespace) -> int:
@@ -196,7 +202,7 @@ def _print_check(rows, plan, load) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "measure",
-        help=HELP,
+        help=NMP_COMMAND["help"],
         description="Measure the machine this runs on: cores, caches (sysfs), load latency per "
         "working-set size (a compiled pointer chase), misses in flight and read bandwidth per "
         "thread count; write them as a host preset (docs/host-model.md). --check runs real "

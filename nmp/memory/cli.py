@@ -13,6 +13,15 @@ from nmp.errors import NmpError
 from nmp.guard import add_argument
 from nmp.memory import load_memory
 
+# The `nmp replay` command: nmp.cli reads this literal without importing the module
+# (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
+NMP_COMMAND = {
+    "name": "replay",
+    "order": 1,
+    "help": "replay a memory trace on a modeled DRAM system",
+    "one_blas_thread": True,
+}
+
 
 def add_memory_arguments(p: argparse.ArgumentParser) -> None:
     """The flags that pick the memory: ``--memory``, ``--channels``, ``--ranks``, ``--mapping``,
@@ -148,7 +157,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "replay",
-        help="replay a memory trace on a modeled DRAM system",
+        help=NMP_COMMAND["help"],
         description=(
             "Replay a Ramulator (LD/ST 0x..) or DRAMsim3 (0x.. READ|WRITE cycle) trace, plain or "
             "gzip, on a DRAM preset with the Ramulator-2-exact engine. 'cycles' is Ramulator 2's: "

@@ -13,6 +13,15 @@ import nmp.guard as guard
 from nmp.cliargs import check_out_folder
 from nmp.errors import NmpError
 
+# The `nmp rtl` command: nmp.cli reads this literal without importing the module
+# (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
+NMP_COMMAND = {
+    "name": "rtl",
+    "order": 5,
+    "help": "export and characterize the parity-update datapath",
+}
+
+
 DEFAULT_OUT = "rtl"
 
 
@@ -115,7 +124,7 @@ def _common(p: argparse.ArgumentParser, *, width: bool = True) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("rtl", help="export and characterize the parity-update datapath")
+    p = sub.add_parser("rtl", help=NMP_COMMAND["help"])
     rtl_sub = p.add_subparsers(dest="rtl_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda _args: p.error("give a subcommand (export, report)"))
 

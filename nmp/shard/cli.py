@@ -17,6 +17,15 @@ from nmp.config import parse_set_args, split_overrides
 from nmp.errors import NmpError
 from nmp.shard.topology import DEFAULT_TOPOLOGY
 
+# The `nmp shard` command: nmp.cli reads this literal without importing the module
+# (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
+NMP_COMMAND = {
+    "name": "shard",
+    "order": 8,
+    "help": "place embedding rows across GPUs and HBM/host tiers (RecShard, greedy sharders)",
+}
+
+
 ALL_SHARDERS = "all"  # --sharder all: every registered sharder (not a sharder's name)
 
 
@@ -82,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "shard",
-        help="place embedding rows across GPUs and HBM/host tiers (RecShard, greedy sharders)",
+        help=NMP_COMMAND["help"],
         description="Profile a workload's tables, place them with a sharder across the GPUs of "
         "a topology (models/topology/) and the HBM / host-memory tiers, and report the modeled "
         "embedding step time, load balance and slow-tier accesses.",

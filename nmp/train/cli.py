@@ -22,6 +22,14 @@ from nmp.errors import NmpError
 from nmp.parity_codes import PARITY_CODES
 from nmp.results import jsonable
 
+# The `nmp train` command: nmp.cli reads this literal without importing the module
+# (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
+NMP_COMMAND = {
+    "name": "train",
+    "order": 6,
+    "help": "train DLRM on the modeled hardware with failures",
+}
+
 
 def _config(args: argparse.Namespace):
     from nmp.config import parse_set_args, split_overrides
@@ -460,7 +468,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "train",
-        help="train DLRM on the modeled hardware with failures",
+        help=NMP_COMMAND["help"],
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -13,6 +13,14 @@ from nmp.cliargs import check_out_folder
 from nmp.errors import NmpError
 from nmp.validate.runner import plan_validation
 
+# The `nmp validate` command: nmp.cli reads this literal without importing the module
+# (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
+NMP_COMMAND = {
+    "name": "validate",
+    "order": 9,
+    "help": "check the kit against Ramulator 2, torch, fresh encodes and published claims",
+}
+
 
 def _default_jobs() -> int:
     return max(1, min(8, os.cpu_count() or 1))
@@ -87,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "validate",
-        help="check the kit against Ramulator 2, torch, fresh encodes and published claims",
+        help=NMP_COMMAND["help"],
         description="Run the kit's checks: the DRAM engine against Ramulator 2's reference "
         "cases, every design's gather-reduce against torch.nn.EmbeddingBag, in-memory parity "
         "against a fresh encode, and every published claim the kit has a study for "
