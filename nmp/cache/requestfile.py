@@ -53,6 +53,9 @@ def load_request_file(path: str | Path, spec: WorkloadSpec) -> tuple[LookupBatch
     except UnicodeDecodeError as exc:
         bad_line = data.count(b"\n", 0, exc.start) + 1
         raise TraceError("not UTF-8 text", file=file, line=bad_line) from None
+    nul = text.find("\x00")
+    if nul >= 0:  # numpy's strings drop trailing NULs: '1\x00' was read as row 1
+        raise TraceError("a NUL byte: binary data, not text", file=file, line=_line_of(text, nul))
     n_tables = len(spec.tables)
     numbers: list[int] = []
     records: list[list[str]] = []
@@ -87,6 +90,10 @@ def load_request_file(path: str | Path, spec: WorkloadSpec) -> tuple[LookupBatch
         np.cumsum(lengths, out=offsets[1:])
         tables.append(TableLookups(idx, offsets, None, tspec.rows, tspec.dim))
     return LookupBatch(tuple(tables)), list(columns[0])
+
+
+def _line_of(text: str, position: int) -> int:
+    return text.count("\n", 0, position) + 1
 
 
 # a row index of more digits may not fit int64 (the conversion would overflow); no table has

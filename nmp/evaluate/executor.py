@@ -388,7 +388,9 @@ class DaskExecutor(Executor):
                 client = _connect(Client, self.address)
             else:
                 cluster = LocalCluster(
-                    n_workers=self.workers,
+                    # no more workers than points: `--dask-workers 100000` on two points
+                    # started 100000 processes and never finished
+                    n_workers=min(self.workers, len(points)),
                     threads_per_worker=1,
                     processes=self.processes,
                     dashboard_address=None,
@@ -409,7 +411,11 @@ class DaskExecutor(Executor):
         try:
             # Dask costs a few ms per task on a small machine: points travel in chunks so that
             # overhead stays small while results still stream back as chunks finish.
-            slots = max(1, sum(client.nthreads().values())) if self.address else self.workers
+            slots = (
+                max(1, sum(client.nthreads().values()))
+                if self.address
+                else min(self.workers, len(points))
+            )
             chunks = chunk_indices(len(points), slots)
             futures = client.map(
                 evaluate_chunk,
