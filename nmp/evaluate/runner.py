@@ -134,6 +134,9 @@ def resolve_run_dir(base: Path, run: str | None, *, resume: bool, sweep: SweepSp
             check_run_name(run)
         path = base / run
         target = path.resolve() if path.is_symlink() else path
+        if path.is_symlink() and not target.exists():
+            # a dangling link: the run folder was created wherever it pointed
+            raise NmpError(f"--run {run!r}: {path} is a link to nothing ({target})")
         if target.exists() and not target.is_dir():
             # a link to a file: the message named the file and "File exists", not the flag
             raise NmpError(f"--run {run!r}: {path} is not a folder (a file or a link to one)")
