@@ -54,6 +54,8 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "ds3-decreasing.trace": lambda p: p.write_text("0x0 READ 10\n0x40 READ 20\n0x80 READ 5\n"),
     "ds3-negative.trace": lambda p: p.write_text("0x0 READ 10\n0x40 READ -5\n"),
     "truncated.trace.gz": lambda p: p.write_bytes(_gzip_cut(b"LD 0x0\nST 0x40\n" * 5000)),
+    "beyond.trace": lambda p: p.write_text("LD 0x0\nST 0x7fffffff00000000\n"),
+    "ds3-beyond.trace": lambda p: p.write_text("0x0 READ 1\n0xfffffffffff00000 WRITE 9\n"),
     "garbage.trace.gz": lambda p: p.write_bytes(b"\x1f\x8b" + b"garbage" * 10),
 }
 SWEEP = ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--jobs", "1"]
@@ -77,6 +79,9 @@ CASES = [
     ("replay-ds3-negative", ["replay", "{tmp}/ds3-negative.trace"], "ds3-negative.trace:2"),
     ("replay-gzip-truncated", ["replay", "{tmp}/truncated.trace.gz"], "truncated.trace.gz"),
     ("replay-gzip-garbage", ["replay", "{tmp}/garbage.trace.gz"], "garbage.trace.gz"),
+    # an address beyond the memory named the memory but not the trace
+    ("replay-beyond-capacity", ["replay", "{tmp}/beyond.trace"], "beyond.trace: address"),
+    ("replay-ds3-beyond-capacity", ["replay", "{tmp}/ds3-beyond.trace"], "ds3-beyond.trace: a"),
     # outputs that are not folders
     ("rtl-out-link", ["rtl", "export", "--out", "{tmp}/link"], "--out"),
     ("rtl-out-device", ["rtl", "export", "--out", "/dev/null"], "--out"),
