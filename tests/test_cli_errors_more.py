@@ -82,6 +82,17 @@ CASES = [
     # an address beyond the memory named the memory but not the trace
     ("replay-beyond-capacity", ["replay", "{tmp}/beyond.trace"], "beyond.trace: address"),
     ("replay-ds3-beyond-capacity", ["replay", "{tmp}/ds3-beyond.trace"], "ds3-beyond.trace: a"),
+    # a relation of two keys names both (--parities alone blamed train.nodes)
+    (
+        "train-parities-over-nodes",
+        ["train", "--code", "rs", "--parities", "1000"],
+        "train.parities (1000)",
+    ),
+    (
+        "train-nodes-under-parities",
+        ["train", "--code", "rs", "--parities", "3", "--nodes", "2"],
+        "2 nodes must exceed train.parities (3)",
+    ),
     # outputs that are not folders
     ("rtl-out-link", ["rtl", "export", "--out", "{tmp}/link"], "--out"),
     ("rtl-out-device", ["rtl", "export", "--out", "/dev/null"], "--out"),
