@@ -178,3 +178,31 @@ def test_a_local_dask_clusters_workers_pass_the_memory_guard() -> None:
     check_sweep(points, 1, "64G", flag="--dask-workers")
     with pytest.raises(NmpError, match="--dask-workers"):
         check_sweep(points, 2, "1M", flag="--dask-workers")
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [OSError("Timed out trying to connect"), TimeoutError("no answer")],
+    ids=["refused", "timed-out"],
+)
+def test_an_unreachable_scheduler_is_one_line_before_any_progress(
+    failure: Exception, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """An address where nothing answers printed progress lines and "done (0 of 2 points)"
+    before its error, and made a run folder: now the scheduler is reached first."""
+    pytest.importorskip("distributed")
+    import nmp.evaluate.executor as executor
+    from nmp.cli import main
+
+    def unreachable(client_cls: object, address: str) -> None:
+        raise failure
+
+    monkeypatch.setattr(executor, "_connect", unreachable)
+    (tmp_path / "small.toml").write_text(SMALL_SWEEP)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    code = main(["evaluate", "small.toml", "--out", "reports", "--scheduler", "tcp://127.0.0.1:1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert "cannot reach the Dask scheduler tcp://127.0.0.1:1" in err[0], err
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())

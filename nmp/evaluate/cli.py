@@ -126,6 +126,8 @@ def _run(args: argparse.Namespace) -> int:
     executor = make_executor(
         args.jobs, args.scheduler, args.dask_workers, args.point_time_limit or None
     )
+    if args.scheduler:  # an address where nothing answers: one line, before any progress
+        executor.connect()
     check_run_dir(run_dir, resume=args.resume)  # before anything is written
     # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import is_warm
