@@ -17,6 +17,8 @@ import pytest
 
 SECONDS = 60  # a refusal, not a run: the bound tells a hang from a slow start on a loaded CI
 SMALL_SWEEP = 'name = "small"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'
+RANDOM_SWEEP = SMALL_SWEEP + 'sampling = "random"\nsamples = 2\n'
+AXES = "[axes]\nworkload.batch = [1, 2, 4]\n"
 GOOD_REQUEST = "u1\t" + "\t".join(["1"] * 26) + "\n"  # criteo-kaggle: 26 tables
 
 
@@ -47,6 +49,8 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "reports/dangling": _link_to("nowhere"),
     "reports/afile": lambda p: p.write_text("keep\n"),
     "small.toml": lambda p: p.write_text(SMALL_SWEEP),
+    "seed-negative.toml": lambda p: p.write_text(RANDOM_SWEEP + "seed = -1\n" + AXES),
+    "seed-huge.toml": lambda p: p.write_text(RANDOM_SWEEP + f"lookup_seed = {2**64}\n" + AXES),
     "req-nul-row.txt": lambda p: _request(p, "u2\t" + "\t".join(["1\x00"] * 26) + "\n"),
     "req-nul-user.txt": lambda p: _request(p, "u\x002\t" + "\t".join(["1"] * 26) + "\n"),
     "req-neg.txt": lambda p: _request(p, "u2\t" + "\t".join(["-1"] * 26) + "\n"),
@@ -69,6 +73,9 @@ CASES = [
     ("evaluate-run-link-to-file", [*SWEEP, "--run", "link"], "--run 'link'"),
     ("evaluate-run-dangling-link", [*SWEEP, "--run", "dangling"], "--run 'dangling'"),
     ("evaluate-run-is-a-file", [*SWEEP, "--run", "afile"], "--run 'afile'"),
+    # a sweep's seeds: numpy's ValueError was an internal error
+    ("evaluate-seed-negative", ["evaluate", "{tmp}/seed-negative.toml", "--check"], "'seed'"),
+    ("evaluate-lookup-seed-huge", ["evaluate", "{tmp}/seed-huge.toml", "--check"], "lookup_seed"),
     # request files: a NUL byte was dropped by numpy ('1\x00' read as row 1)
     ("cache-request-nul-row", ["cache", "--request-file", "{tmp}/req-nul-row.txt"], ":2"),
     ("cache-request-nul-user", ["cache", "--request-file", "{tmp}/req-nul-user.txt"], ":2"),
