@@ -42,7 +42,7 @@ def _link_to(target: str) -> Callable[[Path], None]:
 
 
 # {tmp}/<name> in a case's argv: the file is made by its maker before the run
-MAKERS: dict[str, Callable[[Path], None]] = {
+MAKERS: dict[str, Callable[[Path], object]] = {
     "victim.txt": lambda p: p.write_text("keep\n"),
     "link": _link_to("victim.txt"),
     "reports/link": _link_to("victim.txt"),
@@ -131,6 +131,7 @@ def test_bad_input_gives_one_line_error(
     monkeypatch.delenv("NMP_MAX_MEMORY", raising=False)
     capsys.readouterr()
     t0 = time.monotonic()
+    code: object
     try:
         code = main(args)
     except SystemExit as exc:  # a usage error, raised by argparse
