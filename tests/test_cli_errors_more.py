@@ -73,6 +73,17 @@ CASES = [
     ("evaluate-run-link-to-file", [*SWEEP, "--run", "link"], "--run 'link'"),
     ("evaluate-run-dangling-link", [*SWEEP, "--run", "dangling"], "--run 'dangling'"),
     ("evaluate-run-is-a-file", [*SWEEP, "--run", "afile"], "--run 'afile'"),
+    # a request file is read whole: its size passes the memory guard before it is read
+    (
+        "cache-request-file-over-limit",
+        ["cache", "--request-file", "{tmp}/req-neg.txt", "--max-memory", "1K"],
+        "--request-file",
+    ),
+    (
+        "cache-request-file-over-env-limit",
+        ["cache", "--request-file", "{tmp}/req-huge.txt", "--max-memory", "2K"],
+        "req-huge.txt: key '--request-file'",
+    ),
     # a sweep's seeds: numpy's ValueError was an internal error
     ("evaluate-seed-negative", ["evaluate", "{tmp}/seed-negative.toml", "--check"], "'seed'"),
     ("evaluate-lookup-seed-huge", ["evaluate", "{tmp}/seed-huge.toml", "--check"], "lookup_seed"),
@@ -214,3 +225,20 @@ def test_an_unreachable_scheduler_is_one_line_before_any_progress(
     assert code == 1 and len(err) == 1, err
     assert "cannot reach the Dask scheduler tcp://127.0.0.1:1" in err[0], err
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
+
+
+@pytest.mark.parametrize("sizes", [[0, 0, 0], [0]], ids=["empty-requests", "one-empty"])
+def test_a_backend_no_lookup_reached_measures_nothing(sizes: list[int], tmp_path: Path) -> None:
+    """Every request served by the cache: the backend read nothing, and its rate was printed
+    as "inf lookups/s, 0.00 us per lookup" (and written to --json as Infinity)."""
+    import numpy as np
+
+    from nmp.cache.kvstore import BACKENDS, measure_reads, open_store
+
+    store = open_store(sorted(BACKENDS)[0], tmp_path / "store", 4)
+    try:
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        m = measure_reads(store, np.zeros(0, np.int64), offsets)
+    finally:
+        store.close()
+    assert m["lookups_per_s"] is None and m["lookup_us"] is None
