@@ -73,6 +73,11 @@ def _run(args: argparse.Namespace) -> int:
     cfg = CacheConfig(**{k: v for k, v in fields.items() if v is not None})
     if args.no_accuracy:
         cfg = CacheConfig(**{**cfg.__dict__, "accuracy": False})
+    if args.request_file:  # read whole: its size is checked before it is read
+        from nmp.cache.requestfile import request_file_estimate
+        from nmp.guard import check
+
+        check(request_file_estimate(args.request_file), args.max_memory)
     if args.save_requests:
         save_requests(cfg, args.save_requests)
     # loaded on use (start-up time)
@@ -115,7 +120,9 @@ def _print(r: dict) -> None:
         f"  memory {r['memory_bytes'] / 2**20:.3g} MiB of a {r['table_bytes'] / 2**30:.3g} GiB "
         f"table ({100 * r['memory_reduction']:.2f} % less)"
     )
-    if "backend_lookups_per_s" in r:
+    if "backend_lookups_per_s" in r and r["backend_lookups_per_s"] is None:
+        print(f"  backend {r['backend']}: no lookup reached it (every request hit the cache)")
+    elif "backend_lookups_per_s" in r:
         print(
             f"  backend {r['backend']} (measured here, file in page cache): "
             f"{r['backend_lookups_per_s']:.0f} lookups/s, {r['backend_lookup_us']:.2f} us per "

@@ -22,6 +22,8 @@ over :data:`MAX_BYTES`.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +31,34 @@ import numpy as np
 
 from nmp.errors import NmpError, TraceError
 from nmp.fileio import atomic_file, read_regular
+from nmp.guard import Estimate
 from nmp.workload import LookupBatch, TableLookups, WorkloadSpec
 
 MAX_BYTES = 1 << 30  # a file is read whole; split a larger one (it is not a stream format)
+# Peak memory of a parse per byte of file: measured 20.7 (1.14 GB for a 55 MB one-hot
+# criteo-kaggle file, ru_maxrss growth of load_request_file), rounded up: its fields are
+# Python strings before numpy takes them (a 1 GiB file would need ~22 GB)
+PARSE_BYTES_PER_FILE_BYTE = 24
+
+
+def request_file_estimate(path: str | Path) -> Estimate:
+    """The memory :func:`load_request_file` takes for ``path`` (its size times
+    :data:`PARSE_BYTES_PER_FILE_BYTE`), known before it is read: ``nmp cache`` checks it
+    against ``--max-memory`` first. A path that is not a regular file estimates 0 (the read
+    refuses it)."""
+    try:
+        st = os.stat(path)
+        size = st.st_size if stat.S_ISREG(st.st_mode) else 0
+    except OSError:
+        size = 0
+    return Estimate(
+        size * PARSE_BYTES_PER_FILE_BYTE,
+        "--request-file",
+        f"{size:,} bytes of requests parsed",
+        file=str(path),
+    )
+
+
 HEADER = "# nmp requests: user, then the rows of each table (comma-separated), tab-separated\n"
 
 
@@ -53,6 +80,9 @@ def load_request_file(path: str | Path, spec: WorkloadSpec) -> tuple[LookupBatch
     except UnicodeDecodeError as exc:
         bad_line = data.count(b"\n", 0, exc.start) + 1
         raise TraceError("not UTF-8 text", file=file, line=bad_line) from None
+    nul = text.find("\x00")
+    if nul >= 0:  # numpy's strings drop trailing NULs: '1\x00' was read as row 1
+        raise TraceError("a NUL byte: binary data, not text", file=file, line=_line_of(text, nul))
     n_tables = len(spec.tables)
     numbers: list[int] = []
     records: list[list[str]] = []
@@ -87,6 +117,10 @@ def load_request_file(path: str | Path, spec: WorkloadSpec) -> tuple[LookupBatch
         np.cumsum(lengths, out=offsets[1:])
         tables.append(TableLookups(idx, offsets, None, tspec.rows, tspec.dim))
     return LookupBatch(tuple(tables)), list(columns[0])
+
+
+def _line_of(text: str, position: int) -> int:
+    return text.count("\n", 0, position) + 1
 
 
 # a row index of more digits may not fit int64 (the conversion would overflow); no table has

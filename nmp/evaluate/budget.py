@@ -82,7 +82,9 @@ def point_estimate(
     return Estimate(est.bytes_ + mem_est.bytes_, est.key, est.detail, file=est.file)
 
 
-def check_sweep(points: list[Any], parallel: int, max_memory: str | None = None) -> None:
+def check_sweep(
+    points: list[Any], parallel: int, max_memory: str | None = None, flag: str = "--jobs"
+) -> None:
     """``nmp evaluate``: the largest point times the points that run at once (one per local
     worker) must fit; else refuse before the first point runs, naming the point and the key."""
     limit, source = limit_bytes(max_memory)
@@ -102,7 +104,7 @@ def check_sweep(points: list[Any], parallel: int, max_memory: str | None = None)
         f"point {point.label()} on {point.workload} needs about {format_bytes(est.bytes_)} "
         f"({est.detail}); with {min(parallel, len(points))} at once "
         f"{format_bytes(need)}, above the limit of {format_bytes(limit)} ({source}; fewer "
-        "--jobs need less)",
+        f"{flag} need less)",
         key=est.key,
     )
 

@@ -119,10 +119,12 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     from nmp.evaluate.executor import default_jobs
 
-    local = not (args.scheduler or args.dask_workers)  # a cluster's memory is not ours
-    if local:
+    if not args.scheduler:  # a remote cluster's memory is not ours; a local one's is
         unique = list({k: p for p, k in keyed}.values())
-        check_sweep(unique, args.jobs or default_jobs(), args.max_memory)
+        if args.dask_workers:
+            check_sweep(unique, args.dask_workers, args.max_memory, flag="--dask-workers")
+        else:
+            check_sweep(unique, args.jobs or default_jobs(), args.max_memory)
 
     # rich: loaded when the command runs, not for `nmp --help`
     from nmp.report.console import ConsoleProgress, make_console, print_sweep_summary
@@ -133,6 +135,8 @@ def _run(args: argparse.Namespace) -> int:
     executor = make_executor(
         args.jobs, args.scheduler, args.dask_workers, args.point_time_limit or None
     )
+    if args.scheduler:  # an address where nothing answers: one line, before any progress
+        executor.connect()
     check_run_dir(run_dir, resume=args.resume)  # before anything is written
     # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import is_warm

@@ -190,6 +190,10 @@ class Executor:
     def describe(self) -> dict[str, Any]:
         return {"executor": self.name}
 
+    def connect(self) -> None:
+        """Reach what the points run on before the run starts (a remote cluster); a local pool
+        has nothing to reach."""
+
 
 class SerialExecutor(Executor):
     """In this process, one point after another (``--jobs 1``; easiest to debug). A point past
@@ -367,6 +371,33 @@ class DaskExecutor(Executor):
         self.address = address
         self.workers = workers or default_jobs()
         self.processes = processes
+        self._client: Any = None  # a scheduler connected ahead by connect()
+
+    def connect(self) -> None:
+        """Connect to the scheduler now (``nmp evaluate`` does before its run folder and its
+        progress: an address where nothing answers was one error line after progress lines
+        and a "done (0 of N points)" line)."""
+        if self.address and self._client is None:
+            try:
+                from distributed import Client
+            except ImportError:
+                return  # run() says what to install
+            self._client = self._remote_client(Client)
+
+    def _remote_client(self, client_cls: Any) -> Any:
+        try:
+            return _connect(client_cls, self.address or "")
+        except (OSError, ValueError, TypeError) as exc:
+            # OSError: nothing answers; ValueError/TypeError: not an address (no port...)
+            raise NmpError(f"cannot reach the Dask scheduler {self.address}: {exc}") from None
+        except NmpError:
+            raise
+        except Exception as exc:  # noqa: BLE001 (one line, whatever answered)
+            # something answered that is not a Dask scheduler (a web server, ssh): Dask read
+            # its bytes as a message length and failed (a MemoryError read as out of memory)
+            raise NmpError(
+                f"the Dask scheduler {self.address} did not answer as one ({type(exc).__name__})"
+            ) from None
 
     def describe(self) -> dict[str, Any]:
         if self.address:
@@ -385,10 +416,12 @@ class DaskExecutor(Executor):
         cluster = None
         try:
             if self.address:
-                client = _connect(Client, self.address)
+                client, self._client = self._client or self._remote_client(Client), None
             else:
                 cluster = LocalCluster(
-                    n_workers=self.workers,
+                    # no more workers than points: `--dask-workers 100000` on two points
+                    # started 100000 processes and never finished
+                    n_workers=min(self.workers, len(points)),
                     threads_per_worker=1,
                     processes=self.processes,
                     dashboard_address=None,
@@ -409,7 +442,11 @@ class DaskExecutor(Executor):
         try:
             # Dask costs a few ms per task on a small machine: points travel in chunks so that
             # overhead stays small while results still stream back as chunks finish.
-            slots = max(1, sum(client.nthreads().values())) if self.address else self.workers
+            slots = (
+                max(1, sum(client.nthreads().values()))
+                if self.address
+                else min(self.workers, len(points))
+            )
             chunks = chunk_indices(len(points), slots)
             futures = client.map(
                 evaluate_chunk,

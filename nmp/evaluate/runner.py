@@ -129,11 +129,18 @@ def resolve_run_dir(base: Path, run: str | None, *, resume: bool, sweep: SweepSp
     points to; else a new auto-named one (not created here: see :func:`claim_run_dir`)."""
     if run == LATEST and not resume:
         raise NmpError(f"'{LATEST}' is reserved for the link to the newest run; pick another --run")
-    if run:
+    if run is not None:  # `--run ""` is a bad name, not "no name" (it ran, auto-named)
         if run != LATEST:
             check_run_name(run)
         path = base / run
-        return path.resolve() if path.is_symlink() else path
+        target = path.resolve() if path.is_symlink() else path
+        if path.is_symlink() and not target.exists():
+            # a dangling link: the run folder was created wherever it pointed
+            raise NmpError(f"--run {run!r}: {path} is a link to nothing ({target})")
+        if target.exists() and not target.is_dir():
+            # a link to a file: the message named the file and "File exists", not the flag
+            raise NmpError(f"--run {run!r}: {path} is not a folder (a file or a link to one)")
+        return target
     if resume:
         link = base / LATEST
         if not link.exists():

@@ -110,6 +110,11 @@ class SweepSpec:
             raise KeyedValueError("samples", "random sampling needs samples = N > 0")
         if self.sampling == "grid" and self.samples:
             raise KeyedValueError("samples", "only used with sampling = 'random'")
+        # numpy's generators take 0..2^63-1: seed = -1 was an internal ValueError
+        for key in ("seed", "lookup_seed"):
+            value = getattr(self, key)
+            if value is not None and not 0 <= value < 2**63:
+                raise KeyedValueError(key, f"must be an integer in [0, 2^63), got {value}")
 
     @property
     def all_designs(self) -> tuple[DesignSpec, ...]:

@@ -95,16 +95,23 @@ def _replay(trace: str, spec, max_bytes: int | None, args: argparse.Namespace):
     """The statistics of the trace replayed on ``spec``: a canonical Ramulator text on the C
     engine without numpy (its import was most of a replay's start-up), anything else through
     the driver (numpy; numba where the numba engine runs)."""
+    from nmp.errors import TraceError
     from nmp.memory.text_replay import replay_text
     from nmp.memory.trace_file import read_trace_bytes
 
     data = read_trace_bytes(Path(trace), max_bytes)
-    stats = replay_text(data, spec, drain=not args.no_drain)
-    if stats is None:
-        from nmp.memory.driver import replay
-        from nmp.memory.trace import parse_trace_bytes
+    try:
+        stats = replay_text(data, spec, drain=not args.no_drain)
+        if stats is None:
+            from nmp.memory.driver import replay
+            from nmp.memory.trace import parse_trace_bytes
 
-        stats = replay(parse_trace_bytes(data, trace), spec, drain=not args.no_drain)
+            stats = replay(parse_trace_bytes(data, trace), spec, drain=not args.no_drain)
+    except TraceError as exc:
+        if exc.file is not None:
+            raise
+        # an address beyond the memory's capacity was found after parsing: name the trace
+        raise TraceError(exc.message, file=trace, line=exc.line, key=exc.key) from None
     return stats
 
 

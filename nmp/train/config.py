@@ -143,7 +143,12 @@ class TrainConfig:
         if error:
             raise KeyedValueError("parities", error)
         if self.nodes <= self.parities:
-            raise KeyedValueError("nodes", f"must exceed parities ({self.parities})")
+            # both named: `--parities 1000` alone blamed train.nodes (issue 42's wrong-key kind)
+            raise KeyedValueError(
+                "nodes",
+                f"{self.nodes} nodes must exceed train.parities ({self.parities}): fewer "
+                "parities or more nodes",
+            )
         if not self.rebuild_share > 0.0:
             raise KeyedValueError("rebuild_share", "must be > 0")
         for name in ("storage_gbps", "host_flops", "mtbf_steps", "lr_embedding", "lr_dense"):
