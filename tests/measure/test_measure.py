@@ -150,14 +150,19 @@ def test_check_rows_compare_model_with_measured():
 
 def test_check_runs_real_lookups_beside_the_model():
     """One small row: embedding_bag over the fused, capped tables, and the model's figure."""
-    plan = CheckPlan("host-cpu", batches=(2,), max_rows=300, groups=2, group_lookups=100)
-    rows = run_check(plan, lambda r: None)
+    plan = CheckPlan("host-cpu", batches=(2,), max_rows=300, rounds=2, round_lookups=100)
+    steps = []
+    rows = run_check(plan, lambda r: None, lambda: steps.append(1))
+    assert len(steps) == plan.steps()  # the progress bar's total
     assert {(r.skew, r.kernel) for r in rows} >= {
         ("skewed", "embedding_bag"),
         ("uniform", "embedding_bag"),
     }
     for r in rows:
         assert r.measured > 0 and r.model > 0 and r.ratio == r.model / r.measured
+        # the median of the rounds, each after the model's own warm-up
+        assert len(r.rounds) == 2 and min(r.rounds) <= r.measured <= max(r.rounds)
+        assert r.warmup_batches >= 1 and r.timed_lookups >= 200
     if "fbgemm_tbe" in plan.skipped:  # say why where it does not import
         assert "fbgemm" in plan.skipped["fbgemm_tbe"]
 
