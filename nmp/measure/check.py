@@ -10,8 +10,9 @@ none of the rows it reads, as cold as the model's), runs ``W`` batches untimed a
 next one. Samples repeat until a round has timed at least ``ROUND_LOOKUPS``; the rows take
 their rounds in turn (interleaved: a change of load on a shared machine meets every row), and
 a row's figure is the median of its rounds. The measured figure is lookups per second of the
-threads' CPU time; the model's is ``nmp run``'s lookups/s of the preset with
-``arch.host.threads`` set.
+busiest thread's CPU time (the batch's time where nothing else runs: the other threads wait for
+it at the join, as the model's batch takes its busiest core's time); the model's is ``nmp
+run``'s lookups/s of the preset with ``arch.host.threads`` set.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class CheckRow:
     skew: str
     batch: int
     threads: int
-    measured: float  # lookups/s (threads' CPU time): the median of the rounds
+    measured: float  # lookups/s (the busiest thread's CPU time): the median of the rounds
     measured_wall: float  # lookups/s (wall clock): the median of the rounds
     model: float  # lookups/s
     model_bottleneck: str
@@ -55,6 +56,8 @@ class CheckRow:
     rounds: tuple[float, ...] = ()  # each round's lookups/s (CPU time)
     warmup_batches: int = 0  # the model's warm-up, repeated before every timed batch
     timed_lookups: int = 0
+    measured_mean_thread: float = 0.0  # lookups/s (every thread's CPU time over the threads)
+    preempted: float = 0.0  # the share of timed batches during which a thread was preempted
 
     @property
     def ratio(self) -> float:
@@ -78,6 +81,8 @@ class CheckRow:
             "measured_spread": self.spread,
             "measured_rounds_lookups_per_s": list(self.rounds),
             "measured_timed_lookups": self.timed_lookups,
+            "measured_mean_thread_lookups_per_s": self.measured_mean_thread,
+            "measured_preempted_share": self.preempted,
             "model_warmup_batches": self.warmup_batches,
             "ratio": self.ratio,
             "within_tolerance": self.within,
@@ -214,27 +219,30 @@ def run_check(
 
 def _round(plan: CheckPlan, run, pool, row: _Row, rows_arr, base, rng) -> list[float]:
     """One round of a row: samples (fresh row map, the model's warm-up, one timed batch)
-    until ``plan.round_lookups`` are timed; [lookups, CPU s, wall s]."""
+    until ``plan.round_lookups`` are timed; [lookups, busiest thread's CPU s, every thread's
+    CPU s, wall s, samples, preempted samples]."""
     from nmp.measure import kernel
 
     warm_n = min(row.model.warmup_batches, len(pool) - 1)
-    lookups, cpu_s, wall_s, k = 0, 0.0, 0.0, int(rng.integers(len(pool)))
-    while lookups < plan.round_lookups or not lookups:
+    k = int(rng.integers(len(pool)))
+    tally = np.zeros(6)
+    while tally[0] < plan.round_lookups or not tally[0]:
         m = kernel.RowMap.draw(rows_arr, rng)
         batches = [pool[(k + i) % len(pool)] for i in range(warm_n + 1)]
         k += 1
         fused = [kernel.fuse_mapped(b, rows_arr, base, m) for b in batches]
         s = kernel.timed_after_warmup(run, fused[:-1], fused[-1], row.threads)
-        lookups, cpu_s, wall_s = lookups + s.lookups, cpu_s + s.cpu_s, wall_s + s.wall_s
-    return [lookups, cpu_s, wall_s]
+        tally += (s.lookups, s.busiest_s, s.cpu_s, s.wall_s, 1, s.preempted)
+    return [float(x) for x in tally]
 
 
 def _result(name: str, row: _Row) -> CheckRow:
-    """A row's figures: the median of its rounds (lookups per second of the threads' CPU time,
-    and of the wall clock)."""
+    """A row's figures: the median of its rounds (lookups per second of the busiest thread's
+    CPU time, of every thread's CPU time over the threads, and of the wall clock)."""
     r = np.asarray(row.samples[name], dtype=float)
-    cpu = r[:, 0] / np.maximum(r[:, 1] / row.threads, 1e-12)
-    wall = r[:, 0] / np.maximum(r[:, 2], 1e-12)
+    cpu = r[:, 0] / np.maximum(r[:, 1], 1e-12)
+    mean_thread = r[:, 0] / np.maximum(r[:, 2] / row.threads, 1e-12)
+    wall = r[:, 0] / np.maximum(r[:, 3], 1e-12)
     return CheckRow(
         name,
         row.skew,
@@ -248,6 +256,8 @@ def _result(name: str, row: _Row) -> CheckRow:
         tuple(float(x) for x in cpu),
         row.model.warmup_batches,
         int(r[:, 0].sum()),
+        float(np.median(mean_thread)),
+        float(r[:, 5].sum() / max(r[:, 4].sum(), 1.0)),
     )
 
 

@@ -11,8 +11,10 @@ torch loads) so that waiting is not counted as work.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -116,14 +118,38 @@ def fuse_mapped(b: PoolBatch, rows: np.ndarray, table_base: np.ndarray, m: RowMa
     )
 
 
+def thread_cpu_s() -> dict[int, float]:
+    """Each thread's CPU seconds, by thread id ({} where the system does not give them: Linux
+    lists a process's threads in /proc/self/task, and a thread's CPU clock id is
+    ``(~tid << 3) | 6``, glibc's ``MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)``)."""
+    out: dict[int, float] = {}
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return out
+    for tid in tids:
+        # a thread that ended meanwhile, or a system without such clocks, gives no figure
+        with contextlib.suppress(OSError, OverflowError):
+            out[tid] = time.clock_gettime((~tid << 3) | 6)
+    return out
+
+
+def involuntary_switches() -> int:
+    """Times the process's threads were preempted so far (another program took the core)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
+
+
 @dataclass(frozen=True)
 class Sample:
-    """The timed batches of one sample: lookups, the process's CPU seconds (every thread's),
-    wall seconds."""
+    """One timed batch: its lookups, the process's CPU seconds (every thread's), the busiest
+    thread's CPU seconds (the batch's time on an otherwise idle machine: the other threads
+    wait for it), wall seconds, and whether a thread was preempted meanwhile."""
 
     lookups: int
     cpu_s: float
+    busiest_s: float
     wall_s: float
+    preempted: bool
 
 
 def timed_after_warmup(
@@ -137,9 +163,17 @@ def timed_after_warmup(
     torch.set_num_threads(threads)
     for b in warm:
         run(b)
-    c0, w0 = time.process_time(), time.perf_counter()
+    # the other threads' clocks are read around the call (they sleep meanwhile); the calling
+    # thread's own clock right at it, so that reading the others' does not count
+    me = threading.get_native_id()
+    t0, n0 = thread_cpu_s(), involuntary_switches()
+    c0, w0, m0 = time.process_time(), time.perf_counter(), time.thread_time()
     run(timed)
-    return Sample(timed.lookups, time.process_time() - c0, time.perf_counter() - w0)
+    m1, wall, cpu = time.thread_time(), time.perf_counter() - w0, time.process_time() - c0
+    n1, t1 = involuntary_switches(), thread_cpu_s()
+    others = [v - t0.get(tid, 0.0) for tid, v in t1.items() if tid != me]
+    busiest = max([m1 - m0, *others])
+    return Sample(timed.lookups, cpu, busiest, wall, n1 > n0)
 
 
 def embedding_bag_runner(weights) -> Callable[[FusedBatch], object]:
@@ -273,6 +307,8 @@ __all__ = [
     "RowMap",
     "Sample",
     "fuse_mapped",
+    "involuntary_switches",
+    "thread_cpu_s",
     "pool_batch",
     "timed_after_warmup",
     "embedding_bag_runner",
