@@ -20,7 +20,9 @@ without them takes the L1's fill buffers (every demand miss holds one). Little's
 the L2's misses in flight at its MSHRs, and the page walks at the page walkers. A level's
 bandwidth bounds it too: the L2 feeds a core at ``l2_bytes_per_cycle``, the LLC all cores
 together at ``llc_gbps``, the DRAM channels as the engine replays the LLC's misses. The
-batch takes the longest of these bounds on its busiest core, the shared LLC and the DRAM.
+batch takes the longest of these bounds on its busiest core, the shared LLC and the DRAM; the
+batch is one kernel call, whose fixed cost (``call_ns``, and ``thread_sync_ns`` per thread
+beyond the first) adds to every core's loop.
 """
 
 from __future__ import annotations

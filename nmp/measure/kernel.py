@@ -3,10 +3,10 @@ fused table (every table's rows one after another, each table's indices shifted 
 row, as FBGEMM's table-batched kernels lay them out), and FBGEMM's CPU table-batched embedding
 where ``fbgemm-gpu-cpu`` imports.
 
-Times are the process's CPU time divided by the threads (lookups per thread-second, times the
-threads): on a shared machine the wall clock also counts the time other programs held the
-cores. OpenMP's idle threads sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE``, set before
-torch loads) so that waiting is not counted as work.
+Times are CPU time (the busiest thread's for the check's batches, the process's for the
+microbenchmarks): on a shared machine the wall clock also counts the time other programs held
+the cores. OpenMP's idle threads sleep rather than spin (``OMP_WAIT_POLICY=PASSIVE``, set
+before torch loads) so that waiting is not counted as work.
 """
 
 from __future__ import annotations
