@@ -58,6 +58,9 @@ class CheckRow:
     timed_lookups: int = 0
     measured_mean_thread: float = 0.0  # lookups/s (every thread's CPU time over the threads)
     preempted: float = 0.0  # the share of timed batches during which a thread was preempted
+    # lookups/s (busiest thread's CPU time): the median of the rounds' samples during which no
+    # thread was preempted (None: every one was)
+    unpreempted: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -83,6 +86,7 @@ class CheckRow:
             "measured_timed_lookups": self.timed_lookups,
             "measured_mean_thread_lookups_per_s": self.measured_mean_thread,
             "measured_preempted_share": self.preempted,
+            "measured_unpreempted_lookups_per_s": self.unpreempted,
             "model_warmup_batches": self.warmup_batches,
             "ratio": self.ratio,
             "within_tolerance": self.within,
@@ -220,19 +224,21 @@ def run_check(
 def _round(plan: CheckPlan, run, pool, row: _Row, rows_arr, base, rng) -> list[float]:
     """One round of a row: samples (fresh row map, the model's warm-up, one timed batch)
     until ``plan.round_lookups`` are timed; [lookups, busiest thread's CPU s, every thread's
-    CPU s, wall s, samples, preempted samples]."""
+    CPU s, wall s, samples, preempted samples, and the lookups and busiest thread's CPU s of
+    the samples during which no thread was preempted]."""
     from nmp.measure import kernel
 
     warm_n = min(row.model.warmup_batches, len(pool) - 1)
     k = int(rng.integers(len(pool)))
-    tally = np.zeros(6)
+    tally = np.zeros(8)
     while tally[0] < plan.round_lookups or not tally[0]:
         m = kernel.RowMap.draw(rows_arr, rng)
         batches = [pool[(k + i) % len(pool)] for i in range(warm_n + 1)]
         k += 1
         fused = [kernel.fuse_mapped(b, rows_arr, base, m) for b in batches]
         s = kernel.timed_after_warmup(run, fused[:-1], fused[-1], row.threads)
-        tally += (s.lookups, s.busiest_s, s.cpu_s, s.wall_s, 1, s.preempted)
+        clean = (s.lookups, s.busiest_s) if not s.preempted else (0, 0.0)
+        tally += (s.lookups, s.busiest_s, s.cpu_s, s.wall_s, 1, s.preempted, *clean)
     return [float(x) for x in tally]
 
 
@@ -243,6 +249,8 @@ def _result(name: str, row: _Row) -> CheckRow:
     cpu = r[:, 0] / np.maximum(r[:, 1], 1e-12)
     mean_thread = r[:, 0] / np.maximum(r[:, 2] / row.threads, 1e-12)
     wall = r[:, 0] / np.maximum(r[:, 3], 1e-12)
+    clean = r[r[:, 6] > 0]
+    unpreempted = float(np.median(clean[:, 6] / clean[:, 7])) if clean.size else None
     return CheckRow(
         name,
         row.skew,
@@ -258,6 +266,7 @@ def _result(name: str, row: _Row) -> CheckRow:
         int(r[:, 0].sum()),
         float(np.median(mean_thread)),
         float(r[:, 5].sum() / max(r[:, 4].sum(), 1.0)),
+        unpreempted,
     )
 
 
