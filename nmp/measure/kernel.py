@@ -93,7 +93,7 @@ class RowMap:
     shift: np.ndarray  # int64 per table
 
     @classmethod
-    def draw(cls, rows: Sequence[int], rng: np.random.Generator) -> RowMap:
+    def draw(cls, rows: Sequence[int] | np.ndarray, rng: np.random.Generator) -> RowMap:
         n = np.asarray(rows, dtype=np.int64)
         scale = np.ones_like(n)
         for t, r in enumerate(n):
