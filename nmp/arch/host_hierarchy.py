@@ -20,7 +20,9 @@ without them takes the L1's fill buffers (every demand miss holds one). Little's
 the L2's misses in flight at its MSHRs, and the page walks at the page walkers. A level's
 bandwidth bounds it too: the L2 feeds a core at ``l2_bytes_per_cycle``, the LLC all cores
 together at ``llc_gbps``, the DRAM channels as the engine replays the LLC's misses. The
-batch takes the longest of these bounds on its busiest core, the shared LLC and the DRAM.
+batch takes the longest of these bounds on its busiest core, the shared LLC and the DRAM; the
+batch is one kernel call, whose fixed cost (``call_ns``, and ``thread_sync_ns`` per thread
+beyond the first) adds to every core's loop.
 """
 
 from __future__ import annotations
@@ -180,6 +182,14 @@ def walk_stall_ns(host) -> float:
     return host.page_walk_ns / host.page_walkers
 
 
+def call_overhead_ns(host, threads: int) -> float:
+    """The batch's fixed cost: one kernel call (``call_ns``: dispatch, checks, the output's
+    allocation) and each thread beyond the first woken and joined (``thread_sync_ns``). The
+    calling core runs them before and after its share of the bags and the other cores wait
+    for them (to be woken, to be joined): they add to every core's loop."""
+    return host.call_ns + max(threads - 1, 0) * host.thread_sync_ns
+
+
 def core_bounds_ns(host, load: CoreLoad) -> dict[str, np.ndarray]:
     """Per core (arrays over cores), the time each of its resources needs for its share."""
     lat = latencies_ns(host)
@@ -193,7 +203,7 @@ def core_bounds_ns(host, load: CoreLoad) -> dict[str, np.ndarray]:
     stall_ns = load.lines @ stall_ns_per_line(host) + load.walks * walk_stall_ns(host)
     return {
         "host_compute": compute_ns,
-        "compute_and_stalls": compute_ns + stall_ns,
+        "compute_and_stalls": compute_ns + stall_ns + call_overhead_ns(host, load.lookups.size),
         # Little's law on the L2's misses in flight (and the walks), a cap on any loop
         "l2_mshrs": (load.lines[:, 2:] * lat[2:]).sum(axis=1) / host.l2_mshrs,
         "page_walkers": load.walks * host.page_walk_ns / host.page_walkers,
@@ -215,6 +225,7 @@ __all__ = [
     "PAGE_BYTES",
     "CoreLoad",
     "HostCaches",
+    "call_overhead_ns",
     "core_bounds_ns",
     "core_load",
     "core_of_bag",

@@ -84,6 +84,11 @@ class HostSpec:
     lookup_cycles: float = 8.0
     # cycles per SIMD vector of a row the kernel loads and adds (1: one vector add per cycle)
     vector_cycles: float = 1.0
+    # CPU time of one kernel call beyond its lookups (framework dispatch, argument checks, the
+    # output's allocation), charged once per batch; and what each thread beyond the first adds
+    # to a call (waking it, joining it). 0: not charged (nmp measure host measures both).
+    call_ns: float = 0.0
+    thread_sync_ns: float = 0.0
     pj_per_flop: float = 20.0  # energy of one FP32 add on the core, with its overheads
     # Private caches per core: size (0: none), ways, load-to-use latency, misses in flight.
     l1_kib: float = 48.0
@@ -155,6 +160,8 @@ class HostSpec:
             "l2_pj_per_bit",
             "lookup_cycles",
             "vector_cycles",
+            "call_ns",
+            "thread_sync_ns",
             "l2_lines_in_flight",
             "llc_lines_in_flight",
             "dram_lines_in_flight",

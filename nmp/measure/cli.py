@@ -48,6 +48,7 @@ def _measure(args: argparse.Namespace) -> int:
             quick=args.quick,
             on_step=_say(args.json),
             kernel=kernel.table_lookup_ns,
+            call=kernel.call_cost,
         )
     atomic_write_text(out, host.preset_toml(m))
     report["measured"] = host.summary(m)
@@ -75,17 +76,19 @@ def _check_memory(args, batches: tuple[int, ...]) -> None:
     if args.max_mib:
         terms["--max-mib"] = args.max_mib * 2**20
     if args.check:
-        from nmp.measure.check import GROUP_LOOKUPS, GROUPS, WARM_BATCHES, capped_rows
+        from nmp.measure.check import POOL_BATCHES, capped_rows
         from nmp.workload.spec import load_workload
 
         rows, dim = capped_rows(args.workload, args.seed, args.max_rows)
         terms["--max-rows"] = sum(rows) * dim * 4
         wl = load_workload(args.workload)
         per_sample = sum(wl.table_pooling(t).mean_lookups for t in range(len(wl.tables)))
-        per_batch = max(batches) * per_sample
-        # the warm batches, then GROUPS groups of whole batches of at least GROUP_LOOKUPS each
-        held = WARM_BATCHES * per_batch + GROUPS * (GROUP_LOOKUPS + per_batch)
-        terms["--batches"] = held * (CHECK_LOOKUP_BYTES + guard.LINE_BYTES)
+        # POOL_BATCHES drawn batches per skew and batch size, held through the interleaved
+        # rounds; one sample's batches mapped into the fused table at a time (and the
+        # model's lines of a batch)
+        pools = 2 * sum(batches) * POOL_BATCHES * per_sample * CHECK_LOOKUP_BYTES
+        sample = max(batches) * POOL_BATCHES * per_sample
+        terms["--batches"] = pools + sample * (2 * CHECK_LOOKUP_BYTES + guard.LINE_BYTES)
     if terms:
         key = max(terms, key=terms.__getitem__)
         detail = ", ".join(f"{k} {guard.format_bytes(v)}" for k, v in terms.items())
@@ -107,17 +110,14 @@ def _check(args, preset: Path, batches, cpus: int) -> dict[str, Any]:
         max_rows=args.max_rows,
         seed=args.seed,
     )
-    kernels = 2  # embedding_bag and (where it imports) FBGEMM's TBE
     tty = sys.stderr.isatty() and not args.json
-    with bar("measure host --check", total=plan.rows() * kernels, quiet=not tty) as advance:
+    with bar("measure host --check", total=plan.steps(), quiet=not tty) as advance:
 
         def on_row(row) -> None:
-            advance()
             if not tty and not args.json:
                 print(_row_line(row), file=sys.stderr, flush=True)
 
-        rows = run_check(plan, on_row)
-        advance(plan.rows() * kernels - len(rows))
+        rows = run_check(plan, on_row, advance)
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     if not args.json:
         _print_check(rows, plan, load)
@@ -126,7 +126,11 @@ def _check(args, preset: Path, batches, cpus: int) -> dict[str, Any]:
         "max_rows": args.max_rows,
         "load_average": list(load),
         "skipped": plan.skipped,
+        "rounds": plan.rounds,
+        "round_lookups": plan.round_lookups,
         "rows": [r.to_json() for r in rows],
+        "rows_within_tolerance": sum(r.within for r in rows),
+        "worst_ratio": max((r.ratio for r in rows), key=lambda x: abs(x - 1.0), default=1.0),
         "all_within_tolerance": all(r.within for r in rows),
     }
 
@@ -143,7 +147,7 @@ def _row_line(row) -> str:
     return (
         f"{row.kernel:14s} {row.skew:8s} batch {row.batch:4d} threads {row.threads:2d}: "
         f"measured {row.measured / 1e6:8.1f} M/s  model {row.model / 1e6:8.1f} M/s  "
-        f"ratio {row.ratio:5.2f}  spread {row.spread:4.2f}"
+        f"ratio {row.ratio:5.2f}  spread {row.spread:4.2f}  {'pass' if row.within else 'FAIL'}"
     )
 
 
@@ -166,7 +170,10 @@ def _print_check(rows, plan, load) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"measured vs model ({plan.workload}, tables capped at {plan.max_rows:,} rows)")
+    t = Table(
+        title=f"measured vs model ({plan.workload}, tables capped at {plan.max_rows:,} rows; "
+        f"measured: the median of {plan.rounds} interleaved rounds)"
+    )
     cols = (
         "kernel",
         "skew",
@@ -176,6 +183,7 @@ def _print_check(rows, plan, load) -> None:
         "spread",
         "model M/s",
         "model/meas",
+        "within 25 %",
     )
     for col in cols:
         t.add_column(col, justify="right")
@@ -190,12 +198,14 @@ def _print_check(rows, plan, load) -> None:
             f"{r.spread:.2f}",
             f"{r.model / 1e6:.1f}",
             f"[{'green' if r.within else 'red'}]{r.ratio:.2f}[/]",
+            "pass" if r.within else "[red]FAIL[/]",
             r.model_bottleneck,
         )
     c = Console()
     c.print(t)
     for k, why in plan.skipped.items():
         c.print(f"{k}: skipped: {why}")
+    c.print(f"{sum(r.within for r in rows)} of {len(rows)} rows within +-25 %")
     c.print(f"load average during the check: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 

@@ -47,6 +47,7 @@ class Measured:
     bandwidth_gbps: dict[str, dict[int, float]] = field(default_factory=dict)  # where -> threads
     chase_latency_ns: dict[str, float] = field(default_factory=dict)  # where -> 1-chain ns
     loop: LoopMeasurement | None = None  # embedding_bag per lookup, by table (lookup_loop)
+    call: Any = None  # kernel.CallCost: a call's fixed CPU cost (None: not measured)
     host: dict[str, Any] = field(default_factory=dict)  # the preset's [host] values
     notes: dict[str, str] = field(default_factory=dict)  # key -> where its value comes from
     channels: int = 1
@@ -91,10 +92,12 @@ def measure(
     threads: int | None = None,
     on_step: Callable[[str], None] = lambda _: None,
     kernel: Callable[[int, int], float] | None = None,
+    call: Callable[[int], Any] | None = None,
 ) -> Measured:
     """Measure this machine (``max_bytes``: the largest working set, default 4x the LLC,
     at least 256 MiB, at most 1 GiB; ``threads``: the most threads, default every usable
-    CPU)."""
+    CPU); ``kernel``: the lookup loop (``kernel(table_bytes, dim)`` -> ns per lookup);
+    ``call``: a call's fixed cost (``call(threads)`` -> :class:`nmp.measure.kernel.CallCost`)."""
     caches = sysinfo.data_caches()
     if 1 not in caches:
         raise NmpError("sysfs lists no level-1 data cache for cpu0")
@@ -142,6 +145,9 @@ def measure(
         loop_llc = min(llc // 2, max(TLB_ENTRIES * PAGE_BYTES, 2 * l2))
         sets = {"l2": l2_set} | ({"llc": loop_llc} if llc else {}) | {"dram": dram_set}
         m.loop = measure_loop(kernel, sets, on_step)
+    if call is not None:
+        on_step(f"embedding_bag's fixed cost per call, 1 and {cores} threads")
+        m.call = call(cores)
     derive_preset(m, l1, l2, llc)
     return m
 
@@ -222,6 +228,8 @@ def derive_preset(m: Measured, l1: int, l2: int, llc: int) -> None:
     notes["tlb_entries"] = "chosen: 2048 (Golden Cove / Zen 3 STLB); sysfs does not give it"
     if m.loop is not None:
         _derive_loop(m, clock, lanes, l1, l2, llc)
+    if m.call is not None:
+        _derive_call(m)
     dram_bw = max(m.bandwidth_gbps["dram"].values())
     m.channels = max(1, math.ceil(dram_bw / MEMORY_CHANNEL_GBPS))
 
@@ -247,6 +255,23 @@ def _derive_loop(m: Measured, clock: float, lanes: int, l1: int, l2: int, llc: i
     if max(past_l2) > h["l2_mshrs"]:
         h["l2_mshrs"] = max(past_l2)
         m.notes["l2_mshrs"] += " (the chases'); the lookup loop kept more past the L2: its count"
+
+
+def _derive_call(m: Measured) -> None:
+    """A call's fixed cost and each extra thread's (:func:`nmp.measure.kernel.call_cost`)."""
+    c = m.call
+    m.host["call_ns"] = round(float(c.call_ns), 1)
+    m.notes["call_ns"] = (
+        f"embedding_bag on one bag of one lookup, one thread: median CPU ns per call "
+        f"(loops' spread {c.spread:.2f})"
+    )
+    m.host["thread_sync_ns"] = round(float(c.thread_sync_ns), 1)
+    m.notes["thread_sync_ns"] = (
+        f"embedding_bag on 256 bags of one lookup: median CPU ns per call on {c.threads} "
+        f"threads less on 1, per thread beyond the first"
+        if c.threads > 1
+        else "one usable CPU: no thread beyond the first"
+    )
 
 
 def preset_toml(m: Measured, name: str = "host-measured") -> str:
@@ -301,6 +326,15 @@ def summary(m: Measured) -> dict[str, Any]:
             w: {str(k): v for k, v in d.items()} for w, d in m.bandwidth_gbps.items()
         },
         "lookup_loop_ns": dict(m.loop.ns) if m.loop else {},
+        "call_ns": (
+            {
+                "call": m.call.call_ns,
+                "thread_sync": m.call.thread_sync_ns,
+                "threads": m.call.threads,
+            }
+            if m.call is not None
+            else {}
+        ),
         "host": dict(m.host),
         "memory": {"preset": MEMORY_PRESET, "channels": m.channels},
     }

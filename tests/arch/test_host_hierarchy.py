@@ -160,3 +160,17 @@ def test_every_cache_hit_costs_energy():
     cheaper = _op(CACHED, l1_pj_per_bit=0.0)
     saved = op.energy_pj["sram"] - cheaper.energy_pj["sram"]
     assert saved == pytest.approx(served["l1"] * 512 * 0.3)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_call_costs_its_fixed_time_once_per_batch(threads):
+    """A batch is one kernel call: ``call_ns`` once, ``thread_sync_ns`` once per thread beyond
+    the first, on the busiest core's loop. Zeroed or tripled, the batch's time moves by other
+    than exactly that."""
+    plain = _op(CACHED, threads=threads)
+    charged = _op(CACHED, threads=threads, call_ns=5000.0, thread_sync_ns=3000.0)
+    for op in (plain, charged):
+        assert op.breakdown["bottleneck"] == "compute_and_stalls"
+    assert charged.t_ns - plain.t_ns == pytest.approx(5000.0 + (threads - 1) * 3000.0)
+    arithmetic = charged.breakdown["bounds_ns"]["host_compute"]
+    assert arithmetic == plain.breakdown["bounds_ns"]["host_compute"]  # not the arithmetic's

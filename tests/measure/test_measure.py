@@ -11,7 +11,7 @@ import pytest
 from nmp.arch import load_arch_spec
 from nmp.cli import main
 from nmp.errors import NmpError
-from nmp.measure import host, lookup_loop, probe, sysinfo
+from nmp.measure import host, kernel, lookup_loop, probe, sysinfo
 from nmp.measure.check import CheckPlan, CheckRow, parse_batches, run_check
 
 CPUINFO = """processor : 0
@@ -95,6 +95,7 @@ def _measured() -> host.Measured:
         {"l1_small": 2.0, "l1": 2.6, "l2": 3.0, "llc": 10.0, "dram": 20.0},
         {"l1_small": 4096, "l1": 16384, "l2": 1024 * kib, "llc": 8 * mib, "dram": 128 * mib},
     )
+    m.call = kernel.CallCost(call_ns=7000.0, thread_sync_ns=2500.0, threads=8, spread=1.1)
     return m
 
 
@@ -124,12 +125,15 @@ def test_preset_from_measurements(tmp_path, monkeypatch):
     assert h["l2_lines_in_flight"] == pytest.approx(7.0 / l2_stall, rel=1e-3)
     assert h["llc_lines_in_flight"] == pytest.approx(30.0 / llc_stall, rel=1e-3)
     assert m.channels == 3  # 45 GB/s over 19.2 GB/s channels
+    # a call's fixed cost and each extra thread's, as measured (the model charges them)
+    assert h["call_ns"] == 7000.0 and h["thread_sync_ns"] == 2500.0
     path = tmp_path / "mine.toml"
     path.write_text(host.preset_toml(m, "mine"))
     spec = load_arch_spec(str(path))
     assert spec.host.source == "measured on Test CPU 9000, 2026-01-02"
     assert spec.host.l2_mshrs == h["l2_mshrs"] and spec.memory.channels == 3
     assert spec.host.dram_lines_in_flight == h["dram_lines_in_flight"] > 0
+    assert (spec.host.call_ns, spec.host.thread_sync_ns) == (7000.0, 2500.0)
     for line in path.read_text().splitlines():  # every [host] value says where it comes from
         if "=" in line and not line.startswith(("#", "name", "description", "policy")):
             key = line.split("=")[0].strip()
@@ -150,16 +154,35 @@ def test_check_rows_compare_model_with_measured():
 
 def test_check_runs_real_lookups_beside_the_model():
     """One small row: embedding_bag over the fused, capped tables, and the model's figure."""
-    plan = CheckPlan("host-cpu", batches=(2,), max_rows=300, groups=2, group_lookups=100)
-    rows = run_check(plan, lambda r: None)
+    plan = CheckPlan("host-cpu", batches=(2,), max_rows=300, rounds=2, round_lookups=100)
+    steps = []
+    rows = run_check(plan, lambda r: None, lambda: steps.append(1))
+    assert len(steps) == plan.steps()  # the progress bar's total
     assert {(r.skew, r.kernel) for r in rows} >= {
         ("skewed", "embedding_bag"),
         ("uniform", "embedding_bag"),
     }
     for r in rows:
         assert r.measured > 0 and r.model > 0 and r.ratio == r.model / r.measured
+        # the median of the rounds, each after the model's own warm-up
+        assert len(r.rounds) == 2 and min(r.rounds) <= r.measured <= max(r.rounds)
+        assert r.warmup_batches >= 1 and r.timed_lookups >= 200
     if "fbgemm_tbe" in plan.skipped:  # say why where it does not import
         assert "fbgemm" in plan.skipped["fbgemm_tbe"]
+
+
+def test_call_cost_and_row_map():
+    """The call-cost microbenchmark gives a positive cost (no extra thread on one); a row map
+    is a bijection of every table's rows that moves the rows (the caches cold for them)."""
+    c = kernel.call_cost(1)
+    assert c.call_ns > 0 and c.thread_sync_ns == 0.0 and c.threads == 1
+    rows = np.array([1, 3, 1000, 4096])
+    m = kernel.RowMap.draw(rows, np.random.default_rng(0))
+    for t, n in enumerate(rows):
+        mapped = (m.scale[t] * np.arange(n) + m.shift[t]) % n
+        assert sorted(mapped) == list(range(n))  # every row once
+        if n >= 1000:
+            assert (mapped != np.arange(n)).mean() > 0.9  # nearly every row moves
 
 
 @pytest.mark.parametrize(
