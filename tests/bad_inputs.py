@@ -231,6 +231,10 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "batch-1e9.toml": _text(
         'name = "w"\nrows = [1000]\ndim = 16\nbatch = 1000000000\npooling = 8\n'
     ),
+    # round 4
+    "huge-rows.toml": _text(
+        'name = "w"\nrows = [100000000000, 100000000000]\ndim = 128\nbatch = 4\npooling = 8\n'
+    ),
     "req-huge-row.txt": _text(
         "\t".join(["7"] + ["1"] * 26) + "\n" + "\t".join(["7"] + ["9" * 23] * 26) + "\n"
     ),

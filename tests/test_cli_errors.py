@@ -619,6 +619,66 @@ ISSUE_42_CASES = [
         ["cache", "--request-file", "{tmp}/req-huge-row.txt", "--no-accuracy"],
         "req-huge-row.txt:2",
     ),
+    # round 4: messages name the file that gave the tables that do not fit the memory
+    (
+        "run-workload-file-tables-too-big",
+        ["run", "--arch", "recross", "--workload", "{tmp}/huge-rows.toml"],
+        "huge-rows.toml: the tables",
+    ),
+    (
+        "run-set-rows-too-big",
+        [*RUN, "--set", "workload.rows=[100000000000]"],
+        "key 'workload.rows': the tables",
+    ),
+    # round 4: a rule between two keys blames the one that was set
+    (
+        "replay-set-nrfc-blamed",
+        ["replay", TRACE, "--set", "timing.nRFC=13000"],
+        "key 'timing.nRFC': rule refresh-leaves-time",
+    ),
+    (
+        "replay-set-low-watermark-blamed",
+        ["replay", TRACE, "--set", "controller.wr_low_watermark=0.9"],
+        "key 'controller.wr_low_watermark'",
+    ),
+    # round 4: every count flag in its range, refused as it is parsed
+    (
+        "evaluate-jobs-1e6",
+        ["evaluate", "{tmp}/small.toml", "--check", "--jobs", "1e6"],
+        "argument --jobs/-j: must be an integer in [1, 1,024]",
+    ),
+    ("train-repeat-1e9", ["train", "--procs", "2,1", "--repeat", "1e9"], "argument --repeat"),
+    ("train-procs-0-0", ["train", "--procs", "0,0"], "argument --procs: 0,0"),
+    ("train-procs-1e6", ["train", "--procs", "1e6,1"], "argument --procs"),
+    # round 4: silent wrong results: a negative energy, an interleave beyond the column bits
+    ("replay-set-energy-negative", ["replay", TRACE, "--set", "energy.idd0_ma=-5"], "idd0_ma"),
+    (
+        "run-set-memory-vdd-0",
+        [*RUN, "--set", "memory.energy.vdd_v=0"],
+        "key 'memory.energy.vdd_v'",
+    ),
+    (
+        "replay-set-interleave-9",
+        ["replay", TRACE, "--set", "controller.channel_interleave_bits=9"],
+        "key 'controller.channel_interleave_bits': must be <= 7",
+    ),
+    # round 4: a number no quantity reaches (inf - inf made nan, 2^64 overflowed numpy)
+    ("replay-set-ncl-2^64", ["replay", TRACE, "--set", "timing.nCL=18446744073709551616"], "1e18"),
+    ("run-set-clock-1e308", [*RUN, "--set", "arch.rank.clock_mhz=1e308"], "arch.rank.clock_mhz"),
+    ("cache-ssd-read-1e308", ["cache", "--ssd-read-us", "1e308"], "argument --ssd-read-us"),
+    ("train-storage-1e308", ["train", "--extrapolate", "--storage-gbps", "1e308"], "--storage"),
+    # round 4: a preset refused before the work (a cache study, torch's import) instead of after
+    (
+        "cache-memory-fifo",
+        ["cache", "--memory", "{tmp}/fifo.toml", "--no-accuracy"],
+        "named pipe",
+    ),
+    (
+        "train-arch-folder",
+        ["train", "--strategy", "none", "--arch", "{tmp}/a_folder.toml"],
+        "is a folder",
+    ),
+    ("train-fail-garbage", ["train", "--fail", "x"], "--fail expects"),
     # messages: usage errors are one line, exit status 1
     ("no-command", [], "give a command"),
     ("unknown-flag", ["models", "--bogus"], "--bogus"),
@@ -1042,3 +1102,27 @@ def test_a_service_that_is_no_dask_scheduler_is_named(
             conn.close()
     _assert_clean_error(proc, address)
     assert "out of memory" not in proc.stderr
+
+
+def test_every_integer_flag_has_its_range() -> None:
+    """Issue 42: `--jobs 1e6` was accepted; every integer flag of every command now takes a
+    range of its own (nmp.cliargs.INT_FLAG_RANGES) or a seed's, refused as it is parsed."""
+    import argparse
+
+    from nmp.cliargs import INT_FLAG_RANGES, int_flag_range
+
+    listed = set()
+    for name, parser in _subcommands():
+        command = name.removeprefix("nmp").strip()
+        for action in parser._actions:
+            if getattr(action.type, "__name__", "") != "integer" or not action.option_strings:
+                continue
+            found = int_flag_range(command, action.option_strings)
+            assert found, f"{name} {action.option_strings[0]} is not in INT_FLAG_RANGES"
+            listed.add(f"{command} {action.option_strings[0]}")
+            low, high = found
+            for bad in (low - 1, high + 1):
+                with pytest.raises(argparse.ArgumentTypeError, match="must be an integer in"):
+                    action.type(str(bad))
+            assert action.type(str(low)) == low
+    assert listed == set(INT_FLAG_RANGES), set(INT_FLAG_RANGES) ^ listed  # none stale
