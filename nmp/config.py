@@ -90,7 +90,8 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     if len(raw) > MAX_TOML_BYTES:
         raise SpecError(f"larger than {MAX_TOML_BYTES >> 20} MiB: not a spec", file=str(path))
     try:
-        text = raw.decode("utf-8")
+        # utf-8-sig: a byte-order mark (Windows editors write one) is dropped, not a syntax error
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SpecError(
             f"not UTF-8 text (byte {raw[exc.start]:#04x}); TOML files are UTF-8",
@@ -466,6 +467,8 @@ def parse_set_args(items: list[str] | None) -> dict[str, Any]:
             raise SpecError(f"--set expects key=value, got {item!r}")
         if "\n" in item or "\r" in item:  # a pasted block: one key=value per --set
             raise SpecError(f"--set value spans several lines: {item!r}", key=key)
+        if key in out:  # the last one silently won
+            raise SpecError("given twice: one --set per key", key=key)
         out[key] = parse_value(value.strip())
         check_depth(out[key], key=key)
         check_finite(out[key], key=key)

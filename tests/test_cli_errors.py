@@ -630,6 +630,20 @@ ISSUE_42_CASES = [
         [*RUN, "--set", "workload.rows=[100000000000]"],
         "key 'workload.rows': the tables",
     ),
+    # round 4: a GPU's tables must fit its HBM (a 51 PB table was timed as if it did)
+    (
+        "gpu-run-workload-file-too-big",
+        ["run", "--arch", "a100-80gb", "--workload", "{tmp}/huge-rows.toml"],
+        "huge-rows.toml: the tables",
+    ),
+    (
+        "gpu-run-set-dim-too-big",
+        [
+            *["run", "--arch", "h200", "--workload", "recross-eval"],
+            *["--set", "workload.dim=100000", "--max-memory", "100G"],
+        ],
+        "key 'workload.dim': the tables",
+    ),
     # round 4: a rule between two keys blames the one that was set
     (
         "replay-set-nrfc-blamed",
@@ -679,6 +693,19 @@ ISSUE_42_CASES = [
         "is a folder",
     ),
     ("train-fail-garbage", ["train", "--fail", "x"], "--fail expects"),
+    # round 4: a value given twice or empty was silently dropped
+    (
+        "run-set-twice",
+        [*RUN, "--set", "workload.batch=4", "--set", "workload.batch=8"],
+        "key 'workload.batch': given twice",
+    ),
+    (
+        "replay-set-twice",
+        ["replay", TRACE, "--set", "timing.nCL=22", "--set", "timing.nCL=24"],
+        "key 'timing.nCL': given twice",
+    ),
+    ("evaluate-run-empty", ["evaluate", "{tmp}/small.toml", "--run", "", "--check"], "--run"),
+    ("evaluate-run-blank", ["evaluate", "{tmp}/small.toml", "--run", " ", "--check"], "--run"),
     # messages: usage errors are one line, exit status 1
     ("no-command", [], "give a command"),
     ("unknown-flag", ["models", "--bogus"], "--bogus"),
@@ -1126,3 +1153,14 @@ def test_every_integer_flag_has_its_range() -> None:
                     action.type(str(bad))
             assert action.type(str(low)) == low
     assert listed == set(INT_FLAG_RANGES), set(INT_FLAG_RANGES) ^ listed  # none stale
+
+
+def test_a_byte_order_mark_is_read_as_utf8(tmp_path: Path) -> None:
+    """Round 4: a TOML file saved with a UTF-8 byte-order mark (as Windows editors do) failed
+    as "invalid TOML: Invalid statement" at line 1; it is read as the text it holds."""
+    from nmp.config import load_toml
+
+    text = 'name = "w"\nrows = [10]\ndim = 4\n'
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    (tmp_path / "plain.toml").write_text(text)
+    assert load_toml(tmp_path / "bom.toml") == load_toml(tmp_path / "plain.toml")

@@ -19,7 +19,7 @@ from nmp.memory import load_memory
 from nmp.results import PointResult
 from nmp.workload import generate_batch, load_workload
 from nmp.workload.batch import LookupBatch
-from nmp.workload.spec import WorkloadSpec
+from nmp.workload.spec import WorkloadSpec, tables_source
 
 
 def load_memory_for(spec: ArchSpec, memory: str | None = None, overrides: dict | None = None):
@@ -91,7 +91,7 @@ def run_design_point(
     m_ov = overrides.get("memory") or {}
     # the design (layout, profile, partition) is reused across points of the same inputs
     arch_obj = _cached_arch_for(arch, memory, a_ov, m_ov)
-    arch_obj.check_tables_fit(wl.tables, **_tables_source(workload, overrides.get("workload")))
+    arch_obj.check_tables_fit(wl.tables, **tables_source(workload, overrides.get("workload")))
     arch_obj.bind(wl)
     batch = _batch_for(wl, seed)
     _, op = arch_obj.gather_reduce(batch, functional=functional)
@@ -124,21 +124,6 @@ def run_design_point(
         breakdown=breakdown,
         extra={"lookups": lookups, "batch": batch.batch, "seed": seed},
     )
-
-
-# the workload keys that size its tables, in the order they are blamed
-TABLE_SIZE_KEYS = ("rows", "tables", "num_tables", "dim", "dtype")
-
-
-def _tables_source(workload: str, overrides: dict[str, Any] | None) -> dict[str, str | None]:
-    """Where a workload's tables were given (file and key), for an error about their size: the
-    ``--set`` that sized them, else the workload's file (a preset's or a TOML path)."""
-    for key in TABLE_SIZE_KEYS:
-        if key in (overrides or {}) or any(k.startswith(key + ".") for k in overrides or {}):
-            return {"file": None, "key": f"workload.{key}"}
-    from nmp.config import find_preset
-
-    return {"file": str(find_preset("workload", workload)), "key": None}
 
 
 _BATCHES: dict[tuple, LookupBatch] = {}

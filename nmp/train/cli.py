@@ -453,9 +453,9 @@ def _deployment(args):
 
 
 def _extrapolate(args) -> int:
+    dep = _deployment(args)  # the setup and flags checked before torch loads (a minute if busy)
     from nmp.train.extrapolate import monte_carlo, print_extrapolation
 
-    dep = _deployment(args)
     if args.crossover:
         from nmp.cliargs import check_out_folder
         from nmp.train.crossover import plot, print_crossings, sweep
