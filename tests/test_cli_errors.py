@@ -706,6 +706,28 @@ ISSUE_42_CASES = [
     ),
     ("evaluate-run-empty", ["evaluate", "{tmp}/small.toml", "--run", "", "--check"], "--run"),
     ("evaluate-run-blank", ["evaluate", "{tmp}/small.toml", "--run", " ", "--check"], "--run"),
+    # round 4: a sweep's seeds in numpy's domain (a grid sweep ignored seed = -5 silently)
+    (
+        "evaluate-sweep-seed-negative",
+        ["evaluate", "{tmp}/seed-neg-sweep.toml", "--check"],
+        "'seed'",
+    ),
+    (
+        "evaluate-sweep-lookup-seed-2^64",
+        ["evaluate", "{tmp}/lookup-seed-2^64-sweep.toml", "--check"],
+        "key 'lookup_seed'",
+    ),
+    # round 4: a training setup's numbers bounded as every spec's
+    (
+        "train-setup-rows-2^64",
+        ["train", "--extrapolate", "--setup", "{tmp}/setup-rows-2^64.toml"],
+        "setup-rows-2^64.toml: key 'values.table_rows'",
+    ),
+    (
+        "train-setup-storage-1e300",
+        ["train", "--extrapolate", "--setup", "{tmp}/setup-storage-1e300.toml"],
+        "key 'values.storage_gbps'",
+    ),
     # messages: usage errors are one line, exit status 1
     ("no-command", [], "give a command"),
     ("unknown-flag", ["models", "--bogus"], "--bogus"),

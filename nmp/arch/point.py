@@ -91,7 +91,8 @@ def run_design_point(
     m_ov = overrides.get("memory") or {}
     # the design (layout, profile, partition) is reused across points of the same inputs
     arch_obj = _cached_arch_for(arch, memory, a_ov, m_ov)
-    arch_obj.check_tables_fit(wl.tables, **tables_source(workload, overrides.get("workload")))
+    file, key = tables_source(workload, overrides.get("workload"))
+    arch_obj.check_tables_fit(wl.tables, file=file, key=key)
     arch_obj.bind(wl)
     batch = _batch_for(wl, seed)
     _, op = arch_obj.gather_reduce(batch, functional=functional)

@@ -110,6 +110,10 @@ class SweepSpec:
             raise KeyedValueError("samples", "random sampling needs samples = N > 0")
         if self.sampling == "grid" and self.samples:
             raise KeyedValueError("samples", "only used with sampling = 'random'")
+        for key in ("seed", "lookup_seed"):  # numpy's generators take seeds in [0, 2^63)
+            value = getattr(self, key)
+            if value is not None and not 0 <= value < 2**63:
+                raise KeyedValueError(key, f"must lie in [0, 2^63), got {value}")
 
     @property
     def all_designs(self) -> tuple[DesignSpec, ...]:

@@ -47,10 +47,12 @@ def run_design_point(
         )
     wspec = load_workload(workload, overrides.get("workload") or {})
     if wspec.bytes_ > gpu.hbm.capacity_gib * 2**30:  # the model reads every row from HBM
+        file, where = tables_source(workload, overrides.get("workload"))
         raise SpecError(
             f"the tables ({wspec.bytes_ / 2**30:.2f} GiB) do not fit in {gpu.name}'s HBM "
             f"({gpu.hbm.capacity_gib} GiB; nmp shard places tables across HBM and host)",
-            **tables_source(workload, overrides.get("workload")),
+            file=file,
+            key=where,
         )
     batch = generate_batch(wspec, seed=seed)
     elem_bytes = [DTYPE_BYTES[t.dtype] for t in wspec.tables]

@@ -434,13 +434,13 @@ _LOADED: dict[tuple, WorkloadSpec] = {}  # (file, mtime, size, overrides) -> spe
 TABLE_SIZE_KEYS = ("rows", "tables", "num_tables", "dim", "dtype")
 
 
-def tables_source(workload: str, overrides: dict[str, Any] | None) -> dict[str, str | None]:
-    """Where a workload's tables were given (``file`` and ``key``), for an error about their
-    size: the ``--set workload.*`` that sized them, else the workload's file."""
+def tables_source(workload: str, overrides: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """Where a workload's tables were given, (file, key), for an error about their size: the
+    ``--set workload.*`` that sized them, else the workload's file."""
     for key in TABLE_SIZE_KEYS:
         if any(k == key or k.startswith(key + ".") for k in overrides or {}):
-            return {"file": None, "key": f"workload.{key}"}
-    return {"file": str(find_preset("workload", workload)), "key": None}
+            return None, f"workload.{key}"
+    return str(find_preset("workload", workload)), None
 
 
 def _plain(value: Any) -> bool:
