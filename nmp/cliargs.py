@@ -163,7 +163,21 @@ def int_flag_range(command: str, flags: Iterable[str]) -> tuple[int, int] | None
     return None
 
 
+def nonempty_text(text: str) -> str:
+    """A text flag's value (a preset, a file, a folder, a name): not empty. An empty one was
+    read as "not given" and the default used silently (``--memory ""``, ``--setup ""``,
+    ``--save-requests ""`` saved nothing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a value or leave the flag out")
+    return text
+
+
 _TYPES = {float: finite_float, int: integer}
+
+
+def _takes_text(kwargs: dict) -> bool:
+    """Whether an argument of these keywords stores a text value (not a flag's constant)."""
+    return kwargs.get("action", "store") in ("store", "append") and kwargs.get("nargs") != 0
 
 
 class NmpArgumentParser(argparse.ArgumentParser):
@@ -180,6 +194,8 @@ class NmpArgumentParser(argparse.ArgumentParser):
             kwargs["type"] = bounded_integer(low, high)
         elif kwargs.get("type") in _TYPES:
             kwargs["type"] = _TYPES[kwargs["type"]]
+        elif kwargs.get("type") is None and "choices" not in kwargs and _takes_text(kwargs):
+            kwargs["type"] = nonempty_text
         return super().add_argument(*args, **kwargs)
 
     def format_help(self) -> str:

@@ -467,8 +467,6 @@ def parse_set_args(items: list[str] | None) -> dict[str, Any]:
             raise SpecError(f"--set expects key=value, got {item!r}")
         if "\n" in item or "\r" in item:  # a pasted block: one key=value per --set
             raise SpecError(f"--set value spans several lines: {item!r}", key=key)
-        if key in out:  # the last one silently won
-            raise SpecError("given twice: one --set per key", key=key)
         out[key] = parse_value(value.strip())
         check_depth(out[key], key=key)
         check_finite(out[key], key=key)
