@@ -20,19 +20,28 @@ import contextlib
 import math
 import os
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from nmp.errors import NmpError
 
+# The largest magnitude of a float flag (as nmp.config.MAX_SPEC_NUMBER of a spec's numbers,
+# chosen: no rate, size or time the kit models comes near it, and a product of a few such stays
+# finite: --ssd-read-us 1e308 made latencies inf - inf = nan, --storage-gbps 1e308 divided by 0).
+MAX_FLAG_NUMBER = 1e18
+
 
 def finite_float(text: str) -> float:
-    """A float flag's value: a finite number (``nan``, ``inf``, ``-inf`` refused)."""
+    """A float flag's value: a finite number (``nan``, ``inf``, ``-inf`` refused) within
+    +-:data:`MAX_FLAG_NUMBER`."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    if abs(value) > MAX_FLAG_NUMBER:
+        raise argparse.ArgumentTypeError(f"must lie within +-1e18, got {text!r}")
     return value
 
 
@@ -84,7 +93,91 @@ def input_file(text: str) -> str:
     return text
 
 
+# The largest integer a flag takes where nothing smaller bounds it: past int64, numpy and the
+# C engine would overflow (2^64 gave numpy errors) before any check could name the flag.
+MAX_FLAG_INT = 2**62
+# Local processes: more than this many workers only exhausts the machine's process table and
+# memory (chosen: 1024, 8x the largest CPU count the kit was run on, 128).
+MAX_PROCESSES = 1024
+
+# Every integer flag's range, [low, high], checked where it is parsed (the flag is named): by
+# "COMMAND --flag" (a command's own meaning of the flag) or by "--flag". A count whose upper
+# end is set by memory (the resource guard, nmp.guard, names it) or by the model's own check
+# gets MAX_FLAG_INT here. tests/test_cli_errors.py asserts every integer flag is listed.
+INT_FLAG_RANGES: dict[str, tuple[int, int]] = {
+    "evaluate --jobs": (1, MAX_PROCESSES),
+    "evaluate --dask-workers": (1, MAX_PROCESSES),
+    "validate --jobs": (0, MAX_PROCESSES),  # 0: one per CPU
+    "replay --channels": (1, MAX_FLAG_INT),
+    "replay --ranks": (1, MAX_FLAG_INT),
+    "rtl export --width": (1, MAX_FLAG_INT),
+    "rtl export --depth": (1, MAX_FLAG_INT),
+    "rtl export --stages": (1, MAX_FLAG_INT),
+    "rtl export --entries": (1, MAX_FLAG_INT),
+    "rtl report --widths": (1, MAX_FLAG_INT),
+    "rtl report --depth": (1, MAX_FLAG_INT),
+    "rtl report --stages": (1, MAX_FLAG_INT),
+    "train --steps": (1, MAX_FLAG_INT),
+    "train --parities": (1, MAX_FLAG_INT),
+    "train --nodes": (1, MAX_FLAG_INT),
+    "train --trials": (1, MAX_FLAG_INT),
+    "train --seeds": (1, MAX_FLAG_INT),
+    "train --servers": (1, MAX_FLAG_INT),
+    # each repeat is a whole distributed run (chosen: as train's MAX_SEEDS, hours already)
+    "train --repeat": (1, 1000),
+    "cache --requests": (1, MAX_FLAG_INT),
+    "cache --warmup": (0, MAX_FLAG_INT),
+    "cache --users": (1, MAX_FLAG_INT),
+    "cache --user-history": (1, MAX_FLAG_INT),
+    "cache --train-steps": (0, MAX_FLAG_INT),
+    "shard --profile-batches": (1, MAX_FLAG_INT),
+    "shard --eval-batches": (1, MAX_FLAG_INT),
+    "measure --max-rows": (1, MAX_FLAG_INT),
+    "measure --max-mib": (1, MAX_FLAG_INT),
+}
+
+
+def bounded_integer(low: int, high: int) -> Callable[[str], int]:
+    """An int flag's type: :func:`integer`, in [low, high] (the message names the range)."""
+
+    def parse(text: str) -> int:
+        value = integer(text)
+        if not low <= value <= high:
+            shown = "2^62" if high == MAX_FLAG_INT else f"{high:,}"
+            raise argparse.ArgumentTypeError(
+                f"must be an integer in [{low:,}, {shown}], got {text!r}"
+            )
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in some messages
+    return parse
+
+
+def int_flag_range(command: str, flags: Iterable[str]) -> tuple[int, int] | None:
+    """The [low, high] of integer flag ``flags`` (its option strings) of ``command`` (``rtl
+    export``), from :data:`INT_FLAG_RANGES`; None when it is not listed."""
+    for flag in flags:
+        found = INT_FLAG_RANGES.get(f"{command} {flag}") or INT_FLAG_RANGES.get(flag)
+        if found:
+            return found
+    return None
+
+
+def nonempty_text(text: str) -> str:
+    """A text flag's value (a preset, a file, a folder, a name): not empty. An empty one was
+    read as "not given" and the default used silently (``--memory ""``, ``--setup ""``,
+    ``--save-requests ""`` saved nothing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a value or leave the flag out")
+    return text
+
+
 _TYPES = {float: finite_float, int: integer}
+
+
+def _takes_text(kwargs: dict) -> bool:
+    """Whether an argument of these keywords stores a text value (not a flag's constant)."""
+    return kwargs.get("action", "store") in ("store", "append") and kwargs.get("nargs") != 0
 
 
 class NmpArgumentParser(argparse.ArgumentParser):
@@ -94,8 +187,15 @@ class NmpArgumentParser(argparse.ArgumentParser):
     def add_argument(self, *args, **kwargs):
         if kwargs.get("type") is int and any(str(a).endswith("-seed") for a in args):
             kwargs["type"] = seed  # every seed flag, of every command, in numpy's domain
+        elif kwargs.get("type") is int:
+            # every count in its range (INT_FLAG_RANGES), else at least 1 and within int64
+            command = self.prog.removeprefix("nmp").strip()
+            low, high = int_flag_range(command, [str(a) for a in args]) or (1, MAX_FLAG_INT)
+            kwargs["type"] = bounded_integer(low, high)
         elif kwargs.get("type") in _TYPES:
             kwargs["type"] = _TYPES[kwargs["type"]]
+        elif kwargs.get("type") is None and "choices" not in kwargs and _takes_text(kwargs):
+            kwargs["type"] = nonempty_text
         return super().add_argument(*args, **kwargs)
 
     def format_help(self) -> str:

@@ -29,11 +29,15 @@ T = TypeVar("T")
 
 
 class KeyedValueError(ValueError):
-    """A validation failure at ``key`` (relative to the dataclass being validated)."""
+    """A validation failure at ``key`` (relative to the dataclass being validated).
 
-    def __init__(self, key: str, message: str) -> None:
+    ``also`` are the other keys of a rule between fields (``nREFI`` against ``nRFC``): a
+    ``--set`` of one of them, not of ``key``, is the one blamed (:func:`apply_overrides`)."""
+
+    def __init__(self, key: str, message: str, *, also: tuple[str, ...] = ()) -> None:
         self.key = key
         self.message = message
+        self.also = also
         super().__init__(f"{key}: {message}")
 
 
@@ -43,6 +47,14 @@ def require_at_least(obj: Any, minimum: int, *keys: str) -> None:
     for key in keys:
         if getattr(obj, key) < minimum:
             raise KeyedValueError(key, f"must be >= {minimum}")
+
+
+def require_positive(obj: Any, *keys: str) -> None:
+    """Raise :class:`KeyedValueError` for the first of ``keys`` whose value on ``obj`` is not
+    above zero (a voltage, a clock, a count of devices)."""
+    for key in keys:
+        if not getattr(obj, key) > 0:
+            raise KeyedValueError(key, f"must be > 0, got {getattr(obj, key)}")
 
 
 def project_root() -> Path:
@@ -78,7 +90,8 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     if len(raw) > MAX_TOML_BYTES:
         raise SpecError(f"larger than {MAX_TOML_BYTES >> 20} MiB: not a spec", file=str(path))
     try:
-        text = raw.decode("utf-8")
+        # utf-8-sig: a byte-order mark (Windows editors write one) is dropped, not a syntax error
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise SpecError(
             f"not UTF-8 text (byte {raw[exc.start]:#04x}); TOML files are UTF-8",
@@ -302,15 +315,15 @@ def _convert(value: Any, tp: Any, key: str, file: str | None) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
-                return int(value)
+                return _in_range(int(value), key, file)
             raise SpecError(f"must be an integer, got {value!r}", file=file, key=key)
-        return value
+        return _in_range(value, key, file)
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise SpecError(f"must be a number, got {value!r}", file=file, key=key)
         if not math.isfinite(value):
             raise SpecError(f"must be a finite number, got {value!r}", file=file, key=key)
-        return float(value)
+        return _in_range(float(value), key, file)
     if tp is str:
         if not isinstance(value, str):
             raise SpecError(f"must be a string, got {value!r}", file=file, key=key)
@@ -318,6 +331,24 @@ def _convert(value: Any, tp: Any, key: str, file: str | None) -> Any:
     if isinstance(tp, type) and isinstance(value, tp):
         return value
     raise SpecError(f"must be {_type_name(tp)}, got {value!r}", file=file, key=key)
+
+
+# The largest magnitude of any number in a spec (chosen: the largest of any preset is 1e12 FLOP/s,
+# a table's rows reach 1e10; 1e18 leaves six orders of magnitude and keeps the products the
+# models form finite in float64 and within int64: 10^17 cycles overflowed the C engine's counts,
+# 1e308 volts made energies infinite, 2^64 made numpy raise).
+MAX_SPEC_NUMBER = 10**18
+
+
+def _in_range(value: T, key: str, file: str | None) -> T:
+    if abs(value) > MAX_SPEC_NUMBER:  # type: ignore[arg-type]
+        raise SpecError(
+            f"must lie within +-1e18 (no quantity the kit models is larger), got "
+            f"{value if len(repr(value)) <= 24 else format(value, '.3g')}",
+            file=file,
+            key=key,
+        )
+    return value
 
 
 _HINTS: dict[type, dict[str, Any]] = {}
@@ -543,9 +574,19 @@ def _set_path(
     raise SpecError(f"cannot set '{part}' on a {type(obj).__name__}", key=full_key)
 
 
-def _validate_at(spec: Any, path: str, root: str) -> None:
+def _blamed_key(path: str, exc: KeyedValueError, given: frozenset[str]) -> str:
+    """The key to name for ``exc`` raised at dataclass ``path``: its own key, unless only one
+    of the rule's other keys (``exc.also``) was among the keys ``given`` (the overrides)."""
+    key = _join(path, exc.key)
+    if key in given:
+        return key
+    return next((_join(path, k) for k in exc.also if _join(path, k) in given), key)
+
+
+def _validate_at(spec: Any, path: str, root: str, given: frozenset[str] = frozenset()) -> None:
     """Run the ``validate()`` of the dataclass at dotted ``path`` in ``spec`` (as
-    :func:`from_mapping` does after building it), its errors keyed from ``root``."""
+    :func:`from_mapping` does after building it), its errors keyed from ``root`` (a rule
+    between fields blamed at the field of ``given``, the overridden keys)."""
     obj = spec
     parts = path.split(".") if path else []
     for part in parts[len(root.split(".")) if root else 0 :]:
@@ -560,7 +601,7 @@ def _validate_at(spec: Any, path: str, root: str) -> None:
     try:
         validate()
     except KeyedValueError as exc:
-        raise SpecError(exc.message, key=_join(path, exc.key)) from None
+        raise SpecError(exc.message, key=_blamed_key(path, exc, given)) from None
     except ValueError as exc:
         raise SpecError(str(exc), key=path or None) from None
 
@@ -574,6 +615,7 @@ def apply_overrides(spec: T, overrides: dict[str, Any], *, root: str = "") -> T:
     the overrides did not touch, valid already, are not checked again.
     """
     touched: set[str] = set()
+    given = frozenset(_join(root, k) for k in overrides)  # the keys a rule's error may blame
     # The top-level fields in one rebuild (a spec's __post_init__ may be costly: a sweep's
     # workload axes set several at once), unless a deeper override goes through one of them.
     top = {k: v for k, v in overrides.items() if "." not in k}
@@ -592,7 +634,7 @@ def apply_overrides(spec: T, overrides: dict[str, Any], *, root: str = "") -> T:
         full_key = _join(root, key)
         spec = _set_path(spec, key.split("."), value, full_key, type(spec), touched)
     for path in sorted(touched, key=lambda p: (-len(p.split(".")) if p else 0, p)):
-        _validate_at(spec, path, root)
+        _validate_at(spec, path, root, given)
     return spec
 
 

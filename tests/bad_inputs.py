@@ -231,6 +231,16 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "batch-1e9.toml": _text(
         'name = "w"\nrows = [1000]\ndim = 16\nbatch = 1000000000\npooling = 8\n'
     ),
+    # round 4
+    "huge-rows.toml": _text(
+        'name = "w"\nrows = [100000000000, 100000000000]\ndim = 128\nbatch = 4\npooling = 8\n'
+    ),
+    "seed-neg-sweep.toml": _text(SMALL_SWEEP + "seed = -5\n"),
+    "lookup-seed-2^64-sweep.toml": _text(SMALL_SWEEP + "lookup_seed = 18446744073709551616\n"),
+    "setup-rows-2^64.toml": _setup_with(
+        "table_rows = 197767405", "table_rows = 18446744073709551616"
+    ),
+    "setup-storage-1e300.toml": _setup_with("storage_gbps = 0.8", "storage_gbps = 1e300"),
     "req-huge-row.txt": _text(
         "\t".join(["7"] + ["1"] * 26) + "\n" + "\t".join(["7"] + ["9" * 23] * 26) + "\n"
     ),

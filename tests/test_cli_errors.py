@@ -619,6 +619,114 @@ ISSUE_42_CASES = [
         ["cache", "--request-file", "{tmp}/req-huge-row.txt", "--no-accuracy"],
         "req-huge-row.txt:2",
     ),
+    # round 4: messages name the file that gave the tables that do not fit the memory
+    (
+        "run-workload-file-tables-too-big",
+        ["run", "--arch", "recross", "--workload", "{tmp}/huge-rows.toml"],
+        "huge-rows.toml: the tables",
+    ),
+    (
+        "run-set-rows-too-big",
+        [*RUN, "--set", "workload.rows=[100000000000]"],
+        "key 'workload.rows': the tables",
+    ),
+    # round 4: a GPU's tables must fit its HBM (a 51 PB table was timed as if it did)
+    (
+        "gpu-run-workload-file-too-big",
+        ["run", "--arch", "a100-80gb", "--workload", "{tmp}/huge-rows.toml"],
+        "huge-rows.toml: the tables",
+    ),
+    (
+        "gpu-run-set-dim-too-big",
+        [
+            *["run", "--arch", "h200", "--workload", "recross-eval"],
+            *["--set", "workload.dim=100000", "--max-memory", "100G"],
+        ],
+        "key 'workload.dim': the tables",
+    ),
+    # round 4: a rule between two keys blames the one that was set
+    (
+        "replay-set-nrfc-blamed",
+        ["replay", TRACE, "--set", "timing.nRFC=13000"],
+        "key 'timing.nRFC': rule refresh-leaves-time",
+    ),
+    (
+        "replay-set-low-watermark-blamed",
+        ["replay", TRACE, "--set", "controller.wr_low_watermark=0.9"],
+        "key 'controller.wr_low_watermark'",
+    ),
+    # round 4: every count flag in its range, refused as it is parsed
+    (
+        "evaluate-jobs-1e6",
+        ["evaluate", "{tmp}/small.toml", "--check", "--jobs", "1e6"],
+        "argument --jobs/-j: must be an integer in [1, 1,024]",
+    ),
+    ("train-repeat-1e9", ["train", "--procs", "2,1", "--repeat", "1e9"], "argument --repeat"),
+    ("train-procs-0-0", ["train", "--procs", "0,0"], "argument --procs: 0,0"),
+    ("train-procs-1e6", ["train", "--procs", "1e6,1"], "argument --procs"),
+    # round 4: silent wrong results: a negative energy, an interleave beyond the column bits
+    ("replay-set-energy-negative", ["replay", TRACE, "--set", "energy.idd0_ma=-5"], "idd0_ma"),
+    (
+        "run-set-memory-vdd-0",
+        [*RUN, "--set", "memory.energy.vdd_v=0"],
+        "key 'memory.energy.vdd_v'",
+    ),
+    (
+        "replay-set-interleave-9",
+        ["replay", TRACE, "--set", "controller.channel_interleave_bits=9"],
+        "key 'controller.channel_interleave_bits': must be <= 7",
+    ),
+    # round 4: a number no quantity reaches (inf - inf made nan, 2^64 overflowed numpy)
+    ("replay-set-ncl-2^64", ["replay", TRACE, "--set", "timing.nCL=18446744073709551616"], "1e18"),
+    ("run-set-clock-1e308", [*RUN, "--set", "arch.rank.clock_mhz=1e308"], "arch.rank.clock_mhz"),
+    ("cache-ssd-read-1e308", ["cache", "--ssd-read-us", "1e308"], "argument --ssd-read-us"),
+    ("train-storage-1e308", ["train", "--extrapolate", "--storage-gbps", "1e308"], "--storage"),
+    # round 4: a preset refused before the work (a cache study, torch's import) instead of after
+    (
+        "cache-memory-fifo",
+        ["cache", "--memory", "{tmp}/fifo.toml", "--no-accuracy"],
+        "named pipe",
+    ),
+    (
+        "train-arch-folder",
+        ["train", "--strategy", "none", "--arch", "{tmp}/a_folder.toml"],
+        "is a folder",
+    ),
+    ("train-fail-garbage", ["train", "--fail", "x"], "--fail expects"),
+    # round 4: an empty --run was silently dropped (an auto-named folder)
+    ("evaluate-run-empty", ["evaluate", "{tmp}/small.toml", "--run", "", "--check"], "--run"),
+    ("evaluate-run-blank", ["evaluate", "{tmp}/small.toml", "--run", " ", "--check"], "--run"),
+    # round 4: a sweep's seeds in numpy's domain (a grid sweep ignored seed = -5 silently)
+    (
+        "evaluate-sweep-seed-negative",
+        ["evaluate", "{tmp}/seed-neg-sweep.toml", "--check"],
+        "'seed'",
+    ),
+    (
+        "evaluate-sweep-lookup-seed-2^64",
+        ["evaluate", "{tmp}/lookup-seed-2^64-sweep.toml", "--check"],
+        "key 'lookup_seed'",
+    ),
+    # round 4: a training setup's numbers bounded as every spec's
+    (
+        "train-setup-rows-2^64",
+        ["train", "--extrapolate", "--setup", "{tmp}/setup-rows-2^64.toml"],
+        "setup-rows-2^64.toml: key 'values.table_rows'",
+    ),
+    (
+        "train-setup-storage-1e300",
+        ["train", "--extrapolate", "--setup", "{tmp}/setup-storage-1e300.toml"],
+        "key 'values.storage_gbps'",
+    ),
+    # round 4: an empty text flag was read as "not given" (the default used, nothing saved)
+    ("run-memory-empty", [*RUN, "--memory", ""], "argument --memory: is empty"),
+    ("train-setup-empty", ["train", "--extrapolate", "--setup", ""], "argument --setup: is empty"),
+    (
+        "cache-save-requests-empty",
+        ["cache", "--request-model", "users", "--save-requests", " "],
+        "argument --save-requests: is empty",
+    ),
+    ("replay-max-memory-empty", ["replay", TRACE, "--max-memory", ""], "--max-memory: is empty"),
     # messages: usage errors are one line, exit status 1
     ("no-command", [], "give a command"),
     ("unknown-flag", ["models", "--bogus"], "--bogus"),
@@ -1042,3 +1150,38 @@ def test_a_service_that_is_no_dask_scheduler_is_named(
             conn.close()
     _assert_clean_error(proc, address)
     assert "out of memory" not in proc.stderr
+
+
+def test_every_integer_flag_has_its_range() -> None:
+    """Issue 42: `--jobs 1e6` was accepted; every integer flag of every command now takes a
+    range of its own (nmp.cliargs.INT_FLAG_RANGES) or a seed's, refused as it is parsed."""
+    import argparse
+
+    from nmp.cliargs import INT_FLAG_RANGES, int_flag_range
+
+    listed = set()
+    for name, parser in _subcommands():
+        command = name.removeprefix("nmp").strip()
+        for action in parser._actions:
+            if getattr(action.type, "__name__", "") != "integer" or not action.option_strings:
+                continue
+            found = int_flag_range(command, action.option_strings)
+            assert found, f"{name} {action.option_strings[0]} is not in INT_FLAG_RANGES"
+            listed.add(f"{command} {action.option_strings[0]}")
+            low, high = found
+            for bad in (low - 1, high + 1):
+                with pytest.raises(argparse.ArgumentTypeError, match="must be an integer in"):
+                    action.type(str(bad))
+            assert action.type(str(low)) == low
+    assert listed == set(INT_FLAG_RANGES), set(INT_FLAG_RANGES) ^ listed  # none stale
+
+
+def test_a_byte_order_mark_is_read_as_utf8(tmp_path: Path) -> None:
+    """Round 4: a TOML file saved with a UTF-8 byte-order mark (as Windows editors do) failed
+    as "invalid TOML: Invalid statement" at line 1; it is read as the text it holds."""
+    from nmp.config import load_toml
+
+    text = 'name = "w"\nrows = [10]\ndim = 4\n'
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    (tmp_path / "plain.toml").write_text(text)
+    assert load_toml(tmp_path / "bom.toml") == load_toml(tmp_path / "plain.toml")

@@ -72,14 +72,7 @@ class Architecture:
         tables = tuple(tables)
         if self._tables == tables and self.workload == workload:
             return  # same tables and workload: keep the profile and partition
-        need = sum(t.rows * t.dim * _dtype_bytes(t) for t in tables)
-        cap = self.mem.capacity_bytes
-        if need > cap:
-            raise NmpError(
-                f"the tables ({need / 2**30:.2f} GiB) do not fit in {self.mem.name} "
-                f"({cap / 2**30:.2f} GiB with {mv.org(self.mem, 'channels')} channels x "
-                f"{mv.org(self.mem, 'ranks')} ranks)"
-            )
+        self.check_tables_fit(tables)
         self._tables = tables
         self.workload = workload
         self.store = RowStore(
@@ -93,6 +86,22 @@ class Architecture:
         self.partition_info = {}
         self._parity_state = None
         self._warm = {}
+
+    def check_tables_fit(
+        self, tables: Any, *, file: str | None = None, key: str | None = None
+    ) -> None:
+        """Raise :class:`NmpError` (at ``file`` and ``key``, where the tables were given) when
+        ``tables`` need more bytes than this design's memory holds."""
+        need = sum(t.rows * t.dim * _dtype_bytes(t) for t in tables)
+        cap = self.mem.capacity_bytes
+        if need > cap:
+            raise NmpError(
+                f"the tables ({need / 2**30:.2f} GiB) do not fit in {self.mem.name} "
+                f"({cap / 2**30:.2f} GiB with {mv.org(self.mem, 'channels')} channels x "
+                f"{mv.org(self.mem, 'ranks')} ranks)",
+                file=file,
+                key=key,
+            )
 
     @property
     def tables(self) -> tuple:

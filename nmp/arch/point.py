@@ -19,7 +19,7 @@ from nmp.memory import load_memory
 from nmp.results import PointResult
 from nmp.workload import generate_batch, load_workload
 from nmp.workload.batch import LookupBatch
-from nmp.workload.spec import WorkloadSpec
+from nmp.workload.spec import WorkloadSpec, tables_source
 
 
 def load_memory_for(spec: ArchSpec, memory: str | None = None, overrides: dict | None = None):
@@ -91,6 +91,8 @@ def run_design_point(
     m_ov = overrides.get("memory") or {}
     # the design (layout, profile, partition) is reused across points of the same inputs
     arch_obj = _cached_arch_for(arch, memory, a_ov, m_ov)
+    file, key = tables_source(workload, overrides.get("workload"))
+    arch_obj.check_tables_fit(wl.tables, file=file, key=key)
     arch_obj.bind(wl)
     batch = _batch_for(wl, seed)
     _, op = arch_obj.gather_reduce(batch, functional=functional)

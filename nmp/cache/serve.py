@@ -104,6 +104,10 @@ class CacheConfig:
         if self.request_file and self.index_file:
             raise NmpError("cache: give a request file or an index file, not both")
         self.user_model().check()
+        # a preset that is no memory (or none, "") is refused now, not after the simulation
+        from nmp.memory import load_memory
+
+        load_memory(self.memory)
 
     def user_model(self) -> UserModel:
         return UserModel(self.users, self.user_history, self.user_locality, self.user_alpha)

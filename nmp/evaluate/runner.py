@@ -127,6 +127,8 @@ def check_run_name(run: str) -> None:
 def resolve_run_dir(base: Path, run: str | None, *, resume: bool, sweep: SweepSpec) -> Path:
     """The run folder: ``base/<run>``; for ``--resume`` without ``--run``, the one ``latest``
     points to; else a new auto-named one (not created here: see :func:`claim_run_dir`)."""
+    if run is not None and not run.strip():  # was ignored: an auto-named folder, silently
+        raise NmpError("--run is empty: give a run folder's name")
     if run == LATEST and not resume:
         raise NmpError(f"'{LATEST}' is reserved for the link to the newest run; pick another --run")
     if run is not None:  # `--run ""` is a bad name, not "no name" (it ran, auto-named)

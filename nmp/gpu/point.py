@@ -9,6 +9,7 @@ from nmp.gpu.model import embedding_stage
 from nmp.gpu.spec import load_gpu
 from nmp.results import PointResult
 from nmp.workload import DTYPE_BYTES, generate_batch, load_workload
+from nmp.workload.spec import tables_source
 
 # The pinned set is profiled on another batch of the same workload (an offline profile), drawn
 # with this seed offset: profiling the very batch being timed would pre-load exactly the rows it
@@ -45,6 +46,14 @@ def run_design_point(
             key=f"memory.{key}",
         )
     wspec = load_workload(workload, overrides.get("workload") or {})
+    if wspec.bytes_ > gpu.hbm.capacity_gib * 2**30:  # the model reads every row from HBM
+        file, where = tables_source(workload, overrides.get("workload"))
+        raise SpecError(
+            f"the tables ({wspec.bytes_ / 2**30:.2f} GiB) do not fit in {gpu.name}'s HBM "
+            f"({gpu.hbm.capacity_gib} GiB; nmp shard places tables across HBM and host)",
+            file=file,
+            key=where,
+        )
     batch = generate_batch(wspec, seed=seed)
     elem_bytes = [DTYPE_BYTES[t.dtype] for t in wspec.tables]
     profile = None

@@ -23,6 +23,7 @@ from nmp.config import (
     load_toml,
     preset_names,
     require_at_least,
+    require_positive,
 )
 from nmp.errors import SpecError
 from nmp.units import is_power_of_two
@@ -125,8 +126,9 @@ class Controller:
         if self.wr_high_watermark < self.wr_low_watermark:
             raise KeyedValueError(
                 "wr_high_watermark",
-                f"must be >= wr_low_watermark ({self.wr_low_watermark}), got "
-                f"{self.wr_high_watermark}",
+                also=("wr_low_watermark",),
+                message=f"wr_high_watermark ({self.wr_high_watermark}) must be >= "
+                f"wr_low_watermark ({self.wr_low_watermark})",
             )
         if self.channel_interleave_bits < 0:
             raise KeyedValueError("channel_interleave_bits", "must be >= 0")
@@ -147,6 +149,13 @@ class Energy:
     idd5ab_ma: float
     devices: float
     io_pj_per_bit: float
+
+    def validate(self) -> None:
+        # a negative current or voltage gave a negative energy, silently
+        require_positive(self, "vdd_v", "devices")
+        for f in dataclasses.fields(self):
+            if getattr(self, f.name) < 0:
+                raise KeyedValueError(f.name, f"must be >= 0, got {getattr(self, f.name)}")
 
 
 # The longest timing parameter taken (chosen: 2^24 cycles, 10 ms at 1.6 GHz, about 1,300x the
@@ -171,8 +180,9 @@ def check_rate_matches_clock(
     if abs(rate_mtps - expected_mtps) > RATE_CLOCK_TOLERANCE * expected_mtps:
         raise KeyedValueError(
             "rate_mtps",
-            f"rule rate-matches-clock: {rate_mtps:,} MT/s disagrees with tck_ps = {tck_ps:,} "
-            f"({standard} moves {transfers_per_clock} transfers per clock: "
+            also=("tck_ps",),
+            message=f"rule rate-matches-clock: {rate_mtps:,} MT/s disagrees with tck_ps = "
+            f"{tck_ps:,} ({standard} moves {transfers_per_clock} transfers per clock: "
             f"{expected_mtps:,.0f} MT/s; set both, e.g. tck_ps = "
             f"{round(transfers_per_clock * 1e6 / rate_mtps):,} for {rate_mtps:,} MT/s)",
         )
@@ -202,9 +212,10 @@ def check_refresh_leaves_time(timing: dict[str, int]) -> None:
     if timing["nREFI"] <= need:
         raise KeyedValueError(
             "timing.nREFI",
-            f"rule refresh-leaves-time: nREFI ({timing['nREFI']:,}) must exceed nRP + nRFC + "
-            f"nRC ({need:,} cycles): a refresh interval shorter than a refresh and one row "
-            'cycle never lets a request complete (or set controller.refresh = "none")',
+            also=("timing.nRFC", "timing.nRP", "timing.nRC", "timing.nRAS"),
+            message=f"rule refresh-leaves-time: nREFI ({timing['nREFI']:,}) must exceed nRP + "
+            f"nRFC + nRC ({need:,} cycles): a refresh interval shorter than a refresh and one "
+            'row cycle never lets a request complete (or set controller.refresh = "none")',
         )
 
 
@@ -264,9 +275,19 @@ class MemorySpec:
             check_refresh_leaves_time(self.timing)
         require_at_least(self, 1, "rate_mtps", "tck_ps")
         check_rate_matches_clock(self.rate_mtps, self.tck_ps, std.transfers_per_clock, std.name)
+        column_bits = self.org.column_addrs.bit_length() - 1
+        interleave_bits = self.controller.channel_interleave_bits
+        if interleave_bits > column_bits:  # was clamped to the column bits, silently
+            raise KeyedValueError(
+                "controller.channel_interleave_bits",
+                f"must be <= {column_bits} (the column address bits of "
+                f"{self.org.column_addrs:,} columns), got {interleave_bits}",
+            )
         if self.controller.line_bytes % self.org.tx_bytes:
             raise KeyedValueError(
-                "controller.line_bytes", f"must be a multiple of tx_bytes ({self.org.tx_bytes})"
+                "controller.line_bytes",
+                f"must be a multiple of tx_bytes ({self.org.tx_bytes})",
+                also=("org.tx_bytes",),
             )
         try:
             parse_mapping(self.mapping)

@@ -60,12 +60,26 @@ def _config(args: argparse.Namespace):
         cfg.validate()
     except ValueError as exc:
         raise NmpError(f"train config: {exc}") from None
+    _check_presets(cfg)
     _check_memory(cfg, args.max_memory)
     if cfg.ckpt_dir:  # a folder it cannot write: refused before the training, not after
         from nmp.cliargs import check_out_folder
 
         check_out_folder(cfg.ckpt_dir, flag="key 'train.ckpt_dir':")
     return cfg
+
+
+def _check_presets(cfg) -> None:
+    """The presets the config names (workload, arch, memory), loaded before torch is:
+    a misnamed one (a folder, a pipe) was refused only after a minute of imports when busy."""
+    from nmp.arch.presets import load_arch_spec
+    from nmp.memory import load_memory
+    from nmp.workload import load_workload
+
+    load_workload(cfg.workload)
+    load_arch_spec(cfg.arch)
+    if cfg.memory:
+        load_memory(cfg.memory)
 
 
 def _check_memory(cfg, max_memory: str | None) -> None:
@@ -130,6 +144,21 @@ def _failures(args, cfg):
     return check_schedule(fails, cfg.steps, cfg.nodes)
 
 
+def procs_pair(text: str) -> tuple[int, int]:
+    """``--procs SERVERS,WORKERS``: 2..63 servers and 1..62 workers, 64 in all; checked as the
+    flag is parsed (before torch loads: a mistyped pair took a minute to refuse on a busy
+    machine)."""
+    try:
+        servers, workers = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expects SERVERS,WORKERS like 4,2, got {text!r}"
+        ) from None
+    if servers < 2 or workers < 1 or servers + workers > 64:
+        raise argparse.ArgumentTypeError(f"{text}: 2..63 servers and 1..62 workers, 64 in all")
+    return servers, workers
+
+
 def _procs(args: argparse.Namespace, cfg) -> int:
     """``--procs SERVERS,WORKERS``: the distributed trainer on this machine."""
     from dataclasses import replace
@@ -137,12 +166,7 @@ def _procs(args: argparse.Namespace, cfg) -> int:
     from nmp.train.dist.launch import parse_kill
     from nmp.train.dist.report import print_procs, run_procs
 
-    try:
-        servers, workers = (int(x) for x in args.procs.split(","))
-    except ValueError:
-        raise NmpError(f"--procs expects SERVERS,WORKERS like 4,2, got '{args.procs}'") from None
-    if servers < 2 or workers < 1 or servers + workers > 64:
-        raise NmpError(f"--procs {args.procs}: 2..63 servers and 1..62 workers, 64 in all")
+    servers, workers = args.procs  # checked as the flag was parsed (procs_pair)
     if args.fail or args.random_failures or args.compare:
         raise NmpError("--procs kills real processes: give --kill, not --fail/--compare")
     if not args.strategy:
@@ -192,6 +216,11 @@ def _run(args: argparse.Namespace) -> int:
         raise NmpError(f"{' and '.join(modes)} do not combine: each is a run of its own")
     if args.extrapolate or args.crossover:
         return _extrapolate(args)
+    # a mistyped --fail is refused before the config loads torch (a minute on a busy machine)
+    from nmp.train.failures import parse_failure
+
+    for text in args.fail or []:
+        parse_failure(text)
     cfg = _config(args)
     if args.repeat < 1 or (args.repeat > 1 and not args.procs):
         raise NmpError("--repeat N takes N >= 1, with --procs")
@@ -432,9 +461,9 @@ def _deployment(args):
 
 
 def _extrapolate(args) -> int:
+    dep = _deployment(args)  # the setup and flags checked before torch loads (a minute if busy)
     from nmp.train.extrapolate import monte_carlo, print_extrapolation
 
-    dep = _deployment(args)
     if args.crossover:
         from nmp.cliargs import check_out_folder
         from nmp.train.crossover import plot, print_crossings, sweep
@@ -523,6 +552,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--procs",
         metavar="SERVERS,WORKERS",
+        type=procs_pair,
         help="run on torch.distributed: SERVERS embedding-server and WORKERS worker processes "
         "on this machine (see docs/training.md for several hosts)",
     )

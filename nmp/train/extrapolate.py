@@ -42,7 +42,6 @@ import numpy as np
 from nmp.errors import NmpError
 from nmp.train.checkpoint import daly_interval, young_interval
 from nmp.train.data import NUM_DENSE
-from nmp.train.model import interaction_dim
 from nmp.train.partial_save import at_scale, workload_rates
 from nmp.train.schedule import COMMON, phase_costs_ns
 
@@ -261,6 +260,9 @@ def traffic_profile(dep: DeploymentSpec, c: StepCosts):
 
 
 def _mlp_weights(tables: int, dim: int, bottom, top) -> int:
+    # torch (nmp.train.model) loaded here: a setup or flag is checked before its import
+    from nmp.train.model import interaction_dim
+
     bottom = (*bottom[:-1], dim) if bottom and bottom[-1] != dim else tuple(bottom)
     sizes_b = (NUM_DENSE, *bottom)
     sizes_t = (interaction_dim(tables, dim), *top)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nmp.claim_setup import resolve_setup
-from nmp.config import load_toml, project_root
+from nmp.config import MAX_SPEC_NUMBER, load_toml, project_root
 from nmp.errors import NmpError, SpecError
 from nmp.train.extrapolate import DeploymentSpec
 
@@ -73,6 +73,14 @@ def load_setup(name: str) -> tuple[DeploymentSpec, dict[str, str]]:
             )
         elif isinstance(default, float):
             value = float(value)
+        for number in value if isinstance(value, tuple) else (value,):  # as every spec's
+            if isinstance(number, int | float) and abs(number) > MAX_SPEC_NUMBER:
+                raise SpecError(
+                    f"must lie within +-1e18 (no quantity the kit models is larger), got "
+                    f"{number:.3g}",
+                    file=str(path),
+                    key=f"values.{key}",
+                )
         kw[key] = value
     spec = DeploymentSpec(**kw)
     try:

@@ -401,6 +401,18 @@ def load_workload(
 
 _LOADED: dict[tuple, WorkloadSpec] = {}  # (file, mtime, size, overrides) -> spec
 
+# the workload keys that size its tables, in the order they are blamed
+TABLE_SIZE_KEYS = ("rows", "tables", "num_tables", "dim", "dtype")
+
+
+def tables_source(workload: str, overrides: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """Where a workload's tables were given, (file, key), for an error about their size: the
+    ``--set workload.*`` that sized them, else the workload's file."""
+    for key in TABLE_SIZE_KEYS:
+        if any(k == key or k.startswith(key + ".") for k in overrides or {}):
+            return None, f"workload.{key}"
+    return str(find_preset("workload", workload)), None
+
 
 def _plain(value: Any) -> bool:
     """Whether ``repr(value)`` identifies it (plain scalars and lists of them)."""

@@ -81,7 +81,7 @@ def test_index_file_requests(tmp_path, capsys):
     "args, message",
     [
         (["--l1-mb", "-1"], "l1_mb must be >= 0"),
-        (["--requests", "0"], "requests must be >= 1"),
+        (["--requests", "0"], "argument --requests: must be an integer in [1, "),
         (["--workload", "nosuch"], "nosuch"),
         (["--index-file", "/no/such.npz"], "no such file"),
     ],
