@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "models",
-        help=NMP_COMMAND["help"],
+        help=str(NMP_COMMAND["help"]),
         description="List the presets (memory, arch, gpu, workload) with their key figures, "
         "or (--registries) every variant family and its members.",
     )

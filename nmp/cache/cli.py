@@ -145,7 +145,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "cache",
-        help=NMP_COMMAND["help"],
+        help=str(NMP_COMMAND["help"]),
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

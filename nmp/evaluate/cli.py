@@ -324,7 +324,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "evaluate",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EPILOG,
-        help=NMP_COMMAND["help"],
+        help=str(NMP_COMMAND["help"]),
         description="Sweep designs x memories x workloads x spec fields (a sweep file, default "
         "workloads/sweeps/default.toml), then report the best points, the Pareto sets, speedup "
         "and energy saving over the baseline, into reports/<run>/ (reports/latest links to the "

@@ -67,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
-        help=NMP_COMMAND["help"],
+        help=str(NMP_COMMAND["help"]),
         description="Run one workload on one architecture (NMP design or GPU) and report its "
         "latency, throughput, energy and area.",
     )

@@ -212,7 +212,7 @@ def _print_check(rows, plan, load) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "measure",
-        help=NMP_COMMAND["help"],
+        help=str(NMP_COMMAND["help"]),
         description="Measure the machine this runs on: cores, caches (sysfs), load latency per "
         "working-set size (a compiled pointer chase), misses in flight and read bandwidth per "
         "thread count; write them as a host preset (docs/host-model.md). --check runs real "

@@ -164,7 +164,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "replay",
-        help=NMP_COMMAND["help"],
+        help=str(NMP_COMMAND["help"]),
         description=(
             "Replay a Ramulator (LD/ST 0x..) or DRAMsim3 (0x.. READ|WRITE cycle) trace, plain or "
             "gzip, on a DRAM preset with the Ramulator-2-exact engine. 'cycles' is Ramulator 2's: "

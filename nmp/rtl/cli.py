@@ -124,7 +124,7 @@ def _common(p: argparse.ArgumentParser, *, width: bool = True) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("rtl", help=NMP_COMMAND["help"])
+    p = sub.add_parser("rtl", help=str(NMP_COMMAND["help"]))
     rtl_sub = p.add_subparsers(dest="rtl_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda _args: p.error("give a subcommand (export, report)"))
 

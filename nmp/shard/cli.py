@@ -91,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "shard",
-        help=NMP_COMMAND["help"],
+        help=str(NMP_COMMAND["help"]),
         description="Profile a workload's tables, place them with a sharder across the GPUs of "
         "a topology (models/topology/) and the HBM / host-memory tiers, and report the modeled "
         "embedding step time, load balance and slow-tier accesses.",

@@ -95,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "validate",
-        help=NMP_COMMAND["help"],
+        help=str(NMP_COMMAND["help"]),
         description="Run the kit's checks: the DRAM engine against Ramulator 2's reference "
         "cases, every design's gather-reduce against torch.nn.EmbeddingBag, in-memory parity "
         "against a fresh encode, and every published claim the kit has a study for "
