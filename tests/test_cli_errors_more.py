@@ -68,7 +68,7 @@ SWEEP = ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--jobs", "1"
 CASES = [
     # a --run name that is no run folder: "" ran auto-named; a link to a file said "File exists"
     # naming the link's target
-    ("evaluate-run-empty", [*SWEEP, "--run", ""], "--run ''"),
+    ("evaluate-run-empty", [*SWEEP, "--run", ""], "argument --run: is empty"),
     ("evaluate-run-dot", [*SWEEP, "--run", "."], "--run '.'"),
     ("evaluate-run-link-to-file", [*SWEEP, "--run", "link"], "--run 'link'"),
     ("evaluate-run-dangling-link", [*SWEEP, "--run", "dangling"], "--run 'dangling'"),

@@ -172,7 +172,7 @@ def test_kill_input_errors(capsys):
         assert needle in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_validate_states_the_scale_models_error_against_the_small_cluster(monkeypatch):
+def test_validate_states_the_extrapolations_error_against_the_small_cluster(monkeypatch):
     """The check's rows come from real runs; here the runs are stubbed to test the verdict."""
     from nmp.train import measured
 

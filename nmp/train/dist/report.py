@@ -264,8 +264,8 @@ def modeled(
         # the run's phases modeled from what its processes did (nmp.train.dist.runphases)
         "modeled_overhead_pct": rp["overhead_pct"]["modeled"],
         "modeled_overhead_no_failure_pct": 100.0 * (ratio - 1.0),
-        "scale_model_overhead_pct": None if row is None else row["overhead_pct"],
-        "scale_model_steady_pct": 100.0 * sf,
+        "extrapolated_overhead_pct": None if row is None else row["overhead_pct"],
+        "extrapolated_steady_pct": 100.0 * sf,
         "phases": pm["phases"],
         "run_phases": rp,
         "step_ms": pm["step_ms"],
