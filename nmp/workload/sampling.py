@@ -186,9 +186,4 @@ def reuse_ranks(
 
 def pooling_lengths(rng: np.random.Generator, pooling, batch: int) -> np.ndarray:
     """Lookups per bag for ``batch`` bags under a :class:`~nmp.workload.spec.PoolingSpec`."""
-    if pooling.dist == "fixed":
-        return np.full(batch, pooling.value, dtype=np.int64)
-    if pooling.dist == "uniform":
-        return rng.integers(pooling.low, pooling.high + 1, batch, dtype=np.int64)
-    draws = np.rint(rng.normal(pooling.mean, pooling.std, batch))
-    return np.clip(draws, pooling.low, pooling.high).astype(np.int64)
+    return pooling.law.lengths(rng, pooling, batch)

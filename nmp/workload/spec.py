@@ -43,6 +43,7 @@ from nmp.workload.distributions import (
     distribution_params,
     takers,
 )
+from nmp.workload.pooling_laws import POOLING_LAWS, PoolingLaw
 
 Dtype = Literal["float32", "float16", "bfloat16", "int8"]
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
@@ -92,44 +93,29 @@ class PoolingSpec:
     valid EmbeddingBag input and pool to zeros).
     """
 
-    dist: Literal["fixed", "uniform", "normal"] = "fixed"
+    dist: str = "fixed"  # a pooling law (nmp.workload.pooling_laws.POOLING_LAWS)
     value: int = 1
     low: int = 1
     high: int = 1
     mean: float = 0.0
     std: float = 0.0
 
+    @property
+    def law(self) -> PoolingLaw:
+        if self.dist not in POOLING_LAWS:
+            raise KeyedValueError("dist", POOLING_LAWS.unknown_message(self.dist))
+        return POOLING_LAWS.get(self.dist)
+
     def validate(self) -> None:
-        if self.dist == "fixed" and self.value < 0:
-            raise KeyedValueError("value", "must be >= 0")
-        if self.dist in ("uniform", "normal"):
-            if self.low < 0:
-                raise KeyedValueError("low", "must be >= 0")
-            if self.high < self.low:
-                raise KeyedValueError("high", f"must be >= low ({self.low})")
-        if self.dist == "normal":
-            if self.std < 0:
-                raise KeyedValueError("std", "must be >= 0")
-            if not self.low <= self.mean <= self.high:
-                raise KeyedValueError(
-                    "mean", f"must lie in [low, high] = [{self.low}, {self.high}]"
-                )
+        self.law.check(self)
 
     @property
     def mean_lookups(self) -> float:
-        """Expected lookups per bag (the clipped normal is taken at its mean)."""
-        if self.dist == "fixed":
-            return float(self.value)
-        if self.dist == "uniform":
-            return (self.low + self.high) / 2
-        return float(self.mean)
+        """Expected lookups per bag."""
+        return self.law.mean(self)
 
     def describe(self) -> str:
-        if self.dist == "fixed":
-            return str(self.value)
-        if self.dist == "uniform":
-            return f"U[{self.low},{self.high}]"
-        return f"N({self.mean:g},{self.std:g})[{self.low},{self.high}]"
+        return self.law.describe(self)
 
 
 Pooling = int | PoolingSpec

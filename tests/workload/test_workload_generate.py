@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from nmp.errors import SpecError
 from nmp.workload import (
     REUSE_LEVELS,
     access_stats,
@@ -227,6 +228,14 @@ def test_pooling_distributions():
     assert lengths.min() >= 60 and lengths.max() == 90
     assert (lengths == 90).mean() > 0.1  # clipped upper tail: P(N > 89.5) = 17 %
     assert abs(np.median(lengths) - 80) <= 1
+
+
+def test_pooling_laws_are_registered_objects_and_an_unknown_one_is_named():
+    from nmp.workload.pooling_laws import POOLING_LAWS
+
+    assert list(POOLING_LAWS) == ["fixed", "uniform", "normal"]
+    with pytest.raises(SpecError, match=r"pooling.*unknown pooling law 'poisson'.*fixed"):
+        load_workload("dlrm-benchmark", {"pooling": {"dist": "poisson", "value": 3}})
 
 
 def test_huge_tables_allocate_per_lookup_not_per_row():
