@@ -17,6 +17,7 @@ from typing import Literal
 
 from nmp.config import KeyedValueError, apply_overrides, require_at_least
 from nmp.parity_codes import PARITY_CODES
+from nmp.train.intervals import INTERVAL_RULES
 from nmp.train.optim import DENSE_OPTIMIZERS, OPTIMIZERS
 
 
@@ -80,7 +81,7 @@ class TrainConfig:
     # setup, workloads/train/cpr.toml) = 0.0012. restart_s > 0 sets it in seconds instead.
     restart_s: float = 0.0
     restart_mtbf_fraction: float = 60.0 / (14 * 3600.0)
-    interval: Literal["young", "daly"] = "young"
+    interval: str = "young"  # a checkpoint interval rule by formula (nmp.train.intervals)
     # δ of Young/Daly: "model" = checkpoint bytes / storage_gbps (reproducible); "measured" =
     # the wall time of writing the first checkpoint file here (varies from run to run).
     write_time: Literal["model", "measured"] = "model"
@@ -130,6 +131,9 @@ class TrainConfig:
             "cpr_full_every",
         )
         require_at_least(self, 0, "batch", "max_tables", "dim", "seed", "ckpt_every")
+        if self.interval not in INTERVAL_RULES or INTERVAL_RULES.get(self.interval).takes_minutes:
+            formulas = [n for n, rule in INTERVAL_RULES.items() if not rule.takes_minutes]
+            raise KeyedValueError("interval", f"must be one of {', '.join(formulas)}")
         if self.steps > MAX_STEPS:  # a run that could not end within a day is a typo
             raise KeyedValueError("steps", f"must be <= {MAX_STEPS:,}, got {self.steps:,}")
         if self.parities < 1:

@@ -40,8 +40,8 @@ from typing import Any, cast
 import numpy as np
 
 from nmp.errors import NmpError
-from nmp.train.checkpoint import daly_interval, young_interval
 from nmp.train.data import NUM_DENSE
+from nmp.train.intervals import INTERVAL_RULES
 from nmp.train.partial_save import at_scale, workload_rates
 from nmp.train.schedule import COMMON, phase_costs_ns
 
@@ -69,7 +69,7 @@ class DeploymentSpec:
     cpr_pls: float = 0.02
     cpr_full_every: int = 4
     cpr_ssu_sample: float = 0.05  # as TrainConfig.ssu_sample
-    interval: str = "young"  # "young", "daly" or "fixed" (interval_min)
+    interval: str = "young"  # a checkpoint interval rule (nmp.train.intervals; fixed: interval_min)
     interval_min: tuple[float, ...] = ()
     arch: str = "recnmp"
     bottom: tuple[int, ...] = (512, 256, 64)  # PAPERS.md: Criteo Terabyte bottom 13-512-256-64
@@ -142,10 +142,9 @@ class DeploymentSpec:
             raise NmpError("cpr_ssu_sample must be in (0, 1]")
         if not 0 < self.cpr_pls < 1:
             raise NmpError("cpr_pls must be in (0, 1)")
-        if self.interval not in ("young", "daly", "fixed"):
-            raise NmpError("interval must be young, daly or fixed")
-        if self.interval == "fixed" and (not self.interval_min or min(self.interval_min) <= 0):
-            raise NmpError("interval fixed needs interval_min > 0")
+        if self.interval not in INTERVAL_RULES:
+            raise NmpError(INTERVAL_RULES.unknown_message(self.interval), key="interval")
+        INTERVAL_RULES.get(self.interval).check(self.interval_min)
 
 
 @dataclass(frozen=True)
@@ -309,11 +308,7 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
     m_ns = dep.server_mtbf_hours * HOUR_NS / dep.servers
     bw = dep.servers * dep.storage_gbps  # bytes per ns, all servers writing in parallel
     delta_ns = data_bytes / bw
-    if dep.interval == "fixed":
-        taus = tuple(m * 60e9 for m in dep.interval_min)
-    else:
-        fn = young_interval if dep.interval == "young" else daly_interval
-        taus = (fn(delta_ns, m_ns),)
+    taus = INTERVAL_RULES.get(dep.interval).intervals_ns(delta_ns, m_ns, dep.interval_min)
     shard_rows = c.rows_total / dep.servers
     # Rebuild: every lost position reads k survivors and writes one record, on the survivors'
     # and the replacement's memory; positions include the parity (shard_rows * (k + r) / k).
@@ -399,9 +394,7 @@ def _partial_save(md: _Model, dep: DeploymentSpec, cls) -> tuple[float, Any]:
 
 
 def _ckpt_name(name: str, dep: DeploymentSpec, i: int) -> str:
-    if dep.interval == "fixed" and len(dep.interval_min) > 1:
-        return f"{name}-{dep.interval_min[i]:g}min"
-    return name
+    return INTERVAL_RULES.get(dep.interval).label(name, dep.interval_min, i)
 
 
 def _strategies() -> list[tuple[str, Any]]:

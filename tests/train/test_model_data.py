@@ -80,6 +80,21 @@ def test_young_and_daly_intervals():
     assert daly_interval(300.0, 100.0) == 100.0
 
 
+def test_interval_rules_are_registered_objects():
+    from nmp.errors import NmpError
+    from nmp.train.config import TrainConfig
+    from nmp.train.intervals import INTERVAL_RULES
+
+    assert list(INTERVAL_RULES) == ["young", "daly", "fixed"]
+    assert INTERVAL_RULES.get("young").intervals_ns(2.0, 100.0, ()) == (young_interval(2.0, 100.0),)
+    assert INTERVAL_RULES.get("fixed").intervals_ns(2.0, 100.0, (30.0, 60.0)) == (1.8e12, 3.6e12)
+    assert INTERVAL_RULES.get("fixed").label("Ckpt", (30.0, 60.0), 1) == "Ckpt-60min"
+    with pytest.raises(NmpError, match="interval_min > 0"):
+        INTERVAL_RULES.get("fixed").check(())
+    with pytest.raises(ValueError, match="interval.*young, daly"):
+        TrainConfig(interval="fixed").validate()  # the trainer prices a formula, not minutes
+
+
 def test_failure_spec_parsing():
     f = parse_failure("step=300,node=1,phase=between")
     assert (f.step, f.node, f.phase) == (300, 1, "between")

@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from nmp.errors import NmpError
-from nmp.train.checkpoint import daly_interval, load_npz, save_npz, young_interval
+from nmp.train.checkpoint import load_npz, save_npz
 from nmp.train.failures import Failure
+from nmp.train.intervals import INTERVAL_RULES
 from nmp.train.schedule import COMMON, RunPhase
 from nmp.train.strategies.base import Strategy, register
 
@@ -72,10 +73,11 @@ class _Checkpointing(Strategy):
         self.interval_steps = self._interval_steps()
 
     def _interval_steps(self) -> int:
-        """Young or Daly with δ and the MTBF (both in modeled time)."""
+        """The config's interval rule (Young or Daly) with δ and the MTBF (both in modeled
+        time)."""
         mtbf_ns = self.cfg.mtbf_steps * self.step_ns
-        fn = young_interval if self.cfg.interval == "young" else daly_interval
-        self.tau_ns = fn(self.delta_ns, mtbf_ns)
+        rule = INTERVAL_RULES.get(self.cfg.interval)
+        self.tau_ns = rule.intervals_ns(self.delta_ns, mtbf_ns, ())[0]
         return max(1, round(self.tau_ns / self.step_ns))
 
     def _save_full(self, *, charge: bool = True) -> None:
