@@ -22,6 +22,9 @@ AXES = "[axes]\nworkload.batch = [1, 2, 4]\n"
 GOOD_REQUEST = "u1\t" + "\t".join(["1"] * 26) + "\n"  # criteo-kaggle: 26 tables
 
 
+MULTIHOT = ["cache", "--requests", "1", "--warmup", "1", "--no-accuracy", "--request-file"]
+
+
 def _request(path: Path, bad_line: str) -> None:
     path.write_text(GOOD_REQUEST + bad_line)
 
@@ -55,6 +58,13 @@ MAKERS: dict[str, Callable[[Path], object]] = {
     "req-nul-user.txt": lambda p: _request(p, "u\x002\t" + "\t".join(["1"] * 26) + "\n"),
     "req-neg.txt": lambda p: _request(p, "u2\t" + "\t".join(["-1"] * 26) + "\n"),
     "req-huge.txt": lambda p: _request(p, "u2\t" + "\t".join(["9" * 30] * 26) + "\n"),
+    # multi-hot: 400,000 rows in one request's first field (800 kB of text)
+    "req-multihot.txt": lambda p: _request(
+        p, "u2\t" + ",".join(["0"] * 400_000) + "\t0" * 25 + "\n"
+    ),
+    "req-multihot-2.txt": lambda p: _request(
+        p, "u2\t0\t" + ",".join(["1"] * 300_000) + "\t0" * 24 + "\n"
+    ),
     "ds3-decreasing.trace": lambda p: p.write_text("0x0 READ 10\n0x40 READ 20\n0x80 READ 5\n"),
     "ds3-negative.trace": lambda p: p.write_text("0x0 READ 10\n0x40 READ -5\n"),
     "truncated.trace.gz": lambda p: p.write_bytes(_gzip_cut(b"LD 0x0\nST 0x40\n" * 5000)),
@@ -83,6 +93,17 @@ CASES = [
         "cache-request-file-over-env-limit",
         ["cache", "--request-file", "{tmp}/req-huge.txt", "--max-memory", "2K"],
         "req-huge.txt: key '--request-file'",
+    ),
+    # a multi-hot request file has more lookups than the workload's: its run is guarded by them
+    (
+        "cache-request-file-multihot-over-limit",
+        [*MULTIHOT, "{tmp}/req-multihot.txt", "--max-memory", "450M"],
+        "key '--request-file': this run needs",
+    ),
+    (
+        "cache-request-file-multihot-2-over-limit",
+        [*MULTIHOT, "{tmp}/req-multihot-2.txt", "--max-memory", "440M"],
+        "key '--request-file': this run needs",
     ),
     # a sweep's seeds: numpy's ValueError was an internal error
     ("evaluate-seed-negative", ["evaluate", "{tmp}/seed-negative.toml", "--check"], "'seed'"),

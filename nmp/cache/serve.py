@@ -207,6 +207,15 @@ def run_cache(
         guard.check(guard.cache_estimate(lookups, dim, key), max_memory)
     pol = policies.get(cfg.policy)
     stream, warm, source = build_stream(cfg)
+    if cfg.request_file:
+        # a request file's rows per request are its own (multi-hot fields), not the workload's
+        # that the estimate above counted: the run's arrays follow its real lookups
+        import nmp.guard as guard
+
+        est = guard.cache_estimate(
+            float(stream.keys.size), float(stream.dims.max()), "--request-file"
+        )
+        guard.check(est, max_memory)
     uniq, inv = np.unique(stream.keys, return_inverse=True)
     inv = inv.astype(np.int64)
     warm_lookups = int(stream.req_off[warm])
