@@ -126,17 +126,14 @@ def violations(edges: list[tuple[str, int, str]]) -> list[str]:
     return bad
 
 
-def package_cycles(edges: list[tuple[str, int, str]]) -> list[list[str]]:
-    """Cycles in the graph of units (packages and top-level modules)."""
-    graph: dict[str, set[str]] = defaultdict(set)
-    for src, _, dst in edges:
-        if unit(src) != unit(dst):
-            graph[unit(src)].add(unit(dst))
-    cycles, state = [], {}
+def graph_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The cycles a depth-first walk of ``graph`` (node -> successors) meets, in sorted order."""
+    cycles: list[list[str]] = []
+    state: dict[str, str] = {}
 
     def visit(node: str, stack: list[str]) -> None:
         state[node] = "open"
-        for nxt in sorted(graph[node]):
+        for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == "open":
                 cycles.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in state:
@@ -147,6 +144,15 @@ def package_cycles(edges: list[tuple[str, int, str]]) -> list[list[str]]:
         if node not in state:
             visit(node, [node])
     return cycles
+
+
+def package_cycles(edges: list[tuple[str, int, str]]) -> list[list[str]]:
+    """Cycles in the graph of units (packages and top-level modules)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for src, _, dst in edges:
+        if unit(src) != unit(dst):
+            graph[unit(src)].add(unit(dst))
+    return graph_cycles(graph)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -503,21 +509,7 @@ def module_cycles(edges: list[tuple[str, int, str]]) -> list[list[str]]:
     graph: dict[str, set[str]] = defaultdict(set)
     for src, _, dst in edges:
         graph[src].add(dst)
-    cycles, state = [], {}
-
-    def visit(node: str, stack: list[str]) -> None:
-        state[node] = "open"
-        for nxt in sorted(graph[node]):
-            if state.get(nxt) == "open":
-                cycles.append(stack[stack.index(nxt) :] + [nxt])
-            elif nxt not in state:
-                visit(nxt, [*stack, nxt])
-        state[node] = "done"
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node, [node])
-    return cycles
+    return graph_cycles(graph)
 
 
 def test_no_cycle_between_files():
