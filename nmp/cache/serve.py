@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+import nmp.guard as guard
 from nmp.cache import engine, quant
 from nmp.cache import policy as policies
 from nmp.cache.accuracy import auc_change
@@ -197,8 +198,6 @@ def run_cache(
     generated."""
     cfg.check()
     if not cfg.index_file:  # (an index file is bounded as it is read)
-        import nmp.guard as guard
-
         spec = workload_spec(cfg)
         per_request = spec.lookups_per_sample
         dim = max(t.dim for t in spec.tables)
@@ -210,8 +209,6 @@ def run_cache(
     if cfg.request_file:
         # a request file's rows per request are its own (multi-hot fields), not the workload's
         # that the estimate above counted: the run's arrays follow its real lookups
-        import nmp.guard as guard
-
         est = guard.cache_estimate(
             float(stream.keys.size), float(stream.dims.max()), "--request-file"
         )
