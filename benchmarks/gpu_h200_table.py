@@ -7,9 +7,16 @@ monotone. Each figure is what ``nmp run --arch ARCH --workload W --set workload.
 arch.variant=V`` prints as its latency.
 
     python benchmarks/gpu_h200_table.py [--arch h200] [--tables 12] [--json out.json]
+    python benchmarks/gpu_h200_table.py --decompose [--reuse medium] [--tables 1]
 
 ``--tables N`` models the first N tables only (faster; the gains and the curve's shape keep,
 the times scale); the full stage is the default.
+
+``--decompose`` splits the occupancy variant's gain (gpu-micro24, batch 2048): the occupancy
+kernel held to the stock kernel's blocks per SM (what the recompiled kernel itself changes), one
+full wave of the stock kernel alone (the batch whose chunks fill its slots exactly: what the
+first wave costs), the rest of the stock time (what the partial last wave adds), and the
+one-wave occupancy kernel (what more warps in flight in one wave change).
 """
 
 from __future__ import annotations
@@ -44,6 +51,36 @@ def figures(arch: str, tables: int | None = None) -> dict:
     return out
 
 
+def decomposition(arch: str, reuse: str, tables: int | None = 1) -> dict[str, float]:
+    """The occupancy gain's parts (us, gpu-micro24, batch 2048): see the module docstring."""
+    from nmp.gpu import load_gpu
+    from nmp.gpu.kernel import kernel_config
+    from nmp.gpu.point import run_design_point
+
+    gpu = load_gpu(arch)
+    stock = kernel_config(gpu)
+    chunks_per_bag = -(-128 // gpu.kernel.block_x)  # gpu-micro24: dim 128
+    full_wave_batch = gpu.sm.count * stock.blocks_per_sm * gpu.kernel.block_y // chunks_per_bag
+    wl = {"reuse": reuse, **({"num_tables": tables} if tables else {})}
+
+    def us(arch_over: dict, batch: int = 2048) -> float:
+        over = {"arch": arch_over, "workload": {**wl, "batch": batch}}
+        return run_design_point(arch, "gpu-micro24", overrides=over).latency_ns / 1e3
+
+    base = us({"variant": "baseline"})
+    full = us({"variant": "baseline"}, full_wave_batch)
+    return {
+        "baseline": base,
+        "occupancy": us({"variant": "occupancy"}),
+        "occupancy_at_stock_blocks_per_sm": us(
+            {"variant": "occupancy", "sm.max_blocks": stock.blocks_per_sm}
+        ),
+        "stock_full_wave_alone": full,
+        "full_wave_batch": full_wave_batch,
+        "stock_partial_wave_adds": base - full,
+    }
+
+
 def table_lines(fig: dict) -> list[str]:
     lines = [f"{fig['arch']}, gpu-micro24 (us; gain = baseline / variant - 1)"]
     lines.append(f"{'reuse':<8}" + "".join(f"{v:>18}" for v in VARIANTS))
@@ -71,7 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", default="h200")
     parser.add_argument("--tables", type=int, default=None, help="model the first N tables")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument("--decompose", action="store_true", help="split the occupancy gain")
+    parser.add_argument("--reuse", default="medium", choices=REUSE, help="with --decompose")
     args = parser.parse_args(argv)
+    if args.decompose:
+        parts = decomposition(args.arch, args.reuse, args.tables or 1)
+        for key, value in parts.items():
+            print(f"{key:<34} {value:>9.1f}")
+        return 0
     fig = figures(args.arch, args.tables)
     print("\n".join(table_lines(fig)))
     if args.json:

@@ -21,7 +21,9 @@ sequential within a bag):
   bags share is fetched once.
 * Stores: the L1 is write-through without allocation (its sector hit rate does not count them);
   the L2 (write-back) takes each 8-B store into a sector without a fetch (a hit), and writes the
-  ``offset2bag`` array back to HBM once.
+  ``offset2bag`` array back to HBM once. The hand-written kernel the recompiled variants run
+  (:data:`nmp.gpu.kernels_real.KERNEL_SOURCE`) stores no ``offset2bag``
+  (``stores_offset2bag = False``): it makes neither the stores nor the write-back.
 """
 
 from __future__ import annotations
@@ -51,8 +53,11 @@ def index_traffic(
     index_bytes: int,
     sector_bytes: int,
     fetch_bytes: int | None = None,
+    *,
+    stores_offset2bag: bool = True,
 ) -> IndexTraffic:
-    """:class:`IndexTraffic` of one kernel over a table's ``offsets`` (CSR, batch + 1 entries)."""
+    """:class:`IndexTraffic` of one kernel over a table's ``offsets`` (CSR, batch + 1 entries);
+    ``stores_offset2bag``: the kernel writes ``offset2bag[emb]`` once per lookup (the stock one)."""
     off = np.asarray(offsets, dtype=np.int64)
     n = int(off[-1] - off[0])
     begin, end = off[:-1], off[1:]
@@ -70,7 +75,7 @@ def index_traffic(
     offset_fetches = float(-(-(off.shape[0]) * index_bytes // fetch_bytes))
     l1_requests = n * chunks_per_bag + offset_requests
     l1_misses = bag_sectors + offset_misses
-    stores = float(n)
+    stores = float(n) if stores_offset2bag else 0.0
     fetches = distinct + offset_fetches
     return IndexTraffic(
         l1_requests=float(l1_requests),
@@ -78,7 +83,7 @@ def index_traffic(
         l2_requests=l1_misses + stores,
         l2_hits=max(0.0, l1_misses - fetches) + stores,
         hbm_read_bytes=fetches * fetch_bytes,
-        hbm_write_bytes=float(n * index_bytes),
+        hbm_write_bytes=stores * index_bytes,
         l2_share=max(0.0, bag_sectors - distinct) / n if n else 0.0,
         hbm_share=distinct / n if n else 0.0,
     )

@@ -43,6 +43,9 @@ class KernelConfig:
     spill_loads_per_lookup: float = 0.0
     outstanding_sectors_per_warp: int = 8
     outstanding_sectors_per_sm: int = 512
+    # The stock kernel writes offset2bag[emb] once per lookup; the hand-written kernel that the
+    # recompiled variants run where a preset measured one writes none (nmp.gpu.kernels_real).
+    stores_offset2bag: bool = True
 
     def mlp_lines(self, sms: int) -> int:
         """Row loads the variant asks to keep in flight on the whole GPU (every slot busy)."""
@@ -88,14 +91,19 @@ def regs_per_thread(gpu: GpuSpec) -> int:
     return min(regs, gpu.sm.max_regs_per_thread)
 
 
+def runs_handwritten(gpu: GpuSpec) -> bool:
+    """The variant runs the hand-written kernel (``benchmarks/gpu_kernels.py``): a recompiled
+    variant (register cap, prefetch) on a preset that measured that kernel
+    (``kernel.handwritten_loads_in_flight`` > 0); else the stock loop, recompiled or not."""
+    recompiled = gpu.uses_maxrregcount or gpu.uses_prefetch
+    return recompiled and gpu.kernel.handwritten_loads_in_flight > 0
+
+
 def rows_in_flight(gpu: GpuSpec) -> int:
     """Row loads a warp keeps in flight before prefetch: the stock kernel's as built, or the
     hand-written kernel's where the recompiled variants (register cap, prefetch) run one."""
     k = gpu.kernel
-    recompiled = gpu.uses_maxrregcount or gpu.uses_prefetch
-    if recompiled and k.handwritten_loads_in_flight:
-        return k.handwritten_loads_in_flight
-    return k.loads_in_flight
+    return k.handwritten_loads_in_flight if runs_handwritten(gpu) else k.loads_in_flight
 
 
 def kernel_config(gpu: GpuSpec) -> KernelConfig:
@@ -137,4 +145,5 @@ def kernel_config(gpu: GpuSpec) -> KernelConfig:
         loads_in_flight=loads,
         instructions_per_lookup=instr,
         limited_by=limited_by,
+        stores_offset2bag=not runs_handwritten(gpu),
     )

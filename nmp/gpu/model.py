@@ -12,7 +12,8 @@ kernel's time is the fixed point of Little's law on the loaded memory system
 Traffic besides the rows: the index and offset loads and the ``offset2bag`` stores go through the
 L1 and L2 as :mod:`nmp.gpu.index_stream` counts them (their sectors in the hit rates, their waits
 in each lookup's chain, their distinct sectors fetched from HBM as 32-B fetches); the pooled output
-and ``offset2bag`` are written back at the efficiency of 128-B fetches.
+and ``offset2bag`` are written back at the efficiency of 128-B fetches. The hand-written kernel the
+recompiled variants run stores no ``offset2bag`` (:attr:`KernelConfig.stores_offset2bag`).
 """
 
 from __future__ import annotations
@@ -306,6 +307,7 @@ def embedding_stage(
             gpu.kernel.index_bytes,
             l1c.sector_bytes,
             l2c.fetch_bytes,
+            stores_offset2bag=cfg.stores_offset2bag,
         )
         # Index/offset reads are L2-miss-sized fetches; output and offset2bag write-backs whole
         # lines.
@@ -457,6 +459,7 @@ def _result(
             "spilled_regs": cfg.spilled_regs,
             "spill_l1_bytes": totals["spill_l1_sectors"] * sector,
             "loads_in_flight_per_warp": cfg.loads_in_flight,
+            "stores_offset2bag": cfg.stores_offset2bag,
             "mlp_lines_in_flight": cfg.mlp_lines(gpu.sm.count),
             "mlp_loads_per_warp": loaded["mlp_loads_per_warp"],
             "waves_per_table": gpu.kernel.grid_blocks / (gpu.sm.count * cfg.blocks_per_sm),

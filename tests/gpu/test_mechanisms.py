@@ -264,7 +264,10 @@ def test_l2_request_rate_bounds_a_kernel_with_many_loads_in_flight():
     wl = {"num_tables": 1, "batch": 1024, "reuse": "medium"}
 
     def run(rate: float):
-        over = {"arch": {"variant": "prefetch", "l2.requests_per_ns": rate}, "workload": wl}
+        # The stock loop recompiled with prefetch (its offset2bag stores are requests too).
+        arch = {"variant": "prefetch", "l2.requests_per_ns": rate}
+        arch["kernel.handwritten_loads_in_flight"] = 0
+        over = {"arch": arch, "workload": wl}
         return run_design_point("h200", "gpu-micro24", overrides=over)
 
     probe, tripled = run(35.25), run(3 * 35.25)
@@ -293,3 +296,39 @@ def test_recompiled_variants_run_the_hand_written_kernels_rows_in_flight():
     # Without the measured hand-written kernel the variants recompile the stock loop.
     stock = {**two, "kernel.handwritten_loads_in_flight": 0}
     assert [loads(v, **stock) for v in ("occupancy", "prefetch")] == [2, 5]
+
+
+def test_hand_written_kernel_stores_no_offset2bag():
+    from nmp.gpu import run_design_point
+    from nmp.gpu.index_stream import index_traffic
+    from nmp.gpu.kernel import kernel_config
+
+    offsets = np.array([0, 150, 300])
+    stock = index_traffic(offsets, 4, 8, 32, fetch_bytes=64)
+    hand = index_traffic(offsets, 4, 8, 32, fetch_bytes=64, stores_offset2bag=False)
+    assert stock.l2_requests - hand.l2_requests == 300  # one 8-B store per lookup
+    assert stock.l2_hits - hand.l2_hits == 300
+    assert (stock.hbm_write_bytes, hand.hbm_write_bytes) == (300 * 8, 0.0)
+    assert hand.l1_requests == stock.l1_requests  # the loads are the same
+
+    def stores(variant: str, **over) -> bool:
+        return kernel_config(load_gpu("h200", {"variant": variant, **over})).stores_offset2bag
+
+    assert [stores(v) for v in ("baseline", "occupancy", "prefetch", "pinning")] == [
+        True,
+        False,
+        False,
+        True,
+    ]
+    # Without the measured hand-written kernel the variants recompile the stock loop: it stores.
+    assert stores("occupancy", **{"kernel.handwritten_loads_in_flight": 0})
+    # In the model: the same 1-row occupancy kernel writes the lookups' 8 B less to HBM.
+    wl = {"num_tables": 1, "batch": 64, "reuse": "random"}
+
+    def hbm_bytes(handwritten: int) -> float:
+        arch = {"variant": "occupancy", "kernel.handwritten_loads_in_flight": handwritten}
+        r = run_design_point("h200", "gpu-micro24", overrides={"arch": arch, "workload": wl})
+        assert r.breakdown["kernel"]["loads_in_flight_per_warp"] == 1
+        return r.breakdown["hbm_bytes"]
+
+    assert hbm_bytes(0) - hbm_bytes(1) == pytest.approx(64 * 150 * 8)
