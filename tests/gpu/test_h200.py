@@ -121,3 +121,26 @@ def test_far_hit_latency_below_the_near_one_is_refused():
     assert load_gpu("h200").l2.far_hit_cycles == 520.0  # GH200 chase [dewing]
     with pytest.raises(SpecError, match="far_hit_cycles"):
         load_gpu("h200", {"l2.far_hit_cycles": 100.0})
+
+
+def test_decomposition_splits_the_occupancy_gain_by_wave(monkeypatch):
+    import nmp.gpu.point
+
+    script = _table_script()
+    calls = []
+
+    class Fake:
+        def __init__(self, latency_ns):
+            self.latency_ns = latency_ns
+
+    def fake(arch, workload, overrides):
+        a, wl = overrides["arch"], overrides["workload"]
+        calls.append((a.get("variant"), a.get("sm.max_blocks"), wl["batch"]))
+        return Fake(1e3 * (wl["batch"] / 20 + (0 if a.get("sm.max_blocks") else 1)))
+
+    monkeypatch.setattr(nmp.gpu.point, "run_design_point", fake)
+    parts = script.decomposition("h200", "medium", 1)
+    # 132 SMs x 6 stock blocks x 8 warps = 6,336 chunks = 1,584 bags of 4 chunks: one full wave.
+    assert parts["full_wave_batch"] == 1584
+    assert ("occupancy", 6, 2048) in calls
+    assert parts["stock_partial_wave_adds"] == parts["baseline"] - parts["stock_full_wave_alone"]
