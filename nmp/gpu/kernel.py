@@ -51,13 +51,16 @@ class KernelConfig:
         """Row loads the variant asks to keep in flight on the whole GPU (every slot busy)."""
         return sms * self.resident_warps_per_sm * self.loads_in_flight
 
-    def mlp_for(self, sectors_per_load: int) -> float:
+    def mlp_for(self, sectors_per_load: int, warps_per_sm: float | None = None) -> float:
         """Row loads in flight per warp once the L1 miss entries bound them (a load of
         ``sectors_per_load`` sectors needs that many entries): min(asked, per-warp entries /
-        sectors, per-SM entries / (resident warps x sectors)); below 1 the warps of an SM take
-        turns for the entries."""
+        sectors, per-SM entries / (warps x sectors)); below 1 the warps of an SM take turns for
+        the entries. ``warps_per_sm``: the warps an SM really runs (a partial wave, or a grid
+        with fewer busy blocks than slots, runs fewer than the resident limit; default that
+        limit)."""
+        warps = self.resident_warps_per_sm if warps_per_sm is None else warps_per_sm
         per_warp = self.outstanding_sectors_per_warp / sectors_per_load
-        per_sm = self.outstanding_sectors_per_sm / (self.resident_warps_per_sm * sectors_per_load)
+        per_sm = self.outstanding_sectors_per_sm / (max(warps, 1.0) * sectors_per_load)
         return min(float(self.loads_in_flight), per_warp, per_sm)
 
 

@@ -18,6 +18,7 @@ recompiled variants run stores no ``offset2bag`` (:attr:`KernelConfig.stores_off
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -327,8 +328,8 @@ def embedding_stage(
         # A spilled register's reload: 32 threads x 4 B = 4 sectors of local memory, from L1.
         spill_sectors = units * cfg.spill_loads_per_lookup * (32 * 4 // sector)
         slice_bytes = 32 * elem_bytes[t]
-        mlp = cfg.mlp_for(max(1, -(-slice_bytes // sector)))
-        mlp_used.append(mlp)
+        sectors_per_load = max(1, -(-slice_bytes // sector))
+        mlp = cfg.mlp_for(sectors_per_load)
         bounds = {
             "hbm_bandwidth": t_hbm_rows + stream_ns + overlap_bytes / (peak * line_eff),
             "l2_bandwidth": l2_sectors * sector / (l2c.bytes_per_cycle * clk_ghz),
@@ -351,6 +352,9 @@ def embedding_stage(
             warp_levels=warp_levels,
             prices=prices,
             mlp=mlp,
+            # The L1's per-SM miss entries are shared by the warps a wave really runs.
+            mlp_at=functools.partial(cfg.mlp_for, sectors_per_load),
+            sms=sm.count,
             warps_per_block=cfg.warps_per_block,
             slots=sm.count * cfg.blocks_per_sm,
             cycle_ns=sm.cycle_ns,
@@ -372,6 +376,7 @@ def embedding_stage(
                 else 0.0,
             ),
         )
+        mlp_used.append(kt.mlp)
         util_weighted += kt.hbm_utilization * kt.t_ns
         hbm_lat_weighted += kt.hbm_latency_cycles * kt.t_ns
         totals["spill_l1_sectors"] += spill_sectors

@@ -15,6 +15,9 @@ block scheduler refills a slot as soon as it frees), which captures the tail of 
 Waves. Block ``b`` runs in wave ``b // slots``; each wave is solved on its own with the loads it
 holds (:func:`kernel_timing`), so a partial last wave (1024 blocks on 792 slots leave 232) puts
 its lighter load on the memory system and sees its shorter queues, instead of the full waves'.
+Its warps per SM are the ones it really runs (busy warps over the SMs its busy blocks occupy),
+and where the L1's per-SM miss entries bound the loads in flight (``mlp_at``), they are shared
+by those warps only, not by the resident limit's.
 The waves are not run in series: every block, priced at its wave's loaded latency, goes into one
 list schedule, so a next-wave block starts on the first slot that frees.
 
@@ -107,6 +110,7 @@ class KernelTiming:
     hbm_utilization: float = 0.0
     hbm_latency_cycles: float = 0.0
     waves: int = 1
+    mlp: float = 1.0  # loads in flight per warp, the waves' mean weighted by their loads
     # Each block's time (ns) at this wave's solved latencies, stretched by a binding bandwidth
     # bound (its share of the wave's excess): what the block scheduler interleaves across waves.
     block_ns: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -186,22 +190,35 @@ def kernel_timing(
     queueing_ns: Callable[[float], float] | None,
     bounds_ns: dict[str, float],
     slices: SliceQueue | None = None,
+    mlp_at: Callable[[float], float] | None = None,
+    sms: int = 0,
 ) -> KernelTiming:
     """Kernel time, wave by wave: the blocks are launched in order onto ``slots`` slots (SMs x
     blocks per SM), so block ``b`` runs in wave ``b // slots``; each wave is its own fixed point
     of Little's law (:func:`wave_timing`) with the memory traffic it holds (its share of the
     loads), so a partial last wave runs at the lighter load, and lower latency, it puts on the
-    memory system. Times, stalls and bounds add up over the waves."""
+    memory system. Times, stalls and bounds add up over the waves. ``mlp_at(warps_per_sm)``
+    (with ``sms``): the loads in flight per warp when an SM runs that many warps (the L1's
+    per-SM miss entries), evaluated per wave at the warps it really runs; else ``mlp``."""
     levels = np.ascontiguousarray(warp_levels, dtype=np.float64)
     blocks = levels.shape[0] // warps_per_block
     total_units = float(levels.sum())
+
+    def wave_mlp(part: np.ndarray) -> float:
+        if mlp_at is None or sms <= 0:
+            return mlp
+        busy = part.sum(axis=1) > 0
+        busy_blocks = int(busy.reshape(-1, warps_per_block).any(axis=1).sum())
+        if busy_blocks == 0:
+            return mlp
+        return mlp_at(float(busy.sum()) / min(sms, busy_blocks))
 
     def wave(part: np.ndarray, share: float) -> KernelTiming:
         """One wave's fixed point with ``share`` of the kernel's traffic and bounds."""
         return wave_timing(
             warp_levels=part,
             prices=prices,
-            mlp=mlp,
+            mlp=wave_mlp(part),
             warps_per_block=warps_per_block,
             slots=slots,
             cycle_ns=cycle_ns,
@@ -217,10 +234,11 @@ def kernel_timing(
 
     if blocks <= slots or total_units <= 0:
         return wave(levels, 1.0)
-    waves = []
+    waves, shares = [], []
     for first in range(0, blocks, slots):
         part = levels[first * warps_per_block : (first + slots) * warps_per_block]
-        waves.append(wave(part, float(part.sum()) / total_units))
+        shares.append(float(part.sum()) / total_units)
+        waves.append(wave(part, shares[-1]))
     # The block scheduler starts a block of the next wave on the first slot that frees, not when
     # the whole wave has drained: one list schedule of every block, each at its own wave's loaded
     # latency (the waves' fixed points), gives the kernel's makespan.
@@ -245,6 +263,7 @@ def kernel_timing(
         if t_waves
         else 0.0,
         waves=len(waves),
+        mlp=sum(w.mlp * f for w, f in zip(waves, shares, strict=True)),
     )
 
 
@@ -374,4 +393,5 @@ def wave_timing(
         hbm_utilization=u,
         hbm_latency_cycles=hbm_cycles,
         block_ns=blocks * (t / span) if span > 0 else blocks,
+        mlp=mlp,
     )

@@ -332,3 +332,38 @@ def test_hand_written_kernel_stores_no_offset2bag():
         return r.breakdown["hbm_bytes"]
 
     assert hbm_bytes(0) - hbm_bytes(1) == pytest.approx(64 * 150 * 8)
+
+
+def test_partial_wave_shares_the_sm_miss_entries_among_the_warps_it_runs():
+    from nmp.gpu.kernel import kernel_config
+
+    cfg = kernel_config(load_gpu("h200", {"kernel.loads_in_flight": 2}))
+    entries = cfg.outstanding_sectors_per_sm
+    # 4-sector loads: the resident 48 warps share the SM's entries; 8 warps of a lone block don't.
+    assert cfg.mlp_for(4) == min(2.0, entries / (48 * 4))
+    assert cfg.mlp_for(4, 8) == 2.0
+    assert cfg.mlp_for(4, entries / 4) == 1.0
+
+    def run(mlp_at):
+        # 6 one-warp blocks of 100 misses on 2 SMs x 2 slots: a full wave of 2 warps per SM,
+        # then a partial wave of 1 per SM. The SM holds 2 loads: 1 each in the full wave.
+        return kernel_timing(
+            warp_levels=np.array([[0.0, 0.0, 100.0]] * 6),
+            prices=PRICES,
+            mlp=1.0,
+            warps_per_block=1,
+            slots=4,
+            cycle_ns=1 / 1.98,
+            hbm_bytes=0.0,
+            peak_gbps=4800.0,
+            saturation=0.772,
+            queueing_ns=None,
+            bounds_ns={"l2_bandwidth": 0.0},
+            mlp_at=mlp_at,
+            sms=2,
+        )
+
+    chain_ns = 100 * 700 / 1.98
+    shared = run(lambda warps: min(2.0, 2.0 / warps))
+    assert shared.t_ns == pytest.approx(1.5 * chain_ns, rel=0.02)  # the partial wave: 2 in flight
+    assert run(None).t_ns == pytest.approx(2 * chain_ns, rel=0.02)  # the resident count's share
