@@ -34,6 +34,7 @@ import nmp.memory.native as native
 from nmp.memory import read_trace, replay
 from nmp.memory.engine_fields import EngineArgs
 from nmp.memory.native_build import build
+from nmp.memory.standards import NCMD
 from nmp.reference import case_memory_spec, dram_reference_dir
 
 
@@ -78,6 +79,13 @@ def _outputs(keep) -> list[np.ndarray]:
     ]
 
 
+def _evaluations_per_command(keep) -> float:
+    """A run's channel evaluations per command it issued (1.0: every evaluation issues; what an
+    evaluation scheme with exact wake-up times reaches on a single-issue channel)."""
+    out = vars(keep[-1])
+    return int(out["out_scalars"][3]) / max(1, int(out["cnt"][:NCMD].sum()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("libs", nargs="*", help="engine libraries (.so) to compare")
@@ -100,6 +108,7 @@ def main() -> None:
     ]
     runs = _capture(cases, ref)
     best = {(i, r[0]): float("inf") for i in range(len(libs)) for r in runs}
+    per_cmd: dict[tuple[int, str], float] = {}  # evaluations per command issued
     mismatches = set()
     for rnd in range(a.rounds):
         order = range(len(libs)) if rnd % 2 == 0 else reversed(range(len(libs)))
@@ -112,16 +121,18 @@ def main() -> None:
                 if rc != 0:
                     sys.exit(f"{paths[i]}: simulate_c returned {rc} on {case_id}")
                 outs[i] = _outputs(keep)
+                per_cmd[i, case_id] = _evaluations_per_command(keep)
             for i in outs:
                 if any(not np.array_equal(x, y) for x, y in zip(outs[0], outs[i], strict=True)):
                     mismatches.add((case_id, i))
     head = "".join(f" {'lib' + str(i) + ' M/s':>10s}" for i in range(len(libs)))
-    print(f"{'case':46s}{head}  last/first")
+    print(f"{'case':46s}{head}  last/first  evaluations per command (first, last)")
     per_std: dict[str, list[list[float]]] = {}
     for case_id, n, _, _ in runs:
         rates = [n / best[i, case_id] for i in range(len(libs))]
         cells = "".join(f" {r / 1e6:10.3f}" for r in rates)
-        print(f"{case_id:46s}{cells}  {rates[-1] / rates[0]:.3f}")
+        evals = f"{per_cmd[0, case_id]:.3f} {per_cmd[len(libs) - 1, case_id]:.3f}"
+        print(f"{case_id:46s}{cells}  {rates[-1] / rates[0]:.3f}       {evals}")
         per_std.setdefault(case_id.split("@")[1].split("_")[0], []).append(rates)
     print("median requests/s per configuration's standard (M/s, engine alone, CPU time):")
     for std, rows in [*per_std.items(), ("all", [r for v in per_std.values() for r in v])]:
