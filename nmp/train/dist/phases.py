@@ -170,13 +170,27 @@ def round_seconds(base_phases: dict[str, float], workers: int, peers: int) -> fl
     return base_phases.get("dense_grad", 0.0) * harmonic(peers) / harmonic(workers - 1)
 
 
+def track_lookups(ctx, state: np.ndarray, rows_of: np.ndarray, reqs, step: int) -> None:
+    """One server's CPR bookkeeping of one committed step (the server's ``track`` phase): the
+    strategy's ``track`` on the local indices of the workers' lookups ``reqs`` (and, for a
+    strategy that draws inputs, the input each lookup belongs to)."""
+    rows = np.concatenate([np.searchsorted(rows_of, r.rows) for r in reqs])
+    sample = None
+    if ctx.strategy.tracks_samples:
+        p = ctx.geo.pooling
+        sample = np.concatenate(
+            [ctx.slices[w].start + (r.pos // p) % r.shape[1] for w, r in enumerate(reqs)]
+        )
+    ctx.strategy.track(state, rows, sample, ctx.geo.batch, step, ctx.cfg)
+
+
 def track_seconds(ctx, reps: int = 21) -> float:
     """A microbenchmark: this machine's time for one server's CPR bookkeeping of one step
-    (the strategy's ``track`` on server 0's lookups of step 0, as the server calls it),
-    median of ``reps``."""
+    (:func:`track_lookups`, as the server runs it, on server 0's lookups of step 0), median
+    of ``reps``."""
     from nmp.train.shard import request_for
 
-    shard, geo = ctx.shard, ctx.geo
+    shard = ctx.shard
     rows_of = shard.rows_of_node(0)
     g = shard.global_rows(ctx.batch(0).ids)
     reqs = [request_for(shard, 0, g[:, sl]) for sl in ctx.slices]
@@ -184,11 +198,7 @@ def track_seconds(ctx, reps: int = 21) -> float:
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
-        rows = np.concatenate([np.searchsorted(rows_of, r.rows) for r in reqs])
-        sample = np.concatenate(
-            [ctx.slices[w].start + (r.pos // geo.pooling) % r.shape[1] for w, r in enumerate(reqs)]
-        )
-        ctx.strategy.track(state, rows, sample, geo.batch, 0, ctx.cfg)
+        track_lookups(ctx, state, rows_of, reqs, 0)
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
 
