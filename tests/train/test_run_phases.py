@@ -9,7 +9,7 @@ import pytest
 
 from nmp.errors import NmpError
 from nmp.train.dist.phases import plan
-from nmp.train.dist.runphases import run_phases
+from nmp.train.dist.runphases import _d_save, run_phases
 from nmp.train.schedule import COMMON, Phase
 from nmp.train.strategies import REGISTRY
 
@@ -90,7 +90,7 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
          "regroup_wall_s": 0.1},
     ]  # fmt: skip
     bench = {
-        "write_s": 0.02, "read_s": 0.004, "bench_bytes": 4000.0,
+        "write_s": 0.02, "write_file_s": 0.005, "read_s": 0.004, "bench_bytes": 4000.0,
         "read_file_cpu_s": 0.001, "read_byte_cpu_s": 1e-6,
     }  # fmt: skip
     sched = REGISTRY.get("checkpoint").schedule
@@ -115,7 +115,12 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
     # largest part at the benchmark's bytes per second; the restore's bytes read likewise
     assert ph["steps"]["modeled_s"] == pytest.approx(20 * (step + 0.005))
     assert ph["reexec"]["modeled_s"] == pytest.approx(5 * (step + 0.005))
-    assert ph["save"]["modeled_s"] == pytest.approx(2 * 0.02)
+    # (each save: the largest part, 4000 B = the benchmark's file, and 2 store round trips)
+    assert ph["save"]["modeled_s"] == pytest.approx(2 * (0.02 + 2 * 0.002))
+    # a small part (CPR's partial save) still costs a file's fixed write: 1000 B of 4000
+    small = {"results": {"server:0": {"ckpt_writes": [(20, 0.01, 1000)]}}}
+    inp = {**bench, "store_rtt_s": 0.002}
+    assert _d_save(small, inp) == pytest.approx(0.005 + 0.25 * 0.015 + 2 * 0.002)
     # the restore: server 2 files + 8000 B, the worker 1 file + 1000 B of CPU, the longer
     # of the longest and the sum over the cores, stretched by the contention (1 + 1); the
     # server's 3 store round trips at the run's median 2 ms
