@@ -194,3 +194,51 @@ def test_added_phases_are_priced_by_what_they_do():
     # CPR's bookkeeping, on the critical path: 4 servers at once on 2 cores take 2 turns
     assert got["track"] == pytest.approx(0.0001 * 2 * 1.5)
     assert cpr.critical_path_ns(got) > COMMON.critical_path_ns(got)
+
+
+def test_cprs_track_phase_is_modeled_from_the_servers_own_bookkeeping(
+    tiny_cfg, tmp_path, monkeypatch
+):
+    """The ``track`` microbenchmark times the very function the servers run in their phase
+    (one count per lookup), and the model charges what it times: a tripled or zeroed
+    microbenchmark changes the modeled phase."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from nmp.train.dist import phases
+    from nmp.train.dist.context import Context, RunSpec
+    from nmp.train.shard import request_for
+
+    cfg = tiny_cfg(steps=10, nodes=3, workers=2)
+    spec = RunSpec(
+        cfg=dataclasses.asdict(cfg), strategy="cpr-mfu", servers=3, workers=2,
+        run_dir=str(tmp_path), timeout_s=60, ckpt_every=5,
+    )  # fmt: skip
+    ctx = Context(spec)
+    rows_of = ctx.shard.rows_of_node(0)
+    g = ctx.shard.global_rows(ctx.batch(0).ids)
+    reqs = [request_for(ctx.shard, 0, g[:, sl]) for sl in ctx.slices]
+    state = ctx.strategy.new_tracking(len(rows_of))
+    phases.track_lookups(ctx, state, rows_of, reqs, 0)
+    local = np.concatenate([np.searchsorted(rows_of, r.rows) for r in reqs])
+    assert np.array_equal(state, np.bincount(local, minlength=len(rows_of)))  # MFU: counts
+
+    now, calls = [0.0], []
+
+    def timed(*args):  # what the server's phase runs, on a clock that it advances by 7 us
+        calls.append(args)
+        now[0] += 7e-6
+
+    monkeypatch.setattr(phases, "track_lookups", timed)
+    monkeypatch.setattr(phases, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    assert phases.track_seconds(ctx) == pytest.approx(7e-6)
+    assert len(calls) == 21 and calls[0][2] is not None
+    bench, _ = phases.compute_benches(ctx, ctx.schedule)
+    got, inputs = phases.model_phases(
+        ctx.schedule, COMMON, {"dense_grad": 0.004}, delta_bytes_per_server=0.0,
+        compute_s=bench, link_gbps=1.0, servers=3, workers=2, cpu_contention=1.0, cores=2,
+    )  # fmt: skip
+    assert inputs["track_microbenchmark_ms"] == pytest.approx(7e-3)
+    assert got["track"] == pytest.approx(7e-6 * 1.5 * 2)  # 3 servers on 2 cores, contention 1
