@@ -166,6 +166,27 @@ def test_repeats_give_each_runs_overheads_and_their_spread():
     assert out["failure_free_repeat_pct"]["max"] == pytest.approx(20.0)
 
 
+def test_cpu_overhead_per_cpu_second_of_the_same_work():
+    """A run whose CPUs ran 10 % slower (its MLP took 10 % more CPU for the same work) and
+    that added 1 s of tracking: 15 % more CPU seconds, 4.5 % more work."""
+    from nmp.train.dist.runphases import cpu_overhead
+
+    def rec(cpu, dense, track=0.0, save=0.0):
+        phases = {"0:0": {"dense": dense, "lookup": 1.0}}
+        server = {"phase_cpu_s": {"0:0": {"track": track}} if track else {}}
+        server["main_cpu_s"] = {"save": save, "step": 1.0, "publish": 0.1}
+        return {
+            "traffic": {"cpu_s": {"a": cpu}},
+            "results": {"worker:0": {"phase_cpu_s": phases}, "server:0": server},
+        }
+
+    base = {"runs": [rec(20.0, 2.0), rec(20.0, 2.0)]}
+    out = cpu_overhead(rec(23.0, 2.2, track=1.0, save=0.2), base)
+    assert out["overhead_pct"] == pytest.approx(15.0)
+    assert out["work_overhead_pct"] == pytest.approx(100 * ((23.0 / 2.2) / 10.0 - 1))
+    assert out["added_phases_s"] == pytest.approx({"track": 1.0, "save": 0.2})
+
+
 def test_added_phases_are_priced_by_what_they_do():
     from nmp.train.dist.phases import contention, model_phases
 

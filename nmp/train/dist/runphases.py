@@ -331,22 +331,69 @@ def run_phases(
     }
 
 
+# The phase whose work is the same in every run of a configuration: the workers' MLP forward
+# and backward (pure computation on the same batches, whatever the strategy). Its CPU seconds
+# move only with how fast this machine's CPUs run under the other load (chosen after the
+# failure-free runs' MLP CPU moved by up to 31 % between runs a minute apart at load 7-9).
+REFERENCE_PHASE = "dense"
+
+
+def reference_cpu_s(rec: dict) -> float:
+    """CPU seconds the run's processes spent in the reference phase, in every committed step."""
+    return sum(
+        s
+        for res in rec.get("results", {}).values()
+        for phases in (res.get("phase_cpu_s") or {}).values()
+        for name, s in phases.items()
+        if name == REFERENCE_PHASE
+    )
+
+
 def cpu_overhead(run: dict, base: dict) -> dict[str, Any] | None:
     """The overhead in CPU seconds of the run's processes (every process's time in training,
     a killed one's up to its last step): the machine's other load moves wall time, far less
-    the work done. None when no process reported."""
+    the work done. None when no process reported. ``work_overhead_pct``: the same per CPU
+    second of the reference phase (:data:`REFERENCE_PHASE`), so that a machine whose CPUs run
+    slower during one run (the other load shares caches and cores) does not count as work
+    the strategy added; ``added_phases_s``: the CPU seconds of the run's phases that the
+    failure-free runs do not have (CPR's ``track``, ECRec's ``parity_delta``...) and of the
+    saves, i.e. the work the schedule adds inside the steps and between them."""
     bases = base.get("runs", [base])
     got = [sum((b["traffic"].get("cpu_s") or {}).values()) for b in bases]
     mine = sum((run["traffic"].get("cpu_s") or {}).values())
     if not mine or not all(got):
         return None
     ff = float(np.mean(got))
-    return {
+    out = {
         "cpu_s": mine,
         "failure_free_cpu_s": ff,
         "failure_free_cpu_s_each": got,
         "overhead_pct": 100.0 * (mine / ff - 1.0),
+        "work_overhead_pct": None,
     }
+    refs = [reference_cpu_s(b) for b in bases]
+    ref = reference_cpu_s(run)
+    if ref and all(refs):
+        per_ref = float(np.mean([g / r for g, r in zip(got, refs, strict=True)]))
+        out["work_overhead_pct"] = 100.0 * ((mine / ref) / per_ref - 1.0)
+        out["reference_phase"] = REFERENCE_PHASE
+    common = {n for b in bases for n in _phase_cpu(b)}
+    added = {n: v for n, v in _phase_cpu(run).items() if n not in common}
+    added["save"] = sum(
+        (r.get("main_cpu_s") or {}).get("save", 0.0) for r in run.get("results", {}).values()
+    )
+    out["added_phases_s"] = added
+    return out
+
+
+def _phase_cpu(rec: dict) -> dict[str, float]:
+    """CPU seconds per phase name, summed over the run's processes and committed steps."""
+    out: dict[str, float] = {}
+    for res in rec.get("results", {}).values():
+        for phases in (res.get("phase_cpu_s") or {}).values():
+            for name, s in phases.items():
+                out[name] = out.get(name, 0.0) + s
+    return out
 
 
 def machine_share(rec: dict) -> dict[str, Any] | None:
@@ -399,6 +446,7 @@ def repeats(pairs: list[dict], runs: list[dict], modeled) -> dict[str, Any]:
                 "overhead_pct": rp["overhead_pct"]["measured"],
                 "modeled_overhead_pct": rp["overhead_pct"]["modeled"],
                 "cpu_overhead_pct": None if cpu is None else cpu["overhead_pct"],
+                "work_overhead_pct": None if cpu is None else cpu["work_overhead_pct"],
                 "failure_free_repeat_pct": 100.0
                 * (pair["runs"][1]["train_wall_s"] / pair["runs"][0]["train_wall_s"] - 1.0),
                 "run_phases_s": {
@@ -418,7 +466,13 @@ def repeats(pairs: list[dict], runs: list[dict], modeled) -> dict[str, Any]:
             "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
         }
 
-    keys = ("overhead_pct", "modeled_overhead_pct", "cpu_overhead_pct", "failure_free_repeat_pct")
+    keys = (
+        "overhead_pct",
+        "modeled_overhead_pct",
+        "cpu_overhead_pct",
+        "work_overhead_pct",
+        "failure_free_repeat_pct",
+    )
     return {"runs": per, **{k: spread(k) for k in keys}}
 
 
@@ -441,6 +495,13 @@ def print_run_phases(rp: dict[str, Any], cpu: dict[str, Any] | None) -> None:
             f"  CPU seconds of the processes: {cpu['cpu_s']:.1f} vs failure-free "
             f"{cpu['failure_free_cpu_s']:.1f}: overhead {cpu['overhead_pct']:+.1f} %"
         )
+        if cpu.get("work_overhead_pct") is not None:
+            added = ", ".join(f"{n} {v:.2f} s" for n, v in cpu["added_phases_s"].items())
+            print(
+                f"  per CPU second of the {cpu['reference_phase']} phase (the same work in "
+                f"every run): overhead {cpu['work_overhead_pct']:+.1f} %; the strategy's own "
+                f"phases: {added}"
+            )
     m = rp.get("machine")
     if m is not None:
         print(
