@@ -355,7 +355,8 @@ def cpu_overhead(run: dict, base: dict) -> dict[str, Any] | None:
     the work done. None when no process reported. ``work_overhead_pct``: the same per CPU
     second of the reference phase (:data:`REFERENCE_PHASE`), so that a machine whose CPUs run
     slower during one run (the other load shares caches and cores) does not count as work
-    the strategy added; ``added_phases_s``: the CPU seconds of the run's phases that the
+    the strategy added (per step executed: re-executed steps run the reference phase too, so
+    a rollback's re-execution is not in it); ``added_phases_s``: the CPU seconds of the run's phases that the
     failure-free runs do not have (CPR's ``track``, ECRec's ``parity_delta``...) and of the
     saves, i.e. the work the schedule adds inside the steps and between them."""
     bases = base.get("runs", [base])
