@@ -9,7 +9,7 @@ import pytest
 
 from nmp.errors import NmpError
 from nmp.train.dist.phases import plan
-from nmp.train.dist.runphases import run_phases
+from nmp.train.dist.runphases import _d_save, run_phases
 from nmp.train.schedule import COMMON, Phase
 from nmp.train.strategies import REGISTRY
 
@@ -90,7 +90,7 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
          "regroup_wall_s": 0.1},
     ]  # fmt: skip
     bench = {
-        "write_s": 0.02, "read_s": 0.004, "bench_bytes": 4000.0,
+        "write_s": 0.02, "write_file_s": 0.005, "read_s": 0.004, "bench_bytes": 4000.0,
         "read_file_cpu_s": 0.001, "read_byte_cpu_s": 1e-6,
     }  # fmt: skip
     sched = REGISTRY.get("checkpoint").schedule
@@ -115,7 +115,12 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
     # largest part at the benchmark's bytes per second; the restore's bytes read likewise
     assert ph["steps"]["modeled_s"] == pytest.approx(20 * (step + 0.005))
     assert ph["reexec"]["modeled_s"] == pytest.approx(5 * (step + 0.005))
-    assert ph["save"]["modeled_s"] == pytest.approx(2 * 0.02)
+    # (each save: the largest part, 4000 B = the benchmark's file, and 2 store round trips)
+    assert ph["save"]["modeled_s"] == pytest.approx(2 * (0.02 + 2 * 0.002))
+    # a small part (CPR's partial save) still costs a file's fixed write: 1000 B of 4000
+    small = {"results": {"server:0": {"ckpt_writes": [(20, 0.01, 1000)]}}}
+    inp = {**bench, "store_rtt_s": 0.002}
+    assert _d_save(small, inp) == pytest.approx(0.005 + 0.25 * 0.015 + 2 * 0.002)
     # the restore: server 2 files + 8000 B, the worker 1 file + 1000 B of CPU, the longer
     # of the longest and the sum over the cores, stretched by the contention (1 + 1); the
     # server's 3 store round trips at the run's median 2 ms
@@ -161,6 +166,27 @@ def test_repeats_give_each_runs_overheads_and_their_spread():
     assert out["failure_free_repeat_pct"]["max"] == pytest.approx(20.0)
 
 
+def test_cpu_overhead_per_cpu_second_of_the_same_work():
+    """A run whose CPUs ran 10 % slower (its MLP took 10 % more CPU for the same work) and
+    that added 1 s of tracking: 15 % more CPU seconds, 4.5 % more work."""
+    from nmp.train.dist.runphases import cpu_overhead
+
+    def rec(cpu, dense, track=0.0, save=0.0):
+        phases = {"0:0": {"dense": dense, "lookup": 1.0}}
+        server = {"phase_cpu_s": {"0:0": {"track": track}} if track else {}}
+        server["main_cpu_s"] = {"save": save, "step": 1.0, "publish": 0.1}
+        return {
+            "traffic": {"cpu_s": {"a": cpu}},
+            "results": {"worker:0": {"phase_cpu_s": phases}, "server:0": server},
+        }
+
+    base = {"runs": [rec(20.0, 2.0), rec(20.0, 2.0)]}
+    out = cpu_overhead(rec(23.0, 2.2, track=1.0, save=0.2), base)
+    assert out["overhead_pct"] == pytest.approx(15.0)
+    assert out["work_overhead_pct"] == pytest.approx(100 * ((23.0 / 2.2) / 10.0 - 1))
+    assert out["added_phases_s"] == pytest.approx({"track": 1.0, "save": 0.2})
+
+
 def test_added_phases_are_priced_by_what_they_do():
     from nmp.train.dist.phases import contention, model_phases
 
@@ -189,3 +215,51 @@ def test_added_phases_are_priced_by_what_they_do():
     # CPR's bookkeeping, on the critical path: 4 servers at once on 2 cores take 2 turns
     assert got["track"] == pytest.approx(0.0001 * 2 * 1.5)
     assert cpr.critical_path_ns(got) > COMMON.critical_path_ns(got)
+
+
+def test_cprs_track_phase_is_modeled_from_the_servers_own_bookkeeping(
+    tiny_cfg, tmp_path, monkeypatch
+):
+    """The ``track`` microbenchmark times the very function the servers run in their phase
+    (one count per lookup), and the model charges what it times: a tripled or zeroed
+    microbenchmark changes the modeled phase."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from nmp.train.dist import phases
+    from nmp.train.dist.context import Context, RunSpec
+    from nmp.train.shard import request_for
+
+    cfg = tiny_cfg(steps=10, nodes=3, workers=2)
+    spec = RunSpec(
+        cfg=dataclasses.asdict(cfg), strategy="cpr-mfu", servers=3, workers=2,
+        run_dir=str(tmp_path), timeout_s=60, ckpt_every=5,
+    )  # fmt: skip
+    ctx = Context(spec)
+    rows_of = ctx.shard.rows_of_node(0)
+    g = ctx.shard.global_rows(ctx.batch(0).ids)
+    reqs = [request_for(ctx.shard, 0, g[:, sl]) for sl in ctx.slices]
+    state = ctx.strategy.new_tracking(len(rows_of))
+    phases.track_lookups(ctx, state, rows_of, reqs, 0)
+    local = np.concatenate([np.searchsorted(rows_of, r.rows) for r in reqs])
+    assert np.array_equal(state, np.bincount(local, minlength=len(rows_of)))  # MFU: counts
+
+    now, calls = [0.0], []
+
+    def timed(*args):  # what the server's phase runs, on a clock that it advances by 7 us
+        calls.append(args)
+        now[0] += 7e-6
+
+    monkeypatch.setattr(phases, "track_lookups", timed)
+    monkeypatch.setattr(phases, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    assert phases.track_seconds(ctx) == pytest.approx(7e-6)
+    assert len(calls) == 21 and calls[0][2] is not None
+    bench, _ = phases.compute_benches(ctx, ctx.schedule)
+    got, inputs = phases.model_phases(
+        ctx.schedule, COMMON, {"dense_grad": 0.004}, delta_bytes_per_server=0.0,
+        compute_s=bench, link_gbps=1.0, servers=3, workers=2, cpu_contention=1.0, cores=2,
+    )  # fmt: skip
+    assert inputs["track_microbenchmark_ms"] == pytest.approx(7e-3)
+    assert got["track"] == pytest.approx(7e-6 * 1.5 * 2)  # 3 servers on 2 cores, contention 1

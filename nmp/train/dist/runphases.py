@@ -45,6 +45,17 @@ def storage_bench(folder: Path, nbytes: int, reps: int = 3) -> tuple[float, floa
     return float(np.median(writes)), float(np.median(reads))
 
 
+def file_write_bench(folder: Path, reps: int = 5) -> float:
+    """A microbenchmark: seconds to write a save file of one record (created, synced,
+    renamed): what a save part costs whatever its size (CPR's partial saves are small, and
+    worker 0 writes an empty part into each), median of ``reps``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "bench-small.npz"
+    got = [save_npz(path, records=np.zeros(1, np.float32)) for _ in range(reps)]
+    path.unlink(missing_ok=True)
+    return float(np.median(got))
+
+
 def read_cpu_bench(folder: Path, nbytes: int, reps: int = 5) -> tuple[float, float]:
     """A microbenchmark: the CPU seconds of reading a save file back (the page cache's copy,
     as a restore reads a save the run just wrote): per file (a file of one record) and per
@@ -169,10 +180,14 @@ def _d_reexec(rec, inp) -> float:
 
 
 def _d_save(rec, inp) -> float:
-    # every save's slowest part: the largest part's bytes at the measured write (a part of
-    # another size scales with its bytes; the sync's fixed cost is in the benchmark)
-    per_byte = inp["write_s"] / inp["bench_bytes"]
-    return sum(v["bytes"] * per_byte for v in saves(rec).values())
+    """Every save's slowest part: a file's fixed cost (``write_file_s``: one record written,
+    synced and renamed) plus the largest part's bytes at the measured write beyond it (the
+    benchmark's file of ``bench_bytes``), and the writer's two round trips to the store (the
+    save counted complete) at the run's store latency."""
+    fixed = min(inp.get("write_file_s", 0.0), inp["write_s"])
+    per_byte = (inp["write_s"] - fixed) / inp["bench_bytes"]
+    trips = 2.0 * inp.get("store_rtt_s", 0.0)
+    return sum(fixed + v["bytes"] * per_byte + trips for v in saves(rec).values())
 
 
 def _d_restore(rec, inp) -> float:
@@ -316,22 +331,70 @@ def run_phases(
     }
 
 
+# The phase whose work is the same in every run of a configuration: the workers' MLP forward
+# and backward (pure computation on the same batches, whatever the strategy). Its CPU seconds
+# move only with how fast this machine's CPUs run under the other load (chosen after the
+# failure-free runs' MLP CPU moved by up to 31 % between runs a minute apart at load 7-9).
+REFERENCE_PHASE = "dense"
+
+
+def reference_cpu_s(rec: dict) -> float:
+    """CPU seconds the run's processes spent in the reference phase, in every committed step."""
+    return sum(
+        s
+        for res in rec.get("results", {}).values()
+        for phases in (res.get("phase_cpu_s") or {}).values()
+        for name, s in phases.items()
+        if name == REFERENCE_PHASE
+    )
+
+
 def cpu_overhead(run: dict, base: dict) -> dict[str, Any] | None:
     """The overhead in CPU seconds of the run's processes (every process's time in training,
     a killed one's up to its last step): the machine's other load moves wall time, far less
-    the work done. None when no process reported."""
+    the work done. None when no process reported. ``work_overhead_pct``: the same per CPU
+    second of the reference phase (:data:`REFERENCE_PHASE`), so that a machine whose CPUs run
+    slower during one run (the other load shares caches and cores) does not count as work
+    the strategy added (per step executed: re-executed steps run the reference phase too, so
+    a rollback's re-execution is not in it); ``added_phases_s``: the CPU seconds of the run's phases that the
+    failure-free runs do not have (CPR's ``track``, ECRec's ``parity_delta``...) and of the
+    saves, i.e. the work the schedule adds inside the steps and between them."""
     bases = base.get("runs", [base])
     got = [sum((b["traffic"].get("cpu_s") or {}).values()) for b in bases]
     mine = sum((run["traffic"].get("cpu_s") or {}).values())
     if not mine or not all(got):
         return None
     ff = float(np.mean(got))
-    return {
+    out = {
         "cpu_s": mine,
         "failure_free_cpu_s": ff,
         "failure_free_cpu_s_each": got,
         "overhead_pct": 100.0 * (mine / ff - 1.0),
+        "work_overhead_pct": None,
     }
+    refs = [reference_cpu_s(b) for b in bases]
+    ref = reference_cpu_s(run)
+    if ref and all(refs):
+        per_ref = float(np.mean([g / r for g, r in zip(got, refs, strict=True)]))
+        out["work_overhead_pct"] = 100.0 * ((mine / ref) / per_ref - 1.0)
+        out["reference_phase"] = REFERENCE_PHASE
+    common = {n for b in bases for n in _phase_cpu(b)}
+    added = {n: v for n, v in _phase_cpu(run).items() if n not in common}
+    added["save"] = sum(
+        (r.get("main_cpu_s") or {}).get("save", 0.0) for r in run.get("results", {}).values()
+    )
+    out["added_phases_s"] = added
+    return out
+
+
+def _phase_cpu(rec: dict) -> dict[str, float]:
+    """CPU seconds per phase name, summed over the run's processes and committed steps."""
+    out: dict[str, float] = {}
+    for res in rec.get("results", {}).values():
+        for phases in (res.get("phase_cpu_s") or {}).values():
+            for name, s in phases.items():
+                out[name] = out.get(name, 0.0) + s
+    return out
 
 
 def machine_share(rec: dict) -> dict[str, Any] | None:
@@ -361,6 +424,7 @@ def bench_for(folder: Path, runs: list[dict]) -> dict[str, float]:
     per_file, per_byte = read_cpu_bench(folder / "bench", int(nbytes))
     return {
         "write_s": write_s,
+        "write_file_s": file_write_bench(folder / "bench"),
         "read_s": read_s,
         "bench_bytes": float(nbytes),
         "read_file_cpu_s": per_file,
@@ -383,6 +447,7 @@ def repeats(pairs: list[dict], runs: list[dict], modeled) -> dict[str, Any]:
                 "overhead_pct": rp["overhead_pct"]["measured"],
                 "modeled_overhead_pct": rp["overhead_pct"]["modeled"],
                 "cpu_overhead_pct": None if cpu is None else cpu["overhead_pct"],
+                "work_overhead_pct": None if cpu is None else cpu["work_overhead_pct"],
                 "failure_free_repeat_pct": 100.0
                 * (pair["runs"][1]["train_wall_s"] / pair["runs"][0]["train_wall_s"] - 1.0),
                 "run_phases_s": {
@@ -402,7 +467,13 @@ def repeats(pairs: list[dict], runs: list[dict], modeled) -> dict[str, Any]:
             "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
         }
 
-    keys = ("overhead_pct", "modeled_overhead_pct", "cpu_overhead_pct", "failure_free_repeat_pct")
+    keys = (
+        "overhead_pct",
+        "modeled_overhead_pct",
+        "cpu_overhead_pct",
+        "work_overhead_pct",
+        "failure_free_repeat_pct",
+    )
     return {"runs": per, **{k: spread(k) for k in keys}}
 
 
@@ -425,6 +496,13 @@ def print_run_phases(rp: dict[str, Any], cpu: dict[str, Any] | None) -> None:
             f"  CPU seconds of the processes: {cpu['cpu_s']:.1f} vs failure-free "
             f"{cpu['failure_free_cpu_s']:.1f}: overhead {cpu['overhead_pct']:+.1f} %"
         )
+        if cpu.get("work_overhead_pct") is not None:
+            added = ", ".join(f"{n} {v:.2f} s" for n, v in cpu["added_phases_s"].items())
+            print(
+                f"  per CPU second of the {cpu['reference_phase']} phase (the same work in "
+                f"every run): overhead {cpu['work_overhead_pct']:+.1f} %; the strategy's own "
+                f"phases: {added}"
+            )
     m = rp.get("machine")
     if m is not None:
         print(

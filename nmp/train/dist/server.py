@@ -40,7 +40,7 @@ from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.context import Context
 from nmp.train.dist import files
 from nmp.train.dist.files import Saver
-from nmp.train.dist.phases import PhaseClock, plan
+from nmp.train.dist.phases import PhaseClock, plan, track_lookups
 from nmp.train.shard import NodeMemory, Request, combine_row_grads, request_for
 from nmp.train.trainer import init_records
 
@@ -277,13 +277,8 @@ class Server:
 
     def _track(self, reqs: list[Request], step: int) -> None:
         """CPR's bookkeeping of the committed step: the strategy's counters or marks."""
-        ctx = self.ctx
-        p = ctx.geo.pooling
-        rows = np.concatenate([self.local(r.rows) for r in reqs])
-        sample = np.concatenate(
-            [ctx.slices[w].start + (r.pos // p) % r.shape[1] for w, r in enumerate(reqs)]
-        )
-        ctx.strategy.track(self.tracking, rows, sample, ctx.geo.batch, step, ctx.cfg)
+        assert self.tracking is not None  # the phase is only in a tracking strategy's step
+        track_lookups(self.ctx, self.tracking, self.rows, reqs, step)
 
     def save_if_due(self, step: int) -> None:
         """The strategy's save at the start of ``step`` (this server's part)."""

@@ -53,6 +53,7 @@ class Strategy:
     every_save_full = False  # each save is a full one (else every cpr_full_every-th)
     rolls_back = False  # a failure rolls every process back to the newest full save
     tracks_rows = False  # servers keep per-row bookkeeping for partial saves (CPR)
+    tracks_samples = False  # its track() reads the input each lookup belongs to (CPR-SSU)
 
     def __init__(self, cfg: TrainConfig) -> None:
         self.cfg = cfg

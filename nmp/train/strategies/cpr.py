@@ -204,8 +204,9 @@ class CPRMFU(_CPR):
 
     @staticmethod
     def track(state, rows, sample, batch_size: int, step: int, cfg) -> None:
-        """Count the accesses of the lookups' ``rows`` (indices into ``state``)."""
-        state += np.bincount(rows, minlength=len(state))
+        """Count the accesses of the lookups' ``rows`` (indices into ``state``): O(lookups)
+        per step (a bincount over all rows would touch the whole table every step)."""
+        np.add.at(state, rows, 1)
 
     @staticmethod
     def choose(state, top_k: int) -> np.ndarray:
@@ -229,6 +230,7 @@ class CPRSSU(_CPR):
 
     name = "cpr-ssu"
     tracking_bits_per_row = 1.0  # one mark per row
+    tracks_samples = True
     partial_rows = "sampled-inputs"
 
     @staticmethod
