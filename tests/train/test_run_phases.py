@@ -141,6 +141,34 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
     assert out["overhead_pct"]["measured"] == pytest.approx(100 * (0.6 / 0.22 - 1))
 
 
+def test_failure_free_steps_run_at_the_speed_this_run_did_identical_work():
+    """The reference phase took 10 % more CPU per step in the run than in the failure-free
+    runs: the modeled steps are the failure-free mean step 10 % longer, plus the strategy's."""
+    from nmp.train.dist.phases import work_speed
+
+    def cpu(dense_s):
+        return {f"0:{i}": {"dense": dense_s, "lookup": 0.5} for i in range(4)}
+
+    ff = _rec([(0, i, 0.01) for i in range(20)], 0.22)
+    ff["results"]["worker:0"]["phase_cpu_s"] = cpu(0.002)
+    run = _rec([(0, i, 0.012) for i in range(20)], 0.26)
+    run["results"]["worker:0"]["phase_cpu_s"] = cpu(0.0022)
+    run["traffic"] = {"sched_s": {}, "cpu_s": {"a": 0.3}}
+    assert work_speed(run, [ff]) == pytest.approx(1.1)
+    assert work_speed({"results": {}}, [ff]) == 1.0  # not recorded: the failure-free speed
+    sched = REGISTRY.get("checkpoint").schedule
+    bench = {
+        "write_s": 0.02, "write_file_s": 0.005, "read_s": 0.004, "bench_bytes": 4000.0,
+        "read_file_cpu_s": 0.001, "read_byte_cpu_s": 1e-6,
+    }  # fmt: skip
+    out = run_phases(
+        run, {"runs": [ff]}, sched, added_step_s=0.001, repair_s=0.0, bench=bench,
+        workers=2, world=4,
+    )  # fmt: skip
+    assert out["inputs"]["work_speed"] == pytest.approx(1.1)
+    assert out["phases"]["steps"]["modeled_s"] == pytest.approx(20 * (0.01 * 1.1 + 0.001))
+
+
 def test_repeats_give_each_runs_overheads_and_their_spread():
     from nmp.train.dist.runphases import repeats
 

@@ -137,6 +137,38 @@ def measured_phases(
     return out
 
 
+# The phase whose work is the same in every run of a configuration: the workers' MLP forward
+# and backward (pure computation on the same batches, whatever the strategy). Its CPU seconds
+# move only with how fast this machine's CPUs run under the other load (chosen after the
+# failure-free runs' MLP CPU moved by up to 31 % between runs a minute apart at load 7-9).
+REFERENCE_PHASE = "dense"
+
+
+def reference_cpu_per_step_s(rec: dict) -> float | None:
+    """Mean CPU seconds of the reference phase per process and step (None: not recorded)."""
+    per = [
+        s
+        for res in rec.get("results", {}).values()
+        for phases in (res.get("phase_cpu_s") or {}).values()
+        for name, s in phases.items()
+        if name == REFERENCE_PHASE
+    ]
+    return float(np.mean(per)) if per else None
+
+
+def work_speed(run: dict, bases: list[dict]) -> float:
+    """How much longer this run's CPUs took for identical work than the failure-free runs'
+    (the reference phase's CPU per step, :data:`REFERENCE_PHASE`): the time-slicing of six
+    processes on two cores and the machine's other load share caches and cores, and moved the
+    same MLP's CPU by up to 31 % between runs a minute apart. A stated input of the model (how
+    fast the machine ran), not the phases' own wall times; 1.0 where a run did not record it."""
+    mine = reference_cpu_per_step_s(run)
+    theirs = [reference_cpu_per_step_s(b) for b in bases]
+    if not mine or not theirs or not all(theirs):
+        return 1.0
+    return mine / float(np.mean(theirs))
+
+
 def mean_phases(runs: list[dict[str, Any]], schedule, stat: str = "median") -> dict[str, float]:
     """:func:`measured_phases` of each run, averaged over the runs that timed the phase."""
     got = [measured_phases(r["results"], schedule, stat=stat) for r in runs]
@@ -305,7 +337,9 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     # blocked on a peer), the most of any process of its role, median over the steps
     cpu = measured_phases(run["results"], sched, "phase_cpu_s")
     runq = measured_phases(run["results"], sched, "phase_runq_s")
-    ref = mean_phases(base.get("runs", [base]), COMMON)
+    # the failure-free runs' phases at the speed this run's CPUs ran identical work
+    speed = work_speed(run, base.get("runs", [base]))
+    ref = {n: v * speed for n, v in mean_phases(base.get("runs", [base]), COMMON).items()}
     steps = max(1, len(step_times(run)))
     s = ctx.spec.servers
     delta_bytes = run["traffic_bytes"].get("parity_delta", 0) / steps / s
@@ -316,11 +350,14 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
         cpu_contention=contention(run), cores=os.cpu_count() or 1,
     )  # fmt: skip
     inputs.update(counts)
+    inputs["work_speed"] = speed
     # The same phases in the mean over the steps (what the run's total adds up): the
     # failure-free runs' mean round, with its tails (a process descheduled mid-round). (ECRec's
     # servers also time their parity update on the design every cost_sample-th step: 0.065 ms
     # a time measured on this machine, 0.003 ms a step: not charged.)
-    ref_mean = mean_phases(base.get("runs", [base]), COMMON, stat="mean")
+    ref_mean = {
+        n: v * speed for n, v in mean_phases(base.get("runs", [base]), COMMON, stat="mean").items()
+    }
     model_mean, _ = model_phases(
         sched, COMMON, ref_mean, delta_bytes_per_server=delta_bytes, compute_s=compute_s,
         link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,

@@ -27,6 +27,7 @@ import numpy as np
 
 from nmp.registry import Registry
 from nmp.train.checkpoint import load_npz, save_npz
+from nmp.train.dist.phases import REFERENCE_PHASE, work_speed
 
 
 def storage_bench(folder: Path, nbytes: int, reps: int = 3) -> tuple[float, float]:
@@ -276,14 +277,17 @@ def run_phases(
     ff_steps = [s for b in bases for _, _, s in _walls(b)]
     ff_wall = float(np.mean([b["train_wall_s"] for b in bases]))
     n_ff = float(np.mean([len(_walls(b)) for b in bases]))
-    # the failure-free runs' mean step (the tails are this machine's) plus the strategy's
-    # added phases in the mean (nmp.train.dist.phases.phase_model)
-    step_s = float(np.mean(ff_steps)) + added_step_s
+    # the failure-free runs' mean step (the tails are this machine's) at the speed this run's
+    # CPUs ran identical work (work_speed), plus the strategy's added phases in the mean
+    # (nmp.train.dist.phases.phase_model)
+    speed = work_speed(run, bases)
+    step_s = float(np.mean(ff_steps)) * speed + added_step_s
     between_s = max(0.0, ff_wall - n_ff * float(np.mean(ff_steps))) / n_ff
     from nmp.train.dist.phases import contention
 
     inp = {
         "step_s": step_s,
+        "work_speed": speed,
         "repair_s": repair_s,
         "regroup_s": regroup_model_s(base, workers, world),
         "between_step_s": between_s,
@@ -331,11 +335,6 @@ def run_phases(
     }
 
 
-# The phase whose work is the same in every run of a configuration: the workers' MLP forward
-# and backward (pure computation on the same batches, whatever the strategy). Its CPU seconds
-# move only with how fast this machine's CPUs run under the other load (chosen after the
-# failure-free runs' MLP CPU moved by up to 31 % between runs a minute apart at load 7-9).
-REFERENCE_PHASE = "dense"
 
 
 def reference_cpu_s(rec: dict) -> float:
@@ -503,6 +502,11 @@ def print_run_phases(rp: dict[str, Any], cpu: dict[str, Any] | None) -> None:
                 f"every run): overhead {cpu['work_overhead_pct']:+.1f} %; the strategy's own "
                 f"phases: {added}"
             )
+    speed = rp["inputs"].get("work_speed", 1.0)
+    print(
+        f"  the {REFERENCE_PHASE} phase took {speed:.3f}x the failure-free runs' CPU per step: "
+        "the model runs their steps at this run's speed"
+    )
     m = rp.get("machine")
     if m is not None:
         print(
