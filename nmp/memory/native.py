@@ -84,7 +84,7 @@ _OUT_SCRATCH = threading.local()
 def _outputs(n: int, channels: int, ranks: int, scratch: bool) -> SimpleNamespace:
     """simulate_c's output arrays for n transactions; with ``scratch`` (and n not above
     _OUT_SCRATCH_MAX) the per-transaction ones are views of this thread's buffers, valid until
-    its next scratch run. ``ptrs``: their addresses in :data:`_OUT_FIELDS` order."""
+    its next scratch run. ``ptrs``: their addresses, in :class:`EngineArgs`' order."""
     # the four small outputs are views of one fresh array: one allocation, one address
     small = np.zeros(4 + 2 * N_COUNTERS + channels * ranks, np.int64)
     s0 = small.ctypes.data
