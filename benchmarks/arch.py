@@ -83,7 +83,7 @@ def design_points(arch: str, n: int, threads: int) -> float:
     from nmp.arch.replay_cache import REPLAYS
 
     os.environ["NMP_THREADS"] = str(threads)
-    spent = {"replay_s": 0.0}
+    spent = {"replay_s": 0.0, "runs": 0}
     inner = nmp.arch.replay.replay_lines  # what the design point's replays call
 
     def timed(fn):
@@ -93,6 +93,7 @@ def design_points(arch: str, n: int, threads: int) -> float:
                 return fn(*args, **kwargs)
             finally:
                 spent["replay_s"] += time.perf_counter() - t0
+                spent["runs"] += 1
 
         return timed_replay
 
@@ -120,8 +121,9 @@ def design_points(arch: str, n: int, threads: int) -> float:
     if threads == 1:
         print(
             f"  inside the DRAM engine (replay_lines): {spent['replay_s'] / elapsed:.0%} of the "
-            f"time; the architecture model itself: "
-            f"{(elapsed - spent['replay_s']) / n * 1e3:.1f} ms per point"
+            f"time ({spent['runs'] / n:.0f} engine runs per point, "
+            f"{spent['replay_s'] / max(spent['runs'], 1) * 1e3:.2f} ms each); the architecture "
+            f"model itself: {(elapsed - spent['replay_s']) / n * 1e3:.1f} ms per point"
         )
     else:
         print(
