@@ -131,8 +131,9 @@ _CONSTANTS: dict[tuple, tuple] = {}
 
 
 def _constants(decode, params, tab_i, nxt, lat, win) -> tuple:
-    """(decode, params, tables, their addresses) of :func:`simulate`, checked once per set of
-    objects: every replay of a view passes the same ones."""
+    """(decode, params, tables, their addresses) of :func:`simulate`, their types and shapes
+    checked once per set of int64 C-contiguous arrays (every replay of a view passes the same
+    ones, nmp.memory.plan's; their values may change between runs, and are read at each)."""
     given = (decode, params, tab_i, nxt, lat, win)
     key = tuple(map(id, given))
     hit = _CONSTANTS.get(key)
@@ -145,12 +146,13 @@ def _constants(decode, params, tab_i, nxt, lat, win) -> tuple:
     tables = [_i64(tab_i), _i64(nxt), _i64(lat), _i64(win)]
     if tables[0].shape[1:] != (4, NCMD):
         raise ValueError(f"tab_i must have shape (5, 4, {NCMD})")
-    p = params[0]
     ptrs = (decode.ctypes.data, params.ctypes.data, *(t.ctypes.data for t in tables))
-    value = (decode, params, tables, int(p["channels"]), int(p["ranks"]), int(decode[0]), ptrs)
-    if len(_CONSTANTS) > 64:
-        _CONSTANTS.clear()
-    _CONSTANTS[key] = (given, value)
+    value = (decode, params, tables, ptrs)  # (their values are read on every run: see simulate)
+    if all(a is b for a, b in zip((decode, params, *tables), given, strict=True)):
+        # kept only where no copy was made: a copy would miss a change of the caller's values
+        if len(_CONSTANTS) > 64:
+            _CONSTANTS.clear()
+        _CONSTANTS[key] = (given, value)
     return value
 
 
@@ -178,9 +180,10 @@ def simulate(
     lib, why = _library()
     if lib is None:
         raise RuntimeError(f"the native DRAM engine is not available: {why}")
-    decode, params, tables, channels, ranks, ks, const_ptrs = _constants(
-        decode, params, tab_i, nxt, lat, win
-    )
+    decode, params, tables, const_ptrs = _constants(decode, params, tab_i, nxt, lat, win)
+    # read on every run: a caller may change a field of the same arrays between runs
+    p = params[0]
+    channels, ranks, ks = int(p["channels"]), int(p["ranks"]), int(decode[0])
     addr = np.ascontiguousarray(addr, np.uint64)
     write = np.ascontiguousarray(write)
     if write.dtype not in (np.int8, np.uint8, np.bool_):
