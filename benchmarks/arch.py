@@ -10,8 +10,9 @@
    the code a CPU without AVX-512 runs, such as AMD EPYC up to Zen 3), both ratios printed.
 2. The partition LP on Criteo Kaggle's 26 tables.
 3. Design points per second on ``recross-eval``: ``run_design_point`` with a new seed per
-   point, after one warm-up point (numba compilation, access profile, partition LP), with the
-   share of time spent inside the DRAM engine (``replay_lines``); on one thread
+   point, after one warm-up point (numba compilation, access profile, partition LP) on an
+   empty replay cache, with the share of time spent inside the DRAM engine (``replay_lines``)
+   and its runs per point; on one thread
    (``NMP_THREADS=1``), then on every CPU (a point's node replays and its functional gather
    run side by side).
 4. Points that share their streams: a sweep of one energy figure (``arch.rank.pj_per_add``) at
@@ -83,7 +84,7 @@ def design_points(arch: str, n: int, threads: int) -> float:
     from nmp.arch.replay_cache import REPLAYS
 
     os.environ["NMP_THREADS"] = str(threads)
-    spent = {"replay_s": 0.0}
+    spent = {"replay_s": 0.0, "runs": 0}
     inner = nmp.arch.replay.replay_lines  # what the design point's replays call
 
     def timed(fn):
@@ -93,9 +94,13 @@ def design_points(arch: str, n: int, threads: int) -> float:
                 return fn(*args, **kwargs)
             finally:
                 spent["replay_s"] += time.perf_counter() - t0
+                spent["runs"] += 1
 
         return timed_replay
 
+    # a fresh cache, as a new process has: an earlier run of the same seeds (the other thread
+    # count's) would otherwise be reused
+    REPLAYS.clear()
     t0 = time.perf_counter()
     run_design_point(arch, "recross-eval", seed=0)
     warm = time.perf_counter() - t0
@@ -120,8 +125,9 @@ def design_points(arch: str, n: int, threads: int) -> float:
     if threads == 1:
         print(
             f"  inside the DRAM engine (replay_lines): {spent['replay_s'] / elapsed:.0%} of the "
-            f"time; the architecture model itself: "
-            f"{(elapsed - spent['replay_s']) / n * 1e3:.1f} ms per point"
+            f"time ({spent['runs'] / n:.0f} engine runs per point, "
+            f"{spent['replay_s'] / max(spent['runs'], 1) * 1e3:.2f} ms each); the architecture "
+            f"model itself: {(elapsed - spent['replay_s']) / n * 1e3:.1f} ms per point"
         )
     else:
         print(

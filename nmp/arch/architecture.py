@@ -55,6 +55,7 @@ class Architecture:
         self._parity_state = None
         self._warm: dict[str, Any] = {}  # caches warmed to steady state (warm_state)
         self._rank_cache_warming = None  # the RankCache state a warm-up is advancing
+        self._global_nodes: tuple[np.ndarray, np.ndarray] | None = None  # (global_nodes)
 
     @property
     def name(self) -> str:
@@ -280,7 +281,14 @@ class Architecture:
     def global_nodes(self) -> tuple[np.ndarray, np.ndarray]:
         """(first global node id of each level (index by LEVELS), parent id of each global
         node or -1 for the host). Ids grow down the tree (rank, then bank-group, then bank
-        nodes), so children come after their parents."""
+        nodes), so children come after their parents. Built once per design (its layouts and
+        memory are fixed) and shared by every batch: not to be written (not flagged read-only,
+        which would give the compiled kernels that take them another signature to compile)."""
+        if self._global_nodes is None:
+            self._global_nodes = self._build_global_nodes()
+        return self._global_nodes
+
+    def _build_global_nodes(self) -> tuple[np.ndarray, np.ndarray]:
         ranks = mv.org(self.mem, "ranks")
         offsets, start = {}, 0
         for lv in LEVELS:

@@ -8,11 +8,15 @@ such as a sweep of energy, area, lane or host parameters, then replay each strea
 An entry is keyed on the engine backend, the view's full value (timing, organization,
 controller, energy, bus level: its ``repr``) and a digest of the stream; the stored copy of the
 addresses (and writes) confirms a candidate element by element, so a digest collision is a
-miss, never a wrong result. A stream is stored the second time its digest is seen (the first
-time only the digest is noted): points that share nothing, such as points with their own seeds,
-then pay for a digest per replay (~0.1 ms per ReCross point), not for a copy of every stream.
-The cache holds at most :attr:`ReplayCache.max_bytes` (least recently used out first; 0 turns it
-off); each process (``nmp evaluate``'s workers) has its own.
+miss, never a wrong result. A stream is stored the first time it is replayed while that has
+paid off: up to :data:`SPECULATIVE_STORES` streams stored at their first sighting and not yet
+reused (a reuse refunds its stream), so that a sweep's second point already reuses its first
+point's replays; past that budget a stream is stored the second time its digest is seen (the
+first time only the digest is noted): points that share nothing, such as points with their own
+seeds, then pay for a digest per replay (~0.1 ms per ReCross point), not for a copy of every
+stream (~1.3 ms per ReCross point). The cache holds at most :attr:`ReplayCache.max_bytes`
+(least recently used out first; 0 turns it off); each process (``nmp evaluate``'s workers)
+has its own.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ from nmp.memory.driver import engine_backend
 REPLAY_CACHE_BYTES = 64 << 20
 _ENTRY_OVERHEAD_BYTES = 2048  # the statistics object and the key, roughly
 _SEEN_MAX = 4096  # digests noted once (a few hundred bytes each)
+# Streams stored at their first sighting and not reused yet, at most: chosen, about 3.5
+# ReCross points' node streams (18 each), so that a run whose points share nothing (a new seed
+# per point) stops copying streams after a few points (nmp.arch.point's cost: ~1.3 ms each)
+SPECULATIVE_STORES = 64
 
 
 def _digest(a: np.ndarray) -> tuple[int, int]:
@@ -56,12 +64,17 @@ def _detached(st: Any) -> Any:
 class ReplayCache:
     """MemStats of replays by (backend, view, stream); thread-safe; bounded in bytes."""
 
-    def __init__(self, max_bytes: int = REPLAY_CACHE_BYTES) -> None:
+    def __init__(
+        self, max_bytes: int = REPLAY_CACHE_BYTES, speculative: int = SPECULATIVE_STORES
+    ) -> None:
         self.max_bytes = max_bytes
+        self.speculative = speculative  # SPECULATIVE_STORES of this cache
         self.hits = 0
         self.misses = 0
         self._entries: OrderedDict[tuple, tuple] = OrderedDict()
         self._seen: OrderedDict[tuple, None] = OrderedDict()  # keys replayed once, not stored
+        self._unproven: set[tuple] = set()  # keys stored at first sight, not reused yet
+        self._spent = 0  # streams stored at first sight and not refunded by a reuse
         self._bytes = 0
         self._views: dict[int, tuple[Any, str]] = {}  # id(view) -> (view, repr(view))
         self._lock = threading.Lock()
@@ -77,6 +90,8 @@ class ReplayCache:
         with self._lock:
             self._entries.clear()
             self._seen.clear()
+            self._unproven.clear()
+            self._spent = 0
             self._views.clear()
             self._bytes = 0
             self.hits = self.misses = 0
@@ -125,6 +140,9 @@ class ReplayCache:
             if same:
                 with self._lock:
                     self.hits += 1
+                    if key in self._unproven:  # a stream stored at first sight paid off
+                        self._unproven.discard(key)
+                        self._spent -= 1
                 return _detached(st)
         st = replay_lines(addr, view, write)
         with self._lock:
@@ -132,6 +150,10 @@ class ReplayCache:
             again = entry is not None or key in self._seen
             if again:
                 self._seen.pop(key, None)
+            elif self._spent < self.speculative:  # stored now: a later point may reuse it
+                self._spent += 1
+                self._unproven.add(key)
+                again = True
             else:
                 self._seen[key] = None
                 if len(self._seen) > _SEEN_MAX:
@@ -152,8 +174,9 @@ class ReplayCache:
             self._entries[key] = stored
             self._bytes += size
             while self._bytes > self.max_bytes:
-                _, evicted = self._entries.popitem(last=False)
+                gone, evicted = self._entries.popitem(last=False)
                 self._bytes -= self._entry_bytes(evicted)
+                self._unproven.discard(gone)  # (its budget stays spent: it never paid off)
 
     @staticmethod
     def _entry_bytes(entry: tuple) -> int:
@@ -164,4 +187,4 @@ class ReplayCache:
 # The process's cache, shared by every design point (and the threads of one)
 REPLAYS = ReplayCache()
 
-__all__ = ["REPLAYS", "REPLAY_CACHE_BYTES", "ReplayCache"]
+__all__ = ["REPLAYS", "REPLAY_CACHE_BYTES", "SPECULATIVE_STORES", "ReplayCache"]

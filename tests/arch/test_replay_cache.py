@@ -88,7 +88,7 @@ def _fields(st) -> dict:
 
 def test_every_input_that_matters_misses():
     view, addr = _view_and_stream()
-    cache = ReplayCache()
+    cache = ReplayCache(speculative=0)  # stored at the second sighting
     calls = []
 
     def counted(a, v, w=False):
@@ -129,6 +129,31 @@ def test_every_input_that_matters_misses():
             assert _fields(cache.replay(counted, a, v, w)) == _fields(got)
         assert len(calls) <= before + 2
     assert cache.hits > hits
+
+
+def test_first_sightings_are_stored_while_they_pay_off():
+    view, addr = _view_and_stream()
+    cache = ReplayCache(speculative=2)
+    calls = []
+
+    def counted(a, v, w=False):
+        calls.append(1)
+        return replay_lines(a, v, w)
+
+    streams = [addr + np.uint64(k * 64 * 1024) for k in range(5)]  # other rows: new streams
+    first = cache.replay(counted, streams[0], view)  # stored at once
+    assert _fields(cache.replay(counted, streams[0], view)) == _fields(first)
+    assert len(calls) == 1 and cache.hits == 1  # reused: its budget refunded
+    for a in streams[1:3]:  # the budget: two unproven streams stored
+        cache.replay(counted, a, view)
+    cache.replay(counted, streams[3], view)  # past it: only noted
+    assert len(cache) == 3
+    for a in streams[1:4]:
+        cache.replay(counted, a, view)
+    assert len(calls) == 5 and cache.hits == 3  # streams 1 and 2 reused, 3 replayed again
+    cache.replay(counted, streams[4], view)  # refunded by the reuses: stored at once again
+    cache.replay(counted, streams[4], view)
+    assert len(calls) == 6 and cache.hits == 4
 
 
 def test_the_cache_stays_within_its_bytes():

@@ -274,6 +274,24 @@ def test_native_arguments_checked():
         run(decode=wide)
 
 
+def test_values_changed_between_runs_are_read_again():
+    """The wrapper checks the same decode, params and tables once (every replay of a view
+    passes them): a value changed in place between runs is still the one a run reads."""
+    spec = load_memory("ddr4-3200aa", channels=2, ranks=2)
+    plan = driver._plan(spec)
+    addr = np.arange(256, dtype=np.uint64) * 64
+    wr, arrival, log = np.zeros(256, bool), np.zeros(256, np.int64), np.zeros((0, 5), np.int64)
+
+    def run(p):
+        out = native.simulate(addr, wr, arrival, plan.native_decode, p, *plan.tables, log)
+        return [np.asarray(v).tolist() for v in out[:10]]
+
+    p = _params(spec)
+    drained = run(p)
+    p["drain"] = 0  # the same array, another value
+    assert run(p) == run(_params(spec, {"drain": 0})) != drained
+
+
 def test_backend_switch(monkeypatch):
     spec = load_memory("ddr4-3200aa")
     rng = np.random.default_rng(3)
