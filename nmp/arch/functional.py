@@ -242,6 +242,10 @@ def _make_gather_tree_rows(dim: int):
     add_two_rows, add_row_and_clear, prefetch_row = row_ops(dim)
     ahead = PREFETCH_AHEAD
 
+    # Indices are unsigned where they can be (every index here is non-negative): numba adds a
+    # wrap-around of negative indices to each signed one, and dropping it took the kernel
+    # from 19.4 to 18.1 ms (AVX2 code: 19.6 to 18.7; arch.py --gather-only's batch, thread
+    # CPU time, best of 15 per table).
     @njit(cache=False, nogil=True, boundscheck=False)
     def kernel(
         level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch
@@ -251,33 +255,39 @@ def _make_gather_tree_rows(dim: int):
         out = np.zeros((batch, dim), dtype=np.float32)
         acc = np.zeros((n_nodes, dim), dtype=np.float32)  # zero between bags, as above
         touched = np.zeros(n_nodes, dtype=np.bool_)
-        n = node.shape[0]
-        track = n_nodes * batch > n  # fewer lookups per bag than units, on average
-        for j in range(-ahead, n):
-            if j + ahead < n:  # the basis row of a lookup further on, on its way
-                r = np.uint64(rows[j + ahead])
+        n = np.uint64(node.shape[0])
+        track = n_nodes * batch > node.shape[0]  # fewer lookups per bag than units, on average
+        one, far = np.uint64(1), np.uint64(ahead)
+        for k in range(min(ahead, node.shape[0])):  # the first lookups' basis rows
+            r = np.uint64(rows[k])
+            prefetch_row(basis_a, np.int64(r - (r // na) * na))
+        for i in range(node.shape[0]):
+            j = np.uint64(i)
+            if j + far < n:  # the basis row of a lookup further on, on its way
+                r = np.uint64(rows[j + far])
                 prefetch_row(basis_a, np.int64(r - (r // na) * na))
-            if j < 0:
-                continue
-            nd = base[level[j]] + node[j]
+            nd = np.uint64(base[np.uint64(level[j])] + node[j])
             r = np.uint64(rows[j])
             q = r // na
-            add_two_rows(acc, nd, basis_a, np.int64(r - q * na), basis_b, np.int64(q % nb))
+            add_two_rows(
+                acc, np.int64(nd), basis_a, np.int64(r - q * na), basis_b, np.int64(q % nb)
+            )
             if track:
                 touched[nd] = True
-            if j + 1 == n or bag[j + 1] != bag[j]:
+            if j + one == n or bag[j + one] != bag[j]:
                 b = bag[j]
                 for k in range(n_nodes - 1, -1, -1):
+                    uk = np.uint64(k)
                     if track:
-                        if not touched[k]:
+                        if not touched[uk]:
                             continue
-                        touched[k] = False
-                    p = parent[k]
+                        touched[uk] = False
+                    p = parent[uk]
                     if p < 0:
                         add_row_and_clear(out, b, acc, k)
                     else:
                         if track:
-                            touched[p] = True
+                            touched[np.uint64(p)] = True
                         add_row_and_clear(acc, p, acc, k)
         return out
 
