@@ -288,7 +288,8 @@ def _vector_widths() -> str:
 
     from nmp.arch.functional import _BASIS_KERNELS
 
-    asm = "".join(k.inspect_asm(sig) for k in _BASIS_KERNELS.values() for sig in k.signatures)
+    compiled = [getattr(k, "kernel", k) for k in _BASIS_KERNELS.values()]
+    asm = "".join(k.inspect_asm(sig) for k in compiled for sig in k.signatures)
     found = set(re.findall(r"%([xyz])mm\d", asm))
     widest = next(
         (f"{w}mm ({b} bits)" for w, b in (("z", 512), ("y", 256), ("x", 128)) if w in found), "none"

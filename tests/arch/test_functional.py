@@ -221,3 +221,14 @@ def test_one_pass_over_all_tables_adds_as_the_pass_per_table(
     assert both.reads == 1
     for a, b in zip(per_table, one_pass, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_vector_kernel_sums_start_on_cache_lines():
+    """The vector kernel's partial sums and output rows start on 64-byte lines (a 512-bit
+    access to a row then never straddles two), zeroed, of the requested shape."""
+    from nmp.arch.functional import _zeros_on_lines
+
+    for rows, dim in [(18, 64), (3, 16), (1, 256)]:
+        z = _zeros_on_lines(rows, dim)
+        assert z.ctypes.data % 64 == 0 and z.shape == (rows, dim) and z.dtype == np.float32
+        assert z.flags.c_contiguous and not z.any()
