@@ -278,6 +278,7 @@ def functional(
     )
     import statistics
 
+    print(f"  {_vector_widths()}")
     print(
         f"  the same by thread CPU time, round by round (each pair back to back: a busy spell "
         f"of a shared machine slows both): median {statistics.median(paired):.2f}x, range "
@@ -286,13 +287,32 @@ def functional(
     return t_torch / t_ours, best["torch"][1] / best["ours"][1], statistics.median(paired)
 
 
+def _vector_widths() -> str:
+    """The widest vector registers the compiled gather kernels use (from their assembly): what
+    the AVX2-only run must not exceed."""
+    import re
+
+    from nmp.arch.functional import _BASIS_KERNELS
+
+    compiled = [getattr(k, "kernel", k) for k in _BASIS_KERNELS.values()]
+    asm = "".join(k.inspect_asm(sig) for k in compiled for sig in k.signatures)
+    found = set(re.findall(r"%([xyz])mm\d", asm))
+    widest = next(
+        (f"{w}mm ({b} bits)" for w, b in (("z", 512), ("y", 256), ("x", 128)) if w in found), "none"
+    )
+    return f"gather kernels' widest vector registers: {widest}"
+
+
 # A CPU without AVX-512 (AMD EPYC up to Zen 3, where issue 43 measured 0.83-0.86x): numba
 # compiles for the x86-64-v3 level (AVX2, FMA) and torch dispatches to its AVX2 kernels (ATen
 # and FBGEMM), so that a machine with AVX-512 measures the ratio such a CPU's code gets (its
 # caches and memory stay this machine's). The gather kernels use no GFNI and no AVX-512
-# intrinsics (256-bit vectors: nmp.arch.vector_ops); only the compiler's choices differ.
+# intrinsics (cache-line vectors, nmp.arch.vector_ops: one 512-bit op each where the CPU has
+# AVX-512, two 256-bit ops with AVX2); only the compiler's choices differ.
 AVX2_ONLY_ENV = {
     "NUMBA_CPU_NAME": "x86-64-v3",
+    # no features beyond the level's: numba otherwise adds the host's (AVX-512 among them)
+    "NUMBA_CPU_FEATURES": "",
     "ATEN_CPU_CAPABILITY": "avx2",
     "FBGEMM_ENABLE_INSTRUCTIONS": "AVX2",
 }

@@ -220,7 +220,9 @@ def _make_gather_tree_basis(fixed_dim: int, weighted: bool):
 # Lookups ahead whose basis rows the vector kernel prefetches: the bases of a workload's many
 # tables (1 MiB each at dim 64) do not stay in L2 between design points. Chosen: 8 took
 # recross-eval's gather from 1.8 to 1.35 ms per point (4: 1.45, 16: 1.37; thread CPU time,
-# 2-core x86 VM).
+# 2-core x86 VM). Only A's row is prefetched: B's row index is ``r div 4099``, so 4099
+# consecutive rows share one B row and a table touches few of them (49 for 200,000 rows), which
+# stay in L1; prefetching them too cost 6% (22.9 vs 21.5 ms on arch.py --gather-only's batch).
 PREFETCH_AHEAD = 8
 
 
@@ -229,48 +231,84 @@ def _make_gather_tree_rows(dim: int):
     multiple of 8), its row arithmetic in whole vectors (:mod:`nmp.arch.vector_ops`): the same
     additions in the same order as :func:`_make_gather_tree_basis`'s kernel, so the same bits
     (its compiled loop adds ``(acc + A) + B`` per element), without a run-time overlap check
-    per lookup. Not cached on disk, as that kernel."""
+    per lookup. Not cached on disk, as that kernel.
+
+    Where a bag has at least as many lookups as there are units on average, most units take
+    part in every bag and the tree is reduced without tracking which did: every unit's partial
+    sum is added into its parent's and cleared, the untouched ones' being zero. That gives the
+    same bits, as adding +0.0 leaves any sum unchanged and no partial sum is ever -0.0 (each
+    starts at +0.0, and a rounded-to-nearest sum is -0.0 only of two -0.0); it saves a store
+    per lookup and a branch per unit and bag. Otherwise only touched units are visited."""
     add_two_rows, add_row_and_clear, prefetch_row = row_ops(dim)
     ahead = PREFETCH_AHEAD
 
-    @njit(cache=False, nogil=True)
+    # Indices are unsigned where they can be (every index here is non-negative): numba adds a
+    # wrap-around of negative indices to each signed one, and dropping it took the kernel
+    # from 19.4 to 18.1 ms (AVX2 code: 19.6 to 18.7; arch.py --gather-only's batch, thread
+    # CPU time, best of 15 per table).
+    @njit(cache=False, nogil=True, boundscheck=False)
     def kernel(
-        level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch
+        level, node, base, bag, rows, basis_a, basis_b, parent, out, acc
     ):  # pragma: no cover
         na, nb = np.uint64(_BASIS_A), np.uint64(_BASIS_B)
-        n_nodes = parent.shape[0]
-        out = np.zeros((batch, dim), dtype=np.float32)
-        acc = np.zeros((n_nodes, dim), dtype=np.float32)  # zero between bags, as above
+        n_nodes, batch = parent.shape[0], out.shape[0]
+        # out and acc start zeroed and on whole cache lines (_zeros_on_lines); acc is zero
+        # between bags, as above
         touched = np.zeros(n_nodes, dtype=np.bool_)
-        n = node.shape[0]
-        for j in range(-ahead, n):
-            if j + ahead < n:  # the basis rows of a lookup further on, on their way
-                r = np.uint64(rows[j + ahead])
-                q = r // na
-                prefetch_row(basis_a, np.int64(r - q * na))
-                prefetch_row(basis_b, np.int64(q % nb))
-            if j < 0:
-                continue
-            nd = base[level[j]] + node[j]
+        n = np.uint64(node.shape[0])
+        track = n_nodes * batch > node.shape[0]  # fewer lookups per bag than units, on average
+        one, far = np.uint64(1), np.uint64(ahead)
+        for k in range(min(ahead, node.shape[0])):  # the first lookups' basis rows
+            r = np.uint64(rows[k])
+            prefetch_row(basis_a, np.int64(r - (r // na) * na))
+        for i in range(node.shape[0]):
+            j = np.uint64(i)
+            if j + far < n:  # the basis row of a lookup further on, on its way
+                r = np.uint64(rows[j + far])
+                prefetch_row(basis_a, np.int64(r - (r // na) * na))
+            nd = np.uint64(base[np.uint64(level[j])] + node[j])
             r = np.uint64(rows[j])
             q = r // na
-            add_two_rows(acc, nd, basis_a, np.int64(r - q * na), basis_b, np.int64(q % nb))
-            touched[nd] = True
-            if j + 1 == n or bag[j + 1] != bag[j]:
+            add_two_rows(
+                acc, np.int64(nd), basis_a, np.int64(r - q * na), basis_b, np.int64(q % nb)
+            )
+            if track:
+                touched[nd] = True
+            if j + one == n or bag[j + one] != bag[j]:
                 b = bag[j]
                 for k in range(n_nodes - 1, -1, -1):
-                    if not touched[k]:
-                        continue
-                    touched[k] = False
-                    p = parent[k]
+                    uk = np.uint64(k)
+                    if track:
+                        if not touched[uk]:
+                            continue
+                        touched[uk] = False
+                    p = parent[uk]
                     if p < 0:
                         add_row_and_clear(out, b, acc, k)
                     else:
-                        touched[p] = True
+                        if track:
+                            touched[np.uint64(p)] = True
                         add_row_and_clear(acc, p, acc, k)
         return out
 
-    return kernel
+    def run(level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch):
+        out = _zeros_on_lines(batch, dim)
+        acc = _zeros_on_lines(parent.shape[0], dim)
+        return kernel(level, node, base, bag, rows, basis_a, basis_b, parent, out, acc)
+
+    run.kernel = kernel  # type: ignore[attr-defined]  # (its compiled code, for inspection)
+    return run
+
+
+def _zeros_on_lines(rows: int, dim: int) -> np.ndarray:
+    """float32 zeros [rows, dim] starting on a 64-byte cache line. numba aligns its arrays to
+    32 bytes, and the partial sums' rows it allocated started mid-line: every 512-bit access
+    straddled two lines. On lines the vector kernel took 16.7 instead of 18.7 ms natively
+    (arch.py --gather-only's batch, thread CPU time, best of 15 per table; AVX2 code, whose
+    32-byte accesses never straddle, the same within the noise: 18.7 and 18.2 ms)."""
+    buf = np.zeros(rows * dim + 16, dtype=np.float32)
+    skip = (-buf.ctypes.data % 64) // 4
+    return buf[skip : skip + rows * dim].reshape(rows, dim)
 
 
 _BASIS_KERNELS: dict[tuple[int, bool], Any] = {}

@@ -134,15 +134,17 @@ def _tree_sum_in_order(level, node, base, bag, rows, w, basis_a, basis_b, parent
     return out
 
 
-@pytest.mark.parametrize("dim", [16, 24, 64, 256])
-def test_basis_kernel_adds_in_a_fixed_order(dim):
+@pytest.mark.parametrize(("dim", "batch"), [(16, 25), (24, 25), (64, 25), (256, 25), (64, 400)])
+def test_basis_kernel_adds_in_a_fixed_order(dim, batch):
     """The kernels' results, bit for bit, are those of the additions in the documented order
-    (whichever kernel a width gets: whole vectors, a compiled width or a run-time one)."""
+    (whichever kernel a width gets: whole vectors, a compiled width or a run-time one; with
+    more lookups per bag than units, where the vector kernel reduces every unit, and fewer,
+    where it reduces the touched ones only)."""
     from nmp.arch.functional import gather_tree_basis
     from nmp.arch.rowdata import _basis
 
     rng = np.random.default_rng(dim)
-    n, batch = 2000, 25
+    n = 2000
     bag = np.sort(rng.integers(0, batch, n)).astype(np.int64)
     rows = rng.integers(0, 5_000_000, n).astype(np.int64)
     parent = np.array([-1, -1, 0, 0, 1, 2, 3, 4], dtype=np.int64)
@@ -219,3 +221,14 @@ def test_one_pass_over_all_tables_adds_as_the_pass_per_table(
     assert both.reads == 1
     for a, b in zip(per_table, one_pass, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_vector_kernel_sums_start_on_cache_lines():
+    """The vector kernel's partial sums and output rows start on 64-byte lines (a 512-bit
+    access to a row then never straddles two), zeroed, of the requested shape."""
+    from nmp.arch.functional import _zeros_on_lines
+
+    for rows, dim in [(18, 64), (3, 16), (1, 256)]:
+        z = _zeros_on_lines(rows, dim)
+        assert z.ctypes.data % 64 == 0 and z.shape == (rows, dim) and z.dtype == np.float32
+        assert z.flags.c_contiguous and not z.any()
