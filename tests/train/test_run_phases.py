@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 from nmp.errors import NmpError
@@ -128,9 +129,9 @@ def test_run_phases_are_modeled_from_what_the_processes_did():
     assert ph["restore"]["modeled_s"] == pytest.approx(reads * 2 + 3 * 0.002)
     assert ph["between"]["modeled_s"] == pytest.approx(25 * 0.001)
     # the regroup: the launcher's and the spare's half polling periods, a barrier of the 4
-    # processes (the all-gather's round of 4 ms among 1 peer, scaled to 3: H(3)), the group
-    # formation of the failure-free run's last process to arrive
-    assert ph["regroup"]["modeled_s"] == pytest.approx(0.0035 + 0.004 * (1 + 1 / 2 + 1 / 3) + 0.02)
+    # processes (the all-gather's rounds, all 4 ms among 1 peer: the last of 3 is 4 ms too),
+    # the group formation of the failure-free run's last process to arrive
+    assert ph["regroup"]["modeled_s"] == pytest.approx(0.0035 + 0.004 + 0.02)
     # the load the run met: its processes' CPU and the rest of the machine's busy time
     assert out["machine"] == pytest.approx(
         {"cpus": 2, "ours_cores": 0.5, "others_cores": 1.0, "cpu_contention": 1.0}
@@ -223,14 +224,20 @@ def test_added_phases_are_priced_by_what_they_do():
     run = {"traffic": {"sched_s": {"a": [1.0, 2.0], "b": [3.0, 2.0]}}}
     q = contention(run)
     assert q == pytest.approx(1.0)  # 4 s waiting for a CPU per 4 s on one
+    rounds = np.array([0.006, 0.002, 0.004])  # the all-gather's rounds among 2 peers
     got, inputs = model_phases(
         ecrec, COMMON, base, delta_bytes_per_server=1e6, compute_s={"parity_xor": 0.0002},
-        link_gbps=1.0, servers=4, workers=3, cpu_contention=q,
+        link_gbps=1.0, servers=4, workers=3, cpu_contention=q, round_samples=rounds,
+        stat="mean",
     )  # fmt: skip
     assert got["lookup"] == 0.005  # a common phase: the failure-free runs' own
-    # a send among the 4 servers: the all-gather's round among 2 peers scaled to 3 peers
-    # (H(3) / H(2)), plus its bytes over the link
-    assert got["parity_delta"] == pytest.approx(0.004 * (11 / 6) / 1.5 + 1e6 / 1e9)
+    # a send among the 4 servers: a round among 3 peers, the measured rounds' distribution
+    # (among 2) to the power 3/2: the sorted rounds weighted by P(max is the i-th), plus its
+    # bytes over the link
+    w = [(1 / 3) ** 1.5, (2 / 3) ** 1.5 - (1 / 3) ** 1.5, 1 - (2 / 3) ** 1.5]
+    round_s = 0.002 * w[0] + 0.004 * w[1] + 0.006 * w[2]
+    assert got["parity_delta"] == pytest.approx(round_s + 1e6 / 1e9)
+    assert inputs["round_ms"] == pytest.approx(1e3 * round_s)
     # a compute: its microbenchmark stretched by the run's CPU contention
     assert got["parity_xor"] == pytest.approx(0.0002 * 2)
     assert inputs["cpu_contention"] == q
@@ -243,6 +250,26 @@ def test_added_phases_are_priced_by_what_they_do():
     # CPR's bookkeeping, on the critical path: 4 servers at once on 2 cores take 2 turns
     assert got["track"] == pytest.approx(0.0001 * 2 * 1.5)
     assert cpr.critical_path_ns(got) > COMMON.critical_path_ns(got)
+
+
+def test_a_round_among_more_peers_is_the_max_of_as_many_measured_rounds():
+    """Order statistics of the measured rounds, no law assumed: among 2 peers the mean of the
+    larger of two draws (with replacement) of rounds measured among 1 peer; the process's own
+    part (a constant in every sample) is not multiplied."""
+    from itertools import product
+
+    from nmp.train.dist.phases import round_seconds
+
+    x = [0.004, 0.001, 0.003, 0.002]
+    assert round_seconds(x, workers=2, peers=1) == pytest.approx(np.mean(x))
+    pairs = [max(a, b) for a, b in product(x, x)]
+    assert round_seconds(x, workers=2, peers=2) == pytest.approx(np.mean(pairs))  # 3.125 ms
+    triples = [max(t) for t in product(x, x, x)]
+    assert round_seconds(x, workers=2, peers=3) == pytest.approx(np.mean(triples))
+    assert round_seconds([0.005] * 7, workers=2, peers=5) == pytest.approx(0.005)
+    # the median of the max of 3: the measured rounds' quantile 0.5 ** (1/3)
+    assert round_seconds(x, 2, 3, stat="median") == pytest.approx(np.quantile(x, 0.5 ** (1 / 3)))
+    assert round_seconds(x, workers=1, peers=3) == 0.0  # one worker: no round measured
 
 
 def test_cprs_track_phase_is_modeled_from_the_servers_own_bookkeeping(

@@ -197,21 +197,38 @@ def xor_seconds(rows: int, record_bytes: int, reps: int = 21) -> float:
     return float(np.median(times))
 
 
-def harmonic(n: int) -> float:
-    return float(sum(1.0 / i for i in range(1, n + 1)))
+def round_samples_s(runs: list[dict[str, Any]], speed: float = 1.0) -> np.ndarray:
+    """The failure-free runs' blocking rounds, one per committed step: the workers' MLP
+    all-gather (``dense_grad``, the slowest worker's), at ``speed`` (:func:`work_speed`)."""
+    got = [
+        row["dense_grad"]
+        for r in runs
+        for row in per_step(r["results"], "worker").values()
+        if "dense_grad" in row
+    ]
+    return speed * np.asarray(got, dtype=float)
 
 
-def round_seconds(base_phases: dict[str, float], workers: int, peers: int) -> float:
-    """One blocking all-to-all round with ``peers`` peers on this machine. Measured: the
-    failure-free runs' worker all-gather (``dense_grad``, ``workers - 1`` peers). A process
-    waits for the last of its peers to be scheduled and send; with independent, exponentially
-    distributed scheduling delays the wait for the last of n is the mean delay times the
-    harmonic number H(n), so the round scales as H(peers) / H(workers - 1) (chosen: the
-    delays' law is an assumption, stated; it was chosen after a first comparison, with the
-    all-gather's round taken as is, missed ECRec's 3-peer exchange by -40 %)."""
-    if workers < 2:
+def round_seconds(samples, workers: int, peers: int, stat: str = "mean") -> float:
+    """One blocking all-to-all round with ``peers`` peers on this machine, from ``samples`` of
+    the failure-free runs' round among ``workers - 1`` peers (:func:`round_samples_s`). A
+    process's round is its own part plus the wait for the last of its peers to be scheduled
+    and send; with the peers' lateness independent and alike, a round among k peers has the
+    distribution F^k of one among a single peer, so a round among p peers has the measured
+    rounds' distribution raised to the power p / k: its mean (``stat`` "mean") or median from
+    the samples' order statistics, no law assumed for the delays. The process's own part is
+    in every sample and is not multiplied. (It replaced a harmonic-number scaling of the mean
+    round, H(p) / H(k), which assumed exponential delays and multiplied the own part too:
+    ECRec's 3-peer exchange came out 26-35 % above measured on the quiet machine.)"""
+    x = np.sort(np.asarray(samples, dtype=float))
+    if workers < 2 or x.size == 0:
         return 0.0  # no all-gather to measure a round on (one worker): not charged
-    return base_phases.get("dense_grad", 0.0) * harmonic(peers) / harmonic(workers - 1)
+    power = peers / (workers - 1)
+    if stat == "median":
+        return float(np.quantile(x, 0.5 ** (1.0 / power)))
+    cdf = np.arange(x.size + 1, dtype=float) / x.size
+    weights = np.diff(cdf**power)  # P(the max of `power` draws is the i-th smallest)
+    return float(weights @ x)
 
 
 def track_lookups(ctx, state: np.ndarray, rows_of: np.ndarray, reqs, step: int) -> None:
@@ -270,6 +287,8 @@ def model_phases(
     workers: int,
     cpu_contention: float = 0.0,
     cores: int = 0,
+    round_samples: np.ndarray | None = None,
+    stat: str = "median",
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """Each phase's modeled seconds per step on this machine, and the inputs taken.
 
@@ -278,15 +297,17 @@ def model_phases(
     servers (``parity_delta``) is one blocking all-to-all round, charged as the failure-free
     runs' own all-to-all round among peers (the workers' MLP all-gather, ``dense_grad``: each
     process blocks until every peer was scheduled and sent; on an oversubscribed machine the
-    round costs scheduling, not bytes, chosen; scaled to the servers' peers by
-    :func:`round_seconds`) plus its bytes over the measured link; a compute (``parity_xor``,
+    round costs scheduling, not bytes, chosen; taken to the servers' peers by
+    :func:`round_seconds` from ``round_samples``, ``stat`` their mean or median) plus its bytes over the measured link; a compute (``parity_xor``,
     ``track``) is its microbenchmark's seconds (``compute_s``: the same work on as many
     records, run alone) stretched by the run's CPU contention (:func:`contention`): in the run
     the burst waits for a CPU as every burst there does; every process of the phase's role
     runs it at once, so with more of them than ``cores`` (this machine's CPUs; 0: as many as
     processes) they take turns: n / cores bursts in a row."""
     out = {n: s for n, s in base_phases.items() if common.has(n)}
-    round_s = round_seconds(base_phases, workers, servers - 1)  # among the servers
+    if round_samples is None:  # the base phases' own round as the one sample
+        round_samples = np.array([base_phases.get("dense_grad", 0.0)])
+    round_s = round_seconds(round_samples, workers, servers - 1, stat)  # among the servers
     inputs: dict[str, Any] = {
         "failure_free_phase_ms": {n: 1e3 * s for n, s in out.items()},
         "cpu_contention": cpu_contention,
@@ -340,6 +361,7 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     # the failure-free runs' phases at the speed this run's CPUs ran identical work
     speed = work_speed(run, base.get("runs", [base]))
     ref = {n: v * speed for n, v in mean_phases(base.get("runs", [base]), COMMON).items()}
+    rounds = round_samples_s(base.get("runs", [base]), speed)
     steps = max(1, len(step_times(run)))
     s = ctx.spec.servers
     delta_bytes = run["traffic_bytes"].get("parity_delta", 0) / steps / s
@@ -348,6 +370,7 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
         sched, COMMON, ref, delta_bytes_per_server=delta_bytes, compute_s=compute_s,
         link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,
         cpu_contention=contention(run), cores=os.cpu_count() or 1,
+        round_samples=rounds, stat="median",
     )  # fmt: skip
     inputs.update(counts)
     inputs["work_speed"] = speed
@@ -362,6 +385,7 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
         sched, COMMON, ref_mean, delta_bytes_per_server=delta_bytes, compute_s=compute_s,
         link_gbps=link_gbps, servers=s, workers=ctx.spec.workers,
         cpu_contention=contention(run), cores=os.cpu_count() or 1,
+        round_samples=rounds, stat="mean",
     )  # fmt: skip
     step_meas = 1e3 * float(np.median(step_times(run)))
     table: dict[str, Any] = {}
@@ -384,7 +408,7 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     repaired = sum(r.get("repair", 0.0) for r in per_step(run["results"], "server").values())
     rebuilds = sum(1 for e in run["events"] if e.get("rebuilding"))
     repair_bytes = run["traffic_bytes"].get("repair", 0)
-    round_s = round_seconds(ref, ctx.spec.workers, s - 1)  # the replacement and its S-1 peers
+    round_s = round_seconds(rounds, ctx.spec.workers, s - 1)  # the replacement, its S-1 peers
     repair_mod = rebuilds * cfg.rebuild_ranges * round_s + (
         repair_bytes / (link_gbps * 1e9) if link_gbps else 0.0
     )

@@ -248,14 +248,13 @@ def regroup_model_s(base: dict, workers: int, world: int) -> float:
     and the group forms, as long as it took the failure-free runs' last process to arrive (it
     waits for nobody). Chosen after the failure-free runs' median process's group formation
     (which includes waiting for the others' start) overestimated the regroup 3-8x."""
-    from nmp.train.dist.phases import mean_phases, round_seconds
-    from nmp.train.schedule import COMMON
+    from nmp.train.dist.phases import round_samples_s, round_seconds
 
     runs = base.get("runs", [base])
     formed = [
         min(float(r.get("group_s", {}).get("0", 0.0)) for r in b["results"].values()) for b in runs
     ]
-    barrier = round_seconds(mean_phases(runs, COMMON), workers, world - 1)
+    barrier = round_seconds(round_samples_s(runs), workers, world - 1)
     return 0.001 + 0.0025 + barrier + float(np.median(formed))
 
 
