@@ -163,8 +163,8 @@ def work_speed(run: dict, bases: list[dict]) -> float:
     same MLP's CPU by up to 31 % between runs a minute apart. A stated input of the model (how
     fast the machine ran), not the phases' own wall times; 1.0 where a run did not record it."""
     mine = reference_cpu_per_step_s(run)
-    theirs = [reference_cpu_per_step_s(b) for b in bases]
-    if not mine or not theirs or not all(theirs):
+    theirs = [t for t in map(reference_cpu_per_step_s, bases) if t]
+    if not mine or not theirs or len(theirs) < len(bases):
         return 1.0
     return mine / float(np.mean(theirs))
 
