@@ -252,6 +252,13 @@ def test_added_phases_are_priced_by_what_they_do():
     assert cpr.critical_path_ns(got) > COMMON.critical_path_ns(got)
 
 
+def test_the_cache_eviction_touches_more_than_a_cores_l2():
+    from nmp.train.dist import phases
+
+    phases.evict_private_caches()
+    assert phases._EVICT[0].nbytes == phases.EVICT_BYTES >= 2 * (2 << 20)
+
+
 def test_a_round_among_more_peers_is_the_max_of_as_many_measured_rounds():
     """Order statistics of the measured rounds, no law assumed: among 2 peers the mean of the
     larger of two draws (with replacement) of rounds measured among 1 peer; the process's own
@@ -307,10 +314,14 @@ def test_cprs_track_phase_is_modeled_from_the_servers_own_bookkeeping(
         calls.append(args)
         now[0] += 7e-6
 
+    evictions = []
     monkeypatch.setattr(phases, "track_lookups", timed)
     monkeypatch.setattr(phases, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    monkeypatch.setattr(phases, "evict_private_caches", lambda: evictions.append(len(calls)))
     assert phases.track_seconds(ctx) == pytest.approx(7e-6)
     assert len(calls) == 21 and calls[0][2] is not None
+    # each repetition starts from caches another process used, as in a run (not warm ones)
+    assert evictions == list(range(21))
     bench, _ = phases.compute_benches(ctx, ctx.schedule)
     got, inputs = phases.model_phases(
         ctx.schedule, COMMON, {"dense_grad": 0.004}, delta_bytes_per_server=0.0,

@@ -176,9 +176,27 @@ def mean_phases(runs: list[dict[str, Any]], schedule, stat: str = "median") -> d
     return {n: float(np.mean([g[n] for g in got if n in g])) for n in names}
 
 
+# Bytes a microbenchmark touches between its repetitions: twice a core's L2 (4 MiB on the
+# 2-core Xeon the figures in docs/training.md come from, 1-2 MiB on most server cores), so
+# that each repetition starts from caches another process has just used, as a server's phase
+# does in a run where six processes take turns on the cores (measured: CPR's bookkeeping took
+# 0.14-0.16 ms of CPU per step in the run against 0.04 ms repeated on warm caches).
+EVICT_BYTES = 8 << 20
+_EVICT: list[np.ndarray] = []
+
+
+def evict_private_caches() -> None:
+    """Touch :data:`EVICT_BYTES` of another buffer (the cores' private caches then hold it)."""
+    if not _EVICT:
+        _EVICT.append(np.ones(EVICT_BYTES // 8, dtype=np.int64))
+    buf = _EVICT[0]
+    buf += 1
+
+
 def xor_seconds(rows: int, record_bytes: int, reps: int = 21) -> float:
     """A microbenchmark: this machine's time for one ``xor_into`` of ``rows`` records (the
-    parity's in-place XOR of one step's deltas on one server), median of ``reps``."""
+    parity's in-place XOR of one step's deltas on one server), median of ``reps``, each from
+    evicted private caches (:func:`evict_private_caches`)."""
     from nmp.arch.parity import xor_into
 
     rows = max(1, int(rows))
@@ -189,6 +207,7 @@ def xor_seconds(rows: int, record_bytes: int, reps: int = 21) -> float:
     ok = np.ones(len(held), dtype=bool)
     times = []
     for _ in range(reps):
+        evict_private_caches()
         t0 = time.perf_counter()
         pos = np.searchsorted(held, stripes)
         keep = ok[pos]
@@ -248,7 +267,7 @@ def track_lookups(ctx, state: np.ndarray, rows_of: np.ndarray, reqs, step: int) 
 def track_seconds(ctx, reps: int = 21) -> float:
     """A microbenchmark: this machine's time for one server's CPR bookkeeping of one step
     (:func:`track_lookups`, as the server runs it, on server 0's lookups of step 0), median
-    of ``reps``."""
+    of ``reps``, each from evicted private caches (:func:`evict_private_caches`)."""
     from nmp.train.shard import request_for
 
     shard = ctx.shard
@@ -258,6 +277,7 @@ def track_seconds(ctx, reps: int = 21) -> float:
     state = ctx.strategy.new_tracking(len(rows_of))
     times = []
     for _ in range(reps):
+        evict_private_caches()
         t0 = time.perf_counter()
         track_lookups(ctx, state, rows_of, reqs, 0)
         times.append(time.perf_counter() - t0)
