@@ -144,15 +144,20 @@ def measured_phases(
 REFERENCE_PHASE = "dense"
 
 
-def reference_cpu_per_step_s(rec: dict) -> float | None:
-    """Mean CPU seconds of the reference phase per process and step (None: not recorded)."""
-    per = [
+def reference_cpu_samples_s(rec: dict) -> list[float]:
+    """CPU seconds of the reference phase, one per process and committed step."""
+    return [
         s
         for res in rec.get("results", {}).values()
         for phases in (res.get("phase_cpu_s") or {}).values()
         for name, s in phases.items()
         if name == REFERENCE_PHASE
     ]
+
+
+def reference_cpu_per_step_s(rec: dict) -> float | None:
+    """Mean CPU seconds of the reference phase per process and step (None: not recorded)."""
+    per = reference_cpu_samples_s(rec)
     return float(np.mean(per)) if per else None
 
 

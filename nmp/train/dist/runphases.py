@@ -27,7 +27,7 @@ import numpy as np
 
 from nmp.registry import Registry
 from nmp.train.checkpoint import load_npz, save_npz
-from nmp.train.dist.phases import REFERENCE_PHASE, work_speed
+from nmp.train.dist.phases import REFERENCE_PHASE, reference_cpu_samples_s, work_speed
 
 
 def storage_bench(folder: Path, nbytes: int, reps: int = 3) -> tuple[float, float]:
@@ -338,13 +338,7 @@ def run_phases(
 
 def reference_cpu_s(rec: dict) -> float:
     """CPU seconds the run's processes spent in the reference phase, in every committed step."""
-    return sum(
-        s
-        for res in rec.get("results", {}).values()
-        for phases in (res.get("phase_cpu_s") or {}).values()
-        for name, s in phases.items()
-        if name == REFERENCE_PHASE
-    )
+    return sum(reference_cpu_samples_s(rec))
 
 
 def cpu_overhead(run: dict, base: dict) -> dict[str, Any] | None:
