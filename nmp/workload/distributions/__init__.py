@@ -53,7 +53,10 @@ class AccessDistribution:
         """Raise a KeyedValueError for a value of its own fields it cannot take."""
 
     def describe(self, spec: Spec) -> str:
-        return self.name
+        """Its name, with the skew it draws at where it takes one (``alpha``)."""
+        if self.default_alpha is None:
+            return self.name
+        return f"{self.name}(alpha={spec.effective_alpha:g})"
 
     def zipf_exponent(self, spec: Spec) -> float | None:
         """The exponent of the bounded Zipf law over ranks its rows follow (None: not one)."""

@@ -22,8 +22,5 @@ class Pareto(AccessDistribution):
         rows = spec.tables[table].rows
         return ranked_rows(spec, table, sampling.pareto_ranks(rng, n, rows, spec.effective_alpha))
 
-    def describe(self, spec: WorkloadSpec) -> str:
-        return f"{self.name}(alpha={spec.effective_alpha:g})"
-
 
 DISTRIBUTIONS.register(Pareto())

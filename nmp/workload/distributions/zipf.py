@@ -33,9 +33,6 @@ class Zipf(AccessDistribution):
                 "alpha", f"must be <= {MAX_ZIPF_ALPHA:g} for zipf, got {spec.alpha:g}"
             )
 
-    def describe(self, spec: WorkloadSpec) -> str:
-        return f"{self.name}(alpha={spec.effective_alpha:g})"
-
     def zipf_exponent(self, spec: WorkloadSpec) -> float:
         return spec.effective_alpha
 
