@@ -464,6 +464,7 @@ def _result(
             "spilled_regs": cfg.spilled_regs,
             "spill_l1_bytes": totals["spill_l1_sectors"] * sector,
             "loads_in_flight_per_warp": cfg.loads_in_flight,
+            "loads_in_flight_build": gpu.kernel.loads_in_flight_build or "ASSUMED: no build named",
             "stores_offset2bag": cfg.stores_offset2bag,
             "mlp_lines_in_flight": cfg.mlp_lines(gpu.sm.count),
             "mlp_loads_per_warp": loaded["mlp_loads_per_warp"],

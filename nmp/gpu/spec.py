@@ -240,7 +240,11 @@ class KernelSpec:
     # compiler: each build needs its own reading.
     regs_build: str = ""
     maxrregcount: int = 42
+    # Row loads in flight per warp of the stock loop as built, and the build it was read from
+    # (torch / CUDA version, how: the SASS's schedule); "" or "ASSUMED..." where not read from a
+    # build. Like the registers, it changes with the compiler (its unrolling and scheduling).
     loads_in_flight: int = 1
+    loads_in_flight_build: str = ""
     # Row loads in flight per warp of the hand-written kernel that the recompiled variants
     # (register cap, prefetch) run, where the preset measured one (0: the stock kernel's
     # ``loads_in_flight``: the variants are the stock loop recompiled). Prefetch adds

@@ -144,3 +144,25 @@ def test_decomposition_splits_the_occupancy_gain_by_wave(monkeypatch):
     assert parts["full_wave_batch"] == 1584
     assert ("occupancy", 6, 2048) in calls
     assert parts["stock_partial_wave_adds"] == parts["baseline"] - parts["stock_full_wave_alone"]
+
+
+def test_stock_rows_in_flight_are_a_per_build_input_that_sets_the_chain():
+    """The stock loop's rows in flight come from its SASS (a build), like its registers; the
+    chain they set is what the stage time rests on (halving it nearly halves a one-wave kernel)."""
+    from nmp.gpu import run_design_point
+
+    for name in ("h200", "h100-sxm"):
+        k = load_gpu(name).kernel
+        assert k.loads_in_flight == 2
+        assert "torch 2.11" in k.loads_in_flight_build and "sm_90" in k.loads_in_flight_build
+    for name in ("a100-80gb", "a100-40gb"):
+        assert load_gpu(name).kernel.loads_in_flight_build.startswith("ASSUMED")
+    wl = {"num_tables": 1, "batch": 256, "reuse": "random"}
+
+    def stage(rows: int):
+        over = {"arch": {"kernel.loads_in_flight": rows}, "workload": wl}
+        return run_design_point("h200", "gpu-micro24", overrides=over)
+
+    one, two = stage(1), stage(2)
+    assert two.breakdown["kernel"]["loads_in_flight_build"].startswith("torch 2.11")
+    assert 1.7 < one.latency_ns / two.latency_ns < 2.1

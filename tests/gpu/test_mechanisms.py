@@ -284,8 +284,8 @@ def test_recompiled_variants_run_the_hand_written_kernels_rows_in_flight():
     def loads(variant: str, **over) -> int:
         return kernel_config(load_gpu("h200", {"variant": variant, **over})).loads_in_flight
 
-    # The stock loop at 2 rows (its SASS, a what-if): the occupancy and prefetch variants still
-    # run the hand-written kernel measured at 1 row (prefetch: 1 + 3); pinning runs the stock.
+    # The stock loop at 2 rows (its SASS, the h200 preset): the occupancy and prefetch variants
+    # still run the hand-written kernel measured at 1 row (prefetch: 1 + 3); pinning the stock.
     two = {"kernel.loads_in_flight": 2}
     assert [loads(v, **two) for v in ("baseline", "occupancy", "prefetch", "pinning")] == [
         2,
@@ -326,7 +326,11 @@ def test_hand_written_kernel_stores_no_offset2bag():
     wl = {"num_tables": 1, "batch": 64, "reuse": "random"}
 
     def hbm_bytes(handwritten: int) -> float:
-        arch = {"variant": "occupancy", "kernel.handwritten_loads_in_flight": handwritten}
+        arch = {
+            "variant": "occupancy",
+            "kernel.handwritten_loads_in_flight": handwritten,
+            "kernel.loads_in_flight": 1,  # the stock loop recompiled at the hand-written's 1 row
+        }
         r = run_design_point("h200", "gpu-micro24", overrides={"arch": arch, "workload": wl})
         assert r.breakdown["kernel"]["loads_in_flight_per_warp"] == 1
         return r.breakdown["hbm_bytes"]
