@@ -46,6 +46,10 @@ class KernelConfig:
     # The stock kernel writes offset2bag[emb] once per lookup; the hand-written kernel that the
     # recompiled variants run where a preset measured one writes none (nmp.gpu.kernels_real).
     stores_offset2bag: bool = True
+    # The loop's unrolling as built: the stock loop's (kernel.unroll), 1 for the hand-written.
+    unroll: int = 1
+    # Lookups whose index loads leave together (the hand-written prefetch kernel's body).
+    index_batch: int = 1
 
     def mlp_lines(self, sms: int) -> int:
         """Row loads the variant asks to keep in flight on the whole GPU (every slot busy)."""
@@ -149,4 +153,6 @@ def kernel_config(gpu: GpuSpec) -> KernelConfig:
         instructions_per_lookup=instr,
         limited_by=limited_by,
         stores_offset2bag=not runs_handwritten(gpu),
+        unroll=1 if runs_handwritten(gpu) else k.unroll,
+        index_batch=1 + k.prefetch_distance if runs_handwritten(gpu) and gpu.uses_prefetch else 1,
     )

@@ -347,6 +347,8 @@ def embedding_stage(
             index_hbm_share=idx.hbm_share,
             index_l2_share=idx.l2_share,
             spill_cycles=lat.l1_cycles if cfg.spill_loads_per_lookup > 0 else 0.0,
+            unroll=cfg.unroll,
+            index_batch=cfg.index_batch,
         )
         kt = kernel_timing(
             warp_levels=warp_levels,
@@ -464,6 +466,7 @@ def _result(
             "spilled_regs": cfg.spilled_regs,
             "spill_l1_bytes": totals["spill_l1_sectors"] * sector,
             "loads_in_flight_per_warp": cfg.loads_in_flight,
+            "unroll": cfg.unroll,
             "loads_in_flight_build": gpu.kernel.loads_in_flight_build or "ASSUMED: no build named",
             "stores_offset2bag": cfg.stores_offset2bag,
             "mlp_lines_in_flight": cfg.mlp_lines(gpu.sm.count),

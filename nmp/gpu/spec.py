@@ -245,6 +245,10 @@ class KernelSpec:
     # build. Like the registers, it changes with the compiler (its unrolling and scheduling).
     loads_in_flight: int = 1
     loads_in_flight_build: str = ""
+    # The stock loop's unrolling as built (its SASS): 1 prices each lookup's index wait under
+    # the previous row (a one-row loop); U > 1 prices an unrolled body's index waits
+    # (nmp.gpu.timing.LoadPrices.index_in_body). The hand-written kernel is not unrolled.
+    unroll: int = 1
     # Row loads in flight per warp of the hand-written kernel that the recompiled variants
     # (register cap, prefetch) run, where the preset measured one (0: the stock kernel's
     # ``loads_in_flight``: the variants are the stock loop recompiled). Prefetch adds
@@ -276,6 +280,7 @@ class KernelSpec:
             "regs_per_thread",
             "maxrregcount",
             "loads_in_flight",
+            "unroll",
             "index_bytes",
         )
         if self.block_x != 32:

@@ -126,6 +126,63 @@ class LoadPrices:
     index_hbm_share: float  # per lookup: index loads waiting for HBM (nmp.gpu.index_stream)
     spill_cycles: float  # reload latency per lookup in the chain (0 without spills)
     index_l2_share: float = 0.0  # per lookup: index loads waiting for an L2 hit
+    # The stock loop's unrolling as built (1: the one-row rule of index_exposed; U > 1: the
+    # index waits of an unrolled body, index_in_body).
+    unroll: int = 1
+    # The hand-written prefetch kernel's body (1 + prefetch distance lookups; 1: none): its index
+    # loads are issued together after the previous body's rows were summed (index_in_batch).
+    index_batch: int = 1
+
+    def index_per_lookup(self, row_cycles: np.ndarray, mlp: float) -> np.ndarray:
+        """Index cycles a lookup adds to its warp's chain, per level of its row load: the
+        one-row rule (:meth:`index_exposed` over the rows in flight) or, for an unrolled stock
+        body, :meth:`index_in_body` per lookup."""
+        if self.unroll > 1:
+            return self.index_in_body(row_cycles) / self.unroll
+        if self.index_batch > 1:
+            return np.full(len(row_cycles), self.index_in_batch(row_cycles) / self.index_batch)
+        return self.index_exposed(row_cycles) / mlp
+
+    def index_in_batch(self, row_cycles: np.ndarray) -> float:
+        """Index wait of one body of the hand-written prefetch kernel (``B = index_batch``
+        lookups; nmp.gpu.kernels_real: ``v[j] = weight[input[emb + j] * dim + f]`` for j < B,
+        then the sums): the B index loads leave together once the previous body is summed, so
+        the body waits for the slowest, a sector miss (one per 32-B sector of 8-B indices) if
+        the body holds one, else an L1 hit."""
+        miss = self.index_l2_share + self.index_hbm_share
+        p_miss = min(1.0, miss * self.index_batch)
+        rows = np.asarray(row_cycles, dtype=np.float64)
+        m = (self.index_l2_share * rows[1] + self.index_hbm_share * rows[2]) / miss if miss else 0.0
+        return p_miss * m + (1.0 - p_miss) * self.l1_cycles
+
+    def index_in_body(self, row_cycles: np.ndarray) -> np.ndarray:
+        """Index wait of one unrolled body of ``U = unroll`` lookups, per level of the body's
+        first row. The stock loop's SASS (nvcc 13.0, sm_90; docs/gpu-model.md) issues index
+        ``j + 1`` right behind row ``j`` (in order: the row needs index ``j``), row ``U - 1``
+        after row 0 has been used, and the next body's first index after the last row: a body
+        lasts ``i_0 + max(i_1 + ... + i_(U-1), r_0) + r_(U-1)``. Its index wait beyond the two
+        rows is ``i_0 + max(0, i_1 + ... + i_(U-1) - r_0)``. The index loads are L1 hits but
+        for the sector misses (``index_l2_share + index_hbm_share`` per lookup, about one a
+        body for 8-B indices in 32-B sectors), each at a uniformly random position of the body
+        (bags start anywhere in a sector)."""
+        u = self.unroll
+        h = self.l1_cycles
+        rows = np.asarray(row_cycles, dtype=np.float64)
+        miss = self.index_l2_share + self.index_hbm_share
+        p_miss = min(1.0, miss * u)
+        weights = (
+            np.array([self.index_l2_share, self.index_hbm_share]) / miss
+            if miss > 0
+            else np.zeros(2)
+        )
+        out = np.empty(rows.shape[0])
+        for k, r in enumerate(rows):
+            none = h + max(0.0, (u - 1) * h - r)
+            first = np.array([m + max(0.0, (u - 1) * h - r) for m in rows[1:3]])
+            later = np.array([h + max(0.0, (u - 2) * h + m - r) for m in rows[1:3]])
+            one = float(weights @ (first + (u - 1) * later)) / u
+            out[k] = p_miss * one + (1.0 - p_miss) * none
+        return out
 
     def index_exposed(self, row_cycles: np.ndarray) -> np.ndarray:
         """Index wait left in a lookup's chain, per level of the row load before it
@@ -294,8 +351,7 @@ def wave_timing(
     def block_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> np.ndarray:
         """Each block's cycles: its slowest warp's chain of loads over ``mlp`` in flight."""
         row = np.array([p.l1_cycles, p.l2_cycles + l2_wait, hbm_cycles])
-        lat = levels @ (row + p.index_exposed(row))
-        warp = lat / mlp + units * p.spill_cycles
+        warp = levels @ (row / mlp + p.index_per_lookup(row, mlp)) + units * p.spill_cycles
         return warp.reshape(-1, warps_per_block).max(axis=1)
 
     def makespan_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> float:
@@ -352,7 +408,7 @@ def wave_timing(
         "l2_queueing": (totals[1] + totals[2]) * w2 / mlp,
         "hbm_latency": totals[2] * p.hbm_unloaded_cycles / mlp,
         "hbm_queueing": totals[2] * (q - w2) / mlp,
-        "index_load": float(totals @ p.index_exposed(row_loaded)) / mlp,
+        "index_load": float(totals @ p.index_per_lookup(row_loaded, mlp)),
         "spill": units.sum() * p.spill_cycles,
     }
     warp = sum(parts.values())

@@ -110,14 +110,18 @@ def test_index_loads_go_through_l1_and_l2():
     # In the model: the index sectors (mostly hits) are in the L1 hit rate, as ncu counts it.
     from nmp.gpu import run_design_point
 
-    r = run_design_point(
-        "h200",
-        "gpu-micro24",
-        overrides={"workload": {"num_tables": 1, "batch": 64, "reuse": "random"}},
-    )
+    def run(arch: dict):
+        wl = {"num_tables": 1, "batch": 64, "reuse": "random"}
+        return run_design_point("h200", "gpu-micro24", overrides={"arch": arch, "workload": wl})
+
+    r = run({})
     assert r.breakdown["l1_hit_rate"] > 0.15
     stall = r.breakdown["stall_ns"]
-    # Behind row misses the index waits are hidden (below), yet some are left: L1-served rows.
+    # The stock body's first index load waits in full (unroll 4): a real share of the chain.
+    assert 0.05 * stall["hbm_latency"] < stall["index_load"] < 0.3 * stall["hbm_latency"]
+    # A one-row loop (unroll 1): behind row misses the index waits are hidden (below), yet some
+    # are left: L1-served rows.
+    stall = run({"kernel.unroll": 1}).breakdown["stall_ns"]
     assert 0.0 < stall["index_load"] < 0.05 * stall["hbm_latency"]
 
 
@@ -265,7 +269,7 @@ def test_l2_request_rate_bounds_a_kernel_with_many_loads_in_flight():
 
     def run(rate: float):
         # The stock loop recompiled with prefetch (its offset2bag stores are requests too).
-        arch = {"variant": "prefetch", "l2.requests_per_ns": rate}
+        arch = {"variant": "prefetch", "l2.requests_per_ns": rate, "kernel.unroll": 1}
         arch["kernel.handwritten_loads_in_flight"] = 0
         over = {"arch": arch, "workload": wl}
         return run_design_point("h200", "gpu-micro24", overrides=over)
@@ -371,3 +375,43 @@ def test_partial_wave_shares_the_sm_miss_entries_among_the_warps_it_runs():
     shared = run(lambda warps: min(2.0, 2.0 / warps))
     assert shared.t_ns == pytest.approx(1.5 * chain_ns, rel=0.02)  # the partial wave: 2 in flight
     assert run(None).t_ns == pytest.approx(2 * chain_ns, rel=0.02)  # the resident count's share
+
+
+def test_unrolled_stock_body_exposes_its_first_index_load():
+    # The stock SASS body of 4 lookups: i_0 + max(i_1 + i_2 + i_3, r_0) + r_3. One index sector
+    # miss a body (1/8 L2, 1/8 HBM a lookup), at a random position; the others L1 hits.
+    base = dict(
+        l1_cycles=40.0,
+        l2_cycles=291.0,
+        hbm_unloaded_cycles=700.0,
+        index_hbm_share=1 / 8,
+        index_l2_share=1 / 8,
+        spill_cycles=0.0,
+    )
+    body = LoadPrices(**base, unroll=4)
+    rows = np.array([40.0, 291.0, 700.0])
+    # Behind an HBM row: the miss at position 0 waits in full (291 or 700), at positions 1-3 it
+    # runs under row 0 (L2: nothing left; HBM: 80 + 700 - 700 = 80 beyond the first hit's 40).
+    assert body.index_in_body(rows)[2] == pytest.approx((0.5 * 411 + 0.5 * 1060) / 4)
+    assert body.index_per_lookup(rows, 2.0)[2] == pytest.approx(183.875 / 4)
+    # The one-row rule leaves nothing behind an HBM row: the body's serial index is a new cost.
+    assert LoadPrices(**base).index_per_lookup(rows, 2.0)[2] == 0.0
+    # The prefetch kernel's body of 4: its index loads leave together; it waits for the miss.
+    batch = LoadPrices(**base, index_batch=4)
+    assert batch.index_per_lookup(rows, 4.0) == pytest.approx(np.full(3, (291 + 700) / 2 / 4))
+
+
+def test_stock_unroll_is_in_the_h200_stage_time():
+    from nmp.gpu import run_design_point
+    from nmp.gpu.kernel import kernel_config
+
+    assert load_gpu("h200").kernel.unroll == 4
+    assert kernel_config(load_gpu("h200", {"variant": "occupancy"})).unroll == 1  # hand-written
+    assert kernel_config(load_gpu("h200", {"variant": "prefetch"})).index_batch == 4
+    wl = {"num_tables": 1, "batch": 256, "reuse": "random"}
+
+    def stage(unroll: int) -> float:
+        over = {"arch": {"kernel.unroll": unroll}, "workload": wl}
+        return run_design_point("h200", "gpu-micro24", overrides=over).latency_ns
+
+    assert stage(4) > 1.08 * stage(1)
