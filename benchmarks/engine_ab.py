@@ -32,6 +32,7 @@ from _host import load, machine  # benchmarks/ is on sys.path when a script runs
 
 import nmp.memory.native as native
 from nmp.memory import read_trace, replay
+from nmp.memory.counters import N_COUNTERS
 from nmp.memory.engine_fields import EngineArgs
 from nmp.memory.native_build import build
 from nmp.memory.standards import NCMD
@@ -56,6 +57,10 @@ def _capture(cases: list[dict], ref) -> list[tuple[str, int, object, EngineArgs]
         return original(n, keep, fn, args)
 
     native._interruptible = spy
+    # fresh output arrays per case: a scratch replay's outputs are this thread's buffers,
+    # shared by the cases and reallocated when a larger one comes
+    scratch_max = native._OUT_SCRATCH_MAX
+    native._OUT_SCRATCH_MAX = -1
     try:
         runs = []
         for case in cases:
@@ -69,21 +74,23 @@ def _capture(cases: list[dict], ref) -> list[tuple[str, int, object, EngineArgs]
         return runs
     finally:
         native._interruptible = original
+        native._OUT_SCRATCH_MAX = scratch_max
 
 
 def _outputs(keep) -> list[np.ndarray]:
-    out = vars(keep[-1])
-    # out_scalars[3] counts evaluations: the one output allowed to differ
-    return [out["out_scalars"][:3].copy()] + [
-        np.array(v, copy=True) for k, v in out.items() if k != "out_scalars"
-    ]
+    # keep[-1]: native._outputs' arrays (the small outputs in one: out_scalars, cnt_snap, cnt,
+    # active_cycles; then arrive, depart, done, forwarded); out_scalars[3] counts evaluations,
+    # the one output allowed to differ
+    small, *per_tx = keep[-1]
+    return [small[:3].copy(), small[4:].copy()] + [np.array(v, copy=True) for v in per_tx]
 
 
 def _evaluations_per_command(keep) -> float:
     """A run's channel evaluations per command it issued (1.0: every evaluation issues; what an
     evaluation scheme with exact wake-up times reaches on a single-issue channel)."""
-    out = vars(keep[-1])
-    return int(out["out_scalars"][3]) / max(1, int(out["cnt"][:NCMD].sum()))
+    small = keep[-1][0]
+    cnt = small[4 + N_COUNTERS :]
+    return int(small[3]) / max(1, int(cnt[:NCMD].sum()))
 
 
 def main() -> None:
