@@ -4,8 +4,8 @@ measured beside what the GPU model predicts for it (nmp.gpu.latency_probe).
 Each warp chases ``K`` random pointer chains (one seeded permutation cycle) over a buffer far
 larger than the L2 (level hbm) or a quarter of it (level l2), ``W`` warps on every SM; each step
 reads one row (32 B: a sector, 128 B: a line) with ld.global.cg. Per configuration it prints the
-mean latency per step (elapsed time / steps, CUDA events, median), the useful GB/s and requests/s,
-and the model's figures for the same probe.
+mean latency per step ((elapsed time - the same launch's at 0 steps) / steps, CUDA events,
+medians), the useful GB/s and requests/s, and the model's figures for the same probe.
 
     python benchmarks/gpu_latency.py --arch h200 --record     # on a CUDA GPU (the [gpu] extra)
     python benchmarks/gpu_latency.py --arch h200 --model-only # the model's curve, no GPU
@@ -109,6 +109,20 @@ def dry_run_checks(gpu, plan: list[dict[str, Any]], seed: int) -> list[str]:
     ]
 
 
+def timed(fn, launch: dict[str, Any], args: tuple, flush, i: int) -> float:
+    """One launch (ns between CUDA events), after writing ``flush`` (cold L2) unless None."""
+    import cupy as cp
+
+    if flush is not None:
+        flush.fill(float(i))
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    fn((launch["grid"],), (launch["block"],), args)
+    end.record()
+    end.synchronize()
+    return cp.cuda.get_elapsed_time(start, end) * 1e6
+
+
 def measure(gpu, plan, steps: int, seed: int, repeats: int, warmup: int) -> list[dict]:
     """Run every launch on the current CUDA device; one measured row per point."""
     try:
@@ -143,20 +157,19 @@ def measure(gpu, plan, steps: int, seed: int, repeats: int, warmup: int) -> list
         starts = cp.asarray(chain_starts(nxt, lp["chains_total"], seed))
         sink = cp.zeros(1, dtype=cp.uint32)
         smid = cp.zeros(lp["grid"], dtype=cp.uint32)
-        args = (buf, starts, np.int64(steps), np.int32(node_words),
-                np.int32(p.row_bytes // 4), sink, smid)  # fmt: skip
-        times = []
-        for i in range(warmup + repeats):
-            if p.level == "hbm":
-                flush.fill(float(i))  # cold L2; the l2 level stays warm from the warm-up
-            start, end = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            fn((lp["grid"],), (lp["block"],), args)
-            end.record()
-            end.synchronize()
-            if i >= warmup:
-                times.append(cp.cuda.get_elapsed_time(start, end) * 1e6)  # ns
-        t = float(np.median(times))
+
+        def args(n_steps: int, buf=buf, starts=starts, sink=sink, smid=smid, p=p) -> tuple:
+            return (buf, starts, np.int64(n_steps), np.int32(node_words),
+                    np.int32(p.row_bytes // 4), sink, smid)  # fmt: skip
+
+        cold = flush if p.level == "hbm" else None  # the l2 level stays warm from the warm-up
+        runs = [
+            (timed(fn, lp, args(steps), cold, i), timed(fn, lp, args(0), cold, i))
+            for i in range(warmup + repeats)
+        ][warmup:]
+        # The launch and the start loads cost the same at 0 steps: only the chase is left.
+        empty = float(np.median([r[1] for r in runs]))
+        t = float(np.median([r[0] for r in runs])) - empty
         per_sm = np.bincount(cp.asnumpy(smid).astype(np.int64), minlength=gpu.sm.count)
         used = per_sm[per_sm > 0]
         loads = lp["chains_total"] * steps
@@ -169,7 +182,8 @@ def measure(gpu, plan, steps: int, seed: int, repeats: int, warmup: int) -> list
                 "latency_ns": t / steps,
                 "gbps": loads * p.row_bytes / t,
                 "requests_per_s": loads / t * 1e9,
-                "median_ns": t,
+                "median_ns": t + empty,
+                "empty_launch_ns": empty,
                 "blocks_per_sm_min": int(used.min()),
                 "blocks_per_sm_max": int(used.max()),
                 "sms_used": int(used.shape[0]),
@@ -178,6 +192,12 @@ def measure(gpu, plan, steps: int, seed: int, repeats: int, warmup: int) -> list
             }
         )
     return rows
+
+
+def agrees(modeled: dict[str, Any], measured: dict[str, Any]) -> bool:
+    from nmp.gpu.latency_probe import LATENCY_REL
+
+    return abs(modeled["latency_ns"] / measured["latency_ns"] - 1.0) <= LATENCY_REL
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", action="store_true", help="save the measurement")
     args = parser.parse_args(argv)
 
-    from nmp.gpu.latency_probe import model_lines, points, predict, record
+    from nmp.gpu.latency_probe import LATENCY_REL, model_lines, points, predict, record
     from nmp.gpu.spec import load_gpu
 
     try:
@@ -232,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"measured on {facts['gpu_name']} (driver {facts['driver']}, torch {facts['torch']})")
     print(
         f"{'level':<5} {'W/SM':>4} {'K':>2} {'B':>4} {'meas ns':>8} {'model ns':>8} "
-        f"{'meas GB/s':>9} {'model GB/s':>10} {'meas Greq/s':>11} {'blocks/SM':>9}"
+        f"{'meas GB/s':>9} {'model GB/s':>10} {'meas Greq/s':>11} {'blocks/SM':>9} "
+        f"{'model/meas':>10}"
     )
     for r, p in zip(rows, pts, strict=True):
         m = predict(gpu, p, args.steps)
@@ -240,8 +261,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{p.level:<5} {p.warps_per_sm:>4} {p.chains:>2} {p.row_bytes:>4} "
             f"{r['latency_ns']:>8.1f} {m['latency_ns']:>8.1f} {r['gbps']:>9.1f} "
             f"{m['gbps']:>10.1f} {r['requests_per_s'] / 1e9:>11.2f} "
-            f"{r['blocks_per_sm_min']:>4}-{r['blocks_per_sm_max']}"
+            f"{r['blocks_per_sm_min']:>7}-{r['blocks_per_sm_max']:<2} "
+            f"{m['latency_ns'] / r['latency_ns']:>9.3f}{'' if agrees(m, r) else ' *'}"
         )
+    print(
+        f"* the model's latency is off by more than {LATENCY_REL:.0%} (nmp validate: gpu.latency)"
+    )
     if args.record:
         rec = dict(
             facts,
@@ -251,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
             repeats=args.repeats,
             points=rows,
             method="benchmarks/gpu_latency.py: pointer chase, ld.global.cg, CUDA events around "
-            "one launch, median; hbm level: L2 flushed before each launch",
+            "one launch, median, less the median of the same launch at 0 steps; hbm level: L2 "
+            "flushed before each launch",
         )
         print(f"recorded in {record(rec)}")
     return 0

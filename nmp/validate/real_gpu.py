@@ -1,7 +1,10 @@
 """``nmp validate``'s real-GPU group: every recorded measurement of the real kernels
 (``nmp/gpu/data/measured-*.json``) against the current GPU model (:mod:`nmp.gpu.compare`).
 
-With nothing recorded the group is one row with verdict "not run": no measurement, no pass.
+Check ``gpu.latency`` does the same for the loaded-latency probe's curves
+(``nmp/gpu/data/latency-probe-*.json``, :mod:`nmp.gpu.latency_probe`), point by point.
+
+With nothing recorded each check is one row with verdict "not run": no measurement, no pass.
 """
 
 from __future__ import annotations
