@@ -50,8 +50,8 @@ def test_dry_run_rejects_bad_configurations(capsys):
     assert "largest grid 396 blocks of 256 threads" in capsys.readouterr().out
     assert script.main(["--dry-run", "--warps", "12"]) == 1
     assert "warps_per_sm 12: not a multiple of 8" in capsys.readouterr().err
-    assert script.main(["--dry-run", "--hbm-bytes", str(1 << 28)]) == 1
-    assert "must be >= 8 x the L2" in capsys.readouterr().err
+    assert script.main(["--dry-run", "--hbm-bytes", str(1 << 27)]) == 1
+    assert "must be >= 4 x the L2" in capsys.readouterr().err
 
 
 def test_chain_is_one_seeded_cycle_through_every_node():
