@@ -64,6 +64,25 @@ def latencies(gpu: GpuSpec, cal: HbmCalibration) -> Latencies:
     )
 
 
+def slice_queue(gpu: GpuSpec, *, bytes: float, requests: float) -> SliceQueue:
+    """The L2 slices' queue (:class:`nmp.gpu.timing.SliceQueue`) for a kernel that requests
+    ``bytes`` and ``requests`` line requests from the L2: the stage's kernels and the
+    loaded-latency probe (:mod:`nmp.gpu.latency_probe`) queue at the same slices."""
+    l2c, sm = gpu.l2, gpu.sm
+    return SliceQueue(
+        bytes=bytes,
+        peak_bytes_per_ns=l2c.bytes_per_cycle * (sm.clock_mhz / 1000.0),
+        # One line request at one slice: a slice serves bytes_per_cycle / slices.
+        service_cycles=l2c.line_bytes * l2c.slices / l2c.bytes_per_cycle,
+        requests=requests,
+        requests_per_ns=l2c.requests_per_ns or math.inf,
+        # One request at one slice: the slices share the rate.
+        request_service_cycles=l2c.slices / l2c.requests_per_ns / sm.cycle_ns
+        if l2c.requests_per_ns
+        else 0.0,
+    )
+
+
 def far_hit_share(gpu: GpuSpec, counts: dict[str, int]) -> float:
     """Share of a kernel's L2 line hits served by the far partition (0 without
     ``l2.far_hit_cycles`` or with per-partition copies, "near", where every hit is near).
@@ -365,17 +384,10 @@ def embedding_stage(
             saturation=cal.saturation,
             queueing_ns=cal.queueing_ns if gpu.hbm.queueing else None,
             bounds_ns=bounds,
-            slices=SliceQueue(
+            slices=slice_queue(
+                gpu,
                 bytes=l2_sectors * sector + lookups.batch * row_bytes[t] + overlap_bytes,
-                peak_bytes_per_ns=l2c.bytes_per_cycle * clk_ghz,
-                # One line request at one slice: a slice serves bytes_per_cycle / slices.
-                service_cycles=l2c.line_bytes * l2c.slices / l2c.bytes_per_cycle,
                 requests=row_requests + idx.l2_requests,
-                requests_per_ns=l2c.requests_per_ns or math.inf,
-                # One request at one slice: the slices share the rate.
-                request_service_cycles=l2c.slices / l2c.requests_per_ns / sm.cycle_ns
-                if l2c.requests_per_ns
-                else 0.0,
             ),
         )
         mlp_used.append(kt.mlp)

@@ -1,7 +1,10 @@
 """``nmp validate``'s real-GPU group: every recorded measurement of the real kernels
 (``nmp/gpu/data/measured-*.json``) against the current GPU model (:mod:`nmp.gpu.compare`).
 
-With nothing recorded the group is one row with verdict "not run": no measurement, no pass.
+Check ``gpu.latency`` does the same for the loaded-latency probe's curves
+(``nmp/gpu/data/latency-probe-*.json``, :mod:`nmp.gpu.latency_probe`), point by point.
+
+With nothing recorded each check is one row with verdict "not run": no measurement, no pass.
 """
 
 from __future__ import annotations
@@ -56,3 +59,54 @@ def real_gpu_measurements(quick: bool) -> list[CheckResult]:
     from nmp.gpu.compare import load_records
 
     return rows_for(load_records())
+
+
+LATENCY_HOW = "run benchmarks/gpu_latency.py --record on a CUDA GPU"
+
+
+def latency_rows_for(records) -> list[CheckResult]:
+    """The loaded-latency probe's recorded curves (``nmp/gpu/data/latency-probe-*.json``), one
+    row per point: modeled against measured latency per step, within
+    :data:`nmp.gpu.latency_probe.LATENCY_REL`. Nothing recorded: one row "not run"."""
+    from nmp.gpu.latency_probe import compare_record
+
+    if not records:
+        row = CheckResult(
+            id="gpu.latency",
+            source="nmp/gpu/data/latency-probe-*.json",
+            published="",
+            model="no loaded-latency curve recorded",
+            verdict=NOT_RUN,
+            group=GROUP,
+            detail=f"no latency-probe record in nmp/gpu/data/: {LATENCY_HOW}",
+            explanation="missing: the model's latency against loads in flight has not been "
+            f"measured ({LATENCY_HOW})",
+        )
+        row.mirror_columns()
+        return [row]
+    out = []
+    for stem, rec in records:
+        for cmp in compare_record(rec):
+            row = CheckResult(
+                id=f"gpu.latency.{stem}.{cmp['key']}",
+                source=f"{rec.get('gpu_name', '?')}, driver {rec.get('driver', '?')}, "
+                f"{rec.get('date', '?')}",
+                published=round(cmp["measured_ns"], 3),
+                model=round(cmp["modeled_ns"], 3),
+                verdict=cmp["verdict"],
+                group=GROUP,
+                unit="ns",
+                detail=cmp["detail"],
+                explanation=cmp["detail"] if cmp["verdict"] != "agrees" else "",
+            )
+            row.mirror_columns()
+            out.append(row)
+    return out
+
+
+@builtin("gpu.latency")
+def real_gpu_latency(quick: bool) -> list[CheckResult]:
+    """Every recorded loaded-latency curve against the model's prediction for the same probe."""
+    from nmp.gpu.latency_probe import load_records
+
+    return latency_rows_for(load_records())
