@@ -15,12 +15,12 @@ import dataclasses
 import math
 import os
 import re
-import tomllib
 import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
+import nmp.toml_cache as toml_cache
 from nmp.errors import NmpError, SpecError
 from nmp.fileio import read_regular
 from nmp.registry import Registry
@@ -81,7 +81,8 @@ MAX_TOML_BYTES = 16 * 1024**2
 
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Parse a TOML file; a syntax error names the file and line, a byte that is not UTF-8 its
-    line, a non-finite float (``nan``, ``inf``) its key."""
+    line, a non-finite float (``nan``, ``inf``) its key. The kit's own files are parsed once
+    per content (:mod:`nmp.toml_cache`)."""
     path = Path(path)
     try:
         raw = read_regular(path, MAX_TOML_BYTES)  # a folder, a pipe, a device: refused
@@ -89,6 +90,9 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise SpecError(exc.message, file=exc.file) from None
     if len(raw) > MAX_TOML_BYTES:
         raise SpecError(f"larger than {MAX_TOML_BYTES >> 20} MiB: not a spec", file=str(path))
+    cached = toml_cache.load(path, raw)  # these very bytes, parsed and checked before
+    if cached is not None:
+        return cached
     try:
         # utf-8-sig: a byte-order mark (Windows editors write one) is dropped, not a syntax error
         text = raw.decode("utf-8-sig")
@@ -98,6 +102,8 @@ def load_toml(path: str | Path) -> dict[str, Any]:
             file=str(path),
             line=raw[: exc.start].count(b"\n") + 1,
         ) from None
+    import tomllib  # (here: a cached file needs no parser; issue 43)
+
     try:
         data = tomllib.loads(text)
     except RecursionError:  # the parser recurses per level of [ and {
@@ -110,6 +116,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise SpecError(f"invalid TOML: {msg}", file=str(path), line=line) from None
     check_depth(data, file=str(path))
     check_finite(data, file=str(path))
+    toml_cache.store(path, raw, data)
     return data
 
 
@@ -449,6 +456,8 @@ def to_mapping(obj: Any) -> Any:
 def parse_value(text: str) -> Any:
     """A --set value as TOML would read it (``8``, ``1.5``, ``true``, ``"x"``, ``[1, 2]``);
     anything else is a bare string (``combined``)."""
+    import tomllib  # (here: a replay without --set parses no TOML; issue 43)
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except RecursionError:

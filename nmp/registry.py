@@ -25,8 +25,6 @@ This module is the one place that imports nmp modules by name (tests/test_layers
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import pkgutil
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,6 +58,9 @@ def package_modules(package: str, marker: str | None = None) -> list[str]:
     """The modules of ``package`` and its subpackages, in name order, without importing any
     (:func:`pkgutil.iter_modules` over the folders); with ``marker`` (a regular expression,
     matched per line) only those whose source matches it. ``__main__`` modules are left out."""
+    import importlib.util  # (here, with pkgutil: a preset lookup walks no package; issue 43)
+    import pkgutil
+
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise NmpError(f"registry package '{package}' is not a package")

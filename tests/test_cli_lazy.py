@@ -154,3 +154,42 @@ def test_replay_json_imports_no_rich_and_starts_no_blas_threads() -> None:
         "import os; print(os.environ.get('OMP_NUM_THREADS'))"
     )
     assert _run_python(code, env).splitlines()[-1] == "None"
+
+
+def test_a_command_named_first_builds_only_its_own_parser(monkeypatch) -> None:
+    """``nmp replay ...`` builds the replay parser alone (each other command's listing is a
+    parser of its own: issue 43, start-up); its help is the same as beside the others, and
+    ``nmp --help`` still lists every command (above)."""
+    built: list[argparse.ArgumentParser] = []
+    real = cli.build_parser
+
+    def spy(*args, **kwargs):
+        built.append(real(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(cli, "build_parser", spy)
+    with pytest.raises(SystemExit):
+        cli.main(["replay", "--help"])
+    (choices,) = [a.choices for a in built[0]._actions if a.dest == "command"]
+    assert list(choices) == ["replay"]
+    full = real(("replay",))
+    (listed,) = [a.choices for a in full._actions if a.dest == "command"]
+    assert list(listed) == list(cli.command_table())
+    assert choices["replay"].format_help() == listed["replay"].format_help()
+
+
+def test_a_warm_replay_parses_no_toml(tmp_path) -> None:
+    """The preset and its standard read back parsed from the cache (nmp.toml_cache) at the
+    second replay: tomllib is not even imported."""
+    import os
+
+    from nmp.memory import native
+
+    if not native.available():
+        pytest.skip(f"the C engine is not built here: {native.unavailable_reason()}")
+    env = {**os.environ, "NMP_CACHE_DIR": str(tmp_path)}
+    argv = ["replay", str(TRACE), *MEMORY, "--json"]
+    cold, warm = _probe(argv, env), _probe(argv, env)
+    assert cold["out"] == warm["out"] and json.loads(warm["out"])["cycles"] == 370874
+    assert "tomllib" in cold["modules"] and "tomllib" not in warm["modules"]
+    assert not {"traceback", "pkgutil"} & set(warm["modules"])

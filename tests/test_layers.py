@@ -41,6 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "plugins",
         "cliargs",
         "claim_setup",
+        "toml_cache",
         "nmp",
     ),
 )

@@ -23,6 +23,8 @@ _TOKENS = {
 
 @dataclass(frozen=True)
 class Mapping:
+    """An address mapping: its canonical name and its fields, most significant first."""
+
     name: str
     msb_to_lsb: tuple[str, ...]
 

@@ -39,8 +39,12 @@ MAX_WINDOW = 4
 _TOKEN = re.compile(r"\s*([+-])?\s*([A-Za-z_][A-Za-z0-9_]*|\d+)\s*")
 
 
+# Each dataclass here has a docstring: without one, ``dataclass`` writes its signature as the
+# docstring, with inspect's work at every start (issue 43).
 @dataclass(frozen=True)
 class Rule:
+    """One timing rule of a standard's TOML (see the module docstring)."""
+
     level: str
     preceding: tuple[str, ...]
     following: tuple[str, ...]
@@ -52,6 +56,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Standard:
+    """A DRAM standard as its TOML states it: levels, multi-cycle commands, timing rules."""
+
     name: str
     levels: tuple[str, ...]
     rank_level_name: str
