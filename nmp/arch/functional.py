@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from nmp.arch.rowdata import BASIS_A, BASIS_B
-from nmp.arch.vector_ops import LANES, register_ops, row_ops
+from nmp.arch.vector_ops import LANES, row_ops
 
 
 @njit(cache=True)
@@ -298,125 +298,6 @@ def _make_gather_tree_rows(dim: int):
 
     run.kernel = kernel  # type: ignore[attr-defined]  # (its compiled code, for inspection)
     return run
-
-
-REGISTER_PREFETCH_AHEAD = 128
-
-
-def _make_gather_tree_registers(dim: int, ahead: int = REGISTER_PREFETCH_AHEAD):
-    """The unweighted kernel of :func:`gather_tree_basis` for rows of ``dim`` elements (one of
-    :data:`nmp.arch.vector_ops.REGISTER_DIMS`), each unit's partial sum of a bag formed in
-    vector registers: the same additions in the same order as :func:`_make_gather_tree_rows`'s
-    kernel, so the same bits.
-
-    Not used: measured slower than :func:`_make_gather_tree_rows` (0.67-0.94x on
-    ``benchmarks/arch.py --gather-only``'s batch, docs/performance.md); kept to be measured.
-
-    A first pass over a bag puts each lookup's basis rows into its unit's slots (in lookup
-    order; a unit has as many as the longest bag has lookups); then the units, children before
-    parents (ids decrease up the tree), each sum their own
-    lookups in a register row, ``(acc + A) + B``, add their children's sums (highest id first),
-    and store the result once; the roots' sums are added into the output row. The accumulator
-    row is neither loaded nor stored per lookup. Units with no lookup and no child that had one
-    are skipped (their sum, +0.0, would change nothing). The basis rows of the lookup ``ahead``
-    places further on, in lookup order, are prefetched as each lookup is added."""
-    zero_row, add_two_to_register, add_row_to_register, load_row, store_row = register_ops(dim)
-    prefetch_row = row_ops(dim)[2]
-
-    @njit(cache=False, nogil=True, boundscheck=False)
-    def kernel(
-        level, node, base, bag, rows, basis_a, basis_b, up, first_kid, kids, out, sums
-    ):  # pragma: no cover
-        na, nb = np.uint64(_BASIS_A), np.uint64(_BASIS_B)
-        n_nodes = first_kid.shape[0] - 2  # the last entry's kids are the roots
-        n = np.uint64(node.shape[0])
-        one = np.uint64(1)
-        # the longest bag: each unit has that many slots for a bag's basis rows
-        cap = np.uint64(0)
-        start = np.uint64(0)
-        for m in range(1, node.shape[0]):
-            uj = np.uint64(m)
-            if bag[uj] != bag[uj - one]:
-                cap = max(cap, uj - start)
-                start = uj
-        cap = max(cap, n - start)
-        slots = np.empty((np.uint64(n_nodes) * cap, 2), dtype=np.uint64)
-        count = np.zeros(n_nodes, dtype=np.uint64)  # a unit's lookups in this bag
-        pf = np.uint64(0)  # the lookup whose basis row is prefetched next
-        while pf < n and pf < np.uint64(ahead):
-            r = np.uint64(rows[pf])
-            prefetch_row(basis_a, np.int64(r - (r // na) * na))
-            pf += one
-        live = np.zeros(n_nodes + 1, dtype=np.bool_)  # a unit with a sum in this bag
-        i = np.uint64(0)
-        while i < n:
-            # each lookup's basis rows into its unit's slots, in lookup order
-            b = bag[i]
-            j = i
-            while j < n and bag[j] == b:
-                u = np.uint64(base[np.uint64(level[j])] + node[j])
-                slot = u * cap + count[u]
-                r = np.uint64(rows[j])
-                q = r // na
-                slots[slot, 0] = r - q * na
-                slots[slot, 1] = q % nb
-                count[u] += one
-                j += one
-            i = j
-            for k in range(n_nodes - 1, -1, -1):
-                uk = np.uint64(k)
-                if count[uk] == 0 and not live[uk]:
-                    continue
-                acc = zero_row()
-                for s in range(uk * cap, uk * cap + count[uk]):
-                    if pf < n:
-                        r = np.uint64(rows[pf])
-                        prefetch_row(basis_a, np.int64(r - (r // na) * na))
-                        pf += one
-                    acc = add_two_to_register(
-                        acc, basis_a, np.int64(slots[s, 0]), basis_b, np.int64(slots[s, 1])
-                    )
-                count[uk] = 0
-                for c in range(first_kid[uk], first_kid[uk + one]):
-                    kid = np.uint64(kids[np.uint64(c)])
-                    if live[kid]:
-                        live[kid] = False
-                        acc = add_row_to_register(acc, sums, np.int64(kid))
-                store_row(sums, k, acc)
-                live[uk] = True  # a sum to add into the parent's
-                live[np.uint64(up[uk])] = True  # the parent has one to add: it is visited
-            # the roots, highest id first, into the output row
-            acc = load_row(out, b)
-            for c in range(first_kid[n_nodes], first_kid[n_nodes + 1]):
-                kid = np.uint64(kids[np.uint64(c)])
-                if live[kid]:
-                    live[kid] = False
-                    acc = add_row_to_register(acc, sums, np.int64(kid))
-            store_row(out, b, acc)
-        return out
-
-    def run(level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch):
-        first_kid, kids = _children_highest_first(parent)
-        up = np.where(parent < 0, parent.shape[0], parent).astype(np.int64)  # roots: the extra
-        out = _zeros_on_lines(batch, dim)
-        sums = _zeros_on_lines(parent.shape[0], dim)
-        return kernel(
-            level, node, base, bag, rows, basis_a, basis_b, up, first_kid, kids, out, sums
-        )
-
-    run.kernel = kernel  # type: ignore[attr-defined]  # (its compiled code, for inspection)
-    return run
-
-
-def _children_highest_first(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The children of every node, highest id first, as (first, kids): node ``k``'s are
-    ``kids[first[k]:first[k + 1]]``; an extra node ``len(parent)`` has the roots (parent -1)."""
-    n_nodes = parent.shape[0]
-    key = np.where(parent < 0, n_nodes, parent).astype(np.int64)
-    ids = np.arange(n_nodes, dtype=np.int64)
-    order = np.lexsort((-ids, key))  # by parent, then by decreasing id
-    first = np.searchsorted(key[order], np.arange(n_nodes + 2)).astype(np.int64)
-    return first, ids[order]
 
 
 def _zeros_on_lines(rows: int, dim: int) -> np.ndarray:

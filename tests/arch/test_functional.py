@@ -167,27 +167,6 @@ def test_basis_kernel_adds_in_a_fixed_order(dim, batch):
     )
 
 
-@pytest.mark.parametrize(("dim", "batch"), [(16, 25), (64, 25), (64, 400)])
-def test_register_kernel_adds_as_the_vector_kernel(dim, batch):
-    """The kernel that sums each unit's lookups in registers gives the bits of the additions
-    in the documented order (with more lookups per bag than units, and fewer)."""
-    from nmp.arch.functional import _make_gather_tree_registers
-    from nmp.arch.rowdata import _basis
-
-    rng = np.random.default_rng(dim + batch)
-    n = 2000
-    bag = np.sort(rng.integers(0, batch, n)).astype(np.int64)
-    rows = rng.integers(0, 5_000_000, n).astype(np.int64)
-    parent = np.array([-1, -1, 0, 0, 1, 2, 3, 4], dtype=np.int64)
-    base = np.array([0, 2, 4], dtype=np.int64)
-    level = rng.integers(0, 3, n).astype(np.int64)
-    node = rng.integers(0, np.array([2, 2, 4])[level]).astype(np.int64)
-    args = (level, node, base, bag, rows, np.empty(0, np.float32), *_basis(5, 2, dim))
-    got = _make_gather_tree_registers(dim)(*args, parent, batch)
-    want = _tree_sum_in_order(*args, parent, batch)
-    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
-
-
 class _PerTable:
     """A store that reads rows table by table (no bases: the generic kernel)."""
 
