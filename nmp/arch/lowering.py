@@ -301,15 +301,19 @@ def _emit_lines(
     e_col,
     row_code_shift,
     addr,
-    slots,
 ):  # pragma: no cover - compiled
     """Every lookup's requests into ``addr``, lookup by lookup in ``perm`` order: the address
     OR of its fields' encodings (bank group, bank, DRAM row, column ``col0 + line``). With
-    ``salp`` > 0 the bank is the row's subarray (bank group 0), else the node's bank. With
+    ``salp`` > 0 the bank is the lookup's activated-subarray slot, as
+    :func:`nmp.arch.salp.subarray_slots` gives it over the lookups in this order (computed
+    here, in the same pass: a row held by one of the node's ``salp`` slots keeps it, a new row
+    takes the least recently used slot), in bank group 0; else the node's bank. With
     ``row_code_shift`` >= 0 a row's code is ``row << row_code_shift`` (equal to ``e_row[row]``,
-    without reading the large table). With ``salp`` > 0, ``slots[i]`` is the lookup's
-    activated-subarray slot (:func:`nmp.arch.salp.subarray_slots`)."""
+    without reading the large table)."""
     r_sh, u_sh = _shift_of(rows_mod), _shift_of(units)
+    held = np.full(max(salp, 1), -1, dtype=np.int64)  # the row each slot holds
+    used = np.zeros(max(salp, 1), dtype=np.int64)  # 1 + the position of its last use
+    prev = -1
     k = 0
     for j in range(perm.shape[0]):
         i = perm[j]
@@ -319,7 +323,22 @@ def _emit_lines(
         else:
             row_code = e_row[row]
         if salp > 0:
-            base = e_bg[0] | e_bank[slots[i]] | row_code
+            if node[i] != prev:  # a node's slots start empty
+                held[:] = -1
+                used[:] = 0
+                prev = node[i]
+            pick = -1
+            for s in range(salp):
+                if held[s] == row:
+                    pick = s
+            if pick < 0:
+                pick = 0
+                for s in range(1, salp):
+                    if used[s] < used[pick]:
+                        pick = s
+                held[pick] = row
+            used[pick] = j + 1
+            base = e_bg[0] | e_bank[pick] | row_code
         else:
             u = node[i] & (units - 1) if u_sh >= 0 else node[i] % units
             base = e_bg[unit_bg[u, bank[i]]] | e_bank[unit_bank[u, bank[i]]] | row_code
@@ -426,14 +445,10 @@ def lower_level(
             # level is lowered
             buf = "addr." + level
             addr = _scratch(buf, total, np.uint64) if scratch else np.empty(total, np.uint64)
-            slots = np.zeros(1, dtype=np.int64)
-            if salp:
-                slots = np.empty(perm.size, dtype=np.int64)
-                slots[perm] = subarray_slots(node[perm], page[perm] % rows_mod, salp)
             _emit_lines(
                 perm, node, b, page, col0, lpr, lay.units, lay.unit_bg, lay.unit_bank,
                 rows_mod, salp, spec.bank.subarrays, e_bg, e_bank, e_row, e_col, row_shift,
-                addr, slots,
+                addr,
             )  # fmt: skip
             return LevelStream(level, addr, None, view, lookups, lines * float(tx), lines)
     addr, node_req = _lower_direct(
