@@ -69,10 +69,12 @@ class Clock:
         wall, cpu, wait = self.wall_s(), self.cpu_s(), self.wait_s()
         u = resource.getrusage(resource.RUSAGE_SELF)
         switches, faults = u.ru_nvcsw - self.usage.ru_nvcsw, u.ru_majflt - self.usage.ru_majflt
+        minor = (u.ru_minflt - self.usage.ru_minflt) / max(n, 1)
         return (
             f"wall {wall:.3f} s = CPU {cpu:.3f} + waiting for a CPU {wait:.3f} + other "
             f"{wall - cpu - wait:.3f} ({switches} voluntary switches, {faults} page faults "
-            f"from disk): {n / (wall - wait):.2f} points/s by wall less the wait"
+            f"from disk, {minor:.0f} pages mapped afresh per point): "
+            f"{n / (wall - wait):.2f} points/s by wall less the wait"
         )
 
 
