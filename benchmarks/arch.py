@@ -69,10 +69,12 @@ class Clock:
         wall, cpu, wait = self.wall_s(), self.cpu_s(), self.wait_s()
         u = resource.getrusage(resource.RUSAGE_SELF)
         switches, faults = u.ru_nvcsw - self.usage.ru_nvcsw, u.ru_majflt - self.usage.ru_majflt
+        minor = (u.ru_minflt - self.usage.ru_minflt) / max(n, 1)
         return (
             f"wall {wall:.3f} s = CPU {cpu:.3f} + waiting for a CPU {wait:.3f} + other "
             f"{wall - cpu - wait:.3f} ({switches} voluntary switches, {faults} page faults "
-            f"from disk): {n / (wall - wait):.2f} points/s by wall less the wait"
+            f"from disk, {minor:.0f} pages mapped afresh per point): "
+            f"{n / (wall - wait):.2f} points/s by wall less the wait"
         )
 
 
@@ -108,8 +110,11 @@ def design_points(arch: str, n: int, threads: int) -> float:
     reused = REPLAYS.hits
     try:
         clock = Clock()
+        point_cpu = []  # each point's CPU time: a busy spell of a shared machine slows a few
         for i in range(n):
+            c0 = time.process_time()
             r = run_design_point(arch, "recross-eval", seed=1 + i)
+            point_cpu.append(time.process_time() - c0)
         elapsed, cpu = clock.wall_s(), clock.cpu_s()
     finally:
         nmp.arch.replay.replay_lines = inner
@@ -122,6 +127,12 @@ def design_points(arch: str, n: int, threads: int) -> float:
         f"target >= 25/s), {n / cpu:.2f} per CPU second (the process's, all threads)"
     )
     print(f"  {clock.split(n)}")
+    point_cpu.sort()
+    print(
+        f"  CPU time per point: least {point_cpu[0] * 1e3:.1f} ms, first quartile "
+        f"{point_cpu[n // 4] * 1e3:.1f}, median {point_cpu[n // 2] * 1e3:.1f} "
+        f"({1 / point_cpu[n // 2]:.2f} points per CPU second at the median)"
+    )
     if threads == 1:
         print(
             f"  inside the DRAM engine (replay_lines): {spent['replay_s'] / elapsed:.0%} of the "

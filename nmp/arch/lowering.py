@@ -147,6 +147,25 @@ def _shift_of(d):  # pragma: no cover - compiled
     return -1
 
 
+# Quotients of dividends below 2^31 by a divisor below 2^31 known only at run time (a
+# bank-group unit's 3 banks) are taken by a multiply and a shift: an int64 division by such a
+# divisor took half of _split_levels' time.
+_MAGIC_BITS = 31
+
+
+@njit(cache=True)
+def _magic(d):  # pragma: no cover - compiled
+    """(m, shift) with ``(s * m) >> shift == s // d`` for every 0 <= s < 2^31 (unsigned 64-bit
+    product), 1 <= d < 2^31: shift = 31 + ceil(log2 d), m = ceil(2^shift / d), so that
+    m d - 2^shift < d <= 2^(shift - 31) (Granlund and Montgomery, PLDI'94, theorem 4.2)."""
+    lg = 0
+    while (1 << lg) < d:
+        lg += 1
+    shift = _MAGIC_BITS + lg
+    m = ((np.uint64(1) << np.uint64(shift)) + np.uint64(d - 1)) // np.uint64(d)
+    return m, np.uint64(shift)
+
+
 @njit(cache=True)
 def _split_levels(
     order, level, hit, node_all, slot_all, row_bytes, want, tx, nbanks, lpp, max_nodes, buf
@@ -175,8 +194,12 @@ def _split_levels(
     lookups = np.zeros((nlev, max_nodes), dtype=np.int64)
     lines = np.zeros((nlev, max_nodes), dtype=np.int64)
     b_sh = np.empty(nlev, dtype=np.int64)
+    b_m = np.zeros(nlev, dtype=np.uint64)
+    b_msh = np.zeros(nlev, dtype=np.uint64)
     for li in range(nlev):
         b_sh[li] = _shift_of(nbanks[li])
+        if nbanks[li] < (1 << _MAGIC_BITS):
+            b_m[li], b_msh[li] = _magic(nbanks[li])
     fill = offsets[:-1].copy()
     last_bytes, r, per_page, p_sh, span = -1, 1, 1, 0, 1
     for i in range(order.shape[0]):
@@ -193,12 +216,16 @@ def _split_levels(
         k = fill[li]
         fill[li] = k + 1
         s = slot_all[j]
-        if b_sh[li] >= 0:
+        d = nbanks[li]
+        # the same multiply on every level (a power of two too): which level a lookup
+        # belongs to changes from lookup to lookup, and a branch on it mispredicted
+        if s < (1 << _MAGIC_BITS) and b_m[li] > 0:
+            q = np.int64((np.uint64(s) * b_m[li]) >> b_msh[li])
+        elif b_sh[li] >= 0:
             q = s >> b_sh[li]
-            bank[k] = s - (q << b_sh[li])
         else:
-            q = s // nbanks[li]
-            bank[k] = s - q * nbanks[li]
+            q = s // d
+        bank[k] = s - q * d
         if r <= lpp:
             pg = q >> p_sh if p_sh >= 0 else q // per_page
             page[k] = pg
@@ -301,15 +328,19 @@ def _emit_lines(
     e_col,
     row_code_shift,
     addr,
-    slots,
 ):  # pragma: no cover - compiled
     """Every lookup's requests into ``addr``, lookup by lookup in ``perm`` order: the address
     OR of its fields' encodings (bank group, bank, DRAM row, column ``col0 + line``). With
-    ``salp`` > 0 the bank is the row's subarray (bank group 0), else the node's bank. With
+    ``salp`` > 0 the bank is the lookup's activated-subarray slot, as
+    :func:`nmp.arch.salp.subarray_slots` gives it over the lookups in this order (computed
+    here, in the same pass: a row held by one of the node's ``salp`` slots keeps it, a new row
+    takes the least recently used slot), in bank group 0; else the node's bank. With
     ``row_code_shift`` >= 0 a row's code is ``row << row_code_shift`` (equal to ``e_row[row]``,
-    without reading the large table). With ``salp`` > 0, ``slots[i]`` is the lookup's
-    activated-subarray slot (:func:`nmp.arch.salp.subarray_slots`)."""
+    without reading the large table)."""
     r_sh, u_sh = _shift_of(rows_mod), _shift_of(units)
+    held = np.full(max(salp, 1), -1, dtype=np.int64)  # the row each slot holds
+    used = np.zeros(max(salp, 1), dtype=np.int64)  # 1 + the position of its last use
+    prev = -1
     k = 0
     for j in range(perm.shape[0]):
         i = perm[j]
@@ -319,7 +350,22 @@ def _emit_lines(
         else:
             row_code = e_row[row]
         if salp > 0:
-            base = e_bg[0] | e_bank[slots[i]] | row_code
+            if node[i] != prev:  # a node's slots start empty
+                held[:] = -1
+                used[:] = 0
+                prev = node[i]
+            pick = -1
+            for s in range(salp):
+                if held[s] == row:
+                    pick = s
+            if pick < 0:
+                pick = 0
+                for s in range(1, salp):
+                    if used[s] < used[pick]:
+                        pick = s
+                held[pick] = row
+            used[pick] = j + 1
+            base = e_bg[0] | e_bank[pick] | row_code
         else:
             u = node[i] & (units - 1) if u_sh >= 0 else node[i] % units
             base = e_bg[unit_bg[u, bank[i]]] | e_bank[unit_bank[u, bank[i]]] | row_code
@@ -426,14 +472,10 @@ def lower_level(
             # level is lowered
             buf = "addr." + level
             addr = _scratch(buf, total, np.uint64) if scratch else np.empty(total, np.uint64)
-            slots = np.zeros(1, dtype=np.int64)
-            if salp:
-                slots = np.empty(perm.size, dtype=np.int64)
-                slots[perm] = subarray_slots(node[perm], page[perm] % rows_mod, salp)
             _emit_lines(
                 perm, node, b, page, col0, lpr, lay.units, lay.unit_bg, lay.unit_bank,
                 rows_mod, salp, spec.bank.subarrays, e_bg, e_bank, e_row, e_col, row_shift,
-                addr, slots,
+                addr,
             )  # fmt: skip
             return LevelStream(level, addr, None, view, lookups, lines * float(tx), lines)
     addr, node_req = _lower_direct(

@@ -11,6 +11,7 @@ from typing import Any
 
 from nmp.arch.architecture import Architecture
 from nmp.arch.area import design_area_mm2
+from nmp.arch.heap import keep_freed_memory
 from nmp.arch.presets import load_arch_spec
 from nmp.arch.spec import ArchSpec
 from nmp.config import PRESET_CATALOGS, preset_names
@@ -82,6 +83,7 @@ def run_design_point(
     """One design point of ``arch`` running ``workload`` (see the module docstring).
 
     ``overrides = {"arch": {...}, "workload": {...}, "memory": {...}}`` by dotted path."""
+    keep_freed_memory()  # (once per process: each point's arrays then reuse the last one's pages)
     overrides = overrides or {}
     unknown = set(overrides) - {"arch", "workload", "memory"}
     if unknown:

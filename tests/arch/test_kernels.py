@@ -34,6 +34,23 @@ def test_locality_kernel_equals_packed_sorts(seed):
         assert np.array_equal(got, _locality_order_reference(node, bank, page))
 
 
+def test_split_levels_divides_exactly_by_multiplying():
+    """_split_levels' quotient by a unit's bank count (a multiply and a shift) equals integer
+    division for every dividend below 2^31, on divisors from 1 to 2^31 - 1, the extremes
+    included."""
+    rng = np.random.default_rng(7)
+    top = (1 << low._MAGIC_BITS) - 1
+    edges = np.array([0, 1, 2, 3, top - 1, top], dtype=np.int64)
+    for d in [1, 2, 3, 5, 6, 7, 12, 24, 1000, 4099, (1 << 20) + 1, top - 1, top]:
+        m, shift = low._magic(d)
+        s = np.concatenate(
+            [edges, rng.integers(0, top, 20_000), d * rng.integers(0, top // d, 500)]
+        )
+        s = np.concatenate([s, np.maximum(s - 1, 0), np.minimum(s + 1, top)])
+        got = (s.astype(np.uint64) * np.uint64(m)) >> np.uint64(shift)
+        assert np.array_equal(got.astype(np.int64), s // d), d
+
+
 @pytest.mark.parametrize("name", ["recross", "trim-g", "recnmp"])
 def test_dense_tree_count_equals_the_sorting_path(name, small_workload, monkeypatch):
     arch = load_arch(name)
