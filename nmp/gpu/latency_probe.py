@@ -248,6 +248,8 @@ def compare_record(rec: dict[str, Any], gpu: GpuSpec | None = None) -> list[dict
     from nmp.gpu.spec import load_gpu
 
     gpu = gpu or load_gpu(rec["arch_preset"])
+    # The modeled curve, always: a preset calibrated by a record would only reproduce it.
+    gpu = replace(gpu, hbm=replace(gpu.hbm, loaded_latency_record=""))
     rows = []
     for entry in rec["points"]:
         p = ProbePoint(

@@ -239,3 +239,20 @@ def test_a_bare_name_is_a_file_in_the_data_folder(tmp_path, monkeypatch, model_p
     assert queues.record_path("elsewhere/x.json") == Path("elsewhere/x.json")
     with pytest.raises(NmpError, match="no-such.json: key 'hbm.loaded_latency_record': cannot"):
         stage("no-such.json")
+
+
+def test_validate_compares_the_modeled_curve_even_when_a_record_calibrates(tmp_path, h200):
+    """nmp validate's gpu.latency: the record against the model, never against itself."""
+    pts: list[dict] = [
+        {"level": "hbm", "warps_per_sm": w, "chains": k, "row_bytes": 128, "latency_ns": ns}
+        for w, k, ns in ((64, 4, 2000.0), (1, 1, 500.0))
+    ]
+    for p in pts:
+        p["requests_per_s"] = 132 * _n(p) / p["latency_ns"] * 1e9
+    rec = json.loads(write(tmp_path, pts).read_text())
+    gpu = replace(h200, hbm=replace(h200.hbm, loaded_latency_record=str(tmp_path / "rec.json")))
+    rows = lp.compare_record(rec, gpu)
+    assert [r["modeled_ns"] for r in rows] == [
+        r["modeled_ns"] for r in lp.compare_record(rec, h200)
+    ]
+    assert all(r["verdict"] == "disagrees" for r in rows)
