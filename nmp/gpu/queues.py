@@ -154,6 +154,11 @@ def memory_queues(
         wait_curve = (tuple(xs), tuple(ys))
     queueing: Callable[[float], float] | None = modeled
     hbm = level_curve(rec, path, gpu, "hbm", source)
+    if not (l2 or hbm):
+        raise NmpError(
+            f"{path}: key 'points': no point of {CURVE_ROW_BYTES}-B rows (record with "
+            f"benchmarks/gpu_latency.py --row-bytes {CURVE_ROW_BYTES})"
+        )
     if hbm:
         us, extra = [], []
         for rps, lat in hbm:

@@ -180,6 +180,8 @@ def _bad(tmp_path, model_points, case: str) -> Path:
         p = hbm[-1]
         p["requests_per_s"] *= p["latency_ns"] / 100.0
         p["latency_ns"] = 100.0
+    elif case == "no128":
+        pts = [dict(p, row_bytes=32) for p in pts]
     elif case == "little":
         pts[3]["requests_per_s"] *= 2.0
     return write(tmp_path, pts, name=f"{case}.json")
@@ -194,6 +196,7 @@ def _bad(tmp_path, model_points, case: str) -> Path:
         ("negative", "key 'points[3].requests_per_s' must be a finite number > 0"),
         ("monotone", "non-monotone hbm curve"),
         ("little", "Little's law"),
+        ("no128", "key 'points': no point of 128-B rows"),
     ],
 )
 def test_malformed_records_are_one_line_errors(tmp_path, model_points, case, message):
