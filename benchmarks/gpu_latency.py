@@ -289,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
             "one launch, median, less the median of the same launch at 0 steps; hbm level: L2 "
             "flushed before each launch",
         )
-        print(f"recorded in {record(rec)}")
+        path = record(rec)
+        print(f"recorded in {path}; every later run can price loads with it:")
+        print(f"  nmp run --arch {args.arch} --set arch.hbm.loaded_latency_record={path.name} ...")
     return 0
 
 

@@ -37,7 +37,8 @@ from nmp.errors import NmpError
 from nmp.fileio import atomic_write_text
 from nmp.gpu.hbm import hbm_calibration, with_probe
 from nmp.gpu.kernel import kernel_config
-from nmp.gpu.model import latencies, slice_queue
+from nmp.gpu.model import latencies
+from nmp.gpu.queues import memory_queues
 from nmp.gpu.spec import GpuSpec
 from nmp.gpu.timing import LoadPrices, kernel_timing
 
@@ -141,6 +142,9 @@ def predict(gpu: GpuSpec, point: ProbePoint, steps: int = 1024) -> dict[str, Any
     the stage path's own timing (see the module docstring), and what bound it."""
     cal = with_probe(hbm_calibration(gpu.hbm), gpu.hbm)
     lat = latencies(gpu, cal)
+    queues = memory_queues(
+        gpu, cal, hbm_unloaded_ns=lat.hbm_cycles * gpu.sm.cycle_ns, l2_hit_cycles=lat.l2_cycles
+    )
     sm = gpu.sm
     _, wpb, per_sm = geometry(point.warps_per_sm, sm.count)
     sector = gpu.l2.sector_bytes
@@ -172,14 +176,14 @@ def predict(gpu: GpuSpec, point: ProbePoint, steps: int = 1024) -> dict[str, Any
         hbm_bytes=hbm_bytes,
         peak_gbps=gpu.hbm.peak_bandwidth_gbps,
         saturation=cal.saturation,
-        queueing_ns=cal.queueing_ns if gpu.hbm.queueing else None,
+        queueing_ns=queues.queueing_ns,
         bounds_ns={
             "hbm_bandwidth": hbm_bytes
             / (gpu.hbm.peak_bandwidth_gbps * cal.efficiency_for(sectors * sector)),
             "l2_bandwidth": req_bytes / (gpu.l2.bytes_per_cycle * clk_ghz),
             "l1_bandwidth": req_bytes / (gpu.l1.bytes_per_cycle * sm.count * clk_ghz),
         },
-        slices=slice_queue(gpu, bytes=req_bytes, requests=loads),
+        slices=queues.slices(bytes=req_bytes, requests=loads),
     )
     return {
         "latency_ns": kt.t_ns / steps,
@@ -244,6 +248,8 @@ def compare_record(rec: dict[str, Any], gpu: GpuSpec | None = None) -> list[dict
     from nmp.gpu.spec import load_gpu
 
     gpu = gpu or load_gpu(rec["arch_preset"])
+    # The modeled curve, always: a preset calibrated by a record would only reproduce it.
+    gpu = replace(gpu, hbm=replace(gpu.hbm, loaded_latency_record=""))
     rows = []
     for entry in rec["points"]:
         p = ProbePoint(

@@ -29,6 +29,7 @@ from nmp.gpu.cache import CacheState, StampClock
 from nmp.gpu.hbm import HbmCalibration, hbm_calibration, with_probe
 from nmp.gpu.index_stream import index_traffic
 from nmp.gpu.kernel import KernelConfig, kernel_config
+from nmp.gpu.queues import memory_queues, slice_queue  # noqa: F401  (slice_queue: re-exported)
 from nmp.gpu.spec import GpuSpec
 from nmp.gpu.stream import (
     LEVEL_HBM,
@@ -38,7 +39,7 @@ from nmp.gpu.stream import (
     L2Policy,
     run_kernel_stream,
 )
-from nmp.gpu.timing import STALL_KEYS, LoadPrices, SliceQueue, kernel_timing
+from nmp.gpu.timing import STALL_KEYS, LoadPrices, kernel_timing
 from nmp.results import OpResult
 
 TABLE_ALIGN_BYTES = 2 * 1024 * 1024  # tables start on 2-MiB (large page) boundaries
@@ -61,25 +62,6 @@ def latencies(gpu: GpuSpec, cal: HbmCalibration) -> Latencies:
         l2_cycles=gpu.l2.hit_cycles,
         hbm_cycles=hbm_ns / gpu.sm.cycle_ns,
         dram_ns=cal.dram_latency_ns,
-    )
-
-
-def slice_queue(gpu: GpuSpec, *, bytes: float, requests: float) -> SliceQueue:
-    """The L2 slices' queue (:class:`nmp.gpu.timing.SliceQueue`) for a kernel that requests
-    ``bytes`` and ``requests`` line requests from the L2: the stage's kernels and the
-    loaded-latency probe (:mod:`nmp.gpu.latency_probe`) queue at the same slices."""
-    l2c, sm = gpu.l2, gpu.sm
-    return SliceQueue(
-        bytes=bytes,
-        peak_bytes_per_ns=l2c.bytes_per_cycle * (sm.clock_mhz / 1000.0),
-        # One line request at one slice: a slice serves bytes_per_cycle / slices.
-        service_cycles=l2c.line_bytes * l2c.slices / l2c.bytes_per_cycle,
-        requests=requests,
-        requests_per_ns=l2c.requests_per_ns or math.inf,
-        # One request at one slice: the slices share the rate.
-        request_service_cycles=l2c.slices / l2c.requests_per_ns / sm.cycle_ns
-        if l2c.requests_per_ns
-        else 0.0,
     )
 
 
@@ -163,6 +145,9 @@ def embedding_stage(
     cfg = kernel_config(gpu)
     cal = with_probe(hbm_calibration(gpu.hbm), gpu.hbm)
     lat = latencies(gpu, cal)
+    queues = memory_queues(
+        gpu, cal, hbm_unloaded_ns=lat.hbm_cycles * gpu.sm.cycle_ns, l2_hit_cycles=lat.l2_cycles
+    )
     n_tables = len(batch.tables)
     elem_bytes = elem_bytes or [4] * n_tables
     row_bytes = [lk.dim * elem_bytes[t] for t, lk in enumerate(batch.tables)]
@@ -382,10 +367,9 @@ def embedding_stage(
             hbm_bytes=hbm_sectors * sector + stream_bytes + overlap_bytes,
             peak_gbps=peak,
             saturation=cal.saturation,
-            queueing_ns=cal.queueing_ns if gpu.hbm.queueing else None,
+            queueing_ns=queues.queueing_ns,
             bounds_ns=bounds,
-            slices=slice_queue(
-                gpu,
+            slices=queues.slices(
                 bytes=l2_sectors * sector + lookups.batch * row_bytes[t] + overlap_bytes,
                 requests=row_requests + idx.l2_requests,
             ),
@@ -427,6 +411,7 @@ def embedding_stage(
         else 0.0,
         "mlp_loads_per_warp": float(np.mean(mlp_used)) if mlp_used else 0.0,
         "l2_far_hit_share": float(np.mean(far_shares)) if far_shares else 0.0,
+        "curve_source": queues.source,
     }
     return _result(
         gpu, cfg, cal, lat, batch, t_total, totals, stall, level_units, tables_out, pin_info, loaded
@@ -522,6 +507,7 @@ def _result(
         },
         "hbm_efficiency_random": cal.efficiency,
         "hbm_calibrated_against": cal.calibrated_against,
+        "loaded_latency_curve": loaded["curve_source"],
         "pinning": pin_info,
         "line_sample": gpu.sim.line_sample,
     }

@@ -180,6 +180,12 @@ class HbmSpec:
     # L2's miss sizes 32, 64 and 128 B.
     probe_fetch_bytes: tuple[int, ...] = ()
     probe_random_gbps: tuple[float, ...] = ()
+    # A recorded loaded-latency probe (benchmarks/gpu_latency.py --record): a file name in
+    # nmp/gpu/data/ or a path. Where given, its measured latency against loads in flight replaces
+    # the HBM queue's and the L2 slices' modeled shapes (nmp.gpu.loaded_curve); "": modeled.
+    loaded_latency_record: str = ""
+    # A record of another GPU than this preset's is refused unless this is true.
+    loaded_latency_any_gpu: bool = False
 
     def validate(self) -> None:
         if len(self.probe_fetch_bytes) != len(self.probe_random_gbps):

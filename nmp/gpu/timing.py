@@ -211,6 +211,16 @@ class SliceQueue:
     requests: float = 0.0
     requests_per_ns: float = math.inf  # the slices' request rate (all of them together)
     request_service_cycles: float = 0.0  # one request at one slice
+    # A measured wait (SM cycles) against the slices' utilization (the busier of bytes and
+    # requests), from a recorded latency probe (nmp.gpu.loaded_curve); empty: M/D/1. Below its
+    # first point the first wait holds; beyond its last point (the probe's highest throughput)
+    # the wait is infinite: a measured curve says nothing past itself.
+    wait_curve: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
+
+    def utilization(self, t_ns: float) -> float:
+        """The busier of the slices' two resources (bytes, requests) at time ``t_ns``."""
+        u_bytes = self.bytes / (t_ns * self.peak_bytes_per_ns) if t_ns > 0 else math.inf
+        return max(u_bytes, self.request_utilization(t_ns))
 
     def request_utilization(self, t_ns: float) -> float:
         """Share of the slices' request rate the kernel's requests take at time ``t_ns``."""
@@ -222,7 +232,12 @@ class SliceQueue:
 
     def wait_cycles(self, t_ns: float) -> float:
         """Mean wait at a slice (M/D/1: u / (2 (1 - u)) services) at the kernel's L2 load, on
-        the busier of the slices' two resources (bytes, requests)."""
+        the busier of the slices' two resources (bytes, requests); or the measured
+        ``wait_curve`` at that utilization."""
+        xs, ys = self.wait_curve
+        if xs:
+            u = self.utilization(t_ns)
+            return math.inf if u > xs[-1] else float(np.interp(u, xs, ys))
         u_bytes = self.bytes / (t_ns * self.peak_bytes_per_ns) if t_ns > 0 else math.inf
         u, service = max(
             (u_bytes, self.service_cycles),
