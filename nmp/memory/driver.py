@@ -172,24 +172,51 @@ def replay_lines(
 
 def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool) -> MemStats:
     checked = check_lines(lines[0], spec, lines[1], lines[2])
-    # the engine inputs live only through this call, and so do its per-transaction outputs
-    # unless the timeline keeps them: this thread's scratch buffers rather than fresh arrays
-    # on every replay
-    status, cycles, clk_end, snap, final, arrive, depart, done, fwd, active, _ = _run(
-        checked, spec, drain=drain, jump=True, log_size=0, scratch=True, scratch_out=not timeline
-    )
+    summary = None if timeline else _run_summary(checked, spec, drain)
+    if summary is not None:
+        status, cycles, clk_end, snap_list, final_list, active_sum, sums = summary
+        timeline_arrays = None
+    else:
+        # the engine inputs live only through this call, and so do its per-transaction outputs
+        # unless the timeline keeps them: this thread's scratch buffers rather than fresh
+        # arrays on every replay
+        status, cycles, clk_end, snap, final, arrive, depart, done, fwd, active, _ = _run(
+            checked, spec, drain=drain, jump=True, log_size=0, scratch=True,
+            scratch_out=not timeline,
+        )  # fmt: skip
+        ks = int(_plan(spec).native_decode[0])
+        sums = _read_sums(checked[1], ks, arrive, depart, done, int(cycles))
+        snap_list, final_list, active_sum = snap.tolist(), final.tolist(), int(active.sum())
+        timeline_arrays = {"arrive": arrive, "done": done} if timeline else None
     if status != 0:
         raise NmpError(f"the controller deadlocked at cycle {clk_end} (no command can ever issue)")
-    ks = int(_plan(spec).native_decode[0])
-    sums = _read_sums(checked[1], ks, arrive, depart, done, int(cycles))
     return run_stats(
         spec,
         drain=drain,
         cycles=int(cycles),
-        snap=snap.tolist(),
-        final=final.tolist(),
+        snap=snap_list,
+        final=final_list,
         sums=sums,
-        active_sum=int(active.sum()),
+        active_sum=active_sum,
         lines=len(checked[0]),
-        timeline={"arrive": arrive, "done": done} if timeline else None,
+        timeline=timeline_arrays,
     )
+
+
+def _run_summary(checked: tuple, spec: MemorySpec, drain: bool) -> tuple | None:
+    """The C engine's run of lines already checked, summed without a timeline
+    (:func:`nmp.memory.native.simulate_summary`), or None where the numba engine runs them."""
+    plan = _plan(spec)
+    if engine_backend() != "native" or plan.native_unsupported:
+        return None
+    addr, wr_in, _, arrival = checked
+    write, arrival = native_lines(addr, wr_in, arrival, True)
+    threads = engine_threads(spec.org.channels, len(addr) * plan.k)
+    decode = plan.native_decode
+    out = native.simulate_summary(
+        addr, write, arrival, int(decode[0]), decode, plan.engine_params(drain, True),
+        *plan.tables, threads, has_write=wr_in is not None,
+    )  # fmt: skip
+    for callback in _ON_REPLAY:
+        callback(len(addr) * plan.k)  # the transactions of this run
+    return out

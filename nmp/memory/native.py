@@ -55,6 +55,7 @@ __all__ = [
     "parse_trace",
     "read_sums",
     "simulate",
+    "simulate_summary",
     "unavailable_reason",
     "unsupported",
 ]
@@ -218,6 +219,112 @@ def simulate(
         o.active_cycles,
         evals,
     )
+
+
+# A run's scalars, counters, active cycles and read sums in one of this thread's int64 buffers
+# (SUMMARY_MAX ranks of channels at most), read back with one ``tolist``; with the
+# per-transaction scratch outputs and these addresses taken once per buffer, a run that is
+# only summed takes the address of its three line arrays alone (was ten, and two calls).
+_SUMMARY = threading.local()
+_SUMMARY_RANKS_MAX = 256
+_NO_LOG = np.full((0, 5), -1, np.int64)
+
+
+def _summary_buffer() -> tuple[np.ndarray, int, int]:
+    """(this thread's summary buffer, its address, the address of an empty command log): where
+    :func:`simulate_summary` writes."""
+    buf = getattr(_SUMMARY, "buf", None)
+    if buf is None:
+        arr = np.zeros(4 + 2 * N_COUNTERS + _SUMMARY_RANKS_MAX + 5 + 8, np.int64)
+        buf = _SUMMARY.buf = (arr, arr.ctypes.data, _NO_LOG.ctypes.data)
+    return buf
+
+
+def simulate_summary(
+    addr, write, arrival, ks, decode, params, tab_i, nxt, lat, win, threads=1, *, has_write=True
+):
+    """What a replay that keeps no timeline needs of :func:`simulate` and :func:`read_sums`, in
+    one pass of C calls: (status, cycles, clk_end, counters at ``cycles`` (list), counters at the
+    end (list), active cycles summed over ranks, the read sums (tuple)). ``addr`` uint64,
+    ``write`` int8/bool and ``arrival`` int64 per line (the engine's inputs, as
+    :func:`nmp.memory.lines.native_lines` gives them; ``has_write`` False: ``write`` is all
+    zeros, and the sums count every transaction a read), ``ks`` = ``decode[0]``. The same
+    figures as ``simulate(..., scratch=True)`` then ``read_sums`` (a test compares them)."""
+    lib, why = _library()
+    if lib is None:
+        raise RuntimeError(f"the native DRAM engine is not available: {why}")
+    decode, params, tables, const_ptrs = _constants(decode, params, tab_i, nxt, lat, win)
+    p = params[0]  # read on every run: a caller may change a field between runs
+    channels, ranks = int(p["channels"]), int(p["ranks"])
+    if int(decode[0]) != ks:
+        raise ValueError("ks must be decode[0]")
+    n_lines = addr.shape[0]
+    n = n_lines << ks
+    wr = write
+    if (
+        addr.dtype != np.uint64
+        or arrival.dtype != np.int64
+        or wr.dtype not in (np.int8, np.uint8, np.bool_)
+        or not (addr.flags.c_contiguous and wr.flags.c_contiguous and arrival.flags.c_contiguous)
+        or wr.shape[0] < n_lines
+        or arrival.shape != addr.shape
+    ):
+        raise ValueError("addr (uint64), write (int8 or bool) and arrival (int64) per line")
+    if channels * ranks > _SUMMARY_RANKS_MAX or n > _OUT_SCRATCH_MAX:
+        return _summary_of_simulate(
+            addr, wr, arrival, ks, decode, params, tables, threads, has_write
+        )
+    summary, s0, log_ptr = _summary_buffer()
+    # (engine.c zeroes the counters and active cycles itself and writes the scalars)
+    outputs = _outputs_at(n, s0)
+    wp = wr.ctypes.data
+    args = EngineArgs(
+        addr.ctypes.data, wp, arrival.ctypes.data, n, *const_ptrs,
+        log_ptr, 0, *outputs[0], max(1, int(threads)),
+    )  # fmt: skip
+    keep = (addr, wr, arrival, decode, params, tables, summary, outputs[1])
+    rc = _interruptible(n, keep, lib.simulate_c, ctypes.byref(args))
+    if rc < 0:
+        raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")
+    c1, c2, c3 = 4 + N_COUNTERS, 4 + 2 * N_COUNTERS, 4 + 2 * N_COUNTERS + channels * ranks
+    tx = outputs[2]
+    cycles = int(summary[1])
+    lib.read_sums_c(
+        wp if has_write else None, ks, tx[0], tx[1], tx[2], n, cycles, s0 + 8 * c3
+    )  # fmt: skip
+    values = summary[: c3 + 5].tolist()
+    return (
+        values[0], values[1], values[2], values[4:c1], values[c1:c2],
+        sum(values[c2:c3]), tuple(values[c3:]),
+    )  # fmt: skip
+
+
+def _outputs_at(n: int, s0: int) -> tuple[tuple, object, tuple]:
+    """(EngineArgs' output addresses with the small outputs in the summary buffer at ``s0``, the
+    arrays to keep alive, the addresses of arrive, depart, done): this thread's per-transaction
+    scratch outputs (:func:`_outputs`' buffers)."""
+    buf = getattr(_OUT_SCRATCH, "buf", None)
+    if buf is None or buf[1].size < n:
+        _outputs(n, 1, 1, True)  # (makes this thread's buffers)
+        buf = _OUT_SCRATCH.buf
+    per_tx, fwd_all, p0, f0 = buf
+    size = fwd_all.size
+    tx = (p0, p0 + 8 * size, p0 + 16 * size)
+    c1, c2 = 4 + N_COUNTERS, 4 + 2 * N_COUNTERS
+    # EngineArgs' order: out_scalars, cnt_snap, cnt, arrive, depart, done, active, fwd
+    return (s0, s0 + 32, s0 + 8 * c1, *tx, s0 + 8 * c2, f0), buf, tx
+
+
+def _summary_of_simulate(
+    addr, write, arrival, ks, decode, params, tables, threads, has_write
+) -> tuple:
+    """:func:`simulate_summary` through :func:`simulate` and :func:`read_sums` (a run larger
+    than the thread's buffers)."""
+    tab_i, nxt, lat, win = tables
+    out = simulate(addr, write, arrival, decode, params, tab_i, nxt, lat, win, _NO_LOG, threads)
+    status, cycles, clk_end, snap, cnt, arrive, depart, done, _, active, _ = out
+    sums = read_sums(write if has_write else None, ks, arrive, depart, done, cycles)
+    return status, cycles, clk_end, snap.tolist(), cnt.tolist(), int(active.sum()), sums
 
 
 def read_sums(write, ks: int, arrive, depart, done, cycles: int) -> tuple[int, ...]:

@@ -8,6 +8,7 @@ preset with writes and arrival cycles, and the NMP internal views. Then the back
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import time
@@ -440,3 +441,52 @@ def test_ctrl_c_stops_a_long_native_call():
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=20)
     assert out.startswith("interrupted") and float(out.split()[1]) < 5, out
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_summary_equals_simulate_and_read_sums(monkeypatch, fallback):
+    """native.simulate_summary (a replay without a timeline: its outputs in this thread's
+    buffers, the sums read in the same call) gives what simulate then read_sums give, run after
+    run on organizations of other sizes (no value left over from the last), with writes or
+    none, drained or not; ``fallback``: a run too large for the buffers takes simulate's path."""
+    if fallback:
+        monkeypatch.setattr(native, "_OUT_SCRATCH_MAX", 16)
+    rng = np.random.default_rng(5)
+    log = np.zeros((0, 5), np.int64)
+    for preset, ranks, channels, has_write, drain in (
+        ("ddr4-3200aa", 2, 2, True, True),
+        ("ddr4-3200aa", 1, 1, False, False),
+        ("hbm2-2000", None, None, True, False),
+        ("ddr5-4800an", 2, None, False, True),
+    ):
+        org = {} if ranks is None else {"ranks": ranks, "channels": channels}
+        spec = load_memory(preset, **org)
+        plan = driver._plan(spec)
+        n = 1500
+        addr = (rng.integers(0, spec.capacity_bytes // 64, n) * 64).astype(np.uint64)
+        wr = (rng.random(n) < 0.4).astype(np.int8) if has_write else np.zeros(n, np.int8)
+        arrival = np.cumsum(rng.integers(0, 4, n)).astype(np.int64)
+        p = plan.engine_params(drain, True)
+        dec, ks = plan.native_decode, int(plan.native_decode[0])
+        out = native.simulate(addr, wr, arrival, dec, p, *plan.tables, log)
+        sums = native.read_sums(wr if has_write else None, ks, *out[5:8], out[1])
+        want = (*out[:3], out[3].tolist(), out[4].tolist(), int(out[9].sum()), sums)
+        got = native.simulate_summary(
+            addr, wr, arrival, ks, dec, p, *plan.tables, has_write=has_write
+        )
+        assert got == want, preset
+    with pytest.raises(ValueError, match="per line"):
+        native.simulate_summary(addr.astype(np.int64), wr, arrival, ks, dec, p, *plan.tables)
+
+
+def test_replay_without_timeline_equals_replay_with_one():
+    """The driver's summed path (no timeline) and its timeline path give the same statistics."""
+    spec = load_memory("ddr4-3200aa", ranks=2)
+    rng = np.random.default_rng(8)
+    addr = (rng.integers(0, 1 << 22, 3000) * 64).astype(np.uint64)
+    for write in (False, rng.random(3000) < 0.3):
+        for drain in (True, False):
+            a = driver.replay_lines(addr, spec, write, drain=drain)
+            b = driver.replay_lines(addr, spec, write, drain=drain, timeline=True)
+            assert a.timeline is None and b.timeline is not None
+            assert a == dataclasses.replace(b, timeline=None)
