@@ -40,10 +40,18 @@ def _full() -> tuple[list[str], str]:
     return cc, native_build.library_key(cc)
 
 
-def test_a_hit_is_the_full_computation(sources: Path) -> None:
+def test_a_hit_is_the_full_computation(sources: Path, monkeypatch) -> None:
     assert native_build.cached_choice() is None
-    assert native_build._choice() == _full()
-    assert native_build.cached_choice() == _full()
+    full = _full()
+    assert native_build._choice() == full
+    assert native_build.cached_choice() == full
+
+    def scanned(*args):
+        raise AssertionError("the key was computed again")
+
+    monkeypatch.setattr(native_build, "compiler", scanned)
+    monkeypatch.setattr(native_build, "library_key", scanned)
+    assert native_build._choice() == full  # the hit: no PATH scan, no hashing
 
 
 def test_an_edited_source_is_a_miss_and_a_new_key(sources: Path) -> None:
