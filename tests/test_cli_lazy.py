@@ -141,6 +141,8 @@ def test_replay_json_imports_no_rich_and_starts_no_blas_threads() -> None:
     assert "rich" not in loaded
     # nor what only a build of the engine's library needs (it is built: above)
     assert not {"importlib.metadata", "subprocess", "tempfile"} & set(got["modules"])
+    # nor the progress display, which --json never shows
+    assert "nmp.report.progress" not in got["modules"]
     # nor OpenSSL's hashlib for the library's key (the interpreter's own SHA-256 where it has one)
     import importlib.util
 

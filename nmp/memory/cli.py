@@ -74,12 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         raise NmpError(f"cannot read the trace: {exc.strerror}", file=args.trace) from None
     estimate = guard.replay_estimate(spec, size, compressed=args.trace.endswith(".gz"))
     guard.check(_blame_source(estimate, args), args.max_memory)
-    # loaded when the command runs, not for `nmp --help`
-    from nmp.report.progress import activity
-
-    with activity(
-        f"replaying {args.trace} on {spec.name} ({spec.org.channels} ch)", quiet=args.json
-    ):
+    with _activity(args, f"replaying {args.trace} on {spec.name} ({spec.org.channels} ch)"):
         stats = _replay(args.trace, spec, guard.trace_text_bound(spec, args.max_memory), args)
     if args.json:
         out = stats.to_json()
@@ -89,6 +84,18 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     _print_table(args.trace, spec, stats)
     return 0
+
+
+def _activity(args: argparse.Namespace, message: str):
+    """The progress display; none with ``--json`` (its module not even loaded: 2 M
+    instructions of a start; issue 43), loaded when the command runs, not for `nmp --help`."""
+    if args.json:
+        import contextlib
+
+        return contextlib.nullcontext()
+    from nmp.report.progress import activity
+
+    return activity(message)
 
 
 def _replay(trace: str, spec, max_bytes: int | None, args: argparse.Namespace):

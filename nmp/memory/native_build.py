@@ -23,7 +23,10 @@ not load (corrupt, truncated) is removed and built again (:func:`load`), instead
 replays on the numba engine for good.
 
 The key hashes the sources, the compiler command and where it resolves to, and the CPU, so a
-library is only ever loaded by the configuration that built it.
+library is only ever loaded by the configuration that built it. Computing it (the ``PATH``
+scanned for Clang, the sources read and hashed, ``/proc/cpuinfo`` parsed) was about 10 M
+instructions of every ``nmp replay``; :func:`cached_choice` keeps the compiler and key it found
+in the user cache, keyed by cheap facts that change whenever the costly ones could (see there).
 """
 
 from __future__ import annotations
@@ -31,15 +34,14 @@ from __future__ import annotations
 import ctypes
 import os
 import shlex
-import shutil
 import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# subprocess, tempfile, platform and atexit are imported where they are used: a replay whose
-# library is built needs none of them (10-20 ms of `nmp replay`'s start-up; issue 43)
+# subprocess, tempfile, platform, atexit, shutil and json are imported where they are used: a
+# replay whose library is built needs none of them (10-20 ms of `nmp replay`'s start-up; issue 43)
 
 
 def _sha256(data: bytes) -> Any:
@@ -58,8 +60,13 @@ def _sha256(data: bytes) -> Any:
 
 
 _SOURCE = Path(__file__).with_name("engine.c")
-# the headers engine.c includes: part of the build's key
-_HEADERS = sorted(_SOURCE.parent.glob("engine_*.h"))
+
+
+def _headers() -> list[Path]:
+    """The headers engine.c includes: part of the build's key."""
+    return sorted(_SOURCE.parent.glob("engine_*.h"))
+
+
 # -Wall -Wextra: the engine builds clean with both (the install build adds -Werror: _STRICT)
 _FLAGS = ("-O3", "-march=native", "-std=gnu99", "-shared", "-fPIC", "-Wall", "-Wextra")
 # GCC only: -mtune=generic after -march=native. GCC 12 tunes a Zen 5 CPU as znver3 (the newest it
@@ -125,9 +132,40 @@ def compiler() -> list[str]:
             name = max(found, key=_clang_version)
             # the bare name where the PATH resolves it to this file (the library's key stays
             # the same), else the file itself
-            same = shutil.which(name) == found[name]
+            same = which(name) == found[name]
             return [name if same else os.path.abspath(found[name])]
     return ["cc"]
+
+
+def which(name: str) -> str | None:
+    """:func:`shutil.which` (POSIX) without importing shutil (7 M instructions, with its
+    compression modules, of every `nmp replay`): ``name`` itself where it has a folder, else
+    the first ``PATH`` folder's executable non-directory ``name``, joined as shutil joins it."""
+    if sys.platform == "win32":
+        import shutil
+
+        return shutil.which(name)
+
+    def runnable(path: str) -> bool:
+        return os.path.exists(path) and os.access(path, os.F_OK | os.X_OK)
+
+    if os.path.dirname(name):
+        return name if runnable(name) and not os.path.isdir(name) else None
+    path = os.environ.get("PATH")
+    if path is None:
+        try:
+            path = os.confstr("CS_PATH")
+        except (AttributeError, ValueError):
+            path = os.defpath
+    seen = set()
+    for folder in (path or "").split(os.pathsep) if path else ():
+        if folder in seen:
+            continue
+        seen.add(folder)
+        candidate = os.path.join(folder, name)
+        if runnable(candidate) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 def _flags(cc: list[str]) -> tuple[str, ...]:
@@ -145,9 +183,9 @@ def build(
     reused; else it is built into the first usable one, or into a fresh private temporary
     folder. ``on_build()`` returns a context manager entered around an actual compilation (a
     status line). ``strict``: with -Werror where the compiler takes it (see :func:`_compile`)."""
-    cc = compiler()
+    cc, key = _choice(cached=folders is None)
     try:
-        return _build_with(cc, folders, on_build, prebuilt, strict)
+        return _build_with(cc, key, folders, on_build, prebuilt, strict)
     except Exception as exc:
         import subprocess
 
@@ -155,7 +193,7 @@ def build(
             raise
         if os.environ.get("CC", "").strip() or cc == ["cc"]:
             raise
-        return _build_with(["cc"], folders, on_build, prebuilt, strict)
+        return _build_with(["cc"], library_key(["cc"]), folders, on_build, prebuilt, strict)
 
 
 def load(symbol: str, on_build=None) -> Any:
@@ -240,8 +278,8 @@ def library_key(cc: list[str]) -> str:
     flags = _flags(cc)
     # the compiler's resolved path is in the key: an upgrade (a new target of cc or clang)
     # builds anew
-    resolved = shutil.which(cc[0])
-    sources = [p.read_bytes() for p in (_SOURCE, *_HEADERS)]
+    resolved = which(cc[0])
+    sources = [p.read_bytes() for p in (_SOURCE, *_headers())]
     key = _sha256(
         b"\0".join(
             [
@@ -253,6 +291,179 @@ def library_key(cc: list[str]) -> str:
         )
     ).hexdigest()[:16]
     return key
+
+
+# Part of every key entry's name: a change of the entry's form makes old entries misses.
+_KEY_FORMAT = "nmp-engine-key-1"
+# A watched file changed less than this long before an entry would be written: no entry (a
+# file system with coarse timestamps could show an edit in the same tick as the same facts)
+_RACY_NS = 2_000_000_000
+
+
+def _choice(cached: bool = True) -> tuple[list[str], str]:
+    """The compiler command and the library key: from :func:`cached_choice` where ``cached``
+    and it has them, else computed (:func:`compiler`, :func:`library_key`) and kept."""
+    if cached:
+        found = cached_choice()
+        if found is not None:
+            return found
+    cc = compiler()
+    key = library_key(cc)
+    if cached:
+        _store_choice(cc, key)
+    return cc, key
+
+
+def _facts(path: str) -> list[int] | None:
+    """What any change of the file or folder ``path`` (followed) changes: device, inode,
+    mode, owner, size, modification and change time (ns); None where it is missing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_size] + [
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+    ]
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _entry(create: bool = False) -> Path | None:
+    """Where the choice of this process's setting is kept; None where it is not cached: no
+    boot id, a ``PATH`` with a relative folder or a relative ``$CC`` (both depend on the
+    working folder)."""
+    path_env = os.environ.get("PATH")
+    cc_env = os.environ.get("CC", "")
+    boot = _read("/proc/sys/kernel/random/boot_id")
+    if path_env is None or boot is None:
+        return None
+    if any(not os.path.isabs(f) for f in path_env.split(os.pathsep)):
+        return None
+    cc_words = shlex.split(cc_env) if cc_env.strip() else []
+    if cc_words and os.path.dirname(cc_words[0]) and not os.path.isabs(cc_words[0]):
+        return None
+    setting = "\0".join(
+        [
+            _KEY_FORMAT,
+            cc_env,
+            path_env,
+            f"{_uid()} {os.getgid()} {sorted(os.getgroups())}",
+            boot,
+            _read("/sys/devices/system/cpu/cpu0/microcode/version") or "",
+            str(_SOURCE.parent),
+        ]
+    )
+    return cache_dir() / "keys" / f"{_sha256(setting.encode()).hexdigest()[:32]}.json"
+
+
+def _watched(cc: list[str]) -> list[str]:
+    """The files and folders :func:`compiler` and :func:`library_key` consult, bar the CPU's
+    description (the boot id stands for it): this file (the flags), the sources and their
+    folder (a new header), every ``PATH`` folder, each Clang-like name in them and ``cc[0]``
+    in each (what the scan and the ``which`` look at), and where the compiler resolves to."""
+    paths = [__file__, str(_SOURCE), *map(str, _headers()), str(_SOURCE.parent)]
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        paths.append(folder)
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        paths += [os.path.join(folder, n) for n in names if n == "clang" or _clang_version(n)]
+        if not os.path.dirname(cc[0]):
+            paths.append(os.path.join(folder, cc[0]))
+    resolved = which(cc[0])
+    if resolved:
+        paths += [resolved, os.path.realpath(resolved)]
+    return list(dict.fromkeys(paths))
+
+
+def cached_choice() -> tuple[list[str], str] | None:
+    """The compiler and key :func:`_store_choice` kept for this setting, where every watched
+    file's facts are as they were then; else None (computed again).
+
+    Why a hit is the key the full computation would give: the entry's name hashes everything
+    the computation reads that is not a file (``$CC``, ``$PATH``, the user and groups that
+    ``os.access`` judges by, the package folder); the CPU's description (``/proc/cpuinfo``)
+    is fixed for one boot of the kernel (the boot id; a runtime microcode update, which can
+    change the flags, changes the microcode version, also in the name; another machine
+    sharing the home has another boot id). Each file or folder the computation reads or
+    lists is watched by its device, inode, mode, owner, size and modification and change
+    times: an edit changes the change time (which no user can set back) and an added or
+    removed file (a new header, a new ``clang-N``) its folder's times; a symbolic link
+    retargeted is a new link (its folder changes) or a link on the way to the compiler,
+    which the resolved path checked again catches. An entry is written only where no
+    watched file changed within the last 2 s (a coarse clock could otherwise hide an edit in
+    the same tick), and read only where it is a regular file of this user's that no one else
+    may write (as the libraries themselves). Any doubt (no boot id, a relative ``PATH``
+    folder, a damaged entry) computes the key in full."""
+    import json
+
+    entry = _entry()
+    if entry is None:
+        return None
+    try:
+        with open(entry, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != _uid() or st.st_mode & 0o022:
+                return None
+            doc = json.loads(fh.read())
+        cc, key, watched, resolved, real = (
+            doc["cc"],
+            doc["key"],
+            doc["watched"],
+            doc["resolved"],
+            doc["real"],
+        )
+        if resolved is not None and os.path.realpath(resolved) != real:
+            return None
+        if any(_facts(path) != facts for path, facts in watched):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not (isinstance(cc, list) and all(isinstance(w, str) for w in cc) and isinstance(key, str)):
+        return None
+    return cc, key
+
+
+def _store_choice(cc: list[str], key: str) -> None:
+    """Keep ``cc`` and ``key`` for :func:`cached_choice` (written whole, then renamed)."""
+    import json
+    import time
+
+    entry = _entry()
+    if entry is None:
+        return
+    watched = [(path, _facts(path)) for path in _watched(cc)]
+    now = time.time_ns()
+    if any(f is not None and now - max(f[5], f[6]) < _RACY_NS for _, f in watched):
+        return
+    resolved = which(cc[0])
+    doc = {
+        "cc": cc,
+        "key": key,
+        "watched": watched,
+        "resolved": resolved,
+        "real": os.path.realpath(resolved) if resolved else None,
+    }
+    tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+    try:
+        entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh)
+        os.replace(tmp, entry)
+    except OSError:
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def default_folders() -> Iterator[Path]:
@@ -361,9 +572,13 @@ def _compile(cc: list[str], folder: Path, lib: Path, on_build, strict: bool = Fa
 
 
 def _build_with(
-    cc: list[str], folders: list[Path] | None, on_build, prebuilt: bool, strict: bool = False
+    cc: list[str],
+    key: str,
+    folders: list[Path] | None,
+    on_build,
+    prebuilt: bool,
+    strict: bool = False,
 ) -> Path:
-    key = library_key(cc)
     name = f"engine-{key}.so"
     if prebuilt:
         installed = _package_library(key)
@@ -394,6 +609,7 @@ def _build_with(
             continue  # not writable after all (a read-only file system)
         return lib
     import atexit
+    import shutil
     import tempfile
 
     folder = Path(tempfile.mkdtemp(prefix="nmp-engine-"))
