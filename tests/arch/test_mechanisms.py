@@ -340,3 +340,29 @@ def test_profile_counts_of_all_tables_equal_the_counts_per_table():
     # table 1's row 7 is past its end: globally it is table 2's row 0
     out = prof.counts_of(np.array([1, 2]), np.array([7, 0]))
     assert out[0] == 0 and out[1] == prof.row_counts(2, np.array([0]))[0] > 0
+
+
+@pytest.mark.parametrize("reading", ["salp2", "masa"])
+def test_salp_slots_in_the_emission_pass_match_subarray_slots(skewed, monkeypatch, reading):
+    """The emission pass picks each lookup's activated-subarray slot itself (one pass, issue
+    43); the direct path takes them from ``salp.subarray_slots``. Forcing the direct path must
+    leave every figure of the bank level unchanged."""
+    from nmp.arch import lowering
+
+    overrides = {**ABLATION_BASE, "subarray_parallelism": True, "bank.salp": reading}
+
+    def bank_level():
+        arch = load_arch("recross", overrides=overrides)
+        arch.bind(skewed)
+        _, op = arch.gather_reduce(generate_batch(skewed, seed=3), functional=False)
+        return op.breakdown["levels"]["bank"]
+
+    emitted = bank_level()
+    codes = lowering._field_codes
+
+    def direct(view):
+        fields, _, shift = codes(view)
+        return fields, False, shift  # "addresses do not compose": every request encoded alone
+
+    monkeypatch.setattr(lowering, "_field_codes", direct)
+    assert bank_level() == emitted
