@@ -28,7 +28,13 @@ from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout
 from nmp.arch.locality import windowed_locality_order
 from nmp.arch.placement import FlatLookups, Placement, divmod_nonneg
-from nmp.arch.salp import SALP_TRACKED_SUBARRAYS, precharge_hidden, subarray_slots
+from nmp.arch.salp import (
+    SALP_TRACKED_SUBARRAYS,
+    clear_slots,
+    precharge_hidden,
+    subarray_slots,
+    take_slot,
+)
 from nmp.arch.spec import LEVELS, ArchSpec
 from nmp.memory import encode_address, internal_view
 
@@ -351,21 +357,9 @@ def _emit_lines(
             row_code = e_row[row]
         if salp > 0:
             if node[i] != prev:  # a node's slots start empty
-                held[:] = -1
-                used[:] = 0
+                clear_slots(held, used)
                 prev = node[i]
-            pick = -1
-            for s in range(salp):
-                if held[s] == row:
-                    pick = s
-            if pick < 0:
-                pick = 0
-                for s in range(1, salp):
-                    if used[s] < used[pick]:
-                        pick = s
-                held[pick] = row
-            used[pick] = j + 1
-            base = e_bg[0] | e_bank[pick] | row_code
+            base = e_bg[0] | e_bank[take_slot(held, used, row, j)] | row_code
         else:
             u = node[i] & (units - 1) if u_sh >= 0 else node[i] % units
             base = e_bg[unit_bg[u, bank[i]]] | e_bank[unit_bank[u, bank[i]]] | row_code

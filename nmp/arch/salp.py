@@ -36,10 +36,37 @@ def precharge_hidden(view):
 
 
 @njit(cache=True)
+def take_slot(held, used, row, position):  # pragma: no cover - compiled
+    """The activated-subarray slot of the next item of a node whose ``salp`` slots hold the rows
+    ``held`` (-1: empty) last used at ``used`` (1 + position; 0: never): a row already held
+    keeps its slot (its row stays open), a new row takes the least recently used one. Updates
+    ``held`` and ``used``; a node's first item starts from cleared slots (:func:`clear_slots`).
+    One rule for :func:`subarray_slots` and the lowering's emission pass."""
+    pick = -1
+    for s in range(held.shape[0]):
+        if held[s] == row:
+            pick = s
+    if pick < 0:
+        pick = 0
+        for s in range(1, held.shape[0]):
+            if used[s] < used[pick]:
+                pick = s
+        held[pick] = row
+    used[pick] = position + 1
+    return pick
+
+
+@njit(cache=True)
+def clear_slots(held, used):  # pragma: no cover - compiled
+    """A node's slots before its first item: no row held, none used."""
+    held[:] = -1
+    used[:] = 0
+
+
+@njit(cache=True)
 def subarray_slots(node, row, salp):  # pragma: no cover - compiled
-    """Activated-subarray slot of each item (in stream order, grouped by node): a row already
-    held by one of the node's ``salp`` slots keeps it (its row stays open), a new row takes the
-    least recently used slot. With 256 subarrays per bank, distinct rows almost never share a
+    """Activated-subarray slot of each item (in stream order, grouped by node), by
+    :func:`take_slot`. With 256 subarrays per bank, distinct rows almost never share a
     subarray, so each of the ``salp`` activations in flight is its own slot."""
     out = np.zeros(node.shape[0], dtype=np.int64)
     held = np.full(salp, -1, dtype=np.int64)
@@ -47,22 +74,16 @@ def subarray_slots(node, row, salp):  # pragma: no cover - compiled
     prev = -1
     for i in range(node.shape[0]):
         if node[i] != prev:
-            held[:] = -1
-            used[:] = 0
+            clear_slots(held, used)
             prev = node[i]
-        pick = -1
-        for s in range(salp):
-            if held[s] == row[i]:
-                pick = s
-        if pick < 0:
-            pick = 0
-            for s in range(1, salp):
-                if used[s] < used[pick]:
-                    pick = s
-            held[pick] = row[i]
-        used[pick] = i + 1
-        out[i] = pick
+        out[i] = take_slot(held, used, row[i], i)
     return out
 
 
-__all__ = ["SALP_TRACKED_SUBARRAYS", "precharge_hidden", "subarray_slots"]
+__all__ = [
+    "SALP_TRACKED_SUBARRAYS",
+    "clear_slots",
+    "precharge_hidden",
+    "subarray_slots",
+    "take_slot",
+]
