@@ -74,14 +74,7 @@ def load(path: str | os.PathLike, raw: bytes) -> dict[str, Any] | None:
     entry = entry_path(path)
     if entry is None:
         return None
-    try:
-        with open(entry, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != _uid() or st.st_mode & 0o022:
-                return None
-            doc = json.loads(fh.read())
-    except (OSError, ValueError):
-        return None
+    doc = read_own_json(entry)
     if not isinstance(doc, dict) or doc.get("sha256") != _digest(raw):
         return None
     data = doc.get("data")
@@ -100,6 +93,28 @@ def store(path: str | os.PathLike, raw: bytes, data: dict[str, Any]) -> None:
         return
     if json.loads(text)["data"] != data:
         return
+    write_own(entry, text)
+
+
+def read_own_json(entry: Path) -> Any:
+    """The JSON document in the cache entry ``entry``, where it is a regular file of this
+    user's that no one else may write; None otherwise, or where it cannot be read or parsed.
+    The rule of every entry the kit keeps in the user cache (here, and the engine library's
+    key: :func:`nmp.memory.native_build.cached_choice`)."""
+    try:
+        with open(entry, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != _uid() or st.st_mode & 0o022:
+                return None
+            return json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
+def write_own(entry: Path, text: str) -> None:
+    """Write the cache entry ``entry`` whole, then rename it into place (a reader never sees
+    half an entry), readable by this user alone, its folder created private; a failure (a
+    read-only home) leaves no entry and no temporary file."""
     tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
     try:
         entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -403,17 +403,15 @@ def cached_choice() -> tuple[list[str], str] | None:
     the same tick), and read only where it is a regular file of this user's that no one else
     may write (as the libraries themselves). Any doubt (no boot id, a relative ``PATH``
     folder, a damaged entry) computes the key in full."""
-    import json
+    from nmp.toml_cache import read_own_json  # (never at install: setup.py loads this alone)
 
     entry = _entry()
     if entry is None:
         return None
+    doc = read_own_json(entry)
+    if doc is None:
+        return None
     try:
-        with open(entry, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != _uid() or st.st_mode & 0o022:
-                return None
-            doc = json.loads(fh.read())
         cc, key, watched, resolved, real = (
             doc["cc"],
             doc["key"],
@@ -437,6 +435,8 @@ def _store_choice(cc: list[str], key: str) -> None:
     import json
     import time
 
+    from nmp.toml_cache import write_own  # (never at install: setup.py loads this alone)
+
     entry = _entry()
     if entry is None:
         return
@@ -452,18 +452,7 @@ def _store_choice(cc: list[str], key: str) -> None:
         "resolved": resolved,
         "real": os.path.realpath(resolved) if resolved else None,
     }
-    tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
-    try:
-        entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh)
-        os.replace(tmp, entry)
-    except OSError:
-        import contextlib
-
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    write_own(entry, json.dumps(doc))
 
 
 def default_folders() -> Iterator[Path]:

@@ -111,7 +111,9 @@ def test_an_entry_of_another_user_is_ignored(sources: Path, monkeypatch) -> None
         os.chown(entry, OTHER_UID, OTHER_UID)
     else:
         real_uid = os.getuid()
-        monkeypatch.setattr(native_build, "_uid", lambda: real_uid + 1)
+        from nmp import toml_cache  # (the owner rule of every cache entry)
+
+        monkeypatch.setattr(toml_cache, "_uid", lambda: real_uid + 1)
     assert native_build.cached_choice() is None
 
 
