@@ -16,22 +16,33 @@ NOT_RUN = "not run"
 HOW = "run benchmarks/gpu_kernels.py --record on a CUDA GPU"
 
 
+def _not_run(check_id: str, source: str, model: str, detail: str, explanation: str):
+    """The one row of a check with nothing recorded: "not run", never a pass."""
+    row = CheckResult(
+        id=check_id,
+        source=source,
+        published="",
+        model=model,
+        verdict=NOT_RUN,
+        group=GROUP,
+        detail=detail,
+        explanation=explanation,
+    )
+    row.mirror_columns()
+    return [row]
+
+
 def rows_for(records) -> list[CheckResult]:
     from nmp.gpu.compare import compare_record
 
     if not records:
-        row = CheckResult(
-            id="gpu.real",
-            source="nmp/gpu/data/measured-*.json",
-            published="",
-            model="no real-GPU measurement recorded",
-            verdict=NOT_RUN,
-            group=GROUP,
-            detail=f"no measurement in nmp/gpu/data/: {HOW}",
-            explanation=f"missing: the GPU model has not been checked on a real GPU ({HOW})",
+        return _not_run(
+            "gpu.real",
+            "nmp/gpu/data/measured-*.json",
+            "no real-GPU measurement recorded",
+            f"no measurement in nmp/gpu/data/: {HOW}",
+            f"missing: the GPU model has not been checked on a real GPU ({HOW})",
         )
-        row.mirror_columns()
-        return [row]
     out = []
     for stem, rec in records:
         for cmp in compare_record(stem, rec):
@@ -71,19 +82,14 @@ def latency_rows_for(records) -> list[CheckResult]:
     from nmp.gpu.latency_probe import compare_record
 
     if not records:
-        row = CheckResult(
-            id="gpu.latency",
-            source="nmp/gpu/data/latency-probe-*.json",
-            published="",
-            model="no loaded-latency curve recorded",
-            verdict=NOT_RUN,
-            group=GROUP,
-            detail=f"no latency-probe record in nmp/gpu/data/: {LATENCY_HOW}",
-            explanation="missing: the model's latency against loads in flight has not been "
+        return _not_run(
+            "gpu.latency",
+            "nmp/gpu/data/latency-probe-*.json",
+            "no loaded-latency curve recorded",
+            f"no latency-probe record in nmp/gpu/data/: {LATENCY_HOW}",
+            "missing: the model's latency against loads in flight has not been "
             f"measured ({LATENCY_HOW})",
         )
-        row.mirror_columns()
-        return [row]
     out = []
     for stem, rec in records:
         for cmp in compare_record(rec):
