@@ -19,6 +19,18 @@ PRICES = LoadPrices(
 )
 
 
+# Prices with one index sector miss in 4 lookups (1/8 to the L2, 1/8 to HBM): the index
+# mechanisms' tests.
+INDEX_MISSES = dict(
+    l1_cycles=40.0,
+    l2_cycles=291.0,
+    hbm_unloaded_cycles=700.0,
+    index_hbm_share=1 / 8,
+    index_l2_share=1 / 8,
+    spill_cycles=0.0,
+)
+
+
 def timing(levels, *, slots=8, hbm_bytes=0.0, slices=None, queueing=True, bounds=None):
     cal = with_probe(hbm_calibration(load_gpu("h200").hbm), load_gpu("h200").hbm)
     return kernel_timing(
@@ -128,14 +140,7 @@ def test_index_loads_go_through_l1_and_l2():
 def test_index_load_runs_under_the_previous_row_load():
     # The stock loop's SASS issues the next index load right behind the row load: only the index
     # wait beyond that row's latency is left in the chain.
-    p = LoadPrices(
-        l1_cycles=40.0,
-        l2_cycles=291.0,
-        hbm_unloaded_cycles=700.0,
-        index_hbm_share=1 / 8,
-        index_l2_share=1 / 8,
-        spill_cycles=0.0,
-    )
+    p = LoadPrices(**INDEX_MISSES)
     exposed = p.index_exposed(np.array([40.0, 291.0, 700.0]))
     assert exposed[2] == 0.0  # behind a row miss: nothing
     assert exposed[1] == pytest.approx((700 - 291) / 8)  # behind an L2 hit: the HBM index waits
@@ -380,24 +385,16 @@ def test_partial_wave_shares_the_sm_miss_entries_among_the_warps_it_runs():
 def test_unrolled_stock_body_exposes_its_first_index_load():
     # The stock SASS body of 4 lookups: i_0 + max(i_1 + i_2 + i_3, r_0) + r_3. One index sector
     # miss a body (1/8 L2, 1/8 HBM a lookup), at a random position; the others L1 hits.
-    base = dict(
-        l1_cycles=40.0,
-        l2_cycles=291.0,
-        hbm_unloaded_cycles=700.0,
-        index_hbm_share=1 / 8,
-        index_l2_share=1 / 8,
-        spill_cycles=0.0,
-    )
-    body = LoadPrices(**base, unroll=4)
+    body = LoadPrices(**INDEX_MISSES, unroll=4)
     rows = np.array([40.0, 291.0, 700.0])
     # Behind an HBM row: the miss at position 0 waits in full (291 or 700), at positions 1-3 it
     # runs under row 0 (L2: nothing left; HBM: 80 + 700 - 700 = 80 beyond the first hit's 40).
     assert body.index_in_body(rows)[2] == pytest.approx((0.5 * 411 + 0.5 * 1060) / 4)
     assert body.index_per_lookup(rows, 2.0)[2] == pytest.approx(183.875 / 4)
     # The one-row rule leaves nothing behind an HBM row: the body's serial index is a new cost.
-    assert LoadPrices(**base).index_per_lookup(rows, 2.0)[2] == 0.0
+    assert LoadPrices(**INDEX_MISSES).index_per_lookup(rows, 2.0)[2] == 0.0
     # The prefetch kernel's body of 4: its index loads leave together; it waits for the miss.
-    batch = LoadPrices(**base, index_batch=4)
+    batch = LoadPrices(**INDEX_MISSES, index_batch=4)
     assert batch.index_per_lookup(rows, 4.0) == pytest.approx(np.full(3, (291 + 700) / 2 / 4))
 
 
