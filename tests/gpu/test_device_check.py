@@ -1,0 +1,274 @@
+"""benchmarks/gpu_device_check.py on a CPU: its dry run end to end (stage order, shapes, the files
+that would come back from the device), and issue #37's verdicts on synthetic measured figures."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+check = _load("gpu_device_check")
+cmp = _load("gpu_device_compare")
+
+TINY = [
+    "--tables", "1", "--batch", "16", "--reuse", "medium", "--batches", "16,32",
+    "--variants", "baseline,prefetch", "--no-dlrm", "--probe-levels", "hbm",
+    "--probe-warps", "1", "--probe-chains", "1", "--probe-row-bytes", "128",
+    "--model-workers", "1",
+]  # fmt: skip
+
+
+def latency_record(path: Path) -> Path:
+    """The model's own probe curve at 128-B rows, as --record writes it (not a measurement)."""
+    from nmp.gpu import latency_probe as lp
+    from nmp.gpu.spec import load_gpu
+
+    gpu = load_gpu("h200")
+    pts = []
+    for p in lp.points(warps=(1, 8, 32, 64), chains=(1, 4), row_bytes=(128,)):
+        m = lp.predict(gpu, p, 16)
+        pts.append(
+            {"level": p.level, "warps_per_sm": p.warps_per_sm, "chains": p.chains,
+             "row_bytes": 128, "latency_ns": m["latency_ns"], "gbps": m["gbps"],
+             "requests_per_s": m["requests_per_s"]}
+        )  # fmt: skip
+    rec = {"kind": lp.RECORD_KIND, "gpu_name": "NVIDIA H200", "arch_preset": "h200"}
+    path.write_text(json.dumps({**rec, "date": "2026-11-29", "steps": 16, "points": pts}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def dry(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dry")
+    rec = latency_record(tmp / "latency-probe-h200-synthetic.json")
+    out = tmp / "out"
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = check.main(["--dry-run", "--out", str(out), "--latency-record", str(rec), *TINY])
+    return rc, out, buf.getvalue()
+
+
+def test_dry_run_runs_every_stage_in_order(dry):
+    rc, out, text = dry
+    assert rc == 0
+    status = json.loads((out / "stages.json").read_text())
+    assert [s["name"] for s in status["stages"]] == list(check.STAGES)
+    assert {s["status"] for s in status["stages"]} == {"ok"}
+    # the estimate comes before the first stage runs, one line per stage
+    assert text.index("estimate (upper bound)") < text.index("=== stage env")
+    order = [text.index(f"=== stage {s} (") for s in check.STAGES]
+    assert order == sorted(order)
+
+
+def test_dry_run_plans_every_point_with_its_shapes(dry):
+    _, out, _ = dry
+    status = json.loads((out / "stages.json").read_text())
+    keys = [p["key"] for p in status["points"]]
+    assert keys == ["micro24-reuse-medium", "micro24-batch-16", "micro24-batch-32"]
+    # batch 16 at medium reuse is the medium reuse point itself: measured once
+    assert status["points"][1]["alias"] == "micro24-reuse-medium"
+    planned = json.loads((out / "kernels.json").read_text())
+    assert planned["points"] == {}  # nothing measured in a dry run
+    assert set(planned["planned"]) == {"micro24-reuse-medium", "micro24-batch-32"}
+    medium = planned["planned"]["micro24-reuse-medium"]
+    assert (medium["tables"], medium["lookups"]) == (1, 16 * 150)
+    assert "kernel grid 1024 x block (32, 8), 16 bags" in medium["checks"][0]
+
+
+def test_dry_run_models_every_point_as_is_and_with_the_record(dry):
+    _, out, _ = dry
+    model = json.loads((out / "model.json").read_text())
+    assert model["latency_record"] == "latency-probe-h200-synthetic.json"
+    assert set(model["figures"]) == {"as-is", "with-latency-record"}
+    for figs in model["figures"].values():
+        assert set(figs["micro24-reuse-medium"]) == {"baseline", "prefetch"}
+        assert figs["micro24-batch-16"] == {"baseline": figs["micro24-reuse-medium"]["baseline"]}
+        assert figs["micro24-batch-32"]["baseline"] > 0
+
+
+def test_dry_run_compares_nothing_and_passes_nothing(dry):
+    _, out, _ = dry
+    res = json.loads((out / "comparison.json").read_text())["results"]
+    for version in ("as-is", "with-latency-record"):
+        assert set(res[version]["criteria"].values()) == {"not run"}
+    assert "| stage_time | not run | not run |" in (out / "comparison.md").read_text()
+    assert "not run" in (out / "validate-real-gpu.txt").read_text()
+
+
+def test_outputs_fit_what_the_device_returns(dry, tmp_path):
+    _, out, _ = dry
+    files = sorted(p.name for p in out.iterdir())
+    assert len(files) + 1 <= check.MAX_OUT_FILES  # + the command's log
+    assert all(check.NAME_OK.match(f) for f in files + [check.LOG_NAME])
+    assert check.check_out_names(out) == []
+    for i in range(check.MAX_OUT_FILES):
+        (tmp_path / f"f{i}.json").write_text("{}")
+    (tmp_path / "bad name.json").write_text("{}")
+    problems = check.check_out_names(tmp_path)
+    assert any("bad name.json" in p for p in problems)
+    assert any("more than 8" in p for p in problems)
+
+
+def test_budget_scales_the_repeats_down():
+    args = check.parser().parse_args(["--out", "x", "--budget-s", "100000"])
+    points = check.plan(args)
+    est = check.estimate(args, points, list(check.STAGES))
+    assert check.repeats_for(est, args) == (20, 5)
+    total = sum(check.stage_seconds(est, args).values())
+    assert 60 < total < 480  # the full plan fits the device's 8 minutes
+    args.budget_s = total - 0.5 * est["per_repeat"]["kernels"] * args.kernel_repeats
+    kernel_repeats, probe_repeats = check.repeats_for(est, args)
+    assert check.MIN_REPEATS <= kernel_repeats < 20 and probe_repeats < 5
+
+
+def test_bad_stage_and_variant_are_one_line_errors(capsys):
+    assert check.main(["--dry-run", "--out", "x", "--stages", "env,warp"]) == 1
+    assert check.main(["--dry-run", "--out", "x", "--variants", "turbo"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2
+    assert "unknown stage 'warp'" in err and "unknown real variant 'turbo'" in err
+
+
+# --- the verdicts on synthetic figures ------------------------------------------------------
+
+POINTS = cmp.plan_points(["high"], [256, 512, 1024, 2048], True, ["baseline", "occupancy"])
+BASE = {"micro24-reuse-high": 600.0, "dlrm": 150.0}
+CURVE = {256: 300.0, 512: 310.0, 1024: 330.0, 2048: 600.0}
+
+
+def measured(occ_gain: float = 0.30, curve=CURVE, exact: bool = True) -> dict:
+    out = {}
+    for key, base in BASE.items():
+        out[key] = {
+            "variants": {
+                "baseline": {"median_us": base, "bit_exact": exact},
+                "occupancy": {"median_us": base / (1 + occ_gain), "bit_exact": True},
+            }
+        }
+    for b, t in curve.items():
+        if b != 2048:  # the medium point is not in this plan: 2048 is its own point
+            out[f"micro24-batch-{b}"] = {"variants": {"baseline": {"median_us": t}}}
+    out["micro24-batch-2048"] = {"variants": {"baseline": {"median_us": curve[2048]}}}
+    return out
+
+
+def modeled(stage: float = 1.0, occ_gain: float = 0.30, curve=CURVE) -> dict:
+    out = {k: {"baseline": b * stage, "occupancy": b * stage / (1 + occ_gain)} for k, b in BASE.items()}  # fmt: skip
+    out.update({f"micro24-batch-{b}": {"baseline": t} for b, t in curve.items()})
+    return out
+
+
+def test_the_model_equal_to_the_measurement_agrees_everywhere():
+    res = cmp.judge(POINTS, measured(), modeled())
+    assert set(res["criteria"].values()) == {"agrees"}
+    assert len(res["rows"]) == 4 and len(res["batch_curve"]) == 4 and not res["missing"]
+
+
+@pytest.mark.parametrize(("stage", "verdict"), [(1.10, "agrees"), (0.87, "agrees"),
+                                               (1.20, "disagrees"), (0.80, "disagrees")])  # fmt: skip
+def test_stage_times_within_15_percent(stage, verdict):
+    assert cmp.judge(POINTS, measured(), modeled(stage=stage))["criteria"]["stage_time"] == verdict
+
+
+@pytest.mark.parametrize(
+    ("measured_gain", "modeled_gain", "verdict"),
+    [(0.30, 0.35, "agrees"), (0.30, 0.50, "disagrees"), (0.30, 0.15, "disagrees"),
+     (-0.05, 0.05, "disagrees"), (-0.05, -0.04, "agrees"), (0.02, -0.01, "disagrees")],
+)  # fmt: skip
+def test_each_gain_needs_the_measured_sign_within_35_percent(measured_gain, modeled_gain, verdict):
+    res = cmp.judge(POINTS, measured(occ_gain=measured_gain), modeled(occ_gain=modeled_gain))
+    assert res["criteria"]["gain"] == verdict
+    assert res["criteria"]["stage_time"] in ("agrees", "disagrees")
+
+
+def test_batch_curve_within_20_percent():
+    off = {**CURVE, 1024: CURVE[1024] * 1.25, 512: CURVE[512] * 1.05}
+    res = cmp.judge(POINTS, measured(), modeled(curve=off))
+    assert res["criteria"]["batch_curve"] == "disagrees"
+    assert [c["ok"] for c in res["batch_curve"]] == [True, True, False, True]
+
+
+def test_a_dip_where_the_measured_curve_rises_is_not_monotone_as_measured():
+    dip = {**CURVE, 256: 345.0}  # the model's old shape: 256 slower than 512 and 1024
+    res = cmp.judge(POINTS, measured(), modeled(curve=dip))
+    assert res["criteria"]["batch_monotone"] == "disagrees"
+    assert res["criteria"]["batch_curve"] == "agrees"  # each point alone is within 20 %
+    # the same dip where the measured curve is flat (small batches: one partial wave) is flat
+    flat = {**CURVE, 256: 330.0, 512: 328.0, 1024: 330.0}
+    dip_flat = {**flat, 256: 334.0}  # -1.8 %, then +0.6 %: within the 2 % band
+    assert (
+        cmp.judge(POINTS, measured(curve=flat), modeled(curve=dip_flat))["criteria"][
+            "batch_monotone"
+        ]
+        == "agrees"
+    )
+    # a modeled rise where the measurement is flat is no agreement either
+    rise = {**flat, 512: 345.0}
+    assert (
+        cmp.judge(POINTS, measured(curve=flat), modeled(curve=rise))["criteria"]["batch_monotone"]
+        == "disagrees"
+    )
+
+
+def test_an_output_not_bit_exact_fails_and_nothing_measured_is_not_run():
+    assert (
+        cmp.judge(POINTS, measured(exact=False), modeled())["criteria"]["bit_exact"] == "disagrees"
+    )
+    res = cmp.judge(POINTS, {}, modeled())
+    assert set(res["criteria"].values()) == {"not run"}
+    assert len(res["missing"]) == len(POINTS)
+
+
+def test_compare_stage_reads_the_returned_files(tmp_path, capsys):
+    bundle = {"points": {k: {"record_file": f"measured-{k}.json", "record": r}
+                         for k, r in measured(occ_gain=-0.05).items()}}  # fmt: skip
+    (tmp_path / "kernels.json").write_text(json.dumps(bundle))
+    (tmp_path / "model.json").write_text(json.dumps({"figures": {"as-is": modeled(stage=1.2)}}))
+    args = ["--out", str(tmp_path), "--stages", "compare", "--in-process", "--reuse", "high"]
+    args += ["--batches", "256,512,1024,2048", "--variants", "baseline,occupancy"]
+    assert check.main(args) == 0
+    crit = json.loads((tmp_path / "comparison.json").read_text())["results"]["as-is"]["criteria"]
+    assert crit["stage_time"] == "disagrees" and crit["gain"] == "disagrees"
+    assert crit["batch_curve"] == "agrees" and crit["bit_exact"] == "agrees"
+    assert "| gain | disagrees |" in capsys.readouterr().out
+
+
+def test_unpack_writes_each_record_under_its_name(tmp_path, monkeypatch, capsys):
+    from nmp.gpu import kernels_real
+
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setattr(kernels_real, "DATA_DIR", data)
+    back = tmp_path / "back"
+    back.mkdir()
+    latency_record(back / "latency-probe-h200-NVIDIA-H200-2026-12-01.json")
+    rec = measured()["micro24-reuse-high"]
+    bundle = {"points": {"micro24-reuse-high": {"record_file": "measured-kernels-x.json", "record": rec}}}  # fmt: skip
+    (back / "kernels.json").write_text(json.dumps(bundle))
+    assert check.main(["--unpack", str(back)]) == 0
+    assert sorted(p.name for p in data.iterdir()) == [
+        "latency-probe-h200-NVIDIA-H200-2026-12-01.json",
+        "measured-kernels-x.json",
+    ]
+    assert json.loads((data / "measured-kernels-x.json").read_text()) == rec
+    bundle["points"]["micro24-reuse-high"]["record_file"] = "../evil.json"
+    (back / "kernels.json").write_text(json.dumps(bundle))
+    assert check.main(["--unpack", str(back)]) == 1
+    assert "record_file '../evil.json'" in capsys.readouterr().err
