@@ -327,16 +327,15 @@ def _measure_point(plan_, args) -> dict[str, Any]:
 
 
 def stage_kernels(args, points, out: Path) -> dict[str, Any]:
-    from nmp.gpu.kernels_real import build_plan, record
+    from nmp.gpu.kernels_real import build_plan, check_plan, record
 
     kern = _bench("gpu_kernels")
     bundle: dict[str, Any] = {"points": {}, "planned": {}}
     path = out / OUT_FILES["kernels"]
-    for p in points:
-        if p.get("alias"):
-            continue
+    for i, p in enumerate(q for q in points if not q.get("alias")):
         plan_ = build_plan(args.arch, p["workload"], p["overrides"], args.seed, p["variants"])
-        lines = kern.dry_run_checks(plan_)
+        # every point's launches; the kernels' bag convention (a random table) once
+        lines = kern.dry_run_checks(plan_) if i == 0 else check_plan(plan_)
         lookups = sum(tb.indices.shape[0] for tb in plan_.tables)
         bundle["planned"][p["key"]] = {
             "workload": p["workload"],
@@ -475,7 +474,7 @@ def stage_validate(args, points, out: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "nmp", "validate", "--only", "gpu.real", "gpu.latency"]
         cmd += ["--jobs", "1", "--table", "--out", tmp]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), COLUMNS="200")  # fmt: skip
+        env = dict(_child_env(), COLUMNS="200")
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     target.write_text(f"$ {' '.join(cmd[1:])}\nexit {proc.returncode}\n{proc.stdout}{proc.stderr}")
     print(proc.stdout[-3000:])
@@ -495,13 +494,18 @@ STAGE_FUNCS = {
 # --- the orchestration --------------------------------------------------------------------------
 
 
+def _child_env() -> dict[str, str]:
+    """This environment with the checkout first on the path (the device has no installed nmp)."""
+    path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+
+
 def run_child(argv: list[str], name: str, timeout_s: float) -> tuple[str, dict | None, str]:
     """One stage in its own process group (killed whole at its limit): (status, summary, why)."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
         summary_file = fh.name
     cmd = [sys.executable, str(SCRIPT), *argv, "--stage", name, "--summary-file", summary_file]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_child_env(), start_new_session=True)
     try:
         rc = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -531,7 +535,11 @@ def run_stage_here(name: str, args, points, out: Path) -> tuple[str, dict | None
 def check_out_names(out: Path) -> list[str]:
     """Problems with what would come back from the device (empty: fits)."""
     files = [p for p in out.rglob("*") if p.is_file()]
-    problems = [f"{p.name}: a name the device tool does not return" for p in files if not NAME_OK.match(p.name)]  # fmt: skip
+    problems = [
+        f"{p.name}: a name the device tool does not return"
+        for p in files
+        if not NAME_OK.match(p.name)
+    ]
     problems += [f"{p}: deeper than 2 folders" for p in files if len(p.relative_to(out).parts) > 3]
     if len(files) + (0 if (out / LOG_NAME).exists() else 1) > MAX_OUT_FILES:
         problems.append(f"{len(files)} files and the log: more than {MAX_OUT_FILES} come back")
@@ -553,7 +561,8 @@ def unpack(folder: Path) -> int:
         name = str(entry.get("record_file", ""))
         if not (NAME_OK.match(name) and name.startswith("measured-") and name.endswith(".json")):
             raise ValueError(f"{folder / OUT_FILES['kernels']}: points.{key}.record_file {name!r}")
-        atomic_write_text(DATA_DIR / name, json.dumps(entry["record"], indent=2, sort_keys=True) + "\n")  # fmt: skip
+        text = json.dumps(entry["record"], indent=2, sort_keys=True) + "\n"
+        atomic_write_text(DATA_DIR / name, text)
         written.append(name)
     if not written:
         raise ValueError(f"{folder}: no latency-probe-*.json and no measured point in kernels.json")

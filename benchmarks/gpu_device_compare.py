@@ -173,10 +173,12 @@ def judge(
             "to": b["batch"],
             "measured": step_direction(a["measured_us"], b["measured_us"]),
             "modeled_change": b["modeled_us"] / a["modeled_us"] - 1.0,
-            "ok": step_agrees((a["measured_us"], b["measured_us"]), (a["modeled_us"], b["modeled_us"])),
+            "ok": step_agrees(
+                (a["measured_us"], b["measured_us"]), (a["modeled_us"], b["modeled_us"])
+            ),
         }
         for a, b in zip(curve, curve[1:], strict=False)
-    ]  # fmt: skip
+    ]
     criteria = {
         "stage_time": _verdict([r["stage_ok"] for r in rows]),
         "batch_curve": _verdict([c["ok"] for c in curve]),
