@@ -277,3 +277,83 @@ def test_unpack_writes_each_record_under_its_name(tmp_path, monkeypatch, capsys)
     (back / "kernels.json").write_text(json.dumps(bundle))
     assert check.main(["--unpack", str(back)]) == 1
     assert "record_file '../evil.json'" in capsys.readouterr().err
+
+
+# --- the GPU path with the device's measurements replaced (no CUDA here) ----------------------
+
+FACTS = {"gpu_name": "NVIDIA H200", "driver": "580.159", "torch": "2.11.0+cu130", "cuda": "13.0"}
+
+
+def fake_probe(gpu, plan, steps, seed, repeats, warmup):
+    """The model's own curve, as benchmarks/gpu_latency.py's measure returns rows."""
+    from nmp.gpu import latency_probe as lp
+
+    rows = []
+    for launch in plan:
+        p = launch["point"]
+        m = lp.predict(gpu, p, steps)
+        rows.append(
+            {"level": p.level, "warps_per_sm": p.warps_per_sm, "chains": p.chains,
+             "row_bytes": p.row_bytes, "latency_ns": m["latency_ns"], "gbps": m["gbps"],
+             "requests_per_s": m["requests_per_s"], "median_ns": m["latency_ns"] * steps,
+             "blocks_per_sm_min": launch["blocks_per_sm"],
+             "blocks_per_sm_max": launch["blocks_per_sm"]}
+        )  # fmt: skip
+    return rows
+
+
+def fake_kernels(plan, *, repeats, warmup):
+    """Each variant 'measured' at 1.1 x the model's figure; the pinning ones fail as a missing
+    libcudart would, so the stage must retry the point without them."""
+    from nmp.errors import NmpError
+
+    if any(v.pinning for v in plan.variants.values()):
+        raise NmpError("libcudart not found: the pinning variants need the CUDA runtime")
+    model = check._bench("gpu_kernels").modeled(plan)
+    variants = {
+        n: {"median_us": 1.1 * model[n], "min_us": model[n], "max_us": 1.2 * model[n],
+            "repeats": repeats, "bit_exact": True, "regs": 24, "model_variant": v.model_variant,
+            "model_overrides": v.model_overrides}
+        for n, v in plan.variants.items()
+    }  # fmt: skip
+    return {"variants": variants, **FACTS}
+
+
+def test_gpu_path_records_every_stage_with_measurements_replaced(tmp_path, monkeypatch, capsys):
+    from nmp.gpu import kernels_real
+    from nmp.gpu import latency_probe as lp
+
+    monkeypatch.setattr(kernels_real, "DATA_DIR", tmp_path / "data")
+    monkeypatch.setattr(lp, "DATA_DIR", tmp_path / "data")
+    monkeypatch.setattr(kernels_real, "measure", fake_kernels)
+    monkeypatch.setattr(kernels_real, "device_facts", lambda: dict(FACTS))
+    monkeypatch.setattr(check._bench("gpu_latency"), "measure", fake_probe)
+    out = tmp_path / "out"
+    args = list(TINY)
+    args[args.index("--variants") + 1] = "baseline,prefetch,pinning"
+    args[args.index("--probe-levels") + 1] = "hbm,l2"
+    args[args.index("--probe-warps") + 1] = "1,64"
+    args[args.index("--probe-chains") + 1] = "1,4"
+    stages = "latency,kernels,model,compare"
+    assert check.main(["--out", str(out), "--in-process", "--stages", stages, *args]) == 0
+    probe = sorted(p.name for p in out.glob("latency-probe-*.json"))
+    day = json.loads((out / probe[0]).read_text())["date"]
+    assert probe == [f"latency-probe-h200-NVIDIA-H200-{day}.json"]
+    bundle = json.loads((out / "kernels.json").read_text())
+    assert set(bundle["points"]) == {"micro24-reuse-medium", "micro24-batch-32"}
+    medium = bundle["points"]["micro24-reuse-medium"]
+    assert medium["record_file"].startswith("measured-kernels-h200-gpu-micro24-")
+    assert set(medium["record"]["variants"]) == {"baseline", "prefetch"}  # pinning retried out
+    assert "libcudart" in medium["record"]["failed_variants"]
+    model = json.loads((out / "model.json").read_text())
+    assert model["latency_record"] == probe[0] and not model["errors"]
+    res = json.loads((out / "comparison.json").read_text())["results"]
+    for version in ("as-is", "with-latency-record"):
+        crit = res[version]["criteria"]
+        assert crit["stage_time"] == "agrees" and crit["bit_exact"] == "agrees"  # 1.1 x
+    assert res["as-is"]["criteria"]["gain"] == "agrees"  # the same gain, measured and modeled
+    # what came back unpacks into nmp/gpu/data beside the records already there
+    assert check.main(["--unpack", str(out)]) == 0
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == sorted(
+        [probe[0], medium["record_file"], bundle["points"]["micro24-batch-32"]["record_file"]]
+    )
