@@ -104,6 +104,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batches", default="256,512,1024,2048,4096,8192")
     p.add_argument("--no-dlrm", action="store_true", help="leave dlrm-benchmark out")
     p.add_argument("--variants", default="", help="real variants (default: all)")
+    p.add_argument("--prefetch-depths", default="8", help="extra prefetch-N variants")
     p.add_argument("--tables", type=int, default=None, help="the first N tables only")
     p.add_argument("--batch", type=int, default=None, help="reuse/dlrm points' batch")
     p.add_argument("--kernel-repeats", type=int, default=20)
@@ -130,12 +131,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from nmp.gpu.kernels_real import real_variants
     from nmp.gpu.spec import load_gpu
     from nmp.workload import load_workload
 
     cmp = _bench("gpu_device_compare")
-    known = list(real_variants(load_gpu(args.arch)))
+    known = list(stages_mod.variants_for(load_gpu(args.arch), stages_mod.depths(args)))
     variants = _words(args.variants) or known
     unknown = [v for v in variants if v not in known]
     if unknown:

@@ -28,6 +28,44 @@ OUT_FILES = {
 LATENCY_GLOB = "latency-probe-*.json"  # the probe's record, under its own name
 
 
+# The hand-written kernel's registers per thread at each prefetch depth (rows loaded before
+# summing), NVRTC sm_90, measured on an H200 (shared/reference/GPU-H200.md, "Hand-written
+# kernels"): the model's input for that depth, as the preset's prefetch_regs_per_thread (30) is
+# for the depth it runs (4).
+PREFETCH_REGS = {4: 30, 8: 32, 16: 34}
+
+
+def variants_for(gpu, depths: list[int]) -> dict[str, Any]:
+    """The real variants of ``gpu`` and one ``prefetch-N`` per extra prefetch depth N."""
+    from dataclasses import replace
+
+    from nmp.gpu.kernels_real import real_variants
+
+    out = real_variants(gpu)
+    base = out["prefetch"]
+    for n in depths:
+        if n == base.prefetch:
+            continue
+        if n not in PREFETCH_REGS:
+            raise ValueError(f"prefetch depth {n}: registers known for {sorted(PREFETCH_REGS)}")
+        over = {
+            "kernel.prefetch_distance": n - 1,
+            "kernel.prefetch_regs_per_thread": PREFETCH_REGS[n],
+        }
+        out[f"prefetch-{n}"] = replace(
+            base,
+            name=f"prefetch-{n}",
+            description=f"torch's work split, {n} rows loaded before summing",
+            model_overrides=over,
+            prefetch=n,
+        )
+    return out
+
+
+def depths(args) -> list[int]:
+    return [int(s) for s in args.prefetch_depths.split(",") if s]
+
+
 def bench(name: str):
     """A sibling benchmark script as a module (they are scripts, not a package)."""
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
@@ -150,12 +188,16 @@ def _measure_point(plan_, args) -> dict[str, Any]:
 
 def stage_kernels(args, points, out: Path) -> dict[str, Any]:
     from nmp.gpu.kernels_real import build_plan, check_plan, record
+    from nmp.gpu.spec import load_gpu
 
     kern = bench("gpu_kernels")
     bundle: dict[str, Any] = {"points": {}, "planned": {}}
     path = out / OUT_FILES["kernels"]
     for i, p in enumerate(q for q in points if not q.get("alias")):
-        plan_ = build_plan(args.arch, p["workload"], p["overrides"], args.seed, p["variants"])
+        allv = variants_for(load_gpu(args.arch), depths(args))
+        stock = [v for v in p["variants"] if not v.startswith("prefetch-")]
+        plan_ = build_plan(args.arch, p["workload"], p["overrides"], args.seed, stock)
+        plan_.variants = {v: allv[v] for v in p["variants"]}  # with the extra prefetch depths
         # every point's launches; the kernels' bag convention (a random table) once
         lines = kern.dry_run_checks(plan_) if i == 0 else check_plan(plan_)
         lookups = sum(tb.indices.shape[0] for tb in plan_.tables)
@@ -212,10 +254,9 @@ def latency_record_path(args, out: Path) -> str:
 
 
 def stage_model(args, points, out: Path) -> dict[str, Any]:
-    from nmp.gpu.kernels_real import real_variants
     from nmp.gpu.spec import load_gpu
 
-    rv = real_variants(load_gpu(args.arch))
+    rv = variants_for(load_gpu(args.arch), depths(args))
     record_path = latency_record_path(args, out)
     versions: dict[str, dict[str, Any]] = {"as-is": {}}
     if record_path:
