@@ -244,7 +244,7 @@ def run_child(argv: list[str], name: str, timeout_s: float) -> tuple[str, dict |
                 break
             except (subprocess.TimeoutExpired, ProcessLookupError):
                 continue
-        return "timeout", None, f"killed at its limit of {timeout_s:.0f} s"
+        return "timeout", None, f"killed at its limit of {timeout_s:.4g} s"
     summary = _read(Path(summary_file)) or None
     os.unlink(summary_file)
     if rc != 0:
@@ -384,6 +384,8 @@ def orchestrate(args, argv: list[str], points, stages: list[str], out: Path) -> 
         )
         write_json(out / OUT_FILES["stages"], status)
         print(f"=== stage {name}: {state} in {time.time() - t0:.1f} s {why}", flush=True)
+    for tmp in out.glob("*.tmp"):  # a write cut short: the previous version stands
+        tmp.unlink()
     problems = check_out_names(out)
     for problem in problems:
         print(f"output: {problem}")

@@ -84,7 +84,12 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text()) if path.is_file() else {}
+    """A stage's JSON file; {} where a stage never wrote it (or died before its first write)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def child_env() -> dict[str, str]:
@@ -210,6 +215,7 @@ def stage_kernels(args, points, out: Path) -> dict[str, Any]:
             "checks": lines,
         }
         print(f"{p['key']}: {len(plan_.tables)} tables, {lookups:,} lookups, {p['variants']}")
+        write_json(path, bundle)  # the plan is there even if the measurement dies
         if not args.dry_run:
             measured = _measure_point(plan_, args)
             rec_path = record(plan_, measured, {})

@@ -357,3 +357,25 @@ def test_gpu_path_records_every_stage_with_measurements_replaced(tmp_path, monke
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == sorted(
         [probe[0], medium["record_file"], bundle["points"]["micro24-batch-32"]["record_file"]]
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "state", "why"),
+    [
+        ("import time; time.sleep(30)", "timeout", "killed at its limit of 0.3 s"),
+        ("raise SystemExit(3)", "failed", "exit 3 (its traceback is in the log above)"),
+        (
+            "import json, sys; f = sys.argv[sys.argv.index('--summary-file') + 1]; "
+            "open(f, 'w').write(json.dumps({'points': 2}))",
+            "ok",
+            "",
+        ),
+    ],
+)
+def test_a_stage_process_is_bounded_and_its_end_recorded(tmp_path, monkeypatch, body, state, why):
+    script = tmp_path / "stage.py"
+    script.write_text(body + "\n")
+    monkeypatch.setattr(check, "SCRIPT", script)
+    got_state, summary, got_why = check.run_child([], "kernels", 0.3)
+    assert (got_state, got_why) == (state, why)
+    assert summary == ({"points": 2} if state == "ok" else None)
