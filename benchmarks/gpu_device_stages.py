@@ -334,11 +334,21 @@ def stage_compare(args, points, out: Path) -> dict[str, Any]:
     return {v: r["criteria"] for v, r in results.items()}
 
 
+def validate_command(report_dir: str) -> list[str]:
+    """``nmp validate``'s real-GPU group (gpu.real and gpu.latency) on every record in
+    ``nmp/gpu/data/``, its report in ``report_dir`` (not in OUT: the files coming back are few)."""
+    cmd = [sys.executable, "-m", "nmp", "validate", "--only", "gpu.real", "gpu.latency"]
+    return [*cmd, "--jobs", "1", "--table", "--out", report_dir]
+
+
 def stage_validate(args, points, out: Path) -> dict[str, Any]:
     target = out / OUT_FILES["validate"]
+    if args.dry_run:  # the records it would read are not this run's: it would model them all
+        cmd = validate_command("REPORTS")
+        target.write_text(f"$ {' '.join(cmd[1:])}\ndry run: not run (nothing recorded)\n")
+        return {"rc": None}
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "nmp", "validate", "--only", "gpu.real", "gpu.latency"]
-        cmd += ["--jobs", "1", "--table", "--out", tmp]
+        cmd = validate_command(tmp)
         env = dict(child_env(), COLUMNS="200")
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     target.write_text(f"$ {' '.join(cmd[1:])}\nexit {proc.returncode}\n{proc.stdout}{proc.stderr}")

@@ -109,7 +109,7 @@ def test_dry_run_compares_nothing_and_passes_nothing(dry):
     for version in ("as-is", "with-latency-record"):
         assert set(res[version]["criteria"].values()) == {"not run"}
     assert "| stage_time | not run | not run |" in (out / "comparison.md").read_text()
-    assert "not run" in (out / "validate-real-gpu.txt").read_text()
+    assert "dry run: not run" in (out / "validate-real-gpu.txt").read_text()
 
 
 def test_outputs_fit_what_the_device_returns(dry, tmp_path):
@@ -334,7 +334,10 @@ def test_gpu_path_records_every_stage_with_measurements_replaced(tmp_path, monke
     args[args.index("--probe-levels") + 1] = "hbm,l2"
     args[args.index("--probe-warps") + 1] = "1,64"
     args[args.index("--probe-chains") + 1] = "1,4"
-    stages = "latency,kernels,model,compare"
+    stages = "latency,kernels,model,compare,validate"
+    # nmp validate itself reads the kit's own nmp/gpu/data: here a stand-in that says it ran
+    stand_in = [sys.executable, "-c", "print('gpu.real: 2 checks')"]
+    monkeypatch.setattr(check.stages_mod, "validate_command", lambda report_dir: stand_in)
     assert check.main(["--out", str(out), "--in-process", "--stages", stages, *args]) == 0
     probe = sorted(p.name for p in out.glob("latency-probe-*.json"))
     day = json.loads((out / probe[0]).read_text())["date"]
@@ -352,6 +355,7 @@ def test_gpu_path_records_every_stage_with_measurements_replaced(tmp_path, monke
         crit = res[version]["criteria"]
         assert crit["stage_time"] == "agrees" and crit["bit_exact"] == "agrees"  # 1.1 x
     assert res["as-is"]["criteria"]["gain"] == "agrees"  # the same gain, measured and modeled
+    assert "exit 0\ngpu.real: 2 checks" in (out / "validate-real-gpu.txt").read_text()
     # what came back unpacks into nmp/gpu/data beside the records already there
     assert check.main(["--unpack", str(out)]) == 0
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == sorted(
