@@ -15,6 +15,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 def _load(name: str):
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
