@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +218,13 @@ def stage_kernels(args, points, out: Path) -> dict[str, Any]:
         print(f"{p['key']}: {len(plan_.tables)} tables, {lookups:,} lookups, {p['variants']}")
         write_json(path, bundle)  # the plan is there even if the measurement dies
         if not args.dry_run:
-            measured = _measure_point(plan_, args)
+            try:
+                measured = _measure_point(plan_, args)
+            except Exception as exc:  # noqa: BLE001 - the next point may still run
+                traceback.print_exc()
+                bundle.setdefault("errors", {})[p["key"]] = f"{type(exc).__name__}: {exc}"
+                write_json(path, bundle)
+                continue
             rec_path = record(plan_, measured, {})
             bundle["points"][p["key"]] = {
                 "record_file": rec_path.name,
@@ -229,6 +236,9 @@ def stage_kernels(args, points, out: Path) -> dict[str, Any]:
                     f"{r['max_us']:,.1f}) exact {r['bit_exact']} regs {r['regs']}"
                 )
         write_json(path, bundle)  # after every point: a later timeout keeps these
+    if bundle.get("errors"):
+        failed = ", ".join(bundle["errors"])
+        raise RuntimeError(f"{len(bundle['errors'])} points not measured ({failed}); see the log")
     return {"measured": len(bundle["points"]), "planned": len(bundle["planned"])}
 
 

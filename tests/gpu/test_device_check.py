@@ -384,3 +384,22 @@ def test_a_stage_process_is_bounded_and_its_end_recorded(tmp_path, monkeypatch, 
     got_state, summary, got_why = check.run_child([], "kernels", 0.3)
     assert (got_state, got_why) == (state, why)
     assert summary == ({"points": 2} if state == "ok" else None)
+
+
+def test_a_point_that_fails_costs_only_itself(tmp_path, monkeypatch, capsys):
+    from nmp.gpu import kernels_real
+
+    def broken(plan, *, repeats, warmup):
+        if plan.overrides.get("batch") == 32:
+            raise RuntimeError("cudaErrorIllegalAddress")
+        return fake_kernels(plan, repeats=repeats, warmup=warmup)
+
+    monkeypatch.setattr(kernels_real, "DATA_DIR", tmp_path / "data")
+    monkeypatch.setattr(kernels_real, "measure", broken)
+    args = check.parser().parse_args(["--out", str(tmp_path), *TINY, "--variants", "baseline"])
+    with pytest.raises(RuntimeError, match=r"1 points not measured \(micro24-batch-32\)"):
+        check.stages_mod.stage_kernels(args, check.plan(args), tmp_path)
+    bundle = json.loads((tmp_path / "kernels.json").read_text())
+    assert list(bundle["points"]) == ["micro24-reuse-medium"]
+    assert bundle["errors"] == {"micro24-batch-32": "RuntimeError: cudaErrorIllegalAddress"}
+    assert set(bundle["planned"]) == {"micro24-reuse-medium", "micro24-batch-32"}
