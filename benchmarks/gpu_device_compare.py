@@ -141,6 +141,7 @@ def judge(
             curve.append({"batch": p["batch"], "measured_us": t, "modeled_us": u})
             continue
         base_m = float(m["baseline"]["median_us"]) if "baseline" in m else None
+        missing += [f"{p['key']}.{v} (not measured)" for v in d if v not in m]
         for v, entry in m.items():
             if v not in d:
                 missing.append(f"{p['key']}.{v}")

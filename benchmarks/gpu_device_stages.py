@@ -173,9 +173,48 @@ def stage_latency(args, points, out: Path) -> dict[str, Any]:
     return {"record": rec.name, "measured": True}
 
 
+MAX_WINDOW_ATTR = 109  # cudaDevAttrMaxAccessPolicyWindowSize (134,217,728 B on the H200)
+
+
+def max_window_bytes() -> int | None:
+    """The device's largest access-policy window (None: unknown)."""
+    try:
+        import cupy as cp
+
+        return int(cp.cuda.runtime.deviceGetAttribute(MAX_WINDOW_ATTR, 0))
+    except Exception:  # noqa: BLE001 - unknown: the window is tried and may fail alone
+        return None
+
+
+def drop_oversized_windows(plan_, max_bytes: int | None) -> dict[str, str]:
+    """Take out the window variants whose window (the whole table, as the model's
+    ``access_window`` assumes) is larger than the device allows: CUDA refuses such a window
+    (gpu-micro24's 256-MB tables against the H200's 128 MiB). Returns {variant: why}."""
+    largest = max(tb.rows * tb.row_bytes for tb in plan_.tables)
+    if not max_bytes or largest <= max_bytes:
+        return {}
+    why = (
+        f"a window over a {largest:,}-B table exceeds the device's largest access-policy "
+        f"window ({max_bytes:,} B)"
+    )
+    skipped = {n: why for n, v in plan_.variants.items() if v.pinning == "window"}
+    plan_.variants = {n: v for n, v in plan_.variants.items() if n not in skipped}
+    return skipped
+
+
 def _measure_point(plan_, args) -> dict[str, Any]:
-    """All variants at once; if that fails (the pinning variants need libcudart's persisting-L2
-    calls), the others again alone, so one failing mechanism costs only itself."""
+    """All variants at once (less any window the device refuses); if that fails (the pinning
+    variants need libcudart's persisting-L2 calls), the others again alone, so one failing
+    mechanism costs only itself."""
+    skipped = drop_oversized_windows(plan_, max_window_bytes())
+    measured = _measure_or_retry(plan_, args)
+    if skipped:
+        measured["skipped_variants"] = skipped
+        print(f"  not run: {skipped}")
+    return measured
+
+
+def _measure_or_retry(plan_, args) -> dict[str, Any]:
     from nmp.errors import NmpError
     from nmp.gpu.kernels_real import measure
 

@@ -403,3 +403,19 @@ def test_a_point_that_fails_costs_only_itself(tmp_path, monkeypatch, capsys):
     assert list(bundle["points"]) == ["micro24-reuse-medium"]
     assert bundle["errors"] == {"micro24-batch-32": "RuntimeError: cudaErrorIllegalAddress"}
     assert set(bundle["planned"]) == {"micro24-reuse-medium", "micro24-batch-32"}
+
+
+def test_a_window_larger_than_the_device_allows_is_not_run_and_says_why():
+    args = check.parser().parse_args(["--out", "x", *TINY, "--variants", "baseline,pinning-window"])
+    point = check.plan(args)[0]
+    from nmp.gpu.kernels_real import build_plan
+
+    plan = build_plan("h200", point["workload"], point["overrides"], 0, point["variants"])
+    assert check.stages_mod.drop_oversized_windows(plan, 512_000_000) == {}
+    skipped = check.stages_mod.drop_oversized_windows(plan, 134_217_728)
+    assert list(plan.variants) == ["baseline"]
+    assert "256,000,000-B table exceeds" in skipped["pinning-window"]
+    # the comparison names the variant the model priced but nothing measured
+    res = cmp.judge([point], {point["key"]: {"variants": {"baseline": {"median_us": 30.0}}}},
+                    {point["key"]: {"baseline": 30.0, "pinning-window": 30.0}})  # fmt: skip
+    assert res["missing"] == [f"{point['key']}.pinning-window (not measured)"]
