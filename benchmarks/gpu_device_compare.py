@@ -222,7 +222,8 @@ def markdown(results: dict[str, dict[str, Any]], header: list[str]) -> str:
         )
         out.append("|---|---|---|---|---|---|---|---|---|")
         for r in res["rows"]:
-            bad = [k for k in ("stage_ok", "gain_ok") if r[k] is False]
+            labels = {"stage_ok": "stage time", "gain_ok": "gain"}
+            bad = [label for k, label in labels.items() if r[k] is False]
             bad += ["not exact"] if r["bit_exact"] is False else []
             out.append(
                 f"| {r['point']} | {r['variant']} | {r['measured_us']:,.1f} | "
