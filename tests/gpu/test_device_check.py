@@ -253,6 +253,12 @@ def test_compare_stage_reads_the_returned_files(tmp_path, capsys):
     assert crit["stage_time"] == "disagrees" and crit["gain"] == "disagrees"
     assert crit["batch_curve"] == "agrees" and crit["bit_exact"] == "agrees"
     assert "| gain | disagrees |" in capsys.readouterr().out
+    md = (tmp_path / "comparison.md").read_text()
+    assert (
+        "| micro24-reuse-high | baseline | 600.0 | 720.0 | +20.0% | - | - | True | stage time |"
+        in md
+    )
+    assert "| -5.0% | +30.0% | True | gain |" in md  # occupancy slower, modeled faster
 
 
 def test_unpack_writes_each_record_under_its_name(tmp_path, monkeypatch, capsys):
