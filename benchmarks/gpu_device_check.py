@@ -119,6 +119,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model-workers", type=int, default=min(8, os.cpu_count() or 1))
     p.add_argument("--latency-record", default="", help="use this record, do not probe")
     p.add_argument("--stages", default=",".join(STAGES), help="a subset, in this order")
+    p.add_argument("--from-data", action="store_true", help="compare the records in nmp/gpu/data/")
     p.add_argument("--budget-s", type=float, default=420.0, help="repeats scaled to fit")
     p.add_argument("--deadline-s", type=float, default=540.0, help="the whole run ends by then")
     p.add_argument("--in-process", action="store_true", help="no stage processes (dry run)")

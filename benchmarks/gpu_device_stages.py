@@ -358,10 +358,32 @@ def stage_model(args, points, out: Path) -> dict[str, Any]:
     return {"versions": list(result["figures"]), "errors": result["errors"]}
 
 
+def records_from_data(args, points) -> dict[str, dict[str, Any]]:
+    """Each point's newest ``measured-kernels-*.json`` in ``nmp/gpu/data/`` (same preset,
+    workload and overrides): the comparison of every point recorded so far, reruns included."""
+    from nmp.gpu import kernels_real
+
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(kernels_real.DATA_DIR.glob("measured-kernels-*.json")):  # date last
+        rec = _read(path)
+        for p in points:
+            if (
+                rec.get("arch_preset") == args.arch
+                and rec.get("workload") == p["workload"]
+                and rec.get("workload_overrides") == p["overrides"]
+                and "variants" in rec
+            ):
+                found[p["key"]] = rec
+    return found
+
+
 def stage_compare(args, points, out: Path) -> dict[str, Any]:
     cmp = bench("gpu_device_compare")
-    bundle = _read(out / OUT_FILES["kernels"])
-    measured = {k: e["record"] for k, e in bundle.get("points", {}).items()}
+    if args.from_data:
+        measured = records_from_data(args, points)
+    else:
+        bundle = _read(out / OUT_FILES["kernels"])
+        measured = {k: e["record"] for k, e in bundle.get("points", {}).items()}
     model = _read(out / OUT_FILES["model"])
     figures = model.get("figures") or {"as-is": {}}
     results = {v: cmp.judge(points, measured, figs) for v, figs in figures.items()}

@@ -368,6 +368,14 @@ def test_gpu_path_records_every_stage_with_measurements_replaced(tmp_path, monke
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == sorted(
         [probe[0], medium["record_file"], bundle["points"]["micro24-batch-32"]["record_file"]]
     )
+    # and is compared again from there (reruns merged): the same verdicts
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "model.json").write_text((out / "model.json").read_text())
+    argv = ["--out", str(again), "--in-process", "--stages", "compare", "--from-data", *args]
+    assert check.main(argv) == 0
+    res2 = json.loads((again / "comparison.json").read_text())["results"]
+    assert res2["as-is"]["rows"] == res["as-is"]["rows"]
 
 
 @pytest.mark.parametrize(
