@@ -120,8 +120,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--latency-record", default="", help="use this record, do not probe")
     p.add_argument("--stages", default=",".join(STAGES), help="a subset, in this order")
     p.add_argument("--from-data", action="store_true", help="compare the records in nmp/gpu/data/")
-    p.add_argument("--budget-s", type=float, default=420.0, help="repeats scaled to fit")
-    p.add_argument("--deadline-s", type=float, default=540.0, help="the whole run ends by then")
+    p.add_argument("--budget-s", type=float, default=360.0, help="repeats scaled to fit")
+    p.add_argument("--deadline-s", type=float, default=420.0, help="the whole run ends by then")
     p.add_argument("--in-process", action="store_true", help="no stage processes (dry run)")
     p.add_argument("--processes", action="store_true", help="stage processes in a dry run too")
     p.add_argument("--dry-run", action="store_true", help="CPU only: nothing measured")
@@ -136,6 +136,14 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
     from nmp.workload import load_workload
 
     cmp = _bench("gpu_device_compare")
+    for flag in ("probe_warps", "probe_chains", "probe_row_bytes", "batches", "prefetch_depths"):
+        try:  # a bad number is a one-line error here, not a traceback in a stage
+            _ints(getattr(args, flag))
+        except ValueError:
+            name = "--" + flag.replace("_", "-")
+            raise ValueError(
+                f"{name} {getattr(args, flag)!r}: not integers, comma-separated"
+            ) from None
     known = list(stages_mod.variants_for(load_gpu(args.arch), stages_mod.depths(args)))
     variants = _words(args.variants) or known
     unknown = [v for v in variants if v not in known]
@@ -144,6 +152,8 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
     reuse = _words(args.reuse)
     if bad := [r for r in reuse if r not in cmp.REUSE]:
         raise ValueError(f"unknown reuse level '{bad[0]}' (known: {', '.join(cmp.REUSE)})")
+    if bad := [lv for lv in _words(args.probe_levels) if lv not in PROBE_STEP_S]:
+        raise ValueError(f"unknown probe level '{bad[0]}' (known: {', '.join(PROBE_STEP_S)})")
     default_batch = load_workload("gpu-micro24", {}).batch
     return cmp.plan_points(
         reuse,

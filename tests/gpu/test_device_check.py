@@ -142,9 +142,12 @@ def test_budget_scales_the_repeats_down():
 def test_bad_stage_and_variant_are_one_line_errors(capsys):
     assert check.main(["--dry-run", "--out", "x", "--stages", "env,warp"]) == 1
     assert check.main(["--dry-run", "--out", "x", "--variants", "turbo"]) == 1
+    assert check.main(["--dry-run", "--out", "x", "--probe-levels", "dram"]) == 1
+    assert check.main(["--dry-run", "--out", "x", "--probe-warps", "1,x"]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 2
+    assert err.count("\n") == 4
     assert "unknown stage 'warp'" in err and "unknown real variant 'turbo'" in err
+    assert "unknown probe level 'dram'" in err and "--probe-warps '1,x': not integers" in err
 
 
 # --- the verdicts on synthetic figures ------------------------------------------------------
