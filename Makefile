@@ -34,8 +34,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check --fix nmp tests benchmarks
 
 bench: $(STAMP)
-	for b in benchmarks/*.py; do case $$b in */_*|*/before_after.py) continue;; esac; \
-		$(BIN)/python $$b || exit 1; done
+	for b in benchmarks/*.py; do args=; case $$b in */_*|*/before_after.py|*/gpu_device_*) continue;; \
+		*/gpu_kernels.py|*/gpu_latency.py) args=--dry-run;; esac; \
+		$(BIN)/python $$b $$args || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache nmp/memory/engine-*.so
