@@ -187,15 +187,15 @@ def max_window_bytes() -> int | None:
 
 
 def drop_oversized_windows(plan_, max_bytes: int | None) -> dict[str, str]:
-    """Take out the window variants whose window (the whole table, as the model's
-    ``access_window`` assumes) is larger than the device allows: CUDA refuses such a window
-    (gpu-micro24's 256-MB tables against the H200's 128 MiB). Returns {variant: why}."""
-    largest = max(tb.rows * tb.row_bytes for tb in plan_.tables)
+    """Take out the window variants whose window (each table's hot rows, laid out first:
+    ``nmp.gpu.hot_layout``) is larger than the device allows, so the point's other variants
+    still run: CUDA refuses such a window. Returns {variant: why}."""
+    largest = max(tb.window_bytes for tb in plan_.tables)
     if not max_bytes or largest <= max_bytes:
         return {}
     why = (
-        f"a window over a {largest:,}-B table exceeds the device's largest access-policy "
-        f"window ({max_bytes:,} B)"
+        f"a window over a table's {largest:,} B of hot rows exceeds the device's largest "
+        f"access-policy window ({max_bytes:,} B)"
     )
     skipped = {n: why for n, v in plan_.variants.items() if v.pinning == "window"}
     plan_.variants = {n: v for n, v in plan_.variants.items() if n not in skipped}

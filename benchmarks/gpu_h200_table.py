@@ -4,7 +4,9 @@ For a GPU preset (default ``h200``): gpu-micro24 at each reuse level (high, medi
 with every kernel variant and its gain over the stock kernel, dlrm-benchmark, and the batch
 curve 256..8192 (gpu-micro24 at medium reuse, the baseline kernel), with whether the curve is
 monotone. Each figure is what ``nmp run --arch ARCH --workload W --set workload.reuse=R --set
-arch.variant=V`` prints as its latency.
+arch.variant=V`` prints as its latency; ``pinning-window`` is the real kernels' variant of that name
+(``gpu_kernels.py``): ``--set arch.variant=pinning --set arch.pinning.mechanism=access_window``,
+the access-policy window over each table's hot rows laid out first.
 
     python benchmarks/gpu_h200_table.py [--arch h200] [--tables 12] [--json out.json]
     python benchmarks/gpu_h200_table.py --decompose [--reuse medium] [--tables 1]
@@ -26,14 +28,27 @@ import json
 import sys
 
 REUSE = ("high", "medium", "low", "random")
-VARIANTS = ("baseline", "occupancy", "prefetch", "pinning")
+VARIANTS = ("baseline", "occupancy", "prefetch", "pinning", "pinning-window")
 BATCHES = (256, 512, 1024, 2048, 4096, 8192)
+
+
+def arch_overrides(arch: str, variant: str) -> dict:
+    """A model variant as is; any other name is a real kernel variant (nmp.gpu.kernels_real):
+    the model variant and overrides that describe it."""
+    from nmp.gpu import load_gpu
+    from nmp.gpu.kernels_real import real_variants
+    from nmp.gpu.variants import GPU_VARIANTS
+
+    if variant in GPU_VARIANTS:
+        return {"variant": variant}
+    real = real_variants(load_gpu(arch))[variant]
+    return {"variant": real.model_variant, **real.model_overrides}
 
 
 def stage_us(arch: str, workload: str, wl: dict, variant: str = "baseline") -> float:
     from nmp.gpu.point import run_design_point
 
-    over = {"arch": {"variant": variant}, "workload": wl}
+    over = {"arch": arch_overrides(arch, variant), "workload": wl}
     return run_design_point(arch, workload, overrides=over).latency_ns / 1e3
 
 

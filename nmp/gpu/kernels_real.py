@@ -13,9 +13,14 @@ Variants (:data:`REAL_VARIANTS`; each names the model variant and overrides that
 * ``pinning``: the stock kernel after the paper's pre-kernel, which issues
   ``prefetch.global.L2::evict_last`` over each table's hottest ``pinning.rows`` rows (profiled on
   another batch, as the model does) with the persisting L2 limit set to the set-aside.
-* ``pinning-window``: the stock kernel under an access-policy window over the table
-  (``cudaStreamSetAttribute``, hitProp persisting, hitRatio = set-aside / table bytes: the
-  model's ``pinning.mechanism = "access_window"``).
+* ``pinning-window``: the stock kernel on the table laid out with its hottest ``pinning.rows``
+  rows first (the same profile; indices remapped, output bit-identical: :mod:`nmp.gpu.hot_layout`
+  says why a window needs that), under an access-policy window over those rows
+  (``cudaStreamSetAttribute``, hitProp persisting, missProp normal, hitRatio = min(1, set-aside /
+  window bytes)), the persisting limit set to the set-aside: the model's ``pinning.mechanism =
+  "access_window"``. The window must fit ``cudaDevAttrMaxAccessPolicyWindowSize`` and the
+  set-aside ``cudaDevAttrMaxPersistingL2CacheSize``: checked against the preset on the CPU
+  (:func:`check_plan`) and against the device before anything runs (:func:`measure`).
 
 Why CuPy ``RawKernel`` (NVRTC) and not ``torch.utils.cpp_extension.load_inline``: NVRTC compiles
 in-process in seconds with no host compiler, ninja or CUDA toolkit matching torch's build (which
@@ -43,6 +48,13 @@ import numpy as np
 
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_text
+from nmp.gpu.hot_layout import (
+    check_window,
+    hot_first_order,
+    remap_indices,
+    window_bytes,
+    window_hit_ratio,
+)
 from nmp.gpu.model import hot_rows
 from nmp.gpu.point import PROFILE_SEED_OFFSET
 from nmp.gpu.spec import GpuSpec, load_gpu
@@ -145,7 +157,8 @@ def real_variants(gpu: GpuSpec) -> dict[str, RealVariant]:
             ),
             RealVariant(
                 "pinning-window",
-                "stock kernel under an access-policy window over the table",
+                f"stock kernel, table laid out hot rows first, an access-policy window over its "
+                f"{gpu.pinning.rows} hot rows",
                 "pinning",
                 {"pinning.mechanism": "access_window", "pinning.hit_ratio": 0.0},
                 pinning="window",
@@ -172,6 +185,18 @@ class TablePlan:
     def row_bytes(self) -> int:
         return self.dim * 4
 
+    @property
+    def window_bytes(self) -> int:
+        """The access-policy window over the hot rows laid out first."""
+        return window_bytes(self.hot.shape[0], self.row_bytes)
+
+
+def window_layout(table: TablePlan) -> tuple[np.ndarray, np.ndarray]:
+    """(order, remapped indices) of ``table`` laid out hot rows first: the window variant runs
+    ``weight[order]`` with the remapped indices (:mod:`nmp.gpu.hot_layout`)."""
+    order = hot_first_order(table.rows, table.hot)
+    return order, remap_indices(table.indices, order)
+
 
 @dataclass
 class Plan:
@@ -183,6 +208,12 @@ class Plan:
     tables: list[TablePlan]
     variants: dict[str, RealVariant]
     set_aside_bytes: int
+
+    def window_ratio(self, table: TablePlan) -> float:
+        """The window's hitRatio over ``table``'s hot rows (as the model takes it)."""
+        return window_hit_ratio(
+            self.set_aside_bytes, table.window_bytes, self.gpu.pinning.hit_ratio
+        )
 
 
 def build_plan(
@@ -268,13 +299,53 @@ def check_plan(plan: Plan) -> list[str]:
         pgrid, _, plines = pin_launch(tb)
         if tb.rows * tb.row_bytes >= 2**63 or plines < tb.hot.shape[0]:
             raise NmpError(f"table {t}: the pre-kernel's lines do not cover its rows")
+        window = any(v.pinning == "window" for v in plan.variants.values())
+        window_line = check_window_plan(plan, t) if window else ""
         lines.append(
             f"table {t}: weight ({tb.rows}, {tb.dim}) fp32, indices ({idx.shape[0]},) int64, "
             f"offsets ({tb.bags},) int64; kernel grid {grid[0]} x block {block[:2]}, "
             f"{scalars['num_bags']} bags; pre-kernel {pgrid[0]} blocks over {plines} lines "
             f"of {tb.hot.shape[0]} hot rows"
         )
+        if window_line:
+            lines.append(f"table {t}: {window_line}")
     return lines
+
+
+def check_window_plan(plan: Plan, t: int) -> str:
+    """The window variant's layout and limits for table ``t``, on the CPU: the order is a
+    permutation with the hot rows first, every remapped index reads the row it read before (so
+    the output is the unpermuted one, bit for bit), the window fits the preset's
+    ``pinning.max_window_bytes`` and the set-aside its L2's persisting maximum. Raises
+    :class:`NmpError` naming the table; returns a line saying what it checked."""
+    tb = plan.tables[t]
+    order, remapped = window_layout(tb)
+    if not np.array_equal(np.sort(order), np.arange(tb.rows)):
+        raise NmpError(f"table {t}: the hot-first layout is not a permutation of its rows")
+    if not np.array_equal(order[: tb.hot.shape[0]], tb.hot):
+        raise NmpError(f"table {t}: the hot rows are not the layout's first rows")
+    if not np.array_equal(order[remapped], tb.indices):
+        raise NmpError(f"table {t}: a remapped index reads another row than before")
+    nbytes = tb.window_bytes
+    check_window(nbytes, plan.gpu.pinning.max_window_bytes, f"table {t}")
+    ratio = plan.window_ratio(tb)
+    if not 0.0 < ratio <= 1.0:
+        raise NmpError(f"table {t}: the window's hitRatio {ratio} lies outside (0, 1]")
+    return (
+        f"window over {tb.hot.shape[0]} hot rows laid out first, {nbytes:,} B <= "
+        f"{plan.gpu.pinning.max_window_bytes:,} B, hitRatio {ratio:.3f}, set-aside "
+        f"{plan.set_aside_bytes:,} B"
+    )
+
+
+def check_set_aside(nbytes: int, max_bytes: int) -> None:
+    """``cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize)`` accepts at most
+    ``cudaDevAttrMaxPersistingL2CacheSize``: say so before."""
+    if nbytes > max_bytes:
+        raise NmpError(
+            f"a persisting L2 set-aside of {nbytes:,} B exceeds the device's largest, "
+            f"{max_bytes:,} B (cudaDevAttrMaxPersistingL2CacheSize)"
+        )
 
 
 def reference_sums(table: TablePlan, weight: np.ndarray, bags: int = 4) -> np.ndarray:
@@ -295,6 +366,8 @@ class _Cudart:
 
     LIMIT_PERSISTING_L2 = 0x06  # cudaLimitPersistingL2CacheSize
     STREAM_ATTR_ACCESS_POLICY_WINDOW = 1  # cudaStreamAttributeAccessPolicyWindow
+    ATTR_MAX_PERSISTING_L2 = 108  # cudaDevAttrMaxPersistingL2CacheSize (39,321,600 B on H200)
+    ATTR_MAX_WINDOW = 109  # cudaDevAttrMaxAccessPolicyWindowSize (134,217,728 B on H200)
     ACCESS_NORMAL, ACCESS_STREAMING, ACCESS_PERSISTING = 0, 1, 2
 
     def __init__(self) -> None:
@@ -316,6 +389,17 @@ class _Cudart:
         if rc != 0:
             raise NmpError(f"{what} failed with cudaError {rc}")
 
+    def attribute(self, attr: int, device: int = 0) -> int:
+        """cudaDeviceGetAttribute(&value, attr, device)."""
+        value = ctypes.c_int(0)
+        self._ok(
+            self.lib.cudaDeviceGetAttribute(
+                ctypes.byref(value), ctypes.c_int(attr), ctypes.c_int(device)
+            ),
+            f"cudaDeviceGetAttribute({attr})",
+        )
+        return int(value.value)
+
     def set_persisting_limit(self, nbytes: int) -> None:
         self._ok(
             self.lib.cudaDeviceSetLimit(
@@ -329,7 +413,9 @@ class _Cudart:
 
     def set_window(self, stream_ptr: int, base_ptr: int, nbytes: int, hit_ratio: float) -> None:
         """cudaStreamSetAttribute(stream, AccessPolicyWindow, {base, bytes, hitRatio,
-        persisting, streaming}); nbytes 0 removes the window."""
+        persisting, normal}); nbytes 0 removes the window. missProp normal (CUDA allows normal
+        or streaming): the model's lines outside the hitRatio share are normal lines; at
+        hitRatio 1 (the hot set within the set-aside, as on the H200) no line takes it."""
 
         class Window(ctypes.Structure):
             _fields_ = [
@@ -345,7 +431,7 @@ class _Cudart:
 
         value = Value()
         value.window = Window(
-            base_ptr, nbytes, hit_ratio, self.ACCESS_PERSISTING, self.ACCESS_STREAMING
+            base_ptr, nbytes, hit_ratio, self.ACCESS_PERSISTING, self.ACCESS_NORMAL
         )
         self._ok(
             self.lib.cudaStreamSetAttribute(
@@ -395,6 +481,23 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
         views.append(tuple(cp.from_dlpack(x) for x in (weight, idx, off, hot, out)))
     flush = torch.empty(2 * plan.gpu.l2.size_bytes // 4, dtype=torch.float32, device=dev)
     cudart = _Cudart() if any(v.pinning for v in plan.variants.values()) else None
+    windowed: list[tuple[Any, Any]] = []
+    if cudart is not None:
+        # The device's own limits, before anything runs: CUDA would refuse the call.
+        check_set_aside(plan.set_aside_bytes, cudart.attribute(cudart.ATTR_MAX_PERSISTING_L2))
+    if any(v.pinning == "window" for v in plan.variants.values()):
+        max_window = cudart.attribute(cudart.ATTR_MAX_WINDOW)  # type: ignore[union-attr]
+        for t, tb in enumerate(plan.tables):
+            check_window(tb.window_bytes, max_window, f"table {t}")
+            order, remapped = window_layout(tb)
+            # The table laid out hot rows first (a one-time copy, untimed) and its indices.
+            weight = tensors[t][0]
+            windowed.append(
+                (
+                    weight[torch.as_tensor(order, device=dev)].contiguous(),
+                    torch.as_tensor(remapped, device=dev),
+                )
+            )
     results: dict[str, Any] = {}
     for name, variant in plan.variants.items():
         bag_fn, pin_fn = _compile(variant)
@@ -412,10 +515,12 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
                     with cp_stream:  # a RawKernel launches on CuPy's current stream
                         pin_fn(grid, block, args)
                 if variant.pinning == "window":
-                    table_bytes = tb.rows * tb.row_bytes
-                    ratio = min(1.0, plan.set_aside_bytes / table_bytes)
+                    weight, idx = windowed[t]  # the hot rows are its first window_bytes
                     cudart.set_window(  # type: ignore[union-attr]
-                        stream.cuda_stream, weight.data_ptr(), table_bytes, ratio
+                        stream.cuda_stream,
+                        weight.data_ptr(),
+                        tb.window_bytes,
+                        plan.window_ratio(tb),
                     )
                 if variant.nvrtc:
                     grid, block, s = launch_args(tb)

@@ -5,7 +5,9 @@ sectored L1s and the L2 (:mod:`nmp.gpu.stream`; one cache per partition where th
 cache for their own SMs); L1s are invalidated at every kernel launch, the L2 keeps its content
 across kernels. Pinning (:class:`nmp.gpu.spec.PinningSpec`) fills the L2 set-aside with
 persisting lines: per table, a pre-kernel prefetches that table's hottest rows with
-``evict_last`` (charged), or an access-policy window marks a share of the table's lines. Each
+``evict_last`` (charged), or, with the table laid out hot rows first
+(:mod:`nmp.gpu.hot_layout`), an access-policy window over those rows marks ``hitRatio`` of their
+lines persisting as the kernel touches them (nothing charged besides the kernel). Each
 kernel's time is the fixed point of Little's law on the loaded memory system
 (:mod:`nmp.gpu.timing`); the stage's time is their sum.
 
@@ -27,6 +29,13 @@ import numpy as np
 
 from nmp.gpu.cache import CacheState, StampClock
 from nmp.gpu.hbm import HbmCalibration, hbm_calibration, with_probe
+from nmp.gpu.hot_layout import (
+    check_window,
+    hot_first_order,
+    remap_indices,
+    window_bytes,
+    window_hit_ratio,
+)
 from nmp.gpu.index_stream import index_traffic
 from nmp.gpu.kernel import KernelConfig, kernel_config
 from nmp.gpu.queues import memory_queues, slice_queue  # noqa: F401  (slice_queue: re-exported)
@@ -179,6 +188,7 @@ def embedding_stage(
         "prefetch_ns": 0.0,
         "prefetch_charged": False,
         "hit_ratio": 0.0,
+        "window_bytes": 0,
     }
     # HBM efficiency of line fetches: the pinning pre-kernel, the index and output streams.
     line_eff = cal.efficiency_for(l2c.line_bytes)
@@ -267,20 +277,28 @@ def embedding_stage(
             if pinning.prefetch_overlaps:
                 # Fire-and-forget: the fetches share HBM with this kernel instead of preceding it.
                 overlap_bytes, pre_ns = pre_bytes, 0.0
+        indices = lookups.indices
         if gpu.uses_pinning and pinning.mechanism == "access_window":
+            # The table laid out hot rows first, the window over them (nmp.gpu.hot_layout).
+            ((_, hot),) = hot_rows(profile, pinning.rows, [t])
+            indices = remap_indices(indices, hot_first_order(lookups.num_rows, hot))
+            nbytes = window_bytes(hot.shape[0], row_bytes[t])
+            check_window(nbytes, pinning.max_window_bytes, f"table {t}")
             lo = bases[t] // l2c.line_bytes
-            table_bytes = lookups.num_rows * row_bytes[t]
-            ratio = pinning.hit_ratio or min(1.0, set_aside_bytes / parts / table_bytes)
+            ratio = window_hit_ratio(set_aside_bytes / parts, nbytes, pinning.hit_ratio)
             policy = L2Policy(
                 parts=parts,
                 window_lo=lo,
-                window_hi=lo + -(-table_bytes // l2c.line_bytes),
+                window_hi=lo + -(-nbytes // l2c.line_bytes),
                 hit_ratio=ratio,
                 carve=carve,
             )
             pin_info["hit_ratio"] = ratio
+            pin_info["window_bytes"] = nbytes
+            pin_info["rows"] = int(hot.shape[0])
+            pin_info["lines"] = -(-nbytes // l2c.line_bytes)
         ks, _ = run_kernel_stream(
-            lookups.indices, lookups.offsets, layout, l1, l2, sample=k, clock=clock, policy=policy
+            indices, lookups.offsets, layout, l1, l2, sample=k, clock=clock, policy=policy
         )
         if gpu.uses_pinning and pinning.mechanism == "access_window":
             pin_info["lines_persisting"] = int(np.count_nonzero(l2.pinned)) * k

@@ -311,9 +311,13 @@ class PinningSpec:
       ``prefetch.global.L2::evict_last`` over the ``rows`` hottest rows (by an offline profile),
       coldest first so that where a set overflows the hottest stay; the kernel's own loads are
       normal.
-    * ``"access_window"``: the kernel runs with an access-policy window over the whole table and
-      ``hitRatio`` ``hit_ratio`` (0: set-aside bytes / window bytes, the CUDA guide's advice): a
-      pseudo-random share of the table's lines persist, hot or not.
+    * ``"access_window"``: the table is laid out with its ``rows`` hottest rows (by the same
+      profile) first, the indices remapped (:mod:`nmp.gpu.hot_layout`), and the kernel runs
+      with an access-policy window over those rows (``rows x row bytes``, at most
+      ``max_window_bytes``, else an error) and ``hitRatio`` ``hit_ratio`` (0: min(1, set-aside
+      bytes / window bytes), the CUDA guide's advice): that share of the window's lines, chosen
+      pseudo-randomly, persist; the rest are normal. No pre-kernel: a line persists when the
+      kernel itself first touches it.
 
     ``scope = "per_table"`` (the paper's pre-kernel, before each table's kernel): the previous
     table's persisting lines are reset to normal (``cudaCtxResetPersistingL2Cache``) and this
@@ -335,6 +339,9 @@ class PinningSpec:
     mechanism: Literal["evict_last_prefetch", "access_window"] = "evict_last_prefetch"
     hit_ratio: float = 0.0
     prefetch_overlaps: bool = True
+    # cudaDevAttrMaxAccessPolicyWindowSize; default the H200's 134,217,728 B (measured,
+    # ../shared/reference/GPU-H200.md), for presets that do not name their own.
+    max_window_bytes: int = 134_217_728
 
     def validate(self) -> None:
         if self.rows < 0:
@@ -343,6 +350,8 @@ class PinningSpec:
             raise KeyedValueError("set_aside_fraction", "must lie in [0, 1]")
         if not 0.0 <= self.hit_ratio <= 1.0:
             raise KeyedValueError("hit_ratio", "must lie in [0, 1]")
+        if self.max_window_bytes <= 0:
+            raise KeyedValueError("max_window_bytes", "must be > 0")
 
 
 @dataclass(frozen=True)

@@ -428,10 +428,15 @@ def test_a_window_larger_than_the_device_allows_is_not_run_and_says_why():
     from nmp.gpu.kernels_real import build_plan
 
     plan = build_plan("h200", point["workload"], point["overrides"], 0, point["variants"])
-    assert check.stages_mod.drop_oversized_windows(plan, 512_000_000) == {}
-    skipped = check.stages_mod.drop_oversized_windows(plan, 134_217_728)
+    # The window covers the hot rows laid out first, not the 256,000,000-B table: the H200's
+    # 134,217,728 B take it, so the device check measures it.
+    hot_bytes = plan.tables[0].window_bytes
+    assert 0 < hot_bytes == plan.tables[0].hot.shape[0] * 512 < 134_217_728
+    assert check.stages_mod.drop_oversized_windows(plan, 134_217_728) == {}
+    assert list(plan.variants) == ["baseline", "pinning-window"]
+    skipped = check.stages_mod.drop_oversized_windows(plan, hot_bytes - 1)
     assert list(plan.variants) == ["baseline"]
-    assert "256,000,000-B table exceeds" in skipped["pinning-window"]
+    assert f"{hot_bytes:,} B of hot rows exceeds" in skipped["pinning-window"]
     # the comparison names the variant the model priced but nothing measured
     res = cmp.judge([point], {point["key"]: {"variants": {"baseline": {"median_us": 30.0}}}},
                     {point["key"]: {"baseline": 30.0, "pinning-window": 30.0}})  # fmt: skip

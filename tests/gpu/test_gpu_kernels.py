@@ -7,6 +7,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nmp.gpu import compare
@@ -54,6 +55,70 @@ def test_check_plan_rejects_an_index_outside_the_table():
     assert len(check_plan(plan)) == 1
     plan.tables[0].indices[3] = plan.tables[0].rows
     with pytest.raises(NmpError, match="table 0: an index lies outside"):
+        check_plan(plan)
+
+
+def test_hot_first_layout_keeps_the_output_bit_identical():
+    """The window variant's table (hot rows first) and remapped indices pool to exactly what
+    EmbeddingBag gives on the unpermuted table (torch on the CPU, and the numpy reference)."""
+    import torch
+
+    from nmp.gpu.hot_layout import hot_first_order, remap_indices
+    from nmp.gpu.kernels_real import TablePlan, reference_sums
+
+    rng = np.random.default_rng(7)
+    rows, dim, bags = 3000, 16, 64
+    indices = np.minimum(rng.zipf(1.3, bags * 20), rows) - 1  # skewed: a real hot set
+    indices = rng.permutation(rows)[indices]  # scattered over the table, as the workloads do
+    offsets = np.arange(0, bags * 20 + 1, 20, dtype=np.int64)
+    weight = rng.standard_normal((rows, dim)).astype(np.float32)
+    counts = np.bincount(indices, minlength=rows)
+    hot = np.argsort(-counts, kind="stable")[:300]
+    order = hot_first_order(rows, hot)
+    assert np.array_equal(order[:300], hot) and np.array_equal(np.sort(order), np.arange(rows))
+    remapped = remap_indices(indices, order)
+    assert np.count_nonzero(remapped < 300) == np.count_nonzero(np.isin(indices, hot))
+
+    def bag(idx, w):
+        return torch.nn.functional.embedding_bag(
+            torch.as_tensor(idx), torch.as_tensor(w), torch.as_tensor(offsets[:-1]), mode="sum"
+        )
+
+    ref = bag(indices, weight)
+    assert torch.equal(bag(remapped, weight[order]), ref)
+    assert not torch.equal(bag(indices, weight[order]), ref)  # the remap is what keeps it
+    tb = TablePlan(rows, dim, indices, offsets, hot)
+    moved = TablePlan(rows, dim, remapped, offsets, np.arange(300))
+    assert np.array_equal(
+        reference_sums(moved, weight[order], bags), reference_sums(tb, weight, bags)
+    )
+
+
+def test_window_plan_checks_its_layout_and_refuses_a_window_over_the_limit():
+    from dataclasses import replace
+
+    from nmp.errors import NmpError
+    from nmp.gpu.kernels_real import check_set_aside
+
+    plan = build_plan("h200", "gpu-micro24", {"batch": 8, "num_tables": 1}, 0, ["pinning-window"])
+    tb = plan.tables[0]
+    lines = check_plan(plan)
+    assert f"window over {tb.hot.shape[0]} hot rows laid out first" in lines[-1]
+    assert f"{tb.window_bytes:,} B <= 134,217,728 B, hitRatio 1.000" in lines[-1]
+    # The h200 hot set of 60K x 512 B fits the window limit and the set-aside: hitRatio 1.
+    full = build_plan("h200", "gpu-micro24", {"num_tables": 1}, 0, ["pinning-window"])
+    assert full.tables[0].window_bytes == 30_720_000 and full.window_ratio(full.tables[0]) == 1.0
+    small = replace(plan.gpu.pinning, max_window_bytes=tb.window_bytes - 1)
+    plan.gpu = replace(plan.gpu, pinning=small)
+    with pytest.raises(NmpError, match="table 0: an access-policy window of .* exceeds the dev"):
+        check_plan(plan)
+    # hitRatio = set-aside / window once the window outgrows the set-aside.
+    plan.set_aside_bytes = tb.window_bytes // 4
+    assert plan.window_ratio(tb) == pytest.approx(0.25, rel=1e-3)
+    with pytest.raises(NmpError, match="39,321,601 B exceeds the device's largest, 39,321,600"):
+        check_set_aside(39_321_601, 39_321_600)
+    tb.hot[1] = tb.hot[0]
+    with pytest.raises(NmpError, match="repeat a row"):
         check_plan(plan)
 
 

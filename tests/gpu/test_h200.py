@@ -103,7 +103,8 @@ def test_figures_table_covers_the_issue_points_and_flags_a_non_monotone_curve(mo
 
     monkeypatch.setattr(script, "stage_us", fake)
     fig = script.figures("h200")
-    assert len(calls) == 4 * 4 + 1 + 6  # reuse x variants, dlrm, the batch curve
+    assert len(calls) == 4 * 5 + 1 + 6  # reuse x variants (pinning-window too), dlrm, curve
+    assert ("gpu-micro24", "high", None, "pinning-window") in calls
     lines = script.table_lines(fig)
     assert any("NOT monotone" in line for line in lines)  # 256 is slower than 512 here
     assert any(line.startswith("high") and "+" in line for line in lines)

@@ -280,14 +280,47 @@ def test_catalog_lists_every_preset():
     assert all(np.isfinite(r["die_mm2"]) for r in rows.values())
 
 
-def test_access_policy_window_persists_a_random_share_of_the_table():
-    hot = point("a100-80gb", "pinning", "high", "reuse", **SCALED_L2)
+def test_access_policy_window_persists_the_hot_rows_laid_out_first():
+    """The window covers each table's hottest rows laid out first (nmp.gpu.hot_layout): with
+    them inside the set-aside, hitRatio is 1, the kernel itself makes them persist (no
+    pre-kernel), and the L2 keeps more of them than without pinning."""
+    base = point("a100-80gb", "baseline", "high", "reuse", **SCALED_L2)
     window = point(
         "a100-80gb", "pinning", "high", "reuse", pinning__mechanism="access_window", **SCALED_L2
     )
     pin = window.breakdown["pinning"]
-    # hitRatio = set-aside / window: 1.5 MB of a 200K x 512 B table per partition.
-    assert pin["hit_ratio"] == pytest.approx(1.5 * 2**20 / (200_000 * 512))
-    assert pin["lines_persisting"] > 0 and pin["prefetch_ns"] == 0.0
-    # Persisting lines picked by address hash, not by heat, keep fewer of the hot rows.
-    assert window.breakdown["l2_hit_rate"] < hot.breakdown["l2_hit_rate"]
+    # 3000 hot rows x 512 B = 1,536,000 B against a 1.5-MiB set-aside per partition: ratio 1.
+    assert pin["window_bytes"] == 3000 * 512 and pin["hit_ratio"] == 1.0
+    assert pin["prefetch_ns"] == 0.0 and window.breakdown["stall_ns"]["pin_prefetch"] == 0.0
+    assert pin["lines_persisting"] > 0
+    assert window.breakdown["l2_hit_rate"] > base.breakdown["l2_hit_rate"] + 0.02
+    with pytest.raises(NmpError, match="table 0: an access-policy window of 1,536,000 B"):
+        point(
+            "a100-80gb",
+            "pinning",
+            "high",
+            "reuse",
+            pinning__mechanism="access_window",
+            pinning__max_window_bytes=1_000_000,
+            **SCALED_L2,
+        )
+
+
+def test_window_pinning_moves_with_its_hit_ratio_and_set_aside():
+    """CUDA: hitRatio is the share of the window's lines given hitProp, and persisting lines
+    hold at most the set-aside. Ignore either and these figures would not move."""
+    over = dict(SCALED_L2, pinning__mechanism="access_window", pinning__hit_ratio=1.0)
+    full = point("a100-80gb", "pinning", "high", "reuse", **over)
+    quarter = point("a100-80gb", "pinning", "high", "reuse", **{**over, "pinning__hit_ratio": 0.25})
+    narrow = point(
+        "a100-80gb", "pinning", "high", "reuse", **{**over, "pinning__set_aside_fraction": 0.125}
+    )
+    p_full, p_q, p_n = (x.breakdown["pinning"] for x in (full, quarter, narrow))
+    # A quarter of the window's lines persist: about a quarter as many lines, fewer hits.
+    assert 0.2 < p_q["lines_persisting"] / p_full["lines_persisting"] < 0.3
+    assert quarter.breakdown["l2_hit_rate"] < full.breakdown["l2_hit_rate"] - 0.01
+    # A set-aside of 2 of 16 ways holds at most its lines (both partitions), fewer hits.
+    assert p_n["set_aside_bytes"] == 2 * 2**20 * 2 // 16  # per 2-MiB partition
+    assert p_n["lines_persisting"] <= 2 * p_n["set_aside_bytes"] // 128
+    assert p_n["lines_persisting"] < p_full["lines_persisting"] / 3
+    assert narrow.breakdown["l2_hit_rate"] < full.breakdown["l2_hit_rate"] - 0.01
