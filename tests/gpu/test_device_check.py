@@ -441,3 +441,36 @@ def test_a_window_larger_than_the_device_allows_is_not_run_and_says_why():
     res = cmp.judge([point], {point["key"]: {"variants": {"baseline": {"median_us": 30.0}}}},
                     {point["key"]: {"baseline": 30.0, "pinning-window": 30.0}})  # fmt: skip
     assert res["missing"] == [f"{point['key']}.pinning-window (not measured)"]
+
+
+def test_the_window_variant_is_measured_within_the_h200_window_limit(tmp_path, monkeypatch):
+    """With the hot rows laid out first the window fits the H200's limit: the kernels stage
+    hands it to the measurement (not 'not measured') and plans its checked window."""
+    from nmp.gpu import kernels_real
+
+    monkeypatch.setattr(kernels_real, "DATA_DIR", tmp_path / "data")
+    seen = []
+
+    def fake(plan, *, repeats, warmup):
+        seen.append(list(plan.variants))
+        variants = {
+            n: {"median_us": 10.0, "min_us": 9.0, "max_us": 11.0, "repeats": repeats,
+                "bit_exact": True, "regs": None, "model_variant": v.model_variant,
+                "model_overrides": v.model_overrides}
+            for n, v in plan.variants.items()
+        }  # fmt: skip
+        return {"variants": variants, **FACTS}
+
+    monkeypatch.setattr(kernels_real, "measure", fake)
+    monkeypatch.setattr(check.stages_mod, "max_window_bytes", lambda: 134_217_728)
+    args = list(TINY)
+    args[args.index("--variants") + 1] = "baseline,pinning-window"
+    args[args.index("--batches") + 1] = "16"
+    parsed = check.parser().parse_args(["--out", str(tmp_path), *args])
+    check.stages_mod.stage_kernels(parsed, check.plan(parsed), tmp_path)
+    assert seen and all(v == ["baseline", "pinning-window"] for v in seen)
+    bundle = json.loads((tmp_path / "kernels.json").read_text())
+    rec = bundle["points"]["micro24-reuse-medium"]["record"]
+    assert "pinning-window" in rec["variants"] and "skipped_variants" not in rec
+    checks = bundle["planned"]["micro24-reuse-medium"]["checks"]
+    assert any("laid out first" in line and "<= 134,217,728 B" in line for line in checks)
