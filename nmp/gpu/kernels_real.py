@@ -282,7 +282,8 @@ def pin_launch(table: TablePlan) -> tuple[tuple[int, ...], tuple[int, ...], int]
 
 
 def check_plan(plan: Plan) -> list[str]:
-    """Check every launch's arrays and arguments on the CPU; one line per table. Raises
+    """Check every launch's arrays and arguments on the CPU; one line per table (and one per
+    table for its window where a variant runs one: :func:`check_window_plan`). Raises
     :class:`NmpError` naming the table on the first mismatch."""
     lines = []
     for t, tb in enumerate(plan.tables):
@@ -443,6 +444,27 @@ class _Cudart:
         )
 
 
+def window_tensors(plan: Plan, weights: list[Any], max_window_bytes: int) -> list[tuple[Any, Any]]:
+    """Per table, (the weight laid out hot rows first, the remapped indices) as torch tensors on
+    the weights' device: a one-time copy, untimed. Refuses a window over ``max_window_bytes``
+    (the device's ``cudaDevAttrMaxAccessPolicyWindowSize``) before copying anything."""
+    import torch
+
+    for t, tb in enumerate(plan.tables):
+        check_window(tb.window_bytes, max_window_bytes, f"table {t}")
+    out = []
+    for tb, weight in zip(plan.tables, weights, strict=True):
+        order, remapped = window_layout(tb)
+        dev = weight.device
+        out.append(
+            (
+                weight[torch.as_tensor(order, device=dev)].contiguous(),
+                torch.as_tensor(remapped, device=dev),
+            )
+        )
+    return out
+
+
 def _compile(variant: RealVariant):
     import cupy as cp
 
@@ -487,17 +509,7 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
         check_set_aside(plan.set_aside_bytes, cudart.attribute(cudart.ATTR_MAX_PERSISTING_L2))
     if any(v.pinning == "window" for v in plan.variants.values()):
         max_window = cudart.attribute(cudart.ATTR_MAX_WINDOW)  # type: ignore[union-attr]
-        for t, tb in enumerate(plan.tables):
-            check_window(tb.window_bytes, max_window, f"table {t}")
-            order, remapped = window_layout(tb)
-            # The table laid out hot rows first (a one-time copy, untimed) and its indices.
-            weight = tensors[t][0]
-            windowed.append(
-                (
-                    weight[torch.as_tensor(order, device=dev)].contiguous(),
-                    torch.as_tensor(remapped, device=dev),
-                )
-            )
+        windowed = window_tensors(plan, [x[0] for x in tensors], max_window)
     results: dict[str, Any] = {}
     for name, variant in plan.variants.items():
         bag_fn, pin_fn = _compile(variant)

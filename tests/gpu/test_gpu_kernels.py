@@ -122,6 +122,31 @@ def test_window_plan_checks_its_layout_and_refuses_a_window_over_the_limit():
         check_plan(plan)
 
 
+def test_window_tensors_pool_like_the_unpermuted_table_in_torch():
+    """The tensors the window variant runs on the device, made here on the CPU from a real
+    plan (gpu-micro24 cut to 2000-row tables): embedding_bag on them equals torch's on the
+    unpermuted table, bit for bit; over the device's window limit nothing is copied."""
+    import torch
+
+    from nmp.errors import NmpError
+    from nmp.gpu.kernels_real import window_tensors
+
+    wl = {"batch": 32, "num_tables": 2, "rows": 2000, "reuse": "high"}
+    plan = build_plan("h200", "gpu-micro24", wl, 0, ["pinning-window"])
+    gen = torch.Generator().manual_seed(0)
+    weights = [torch.rand(tb.rows, tb.dim, generator=gen) for tb in plan.tables]
+    moved = window_tensors(plan, weights, 134_217_728)
+    for tb, w, (w_hot, idx_hot) in zip(plan.tables, weights, moved, strict=True):
+        off = torch.as_tensor(tb.offsets[:-1])
+        ref = torch.nn.functional.embedding_bag(torch.as_tensor(tb.indices), w, off, mode="sum")
+        got = torch.nn.functional.embedding_bag(idx_hot, w_hot, off, mode="sum")
+        assert torch.equal(got, ref)
+        n_hot = tb.hot.shape[0]
+        assert torch.equal(w_hot[:n_hot], w[torch.as_tensor(tb.hot)])  # the window's rows
+    with pytest.raises(NmpError, match="table 0: an access-policy window"):
+        window_tensors(plan, weights, plan.tables[0].window_bytes - 1)
+
+
 RECORD = {
     "arch_preset": "h200",
     "workload": "gpu-micro24",
