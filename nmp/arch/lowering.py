@@ -344,8 +344,8 @@ def _emit_lines(
     ``row_code_shift`` >= 0 a row's code is ``row << row_code_shift`` (equal to ``e_row[row]``,
     without reading the large table)."""
     r_sh, u_sh = _shift_of(rows_mod), _shift_of(units)
-    held = np.full(max(salp, 1), -1, dtype=np.int64)  # the row each slot holds
-    used = np.zeros(max(salp, 1), dtype=np.int64)  # 1 + the position of its last use
+    held = np.empty(SALP_TRACKED_SUBARRAYS, dtype=np.int64)  # the row each slot holds
+    key = np.empty(SALP_TRACKED_SUBARRAYS, dtype=np.int64)  # when it was used last
     prev = -1
     k = 0
     for j in range(perm.shape[0]):
@@ -357,9 +357,9 @@ def _emit_lines(
             row_code = e_row[row]
         if salp > 0:
             if node[i] != prev:  # a node's slots start empty
-                clear_slots(held, used)
+                clear_slots(held, key, salp)
                 prev = node[i]
-            base = e_bg[0] | e_bank[take_slot(held, used, row, j)] | row_code
+            base = e_bg[0] | e_bank[take_slot(held, key, row, j)] | row_code
         else:
             u = node[i] & (units - 1) if u_sh >= 0 else node[i] % units
             base = e_bg[unit_bg[u, bank[i]]] | e_bank[unit_bank[u, bank[i]]] | row_code

@@ -51,6 +51,41 @@ def test_split_levels_divides_exactly_by_multiplying():
         assert np.array_equal(got.astype(np.int64), s // d), d
 
 
+def _lru_slots_reference(node: np.ndarray, row: np.ndarray, salp: int) -> np.ndarray:
+    """The activated-subarray slots by the rule in words: per node from empty slots, a held
+    row keeps its slot, a new row takes the first empty slot, else the least recently used."""
+    out = np.empty(node.size, dtype=np.int64)
+    held: list[int] = []
+    last: list[int] = []
+    for i, (nd, r) in enumerate(zip(node.tolist(), row.tolist(), strict=True)):
+        if i == 0 or nd != node[i - 1]:
+            held, last = [-1] * salp, [-1] * salp
+        if r in held:
+            s = held.index(r)
+        elif -1 in held:
+            s = held.index(-1)
+        else:
+            s = last.index(min(last))
+        held[s], last[s] = r, i
+        out[i] = s
+    return out
+
+
+@pytest.mark.parametrize("salp", [1, 2, 4, 8])
+def test_subarray_slots_follow_the_lru_rule(salp):
+    """The branch-free slot pick (every slot visited each time) gives the slots of the rule:
+    rows repeated at once, after a while and never, over several nodes."""
+    from nmp.arch.salp import subarray_slots
+
+    rng = np.random.default_rng(salp)
+    node = np.sort(rng.integers(0, 4, 3000))
+    row = rng.integers(0, 12, 3000)  # few rows: hits on every slot, not only the last one
+    row[::7] = rng.integers(0, 1 << 40, row[::7].size)
+    got = subarray_slots(node, row, salp)
+    assert np.array_equal(got, _lru_slots_reference(node, row, salp))
+    assert np.bincount(got, minlength=salp).min() > 0  # every slot was picked
+
+
 @pytest.mark.parametrize("name", ["recross", "trim-g", "recnmp"])
 def test_dense_tree_count_equals_the_sorting_path(name, small_workload, monkeypatch):
     arch = load_arch(name)
