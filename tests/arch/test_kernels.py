@@ -34,6 +34,30 @@ def test_locality_kernel_equals_packed_sorts(seed):
         assert np.array_equal(got, _locality_order_reference(node, bank, page))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_windowed_locality_kernel_equals_packed_sorts_per_window(seed):
+    """Windows of a power of two and not, groups small (insertion sort) and larger than
+    SMALL_GROUP (radix sort), pages too wide to pack: the numpy sorts on (node, window) ids."""
+    from nmp.arch.locality import SMALL_GROUP, _window_ids_reference
+
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(30):
+        n = int(rng.integers(1, 3000))
+        nodes, banks = int(rng.integers(1, 9)), int(rng.integers(1, 17))
+        window = int(rng.choice([1, 3, 32, 33, 4 * SMALL_GROUP, 100_000]))
+        node = rng.integers(0, nodes, n)
+        bank = rng.integers(0, banks, n)
+        page = rng.integers(0, int(rng.choice([2, 50, 1 << 40, 1 << 55])), n)
+        w = _window_ids_reference(node, window)
+        seen: dict[int, int] = {}
+        for i, nd in enumerate(node.tolist()):  # the window ids by their definition
+            assert w[i] == seen.get(nd, 0) // window
+            seen[nd] = seen.get(nd, 0) + 1
+        want = _locality_order_reference(node * (int(w.max()) + 1) + w, bank, page)
+        got = windowed_locality_order(node, bank, page, nodes, banks, window)
+        assert np.array_equal(got, want)
+
+
 def test_split_levels_divides_exactly_by_multiplying():
     """_split_levels' quotient by a unit's bank count (a multiply and a shift) equals integer
     division for every dividend below 2^31, on divisors from 1 to 2^31 - 1, the extremes
