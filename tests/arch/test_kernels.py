@@ -190,6 +190,19 @@ def test_flatten_and_bag_major_order_equal_numpy():
     assert np.array_equal(flat.table, table) and np.array_equal(flat.bag, bag)
     assert np.array_equal(flat.grow, np.array([0, 50, 57, 357])[table] + flat.row)
     assert np.array_equal(bag_major_order(flat), np.lexsort((table, bag)))
+    # a batch of the same shape with other rows shares the table, bag and order arrays
+    again = LookupBatch(
+        tuple(
+            TableLookups((t.indices + 1) % t.num_rows, t.offsets, None, t.num_rows, 16)
+            for t in tables
+        )
+    )
+    flat2 = flatten(again, [64, 64, 64, 64], [50, 7, 300, 5])
+    assert flat2.table is flat.table and flat2.bag is flat.bag
+    assert np.array_equal(flat2.row, (flat.row + 1) % np.array([50, 7, 300, 5])[table])
+    assert np.array_equal(flat2.grow, np.array([0, 50, 57, 357])[table] + flat2.row)
+    assert bag_major_order(flat2) is bag_major_order(flat)
+    assert np.array_equal(bag_major_order(flat2), np.lexsort((table, bag)))
     # offsets that do not start at 0: numpy's repeat semantics, as before
     odd = TableLookups(np.arange(4, dtype=np.int64), np.array([1, 3, 5]), None, 9, 16)
     flat = flatten(LookupBatch((odd,)), [64], [9])
