@@ -179,7 +179,8 @@ def _split_levels(
     """The lookups of every wanted level in issue order (not SRAM hits), levels one after
     another (``offsets``): their node, lines per row, bank in the node, page and first column
     (as :func:`slot_locations`; the m lookups' fields one after another in ``buf``, at least
-    5 m long), and per level and node the lookups and lines. Divisions by powers of two are
+    5 m long), per level and node the lookups and lines, and per level the most lines of a
+    row and the furthest line end (``col0 + lines``) in a page. Divisions by powers of two are
     shifts (slots are non-negative)."""
     nlev = want.shape[0]
     offsets = np.zeros(nlev + 1, dtype=np.int64)
@@ -199,6 +200,8 @@ def _split_levels(
     col0 = buf[4 * m : 5 * m]
     lookups = np.zeros((nlev, max_nodes), dtype=np.int64)
     lines = np.zeros((nlev, max_nodes), dtype=np.int64)
+    lpr_top = np.zeros(nlev, dtype=np.int64)
+    end_top = np.zeros(nlev, dtype=np.int64)
     b_sh = np.empty(nlev, dtype=np.int64)
     b_m = np.zeros(nlev, dtype=np.uint64)
     b_msh = np.zeros(nlev, dtype=np.uint64)
@@ -243,7 +246,9 @@ def _split_levels(
         node[k], lpr[k] = nd, r
         lookups[li, nd] += 1
         lines[li, nd] += r
-    return offsets, lookups, lines
+        lpr_top[li] = max(lpr_top[li], r)
+        end_top[li] = max(end_top[li], col0[k] + r)
+    return offsets, lookups, lines, lpr_top, end_top
 
 
 @dataclass
@@ -259,6 +264,8 @@ class LevelLookups:
     col0: np.ndarray  # first column
     lookups: np.ndarray  # int64 [levels, max nodes]
     lines: np.ndarray  # int64 [levels, max nodes]
+    lpr_top: np.ndarray  # int64 [levels]: the most lines per row (0: no lookup)
+    end_top: np.ndarray  # int64 [levels]: the furthest col0 + lines per row (0: no lookup)
 
     def level(self, li: int, nodes: int) -> tuple[np.ndarray, ...]:
         a, b = int(self.offsets[li]), int(self.offsets[li + 1])
@@ -295,7 +302,7 @@ def split_levels(
     max_nodes = max((layouts[lv].nodes for lv in layouts), default=1)
     n = 5 * int(order.size)  # room for every lookup's five fields
     buf = _scratch("split", n) if scratch else np.empty(n, dtype=np.int64)
-    offsets, lookups, lines = _split_levels(
+    offsets, lookups, lines, lpr_top, end_top = _split_levels(
         np.ascontiguousarray(order, dtype=np.int64),
         np.ascontiguousarray(plc.level, dtype=np.int64),
         np.ascontiguousarray(plc.hit, dtype=np.bool_),
@@ -311,7 +318,7 @@ def split_levels(
     )
     m = int(offsets[-1])
     node, lpr, bank, page, col0 = (buf[f * m : (f + 1) * m] for f in range(5))
-    return LevelLookups(offsets, node, lpr, bank, page, col0, lookups, lines)
+    return LevelLookups(offsets, node, lpr, bank, page, col0, lookups, lines, lpr_top, end_top)
 
 
 @njit(cache=True)
@@ -440,9 +447,10 @@ def lower_level(
         )
     else:
         perm = np.argsort(node, kind="stable")  # grouped by node, each in its issue order
-    lpr_max = int(lpr.max()) if lpr.size else 1
+    # (their maxima from the split's pass, not a pass of their own)
+    lpr_max = int(split.lpr_top[li]) if lpr.size else 1
     # no row straddles a page: all lines of a lookup share its page (per-lookup fields)
-    one_page = bool(lpr.size) and int((col0 + lpr).max()) <= lpp
+    one_page = bool(lpr.size) and int(split.end_top[li]) <= lpp
     salp_level = level == "bank" and spec.subarray_parallelism
     reading = spec.bank.salp
     if salp_level and reading != "salp1":
@@ -461,7 +469,7 @@ def lower_level(
     if one_page:
         (e_bg, e_bank, e_row, e_col), composes, row_shift = _field_codes(view)
         if composes and rows_mod <= e_row.size and lpp <= e_col.size:
-            total = int(lpr.sum())
+            total = int(lines.sum())  # (lines per node: the lines of its lookups)
             # a buffer per level: one level's replays may still read theirs while the next
             # level is lowered
             buf = "addr." + level
