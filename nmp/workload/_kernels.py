@@ -102,6 +102,23 @@ def _zipf_one(u01, rows, a, h_x1, h_n, s):
 
 
 @njit(cache=True)
+def zipf_first_kernel(u01, rows, a, h_x1, h_n, s, out):
+    """The first rejection-inversion round, position ``i`` drawing ``u01[i]`` (as
+    :func:`zipf_redraw_kernel` on every position, without the list of positions): accepted
+    ranks go to ``out``; returns the positions rejected, in order."""
+    left = np.empty(u01.shape[0], dtype=np.int64)
+    m = 0
+    for i in range(u01.shape[0]):
+        k, ok = _zipf_one(u01[i], rows, a, h_x1, h_n, s)
+        if ok:
+            out[i] = k
+        else:
+            left[m] = i
+            m += 1
+    return left[:m]
+
+
+@njit(cache=True)
 def zipf_redraw_kernel(u01, todo, rows, a, h_x1, h_n, s, out):
     """One rejection-inversion round for the positions ``todo`` (ascending), uniform ``u01[i]``
     for ``todo[i]``: accepted ranks go to ``out``; returns the positions still rejected, in

@@ -129,11 +129,11 @@ def zipf_ranks(rng: np.random.Generator, n: int, rows: int, alpha: float) -> np.
     h_x1, h_n, s = _zipf_constants(rows, a)
 
     # numba: loaded on use (start-up time)
-    from nmp.workload._kernels import zipf_redraw_kernel
+    from nmp.workload._kernels import zipf_first_kernel, zipf_redraw_kernel
 
     out = np.empty(n, dtype=np.int64)
     # every position drawn once, then the rejected ones again (in order) until all stand
-    todo = zipf_redraw_kernel(rng.random(n), np.arange(n), rows, a, h_x1, h_n, s, out)
+    todo = zipf_first_kernel(rng.random(n), rows, a, h_x1, h_n, s, out)
     while todo.size:
         todo = zipf_redraw_kernel(rng.random(todo.size), todo, rows, a, h_x1, h_n, s, out)
     return out
