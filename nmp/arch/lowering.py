@@ -180,8 +180,7 @@ def _split_levels(
     another (``offsets``): their node, lines per row, bank in the node, page and first column
     (as :func:`slot_locations`; the m lookups' fields one after another in ``buf``, at least
     5 m long), per level and node the lookups and lines, and per level the most lines of a
-    row and the furthest line end (``col0 + lines``) in a page. Divisions by powers of two are
-    shifts (slots are non-negative)."""
+    row. Divisions by powers of two are shifts (slots are non-negative)."""
     nlev = want.shape[0]
     offsets = np.zeros(nlev + 1, dtype=np.int64)
     whole = order.shape[0] == level.shape[0]  # an order of every lookup: count in place
@@ -201,7 +200,6 @@ def _split_levels(
     lookups = np.zeros((nlev, max_nodes), dtype=np.int64)
     lines = np.zeros((nlev, max_nodes), dtype=np.int64)
     lpr_top = np.zeros(nlev, dtype=np.int64)
-    end_top = np.zeros(nlev, dtype=np.int64)
     b_sh = np.empty(nlev, dtype=np.int64)
     b_m = np.zeros(nlev, dtype=np.uint64)
     b_msh = np.zeros(nlev, dtype=np.uint64)
@@ -246,9 +244,9 @@ def _split_levels(
         node[k], lpr[k] = nd, r
         lookups[li, nd] += 1
         lines[li, nd] += r
-        lpr_top[li] = max(lpr_top[li], r)
-        end_top[li] = max(end_top[li], col0[k] + r)
-    return offsets, lookups, lines, lpr_top, end_top
+        if lpr_top[li] < r:  # (a store only when it grows: no chain through memory)
+            lpr_top[li] = r
+    return offsets, lookups, lines, lpr_top
 
 
 @dataclass
@@ -265,7 +263,6 @@ class LevelLookups:
     lookups: np.ndarray  # int64 [levels, max nodes]
     lines: np.ndarray  # int64 [levels, max nodes]
     lpr_top: np.ndarray  # int64 [levels]: the most lines per row (0: no lookup)
-    end_top: np.ndarray  # int64 [levels]: the furthest col0 + lines per row (0: no lookup)
 
     def level(self, li: int, nodes: int) -> tuple[np.ndarray, ...]:
         a, b = int(self.offsets[li]), int(self.offsets[li + 1])
@@ -302,7 +299,7 @@ def split_levels(
     max_nodes = max((layouts[lv].nodes for lv in layouts), default=1)
     n = 5 * int(order.size)  # room for every lookup's five fields
     buf = _scratch("split", n) if scratch else np.empty(n, dtype=np.int64)
-    offsets, lookups, lines, lpr_top, end_top = _split_levels(
+    offsets, lookups, lines, lpr_top = _split_levels(
         np.ascontiguousarray(order, dtype=np.int64),
         np.ascontiguousarray(plc.level, dtype=np.int64),
         np.ascontiguousarray(plc.hit, dtype=np.bool_),
@@ -318,7 +315,7 @@ def split_levels(
     )
     m = int(offsets[-1])
     node, lpr, bank, page, col0 = (buf[f * m : (f + 1) * m] for f in range(5))
-    return LevelLookups(offsets, node, lpr, bank, page, col0, lookups, lines, lpr_top, end_top)
+    return LevelLookups(offsets, node, lpr, bank, page, col0, lookups, lines, lpr_top)
 
 
 @njit(cache=True)
@@ -447,10 +444,12 @@ def lower_level(
         )
     else:
         perm = np.argsort(node, kind="stable")  # grouped by node, each in its issue order
-    # (their maxima from the split's pass, not a pass of their own)
+    # (the most lines of a row from the split's pass, not a pass of its own)
     lpr_max = int(split.lpr_top[li]) if lpr.size else 1
-    # no row straddles a page: all lines of a lookup share its page (per-lookup fields)
-    one_page = bool(lpr.size) and int(split.end_top[li]) <= lpp
+    # no row straddles a page: all lines of a lookup share its page (per-lookup fields). A
+    # row of r <= lpp lines starts at a multiple of r below lpp // r * r, so it ends in its
+    # page; a longer row starts a page of its own and leaves it
+    one_page = bool(lpr.size) and lpr_max <= lpp
     salp_level = level == "bank" and spec.subarray_parallelism
     reading = spec.bank.salp
     if salp_level and reading != "salp1":

@@ -75,6 +75,29 @@ def test_split_levels_divides_exactly_by_multiplying():
         assert np.array_equal(got.astype(np.int64), s // d), d
 
 
+def test_split_keeps_the_most_lines_per_row_and_the_page_test():
+    """The split pass's most lines per row of each level is the maximum over its lookups, and
+    "no row leaves its page" (``(col0 + lines).max() <= lines per page``) is that maximum
+    fitting a page: rows of 1, 4 and 128 lines (longer than a 64-line page)."""
+    arch = load_arch("recross")
+    rng = np.random.default_rng(4)
+    offsets = np.arange(0, 8 * 20 + 1, 20, dtype=np.int64)
+    tables = tuple(
+        TableLookups(rng.integers(0, rows, 160), offsets, None, rows, dim)
+        for rows, dim in ((5000, 16), (3000, 2048), (800, 64))
+    )
+    flat, plc, order = arch.prepare(LookupBatch(tables))
+    split = low.split_levels(arch.layouts, arch.mem, flat, plc, order)
+    lpp = mv.lines_per_page(arch.mem)
+    for li in range(len(LEVELS)):
+        a, b = int(split.offsets[li]), int(split.offsets[li + 1])
+        if a < b:
+            lpr, col0 = split.lpr[a:b], split.col0[a:b]
+            assert split.lpr_top[li] == lpr.max()
+            assert bool((col0 + lpr).max() <= lpp) == bool(lpr.max() <= lpp)
+    assert (split.lpr > lpp).any() and (split.lpr <= lpp).any()
+
+
 def _lru_slots_reference(node: np.ndarray, row: np.ndarray, salp: int) -> np.ndarray:
     """The activated-subarray slots by the rule in words: per node from empty slots, a held
     row keeps its slot, a new row takes the first empty slot, else the least recently used."""
