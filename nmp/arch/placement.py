@@ -178,10 +178,10 @@ def bag_major_order(flat: FlatLookups) -> np.ndarray:
     """Lookups sample by sample, each sample's tables in order (``np.lexsort((table, bag))``).
     Kept for the table and bag arrays that :func:`flatten` shares between the batches of one
     shape (the same arrays, so the same order; not to be written)."""
-    kept = _ORDERS.get((id(flat.table), id(flat.bag), flat.batch))
-    if kept is not None and kept[0] is flat.table and kept[1] is flat.bag:
-        return kept[2]
-    order = None
+    return _per_shape(flat, "bag-major order", _bag_major_order)
+
+
+def _bag_major_order(flat: FlatLookups) -> np.ndarray:
     if flat.n:
         out, ok = _bag_major_kernel(
             np.ascontiguousarray(flat.table, dtype=np.int64),
@@ -189,18 +189,33 @@ def bag_major_order(flat: FlatLookups) -> np.ndarray:
             max(int(flat.batch), 0),
         )
         if ok:
-            order = out
-    if order is None:
-        order = np.lexsort((flat.table, flat.bag)).astype(np.int64)
+            return out
+    return np.lexsort((flat.table, flat.bag)).astype(np.int64)
+
+
+def bag_keys(flat: FlatLookups) -> np.ndarray:
+    """Each lookup's bag over all tables, ``table * batch + bag`` (kept per shape, as
+    :func:`bag_major_order`; not to be written)."""
+    return _per_shape(flat, "bag keys", lambda f: f.table * f.batch + f.bag)
+
+
+def _per_shape(flat: FlatLookups, what: str, build) -> np.ndarray:
+    """``build(flat)``, kept while ``flat``'s table and bag arrays are a shape that
+    :func:`flatten` shares (they alone decide it)."""
+    key = (what, id(flat.table), id(flat.bag), flat.batch)
+    kept = _PER_SHAPE.get(key)
+    if kept is not None and kept[0] is flat.table and kept[1] is flat.bag:
+        return kept[2]
+    out = build(flat)
     if any(flat.table is shape[0] and flat.bag is shape[1] for shape in _SHAPES.values()):
-        if len(_ORDERS) >= 8:
-            _ORDERS.pop(next(iter(_ORDERS)))
-        _ORDERS[(id(flat.table), id(flat.bag), flat.batch)] = (flat.table, flat.bag, order)
-    return order
+        if len(_PER_SHAPE) >= 16:
+            _PER_SHAPE.pop(next(iter(_PER_SHAPE)))
+        _PER_SHAPE[key] = (flat.table, flat.bag, out)
+    return out
 
 
-# (id(table), id(bag), batch) -> (table, bag, order) of the shapes flatten shares (_SHAPES)
-_ORDERS: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+# (what, id(table), id(bag), batch) -> (table, bag, array) of the shapes flatten shares
+_PER_SHAPE: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def divmod_nonneg(a: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -495,6 +510,7 @@ def warm_rank_caches(arch) -> LruCache | None:
 __all__ = [
     "warm_rank_caches",
     "FlatLookups",
+    "bag_keys",
     "bag_major_order",
     "Placement",
     "divmod_nonneg",
