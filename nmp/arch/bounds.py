@@ -124,27 +124,51 @@ def shared_bankgroup_bound(arch, node_bytes: dict[str, np.ndarray]) -> float:
         return 0.0
     bgs = mv.org(mem, "bankgroups")
     ranks = mv.org(mem, "channels") * mv.org(mem, "ranks")
+    spans, groups_of = _unit_spans(lays)
+    held = [groups_of[lv] if node_bytes.get(lv) is not None else set() for lv in groups_of]
+    shared = sorted(held[0] & held[1])
+    if not shared:
+        return 0.0
     load = np.zeros((ranks, bgs))
+    for lv, g, nodes, rank, share in spans:
+        nbytes = node_bytes.get(lv)
+        if nbytes is not None:
+            # a unit spanning several bank groups: its bytes spread evenly (one node a rank)
+            load[rank, g] += nbytes[nodes] / share
+    bursts = float(load[:, shared].max()) / mv.tx_bytes(mem)
+    return bursts * mv.timing(mem, "nCCDL") * mv.tck_ns(mem)
+
+
+def _unit_spans(lays: dict) -> tuple[list[tuple], dict[str, set[int]]]:
+    """For the bank-group and bank levels holding rows: (level, bank group, the nodes of one
+    unit spanning it, their ranks, how many bank groups the unit spans) in the order the loads
+    are added up, and the bank groups each level's units span. Kept per design (its layouts
+    are fixed)."""
+    hit = _SPANS.get(id(lays))
+    if hit is not None and hit[0] is lays:
+        return hit[1]
+    spans: list[tuple] = []
     groups_of: dict[str, set[int]] = {}
     for lv in ("bankgroup", "bank"):
         lay = lays[lv]
         groups_of[lv] = set()
-        nbytes = node_bytes.get(lv)
-        if lay.capacity_banks <= 0 or nbytes is None:
+        if lay.capacity_banks <= 0:
             continue
         rank_of = np.arange(lay.nodes) // lay.units
         unit_of = np.arange(lay.nodes) % lay.units
         for u in range(lay.units):
             groups = np.unique(lay.unit_bg[u])
             groups_of[lv].update(int(g) for g in groups)
-            mine = unit_of == u
-            for g in groups:  # a unit spanning several bank groups: its bytes spread evenly
-                np.add.at(load[:, g], rank_of[mine], nbytes[mine] / groups.size)
-    shared = sorted(groups_of["bankgroup"] & groups_of["bank"])
-    if not shared:
-        return 0.0
-    bursts = float(load[:, shared].max()) / mv.tx_bytes(mem)
-    return bursts * mv.timing(mem, "nCCDL") * mv.tck_ns(mem)
+            mine = np.flatnonzero(unit_of == u)
+            for g in groups:
+                spans.append((lv, int(g), mine, rank_of[mine], groups.size))
+    if len(_SPANS) > 64:
+        _SPANS.clear()
+    _SPANS[id(lays)] = (lays, (spans, groups_of))
+    return spans, groups_of
+
+
+_SPANS: dict[int, tuple] = {}  # id(layouts) -> (layouts, (spans, bank groups per level))
 
 
 def instruction_bounds(

@@ -253,7 +253,7 @@ def _make_gather_tree_rows(dim: int):
         na, nb = np.uint64(_BASIS_A), np.uint64(_BASIS_B)
         n_nodes, batch = parent.shape[0], out.shape[0]
         # out and acc start zeroed and on whole cache lines (_zeros_on_lines); acc is zero
-        # between bags, as above
+        # between bags, as above, and so after the last (the next table's call reuses it)
         touched = np.zeros(n_nodes, dtype=np.bool_)
         n = np.uint64(node.shape[0])
         track = n_nodes * batch > node.shape[0]  # fewer lookups per bag than units, on average
@@ -291,9 +291,9 @@ def _make_gather_tree_rows(dim: int):
                         add_row_and_clear(acc, p, acc, k)
         return out
 
-    def run(level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch):
+    def run(level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch, acc=None):
         out = _zeros_on_lines(batch, dim)
-        acc = _zeros_on_lines(parent.shape[0], dim)
+        acc = _zeros_on_lines(parent.shape[0], dim) if acc is None else acc
         return kernel(level, node, base, bag, rows, basis_a, basis_b, parent, out, acc)
 
     run.kernel = kernel  # type: ignore[attr-defined]  # (its compiled code, for inspection)
@@ -314,9 +314,13 @@ def _zeros_on_lines(rows: int, dim: int) -> np.ndarray:
 _BASIS_KERNELS: dict[tuple[int, bool], Any] = {}
 
 
-def gather_tree_basis(level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch):
+def gather_tree_basis(
+    level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch, *, work=None
+):
     """:func:`gather_tree` reading each row in place as :mod:`nmp.arch.rowdata` stores it
     (``A[r mod |A|] + B[(r div |A|) mod |B|]``); a lookup's unit is ``base[level] + node``.
+    ``work``: a dict the calls of one thread share (:func:`pool_tables`' tables), where the
+    vector kernel keeps its units' partial sums between calls (it leaves them zero).
 
     Every unit accumulates the partial sum of its rows of a bag; after the bag, children before
     parents (node ids decrease up the tree), each partial sum is added into its parent's, the
@@ -332,6 +336,13 @@ def gather_tree_basis(level, node, base, bag, rows, weights, basis_a, basis_b, p
         else:
             kernel = _make_gather_tree_basis(fixed_dim, weighted)
         _BASIS_KERNELS[key] = kernel
+    if work is not None and getattr(kernel, "kernel", None) is not None:  # the vector kernel
+        acc = work.get(key)
+        if acc is None or acc.shape != (parent.shape[0], dim):
+            acc = work[key] = _zeros_on_lines(parent.shape[0], dim)
+        return kernel(
+            level, node, base, bag, rows, weights, basis_a, basis_b, parent, int(batch), acc
+        )
     return kernel(level, node, base, bag, rows, weights, basis_a, basis_b, parent, int(batch))
 
 
@@ -350,6 +361,7 @@ def pool_tables(store, flat, table_rows, base, parent, level, node) -> list[np.n
         return _pool_all_tables(read_rows, flat, table_rows, base, parent, level, node)
     pooled: list[np.ndarray] = []
     starts = np.searchsorted(flat.table, np.arange(flat.num_tables + 1))
+    work: dict = {}  # the tables' calls share their partial sums' buffers
     for t in range(flat.num_tables):
         a, b = int(starts[t]), int(starts[t + 1])
         rows = np.ascontiguousarray(flat.row[a:b])
@@ -359,8 +371,17 @@ def pool_tables(store, flat, table_rows, base, parent, level, node) -> list[np.n
         if basis is not None:
             pooled.append(
                 gather_tree_basis(
-                    level[a:b], node[a:b], base, bag, rows, w, *basis, parent, flat.batch
-                )
+                    level[a:b],
+                    node[a:b],
+                    base,
+                    bag,
+                    rows,
+                    w,
+                    *basis,
+                    parent,
+                    flat.batch,
+                    work=work,
+                )  # fmt: skip
             )
             continue
         uniq, uinv = dedupe(rows, table_rows[t])

@@ -179,8 +179,8 @@ def _split_levels(
     """The lookups of every wanted level in issue order (not SRAM hits), levels one after
     another (``offsets``): their node, lines per row, bank in the node, page and first column
     (as :func:`slot_locations`; the m lookups' fields one after another in ``buf``, at least
-    5 m long), and per level and node the lookups and lines. Divisions by powers of two are
-    shifts (slots are non-negative)."""
+    5 m long), per level and node the lookups and lines, and per level the most lines of a
+    row. Divisions by powers of two are shifts (slots are non-negative)."""
     nlev = want.shape[0]
     offsets = np.zeros(nlev + 1, dtype=np.int64)
     whole = order.shape[0] == level.shape[0]  # an order of every lookup: count in place
@@ -199,6 +199,7 @@ def _split_levels(
     col0 = buf[4 * m : 5 * m]
     lookups = np.zeros((nlev, max_nodes), dtype=np.int64)
     lines = np.zeros((nlev, max_nodes), dtype=np.int64)
+    lpr_top = np.zeros(nlev, dtype=np.int64)
     b_sh = np.empty(nlev, dtype=np.int64)
     b_m = np.zeros(nlev, dtype=np.uint64)
     b_msh = np.zeros(nlev, dtype=np.uint64)
@@ -243,7 +244,9 @@ def _split_levels(
         node[k], lpr[k] = nd, r
         lookups[li, nd] += 1
         lines[li, nd] += r
-    return offsets, lookups, lines
+        if lpr_top[li] < r:  # (a store only when it grows: no chain through memory)
+            lpr_top[li] = r
+    return offsets, lookups, lines, lpr_top
 
 
 @dataclass
@@ -259,6 +262,7 @@ class LevelLookups:
     col0: np.ndarray  # first column
     lookups: np.ndarray  # int64 [levels, max nodes]
     lines: np.ndarray  # int64 [levels, max nodes]
+    lpr_top: np.ndarray  # int64 [levels]: the most lines per row (0: no lookup)
 
     def level(self, li: int, nodes: int) -> tuple[np.ndarray, ...]:
         a, b = int(self.offsets[li]), int(self.offsets[li + 1])
@@ -295,7 +299,7 @@ def split_levels(
     max_nodes = max((layouts[lv].nodes for lv in layouts), default=1)
     n = 5 * int(order.size)  # room for every lookup's five fields
     buf = _scratch("split", n) if scratch else np.empty(n, dtype=np.int64)
-    offsets, lookups, lines = _split_levels(
+    offsets, lookups, lines, lpr_top = _split_levels(
         np.ascontiguousarray(order, dtype=np.int64),
         np.ascontiguousarray(plc.level, dtype=np.int64),
         np.ascontiguousarray(plc.hit, dtype=np.bool_),
@@ -311,7 +315,7 @@ def split_levels(
     )
     m = int(offsets[-1])
     node, lpr, bank, page, col0 = (buf[f * m : (f + 1) * m] for f in range(5))
-    return LevelLookups(offsets, node, lpr, bank, page, col0, lookups, lines)
+    return LevelLookups(offsets, node, lpr, bank, page, col0, lookups, lines, lpr_top)
 
 
 @njit(cache=True)
@@ -344,8 +348,8 @@ def _emit_lines(
     ``row_code_shift`` >= 0 a row's code is ``row << row_code_shift`` (equal to ``e_row[row]``,
     without reading the large table)."""
     r_sh, u_sh = _shift_of(rows_mod), _shift_of(units)
-    held = np.full(max(salp, 1), -1, dtype=np.int64)  # the row each slot holds
-    used = np.zeros(max(salp, 1), dtype=np.int64)  # 1 + the position of its last use
+    held = np.empty(SALP_TRACKED_SUBARRAYS, dtype=np.int64)  # the row each slot holds
+    key = np.empty(SALP_TRACKED_SUBARRAYS, dtype=np.int64)  # when it was used last
     prev = -1
     k = 0
     for j in range(perm.shape[0]):
@@ -357,9 +361,9 @@ def _emit_lines(
             row_code = e_row[row]
         if salp > 0:
             if node[i] != prev:  # a node's slots start empty
-                clear_slots(held, used)
+                clear_slots(held, key, salp)
                 prev = node[i]
-            base = e_bg[0] | e_bank[take_slot(held, used, row, j)] | row_code
+            base = e_bg[0] | e_bank[take_slot(held, key, row, j)] | row_code
         else:
             u = node[i] & (units - 1) if u_sh >= 0 else node[i] % units
             base = e_bg[unit_bg[u, bank[i]]] | e_bank[unit_bank[u, bank[i]]] | row_code
@@ -440,9 +444,12 @@ def lower_level(
         )
     else:
         perm = np.argsort(node, kind="stable")  # grouped by node, each in its issue order
-    lpr_max = int(lpr.max()) if lpr.size else 1
-    # no row straddles a page: all lines of a lookup share its page (per-lookup fields)
-    one_page = bool(lpr.size) and int((col0 + lpr).max()) <= lpp
+    # (the most lines of a row from the split's pass, not a pass of its own)
+    lpr_max = int(split.lpr_top[li]) if lpr.size else 1
+    # no row straddles a page: all lines of a lookup share its page (per-lookup fields). A
+    # row of r <= lpp lines starts at a multiple of r below lpp // r * r, so it ends in its
+    # page; a longer row starts a page of its own and leaves it
+    one_page = bool(lpr.size) and lpr_max <= lpp
     salp_level = level == "bank" and spec.subarray_parallelism
     reading = spec.bank.salp
     if salp_level and reading != "salp1":
@@ -461,7 +468,7 @@ def lower_level(
     if one_page:
         (e_bg, e_bank, e_row, e_col), composes, row_shift = _field_codes(view)
         if composes and rows_mod <= e_row.size and lpp <= e_col.size:
-            total = int(lpr.sum())
+            total = int(lines.sum())  # (lines per node: the lines of its lookups)
             # a buffer per level: one level's replays may still read theirs while the next
             # level is lowered
             buf = "addr." + level

@@ -79,6 +79,27 @@ def _flatten_kernel(row, n_start, offsets, off_start, first_row, rb):  # pragma:
     return table, bag, grow, row_bytes, j == n
 
 
+@njit(cache=True)
+def _global_rows(row, n_start, first_row):  # pragma: no cover - compiled
+    """Each lookup's global row id: its table's first row + its row (tables one after another
+    from ``n_start``)."""
+    grow = np.empty(row.shape[0], dtype=np.int64)
+    for t in range(n_start.shape[0] - 1):
+        base = first_row[t]
+        for j in range(n_start[t], n_start[t + 1]):
+            grow[j] = base + row[j]
+    return grow
+
+
+# The table, bag and row bytes of every lookup depend on the batch's offsets and the tables'
+# row bytes only, which a workload with a fixed pooling keeps from batch to batch: kept per
+# (offsets, lookups per table, row bytes), and shared by the batches of that shape, so the
+# arrays of a FlatLookups are not to be written (not flagged read-only, which would give the
+# compiled kernels that take them another signature to compile). bag_major_order keeps its
+# order per such shape too.
+_SHAPES: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
 def flatten(batch, row_bytes: list[int], table_rows: list[int]) -> FlatLookups:
     """Concatenate a LookupBatch's tables (one compiled pass; loops over tables only)."""
     tables = batch.tables
@@ -100,10 +121,19 @@ def flatten(batch, row_bytes: list[int], table_rows: list[int]) -> FlatLookups:
         np.cumsum([lk.offsets.size for lk in tables], out=off_start[1:])
         n_start = np.zeros(len(tables) + 1, dtype=np.int64)
         np.cumsum([lk.indices.size for lk in tables], out=n_start[1:])
+        key = (offsets.tobytes(), n_start.tobytes(), rb.tobytes())
+        shape = _SHAPES.get(key)
+        if shape is not None:  # the bags of an earlier batch: only the rows are new
+            table, bag, row_b = shape
+            grow = _global_rows(row, n_start, first_row)
+            return FlatLookups(table, row, bag, weight, grow, row_b, batch.batch, len(tables))
         table, bag, grow, row_b, ok = _flatten_kernel(
             row, n_start, offsets, off_start, first_row, rb
         )
         if ok:
+            if len(_SHAPES) >= 8:  # chosen: a few workloads' bag shapes (0.5 MiB each)
+                _SHAPES.pop(next(iter(_SHAPES)))
+            _SHAPES[key] = (table, bag, row_b)
             return FlatLookups(table, row, bag, weight, grow, row_b, batch.batch, len(tables))
     tabs, rows, bags = [], [], []
     for t, lk in enumerate(tables):
@@ -145,7 +175,13 @@ def _bag_major_kernel(table, bag, batch):  # pragma: no cover - compiled
 
 
 def bag_major_order(flat: FlatLookups) -> np.ndarray:
-    """Lookups sample by sample, each sample's tables in order (``np.lexsort((table, bag))``)."""
+    """Lookups sample by sample, each sample's tables in order (``np.lexsort((table, bag))``).
+    Kept for the table and bag arrays that :func:`flatten` shares between the batches of one
+    shape (the same arrays, so the same order; not to be written)."""
+    return _per_shape(flat, "bag-major order", _bag_major_order)
+
+
+def _bag_major_order(flat: FlatLookups) -> np.ndarray:
     if flat.n:
         out, ok = _bag_major_kernel(
             np.ascontiguousarray(flat.table, dtype=np.int64),
@@ -155,6 +191,31 @@ def bag_major_order(flat: FlatLookups) -> np.ndarray:
         if ok:
             return out
     return np.lexsort((flat.table, flat.bag)).astype(np.int64)
+
+
+def bag_keys(flat: FlatLookups) -> np.ndarray:
+    """Each lookup's bag over all tables, ``table * batch + bag`` (kept per shape, as
+    :func:`bag_major_order`; not to be written)."""
+    return _per_shape(flat, "bag keys", lambda f: f.table * f.batch + f.bag)
+
+
+def _per_shape(flat: FlatLookups, what: str, build) -> np.ndarray:
+    """``build(flat)``, kept while ``flat``'s table and bag arrays are a shape that
+    :func:`flatten` shares (they alone decide it)."""
+    key = (what, id(flat.table), id(flat.bag), flat.batch)
+    kept = _PER_SHAPE.get(key)
+    if kept is not None and kept[0] is flat.table and kept[1] is flat.bag:
+        return kept[2]
+    out = build(flat)
+    if any(flat.table is shape[0] and flat.bag is shape[1] for shape in _SHAPES.values()):
+        if len(_PER_SHAPE) >= 16:
+            _PER_SHAPE.pop(next(iter(_PER_SHAPE)))
+        _PER_SHAPE[key] = (flat.table, flat.bag, out)
+    return out
+
+
+# (what, id(table), id(bag), batch) -> (table, bag, array) of the shapes flatten shares
+_PER_SHAPE: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def divmod_nonneg(a: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -449,6 +510,7 @@ def warm_rank_caches(arch) -> LruCache | None:
 __all__ = [
     "warm_rank_caches",
     "FlatLookups",
+    "bag_keys",
     "bag_major_order",
     "Placement",
     "divmod_nonneg",

@@ -129,8 +129,7 @@ class AccessProfile:
             cls = np.empty(rows.size, dtype=np.int64)
             tables = np.ascontiguousarray(tables, dtype=np.int64)
             rows = np.ascontiguousarray(rows, dtype=np.int64)
-            in_range = int(tables.min()) >= 0 and int(tables.max()) < limit.size
-            if in_range and _lookup_classes(cmap, first, limit, tables, rows, cls):
+            if _lookup_classes(cmap, first, limit, tables, rows, cls):
                 return cls
         cls = np.zeros(rows.size, dtype=np.int64)
         for t in range(len(self.keys)):
@@ -182,11 +181,11 @@ def build_profile(batches: list, table_rows: list[int]) -> AccessProfile:
 
 @njit(cache=True)
 def _lookup_classes(cmap, first, limit, tables, rows, out):  # pragma: no cover - compiled
-    """``out = cmap[first[tables] + rows]``; False (out unfinished) when a row is out of its
-    table's range."""
+    """``out = cmap[first[tables] + rows]``; False (out unfinished) when a table or a row is
+    out of range."""
     for i in range(rows.shape[0]):
         t, r = tables[i], rows[i]
-        if r < 0 or r >= limit[t]:
+        if t < 0 or t >= limit.shape[0] or r < 0 or r >= limit[t]:
             return False
         out[i] = cmap[first[t] + r]
     return True

@@ -216,10 +216,11 @@ class _LevelSums:
 
 @njit(cache=True)
 def _level_sums_kernel(
-    level, node, table, dims, cycles, units, nodes, ranks_total, dram_level, with_ranks
+    level, node, table, dims, cycles, units, nodes, ranks_total, dram_level
 ):  # pragma: no cover - compiled
     """One pass over the lookups: the per-table, per-level and per-node counts that the timing
-    reads (all integers, so the sums are exact whatever their order)."""
+    reads (all integers, so the sums are exact whatever their order), and whether every lookup
+    has a level and a node (the per-rank counts are complete only then)."""
     nlev, max_nodes = cycles.shape[0], max(nodes, 1)
     for i in range(node.shape[0]):
         max_nodes = max(max_nodes, node[i] + 1)
@@ -230,23 +231,28 @@ def _level_sums_kernel(
     rank_all = np.zeros(ranks_total, dtype=np.int64)
     rank_dram = np.zeros(ranks_total, dtype=np.int64)
     shifts = pow2_shifts(units)
+    placed = True
     for i in range(level.shape[0]):
         t, li, nd = table[i], level[i], node[i]
         table_lookups[t] += 1
         if li < 0:
+            placed = False
             continue
         dim_sum[li] += dims[t]
         if nd < 0:
+            placed = False
             continue
         node_lookups[li, nd] += 1
         lanes[li, nd] += cycles[li, t]
-        if with_ranks:
-            u = units[li]
-            rk = nd >> shifts[li] if shifts[li] >= 0 else nd // u
-            rank_all[rk] += 1
-            if li >= dram_level:
-                rank_dram[rk] += 1
-    return table_lookups, node_lookups, lanes, dim_sum, rank_all, rank_dram
+        u = units[li]
+        rk = nd >> shifts[li] if shifts[li] >= 0 else nd // u
+        if rk >= ranks_total:  # (not a node of this memory's ranks: no per-rank counts)
+            placed = False
+            continue
+        rank_all[rk] += 1
+        if li >= dram_level:
+            rank_dram[rk] += 1
+    return table_lookups, node_lookups, lanes, dim_sum, rank_all, rank_dram, placed
 
 
 def _per_level_sums(arch, flat: FlatLookups, plc: Placement, dims: np.ndarray) -> _LevelSums:
@@ -257,9 +263,8 @@ def _per_level_sums(arch, flat: FlatLookups, plc: Placement, dims: np.ndarray) -
             units[li] = arch.layouts[lv].units
             cycles[li] = -(-dims // arch.spec.level(lv).lanes)  # ceil(dim / lanes) per table
     ranks_total = mv.org(arch.mem, "channels") * mv.org(arch.mem, "ranks")
-    # per-rank counts when every lookup has a level and a node
-    with_ranks = bool(flat.n) and int(plc.level.min()) >= 0 and int(plc.node.min()) >= 0
-    tl, nl, lanes, dsum, r_all, r_dram = _level_sums_kernel(
+    # per-rank counts when every lookup has a level and a node (the kernel tells)
+    tl, nl, lanes, dsum, r_all, r_dram, placed = _level_sums_kernel(
         np.ascontiguousarray(plc.level, dtype=np.int64),
         np.ascontiguousarray(plc.node, dtype=np.int64),
         np.ascontiguousarray(flat.table, dtype=np.int64),
@@ -269,8 +274,8 @@ def _per_level_sums(arch, flat: FlatLookups, plc: Placement, dims: np.ndarray) -
         max((lay.nodes for lay in arch.layouts.values()), default=1),
         ranks_total,
         LEVELS.index("bankgroup"),
-        with_ranks,
     )
+    with_ranks = bool(flat.n) and placed
     return _LevelSums(
         tl, nl, lanes, dsum, r_all if with_ranks else None, r_dram if with_ranks else None
     )

@@ -144,13 +144,7 @@ def _count_tree(
     base[nlev] = total
     if (total + channels) * max(num_keys, 1) > _DENSE_LIMIT or not s_level.size:
         return None
-    p_level = np.empty(total, dtype=np.int64)
-    p_node = np.empty(total, dtype=np.int64)
-    for li, lv in enumerate(LEVELS):
-        if lv in layouts:
-            pl, pn = parents(layouts, lv, ranks)
-            p_level[base[li] : base[li] + nodes[li]] = pl
-            p_node[base[li] : base[li] + nodes[li]] = pn
+    p_level, p_node = _global_parents(layouts, ranks, base, nodes)
     s_level = np.ascontiguousarray(s_level, dtype=np.int64)
     s_node = np.ascontiguousarray(s_node, dtype=np.int64)
     s_key = np.ascontiguousarray(s_key, dtype=np.int64)
@@ -171,6 +165,29 @@ def _count_tree(
             traffic.recv[lv] = counts[1, base[li] : base[li] + nodes[li]].copy()
     traffic.host_recv = counts[1, total : total + channels].copy()
     return traffic
+
+
+def _global_parents(layouts, ranks: int, base: np.ndarray, nodes: np.ndarray):
+    """(parent level, parent node) of every node of the tree, by global id (level ``li``'s
+    from ``base[li]``); kept per design (its layouts are fixed), not to be written."""
+    hit = _PARENTS.get((id(layouts), ranks))
+    if hit is not None and hit[0] is layouts:
+        return hit[1]
+    total = int(base[len(LEVELS)])
+    p_level = np.empty(total, dtype=np.int64)
+    p_node = np.empty(total, dtype=np.int64)
+    for li, lv in enumerate(LEVELS):
+        if lv in layouts:
+            pl, pn = parents(layouts, lv, ranks)
+            p_level[base[li] : base[li] + nodes[li]] = pl
+            p_node[base[li] : base[li] + nodes[li]] = pn
+    if len(_PARENTS) > 64:
+        _PARENTS.clear()
+    _PARENTS[(id(layouts), ranks)] = (layouts, (p_level, p_node))
+    return p_level, p_node
+
+
+_PARENTS: dict[tuple, tuple] = {}  # (id(layouts), ranks) -> (layouts, (p_level, p_node))
 
 
 @njit(cache=True)

@@ -102,6 +102,23 @@ def _zipf_one(u01, rows, a, h_x1, h_n, s):
 
 
 @njit(cache=True)
+def zipf_first_kernel(u01, rows, a, h_x1, h_n, s, out):
+    """The first rejection-inversion round, position ``i`` drawing ``u01[i]`` (as
+    :func:`zipf_redraw_kernel` on every position, without the list of positions): accepted
+    ranks go to ``out``; returns the positions rejected, in order."""
+    left = np.empty(u01.shape[0], dtype=np.int64)
+    m = 0
+    for i in range(u01.shape[0]):
+        k, ok = _zipf_one(u01[i], rows, a, h_x1, h_n, s)
+        if ok:
+            out[i] = k
+        else:
+            left[m] = i
+            m += 1
+    return left[:m]
+
+
+@njit(cache=True)
 def zipf_redraw_kernel(u01, todo, rows, a, h_x1, h_n, s, out):
     """One rejection-inversion round for the positions ``todo`` (ascending), uniform ``u01[i]``
     for ``todo[i]``: accepted ranks go to ``out``; returns the positions still rejected, in
@@ -139,3 +156,55 @@ def reuse_kernel(u01, hot_fraction, hot_members, rows, bitmap, out):
             else:
                 out[i] = r
     return redraw
+
+
+# numpy's SeedSequence (NEP 19: its output for given entropy is fixed across numpy releases)
+_INIT_A = np.uint32(0x43B0D7E5)
+_MULT_A = np.uint32(0x931E8875)
+_INIT_B = np.uint32(0x8B51F9DD)
+_MULT_B = np.uint32(0x58F38DED)
+_MIX_L = np.uint32(0xCA01F9DD)
+_MIX_R = np.uint32(0x4973F715)
+_XSHIFT = np.uint32(16)
+_POOL = 4
+
+
+@njit(cache=True)
+def seed_sequence_state(entropy, words):
+    """``numpy.random.SeedSequence(entropy).generate_state(words, np.uint32)`` for a uint32
+    entropy array (the words :class:`~numpy.random.SeedSequence` coerces its entropy to; no
+    spawn key): its pool of 4 words mixed from the entropy, then hashed out word by word."""
+    pool = np.zeros(_POOL, dtype=np.uint32)
+    h = np.empty(1, dtype=np.uint32)  # the hash constant, carried through every hashmix
+    h[0] = _INIT_A
+    for i in range(_POOL):
+        pool[i] = _hashmix(entropy[i] if i < entropy.shape[0] else np.uint32(0), h)
+    for src in range(_POOL):
+        for dst in range(_POOL):
+            if src != dst:
+                pool[dst] = _mix(pool[dst], _hashmix(pool[src], h))
+    for src in range(_POOL, entropy.shape[0]):
+        for dst in range(_POOL):
+            pool[dst] = _mix(pool[dst], _hashmix(entropy[src], h))
+    out = np.empty(words, dtype=np.uint32)
+    hc = _INIT_B
+    for i in range(words):
+        v = pool[i % _POOL] ^ hc
+        hc = np.uint32(hc * _MULT_B)
+        v = np.uint32(v * hc)
+        out[i] = v ^ (v >> _XSHIFT)
+    return out
+
+
+@njit(cache=True, inline="always")
+def _hashmix(value, h):
+    value = np.uint32(value ^ h[0])
+    h[0] = np.uint32(h[0] * _MULT_A)
+    value = np.uint32(value * h[0])
+    return np.uint32(value ^ (value >> _XSHIFT))
+
+
+@njit(cache=True, inline="always")
+def _mix(x, y):
+    r = np.uint32(np.uint32(_MIX_L * x) - np.uint32(_MIX_R * y))
+    return np.uint32(r ^ (r >> _XSHIFT))

@@ -165,6 +165,13 @@ def test_basis_kernel_adds_in_a_fixed_order(dim, batch):
     assert np.array_equal(
         gather_tree_basis(*args).view(np.uint32), _tree_sum_in_order(*args).view(np.uint32)
     )
+    # calls sharing their partial sums' buffer (pool_tables' tables): each leaves it zero
+    work: dict = {}
+    for seed in (1, 2):
+        again = (*args[:4], np.roll(rows, seed), *args[5:])
+        got = gather_tree_basis(*again, work=work)
+        assert np.array_equal(got.view(np.uint32), _tree_sum_in_order(*again).view(np.uint32))
+    assert all(not acc.any() for acc in work.values())
 
 
 class _PerTable:

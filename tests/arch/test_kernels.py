@@ -34,6 +34,30 @@ def test_locality_kernel_equals_packed_sorts(seed):
         assert np.array_equal(got, _locality_order_reference(node, bank, page))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_windowed_locality_kernel_equals_packed_sorts_per_window(seed):
+    """Windows of a power of two and not, groups small (insertion sort) and larger than
+    SMALL_GROUP (radix sort), pages too wide to pack: the numpy sorts on (node, window) ids."""
+    from nmp.arch.locality import SMALL_GROUP, _window_ids_reference
+
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(30):
+        n = int(rng.integers(1, 3000))
+        nodes, banks = int(rng.integers(1, 9)), int(rng.integers(1, 17))
+        window = int(rng.choice([1, 3, 32, 33, 4 * SMALL_GROUP, 100_000]))
+        node = rng.integers(0, nodes, n)
+        bank = rng.integers(0, banks, n)
+        page = rng.integers(0, int(rng.choice([2, 50, 1 << 40, 1 << 55])), n)
+        w = _window_ids_reference(node, window)
+        seen: dict[int, int] = {}
+        for i, nd in enumerate(node.tolist()):  # the window ids by their definition
+            assert w[i] == seen.get(nd, 0) // window
+            seen[nd] = seen.get(nd, 0) + 1
+        want = _locality_order_reference(node * (int(w.max()) + 1) + w, bank, page)
+        got = windowed_locality_order(node, bank, page, nodes, banks, window)
+        assert np.array_equal(got, want)
+
+
 def test_split_levels_divides_exactly_by_multiplying():
     """_split_levels' quotient by a unit's bank count (a multiply and a shift) equals integer
     division for every dividend below 2^31, on divisors from 1 to 2^31 - 1, the extremes
@@ -49,6 +73,64 @@ def test_split_levels_divides_exactly_by_multiplying():
         s = np.concatenate([s, np.maximum(s - 1, 0), np.minimum(s + 1, top)])
         got = (s.astype(np.uint64) * np.uint64(m)) >> np.uint64(shift)
         assert np.array_equal(got.astype(np.int64), s // d), d
+
+
+def test_split_keeps_the_most_lines_per_row_and_the_page_test():
+    """The split pass's most lines per row of each level is the maximum over its lookups, and
+    "no row leaves its page" (``(col0 + lines).max() <= lines per page``) is that maximum
+    fitting a page: rows of 1, 4 and 128 lines (longer than a 64-line page)."""
+    arch = load_arch("recross")
+    rng = np.random.default_rng(4)
+    offsets = np.arange(0, 8 * 20 + 1, 20, dtype=np.int64)
+    tables = tuple(
+        TableLookups(rng.integers(0, rows, 160), offsets, None, rows, dim)
+        for rows, dim in ((5000, 16), (3000, 2048), (800, 64))
+    )
+    flat, plc, order = arch.prepare(LookupBatch(tables))
+    split = low.split_levels(arch.layouts, arch.mem, flat, plc, order)
+    lpp = mv.lines_per_page(arch.mem)
+    for li in range(len(LEVELS)):
+        a, b = int(split.offsets[li]), int(split.offsets[li + 1])
+        if a < b:
+            lpr, col0 = split.lpr[a:b], split.col0[a:b]
+            assert split.lpr_top[li] == lpr.max()
+            assert bool((col0 + lpr).max() <= lpp) == bool(lpr.max() <= lpp)
+    assert (split.lpr > lpp).any() and (split.lpr <= lpp).any()
+
+
+def _lru_slots_reference(node: np.ndarray, row: np.ndarray, salp: int) -> np.ndarray:
+    """The activated-subarray slots by the rule in words: per node from empty slots, a held
+    row keeps its slot, a new row takes the first empty slot, else the least recently used."""
+    out = np.empty(node.size, dtype=np.int64)
+    held: list[int] = []
+    last: list[int] = []
+    for i, (nd, r) in enumerate(zip(node.tolist(), row.tolist(), strict=True)):
+        if i == 0 or nd != node[i - 1]:
+            held, last = [-1] * salp, [-1] * salp
+        if r in held:
+            s = held.index(r)
+        elif -1 in held:
+            s = held.index(-1)
+        else:
+            s = last.index(min(last))
+        held[s], last[s] = r, i
+        out[i] = s
+    return out
+
+
+@pytest.mark.parametrize("salp", [1, 2, 4, 8])
+def test_subarray_slots_follow_the_lru_rule(salp):
+    """The branch-free slot pick (every slot visited each time) gives the slots of the rule:
+    rows repeated at once, after a while and never, over several nodes."""
+    from nmp.arch.salp import subarray_slots
+
+    rng = np.random.default_rng(salp)
+    node = np.sort(rng.integers(0, 4, 3000))
+    row = rng.integers(0, 12, 3000)  # few rows: hits on every slot, not only the last one
+    row[::7] = rng.integers(0, 1 << 40, row[::7].size)
+    got = subarray_slots(node, row, salp)
+    assert np.array_equal(got, _lru_slots_reference(node, row, salp))
+    assert np.bincount(got, minlength=salp).min() > 0  # every slot was picked
 
 
 @pytest.mark.parametrize("name", ["recross", "trim-g", "recnmp"])
@@ -131,6 +213,19 @@ def test_flatten_and_bag_major_order_equal_numpy():
     assert np.array_equal(flat.table, table) and np.array_equal(flat.bag, bag)
     assert np.array_equal(flat.grow, np.array([0, 50, 57, 357])[table] + flat.row)
     assert np.array_equal(bag_major_order(flat), np.lexsort((table, bag)))
+    # a batch of the same shape with other rows shares the table, bag and order arrays
+    again = LookupBatch(
+        tuple(
+            TableLookups((t.indices + 1) % t.num_rows, t.offsets, None, t.num_rows, 16)
+            for t in tables
+        )
+    )
+    flat2 = flatten(again, [64, 64, 64, 64], [50, 7, 300, 5])
+    assert flat2.table is flat.table and flat2.bag is flat.bag
+    assert np.array_equal(flat2.row, (flat.row + 1) % np.array([50, 7, 300, 5])[table])
+    assert np.array_equal(flat2.grow, np.array([0, 50, 57, 357])[table] + flat2.row)
+    assert bag_major_order(flat2) is bag_major_order(flat)
+    assert np.array_equal(bag_major_order(flat2), np.lexsort((table, bag)))
     # offsets that do not start at 0: numpy's repeat semantics, as before
     odd = TableLookups(np.arange(4, dtype=np.int64), np.array([1, 3, 5]), None, 9, 16)
     flat = flatten(LookupBatch((odd,)), [64], [9])

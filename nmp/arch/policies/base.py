@@ -15,7 +15,7 @@ import numpy as np
 from nmp.arch import memview as mv
 from nmp.arch.functional import pool_tables
 from nmp.arch.lowering import LevelLookups, LevelStream, lower_level, split_levels
-from nmp.arch.placement import FlatLookups, Placement, bag_major_order, place_rows
+from nmp.arch.placement import FlatLookups, Placement, bag_keys, bag_major_order, place_rows
 from nmp.arch.spec import LEVELS, RANK_CACHE_POLICIES
 from nmp.arch.timing import time_near_memory
 from nmp.arch.tree import TreeTraffic, tree_reduce
@@ -80,7 +80,7 @@ class RowPolicy:
             mv.org(mem, "channels"),
             plc.level,
             plc.node,
-            flat.table * flat.batch + flat.bag,
+            bag_keys(flat),
             None,
             flat.num_tables * flat.batch,
         )
