@@ -137,7 +137,7 @@ def generate_table(spec: WorkloadSpec, table: int, seed: int | None = None) -> T
     batch_seed = spec.seed if seed is None else int(seed)
     if batch_seed < 0:
         raise NmpError(f"seed must be >= 0, got {batch_seed}")
-    rng = sampling.table_generator(batch_seed, table)  # np.random.default_rng([seed, table])
+    rng = np.random.default_rng([batch_seed, table])
     lengths = sampling.pooling_lengths(rng, spec.table_pooling(table), spec.batch)
     offsets = np.zeros(spec.batch + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])

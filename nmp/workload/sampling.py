@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 
 import numpy as np
 
@@ -86,59 +85,6 @@ def permute_reference(ranks: np.ndarray, rows: int, keys: np.ndarray) -> np.ndar
         y[out] = encrypt(y[out])
         out = out[y[out] >= np.uint64(rows)]
     return y.astype(np.int64)
-
-
-# --- a generator per (seed, table) ----------------------------------------------------------
-
-# PCG64's multiplier (numpy's PCG_DEFAULT_MULTIPLIER_128)
-_PCG_MULT = 0x2360ED051FC65DA44385DF649FCCF645
-_M128 = (1 << 128) - 1
-_GENERATORS = threading.local()
-
-
-def _entropy_words(entropy: tuple[int, ...]) -> np.ndarray:
-    """The uint32 words SeedSequence makes of non-negative ints: each one's 32-bit words,
-    least significant first ([0] for 0)."""
-    words: list[int] = []
-    for v in entropy:
-        if v < 0:
-            raise ValueError(f"entropy must be non-negative, got {v}")
-        words.append(v & 0xFFFFFFFF)
-        v >>= 32
-        while v:
-            words.append(v & 0xFFFFFFFF)
-            v >>= 32
-    return np.array(words, dtype=np.uint32)
-
-
-def pcg64_state(*entropy: int) -> dict:
-    """The state of ``np.random.PCG64(np.random.SeedSequence(list(entropy)))`` (non-negative
-    ints), computed directly: SeedSequence's hash (:func:`._kernels.seed_sequence_state`), then
-    PCG64's seeding (state 0, increment 2 seq + 1, a step, the seed added, a step)."""
-    # numba: loaded on use (start-up time)
-    from nmp.workload._kernels import seed_sequence_state
-
-    a, b, c, d = seed_sequence_state(_entropy_words(entropy), 8).view(np.uint64).tolist()
-    inc = ((((c << 64) | d) << 1) | 1) & _M128
-    state = (inc + ((a << 64) | b)) & _M128
-    state = (state * _PCG_MULT + inc) & _M128
-    return {
-        "bit_generator": "PCG64",
-        "state": {"state": state, "inc": inc},
-        "has_uint32": 0,
-        "uinteger": 0,
-    }
-
-
-def table_generator(seed: int, table: int) -> np.random.Generator:
-    """The draws of ``np.random.default_rng([seed, table])``, on this thread's generator,
-    its state set (a third of the time of a new generator: SeedSequence and PCG64's set-up,
-    per table of every batch). Valid until this thread's next call."""
-    rng = getattr(_GENERATORS, "rng", None)
-    if rng is None:
-        rng = _GENERATORS.rng = np.random.Generator(np.random.PCG64(0))
-    rng.bit_generator.state = pcg64_state(seed, table)
-    return rng
 
 
 # --- Zipf by rejection-inversion -------------------------------------------------------------

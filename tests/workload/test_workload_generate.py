@@ -89,27 +89,6 @@ def test_generation_is_deterministic_in_the_seed(name):
     assert [b.batch for b in generate_batches(spec, 3)] == [32] * 3
 
 
-def test_table_generator_draws_as_default_rng():
-    """A table's generator (numpy's SeedSequence hash and PCG64 seeding, computed directly on a
-    reused generator) draws what ``np.random.default_rng([seed, table])`` draws: seeds of one
-    and of several 32-bit words, float and integer draws, one after another."""
-    from nmp.workload._kernels import seed_sequence_state
-    from nmp.workload.sampling import _entropy_words, table_generator
-
-    rng = np.random.default_rng(3)
-    seeds = [0, 1, 2**32 - 1, 2**32, 2**63 - 1, *rng.integers(0, 2**63, 40).tolist()]
-    tables = [0, 25, 1, 3, 2, *rng.integers(0, 64, 40).tolist()]
-    for seed, table in zip(seeds, tables, strict=True):
-        want = np.random.default_rng([seed, table])
-        got = table_generator(seed, table)
-        assert np.array_equal(got.random(50), want.random(50))
-        assert np.array_equal(got.integers(0, 999, 9), want.integers(0, 999, 9))
-        assert np.array_equal(got.random(5, dtype=np.float32), want.random(5, dtype=np.float32))
-    for entropy in ([7], [1, 2, 3, 4, 5, 6], [2**70 + 5, 0]):  # more words than the pool
-        state = seed_sequence_state(_entropy_words(tuple(entropy)), 8)
-        assert np.array_equal(state, np.random.SeedSequence(entropy).generate_state(8))
-
-
 def test_hot_rows_are_shared_by_batches_and_move_with_the_workload_seed():
     spec = load_workload("recross-eval")
     assert np.array_equal(ranked_rows(spec, 2, 100), ranked_rows(spec, 2, 100))
