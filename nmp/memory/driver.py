@@ -212,10 +212,11 @@ def _run_summary(checked: tuple, spec: MemorySpec, drain: bool) -> tuple | None:
     addr, wr_in, _, arrival = checked
     write, arrival = native_lines(addr, wr_in, arrival, True)
     threads = engine_threads(spec.org.channels, len(addr) * plan.k)
-    decode = plan.native_decode
+    # (on fewer bank groups or banks where the lines lie in fewer: the same run, narrower)
+    decode, params = plan.narrowed(addr, drain)
     out = native.simulate_summary(
-        addr, write, arrival, int(decode[0]), decode, plan.engine_params(drain, True),
-        *plan.tables, threads, has_write=wr_in is not None,
+        addr, write, arrival, int(decode[0]), decode, params, *plan.tables, threads,
+        has_write=wr_in is not None,
     )  # fmt: skip
     for callback in _ON_REPLAY:
         callback(len(addr) * plan.k)  # the transactions of this run
