@@ -108,3 +108,39 @@ def test_summed_replay_equals_the_full_organizations():
     timed.timeline = None
     assert summed == timed
     assert summed == driver.replay(make_requests(addr), spec)
+
+
+def test_runs_in_one_call_equal_runs_alone(monkeypatch):
+    """native.simulate_summaries (a level's streams in one C call) gives each run's
+    simulate_summary, narrowed or not, on one and two ranks, runs of other lengths after one
+    another (no value left over), none at all; and driver.replay_lines_many gives
+    replay_lines' statistics, also where a run is too large for the scratch buffers."""
+    rng = np.random.default_rng(4)
+    for preset, ranks in (("ddr4-3200aa", 2), ("ddr5-4800an", 1)):
+        spec = load_memory(preset, ranks=ranks)
+        plan = driver._plan(spec)
+        d = plan.native_decode
+        streams = []
+        for n, groups in ((900, 1), (2500, 2), (40, 4), (1, 1)):
+            fields = {
+                1: rng.integers(0, ranks, n),
+                2: rng.integers(0, groups, n),
+                3: rng.integers(0, 4, n),
+                4: rng.integers(0, 30, n),
+            }
+            streams.append(_addr(d, fields))
+        runs = [(a, *plan.narrowed(a, True)) for a in streams]
+        assert sum(r[2] is not plan.engine_params(True, True) for r in runs) >= 2
+        got = native.simulate_summaries(runs, 0, *plan.tables)
+        for (a, dec, p), summary in zip(runs, got, strict=True):
+            zeros = np.zeros(len(a), np.int64)
+            alone = native.simulate_summary(
+                a, zeros.view(np.int8), zeros, 0, dec, p, *plan.tables, has_write=False
+            )
+            assert summary == alone
+        want = [replay_lines(a, spec) for a in streams]
+        assert driver.replay_lines_many(streams, spec) == want
+        monkeypatch.setattr(native, "_OUT_SCRATCH_MAX", 1000)
+        assert driver.replay_lines_many(streams, spec) == want
+        monkeypatch.undo()
+    assert native.simulate_summaries([], 0, *plan.tables) == []
