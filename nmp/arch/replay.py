@@ -102,9 +102,10 @@ def dram_energy(mem: Any, stats_list: list, latency_cycles: float) -> dict[str, 
 
 def start_replays(stream: LevelStream, nodes: int, max_requests: int = 0) -> NodeReplays:
     """Start replaying each node's requests on its own (units run concurrently), on the design
-    point's threads (:mod:`nmp.arch.threads`); ``.results()`` gives one MemStats per node, None
-    for idle nodes. A node's stream longer than ``max_requests`` (when > 0) is timed on a
-    sample. ``stream.addr`` must stay unchanged until the results are in."""
+    point's threads (:mod:`nmp.arch.threads`; on one thread a level's streams in one engine
+    call: :meth:`nmp.arch.replay_cache.ReplayCache.replay_many`); ``.results()`` gives one
+    MemStats per node, None for idle nodes. A node's stream longer than ``max_requests`` (when
+    > 0) is timed on a sample. ``stream.addr`` must stay unchanged until the results are in."""
     if stream.node_lines is not None:
         # lower_level emits the requests grouped by node: each node's are then a slice
         counts, addr = stream.node_lines, stream.addr
