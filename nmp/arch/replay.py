@@ -16,6 +16,7 @@ from nmp.arch.lowering import LevelStream
 from nmp.arch.replay_cache import REPLAYS
 from nmp.arch.threads import Pending
 from nmp.memory import command_energy_pj, make_requests, replay_lines
+from nmp.memory.driver import replay_lines_many
 
 # A sampled replay times this many evenly spaced contiguous chunks of a long stream: contiguous
 # so that each chunk keeps the stream's row locality and queue occupancy, spread so that every
@@ -101,9 +102,10 @@ def dram_energy(mem: Any, stats_list: list, latency_cycles: float) -> dict[str, 
 
 def start_replays(stream: LevelStream, nodes: int, max_requests: int = 0) -> NodeReplays:
     """Start replaying each node's requests on its own (units run concurrently), on the design
-    point's threads (:mod:`nmp.arch.threads`); ``.results()`` gives one MemStats per node, None
-    for idle nodes. A node's stream longer than ``max_requests`` (when > 0) is timed on a
-    sample. ``stream.addr`` must stay unchanged until the results are in."""
+    point's threads (:mod:`nmp.arch.threads`; on one thread a level's streams in one engine
+    call: :meth:`nmp.arch.replay_cache.ReplayCache.replay_many`); ``.results()`` gives one
+    MemStats per node, None for idle nodes. A node's stream longer than ``max_requests`` (when
+    > 0) is timed on a sample. ``stream.addr`` must stay unchanged until the results are in."""
     if stream.node_lines is not None:
         # lower_level emits the requests grouped by node: each node's are then a slice
         counts, addr = stream.node_lines, stream.addr
@@ -116,16 +118,23 @@ def start_replays(stream: LevelStream, nodes: int, max_requests: int = 0) -> Nod
     busy = [k for k in range(nodes) if starts[k + 1] > starts[k]]
     # the longest streams first, so that the threads finish together
     busy.sort(key=lambda k: int(starts[k] - starts[k + 1]))
-    pending = threads.start(
-        [
-            (
-                replay_stream,
-                (addr[int(starts[k]) : int(starts[k + 1])], stream.view, False, max_requests),
-            )
-            for k in busy
-        ]
-    )
+    streams = [addr[int(starts[k]) : int(starts[k + 1])] for k in busy]
+    if threads.point_threads() <= 1 and _whole_reads(streams, max_requests):
+        # one thread: the level's streams in one engine call (the same results, without the
+        # Python of a call per stream)
+        pending = Pending(values=REPLAYS.replay_many(replay_lines_many, streams, stream.view))
+    else:
+        pending = threads.start(
+            [(replay_stream, (s, stream.view, False, max_requests)) for s in streams]
+        )
     return NodeReplays(pending, busy, nodes)
+
+
+def _whole_reads(streams: list[np.ndarray], max_requests: int) -> bool:
+    """Whether :func:`replay_stream` would replay each of ``streams`` whole, as it is given."""
+    return all(
+        s.dtype == np.uint64 and (max_requests <= 0 or s.size <= max_requests) for s in streams
+    )
 
 
 class NodeReplays:

@@ -119,6 +119,36 @@ class ReplayCache:
         same call."""
         if self.max_bytes <= 0:
             return replay_lines(addr, view, write)
+        key, entry, w_arr, stored = self._lookup(addr, view, write)
+        if stored is not None:
+            return stored
+        st = replay_lines(addr, view, write)
+        self._record(key, entry, addr, w_arr, st)
+        return st
+
+    def replay_many(
+        self, replay_lines_many: Callable[..., list], streams: list[np.ndarray], view: Any
+    ) -> list:
+        """``replay_lines_many(streams, view)`` (uint64 read streams), the stored results of
+        the same replays taken from the cache and the others run in one call, stored as
+        :meth:`replay` stores them."""
+        if self.max_bytes <= 0:
+            return replay_lines_many(streams, view)
+        looked = [self._lookup(addr, view, False) for addr in streams]
+        missing = [i for i, found in enumerate(looked) if found[3] is None]
+        ran = replay_lines_many([streams[i] for i in missing], view) if missing else []
+        out = [found[3] for found in looked]
+        for i, st in zip(missing, ran, strict=True):
+            key, entry, w_arr, _ = looked[i]
+            self._record(key, entry, streams[i], w_arr, st)
+            out[i] = st
+        return out
+
+    def _lookup(
+        self, addr: np.ndarray, view: Any, write: np.ndarray | bool
+    ) -> tuple[tuple, Any, np.ndarray | None, Any]:
+        """(the replay's key, its entry or None, its writes as an array or None, the stored
+        statistics (a copy) where the entry holds this very replay, else None)."""
         if isinstance(write, bool | np.bool_):
             w_key: tuple = (bool(write),)
             w_arr = None
@@ -143,8 +173,13 @@ class ReplayCache:
                     if key in self._unproven:  # a stream stored at first sight paid off
                         self._unproven.discard(key)
                         self._spent -= 1
-                return _detached(st)
-        st = replay_lines(addr, view, write)
+                return key, entry, w_arr, _detached(st)
+        return key, entry, w_arr, None
+
+    def _record(
+        self, key: tuple, entry: Any, addr: np.ndarray, w_arr: np.ndarray | None, st: Any
+    ) -> None:
+        """A replay run (a miss): stored now, or its digest noted (the module docstring)."""
         with self._lock:
             self.misses += 1
             again = entry is not None or key in self._seen
@@ -160,7 +195,6 @@ class ReplayCache:
                     self._seen.popitem(last=False)
         if again:
             self._store(key, addr, w_arr, st)
-        return st
 
     def _store(self, key: tuple, addr: np.ndarray, w_arr: np.ndarray | None, st: Any) -> None:
         stored = (addr.copy(), None if w_arr is None else w_arr.copy(), _detached(st))

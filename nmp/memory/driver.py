@@ -170,6 +170,41 @@ def replay_lines(
     return _replay_lines((addr, write, None), spec, drain=drain, timeline=timeline)
 
 
+def replay_lines_many(streams: list[np.ndarray], spec: MemorySpec) -> list[MemStats]:
+    """``[replay_lines(addr, spec) for addr in streams]`` (reads, drained, no timeline): where
+    the C engine runs them one channel thread each, in one call
+    (:func:`nmp.memory.native.simulate_summaries`), without the Python of a call per run."""
+    plan = _plan(spec)
+    checked = [check_lines(addr, spec, False, None)[0] for addr in streams]
+    one_thread = all(engine_threads(spec.org.channels, len(a) * plan.k) == 1 for a in checked)
+    if engine_backend() != "native" or plan.native_unsupported or not one_thread:
+        return [replay_lines(addr, spec) for addr in checked]
+    runs = [(addr, *plan.narrowed(addr, True)) for addr in checked]
+    summaries = native.simulate_summaries(runs, int(plan.native_decode[0]), *plan.tables)
+    out = []
+    for addr, summary in zip(checked, summaries, strict=True):
+        status, cycles, clk_end, snap_list, final_list, active_sum, sums = summary
+        for callback in _ON_REPLAY:
+            callback(len(addr) * plan.k)
+        if status != 0:
+            raise NmpError(
+                f"the controller deadlocked at cycle {clk_end} (no command can ever issue)"
+            )
+        out.append(
+            run_stats(
+                spec,
+                drain=True,
+                cycles=int(cycles),
+                snap=snap_list,
+                final=final_list,
+                sums=sums,
+                active_sum=active_sum,
+                lines=len(addr),
+            )  # fmt: skip
+        )
+    return out
+
+
 def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool) -> MemStats:
     checked = check_lines(lines[0], spec, lines[1], lines[2])
     summary = None if timeline else _run_summary(checked, spec, drain)
@@ -212,10 +247,11 @@ def _run_summary(checked: tuple, spec: MemorySpec, drain: bool) -> tuple | None:
     addr, wr_in, _, arrival = checked
     write, arrival = native_lines(addr, wr_in, arrival, True)
     threads = engine_threads(spec.org.channels, len(addr) * plan.k)
-    decode = plan.native_decode
+    # (on fewer bank groups or banks where the lines lie in fewer: the same run, narrower)
+    decode, params = plan.narrowed(addr, drain)
     out = native.simulate_summary(
-        addr, write, arrival, int(decode[0]), decode, plan.engine_params(drain, True),
-        *plan.tables, threads, has_write=wr_in is not None,
+        addr, write, arrival, int(decode[0]), decode, params, *plan.tables, threads,
+        has_write=wr_in is not None,
     )  # fmt: skip
     for callback in _ON_REPLAY:
         callback(len(addr) * plan.k)  # the transactions of this run

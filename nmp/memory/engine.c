@@ -565,3 +565,20 @@ void read_sums_c(const uint8_t *line_wr, int64_t ks, const int64_t *arrive,
 }
 
 #include "engine_trace.h"
+
+/* Several runs in one call (a design point's streams of one level, nmp/memory/native.py's
+ * simulate_summaries): runs[i] as simulate_c takes it, then its read sums (read_sums_c,
+ * has_write: the lines' write flags count, else every transaction is a read) into
+ * sums[5 i .. 5 i + 5). Each run is the run alone; they may share their per-transaction
+ * outputs (each run's sums are taken before the next one starts). 0, or the first error. */
+int simulate_many_c(const Args *runs, int64_t count, int64_t has_write, int64_t *sums)
+{
+    for (int64_t i = 0; i < count; i++) {
+        const Args *A = &runs[i];
+        const int st = simulate_c(A);
+        if (st < 0) return st;
+        read_sums_c(has_write ? A->line_wr : NULL, A->dec[0], A->arrive, A->depart, A->done, A->n,
+                    A->out_scalars[1], sums + 5 * i);
+    }
+    return 0;
+}

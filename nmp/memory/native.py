@@ -299,6 +299,84 @@ def simulate_summary(
     )  # fmt: skip
 
 
+# EngineArgs' fields by position (every one 8 bytes: simulate_summaries fills an int64 table)
+_ARG = {field[0]: k for k, field in enumerate(EngineArgs._fields_)}
+
+
+def simulate_summaries(
+    runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ks: int, tab_i, nxt, lat, win
+) -> list[tuple]:
+    """:func:`simulate_summary` of several runs of lines without writes or arrivals (a design
+    point's node streams on one view) in one C call: per run (``addr`` uint64, its ``decode``,
+    its ``params``: :meth:`nmp.memory.plan._Plan.narrowed`'s), the same tuple as a run alone
+    (a test compares them). One channel thread each; the runs share this thread's
+    per-transaction outputs, each summed before the next starts."""
+    lib, why = _library()
+    if lib is None:
+        raise RuntimeError(f"the native DRAM engine is not available: {why}")
+    count = len(runs)
+    if count == 0:
+        return []
+    n_max = max(int(a.shape[0]) for a, _, _ in runs) << ks
+    block = 4 + 2 * N_COUNTERS + _SUMMARY_RANKS_MAX
+    if n_max > _OUT_SCRATCH_MAX or ctypes.sizeof(EngineArgs) != 8 * len(_ARG):
+        return [
+            _summary_of_simulate(a, _zeros_i8(a), np.zeros(a.shape[0], np.int64), ks, d, p,
+                                 [tab_i, nxt, lat, win], 1, False)
+            for a, d, p in runs
+        ]  # fmt: skip
+    table = np.zeros((count, len(_ARG)), np.int64)
+    out = np.zeros((count, block), np.int64)
+    sums = np.zeros((count, 5), np.int64)
+    keep: list = [table, out, sums]
+    zeros = np.zeros(n_max >> ks, np.int64)
+    o0 = out.ctypes.data
+    for i, (addr, decode, params) in enumerate(runs):
+        if addr.dtype != np.uint64 or not addr.flags.c_contiguous:
+            raise ValueError("addr must be C-contiguous uint64")
+        _, params, tables, const_ptrs = _constants(decode, params, tab_i, nxt, lat, win)
+        p = params[0]
+        if int(p["channels"]) * int(p["ranks"]) > _SUMMARY_RANKS_MAX or int(decode[0]) != ks:
+            raise ValueError("runs of at most 256 ranks, each decoding ks")
+        keep += (addr, decode, params, tables)
+        row = table[i]
+        row[_ARG["addr"]] = addr.ctypes.data
+        row[_ARG["n"]] = addr.shape[0] << ks
+        row[_ARG["decode"] : _ARG["win"] + 1] = const_ptrs
+        row[_ARG["out_scalars"]] = o0 + 8 * i * block
+    # the same in every run: no writes, no arrivals, no log, this thread's outputs
+    table[:, _ARG["line_wr"]] = table[:, _ARG["line_arr"]] = zeros.ctypes.data
+    table[:, _ARG["log"]] = _NO_LOG.ctypes.data
+    _, buf, tx = _outputs_at(n_max, 0)  # (this thread's per-transaction outputs)
+    starts = table[:, _ARG["out_scalars"]]
+    c1, c2 = 4 + N_COUNTERS, 4 + 2 * N_COUNTERS
+    table[:, _ARG["cnt_snap"]] = starts + 32
+    table[:, _ARG["cnt"]] = starts + 8 * c1
+    table[:, _ARG["active_cycles"]] = starts + 8 * c2
+    table[:, _ARG["arrive"] : _ARG["done"] + 1] = tx
+    table[:, _ARG["forwarded"]] = _OUT_SCRATCH.buf[3]
+    table[:, _ARG["threads"]] = 1
+    keep += (zeros, buf)
+    rc = _interruptible(
+        int(table[:, _ARG["n"]].sum()), keep, lib.simulate_many_c, table.ctypes.data, count, 0,
+        sums.ctypes.data,
+    )  # fmt: skip
+    if rc < 0:
+        raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")
+    results = []
+    for (_, _, params), values, read_sums in zip(runs, out.tolist(), sums.tolist(), strict=True):
+        ranks = int(params[0]["channels"]) * int(params[0]["ranks"])
+        results.append((
+            values[0], values[1], values[2], values[4:c1], values[c1:c2],
+            sum(values[c2 : c2 + ranks]), tuple(read_sums),
+        ))  # fmt: skip
+    return results
+
+
+def _zeros_i8(addr: np.ndarray) -> np.ndarray:
+    return np.zeros(addr.shape[0], np.int8)
+
+
 def _outputs_at(n: int, s0: int) -> tuple[tuple, object, tuple]:
     """(EngineArgs' output addresses with the small outputs in the summary buffer at ``s0``, the
     arrays to keep alive, the addresses of arrive, depart, done): this thread's per-transaction

@@ -26,7 +26,14 @@ _ERRORS = {
 }
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
-_SYMBOLS = ("simulate_c", "read_sums_c", "parse_trace_c", "parse_lines_c", "struct_size_c")
+_SYMBOLS = (
+    "simulate_c",
+    "read_sums_c",
+    "parse_trace_c",
+    "parse_lines_c",
+    "struct_size_c",
+    "simulate_many_c",
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,7 +52,7 @@ def _library():
         if isinstance(e, OSError | subprocess.SubprocessError):
             return None, f"cannot build {_SOURCE.name}: {e}"
         raise
-    simulate_c, read_sums_c, parse_trace_c, parse_lines_c, struct_size_c = entries
+    simulate_c, read_sums_c, parse_trace_c, parse_lines_c, struct_size_c, simulate_many_c = entries
     struct_size_c.restype = _I
     struct_size_c.argtypes = [_I]
     sizes = (struct_size_c(0), struct_size_c(1))
@@ -57,6 +64,8 @@ def _library():
         )
     simulate_c.restype = ctypes.c_int
     simulate_c.argtypes = [ctypes.POINTER(EngineArgs)]
+    simulate_many_c.restype = ctypes.c_int
+    simulate_many_c.argtypes = [_P, _I, _I, _P]
     read_sums_c.restype = None
     read_sums_c.argtypes = [_P, _I, _P, _P, _P, _I, _I, _P]
     parse_trace_c.restype = ctypes.c_int64
@@ -68,6 +77,7 @@ def _library():
         read_sums_c=read_sums_c,
         parse_trace_c=parse_trace_c,
         parse_lines_c=parse_lines_c,
+        simulate_many_c=simulate_many_c,
     )
     return lib, None
 

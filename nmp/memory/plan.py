@@ -58,6 +58,7 @@ class _Plan:
         # why the C engine does not take this spec (the numba engine replays it), or None
         self.native_unsupported = native_unsupported(spec)
         self._params: dict[tuple[bool, bool], np.ndarray] = {}
+        self._narrowed: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
     def engine_params(self, drain: bool, jump: bool) -> np.ndarray:
         """The engines' configuration of a run (:data:`nmp.memory.engine_params.ENGINE_PARAMS`;
@@ -66,6 +67,65 @@ class _Plan:
         if key not in self._params:
             self._params[key] = _engine_params(self.spec, *key)
         return self._params[key]
+
+    def narrowed(self, addr: np.ndarray, drain: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(decode, params) of the C engine's run of the lines ``addr`` (uint64) with jumps:
+        :attr:`native_decode` and :meth:`engine_params`, or, where every line lies in fewer
+        bank groups or banks than the organization has, a narrower organization that gives
+        the same run (:func:`narrow_fields`). The same objects for the same narrowing."""
+        params = self.engine_params(drain, True)
+        fields = narrow_fields(self, addr)
+        if fields is None:
+            return self.native_decode, params
+        key = (*fields, bool(drain))
+        hit = self._narrowed.get(key)
+        if hit is None:
+            decode, params = self.native_decode.copy(), params.copy()
+            for f, (pos, mask) in zip(_NARROWED, (fields[:2], fields[2:]), strict=True):
+                decode[2 + f], decode[7 + f] = pos, mask
+                params[0][_NARROWED_COUNT[f]] = mask + 1
+            hit = self._narrowed[key] = (decode, params)
+        return hit
+
+
+# The fields narrowed (bank group, bank: native_decode's order after ks and the tx shift)
+# and the params field that counts each
+_NARROWED = (2, 3)
+_NARROWED_COUNT = {2: "bankgroups", 3: "banks"}
+
+
+def narrow_fields(plan: _Plan, addr: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(bank-group position, mask, bank position, mask) in a transaction number for a run
+    of the lines ``addr`` (one transaction each) on fewer bank groups or banks per rank,
+    or None where that would not be fewer. A bit of either field that is the same in every
+    line is dropped from the field's low and high ends; what is left still tells every two
+    lines' bank groups and banks apart, in the same order. Exact: a bank that no request
+    targets is never opened and never picked; its lanes of the bank table only have their
+    ready clocks raised, which nothing reads; the channel's and the ranks' constraints,
+    refresh and the active cycles do not depend on the count of banks; and the same-bank-
+    group and same-bank relations of the lines are kept. Only lines of one transaction
+    (a line of several could carry into a field) and only bank groups and banks (ranks are
+    refreshed whether used or not)."""
+    if plan.k != 1 or addr.shape[0] == 0:
+        return None
+    decode = plan.native_decode
+    shift = int(decode[1])
+    varying = (int(np.bitwise_or.reduce(addr)) ^ int(np.bitwise_and.reduce(addr))) >> shift
+    out: list[int] = []
+    narrow_per_rank = 1
+    for f in _NARROWED:
+        pos, mask = int(decode[2 + f]), int(decode[7 + f])
+        v = (varying >> pos) & mask
+        if v:
+            lo = (v & -v).bit_length() - 1
+            out += [pos + lo, (1 << (v.bit_length() - lo)) - 1]
+        else:
+            out += [pos, 0]
+        narrow_per_rank *= out[-1] + 1
+    org = plan.spec.org
+    if narrow_per_rank >= org.bankgroups * org.banks:
+        return None
+    return out[0], out[1], out[2], out[3]
 
 
 _PLANS: dict[int, _Plan] = {}  # id(spec) -> plan of that spec (specs are frozen)

@@ -169,3 +169,28 @@ def test_the_cache_stays_within_its_bytes():
     for _ in range(3):
         off.replay(replay_lines, addr, view)
     assert len(off) == 0 and off.hits == 0
+
+
+def test_streams_replayed_in_one_call_are_cached_as_one_by_one():
+    """ReplayCache.replay_many: the stored replays taken, the others run in one call and
+    stored as replay() stores them; the same statistics as replaying one by one."""
+    from nmp.memory.driver import replay_lines_many
+
+    view = unit_view(load_memory("ddr4-3200aa"), "rank")
+    rng = np.random.default_rng(6)
+    streams = [(rng.integers(0, 1 << 20, n) * 64).astype(np.uint64) for n in (300, 50, 700)]
+    cache = ReplayCache(speculative=1)
+    calls: list[int] = []
+
+    def many(batch, spec):
+        calls.append(len(batch))
+        return replay_lines_many(batch, spec)
+
+    first = cache.replay_many(many, streams, view)
+    assert first == [replay_lines(s, view) for s in streams]
+    assert (cache.misses, cache.hits, len(cache), calls) == (3, 0, 1, [3])
+    again = cache.replay_many(many, streams, view)  # one stored at first sight, two now
+    assert again == first and (cache.hits, len(cache), calls) == (1, 3, [3, 2])
+    assert cache.replay_many(many, streams, view) == first and calls == [3, 2]
+    off = ReplayCache(max_bytes=0)
+    assert off.replay_many(many, streams, view) == first and calls == [3, 2, 3]
