@@ -148,7 +148,7 @@ class Architecture:
         self._ensure_profile_stages(batch)
         if key is not None and _MAX_SETUPS > 0:
             if len(_SETUPS) >= _MAX_SETUPS:
-                _SETUPS.pop(next(iter(_SETUPS)))
+                _SETUPS.pop(next(iter(_SETUPS)), None)  # None: another thread may pop it first
             _SETUPS[key] = (
                 self._profile,
                 self._partition,

@@ -132,7 +132,7 @@ def flatten(batch, row_bytes: list[int], table_rows: list[int]) -> FlatLookups:
         )
         if ok:
             if len(_SHAPES) >= 8:  # chosen: a few workloads' bag shapes (0.5 MiB each)
-                _SHAPES.pop(next(iter(_SHAPES)))
+                _SHAPES.pop(next(iter(_SHAPES)), None)  # None: another thread may pop it first
             _SHAPES[key] = (table, bag, row_b)
             return FlatLookups(table, row, bag, weight, grow, row_b, batch.batch, len(tables))
     tabs, rows, bags = [], [], []
@@ -209,7 +209,7 @@ def _per_shape(flat: FlatLookups, what: str, build) -> np.ndarray:
     out = build(flat)
     if any(flat.table is shape[0] and flat.bag is shape[1] for shape in _SHAPES.values()):
         if len(_PER_SHAPE) >= 16:
-            _PER_SHAPE.pop(next(iter(_PER_SHAPE)))
+            _PER_SHAPE.pop(next(iter(_PER_SHAPE)), None)  # None: as in flatten
         _PER_SHAPE[key] = (flat.table, flat.bag, out)
     return out
 

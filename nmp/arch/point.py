@@ -144,7 +144,7 @@ def _batch_for(wl: WorkloadSpec, seed: int | None) -> LookupBatch:
                 if arr is not None:
                     arr.setflags(write=False)
         if len(_BATCHES) >= 8:  # chosen: a few batches of a sweep (MiB each)
-            _BATCHES.pop(next(iter(_BATCHES)))
+            _BATCHES.pop(next(iter(_BATCHES)), None)  # None: another thread may pop it first
         _BATCHES[key] = batch
     return batch
 
