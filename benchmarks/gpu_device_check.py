@@ -120,7 +120,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--latency-record", default="", help="use this record, do not probe")
     p.add_argument("--stages", default=",".join(STAGES), help="a subset, in this order")
     p.add_argument("--from-data", action="store_true", help="compare the records in nmp/gpu/data/")
-    p.add_argument("--budget-s", type=float, default=360.0, help="repeats scaled to fit")
+    # Chosen: the full plan's estimate (377 s with the layout-hot-first control) at full repeats,
+    # with room to spare under --deadline-s (the hard bound; the estimate is an upper bound).
+    p.add_argument("--budget-s", type=float, default=390.0, help="repeats scaled to fit")
     p.add_argument("--deadline-s", type=float, default=420.0, help="the whole run ends by then")
     p.add_argument("--in-process", action="store_true", help="no stage processes (dry run)")
     p.add_argument("--processes", action="store_true", help="stage processes in a dry run too")

@@ -15,6 +15,13 @@ pass):
 * ``gain``: every variant's gain over the stock kernel (baseline / variant - 1) has the measured
   sign and lies within :data:`GAIN_REL` (+-35 %) of it;
 * ``bit_exact``: every measured variant's output equals torch's EmbeddingBag bit for bit.
+
+A control variant (its record entry names ``control_for``: ``layout-hot-first``, the window's
+hot-first layout without the window) is extra information, judged by none of these criteria: its
+rows go to ``controls``, each with its own gain over the stock kernel (the layout's effect), the
+controlled variant's gain, and the controlled variant's own effect, control / variant - 1 (the
+window's effect with the layout held), measured and modeled (docs/gpu-model.md, "The window's
+control").
 """
 
 from __future__ import annotations
@@ -130,7 +137,7 @@ def judge(
     ``variants``); ``modeled``: point key -> {variant: us}. A point measured but not modeled (or
     the reverse) is left out of the verdicts and listed under ``missing``."""
     meas = measured_of(points, measured)
-    rows, curve, missing = [], [], []
+    rows, curve, missing, controls = [], [], [], []
     for p in points:
         m, d = meas.get(p["key"]), modeled.get(p["key"])
         if m is None or d is None:
@@ -163,7 +170,10 @@ def judge(
                 row["measured_gain"] = base_m / t - 1.0
                 row["modeled_gain"] = float(d["baseline"]) / u - 1.0
                 row["gain_ok"] = gain_agrees(row["measured_gain"], row["modeled_gain"])
-            rows.append(row)
+            if entry.get("control_for"):
+                controls.append(control_row(row, entry["control_for"], m, d))
+            else:
+                rows.append(row)
     curve.sort(key=lambda c: c["batch"])
     for c in curve:
         c["off"] = c["modeled_us"] / c["measured_us"] - 1.0
@@ -190,6 +200,7 @@ def judge(
     return {
         "criteria": criteria,
         "rows": rows,
+        "controls": controls,
         "batch_curve": curve,
         "batch_steps": steps,
         "missing": missing,
@@ -200,6 +211,56 @@ def judge(
             "flat_rel": FLAT_REL,
         },
     }
+
+
+def control_row(row: dict, controlled: str, m: dict, d: dict) -> dict[str, Any]:
+    """A control's row: its figures (not judged), the controlled variant's gain over the stock
+    kernel and that variant's own effect over the control (control / variant - 1), measured and
+    modeled; None where the controlled variant is missing on either side."""
+    out = {k: row[k] for k in ("point", "variant", "measured_us", "modeled_us", "off")}
+    out.update(
+        control_for=controlled,
+        bit_exact=row["bit_exact"],
+        measured_gain=row["measured_gain"],  # the control over the stock kernel
+        modeled_gain=row["modeled_gain"],
+        controlled_measured_gain=None,
+        controlled_modeled_gain=None,
+        measured_effect=None,
+        modeled_effect=None,
+    )
+    if controlled in m and controlled in d:
+        t_v, u_v = float(m[controlled]["median_us"]), float(d[controlled])
+        out["measured_effect"] = row["measured_us"] / t_v - 1.0
+        out["modeled_effect"] = row["modeled_us"] / u_v - 1.0
+        if "baseline" in m and "baseline" in d:
+            out["controlled_measured_gain"] = float(m["baseline"]["median_us"]) / t_v - 1.0
+            out["controlled_modeled_gain"] = float(d["baseline"]) / u_v - 1.0
+    return out
+
+
+def control_lines(controls: list[dict[str, Any]]) -> list[str]:
+    """The controls as a markdown table (under the verdicts; they take no part in them)."""
+    if not controls:
+        return []
+    out = [
+        "",
+        "Controls (extra information, not an issue 37 criterion): a control's gain over the stock "
+        "kernel, the controlled variant's gain, and the controlled variant's own effect over the "
+        "control (control / variant - 1; for layout-hot-first: the window with the layout held).",
+        "",
+        "| point | control | for | measured us | modeled us | off | control gain meas | "
+        "model | variant gain meas | model | own effect meas | model | exact |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in controls:
+        out.append(
+            f"| {c['point']} | {c['variant']} | {c['control_for']} | {c['measured_us']:,.1f} | "
+            f"{c['modeled_us']:,.1f} | {_pct(c['off'])} | {_pct(c['measured_gain'])} | "
+            f"{_pct(c['modeled_gain'])} | {_pct(c['controlled_measured_gain'])} | "
+            f"{_pct(c['controlled_modeled_gain'])} | {_pct(c['measured_effect'])} | "
+            f"{_pct(c['modeled_effect'])} | {c['bit_exact']} |"
+        )
+    return out
 
 
 def _pct(x: float | None) -> str:
@@ -231,6 +292,7 @@ def markdown(results: dict[str, dict[str, Any]], header: list[str]) -> str:
                 f"{_pct(r['modeled_gain'])} | {r['bit_exact']} | "
                 f"{', '.join(bad) or 'ok'} |"
             )
+        out += control_lines(res.get("controls", []))
         if res["batch_curve"]:
             out += ["", "| batch | measured us | modeled us | off | ok |", "|---|---|---|---|---|"]
             for c in res["batch_curve"]:

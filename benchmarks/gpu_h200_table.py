@@ -6,7 +6,9 @@ curve 256..8192 (gpu-micro24 at medium reuse, the baseline kernel), with whether
 monotone. Each figure is what ``nmp run --arch ARCH --workload W --set workload.reuse=R --set
 arch.variant=V`` prints as its latency; ``pinning-window`` is the real kernels' variant of that name
 (``gpu_kernels.py``): ``--set arch.variant=pinning --set arch.pinning.mechanism=access_window``,
-the access-policy window over each table's hot rows laid out first.
+the access-policy window over each table's hot rows laid out first; ``layout-hot-first`` (the last
+column) is its control: ``--set arch.layout=hot_first``, the same layout with no window (the
+window's own effect is pinning-window against it; docs/gpu-model.md, "The window's control").
 
     python benchmarks/gpu_h200_table.py [--arch h200] [--tables 12] [--json out.json]
     python benchmarks/gpu_h200_table.py --decompose [--reuse medium] [--tables 1]
@@ -28,7 +30,7 @@ import json
 import sys
 
 REUSE = ("high", "medium", "low", "random")
-VARIANTS = ("baseline", "occupancy", "prefetch", "pinning", "pinning-window")
+VARIANTS = ("baseline", "occupancy", "prefetch", "pinning", "pinning-window", "layout-hot-first")
 BATCHES = (256, 512, 1024, 2048, 4096, 8192)
 
 

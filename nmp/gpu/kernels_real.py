@@ -21,6 +21,11 @@ Variants (:data:`REAL_VARIANTS`; each names the model variant and overrides that
   "access_window"``. The window must fit ``cudaDevAttrMaxAccessPolicyWindowSize`` and the
   set-aside ``cudaDevAttrMaxPersistingL2CacheSize``: checked against the preset on the CPU
   (:func:`check_plan`) and against the device before anything runs (:func:`measure`).
+* ``layout-hot-first``: the window's control: the stock kernel on the same hot-first layout with
+  the same remapped indices and no window, no set-aside (the model: ``layout = "hot_first"``,
+  variant baseline). ``pinning-window`` against it is the window's own effect; it against
+  ``baseline`` is the layout's (docs/gpu-model.md, "The window's control"). It is extra
+  information beside issue #37's variants, not one of them (:attr:`RealVariant.control_for`).
 
 Why CuPy ``RawKernel`` (NVRTC) and not ``torch.utils.cpp_extension.load_inline``: NVRTC compiles
 in-process in seconds with no host compiler, ninja or CUDA toolkit matching torch's build (which
@@ -125,6 +130,10 @@ class RealVariant:
     prefetch: int = 1  # rows loaded before summing (hand-written kernel)
     maxrregcount: int = 0  # 0: no cap
     pinning: str = ""  # "", "evict_last" or "window"
+    hot_first: bool = False  # runs on the table laid out hot rows first (nmp.gpu.hot_layout)
+    # The variant this one is the control for: the same kernel and layout without that
+    # variant's mechanism (reported beside it, judged by no issue #37 criterion); "" if none.
+    control_for: str = ""
 
 
 def real_variants(gpu: GpuSpec) -> dict[str, RealVariant]:
@@ -162,6 +171,16 @@ def real_variants(gpu: GpuSpec) -> dict[str, RealVariant]:
                 "pinning",
                 {"pinning.mechanism": "access_window", "pinning.hit_ratio": 0.0},
                 pinning="window",
+                hot_first=True,
+            ),
+            RealVariant(
+                "layout-hot-first",
+                f"stock kernel, table laid out hot rows first ({gpu.pinning.rows} hot rows), "
+                "no window: the window's control",
+                "baseline",
+                {"layout": "hot_first"},
+                hot_first=True,
+                control_for="pinning-window",
             ),
         )
     }
@@ -301,7 +320,10 @@ def check_plan(plan: Plan) -> list[str]:
         if tb.rows * tb.row_bytes >= 2**63 or plines < tb.hot.shape[0]:
             raise NmpError(f"table {t}: the pre-kernel's lines do not cover its rows")
         window = any(v.pinning == "window" for v in plan.variants.values())
-        window_line = check_window_plan(plan, t) if window else ""
+        layout = any(v.hot_first for v in plan.variants.values())
+        window_line = (
+            check_window_plan(plan, t) if window else check_layout_plan(plan, t) if layout else ""
+        )
         lines.append(
             f"table {t}: weight ({tb.rows}, {tb.dim}) fp32, indices ({idx.shape[0]},) int64, "
             f"offsets ({tb.bags},) int64; kernel grid {grid[0]} x block {block[:2]}, "
@@ -313,12 +335,11 @@ def check_plan(plan: Plan) -> list[str]:
     return lines
 
 
-def check_window_plan(plan: Plan, t: int) -> str:
-    """The window variant's layout and limits for table ``t``, on the CPU: the order is a
-    permutation with the hot rows first, every remapped index reads the row it read before (so
-    the output is the unpermuted one, bit for bit), the window fits the preset's
-    ``pinning.max_window_bytes`` and the set-aside its L2's persisting maximum. Raises
-    :class:`NmpError` naming the table; returns a line saying what it checked."""
+def check_layout_plan(plan: Plan, t: int) -> str:
+    """The hot-first layout of table ``t`` (both ``hot_first`` variants), on the CPU: the order
+    is a permutation with the hot rows first and every remapped index reads the row it read
+    before (so the output is the unpermuted one, bit for bit). Raises :class:`NmpError` naming
+    the table; returns a line saying what it checked."""
     tb = plan.tables[t]
     order, remapped = window_layout(tb)
     if not np.array_equal(np.sort(order), np.arange(tb.rows)):
@@ -327,6 +348,16 @@ def check_window_plan(plan: Plan, t: int) -> str:
         raise NmpError(f"table {t}: the hot rows are not the layout's first rows")
     if not np.array_equal(order[remapped], tb.indices):
         raise NmpError(f"table {t}: a remapped index reads another row than before")
+    return f"{tb.hot.shape[0]} hot rows laid out first, every remapped index reads its old row"
+
+
+def check_window_plan(plan: Plan, t: int) -> str:
+    """The window variant's layout (:func:`check_layout_plan`) and limits for table ``t``, on the
+    CPU: the window fits the preset's ``pinning.max_window_bytes`` and the set-aside its L2's
+    persisting maximum. Raises :class:`NmpError` naming the table; returns a line saying what
+    it checked."""
+    tb = plan.tables[t]
+    check_layout_plan(plan, t)
     nbytes = tb.window_bytes
     check_window(nbytes, plan.gpu.pinning.max_window_bytes, f"table {t}")
     ratio = plan.window_ratio(tb)
@@ -445,13 +476,18 @@ class _Cudart:
 
 
 def window_tensors(plan: Plan, weights: list[Any], max_window_bytes: int) -> list[tuple[Any, Any]]:
-    """Per table, (the weight laid out hot rows first, the remapped indices) as torch tensors on
-    the weights' device: a one-time copy, untimed. Refuses a window over ``max_window_bytes``
-    (the device's ``cudaDevAttrMaxAccessPolicyWindowSize``) before copying anything."""
-    import torch
-
+    """:func:`layout_tensors`, after refusing a window over ``max_window_bytes`` (the device's
+    ``cudaDevAttrMaxAccessPolicyWindowSize``) before copying anything."""
     for t, tb in enumerate(plan.tables):
         check_window(tb.window_bytes, max_window_bytes, f"table {t}")
+    return layout_tensors(plan, weights)
+
+
+def layout_tensors(plan: Plan, weights: list[Any]) -> list[tuple[Any, Any]]:
+    """Per table, (the weight laid out hot rows first, the remapped indices) as torch tensors on
+    the weights' device: a one-time copy, untimed; the ``hot_first`` variants run on them."""
+    import torch
+
     out = []
     for tb, weight in zip(plan.tables, weights, strict=True):
         order, remapped = window_layout(tb)
@@ -510,6 +546,8 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
     if any(v.pinning == "window" for v in plan.variants.values()):
         max_window = cudart.attribute(cudart.ATTR_MAX_WINDOW)  # type: ignore[union-attr]
         windowed = window_tensors(plan, [x[0] for x in tensors], max_window)
+    elif any(v.hot_first for v in plan.variants.values()):  # the control alone: no window
+        windowed = layout_tensors(plan, [x[0] for x in tensors])
     results: dict[str, Any] = {}
     for name, variant in plan.variants.items():
         bag_fn, pin_fn = _compile(variant)
@@ -526,8 +564,9 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
                     args = (w_cp, hot_cp, np.int64(tb.hot.shape[0]), np.int64(tb.row_bytes))
                     with cp_stream:  # a RawKernel launches on CuPy's current stream
                         pin_fn(grid, block, args)
-                if variant.pinning == "window":
+                if variant.hot_first:
                     weight, idx = windowed[t]  # the hot rows are its first window_bytes
+                if variant.pinning == "window":
                     cudart.set_window(  # type: ignore[union-attr]
                         stream.cuda_stream,
                         weight.data_ptr(),
@@ -575,6 +614,7 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
             "description": variant.description,
             "model_variant": variant.model_variant,
             "model_overrides": variant.model_overrides,
+            "control_for": variant.control_for,
         }
     if cudart is not None:
         cudart.set_persisting_limit(0)

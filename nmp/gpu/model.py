@@ -278,10 +278,11 @@ def embedding_stage(
                 # Fire-and-forget: the fetches share HBM with this kernel instead of preceding it.
                 overlap_bytes, pre_ns = pre_bytes, 0.0
         indices = lookups.indices
-        if gpu.uses_pinning and pinning.mechanism == "access_window":
-            # The table laid out hot rows first, the window over them (nmp.gpu.hot_layout).
+        if gpu.uses_hot_first_layout:
+            # The table laid out hot rows first (nmp.gpu.hot_layout); the window, if any, below.
             ((_, hot),) = hot_rows(profile, pinning.rows, [t])
             indices = remap_indices(indices, hot_first_order(lookups.num_rows, hot))
+        if gpu.uses_access_window:
             nbytes = window_bytes(hot.shape[0], row_bytes[t])
             check_window(nbytes, pinning.max_window_bytes, f"table {t}")
             lo = bases[t] // l2c.line_bytes
@@ -300,7 +301,7 @@ def embedding_stage(
         ks, _ = run_kernel_stream(
             indices, lookups.offsets, layout, l1, l2, sample=k, clock=clock, policy=policy
         )
-        if gpu.uses_pinning and pinning.mechanism == "access_window":
+        if gpu.uses_access_window:
             pin_info["lines_persisting"] = int(np.count_nonzero(l2.pinned)) * k
         c = ks.counts
         # Rates of the sampled lines stand for every request (all of them when k = 1).

@@ -57,7 +57,7 @@ def run_design_point(
     batch = generate_batch(wspec, seed=seed)
     elem_bytes = [DTYPE_BYTES[t.dtype] for t in wspec.tables]
     profile = None
-    if gpu.uses_pinning:
+    if gpu.needs_profile:  # the hot rows to pin or lay out first
         base_seed = wspec.seed if seed is None else seed
         profile = generate_batch(wspec, seed=base_seed + PROFILE_SEED_OFFSET)
     op = embedding_stage(gpu, batch, elem_bytes=elem_bytes, pin_profile=profile)

@@ -13,6 +13,12 @@ A GPU preset (``models/gpu/<name>.toml``) becomes a frozen :class:`GpuSpec`. Clo
 * ``pinning``: the hottest ``pinning.rows`` rows persist in the L2 set-aside (see
   :class:`PinningSpec`).
 * ``combined``: all three.
+
+``layout`` says how each table's rows lie in memory: ``"drawn"`` (the workload's own order) or
+``"hot_first"`` (the ``pinning.rows`` hottest rows of the profile batch first, the indices
+remapped: :mod:`nmp.gpu.hot_layout`). ``pinning.mechanism = "access_window"`` implies the
+hot-first layout; ``layout = "hot_first"`` with any variant that does not pin is the window's
+control (the layout alone, no window: ``layout-hot-first`` in :mod:`nmp.gpu.kernels_real`).
 """
 
 from __future__ import annotations
@@ -410,6 +416,7 @@ class GpuSpec:
     )
     sim: SimSpec = field(default_factory=SimSpec)
     variant: str = "baseline"  # a name in nmp.gpu.variants.GPU_VARIANTS
+    layout: Literal["drawn", "hot_first"] = "drawn"  # the tables' row order (module docstring)
     description: str = ""
     # What this GPU's standing rests on, each with the --set that tests it (reports re-run
     # points under them: nmp.evaluate.explain); not a model input.
@@ -447,6 +454,20 @@ class GpuSpec:
     @property
     def uses_pinning(self) -> bool:
         return self.kernel_variant.pinning
+
+    @property
+    def uses_access_window(self) -> bool:
+        return self.uses_pinning and self.pinning.mechanism == "access_window"
+
+    @property
+    def uses_hot_first_layout(self) -> bool:
+        """Tables laid out hot rows first: asked for, or needed by the access-policy window."""
+        return self.layout == "hot_first" or self.uses_access_window
+
+    @property
+    def needs_profile(self) -> bool:
+        """Whether the stage needs the profile batch (the hot rows it pins or lays out first)."""
+        return self.uses_pinning or self.uses_hot_first_layout
 
 
 def gpu_from_mapping(data: dict[str, Any], *, file: str | None = None) -> GpuSpec:

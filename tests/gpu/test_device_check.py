@@ -139,6 +139,17 @@ def test_budget_scales_the_repeats_down():
     assert check.MIN_REPEATS <= kernel_repeats < 20 and probe_repeats < 5
 
 
+def test_the_full_plan_fits_the_default_budget_at_full_repeats():
+    """Every default variant (the layout-hot-first control too) at 20 kernel repeats within the
+    default budget, and the budget within the deadline: a variant added without room fails."""
+    args = check.parser().parse_args(["--out", "x", "--model-workers", "8"])
+    points = check.plan(args)
+    assert "layout-hot-first" in points[0]["variants"]
+    est = check.estimate(args, points, list(check.STAGES))
+    assert check.repeats_for(est, args) == (20, 5)
+    assert sum(check.stage_seconds(est, args).values()) <= args.budget_s < args.deadline_s
+
+
 def test_bad_stage_and_variant_are_one_line_errors(capsys):
     assert check.main(["--dry-run", "--out", "x", "--stages", "env,warp"]) == 1
     assert check.main(["--dry-run", "--out", "x", "--variants", "turbo"]) == 1
@@ -242,6 +253,32 @@ def test_an_output_not_bit_exact_fails_and_nothing_measured_is_not_run():
     res = cmp.judge(POINTS, {}, modeled())
     assert set(res["criteria"].values()) == {"not run"}
     assert len(res["missing"]) == len(POINTS)
+
+
+def test_a_control_is_reported_beside_the_verdicts_and_changes_none():
+    """layout-hot-first (its entry names control_for) far off the model and not bit-exact:
+    every criterion is what it is without it; its row gives the window's own effect."""
+    meas, model = measured(), modeled()
+    key = "micro24-reuse-high"
+    meas[key]["variants"]["pinning-window"] = {"median_us": 580.0, "bit_exact": True}
+    model[key]["pinning-window"] = 594.0
+    before = cmp.judge(POINTS, meas, model)["criteria"]
+    meas[key]["variants"]["layout-hot-first"] = {
+        "median_us": 500.0, "bit_exact": False, "control_for": "pinning-window"
+    }  # fmt: skip
+    model[key]["layout-hot-first"] = 597.0
+    res = cmp.judge(POINTS, meas, model)
+    assert res["criteria"] == before and "layout-hot-first" not in {
+        r["variant"] for r in res["rows"]
+    }
+    (c,) = res["controls"]
+    assert c["measured_gain"] == pytest.approx(600 / 500 - 1)  # the layout's effect
+    assert c["controlled_measured_gain"] == pytest.approx(600 / 580 - 1)
+    assert c["measured_effect"] == pytest.approx(500 / 580 - 1)  # the window's own effect
+    assert c["modeled_effect"] == pytest.approx(597 / 594 - 1)
+    md = cmp.markdown({"as-is": res}, ["# t"])
+    assert "| micro24-reuse-high | layout-hot-first | pinning-window | 500.0 | 597.0 |" in md
+    assert "+0.5% | False |" in md and "not an issue 37 criterion" in md
 
 
 def test_compare_stage_reads_the_returned_files(tmp_path, capsys):

@@ -42,9 +42,16 @@ def test_dry_run_bad_variant_is_one_line_error(capsys):
 
 def test_variants_follow_the_preset_and_name_their_model_point():
     v = real_variants(load_gpu("h200"))
-    assert list(v) == ["baseline", "occupancy", "prefetch", "pinning", "pinning-window"]
+    assert list(v) == [
+        "baseline", "occupancy", "prefetch", "pinning", "pinning-window", "layout-hot-first"
+    ]  # fmt: skip
     assert v["occupancy"].maxrregcount == 32 and v["prefetch"].prefetch == 4
     assert v["pinning-window"].model_overrides["pinning.mechanism"] == "access_window"
+    # The window's control: the same layout, the stock kernel, no pinning at all.
+    control = v["layout-hot-first"]
+    assert control.hot_first and v["pinning-window"].hot_first and not control.pinning
+    assert (control.model_variant, control.model_overrides) == ("baseline", {"layout": "hot_first"})
+    assert control.control_for == "pinning-window" and not control.nvrtc
     assert real_variants(load_gpu("a100-80gb"))["occupancy"].maxrregcount == 42
 
 
@@ -145,6 +152,85 @@ def test_window_tensors_pool_like_the_unpermuted_table_in_torch():
         assert torch.equal(w_hot[:n_hot], w[torch.as_tensor(tb.hot)])  # the window's rows
     with pytest.raises(NmpError, match="table 0: an access-policy window"):
         window_tensors(plan, weights, plan.tables[0].window_bytes - 1)
+
+
+def test_control_dry_run_checks_its_layout_and_needs_no_window(capsys):
+    """layout-hot-first alone: its layout is checked (a broken remap fails), no window limit is
+    asked of it, and the dry run names its model point."""
+    from dataclasses import replace
+
+    from nmp.errors import NmpError
+
+    args = ["--dry-run", "--skip-model", "--batch", "8", "--variants", "layout-hot-first"]
+    assert _script().main(args) == 0
+    out = capsys.readouterr().out
+    assert "hot rows laid out first, every remapped index reads its old row" in out
+    assert "access-policy window" not in out.replace("no window", "")
+    assert "(model: variant baseline {'layout': 'hot_first'})" in out
+    plan = build_plan("h200", "gpu-micro24", {"batch": 8, "num_tables": 1}, 0, ["layout-hot-first"])
+    tiny = replace(plan.gpu.pinning, max_window_bytes=1)  # no window: its limit does not apply
+    plan.gpu = replace(plan.gpu, pinning=tiny)
+    assert "laid out first" in check_plan(plan)[-1]
+    plan.tables[0].hot[1] = plan.tables[0].hot[0]
+    with pytest.raises(NmpError, match="repeat a row"):
+        check_plan(plan)
+
+
+def test_control_tensors_pool_like_the_unpermuted_table_in_torch():
+    """The tensors layout-hot-first runs on (the window variant's, without the window's limit):
+    embedding_bag on them equals torch's on the unpermuted table, bit for bit, and the layout
+    really moved the rows."""
+    import torch
+
+    from nmp.gpu.kernels_real import layout_tensors
+
+    wl = {"batch": 32, "num_tables": 1, "rows": 2000, "reuse": "high"}
+    plan = build_plan("h200", "gpu-micro24", wl, 0, ["layout-hot-first"])
+    (tb,) = plan.tables
+    w = torch.rand(tb.rows, tb.dim, generator=torch.Generator().manual_seed(1))
+    ((w_hot, idx_hot),) = layout_tensors(plan, [w])
+    off = torch.as_tensor(tb.offsets[:-1])
+    ref = torch.nn.functional.embedding_bag(torch.as_tensor(tb.indices), w, off, mode="sum")
+    assert torch.equal(torch.nn.functional.embedding_bag(idx_hot, w_hot, off, mode="sum"), ref)
+    assert not torch.equal(w_hot, w) and not torch.equal(idx_hot, torch.as_tensor(tb.indices))
+
+
+def test_control_models_the_window_variant_without_its_window():
+    """The control's modeled time is the window variant's with the set-aside at 0 (the two
+    differ only by the window), and the layout is really in it (it differs from the stock
+    kernel's on the drawn layout)."""
+    v = real_variants(load_gpu("h200"))
+    rec = {"arch_preset": "h200", "workload": "gpu-micro24", "seed": 0,
+           "workload_overrides": {"reuse": "high", "batch": 256, "num_tables": 1}}  # fmt: skip
+
+    def us(name: str, **extra) -> float:
+        over = {**v[name].model_overrides, **extra}
+        return compare.model_us(rec, {"model_variant": v[name].model_variant,
+                                      "model_overrides": over})  # fmt: skip
+
+    control = us("layout-hot-first")
+    assert control == us("pinning-window", **{"pinning.set_aside_fraction": 0.0})
+    assert control != us("baseline")
+
+
+def test_control_is_reported_not_judged_and_gives_the_windows_own_effect():
+    rec = dict(RECORD, variants={
+        "baseline": {"median_us": 100.0, "model_variant": "baseline", "bit_exact": True},
+        "pinning-window": {"median_us": 99.0, "model_variant": "pinning", "bit_exact": True},
+        "layout-hot-first": {"median_us": 60.0, "model_variant": "baseline", "bit_exact": True,
+                             "control_for": "pinning-window"},
+    })  # fmt: skip
+    fake = {"baseline": 100.0, "pinning": 98.0}
+    rows = {r.variant: r for r in compare.compare_record("rec", rec, lambda r, e: fake[
+        e["model_variant"]])}  # fmt: skip
+    # Off by +67 % and a gain of +67 % against a modeled 0 %: not judged, so no verdict on it.
+    assert rows["layout-hot-first"].verdict == "agrees"
+    assert "control for pinning-window: reported, not judged" in rows["layout-hot-first"].detail
+    # The window's own effect: 60 / 99 - 1 measured, 100 / 98 - 1 modeled.
+    assert "own effect over its control: measured -39.4%, modeled +2.0%" in rows[
+        "pinning-window"].detail  # fmt: skip
+    rec["variants"]["layout-hot-first"]["bit_exact"] = False
+    assert compare.compare_record("rec", rec, lambda r, e: 100.0)[2].verdict == "disagrees"
 
 
 RECORD = {

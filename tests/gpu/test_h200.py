@@ -103,8 +103,9 @@ def test_figures_table_covers_the_issue_points_and_flags_a_non_monotone_curve(mo
 
     monkeypatch.setattr(script, "stage_us", fake)
     fig = script.figures("h200")
-    assert len(calls) == 4 * 5 + 1 + 6  # reuse x variants (pinning-window too), dlrm, curve
+    assert len(calls) == 4 * 6 + 1 + 6  # reuse x variants (the window and its control), dlrm, curve
     assert ("gpu-micro24", "high", None, "pinning-window") in calls
+    assert ("gpu-micro24", "high", None, "layout-hot-first") in calls
     lines = script.table_lines(fig)
     assert any("NOT monotone" in line for line in lines)  # 256 is slower than 512 here
     assert any(line.startswith("high") and "+" in line for line in lines)

@@ -89,7 +89,7 @@ def batches(reuse: str, quick: bool, wl_over: tuple = ()):
 def _run(arch: str, variant: str, reuse: str, quick: bool, gpu_over: tuple = (), wl_over=()):
     batch, profile = batches(reuse, quick, wl_over)
     gpu = load_gpu(arch, {**dict(gpu_over), "variant": variant})
-    return embedding_stage(gpu, batch, pin_profile=profile if gpu.uses_pinning else None)
+    return embedding_stage(gpu, batch, pin_profile=profile if gpu.needs_profile else None)
 
 
 def _setup(arch: str, quick: bool, setup: Mapping[str, Any] | None = None) -> str:
