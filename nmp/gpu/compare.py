@@ -25,6 +25,8 @@ from typing import Any
 from nmp.errors import NmpError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
+# the verdict of a control's row whose output is right: its figures are shown, not judged
+REPORTED = "reported"
 STAGE_REL = 0.15  # issue #37: stage times within +-15 %
 GAIN_REL = 0.35  # issue #37: each variant's gain with the measured sign, within +-35 %
 
@@ -38,7 +40,7 @@ class VariantComparison:
     measured_gain: float | None  # baseline / variant - 1 (None for the baseline)
     modeled_gain: float | None
     bit_exact: bool | None
-    verdict: str  # "agrees" / "disagrees"
+    verdict: str  # "agrees" / "disagrees" / "reported" (a control, REPORTED)
     detail: str
 
     @property
@@ -147,7 +149,7 @@ def compare_record(
                 measured_gain=m_gain,
                 modeled_gain=d_gain,
                 bit_exact=exact,
-                verdict="disagrees" if problems else "agrees",
+                verdict="disagrees" if problems else "agrees" if judged else REPORTED,
                 detail=detail + ("; " + "; ".join(problems) if problems else ""),
             )
         )

@@ -19,6 +19,7 @@ STYLE = {
     "exceeds bound": "magenta",
     "input": "cyan",
     "error": "bold red",
+    "reported": "blue",  # a control shown beside what it controls, not judged (nmp.gpu.compare)
     "not run": "dim",  # a check with nothing to check yet (nmp.validate.real_gpu)
 }
 
