@@ -42,7 +42,6 @@ L2 is written (cold L2), CUDA events around the tables' kernels on one stream, t
 
 from __future__ import annotations
 
-import ctypes
 import datetime
 import json
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ import numpy as np
 
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_text
+from nmp.gpu.cudart import Cudart
 from nmp.gpu.hot_layout import (
     check_window,
     hot_first_order,
@@ -393,88 +393,6 @@ def reference_sums(table: TablePlan, weight: np.ndarray, bags: int = 4) -> np.nd
 # --- on a GPU ---------------------------------------------------------------------------------
 
 
-class _Cudart:
-    """The few CUDA runtime calls CuPy does not wrap (access-policy window, persisting L2)."""
-
-    LIMIT_PERSISTING_L2 = 0x06  # cudaLimitPersistingL2CacheSize
-    STREAM_ATTR_ACCESS_POLICY_WINDOW = 1  # cudaStreamAttributeAccessPolicyWindow
-    ATTR_MAX_PERSISTING_L2 = 108  # cudaDevAttrMaxPersistingL2CacheSize (39,321,600 B on H200)
-    ATTR_MAX_WINDOW = 109  # cudaDevAttrMaxAccessPolicyWindowSize (134,217,728 B on H200)
-    ACCESS_NORMAL, ACCESS_STREAMING, ACCESS_PERSISTING = 0, 1, 2
-
-    def __init__(self) -> None:
-        import ctypes.util
-
-        names = [ctypes.util.find_library("cudart")] + [
-            f"libcudart.so.{v}" for v in ("13", "12", "11.0")
-        ]
-        for name in filter(None, names):
-            try:
-                self.lib = ctypes.CDLL(name)
-                break
-            except OSError:
-                continue
-        else:
-            raise NmpError("libcudart not found: the pinning variants need the CUDA runtime")
-
-    def _ok(self, rc: int, what: str) -> None:
-        if rc != 0:
-            raise NmpError(f"{what} failed with cudaError {rc}")
-
-    def attribute(self, attr: int, device: int = 0) -> int:
-        """cudaDeviceGetAttribute(&value, attr, device)."""
-        value = ctypes.c_int(0)
-        self._ok(
-            self.lib.cudaDeviceGetAttribute(
-                ctypes.byref(value), ctypes.c_int(attr), ctypes.c_int(device)
-            ),
-            f"cudaDeviceGetAttribute({attr})",
-        )
-        return int(value.value)
-
-    def set_persisting_limit(self, nbytes: int) -> None:
-        self._ok(
-            self.lib.cudaDeviceSetLimit(
-                ctypes.c_int(self.LIMIT_PERSISTING_L2), ctypes.c_size_t(nbytes)
-            ),
-            "cudaDeviceSetLimit(persisting L2)",
-        )
-
-    def reset_persisting(self) -> None:
-        self._ok(self.lib.cudaCtxResetPersistingL2Cache(), "cudaCtxResetPersistingL2Cache")
-
-    def set_window(self, stream_ptr: int, base_ptr: int, nbytes: int, hit_ratio: float) -> None:
-        """cudaStreamSetAttribute(stream, AccessPolicyWindow, {base, bytes, hitRatio,
-        persisting, normal}); nbytes 0 removes the window. missProp normal (CUDA allows normal
-        or streaming): the model's lines outside the hitRatio share are normal lines; at
-        hitRatio 1 (the hot set within the set-aside, as on the H200) no line takes it."""
-
-        class Window(ctypes.Structure):
-            _fields_ = [
-                ("base_ptr", ctypes.c_void_p),
-                ("num_bytes", ctypes.c_size_t),
-                ("hitRatio", ctypes.c_float),
-                ("hitProp", ctypes.c_int),
-                ("missProp", ctypes.c_int),
-            ]
-
-        class Value(ctypes.Union):  # cudaStreamAttrValue / cudaLaunchAttributeValue: 64 bytes
-            _fields_ = [("window", Window), ("pad", ctypes.c_char * 64)]
-
-        value = Value()
-        value.window = Window(
-            base_ptr, nbytes, hit_ratio, self.ACCESS_PERSISTING, self.ACCESS_NORMAL
-        )
-        self._ok(
-            self.lib.cudaStreamSetAttribute(
-                ctypes.c_void_p(stream_ptr),
-                ctypes.c_int(self.STREAM_ATTR_ACCESS_POLICY_WINDOW),
-                ctypes.byref(value),
-            ),
-            "cudaStreamSetAttribute(access-policy window)",
-        )
-
-
 def window_tensors(plan: Plan, weights: list[Any], max_window_bytes: int) -> list[tuple[Any, Any]]:
     """:func:`layout_tensors`, after refusing a window over ``max_window_bytes`` (the device's
     ``cudaDevAttrMaxAccessPolicyWindowSize``) before copying anything."""
@@ -538,7 +456,7 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
         # CuPy views of the same memory (DLPack), made once, outside the timed batches.
         views.append(tuple(cp.from_dlpack(x) for x in (weight, idx, off, hot, out)))
     flush = torch.empty(2 * plan.gpu.l2.size_bytes // 4, dtype=torch.float32, device=dev)
-    cudart = _Cudart() if any(v.pinning for v in plan.variants.values()) else None
+    cudart = Cudart() if any(v.pinning for v in plan.variants.values()) else None
     windowed: list[tuple[Any, Any]] = []
     if cudart is not None:
         # The device's own limits, before anything runs: CUDA would refuse the call.
