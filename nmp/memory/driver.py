@@ -183,25 +183,9 @@ def replay_lines_many(streams: list[np.ndarray], spec: MemorySpec) -> list[MemSt
     summaries = native.simulate_summaries(runs, int(plan.native_decode[0]), *plan.tables)
     out = []
     for addr, summary in zip(checked, summaries, strict=True):
-        status, cycles, clk_end, snap_list, final_list, active_sum, sums = summary
         for callback in _ON_REPLAY:
             callback(len(addr) * plan.k)
-        if status != 0:
-            raise NmpError(
-                f"the controller deadlocked at cycle {clk_end} (no command can ever issue)"
-            )
-        out.append(
-            run_stats(
-                spec,
-                drain=True,
-                cycles=int(cycles),
-                snap=snap_list,
-                final=final_list,
-                sums=sums,
-                active_sum=active_sum,
-                lines=len(addr),
-            )  # fmt: skip
-        )
+        out.append(_summary_stats(spec, summary, drain=True, lines=len(addr)))
     return out
 
 
@@ -209,20 +193,26 @@ def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool
     checked = check_lines(lines[0], spec, lines[1], lines[2])
     summary = None if timeline else _run_summary(checked, spec, drain)
     if summary is not None:
-        status, cycles, clk_end, snap_list, final_list, active_sum, sums = summary
-        timeline_arrays = None
-    else:
-        # the engine inputs live only through this call, and so do its per-transaction outputs
-        # unless the timeline keeps them: this thread's scratch buffers rather than fresh
-        # arrays on every replay
-        status, cycles, clk_end, snap, final, arrive, depart, done, fwd, active, _ = _run(
-            checked, spec, drain=drain, jump=True, log_size=0, scratch=True,
-            scratch_out=not timeline,
-        )  # fmt: skip
-        ks = int(_plan(spec).native_decode[0])
-        sums = _read_sums(checked[1], ks, arrive, depart, done, int(cycles))
-        snap_list, final_list, active_sum = snap.tolist(), final.tolist(), int(active.sum())
-        timeline_arrays = {"arrive": arrive, "done": done} if timeline else None
+        return _summary_stats(spec, summary, drain=drain, lines=len(checked[0]))
+    # the engine inputs live only through this call, and so do its per-transaction outputs
+    # unless the timeline keeps them: this thread's scratch buffers rather than fresh arrays
+    # on every replay
+    status, cycles, clk_end, snap, final, arrive, depart, done, fwd, active, _ = _run(
+        checked, spec, drain=drain, jump=True, log_size=0, scratch=True, scratch_out=not timeline
+    )
+    ks = int(_plan(spec).native_decode[0])
+    sums = _read_sums(checked[1], ks, arrive, depart, done, int(cycles))
+    timeline_arrays = {"arrive": arrive, "done": done} if timeline else None
+    run = (status, cycles, clk_end, snap.tolist(), final.tolist(), int(active.sum()), sums)
+    return _summary_stats(spec, run, drain=drain, lines=len(checked[0]), timeline=timeline_arrays)
+
+
+def _summary_stats(
+    spec: MemorySpec, summary: tuple, *, drain: bool, lines: int, timeline: dict | None = None
+) -> MemStats:
+    """A run's MemStats from its summary (status, cycles, the engine's end clock, the counter
+    snapshot and final counts, the active cycles, the read sums); a deadlocked run an error."""
+    status, cycles, clk_end, snap_list, final_list, active_sum, sums = summary
     if status != 0:
         raise NmpError(f"the controller deadlocked at cycle {clk_end} (no command can ever issue)")
     return run_stats(
@@ -233,8 +223,8 @@ def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool
         final=final_list,
         sums=sums,
         active_sum=active_sum,
-        lines=len(checked[0]),
-        timeline=timeline_arrays,
+        lines=lines,
+        timeline=timeline,
     )
 
 
