@@ -79,9 +79,9 @@ def bench(name: str):
 
 def write_json(path: Path, data: Any) -> None:
     """Whole or not at all: a crash mid-write leaves the previous version."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    from nmp.fileio import atomic_write_text
+
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True, default=str) + "\n")
 
 
 def _read(path: Path) -> dict[str, Any]:
