@@ -3,27 +3,16 @@ that would come back from the device), and issue #37's verdicts on synthetic mea
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from .scripts import load_script
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-check = _load("gpu_device_check")
-cmp = _load("gpu_device_compare")
+check = load_script("gpu_device_check", register=True)
+cmp = load_script("gpu_device_compare", register=True)
 
 TINY = [
     "--tables", "1", "--batch", "16", "--reuse", "medium", "--batches", "16,32",

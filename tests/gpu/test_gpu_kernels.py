@@ -3,9 +3,7 @@ nmp validate's real-GPU group (none recorded: "not run", never a pass)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,14 +12,11 @@ from nmp.gpu import compare
 from nmp.gpu.kernels_real import build_plan, check_plan, real_variants
 from nmp.gpu.spec import load_gpu
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_kernels.py"
+from .scripts import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("gpu_kernels", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gpu_kernels")
 
 
 def test_dry_run_builds_and_checks_every_launch(capsys):

@@ -3,17 +3,11 @@ plan and the ncu command without touching a GPU."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_validate.py"
+from .scripts import load_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("gpu_validate", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gpu_validate")
 
 
 def test_dry_run_prints_the_plan(capsys):

@@ -10,6 +10,8 @@ import pytest
 from nmp.gpu import load_gpu
 from nmp.gpu.kernel import kernel_config
 
+from .scripts import load_script
+
 
 def test_h200_preset_carries_the_measured_device_facts():
     g = load_gpu("h200")
@@ -80,15 +82,7 @@ def test_model_prices_misses_with_the_probe_and_queues_at_the_slices():
 
 
 def _table_script():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_h200_table.py"
-    spec = importlib.util.spec_from_file_location("gpu_h200_table", path)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gpu_h200_table")
 
 
 def test_figures_table_covers_the_issue_points_and_flags_a_non_monotone_curve(monkeypatch):

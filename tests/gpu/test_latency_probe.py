@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,15 +14,13 @@ from nmp.gpu.hbm import hbm_calibration, with_probe
 from nmp.gpu.model import latencies, slice_queue
 from nmp.gpu.spec import load_gpu
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_latency.py"
+from .scripts import load_script
+
 STEPS = 256
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("gpu_latency", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gpu_latency")
 
 
 @pytest.fixture(scope="module")
