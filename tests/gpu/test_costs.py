@@ -67,9 +67,9 @@ def tiny_stage():
     """One h200 table, a batch of 64 bags (one wave), exact cache simulation."""
     from nmp.gpu import run_design_point
 
-    def run(**arch):
+    def run(gpu: str = "h200", **arch):
         over = {"arch": {"sim.line_sample": 1, **arch}, "workload": TINY}
-        return run_design_point("h200", "gpu-micro24", overrides=over)
+        return run_design_point(gpu, "gpu-micro24", overrides=over)
 
     return run
 
@@ -77,10 +77,19 @@ def tiny_stage():
 TINY = {"num_tables": 1, "batch": 64, "reuse": "high"}
 
 
-def test_h200_prices_each_level_at_its_sourced_latency(tiny_stage):
-    # Pointer chases on GH100 [dewing]: L1 40, L2 291 (near) / 520 (far, GH200), memory 700 SM
-    # cycles at 1,980 MHz (the preset splits 700 into fabric + the HBM3e spec's tRCD + CL + BL).
-    b = tiny_stage().breakdown
+@pytest.mark.parametrize("gpu,far_cycles", [("h200", 520.0), ("h100-sxm", 538.0)])
+def test_hopper_prices_each_level_at_its_sourced_latency(tiny_stage, gpu, far_cycles):
+    # Pointer chases on GH100 [dewing]: L1 40, L2 291 (near) / 520 (far, GH200) or 538 (far,
+    # H100), memory 700 SM cycles at 1,980 MHz (each preset splits 700 into fabric + its HBM
+    # spec's tRCD + CL + BL). HBM efficiencies: the H200's probe (1,128 / 2,149 / 3,706 GB/s of
+    # 4,800 at 32 / 64 / 128 B), which h100-sxm takes at its own peak.
+    from nmp.gpu import load_gpu
+
+    assert load_gpu(gpu).l2.far_hit_cycles == far_cycles
+    b = tiny_stage(gpu).breakdown
+    eff = b["hbm_efficiency_random"]
+    for size, gbps in ((32, 1128), (64, 2149), (128, 3706)):
+        assert eff[str(size)] == pytest.approx(gbps / 4800, rel=1e-3)
     assert b["latency_ns"]["l1_hit"] == pytest.approx(40 * CYCLE_NS)
     assert b["latency_ns"]["l2_hit"] == pytest.approx(291 * CYCLE_NS)
     assert b["latency_ns"]["hbm"] == pytest.approx(700 * CYCLE_NS, rel=1e-3)
