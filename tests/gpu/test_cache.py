@@ -149,9 +149,9 @@ def test_kernel_stream_hit_counts_equal_reference(pin):
         l2.persist(hot, 2, clock)
         for line in hot.tolist():
             ref_l2.access(line, 15, True, 2)
-    ks, (lines, masks, sms) = run_kernel_stream(
-        idx, offsets, layout, l1, l2, sample=1, clock=clock, emit=True
-    )
+    ks, emitted = run_kernel_stream(idx, offsets, layout, l1, l2, sample=1, clock=clock, emit=True)
+    assert emitted is not None  # asked for (emit=True)
+    lines, masks, sms = emitted
     assert lines.size >= idx.size * 2  # two 32-feature slices per lookup, some straddling
     l1_hits = l2_req = l2_hits = far = 0
     for line, mask, sm in zip(lines.tolist(), masks.tolist(), sms.tolist(), strict=True):
