@@ -149,3 +149,31 @@ def test_the_issue_and_l1_bounds_bind_at_their_stated_rates(tiny_stage):
     r = tiny_stage(**{"l1.bytes_per_cycle": 0.01})
     assert r.breakdown["tables_bound_by"] == {"l1_bandwidth": 1}
     assert r.latency_ns == pytest.approx(r.breakdown["l1_bytes"] / (0.01 * 132 * 1.98), rel=1e-5)
+
+
+def test_l2_hits_are_priced_at_the_far_share_the_cache_stream_counted(monkeypatch):
+    # The stage's far share is the stream's far line hits over its L2 line hits (the count is
+    # checked against a reference LRU in test_cache), and each L2 hit costs 291 + share x
+    # (520 - 291) cycles against a miss's 700.
+    import nmp.gpu.model as model
+    from nmp.gpu import run_design_point
+
+    counted = []
+
+    def stream(*args, **kwargs):
+        out = run_kernel_stream(*args, **kwargs)
+        counted.append(out[0].counts)
+        return out
+
+    run_kernel_stream = model.run_kernel_stream
+    monkeypatch.setattr(model, "run_kernel_stream", stream)
+    wl = {"num_tables": 1, "batch": 1024, "reuse": "random"}
+    over = {"arch": {"sim.line_sample": 1}, "workload": wl}
+    b = run_design_point("h200", "gpu-micro24", overrides=over).breakdown
+    (c,) = counted
+    far = c["l2_far_line_hits"] / c["l2_line_hits"]
+    assert 0 < far < 1 and b["l2_far_hit_share"] == pytest.approx(far)
+    served, stall = b["loads_served_by"], b["stall_ns"]
+    assert stall["l2_hit"] / stall["hbm_latency"] == pytest.approx(
+        served["l2"] * (291 + far * (520 - 291)) / (served["hbm"] * 700), rel=1e-3
+    )
