@@ -158,14 +158,14 @@ def test_l2_hits_are_priced_at_the_far_share_the_cache_stream_counted(monkeypatc
     import nmp.gpu.model as model
     from nmp.gpu import run_design_point
 
-    counted = []
+    counted: list[dict[str, int]] = []
+    real_stream = model.run_kernel_stream
 
     def stream(*args, **kwargs):
-        out = run_kernel_stream(*args, **kwargs)
+        out = real_stream(*args, **kwargs)
         counted.append(out[0].counts)
         return out
 
-    run_kernel_stream = model.run_kernel_stream
     monkeypatch.setattr(model, "run_kernel_stream", stream)
     wl = {"num_tables": 1, "batch": 1024, "reuse": "random"}
     over = {"arch": {"sim.line_sample": 1}, "workload": wl}
