@@ -149,22 +149,28 @@ def test_kernel_stream_hit_counts_equal_reference(pin):
         l2.persist(hot, 2, clock)
         for line in hot.tolist():
             ref_l2.access(line, 15, True, 2)
-    ks, (lines, masks, sms) = run_kernel_stream(
-        idx, offsets, layout, l1, l2, sample=1, clock=clock, emit=True
-    )
+    ks, emitted = run_kernel_stream(idx, offsets, layout, l1, l2, sample=1, clock=clock, emit=True)
+    assert emitted is not None  # asked for (emit=True)
+    lines, masks, sms = emitted
     assert lines.size >= idx.size * 2  # two 32-feature slices per lookup, some straddling
-    l1_hits = l2_req = l2_hits = 0
+    l1_hits = l2_req = l2_hits = far = 0
     for line, mask, sm in zip(lines.tolist(), masks.tolist(), sms.tolist(), strict=True):
         h1 = ref_l1[sm].access(line, mask)
         l1_hits += bin(h1).count("1")
         miss = mask & ~h1
         if miss:
             l2_req += bin(miss).count("1")
-            l2_hits += bin(ref_l2.access(line, miss)).count("1")
+            # Lines of its set used more recently than this one (its reuse distance in ways).
+            entries = ref_l2.lru[reference_set(line, 8, True)]
+            rank = list(reversed(entries)).index(line) if line in entries else -1
+            hit = ref_l2.access(line, miss)
+            l2_hits += bin(hit).count("1")
+            far += hit == miss and 2 * rank >= 4  # a line hit older than half its set's 4 ways
     c = ks.counts
     assert c["l1_sectors"] == c["l1_sectors_all"] == sum(bin(m).count("1") for m in masks.tolist())
     assert (c["l1_sector_hits"], c["l2_sectors"], c["l2_sector_hits"]) == (l1_hits, l2_req, l2_hits)
     assert l1_hits > 0 and 0 < l2_hits < l2_req
+    assert c["l2_far_line_hits"] == far and 0 < far < c["l2_line_hits"]  # the far-partition rule
     # Every (warp, lookup) unit is counted once, at the level that served its slowest line.
     units = ks.level_units[[LEVEL_L1, LEVEL_L2, LEVEL_HBM]]
     assert ks.warp_levels.sum() == idx.size * 2 == units.sum()

@@ -162,3 +162,15 @@ def test_stock_rows_in_flight_are_a_per_build_input_that_sets_the_chain():
     one, two = stage(1), stage(2)
     assert two.breakdown["kernel"]["loads_in_flight_build"].startswith("torch 2.11")
     assert 1.7 < one.latency_ns / two.latency_ns < 2.1
+
+
+def test_h100_sxm_runs_the_h200s_sm_90_kernels_in_every_variant():
+    """Both parts run the same sm_90 binaries (torch's cubin, the NVRTC hand-written kernels):
+    every variant compiles to the same registers, occupancy, rows in flight and loop shape."""
+    from nmp.gpu import VARIANTS
+
+    for variant in VARIANTS:
+        h200, h100 = (
+            kernel_config(load_gpu(n, {"variant": variant})) for n in ("h200", "h100-sxm")
+        )
+        assert h100 == h200, variant
