@@ -413,10 +413,11 @@ out:
         chan_tick(S, RU, 0, clk, __VA_ARGS__, NULL);                                       \
     }
 
-/* ro: a run without writes (reads_only): the instantiations that read-only runs use most (the
- * reference cases' DDR4, DDR5 and HBM2 organizations; a design point's narrowed views) have a
- * second copy with nw set, where the write buffer, its lookups and the bank table's write row
- * compile away */
+/* ro: a run without writes (reads_only). The instantiations that read-only runs use most (the
+ * reference cases' DDR4 and DDR5 organizations, one rank and two; a design point's narrowed
+ * views) have a second copy with nw set, where the write buffer, its lookups and the bank
+ * table's write row compile away: 1.05-1.10x on those runs (docs/performance.md, "fifth
+ * look"). HBM has none: 1.02-1.04x on the HBM2 cases did not pay for 3 s more build. */
 #define C1R1(nblk, gb, b) 1, 1, 0, 0, 32, nblk, gb, b, 0
 #define C1R1_RO(nblk, gb, b) 1, 1, 0, 0, 32, nblk, gb, b, 1
 TICK_OF(tick_1r16, C1R1(2, 16, 4))
@@ -488,19 +489,15 @@ __attribute__((noinline)) static int sim_ddr_channels(const Args *A, const Rules
 
 /* HBM: any number of channels, of 2 pseudo-channels (as ranks), dual issue */
 #define HBM(nblk, gb, b) 1, 2, 1, 0, 32, nblk, gb, b, 0
-#define HBM_RO(nblk, gb, b) 1, 2, 1, 0, 32, nblk, gb, b, 1
 TICK_OF(tick_hbm, HBM(4, 16, 4))
 TICK_OF(tick_hbm_any, HBM(0, 0, 0))
-TICK_OF(tick_hbm_ro, HBM_RO(4, 16, 4))
 static void *hbm_crew(void *hand) { return crew_loop(hand, HBM(4, 16, 4), tick_hbm); }
 static void *hbm_any_crew(void *hand) { return crew_loop(hand, HBM(0, 0, 0), tick_hbm_any); }
-static void *hbm_ro_crew(void *hand) { return crew_loop(hand, HBM_RO(4, 16, 4), tick_hbm_ro); }
 
-__attribute__((noinline)) static int sim_hbm(const Args *A, const Rules *RU, int ro)
+__attribute__((noinline)) static int sim_hbm(const Args *A, const Rules *RU)
 {
     if (A->P->bankgroups * A->P->banks == 16 && A->P->banks == 4)
-        return ro ? sim_core(A, RU, hbm_ro_crew, 0, HBM_RO(4, 16, 4), tick_hbm_ro)
-                  : sim_core(A, RU, hbm_crew, 0, HBM(4, 16, 4), tick_hbm);
+        return sim_core(A, RU, hbm_crew, 0, HBM(4, 16, 4), tick_hbm);
     return sim_core(A, RU, hbm_any_crew, 0, HBM(0, 0, 0), tick_hbm_any);
 }
 
@@ -564,7 +561,7 @@ int simulate_c(const Args *A_in)
         else if (C == 1 && R == 2 && !dual && !closed)
             st = sim_1ch_2rk(&A, RU, reads_only(&A));
         else if (C > 1 && R == 2 && dual && !closed)
-            st = sim_hbm(&A, RU, reads_only(&A));
+            st = sim_hbm(&A, RU);
         else if (!(C > 1 && R <= 2 && !dual && !closed && sim_ddr_channels(&A, RU, &st)))
             st = sim_generic(&A, RU);
     }

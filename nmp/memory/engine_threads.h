@@ -183,15 +183,15 @@ FORCE_INLINE int64_t front_threads(const Args *restrict A, const Rules *restrict
             budget = F;
         }
         STORE(K.fclk, fclk); /* (after the messages before it: crew_loop) */
-        const int64_t c = FIELD(key, F_CH), kind = !nw && Q_WR(j) ? K_WR : K_RD;
-        int64_t at = fclk, *slot = nw ? NULL : table_slot(&T, key);
+        const int64_t c = FIELD(key, F_CH), kind = Q_WR(j) ? K_WR : K_RD;
+        int64_t at = fclk, *slot = table_slot(&T, key);
         int hit = 0;
         if (c % threads == 0) {
             /* a channel of this thread: on the spot */
             at = ch_offer(&sims[c], RU, A, j, key, kind, fclk, &hit, CFG_ARGS);
         } else {
             Mailbox *b = &box[c];
-            const int64_t q = !nw && *slot == key ? T.q[slot - T.key] : -1;
+            const int64_t q = *slot == key ? T.q[slot - T.key] : -1;
             const int sure = b->sent[kind] - __atomic_load_n(&b->gone[kind], __ATOMIC_RELAXED) <
                                  (kind == K_WR ? WQ : RQ) &&
                              (q < 0 || __atomic_load_n(&A->done[q], __ATOMIC_RELAXED) >= 0);
@@ -212,7 +212,7 @@ FORCE_INLINE int64_t front_threads(const Args *restrict A, const Rules *restrict
             fclk = AT_OF(&sims[c], int64_t, ARENA_LAST_EVAL)[0];
             break;
         }
-        if (!nw && kind == K_WR && !hit) {
+        if (kind == K_WR && !hit) {
             *slot = key; /* the last write of this key that entered the write buffer */
             T.q[slot - T.key] = j;
         }
