@@ -454,16 +454,17 @@ __attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU,
 }
 
 #define C1R2(nblk, gb, b) 1, 2, 0, 0, 32, nblk, gb, b, 0
+#define C1R2_RO(nblk, gb, b) 1, 2, 0, 0, 32, nblk, gb, b, 1
 TICK_OF(tick_2r16, C1R2(4, 16, 4))
 TICK_OF(tick_2r32, C1R2(8, 32, 4))
 TICK_OF(tick_2r_any, C1R2(0, 0, 0))
-TICK_OF(tick_2r16_ro, 1, 2, 0, 0, 32, 4, 16, 4, 1)
+TICK_OF(tick_2r16_ro, C1R2_RO(4, 16, 4))
 
 __attribute__((noinline)) static int sim_1ch_2rk(const Args *A, const Rules *RU, int ro)
 {
     const int64_t nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
     if (nb == 16 && b4)
-        return ro ? sim_core(A, RU, NULL, 1, 1, 2, 0, 0, 32, 4, 16, 4, 1, tick_2r16_ro)
+        return ro ? sim_core(A, RU, NULL, 1, C1R2_RO(4, 16, 4), tick_2r16_ro)
                   : sim_core(A, RU, NULL, 1, C1R2(4, 16, 4), tick_2r16);
     if (nb == 32 && b4) return sim_core(A, RU, NULL, 1, C1R2(8, 32, 4), tick_2r32);
     return sim_core(A, RU, NULL, 1, C1R2(0, 0, 0), tick_2r_any);
