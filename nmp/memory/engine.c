@@ -144,7 +144,7 @@ FORCE_INLINE void accept(Sim *restrict S, const Args *restrict A, int64_t j, int
 {
     UNPACK(S);
     arrive[j] = clk;
-    if (hit) {
+    if (!nw && hit) {
         /* read forwarding / write coalescing: served by the write buffer */
         if (kind == K_RD) {
             A->forwarded[j] = 1;
@@ -163,7 +163,7 @@ FORCE_INLINE void accept(Sim *restrict S, const Args *restrict A, int64_t j, int
     const int64_t bq = c * NBC + lb, orow = open_row[bq];
     const int is_hit = orow == FIELD(key, F_ROW);
     Qw[(c * 2 + kind) * QP + p] = WORD(lb, is_hit, j, FIELD(key, F_ROW), S->qbits, hsb);
-    if (kind == K_WR) Qkey[c * QP + p] = key;
+    if (!nw && kind == K_WR) Qkey[c * QP + p] = key;
     QL(c, kind) = p + 1;
     const int64_t pi = c * 2 + kind;
     if (is_hit) {
@@ -260,7 +260,7 @@ FORCE_INLINE int64_t ch_offer(Sim *restrict S, const Rules *restrict RU, const A
 {
     UNPACK(S);
     ch_advance(S, RU, fclk, CFG_ARGS);
-    const int hit = in_write_buffer(S, 0, key, CFG_ARGS);
+    const int hit = nw ? 0 : in_write_buffer(S, 0, key, CFG_ARGS);
     *hit_out = hit;
     const int64_t cap = kind == K_WR ? A->P->write_queue : A->P->read_queue;
     while (!hit && QL(0, kind) >= cap) {
@@ -277,7 +277,7 @@ FORCE_INLINE int64_t ch_offer(Sim *restrict S, const Rules *restrict RU, const A
 FORCE_INLINE int ch_drain(Sim *restrict S, const Rules *restrict RU, CFG)
 {
     UNPACK(S);
-    while (QL(0, K_RD) > 0 || QL(0, K_WR) > 0 || act_m[0]) {
+    while (QL(0, K_RD) > 0 || (!nw && QL(0, K_WR) > 0) || act_m[0]) {
         const int64_t t = ch_next(S, CFG_ARGS);
         if (t >= INF) return 1;
         TICK(S, RU, t);
@@ -350,7 +350,7 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU,
                 }
                 Sim *Sc = NCH == 1 ? sims : &sims[FIELD(key, F_CH)];
                 int hit;
-                const int64_t kind = Q_WR(j) ? K_WR : K_RD;
+                const int64_t kind = !nw && Q_WR(j) ? K_WR : K_RD;
                 const int64_t at = ch_offer(Sc, RU, A, j, key, kind, fclk, &hit, CFG_ARGS);
                 if (at < 0) {
                     status = 1; /* nothing can ever issue: a deadlock */
@@ -403,7 +403,7 @@ out:
  * threads' entry (engine_threads.h), of the same configuration. */
 #define GENERIC_CFG(p) \
     1, (p)->ranks, (p)->dual_issue != 0, (p)->closed_row != 0, \
-        RUP8(mx((p)->read_queue, (p)->write_queue)), 0, 0, 0, NULL
+        RUP8(mx((p)->read_queue, (p)->write_queue)), 0, 0, 0, 0, NULL
 
 /* name: the evaluation of a channel of a configuration (CFG without its tick) */
 #define TICK_OF(name, ...)                                                                 \
@@ -413,7 +413,13 @@ out:
         chan_tick(S, RU, 0, clk, __VA_ARGS__, NULL);                                       \
     }
 
-#define C1R1(nblk, gb, b) 1, 1, 0, 0, 32, nblk, gb, b
+/* ro: a run without writes (reads_only). The instantiations that read-only runs use most (the
+ * reference cases' DDR4 and DDR5 organizations, one rank and two; a design point's narrowed
+ * views) have a second copy with nw set, where the write buffer, its lookups and the bank
+ * table's write row compile away: 1.05-1.10x on those runs (docs/performance.md, "fifth
+ * look"). HBM has none: 1.02-1.04x on the HBM2 cases did not pay for 3 s more build. */
+#define C1R1(nblk, gb, b) 1, 1, 0, 0, 32, nblk, gb, b, 0
+#define C1R1_RO(nblk, gb, b) 1, 1, 0, 0, 32, nblk, gb, b, 1
 TICK_OF(tick_1r16, C1R1(2, 16, 4))
 TICK_OF(tick_1r32, C1R1(4, 32, 4))
 TICK_OF(tick_1r8, C1R1(1, 8, 8))
@@ -421,29 +427,45 @@ TICK_OF(tick_1r_b1, C1R1(1, 0, 0))
 TICK_OF(tick_1r_b2, C1R1(2, 0, 0))
 TICK_OF(tick_1r_b4, C1R1(4, 0, 0))
 TICK_OF(tick_1r_any, C1R1(0, 0, 0))
+TICK_OF(tick_1r16_ro, C1R1_RO(2, 16, 4))
+TICK_OF(tick_1r32_ro, C1R1_RO(4, 32, 4))
+TICK_OF(tick_1r8_ro, C1R1_RO(1, 8, 8))
+TICK_OF(tick_1r_b1_ro, C1R1_RO(1, 0, 0))
 
-__attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU)
+__attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU, int ro)
 {
     const int64_t nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
-    if (nb == 16 && b4) return sim_core(A, RU, NULL, 1, C1R1(2, 16, 4), tick_1r16);
-    if (nb == 32 && b4) return sim_core(A, RU, NULL, 1, C1R1(4, 32, 4), tick_1r32);
+    if (nb == 16 && b4)
+        return ro ? sim_core(A, RU, NULL, 1, C1R1_RO(2, 16, 4), tick_1r16_ro)
+                  : sim_core(A, RU, NULL, 1, C1R1(2, 16, 4), tick_1r16);
+    if (nb == 32 && b4)
+        return ro ? sim_core(A, RU, NULL, 1, C1R1_RO(4, 32, 4), tick_1r32_ro)
+                  : sim_core(A, RU, NULL, 1, C1R1(4, 32, 4), tick_1r32);
     /* (a bank-level unit's internal view: its 8 banks, one bank group) */
-    if (nb == 8 && A->P->banks == 8) return sim_core(A, RU, NULL, 1, C1R1(1, 8, 8), tick_1r8);
-    if (nb <= 8) return sim_core(A, RU, NULL, 1, C1R1(1, 0, 0), tick_1r_b1);
+    if (nb == 8 && A->P->banks == 8)
+        return ro ? sim_core(A, RU, NULL, 1, C1R1_RO(1, 8, 8), tick_1r8_ro)
+                  : sim_core(A, RU, NULL, 1, C1R1(1, 8, 8), tick_1r8);
+    if (nb <= 8)
+        return ro ? sim_core(A, RU, NULL, 1, C1R1_RO(1, 0, 0), tick_1r_b1_ro)
+                  : sim_core(A, RU, NULL, 1, C1R1(1, 0, 0), tick_1r_b1);
     if (nb <= 16) return sim_core(A, RU, NULL, 1, C1R1(2, 0, 0), tick_1r_b2);
     if (nb <= 32) return sim_core(A, RU, NULL, 1, C1R1(4, 0, 0), tick_1r_b4);
     return sim_core(A, RU, NULL, 1, C1R1(0, 0, 0), tick_1r_any);
 }
 
-#define C1R2(nblk, gb, b) 1, 2, 0, 0, 32, nblk, gb, b
+#define C1R2(nblk, gb, b) 1, 2, 0, 0, 32, nblk, gb, b, 0
+#define C1R2_RO(nblk, gb, b) 1, 2, 0, 0, 32, nblk, gb, b, 1
 TICK_OF(tick_2r16, C1R2(4, 16, 4))
 TICK_OF(tick_2r32, C1R2(8, 32, 4))
 TICK_OF(tick_2r_any, C1R2(0, 0, 0))
+TICK_OF(tick_2r16_ro, C1R2_RO(4, 16, 4))
 
-__attribute__((noinline)) static int sim_1ch_2rk(const Args *A, const Rules *RU)
+__attribute__((noinline)) static int sim_1ch_2rk(const Args *A, const Rules *RU, int ro)
 {
     const int64_t nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
-    if (nb == 16 && b4) return sim_core(A, RU, NULL, 1, C1R2(4, 16, 4), tick_2r16);
+    if (nb == 16 && b4)
+        return ro ? sim_core(A, RU, NULL, 1, C1R2_RO(4, 16, 4), tick_2r16_ro)
+                  : sim_core(A, RU, NULL, 1, C1R2(4, 16, 4), tick_2r16);
     if (nb == 32 && b4) return sim_core(A, RU, NULL, 1, C1R2(8, 32, 4), tick_2r32);
     return sim_core(A, RU, NULL, 1, C1R2(0, 0, 0), tick_2r_any);
 }
@@ -467,7 +489,7 @@ __attribute__((noinline)) static int sim_ddr_channels(const Args *A, const Rules
 }
 
 /* HBM: any number of channels, of 2 pseudo-channels (as ranks), dual issue */
-#define HBM(nblk, gb, b) 1, 2, 1, 0, 32, nblk, gb, b
+#define HBM(nblk, gb, b) 1, 2, 1, 0, 32, nblk, gb, b, 0
 TICK_OF(tick_hbm, HBM(4, 16, 4))
 TICK_OF(tick_hbm_any, HBM(0, 0, 0))
 static void *hbm_crew(void *hand) { return crew_loop(hand, HBM(4, 16, 4), tick_hbm); }
@@ -497,6 +519,18 @@ int64_t struct_size_c(int64_t which)
     return which == 0 ? (int64_t)sizeof(Params) : (int64_t)sizeof(Args);
 }
 
+/* A run without writes, which an instantiation with nw set takes (the same run): no line is a
+ * write, and the write mode's watermarks are such that an empty write buffer never turns to
+ * write mode while a read is queued (0 > wm_hi never) and leaves it when one is (0 < wm_lo):
+ * WMODE_FLIPS' form with nw. */
+static int reads_only(const Args *A)
+{
+    const int64_t lines = A->n >> A->dec[0];
+    uint8_t any = 0;
+    for (int64_t i = 0; i < lines; i++) any |= A->line_wr[i];
+    return !any && __builtin_floor(A->P->wm_high) >= 0 && __builtin_ceil(A->P->wm_low) >= 1;
+}
+
 /* A run (Args: the inputs, the configuration by name, the outputs): 0, 1 (a deadlock) or an
  * error (< 0: native.py names them). */
 int simulate_c(const Args *A_in)
@@ -524,9 +558,9 @@ int simulate_c(const Args *A_in)
         if (mx(P->read_queue, P->write_queue) > 32)
             st = sim_generic(&A, RU);
         else if (C == 1 && R == 1 && !dual && !closed)
-            st = sim_1ch_1rk(&A, RU);
+            st = sim_1ch_1rk(&A, RU, reads_only(&A));
         else if (C == 1 && R == 2 && !dual && !closed)
-            st = sim_1ch_2rk(&A, RU);
+            st = sim_1ch_2rk(&A, RU, reads_only(&A));
         else if (C > 1 && R == 2 && dual && !closed)
             st = sim_hbm(&A, RU);
         else if (!(C > 1 && R <= 2 && !dual && !closed && sim_ddr_channels(&A, RU, &st)))

@@ -58,7 +58,7 @@ FORCE_INLINE void pick_active(Sim *restrict S, int64_t c, int64_t clk, const uin
                               Pick *p, NotReady *nr, CFG)
 {
     UNPACK(S);
-    const uint64_t am = act_m[c], ar = am & ~aw_m[c], aw = am & aw_m[c];
+    const uint64_t am = act_m[c], ar = nw ? am : am & ~aw_m[c], aw = nw ? 0 : am & aw_m[c];
     uint64_t ready = 0, ok;
     if (ar) {
         TOP_OK(rd_cmd, ok);
@@ -92,9 +92,12 @@ FORCE_INLINE void pick_buffer(Sim *restrict S, int64_t c, int64_t clk, const uin
 {
     UNPACK(S);
     if (WMODE_FLIPS(c)) wmode[c] = !wmode[c];
-    const int64_t kind = wmode[c] ? K_WR : K_RD;
-    const int64_t col_cmd = wmode[c] ? wr_cmd : rd_cmd;
-    const int64_t col_row = wmode[c] ? T_WR : T_RD;
+    /* (without writes, the write mode holds only while no read is queued: the read buffer is
+     * then as empty as the write buffer, and picking from it gives the same nothing) */
+    const int wm = nw ? 0 : wmode[c];
+    const int64_t kind = wm ? K_WR : K_RD;
+    const int64_t col_cmd = wm ? wr_cmd : rd_cmd;
+    const int64_t col_row = wm ? T_WR : T_RD;
     const int64_t m = QL(c, kind), base = (c * 2 + kind) * QP;
     const uint64_t om = open_m[c], am = act_m[c];
     const uint64_t ph = h_m[c * 2 + kind], pm = m_m[c * 2 + kind];
@@ -175,21 +178,22 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
     int64_t *restrict tb = Tb + c * NK * TP;
     const uint64_t rkm = RK_LANES(rkl);
     if (lb < 0) {
-        for (int k = 0; k < NK; k++) raise_lanes(tb + k * TP, rkm, clk + RU->all[cmd][k]);
+        for (int k = 0; k < NK_USED; k++) raise_lanes(tb + k * TP, rkm, clk + RU->all[cmd][k]);
         return;
     }
     const uint64_t gm = BG_LANES(lb);
     if (RU->has_bgs[cmd])
-        for (int k = 0; k < NK; k++) raise_lanes(tb + k * TP, rkm & ~gm, clk + RU->bgs[cmd][k]);
+        for (int k = 0; k < NK_USED; k++)
+            raise_lanes(tb + k * TP, rkm & ~gm, clk + RU->bgs[cmd][k]);
     if (RU->has_bks[cmd])
-        for (int k = 0; k < NK; k++)
+        for (int k = 0; k < NK_USED; k++)
             raise_lanes(tb + k * TP, gm & ~(1ull << lb), clk + RU->bks[cmd][k]);
     const int64_t b8 = lb & ~(int64_t)7;
     if (B_C ? 8 % B_C == 0 : S->bg_in_block) {
         /* the bank group's lanes lie in the bank's block of 8 */
 #ifdef __AVX512F__
         const __mmask8 kg = (__mmask8)(gm >> b8), kb = (__mmask8)(1u << (lb - b8));
-        for (int k = 0; k < NK; k++) {
+        for (int k = 0; k < NK_USED; k++) {
             int64_t *restrict t = tb + k * TP + b8;
             __m512i x = _mm512_load_si512((const void *)t);
             x = _mm512_mask_max_epi64(x, kg, x, _mm512_set1_epi64(clk + RU->bg[cmd][k]));
@@ -207,7 +211,7 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
         const __m256i kb[2] = {_mm256_cmpeq_epi64(_mm256_and_si256(b, bit), bit),
                                _mm256_cmpeq_epi64(
                                    _mm256_and_si256(_mm256_srli_epi64(b, 4), bit), bit)};
-        for (int k = 0; k < NK; k++) {
+        for (int k = 0; k < NK_USED; k++) {
             const __m256i vg = _mm256_set1_epi64x(clk + RU->bg[cmd][k]),
                           vb = _mm256_set1_epi64x(clk + RU->bk[cmd][k]);
             for (int h = 0; h < 2; h++) {
@@ -219,7 +223,7 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
             }
         }
 #else
-        for (int k = 0; k < NK; k++) {
+        for (int k = 0; k < NK_USED; k++) {
             int64_t *restrict t = tb + k * TP + b8;
             const int64_t vg = clk + RU->bg[cmd][k];
             for (int64_t l = 0; l < 8; l++) t[l] = ((gm >> (b8 + l)) & 1) ? mx(t[l], vg) : t[l];
@@ -227,7 +231,7 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
         }
 #endif
     } else {
-        for (int k = 0; k < NK; k++) {
+        for (int k = 0; k < NK_USED; k++) {
             raise_lanes(tb + k * TP, gm, clk + RU->bg[cmd][k]);
             raise_lanes(tb + k * TP, 1ull << lb, clk + RU->bk[cmd][k]);
         }
@@ -249,7 +253,7 @@ FORCE_INLINE void refresh_state(Sim *restrict S, int64_t c, int64_t clk, int64_t
     for (int64_t k = rk * GB; k < (rk + 1) * GB; k++) open_row[k] = -1;
     open_m[c] &= ~rkm;
     /* the rank's queued requests no longer hit */
-    for (int64_t kk = 0; kk < 2; kk++) {
+    for (int64_t kk = 0; kk < (nw ? 1 : 2); kk++) {
         int64_t *restrict br = Qw + (c * 2 + kk) * QP;
         for (int64_t i = 0; i < QL(c, kk); i++)
             if ((rkm >> (WCLS(br[i]) & lane_of)) & 1) br[i] &= ~((int64_t)1 << (WSH + hsb));
@@ -271,7 +275,7 @@ FORCE_INLINE void bank_switch(Sim *restrict S, int64_t c, int64_t cmd, int64_t l
 {
     UNPACK(S);
     const int64_t nrow = cmd == ACT ? row : -1;
-    for (int64_t kk = 0; kk < 2; kk++) {
+    for (int64_t kk = 0; kk < (nw ? 1 : 2); kk++) {
         const int64_t pi = c * 2 + kk, i = pi * TP + lb;
         const int32_t tot = n_h[i] + n_m[i];
         int32_t h;
@@ -302,6 +306,8 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
 {
     UNPACK(S);
     const int64_t cmd = p->cmd;
+    /* the buffer it is in, where it is in one (without writes: the read buffer) */
+    const int64_t qk = nw ? K_RD : p->kind;
     if (cmd == ACT || cmd == PREPB || cmd == RDA || cmd == WRA)
         bank_switch(S, c, cmd, lb, p->kind, row, CFG_ARGS);
     if (cmd == ACT) {
@@ -310,11 +316,11 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
         if (open_cnt[rk] == 0) open_since[rk] = clk;
         open_cnt[rk]++;
         /* leaves its buffer (a hit now) for the active buffer */
-        const int64_t pi = c * 2 + p->kind;
+        const int64_t pi = c * 2 + qk;
         if (--n_h[pi * TP + lb] == 0) h_m[pi] &= ~(1ull << lb);
         act_q[c * TP + lb] = q;
         act_seq[c * TP + lb] = S->n_acts++;
-        PUT_BIT(aw_m[c], lb, p->kind == K_WR);
+        if (!nw) PUT_BIT(aw_m[c], lb, p->kind == K_WR);
         act_m[c] |= 1ull << lb;
         act_rank[rk]++;
     } else if (cmd == PREPB) {
@@ -329,7 +335,7 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
             open_m[c] &= ~(1ull << lb);
             if (--open_cnt[rk] == 0) active_cycles[rk] += clk - open_since[rk];
         }
-        if (p->kind == K_ACTIVE ? (aw_m[c] >> lb) & 1 : p->kind == K_WR) {
+        if (!nw && (p->kind == K_ACTIVE ? (aw_m[c] >> lb) & 1 : p->kind == K_WR)) {
             done[q] = clk;
         } else {
             depart[q] = clk + rl;
@@ -341,7 +347,7 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
             return; /* not in a buffer */
         }
         /* a hit leaves its buffer (RDA/WRA: the closing above made it a miss) */
-        const int64_t pi = c * 2 + p->kind;
+        const int64_t pi = c * 2 + qk;
         if (cmd == RDA || cmd == WRA) {
             if (--n_m[pi * TP + lb] == 0) m_m[pi] &= ~(1ull << lb);
         } else {
@@ -349,10 +355,10 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
         }
     }
     /* remove the slot, keeping the buffer's order; the freed last slot becomes padding */
-    const int64_t m = QL(c, p->kind) - 1;
-    remove_slot(Qw + (c * 2 + p->kind) * QP, QP, p->pos, m, WPAD);
-    if (p->kind == K_WR) remove_slot(Qkey + c * QP, QP, p->pos, m, 0);
-    QL(c, p->kind) = m;
+    const int64_t m = QL(c, qk) - 1;
+    remove_slot(Qw + (c * 2 + qk) * QP, QP, p->pos, m, WPAD);
+    if (!nw && qk == K_WR) remove_slot(Qkey + c * QP, QP, p->pos, m, 0);
+    QL(c, qk) = m;
 }
 
 /* The earliest ready clock of the classes found not ready (INF if none). */
@@ -364,7 +370,7 @@ FORCE_INLINE int64_t not_ready_min(Sim *restrict S, int64_t c, const NotReady *n
     rows[T_ACT] = nr->set[1];
     rows[T_PRE] = nr->set[2];
     rows[T_RD] = nr->set[3] | (nr->col == rd_cmd ? nr->set[0] : 0);
-    rows[T_WR] = nr->set[4] | (nr->col == wr_cmd ? nr->set[0] : 0);
+    rows[T_WR] = nw ? 0 : nr->set[4] | (nr->col == wr_cmd ? nr->set[0] : 0);
     const int64_t row_cmd[NK] = {ACT, PREPB, rd_cmd, wr_cmd};
     int64_t t = INF;
     if (R == 1 || GB % 8 == 0) {
@@ -372,7 +378,7 @@ FORCE_INLINE int64_t not_ready_min(Sim *restrict S, int64_t c, const NotReady *n
          * in, one minimum over all rows and blocks, without branches */
 #ifdef __AVX512F__
         __m512i acc = _mm512_set1_epi64(INF);
-        for (int k = 0; k < NK; k++) {
+        for (int k = 0; k < NK_USED; k++) {
             if (!rows[k]) continue; /* (in a trace without writes, T_WR never has any) */
             const int64_t *restrict tk = TBR(c, k);
             for (int64_t b = 0; b < NBLK; b++)
@@ -383,14 +389,14 @@ FORCE_INLINE int64_t not_ready_min(Sim *restrict S, int64_t c, const NotReady *n
         }
         t = _mm512_reduce_min_epi64(acc);
 #else
-        for (int k = 0; k < NK; k++)
+        for (int k = 0; k < NK_USED; k++)
             for (uint64_t rest = rows[k]; rest; rest &= rest - 1) {
                 const int64_t l = __builtin_ctzll(rest);
                 t = mn(t, mx(TBR(c, k)[l], TOP(c, RANK_OF(l), row_cmd[k])));
             }
 #endif
     } else {
-        for (int k = 0; k < NK; k++)
+        for (int k = 0; k < NK_USED; k++)
             for (int64_t r = 0; r < R; r++) {
                 const uint64_t m = rows[k] & RK_LANES(r);
                 if (m) t = mn(t, mx(TOP(c, r, row_cmd[k]), lanes_min(TBR(c, k), NBLK, m)));
@@ -449,7 +455,7 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
             q = act_q[c * TP + lb];
             row = open_row[c * NBC + lb];
         } else if (p.kind != K_REF) {
-            int64_t *restrict ws = Qw + (c * 2 + p.kind) * QP + p.pos;
+            int64_t *restrict ws = Qw + (c * 2 + (nw ? K_RD : p.kind)) * QP + p.pos;
             const int64_t w = *ws;
             q = WQ(w, S->qbits);
             row = WROW(w, S->qbits);
@@ -459,7 +465,7 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
                  * its buffer, to be seen again) */
                 const int64_t orow = open_row[c * NBC + lb];
                 const int64_t k = orow == row ? 0 : (orow >= 0 ? 2 : 1);
-                cnt[(p.kind == K_WR ? C_HIT_W : C_HIT_R) + k]++;
+                cnt[(!nw && p.kind == K_WR ? C_HIT_W : C_HIT_R) + k]++;
                 *ws = w | WCOUNTED;
             }
         }
@@ -498,10 +504,11 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
      * faster; with dual issue (HBM) fewer evaluations find nothing (2.03 -> 1.45), and the
      * bound, computed after every issue, cost more than they did (4 % slower): not there. */
     if (dual || !S->jump || plen[c] > 0 || WMODE_FLIPS(c)) return;
-    const int64_t pi = c * 2 + (wmode[c] ? K_WR : K_RD);
-    const uint64_t om = open_m[c], am = act_m[c], aw = aw_m[c];
+    const int wm = nw ? 0 : wmode[c]; /* (as in pick_buffer) */
+    const int64_t pi = c * 2 + (wm ? K_WR : K_RD);
+    const uint64_t om = open_m[c], am = act_m[c], aw = nw ? 0 : aw_m[c];
     const NotReady all = {{h_m[pi], m_m[pi] & ~om, m_m[pi] & om, am & ~aw, am & aw},
-                          wmode[c] ? wr_cmd : rd_cmd};
+                          wm ? wr_cmd : rd_cmd};
     wake[c] = mx(clk + 1, mn(fut, not_ready_min(S, c, &all, CFG_ARGS)));
 }
 

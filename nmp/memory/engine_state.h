@@ -85,13 +85,15 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
 #define PQ_OF(R) (64 * (R))
 
 /* the configuration that the instantiations fix at compile time (GB_C, B_C: banks per rank and
- * per bank group, or 0 where read at run time; B_C a power of two), and tick: the
- * instantiation's evaluation of a channel as one function (engine.c), or NULL: inlined */
+ * per bank group, or 0 where read at run time; B_C a power of two; nw: a run without writes,
+ * engine.c's reads_only), and tick: the instantiation's evaluation of a channel as one
+ * function (engine.c), or NULL: inlined */
 #define CFG                                                                            \
     UNUSED const int64_t C, UNUSED const int64_t R, UNUSED const int dual,                 \
         UNUSED const int closed, UNUSED const int64_t QP, UNUSED const int64_t NBLK_C,     \
-        UNUSED const int64_t GB_C, UNUSED const int64_t B_C, UNUSED const TickFn tick
-#define CFG_ARGS C, R, dual, closed, QP, NBLK_C, GB_C, B_C, tick
+        UNUSED const int64_t GB_C, UNUSED const int64_t B_C, UNUSED const int nw,          \
+        UNUSED const TickFn tick
+#define CFG_ARGS C, R, dual, closed, QP, NBLK_C, GB_C, B_C, nw, tick
 
 /* a run's state as restrict-qualified locals (loads the compiler may keep in registers) */
 #define UNPACK(S)                                                                          \
@@ -153,8 +155,11 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
 /* the write mode of channel c switches at its next evaluation (to writes: the write buffer
  * above its high watermark or no read queued; back: below its low one with a read queued) */
 #define WMODE_FLIPS(c)                                                   \
-    (!wmode[c] ? (QL(c, K_WR) > wm_hi || QL(c, K_RD) == 0)               \
-               : (QL(c, K_WR) < wm_lo && QL(c, K_RD) != 0))
+    (nw ? wmode[c] != (QL(c, K_RD) == 0) /* (the same: QL(c, K_WR) is 0, reads_only) */ \
+        : !wmode[c] ? (QL(c, K_WR) > wm_hi || QL(c, K_RD) == 0)           \
+                    : (QL(c, K_WR) < wm_lo && QL(c, K_RD) != 0))
+/* the bank table's rows a run reads: without writes, T_WR (the last) is never read */
+#define NK_USED (nw ? NK - 1 : NK)
 /* a lane's bit in a mask: set or cleared */
 #define PUT_BIT(m, l, on) ((m) = ((m) & ~(1ull << (l))) | ((uint64_t)((on) != 0) << (l)))
 /* the lanes whose channel and rank let command cc issue now, from topm (per rank, the
