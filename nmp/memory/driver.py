@@ -152,6 +152,15 @@ def replay(
     requests = _as_requests(trace_or_requests)
     names = requests.dtype.names or ()
     arrival = requests["arrival"] if "arrival" in names else None
+    # a run that is only summed reads the records' fields in one C pass into this thread's
+    # buffers (the engine's inputs, not kept), with the reductions the checks take
+    split = None if timeline or not _summary_path(spec) else native.split_requests(requests)
+    if split is not None:
+        addr, write, (top, writes, any_bits, all_bits) = split
+        lines = (addr, write if writes else False, arrival)
+        return _replay_lines(
+            lines, spec, drain=drain, timeline=False, bounds=(top, any_bits, all_bits)
+        )
     return _replay_lines(
         (requests["addr"], requests["write"], arrival), spec, drain=drain, timeline=timeline
     )
@@ -189,9 +198,18 @@ def replay_lines_many(streams: list[np.ndarray], spec: MemorySpec) -> list[MemSt
     return out
 
 
-def _replay_lines(lines: tuple, spec: MemorySpec, *, drain: bool, timeline: bool) -> MemStats:
-    checked = check_lines(lines[0], spec, lines[1], lines[2])
-    summary = None if timeline else _run_summary(checked, spec, drain)
+def _replay_lines(
+    lines: tuple,
+    spec: MemorySpec,
+    *,
+    drain: bool,
+    timeline: bool,
+    bounds: tuple[int, int, int] | None = None,
+) -> MemStats:
+    """:func:`replay_lines`; ``bounds``: the lines' largest address, OR and AND, where known."""
+    top, bits = (None, None) if bounds is None else (bounds[0], bounds[1:])
+    checked = check_lines(lines[0], spec, lines[1], lines[2], addr_max=top)
+    summary = None if timeline else _run_summary(checked, spec, drain, bits)
     if summary is not None:
         return _summary_stats(spec, summary, drain=drain, lines=len(checked[0]))
     # the engine inputs live only through this call, and so do its per-transaction outputs
@@ -228,17 +246,26 @@ def _summary_stats(
     )
 
 
-def _run_summary(checked: tuple, spec: MemorySpec, drain: bool) -> tuple | None:
+def _summary_path(spec: MemorySpec) -> bool:
+    """Whether a replay on ``spec`` without a timeline is summed by the C engine
+    (:func:`_run_summary`)."""
+    return engine_backend() == "native" and not _plan(spec).native_unsupported
+
+
+def _run_summary(
+    checked: tuple, spec: MemorySpec, drain: bool, bits: tuple | None = None
+) -> tuple | None:
     """The C engine's run of lines already checked, summed without a timeline
-    (:func:`nmp.memory.native.simulate_summary`), or None where the numba engine runs them."""
+    (:func:`nmp.memory.native.simulate_summary`), or None where the numba engine runs them.
+    ``bits``: the lines' OR and AND, where known."""
     plan = _plan(spec)
-    if engine_backend() != "native" or plan.native_unsupported:
+    if not _summary_path(spec):
         return None
     addr, wr_in, _, arrival = checked
     write, arrival = native_lines(addr, wr_in, arrival, True)
     threads = engine_threads(spec.org.channels, len(addr) * plan.k)
     # (on fewer bank groups or banks where the lines lie in fewer: the same run, narrower)
-    decode, params = plan.narrowed(addr, drain)
+    decode, params = plan.narrowed(addr, drain, bits)
     out = native.simulate_summary(
         addr, write, arrival, int(decode[0]), decode, params, *plan.tables, threads,
         has_write=wr_in is not None,

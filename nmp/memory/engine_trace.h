@@ -81,3 +81,41 @@ int64_t parse_lines_c(const uint8_t *text, int64_t len, uint64_t *addr, uint8_t 
     info[1] = (uint64_t)writes;
     return n;
 }
+
+/* The copy of split_requests_c: a loop of loads and stores alone (the reductions run after it
+ * on the contiguous copy, vectorized), inlined with read_trace's layout as constants. */
+static inline void split_records(const uint8_t *rec, int64_t stride, int64_t addr_at,
+                                 int64_t wr_at, int64_t n, uint64_t *restrict addr,
+                                 uint8_t *restrict wr)
+{
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(&addr[i], rec + i * stride + addr_at, 8);
+        wr[i] = rec[i * stride + wr_at] != 0;
+    }
+}
+
+/* A request array's records (nmp/memory/trace.py's structured arrays: the address a uint64 at
+ * byte addr_at of each record, the write flag a bool at wr_at, records `stride` bytes apart)
+ * as the engine's inputs: the addresses into addr, the write flags (0 or 1) into wr; info[0] =
+ * the largest address, info[1] = the writes, info[2] and info[3] = the addresses' OR and AND
+ * (what check_lines and narrow_fields reduce them to). The replay of a request array reads it
+ * with this instead of numpy's copy of each field and its reductions. */
+void split_requests_c(const uint8_t *rec, int64_t stride, int64_t addr_at, int64_t wr_at,
+                      int64_t n, uint64_t *restrict addr, uint8_t *restrict wr, uint64_t *info)
+{
+    if (stride == 9 && addr_at == 0 && wr_at == 8)
+        split_records(rec, 9, 0, 8, n, addr, wr);
+    else
+        split_records(rec, stride, addr_at, wr_at, n, addr, wr);
+    uint64_t top = 0, any = 0, all = ~(uint64_t)0, writes = 0;
+    for (int64_t i = 0; i < n; i++) {
+        top = addr[i] > top ? addr[i] : top;
+        any |= addr[i];
+        all &= addr[i];
+    }
+    for (int64_t i = 0; i < n; i++) writes += wr[i];
+    info[0] = top;
+    info[1] = writes;
+    info[2] = any;
+    info[3] = n ? all : 0;
+}

@@ -37,11 +37,11 @@ def _buffers(m: int, scratch: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray 
     return buf
 
 
-def check_lines(addr, spec: MemorySpec, write, arrival):
+def check_lines(addr, spec: MemorySpec, write, arrival, *, addr_max: int | None = None):
     """(addr uint64, per-line writes or None for none, has_write, arrival int64 or None) of
     line addresses, writes (an array or one bool for all) and optional arrival cycles, checked:
     every transaction within the capacity (else the TraceError naming the address), arrivals
-    non-decreasing."""
+    non-decreasing. ``addr_max``: the largest address where the caller has it already."""
     plan = plan_of(spec)
     addr = np.ascontiguousarray(addr, dtype=np.uint64)
     if isinstance(write, bool | np.bool_):
@@ -49,10 +49,18 @@ def check_lines(addr, spec: MemorySpec, write, arrival):
         wr_in = np.ones(addr.shape[0], np.bool_) if has_write else None
     else:
         has_write = True
-        wr_in = np.ascontiguousarray(np.broadcast_to(np.asarray(write, bool), addr.shape))
+        if not (
+            isinstance(write, np.ndarray)
+            and write.dtype == np.bool_
+            and write.shape == addr.shape
+            and write.flags.c_contiguous
+        ):
+            write = np.ascontiguousarray(np.broadcast_to(np.asarray(write, bool), addr.shape))
+        wr_in = write
     if addr.size:
         k, tx = plan.k, int(plan.decode[1])
-        if int(addr.max()) + (k - 1) * tx >= plan.capacity:
+        top = int(addr.max()) if addr_max is None else addr_max
+        if top + (k - 1) * tx >= plan.capacity:
             txs = (addr[:, None] + np.arange(k, dtype=np.uint64)[None, :] * np.uint64(tx)).ravel()
             decode_address(txs, spec)  # raises the TraceError naming the address
     if arrival is not None:

@@ -33,6 +33,7 @@ _SYMBOLS = (
     "parse_lines_c",
     "struct_size_c",
     "simulate_many_c",
+    "split_requests_c",
 )
 
 
@@ -52,7 +53,8 @@ def _library():
         if isinstance(e, OSError | subprocess.SubprocessError):
             return None, f"cannot build {_SOURCE.name}: {e}"
         raise
-    simulate_c, read_sums_c, parse_trace_c, parse_lines_c, struct_size_c, simulate_many_c = entries
+    (simulate_c, read_sums_c, parse_trace_c, parse_lines_c, struct_size_c, simulate_many_c,
+     split_requests_c) = entries  # fmt: skip
     struct_size_c.restype = _I
     struct_size_c.argtypes = [_I]
     sizes = (struct_size_c(0), struct_size_c(1))
@@ -72,12 +74,15 @@ def _library():
     parse_trace_c.argtypes = [ctypes.c_char_p, _I, _P, _I]
     parse_lines_c.restype = ctypes.c_int64
     parse_lines_c.argtypes = [ctypes.c_char_p, _I, _P, _P, _I, _P]
+    split_requests_c.restype = None
+    split_requests_c.argtypes = [_P, _I, _I, _I, _I, _P, _P, _P]
     lib = SimpleNamespace(
         simulate_c=simulate_c,
         read_sums_c=read_sums_c,
         parse_trace_c=parse_trace_c,
         parse_lines_c=parse_lines_c,
         simulate_many_c=simulate_many_c,
+        split_requests_c=split_requests_c,
     )
     return lib, None
 

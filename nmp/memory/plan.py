@@ -68,13 +68,16 @@ class _Plan:
             self._params[key] = _engine_params(self.spec, *key)
         return self._params[key]
 
-    def narrowed(self, addr: np.ndarray, drain: bool) -> tuple[np.ndarray, np.ndarray]:
+    def narrowed(
+        self, addr: np.ndarray, drain: bool, bits: tuple[int, int] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(decode, params) of the C engine's run of the lines ``addr`` (uint64) with jumps:
         :attr:`native_decode` and :meth:`engine_params`, or, where every line lies in fewer
         bank groups or banks than the organization has, a narrower organization that gives
-        the same run (:func:`narrow_fields`). The same objects for the same narrowing."""
+        the same run (:func:`narrow_fields`; ``bits``: the addresses' OR and AND where the
+        caller has them). The same objects for the same narrowing."""
         params = self.engine_params(drain, True)
-        fields = narrow_fields(self, addr)
+        fields = narrow_fields(self, addr, bits)
         if fields is None:
             return self.native_decode, params
         key = (*fields, bool(drain))
@@ -94,7 +97,9 @@ _NARROWED = (2, 3)
 _NARROWED_COUNT = {2: "bankgroups", 3: "banks"}
 
 
-def narrow_fields(plan: _Plan, addr: np.ndarray) -> tuple[int, int, int, int] | None:
+def narrow_fields(
+    plan: _Plan, addr: np.ndarray, bits: tuple[int, int] | None = None
+) -> tuple[int, int, int, int] | None:
     """(bank-group position, mask, bank position, mask) in a transaction number for a run
     of the lines ``addr`` (one transaction each) on fewer bank groups or banks per rank,
     or None where that would not be fewer. A bit of either field that is the same in every
@@ -105,12 +110,14 @@ def narrow_fields(plan: _Plan, addr: np.ndarray) -> tuple[int, int, int, int] | 
     refresh and the active cycles do not depend on the count of banks; and the same-bank-
     group and same-bank relations of the lines are kept. Only lines of one transaction
     (a line of several could carry into a field) and only bank groups and banks (ranks are
-    refreshed whether used or not)."""
+    refreshed whether used or not). ``bits``: the lines' OR and AND, where known."""
     if plan.k != 1 or addr.shape[0] == 0:
         return None
     decode = plan.native_decode
     shift = int(decode[1])
-    varying = (int(np.bitwise_or.reduce(addr)) ^ int(np.bitwise_and.reduce(addr))) >> shift
+    if bits is None:
+        bits = (int(np.bitwise_or.reduce(addr)), int(np.bitwise_and.reduce(addr)))
+    varying = (bits[0] ^ bits[1]) >> shift
     out: list[int] = []
     narrow_per_rank = 1
     for f in _NARROWED:
