@@ -30,7 +30,9 @@ def _layouts() -> list[np.ndarray]:
 @pytest.mark.parametrize("k", range(8))
 def test_split_requests_matches_numpy(k):
     requests = _layouts()[k]
-    addr, write, (top, writes, any_bits, all_bits) = native.split_requests(requests)
+    split = native.split_requests(requests)
+    assert split is not None
+    addr, write, (top, writes, any_bits, all_bits) = split
     want_addr = np.ascontiguousarray(requests["addr"])
     want_write = requests["write"].view(np.uint8) != 0
     np.testing.assert_array_equal(addr, want_addr)
