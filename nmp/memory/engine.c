@@ -611,8 +611,10 @@ int simulate_many_c(const Args *runs, int64_t count, int64_t has_write, int64_t 
         const Args *A = &runs[i];
         const int st = simulate_c(A);
         if (st < 0) return st;
-        read_sums_c(has_write ? A->line_wr : NULL, A->dec[0], A->arrive, A->depart, A->done, A->n,
-                    A->out_scalars[1], sums + 5 * i);
+        /* (without writes, a read's done is its depart: the last done cycle read from depart,
+         * one array less to read back) */
+        read_sums_c(has_write ? A->line_wr : NULL, A->dec[0], A->arrive, A->depart,
+                    has_write ? A->done : A->depart, A->n, A->out_scalars[1], sums + 5 * i);
     }
     return 0;
 }
