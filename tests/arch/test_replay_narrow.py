@@ -20,9 +20,9 @@ def test_design_point_streams_run_narrower_with_the_same_results(monkeypatch):
     seen: list = []
     original = plan_module._Plan.narrowed
 
-    def spy(self, addr, drain):
+    def spy(self, addr, drain, bits=None):
         seen.append((self, addr.copy(), drain))
-        return original(self, addr, drain)
+        return original(self, addr, drain, bits)
 
     monkeypatch.setattr(plan_module._Plan, "narrowed", spy)
     monkeypatch.setattr(REPLAYS, "max_bytes", 0)
