@@ -186,7 +186,7 @@ def replay_lines_many(streams: list[np.ndarray], spec: MemorySpec) -> list[MemSt
     plan = _plan(spec)
     checked = [check_lines(addr, spec, False, None)[0] for addr in streams]
     one_thread = all(engine_threads(spec.org.channels, len(a) * plan.k) == 1 for a in checked)
-    if engine_backend() != "native" or plan.native_unsupported or not one_thread:
+    if not _summary_path(spec) or not one_thread:
         return [replay_lines(addr, spec) for addr in checked]
     runs = [(addr, *plan.narrowed(addr, True)) for addr in checked]
     summaries = native.simulate_summaries(runs, int(plan.native_decode[0]), *plan.tables)
