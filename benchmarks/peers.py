@@ -48,7 +48,15 @@ What is timed, per case and per round (``--repeat`` rounds, the tools alternatin
   address checks, decoding and statistics included), Ramulator's ``sim.run()``, the injector's
   loop; each stops when the last request is accepted (Ramulator's ``cycles``). Wall time and
   CPU time (the process's, around the call); not wall - wait, which over a loop of 10-20 ms
-  was not a measure (the peers' drivers still print their loop's wait, ``wait_s``).
+  was not a measure (the peers' drivers still print their loop's wait, ``wait_s``). nmp's time
+  in a round is the mean of ``--in-replays`` replays back to back (default 5): a peer's loop
+  lasts 0.1-1 s and so averages the machine's spells within it, where one replay of 5-15 ms
+  catches one (on a 2-core VM the same replay moved 2.5-8.5 M requests/s within a second);
+  ``--in-replays 1`` gives the single replay earlier versions timed.
+
+Before the timed rounds each tool's whole process runs ``--warmup`` times per case, untimed
+(default 1, as hyperfine's ``--warmup``): the first start after a while reads the interpreter,
+its modules and the libraries from disk, which is the file cache's state, not the tool's speed.
 
 Printed: each case's best times; per standard and peer the ratios (peer time / nmp time: the
 median over the cases, per round, as the range over the rounds, and of the best times), each
@@ -58,7 +66,7 @@ against the reference (and ours against Ramulator's). With no peer present it sa
 prints the recorded speeds (README §10) beside the in-process one of this engine.
 
     .venv/bin/python benchmarks/peers.py [--repeat 5] [--filter hbm2] [--quick] [--threads 1]
-        [--peer-dir DIR] [--build [--deps DIR] [--jobs N]]
+        [--warmup 1] [--in-replays 5] [--peer-dir DIR] [--build [--deps DIR] [--jobs N]]
 """
 
 from __future__ import annotations
@@ -212,11 +220,14 @@ def timed_process(argv: list[str], env: dict) -> tuple[float, float, float, dict
     return wall, cpu, wall - (wait or 0.0), json.loads(last)
 
 
-def nmp_in_process(requests, spec) -> tuple[float, float, int]:
-    """Wall and CPU time of one replay in this process, and its cycles."""
+def nmp_in_process(requests, spec, replays: int = 1) -> tuple[float, float, int]:
+    """Wall and CPU time of a replay in this process (the mean of ``replays`` back to back),
+    and its cycles."""
     t0, c0 = time.perf_counter(), time.process_time()
-    stats = replay(requests, spec, drain=False)
-    return time.perf_counter() - t0, time.process_time() - c0, stats.cycles
+    for _ in range(replays):
+        stats = replay(requests, spec, drain=False)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return wall / replays, cpu / replays, stats.cycles
 
 
 METRICS = ("whole_wall", "whole_cpu", "whole_free", "in_wall", "in_cpu")
@@ -326,8 +337,11 @@ def recorded(cases: list[dict], ref: Path) -> None:
         )
 
 
-def measure_case(case: dict, config: dict, traces: dict, peers: list, rounds: int) -> dict:
-    """Every tool on one case, ``rounds`` times, alternating: its times per round."""
+def measure_case(
+    case: dict, config: dict, traces: dict, peers: list, rounds: int, warmup: int, replays: int
+) -> dict:
+    """Every tool on one case, ``rounds`` times, alternating, after ``warmup`` untimed runs
+    of each whole process: its times per round (nmp in process: the mean of ``replays``)."""
     ref = dram_reference_dir()
     spec = case_memory_spec(case["memory_args"])
     requests = read_trace(ref / case["trace"])
@@ -336,9 +350,15 @@ def measure_case(case: dict, config: dict, traces: dict, peers: list, rounds: in
     row["requests"] = case["ramulator2"]["requests"]
     line_path = str(traces[case["trace"], "lines"])
     nmp_argv = [sys.executable, "-m", "nmp", "replay", line_path, *case["memory_args"], "--json"]
+    for _ in range(warmup):
+        timed_process(nmp_argv, child_env())
+        for peer in peers:
+            argv = peer.argv(case, traces, config)
+            if argv is not None:
+                timed_process(argv, peer.env)
     for _ in range(rounds):
         wall, cpu, free, out = timed_process(nmp_argv, child_env())
-        t_in, c_in, cycles = nmp_in_process(requests, spec)
+        t_in, c_in, cycles = nmp_in_process(requests, spec, replays)
         assert out["cycles"] == cycles == case["ramulator2"]["cycles"], case["id"]
         _add(row, "nmp", (wall, cpu, free, t_in, c_in))
         for peer in peers:
@@ -362,6 +382,12 @@ def _add(row: dict, tool: str, times: tuple[float, ...]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="rounds per case (a range over them)")
+    ap.add_argument(
+        "--warmup", type=int, default=1, help="untimed whole-process runs per tool and case first"
+    )
+    ap.add_argument(
+        "--in-replays", type=int, default=5, help="nmp's replays per round in process (the mean)"
+    )
     ap.add_argument("--filter", default="", help="only cases whose id contains this")
     ap.add_argument("--quick", action="store_true", help="every fourth case only")
     ap.add_argument(
@@ -377,6 +403,8 @@ def main() -> None:
     ap.add_argument("--ramulator2-src", default=RAMULATOR2.url, help="where to clone Ramulator 2")
     ap.add_argument("--dramsim3-src", default=DRAMSIM3.url, help="where to clone DRAMsim3")
     a = ap.parse_args()
+    if a.repeat < 1 or a.warmup < 0 or a.in_replays < 1:
+        ap.error("--repeat and --in-replays must be at least 1, --warmup at least 0")
     if a.build:
         for peer, src in ((RAMULATOR2, a.ramulator2_src), (DRAMSIM3, a.dramsim3_src)):
             print(f"building {peer.name} @{peer.commit} into {a.peer_dir}")
@@ -389,6 +417,10 @@ def main() -> None:
         cases = cases[::4]
     print(f"machine: {machine()}; load average (1/5/15 min) before: {load()}")
     print(f"nmp: {a.threads} thread(s) per multi-channel replay; the peers run on one")
+    print(
+        f"each whole process run {a.warmup} time(s) per case untimed first; nmp in process: "
+        f"the mean of {a.in_replays} replay(s) per round"
+    )
     with tempfile.TemporaryDirectory(prefix="nmp-peers-") as tmp:
         work = Path(tmp)
         peers, notes = find_peers(work, a.peer_dir)
@@ -408,7 +440,7 @@ def main() -> None:
         for case in cases:
             cfg = data["memory_configs"][case["mem_config"]]
             config = {**cfg, "controller_common": data["controller_common"]}
-            row = measure_case(case, config, traces, peers, a.repeat)
+            row = measure_case(case, config, traces, peers, a.repeat, a.warmup, a.in_replays)
             rows.append(row)
             cells = "".join(
                 f" {min(row[p.name]['whole_wall']):10.3f}/{min(row[p.name]['in_wall']):<11.4f}"
