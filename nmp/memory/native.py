@@ -284,19 +284,13 @@ def simulate_summary(
         log_ptr, 0, *outputs[0], max(1, int(threads)),
     )  # fmt: skip
     keep = (addr, wr, arrival, decode, params, tables, summary, outputs[1])
-    rc = _interruptible(n, keep, lib.simulate_c, ctypes.byref(args))
+    c1, c2, c3 = 4 + N_COUNTERS, 4 + 2 * N_COUNTERS, 4 + 2 * N_COUNTERS + channels * ranks
+    # the read sums kept by the engine as requests retire (simulate_sum_c), after the active
+    # cycles: no per-transaction output set beforehand or read back (a test compares them
+    # with simulate then read_sums)
+    rc = _interruptible(n, keep, lib.simulate_sum_c, ctypes.byref(args), s0 + 8 * c3)
     if rc < 0:
         raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")
-    c1, c2, c3 = 4 + N_COUNTERS, 4 + 2 * N_COUNTERS, 4 + 2 * N_COUNTERS + channels * ranks
-    tx = outputs[2]
-    cycles = int(summary[1])
-    # without writes the last done cycle is a read's, and the engine sets a read's done with
-    # its depart: the sums read two of the per-transaction arrays, not three (a test compares
-    # them with read_sums of the run's done)
-    lib.read_sums_c(
-        wp if has_write else None, ks, tx[0], tx[1], tx[2] if has_write else tx[1], n, cycles,
-        s0 + 8 * c3,
-    )  # fmt: skip
     values = summary[: c3 + 5].tolist()
     return (
         values[0], values[1], values[2], values[4:c1], values[c1:c2],
