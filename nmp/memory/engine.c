@@ -150,8 +150,7 @@ FORCE_INLINE void accept(Sim *restrict S, const Args *restrict A, int64_t j, int
             cnt[C_FWD]++;
             if (S->summing) {
                 /* (a summed run: latency 1, data at the next step) */
-                S->served++;
-                S->served_lat++;
+                S->fwd_all++;
                 S->last_acc = clk + 1;
                 S->fwd_n = S->fwd_clk == clk ? S->fwd_n + 1 : 1;
                 S->fwd_clk = clk;
@@ -316,7 +315,7 @@ FORCE_INLINE void sum_at(Sim *restrict S, int64_t cycles, CFG)
     const int64_t oldest = S->rhead > SUM_RING ? S->rhead - SUM_RING : 0;
     for (int64_t k = S->rhead - 1; k >= oldest && S->rclk[k & (SUM_RING - 1)] + rl > cycles; k--)
         pending += S->rlat[k & (SUM_RING - 1)];
-    S->at_sum = S->served_lat - pending - (S->fwd_clk == cycles ? S->fwd_n : 0);
+    S->at_sum = S->read_lat - pending + S->fwd_all - (S->fwd_clk == cycles ? S->fwd_n : 0);
 }
 
 /* A summed run's read sums (read_sums_c's out[1..5)) over its channels' parts. */
@@ -326,9 +325,10 @@ static void sum_end(const Sim *sims, int64_t NCH, int64_t *sums)
     for (int64_t c = 0; c < NCH; c++) {
         const Sim *S = &sims[c];
         at_sum += S->at_sum;
-        served += S->served;
-        served_lat += S->served_lat;
-        last = mx(last, mx(mx(S->last_rd, S->last_wr), S->last_acc));
+        served += S->rhead + S->fwd_all;
+        served_lat += S->read_lat + S->fwd_all;
+        const int64_t last_rd = S->rhead ? S->rclk[(S->rhead - 1) & (SUM_RING - 1)] + S->rl : 0;
+        last = mx(last, mx(mx(last_rd, S->last_wr), S->last_acc));
     }
     sums[1] = at_sum;
     sums[2] = served;

@@ -341,9 +341,7 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
         } else if (S->summing) {
             /* a summed run: its sums, and the retirement in the ring (Sim) */
             const int64_t lat = clk + rl - arrive[q], h = S->rhead++ & (SUM_RING - 1);
-            S->served++;
-            S->served_lat += lat;
-            S->last_rd = clk + rl;
+            S->read_lat += lat;
             S->rclk[h] = clk;
             S->rlat[h] = lat;
         } else {

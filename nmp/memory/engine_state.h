@@ -32,14 +32,15 @@ typedef struct {
     uint8_t *arena;
     /* A summed run (engine.c's simulate_sum_c; `summing`): the read sums kept as requests
      * retire, instead of per-transaction depart / done / forwarded outputs read back after
-     * the run. Per channel: the reads served and their latencies' sum; the last done cycle of
-     * the reads, writes and those served at the offer (monotone per channel: stored, not
-     * compared); the reads forwarded at the latest step that forwarded any (their data, at
-     * the next step, is after `cycles` if that step is `cycles`); the reads' retirements
-     * (column command's clock, latency) in a ring of SUM_RING: at `cycles`, the newest of
-     * them that depart after it are taken off (at_sum). */
+     * the run. Per channel: the reads' retirements (column command's clock, latency) in a ring
+     * of SUM_RING (at `cycles`, the newest of them that depart after it are taken off:
+     * at_sum), their count (rhead) and latencies' sum; the reads forwarded (latency 1), in
+     * all and at the latest step that forwarded any (their data, at the next step, is after
+     * `cycles` if that step is `cycles`); the last done cycle of the writes and of the
+     * requests served at the offer (monotone per channel: stored, not compared; the reads':
+     * the ring's newest). */
     int summing;
-    int64_t served, served_lat, last_rd, last_wr, last_acc, fwd_clk, fwd_n, at_sum, rhead;
+    int64_t rhead, read_lat, fwd_all, fwd_clk, fwd_n, last_wr, last_acc, at_sum;
     int64_t rclk[SUM_RING], rlat[SUM_RING];
 } Sim;
 
