@@ -245,8 +245,10 @@ def simulate_summary(
     addr, write, arrival, ks, decode, params, tab_i, nxt, lat, win, threads=1, *, has_write=True
 ):
     """What a replay that keeps no timeline needs of :func:`simulate` and :func:`read_sums`, in
-    one pass of C calls: (status, cycles, clk_end, counters at ``cycles`` (list), counters at the
-    end (list), active cycles summed over ranks, the read sums (tuple)). ``addr`` uint64,
+    one C call (``simulate_sum_c``: the engine keeps the read sums as requests retire, and sets
+    no per-transaction output beforehand nor reads them back): (status, cycles, clk_end,
+    counters at ``cycles`` (list), counters at the end (list), active cycles summed over
+    ranks, the read sums (tuple)). ``addr`` uint64,
     ``write`` int8/bool and ``arrival`` int64 per line (the engine's inputs, as
     :func:`nmp.memory.lines.native_lines` gives them; ``has_write`` False: ``write`` is all
     zeros, and the sums count every transaction a read), ``ks`` = ``decode[0]``. The same
@@ -308,8 +310,8 @@ def simulate_summaries(
     """:func:`simulate_summary` of several runs of lines without writes or arrivals (a design
     point's node streams on one view) in one C call: per run (``addr`` uint64, its ``decode``,
     its ``params``: :meth:`nmp.memory.plan._Plan.narrowed`'s), the same tuple as a run alone
-    (a test compares them). One channel thread each; the runs share this thread's
-    per-transaction outputs, each summed before the next starts."""
+    (a test compares them). One channel thread each, summed as :func:`simulate_summary`'s
+    run; the runs share this thread's per-transaction buffers (``arrive``)."""
     lib, why = _library()
     if lib is None:
         raise RuntimeError(f"the native DRAM engine is not available: {why}")
