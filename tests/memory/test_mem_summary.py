@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from memref import dram_ref_dir, load_cases
+from test_mem_native_engine import VARIANTS
 
 from nmp.memory import driver, load_memory, native, read_trace
 from nmp.memory.counters import C_FWD
@@ -27,6 +28,8 @@ def _compare(spec, addr, wr, arrival, *, drain, threads=1, changes=None):
     p = plan.engine_params(drain, True).copy()
     for k, v in (changes or {}).items():
         p[k] = v
+    if changes and "write_queue" in changes:
+        p["wm_high"], p["wm_low"] = 0.8 * p["write_queue"], 0.2 * p["write_queue"]
     dec, ks = plan.native_decode, int(plan.native_decode[0])
     has_write = bool(wr.any())
     # the summed run first, on buffers an earlier run left values in
@@ -85,6 +88,17 @@ def test_read_forwarded_at_the_last_step():
     out, sums = _compare(spec, addr, wr, arrival, drain=False)
     assert out[8][-1] and out[6][-1] == out[1] + 1  # (forwarded at the step `cycles`)
     _compare(spec, addr, wr, arrival, drain=True)
+
+
+def test_unusual_configurations_summed():
+    """The configurations the engine tests vary (closed rows, no jumps, queues of 8 to 100: the
+    generic instantiation, a frontend of 3, dual issue on and off, ...), with writes."""
+    rng = np.random.default_rng(13)
+    for spec, threads in ((load_memory("ddr4-3200aa", ranks=2), 1), (load_memory("hbm2-2000"), 2)):
+        addr, wr, arrival = _mixed(rng, spec, 1200, 0.4, 2)
+        for changes in VARIANTS.values():
+            for drain in (False, True):
+                _compare(spec, addr, wr, arrival, drain=drain, threads=threads, changes=changes)
 
 
 @pytest.mark.parametrize("latency", [128, 129, 400])
