@@ -147,13 +147,22 @@ FORCE_INLINE void accept(Sim *restrict S, const Args *restrict A, int64_t j, int
     if (!nw && hit) {
         /* read forwarding / write coalescing: served by the write buffer */
         if (kind == K_RD) {
-            A->forwarded[j] = 1;
             cnt[C_FWD]++;
-            depart[j] = clk + 1;
-            done[j] = clk + 1;
+            if (S->summing) {
+                /* (a summed run: latency 1, data at the next step) */
+                S->fwd_all++;
+                S->last_acc = clk + 1;
+                S->fwd_n = S->fwd_clk == clk ? S->fwd_n + 1 : 1;
+                S->fwd_clk = clk;
+            } else {
+                A->forwarded[j] = 1;
+                depart[j] = clk + 1;
+                done[j] = clk + 1;
+            }
         } else {
             cnt[C_COAL]++;
             done[j] = clk;
+            S->last_acc = mx(S->last_acc, clk);
         }
         return;
     }
@@ -295,11 +304,43 @@ FORCE_INLINE void ch_finish(Sim *restrict S, int64_t fclk, CFG)
 
 #include "engine_threads.h"
 
+/* A summed run, at `cycles` (after every channel has been advanced to it): channel S's reads
+ * whose data returned by then, their latencies' sum: those served less the newest retirements
+ * that depart after `cycles` (at most rl of them: SUM_RING) and the reads forwarded at the
+ * step `cycles` itself (latency 1, data at cycles + 1). */
+FORCE_INLINE void sum_at(Sim *restrict S, int64_t cycles, CFG)
+{
+    UNPACK(S);
+    int64_t pending = 0;
+    const int64_t oldest = S->rhead > SUM_RING ? S->rhead - SUM_RING : 0;
+    for (int64_t k = S->rhead - 1; k >= oldest && S->rclk[k & (SUM_RING - 1)] + rl > cycles; k--)
+        pending += S->rlat[k & (SUM_RING - 1)];
+    S->at_sum = S->read_lat - pending + S->fwd_all - (S->fwd_clk == cycles ? S->fwd_n : 0);
+}
+
+/* A summed run's read sums (read_sums_c's out[1..5)) over its channels' parts. */
+static void sum_end(const Sim *sims, int64_t NCH, int64_t *sums)
+{
+    int64_t at_sum = 0, served = 0, served_lat = 0, last = 0;
+    for (int64_t c = 0; c < NCH; c++) {
+        const Sim *S = &sims[c];
+        at_sum += S->at_sum;
+        served += S->rhead + S->fwd_all;
+        served_lat += S->read_lat + S->fwd_all;
+        const int64_t last_rd = S->rhead ? S->rclk[(S->rhead - 1) & (SUM_RING - 1)] + S->rl : 0;
+        last = mx(last, mx(mx(last_rd, S->last_wr), S->last_acc));
+    }
+    sums[1] = at_sum;
+    sums[2] = served;
+    sums[3] = served_lat;
+    sums[4] = last;
+}
+
 /* A run of NCH channels (NCH_C: known at compile time, else 0), each its own Sim with C = 1:
  * each channel's controller runs on its own, lazily; the frontend, which offers the requests
  * strictly in order, advances a channel through its evaluations up to the cycle at which it
  * offers it a request, and is all that couples the channels. */
-FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU,
+FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, int64_t *sums,
                           void *(*worker)(void *), int64_t NCH_C, CFG)
 {
     const int64_t n = A->n, F = A->P->frontend_ratio;
@@ -317,10 +358,15 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU,
         S->cnt = cnts + ready * N_COUNTERS;
         S->active_cycles = A->active_cycles + ready * R;
         if (ready) S->maxlog = 0;
+        S->summing = sums != NULL;
+        S->fwd_clk = -1;
     }
     if (status) goto out;
-    for (int64_t i = 0; i < n; i++) A->arrive[i] = A->depart[i] = A->done[i] = -1;
-    if (n > 0) memset(A->forwarded, 0, n);
+    /* the per-transaction outputs start at -1 (a summed run keeps none: no pass) */
+    if (!sums) {
+        for (int64_t i = 0; i < n; i++) A->arrive[i] = A->depart[i] = A->done[i] = -1;
+        if (n > 0) memset(A->forwarded, 0, n);
+    }
     memset(A->cnt, 0, N_COUNTERS * 8);
     memset(A->cnt_snap, 0, N_COUNTERS * 8);
     memset(A->active_cycles, 0, NCH * R * 8);
@@ -368,6 +414,8 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU,
         cycles = fclk;
         for (int64_t c = 0; c < NCH; c++) ch_advance(&sims[c], RU, cycles, CFG_ARGS);
         for (int64_t i = 0; i < NCH * N_COUNTERS; i++) A->cnt_snap[i % N_COUNTERS] += cnts[i];
+        if (sums)
+            for (int64_t c = 0; c < NCH; c++) sum_at(&sims[c], cycles, CFG_ARGS);
         if (drain) {
             /* until every request has completed: the first step at which every buffer of
              * every channel is empty */
@@ -388,6 +436,7 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU,
         A->out_scalars[1] = cycles;
         A->out_scalars[2] = fclk;
         A->out_scalars[3] = evals;
+        if (sums) sum_end(sims, NCH, sums);
     }
 out:
     for (int64_t c = 0; c < ready && sims; c++) free_sim(&sims[c]);
@@ -432,25 +481,25 @@ TICK_OF(tick_1r32_ro, C1R1_RO(4, 32, 4))
 TICK_OF(tick_1r8_ro, C1R1_RO(1, 8, 8))
 TICK_OF(tick_1r_b1_ro, C1R1_RO(1, 0, 0))
 
-__attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU, int ro)
+__attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU, int64_t *sums, int ro)
 {
     const int64_t nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
     if (nb == 16 && b4)
-        return ro ? sim_core(A, RU, NULL, 1, C1R1_RO(2, 16, 4), tick_1r16_ro)
-                  : sim_core(A, RU, NULL, 1, C1R1(2, 16, 4), tick_1r16);
+        return ro ? sim_core(A, RU, sums, NULL, 1, C1R1_RO(2, 16, 4), tick_1r16_ro)
+                  : sim_core(A, RU, sums, NULL, 1, C1R1(2, 16, 4), tick_1r16);
     if (nb == 32 && b4)
-        return ro ? sim_core(A, RU, NULL, 1, C1R1_RO(4, 32, 4), tick_1r32_ro)
-                  : sim_core(A, RU, NULL, 1, C1R1(4, 32, 4), tick_1r32);
+        return ro ? sim_core(A, RU, sums, NULL, 1, C1R1_RO(4, 32, 4), tick_1r32_ro)
+                  : sim_core(A, RU, sums, NULL, 1, C1R1(4, 32, 4), tick_1r32);
     /* (a bank-level unit's internal view: its 8 banks, one bank group) */
     if (nb == 8 && A->P->banks == 8)
-        return ro ? sim_core(A, RU, NULL, 1, C1R1_RO(1, 8, 8), tick_1r8_ro)
-                  : sim_core(A, RU, NULL, 1, C1R1(1, 8, 8), tick_1r8);
+        return ro ? sim_core(A, RU, sums, NULL, 1, C1R1_RO(1, 8, 8), tick_1r8_ro)
+                  : sim_core(A, RU, sums, NULL, 1, C1R1(1, 8, 8), tick_1r8);
     if (nb <= 8)
-        return ro ? sim_core(A, RU, NULL, 1, C1R1_RO(1, 0, 0), tick_1r_b1_ro)
-                  : sim_core(A, RU, NULL, 1, C1R1(1, 0, 0), tick_1r_b1);
-    if (nb <= 16) return sim_core(A, RU, NULL, 1, C1R1(2, 0, 0), tick_1r_b2);
-    if (nb <= 32) return sim_core(A, RU, NULL, 1, C1R1(4, 0, 0), tick_1r_b4);
-    return sim_core(A, RU, NULL, 1, C1R1(0, 0, 0), tick_1r_any);
+        return ro ? sim_core(A, RU, sums, NULL, 1, C1R1_RO(1, 0, 0), tick_1r_b1_ro)
+                  : sim_core(A, RU, sums, NULL, 1, C1R1(1, 0, 0), tick_1r_b1);
+    if (nb <= 16) return sim_core(A, RU, sums, NULL, 1, C1R1(2, 0, 0), tick_1r_b2);
+    if (nb <= 32) return sim_core(A, RU, sums, NULL, 1, C1R1(4, 0, 0), tick_1r_b4);
+    return sim_core(A, RU, sums, NULL, 1, C1R1(0, 0, 0), tick_1r_any);
 }
 
 #define C1R2(nblk, gb, b) 1, 2, 0, 0, 32, nblk, gb, b, 0
@@ -460,14 +509,14 @@ TICK_OF(tick_2r32, C1R2(8, 32, 4))
 TICK_OF(tick_2r_any, C1R2(0, 0, 0))
 TICK_OF(tick_2r16_ro, C1R2_RO(4, 16, 4))
 
-__attribute__((noinline)) static int sim_1ch_2rk(const Args *A, const Rules *RU, int ro)
+__attribute__((noinline)) static int sim_1ch_2rk(const Args *A, const Rules *RU, int64_t *sums, int ro)
 {
     const int64_t nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
     if (nb == 16 && b4)
-        return ro ? sim_core(A, RU, NULL, 1, C1R2_RO(4, 16, 4), tick_2r16_ro)
-                  : sim_core(A, RU, NULL, 1, C1R2(4, 16, 4), tick_2r16);
-    if (nb == 32 && b4) return sim_core(A, RU, NULL, 1, C1R2(8, 32, 4), tick_2r32);
-    return sim_core(A, RU, NULL, 1, C1R2(0, 0, 0), tick_2r_any);
+        return ro ? sim_core(A, RU, sums, NULL, 1, C1R2_RO(4, 16, 4), tick_2r16_ro)
+                  : sim_core(A, RU, sums, NULL, 1, C1R2(4, 16, 4), tick_2r16);
+    if (nb == 32 && b4) return sim_core(A, RU, sums, NULL, 1, C1R2(8, 32, 4), tick_2r32);
+    return sim_core(A, RU, sums, NULL, 1, C1R2(0, 0, 0), tick_2r_any);
 }
 
 /* Several DDR channels: each channel as above (the same ticks), channels on threads */
@@ -477,14 +526,15 @@ static void *ddr_2r16_crew(void *hand) { return crew_loop(hand, C1R2(4, 16, 4), 
 static void *ddr_2r32_crew(void *hand) { return crew_loop(hand, C1R2(8, 32, 4), tick_2r32); }
 
 /* 1: ran (*st its status); 0: not a configuration it takes */
-__attribute__((noinline)) static int sim_ddr_channels(const Args *A, const Rules *RU, int *st)
+__attribute__((noinline)) static int sim_ddr_channels(const Args *A, const Rules *RU, int64_t *sums,
+                                                      int *st)
 {
     const int64_t R = A->P->ranks, nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
     if (!b4 || (nb != 16 && nb != 32)) return 0;
-    if (R == 1 && nb == 16) *st = sim_core(A, RU, ddr_1r16_crew, 0, C1R1(2, 16, 4), tick_1r16);
-    else if (R == 1) *st = sim_core(A, RU, ddr_1r32_crew, 0, C1R1(4, 32, 4), tick_1r32);
-    else if (nb == 16) *st = sim_core(A, RU, ddr_2r16_crew, 0, C1R2(4, 16, 4), tick_2r16);
-    else *st = sim_core(A, RU, ddr_2r32_crew, 0, C1R2(8, 32, 4), tick_2r32);
+    if (R == 1 && nb == 16) *st = sim_core(A, RU, sums, ddr_1r16_crew, 0, C1R1(2, 16, 4), tick_1r16);
+    else if (R == 1) *st = sim_core(A, RU, sums, ddr_1r32_crew, 0, C1R1(4, 32, 4), tick_1r32);
+    else if (nb == 16) *st = sim_core(A, RU, sums, ddr_2r16_crew, 0, C1R2(4, 16, 4), tick_2r16);
+    else *st = sim_core(A, RU, sums, ddr_2r32_crew, 0, C1R2(8, 32, 4), tick_2r32);
     return 1;
 }
 
@@ -495,11 +545,11 @@ TICK_OF(tick_hbm_any, HBM(0, 0, 0))
 static void *hbm_crew(void *hand) { return crew_loop(hand, HBM(4, 16, 4), tick_hbm); }
 static void *hbm_any_crew(void *hand) { return crew_loop(hand, HBM(0, 0, 0), tick_hbm_any); }
 
-__attribute__((noinline)) static int sim_hbm(const Args *A, const Rules *RU)
+__attribute__((noinline)) static int sim_hbm(const Args *A, const Rules *RU, int64_t *sums)
 {
     if (A->P->bankgroups * A->P->banks == 16 && A->P->banks == 4)
-        return sim_core(A, RU, hbm_crew, 0, HBM(4, 16, 4), tick_hbm);
-    return sim_core(A, RU, hbm_any_crew, 0, HBM(0, 0, 0), tick_hbm_any);
+        return sim_core(A, RU, sums, hbm_crew, 0, HBM(4, 16, 4), tick_hbm);
+    return sim_core(A, RU, sums, hbm_any_crew, 0, HBM(0, 0, 0), tick_hbm_any);
 }
 
 static void *generic_crew(void *hand)
@@ -508,9 +558,9 @@ static void *generic_crew(void *hand)
     return crew_loop(hand, GENERIC_CFG(p));
 }
 
-__attribute__((noinline)) static int sim_generic(const Args *A, const Rules *RU)
+__attribute__((noinline)) static int sim_generic(const Args *A, const Rules *RU, int64_t *sums)
 {
-    return sim_core(A, RU, generic_crew, 0, GENERIC_CFG(A->P));
+    return sim_core(A, RU, sums, generic_crew, 0, GENERIC_CFG(A->P));
 }
 
 /* The size of the structures a caller mirrors (native.py checks them): 0 Params, 1 Args. */
@@ -519,21 +569,27 @@ int64_t struct_size_c(int64_t which)
     return which == 0 ? (int64_t)sizeof(Params) : (int64_t)sizeof(Args);
 }
 
-/* A run without writes, which an instantiation with nw set takes (the same run): no line is a
- * write, and the write mode's watermarks are such that an empty write buffer never turns to
- * write mode while a read is queued (0 > wm_hi never) and leaves it when one is (0 < wm_lo):
- * WMODE_FLIPS' form with nw. */
-static int reads_only(const Args *A)
+/* The lines that are writes. */
+static int64_t write_lines(const Args *A)
 {
     const int64_t lines = A->n >> A->dec[0];
-    uint8_t any = 0;
-    for (int64_t i = 0; i < lines; i++) any |= A->line_wr[i];
-    return !any && __builtin_floor(A->P->wm_high) >= 0 && __builtin_ceil(A->P->wm_low) >= 1;
+    int64_t w = 0;
+    for (int64_t i = 0; i < lines; i++) w += A->line_wr[i] != 0;
+    return w;
 }
 
-/* A run (Args: the inputs, the configuration by name, the outputs): 0, 1 (a deadlock) or an
- * error (< 0: native.py names them). */
-int simulate_c(const Args *A_in)
+/* A run without writes (no line a write: write_lines 0), which an instantiation with nw set
+ * takes (the same run), where the write mode's watermarks are such that an empty write buffer
+ * never turns to write mode while a read is queued (0 > wm_hi never) and leaves it when one is
+ * (0 < wm_lo): WMODE_FLIPS' form with nw. */
+static int reads_only(const Args *A, int64_t writes)
+{
+    return writes == 0 && __builtin_floor(A->P->wm_high) >= 0 &&
+           __builtin_ceil(A->P->wm_low) >= 1;
+}
+
+/* A run (simulate_c), summed (sums: simulate_sum_c) or not (NULL). */
+static int run(const Args *A_in, int64_t *sums)
 {
     const Args A = *A_in;
     const Params *P = A.P;
@@ -552,23 +608,30 @@ int simulate_c(const Args *A_in)
     Rules *RU = NULL;
     if (posix_memalign((void **)&RU, 64, sizeof(Rules))) return -1;
     int st = regroup_rules(RU, A.tab_i, A.nxt, A.lat, A.win, closed);
+    int64_t writes = -1; /* the write lines, where counted */
     if (st == 0) {
         /* the instantiations' queues have 32 slots: they take any buffer of up to 32 (the
          * slots past a buffer's capacity stay padding, which no scan picks) */
         if (mx(P->read_queue, P->write_queue) > 32)
-            st = sim_generic(&A, RU);
+            st = sim_generic(&A, RU, sums);
         else if (C == 1 && R == 1 && !dual && !closed)
-            st = sim_1ch_1rk(&A, RU, reads_only(&A));
+            st = sim_1ch_1rk(&A, RU, sums, reads_only(&A, writes = write_lines(&A)));
         else if (C == 1 && R == 2 && !dual && !closed)
-            st = sim_1ch_2rk(&A, RU, reads_only(&A));
+            st = sim_1ch_2rk(&A, RU, sums, reads_only(&A, writes = write_lines(&A)));
         else if (C > 1 && R == 2 && dual && !closed)
-            st = sim_hbm(&A, RU);
-        else if (!(C > 1 && R <= 2 && !dual && !closed && sim_ddr_channels(&A, RU, &st)))
-            st = sim_generic(&A, RU);
+            st = sim_hbm(&A, RU, sums);
+        else if (!(C > 1 && R <= 2 && !dual && !closed && sim_ddr_channels(&A, RU, sums, &st)))
+            st = sim_generic(&A, RU, sums);
     }
     free(RU);
+    /* a summed run's reads: every transaction of a line that is not a write */
+    if (sums && st >= 0) sums[0] = A.n - ((writes < 0 ? write_lines(&A) : writes) << dec[0]);
     return st;
 }
+
+/* A run (Args: the inputs, the configuration by name, the outputs): 0, 1 (a deadlock) or an
+ * error (< 0: native.py names them). */
+int simulate_c(const Args *A) { return run(A, NULL); }
 
 /* The read statistics of a run, for the driver (nmp/memory/driver.py; engine.py's read_sums
  * computes the same for the numba engine's path): over the n transactions, 1 << ks per line
@@ -600,21 +663,34 @@ void read_sums_c(const uint8_t *line_wr, int64_t ks, const int64_t *arrive,
 
 #include "engine_trace.h"
 
+/* A run that is only summed (nmp/memory/native.py's simulate_summary: a replay that keeps no
+ * timeline): simulate_c's outputs but the per-transaction ones, and into sums[0..5) what
+ * read_sums_c gives over them, kept as requests retire (Sim: summing) rather than read back;
+ * none of depart, done and forwarded is set (done: the writes', where the channels run on
+ * threads) nor set to -1 first, and arrive is set for the requests accepted only. The same
+ * sums (tests/memory/test_mem_summary.py). A read latency above SUM_RING keeps the
+ * per-transaction outputs and reads them back. */
+int simulate_sum_c(const Args *A, int64_t *sums)
+{
+    if (A->P->read_latency <= SUM_RING) return run(A, sums);
+    const int st = run(A, NULL);
+    if (st >= 0)
+        read_sums_c(A->line_wr, A->dec[0], A->arrive, A->depart, A->done, A->n,
+                    A->out_scalars[1], sums);
+    return st;
+}
+
 /* Several runs in one call (a design point's streams of one level, nmp/memory/native.py's
- * simulate_summaries): runs[i] as simulate_c takes it, then its read sums (read_sums_c,
- * has_write: the lines' write flags count, else every transaction is a read) into
- * sums[5 i .. 5 i + 5). Each run is the run alone; they may share their per-transaction
- * outputs (each run's sums are taken before the next one starts). 0, or the first error. */
+ * simulate_summaries): runs[i] as simulate_sum_c takes it, its read sums into
+ * sums[5 i .. 5 i + 5) (has_write 0: every transaction is a read). Each run is the run alone;
+ * they may share their per-transaction outputs. 0, or the first error. */
 int simulate_many_c(const Args *runs, int64_t count, int64_t has_write, int64_t *sums)
 {
     for (int64_t i = 0; i < count; i++) {
         const Args *A = &runs[i];
-        const int st = simulate_c(A);
+        const int st = simulate_sum_c(A, sums + 5 * i);
         if (st < 0) return st;
-        /* (without writes, a read's done is its depart: the last done cycle read from depart,
-         * one array less to read back) */
-        read_sums_c(has_write ? A->line_wr : NULL, A->dec[0], A->arrive, A->depart,
-                    has_write ? A->done : A->depart, A->n, A->out_scalars[1], sums + 5 * i);
+        if (!has_write) sums[5 * i] = A->n;
     }
     return 0;
 }

@@ -336,7 +336,14 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
             if (--open_cnt[rk] == 0) active_cycles[rk] += clk - open_since[rk];
         }
         if (!nw && (p->kind == K_ACTIVE ? (aw_m[c] >> lb) & 1 : p->kind == K_WR)) {
-            done[q] = clk;
+            done[q] = clk; /* (a summed run too: the channel threads' write table reads it) */
+            S->last_wr = clk;
+        } else if (S->summing) {
+            /* a summed run: its sums, and the retirement in the ring (Sim) */
+            const int64_t lat = clk + rl - arrive[q], h = S->rhead++ & (SUM_RING - 1);
+            S->read_lat += lat;
+            S->rclk[h] = clk;
+            S->rlat[h] = lat;
         } else {
             depart[q] = clk + rl;
             done[q] = clk + rl;

@@ -9,6 +9,12 @@
 
 /* ---- a run's state ------------------------------------------------------------------- */
 
+/* A summed run's ring of read retirements per channel (Sim.rclk, rlat): a channel issues at
+ * most one column command per evaluation (dual issue: the row slot issues ACT and PRE only),
+ * so the reads that depart after `cycles` (column command in (cycles - rl, cycles]) are at most
+ * rl of the newest; runs with rl above it keep the per-transaction outputs (engine.c). */
+#define SUM_RING 128
+
 typedef struct {
     const uint64_t *addr;
     const uint8_t *line_wr;
@@ -24,6 +30,18 @@ typedef struct {
     uint64_t lane_bg[64], rk_lanes[8];
     /* the arrays of the state, in one allocation (ARENA_*) */
     uint8_t *arena;
+    /* A summed run (engine.c's simulate_sum_c; `summing`): the read sums kept as requests
+     * retire, instead of per-transaction depart / done / forwarded outputs read back after
+     * the run. Per channel: the reads' retirements (column command's clock, latency) in a ring
+     * of SUM_RING (at `cycles`, the newest of them that depart after it are taken off:
+     * at_sum), their count (rhead) and latencies' sum; the reads forwarded (latency 1), in
+     * all and at the latest step that forwarded any (their data, at the next step, is after
+     * `cycles` if that step is `cycles`); the last done cycle of the writes and of the
+     * requests served at the offer (monotone per channel: stored, not compared; the reads':
+     * the ring's newest). */
+    int summing;
+    int64_t rhead, read_lat, fwd_all, fwd_clk, fwd_n, last_wr, last_acc, at_sum;
+    int64_t rclk[SUM_RING], rlat[SUM_RING];
 } Sim;
 
 /* The state's arrays lie in one allocation, each at an offset that the instantiations know at

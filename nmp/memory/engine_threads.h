@@ -185,6 +185,9 @@ FORCE_INLINE int64_t front_threads(const Args *restrict A, const Rules *restrict
         STORE(K.fclk, fclk); /* (after the messages before it: crew_loop) */
         const int64_t c = FIELD(key, F_CH), kind = Q_WR(j) ? K_WR : K_RD;
         int64_t at = fclk, *slot = table_slot(&T, key);
+        /* (a write's done, which the table's lookups read, is -1 until it issues: a summed
+         * run sets no output beforehand; sent below with the offer) */
+        if (kind == K_WR) A->done[j] = -1;
         int hit = 0;
         if (c % threads == 0) {
             /* a channel of this thread: on the spot */

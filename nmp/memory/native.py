@@ -245,8 +245,10 @@ def simulate_summary(
     addr, write, arrival, ks, decode, params, tab_i, nxt, lat, win, threads=1, *, has_write=True
 ):
     """What a replay that keeps no timeline needs of :func:`simulate` and :func:`read_sums`, in
-    one pass of C calls: (status, cycles, clk_end, counters at ``cycles`` (list), counters at the
-    end (list), active cycles summed over ranks, the read sums (tuple)). ``addr`` uint64,
+    one C call (``simulate_sum_c``: the engine keeps the read sums as requests retire, and sets
+    no per-transaction output beforehand nor reads them back): (status, cycles, clk_end,
+    counters at ``cycles`` (list), counters at the end (list), active cycles summed over
+    ranks, the read sums (tuple)). ``addr`` uint64,
     ``write`` int8/bool and ``arrival`` int64 per line (the engine's inputs, as
     :func:`nmp.memory.lines.native_lines` gives them; ``has_write`` False: ``write`` is all
     zeros, and the sums count every transaction a read), ``ks`` = ``decode[0]``. The same
@@ -284,19 +286,13 @@ def simulate_summary(
         log_ptr, 0, *outputs[0], max(1, int(threads)),
     )  # fmt: skip
     keep = (addr, wr, arrival, decode, params, tables, summary, outputs[1])
-    rc = _interruptible(n, keep, lib.simulate_c, ctypes.byref(args))
+    c1, c2, c3 = 4 + N_COUNTERS, 4 + 2 * N_COUNTERS, 4 + 2 * N_COUNTERS + channels * ranks
+    # the read sums kept by the engine as requests retire (simulate_sum_c), after the active
+    # cycles: no per-transaction output set beforehand or read back (a test compares them
+    # with simulate then read_sums)
+    rc = _interruptible(n, keep, lib.simulate_sum_c, ctypes.byref(args), s0 + 8 * c3)
     if rc < 0:
         raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")
-    c1, c2, c3 = 4 + N_COUNTERS, 4 + 2 * N_COUNTERS, 4 + 2 * N_COUNTERS + channels * ranks
-    tx = outputs[2]
-    cycles = int(summary[1])
-    # without writes the last done cycle is a read's, and the engine sets a read's done with
-    # its depart: the sums read two of the per-transaction arrays, not three (a test compares
-    # them with read_sums of the run's done)
-    lib.read_sums_c(
-        wp if has_write else None, ks, tx[0], tx[1], tx[2] if has_write else tx[1], n, cycles,
-        s0 + 8 * c3,
-    )  # fmt: skip
     values = summary[: c3 + 5].tolist()
     return (
         values[0], values[1], values[2], values[4:c1], values[c1:c2],
@@ -314,8 +310,8 @@ def simulate_summaries(
     """:func:`simulate_summary` of several runs of lines without writes or arrivals (a design
     point's node streams on one view) in one C call: per run (``addr`` uint64, its ``decode``,
     its ``params``: :meth:`nmp.memory.plan._Plan.narrowed`'s), the same tuple as a run alone
-    (a test compares them). One channel thread each; the runs share this thread's
-    per-transaction outputs, each summed before the next starts."""
+    (a test compares them). One channel thread each, summed as :func:`simulate_summary`'s
+    run; the runs share this thread's per-transaction buffers (``arrive``)."""
     lib, why = _library()
     if lib is None:
         raise RuntimeError(f"the native DRAM engine is not available: {why}")

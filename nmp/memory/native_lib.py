@@ -34,6 +34,7 @@ _SYMBOLS = (
     "struct_size_c",
     "simulate_many_c",
     "split_requests_c",
+    "simulate_sum_c",
 )
 
 
@@ -54,7 +55,7 @@ def _library():
             return None, f"cannot build {_SOURCE.name}: {e}"
         raise
     (simulate_c, read_sums_c, parse_trace_c, parse_lines_c, struct_size_c, simulate_many_c,
-     split_requests_c) = entries  # fmt: skip
+     split_requests_c, simulate_sum_c) = entries  # fmt: skip
     struct_size_c.restype = _I
     struct_size_c.argtypes = [_I]
     sizes = (struct_size_c(0), struct_size_c(1))
@@ -66,6 +67,8 @@ def _library():
         )
     simulate_c.restype = ctypes.c_int
     simulate_c.argtypes = [ctypes.POINTER(EngineArgs)]
+    simulate_sum_c.restype = ctypes.c_int
+    simulate_sum_c.argtypes = [ctypes.POINTER(EngineArgs), _P]
     simulate_many_c.restype = ctypes.c_int
     simulate_many_c.argtypes = [_P, _I, _I, _P]
     read_sums_c.restype = None
@@ -82,6 +85,7 @@ def _library():
         parse_trace_c=parse_trace_c,
         parse_lines_c=parse_lines_c,
         simulate_many_c=simulate_many_c,
+        simulate_sum_c=simulate_sum_c,
         split_requests_c=split_requests_c,
     )
     return lib, None

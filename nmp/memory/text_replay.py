@@ -1,7 +1,7 @@
 """``nmp replay``'s path without numpy (issue 43: numpy's import was most of a replay's CPU
 time): a trace in the canonical Ramulator form (every line ``LD|ST 0x<hex>``) read by the C
 engine's own parser (``parse_lines_c``, engine_trace.h) into plain ctypes buffers, replayed by
-the C engine (``simulate_c``), its read statistics summed in C (``read_sums_c``) and its
+the C engine (``simulate_sum_c``, which sums its read statistics as requests retire) and its
 :class:`~nmp.memory.stats.MemStats` built from plain values by
 :func:`nmp.memory.stats.run_stats`, as the driver builds them: the same figures as
 :func:`nmp.memory.driver.replay` of the same trace (tests/memory/test_text_replay.py).
@@ -78,12 +78,16 @@ def replay_text(data: bytes, spec: MemorySpec, *, drain: bool = True) -> MemStat
         addr_of(tab_c), addr_of(nxt_c), addr_of(lat_c), addr_of(win_c), addr_of(log), 0,
         *(addr_of(a) for a in outputs), engine_threads(spec.org.channels, tx),
     )  # fmt: skip
-    rc = _interruptible(tx, (arrays, outputs), lib.simulate_c, ctypes.byref(args))
+    # the read sums kept by the engine as requests retire (simulate_sum_c): the
+    # per-transaction outputs are neither set beforehand nor read back (depart and
+    # forwarded not touched: ctypes' zeroed buffers then cost no page)
+    sums = (_I64 * 5)()
+    rc = _interruptible(
+        tx, (arrays, outputs, sums), lib.simulate_sum_c, ctypes.byref(args), addr_of(sums)
+    )
     status, cycles = scalars[0], scalars[1]
     if rc < 0 or status != 0:
         return None  # the general path raises the engine's error, or the deadlock
-    sums = (_I64 * 5)()
-    lib.read_sums_c(wr, ks, arrive, depart, done, tx, cycles, sums)
     return run_stats(
         spec,
         drain=drain,
