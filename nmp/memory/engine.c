@@ -23,7 +23,9 @@
  *    for the four commands evaluated below the rank (ACT, PREpb, the read and the write
  *    column command). A rule on a bank group raises its banks' lanes (one masked max per row),
  *    a rule on a bank one lane, without branches. Channel and rank ready clocks stay as the
- *    reference keeps them, with the issue histories that tFAW reads.
+ *    reference keeps them, with the issue histories that tFAW reads. Tables of 16 or more
+ *    banks hold int32 clocks relative to a moving base, 16 lanes a vector (engine_lanes.h:
+ *    1.08-1.11x on DDR4, 1.12-1.15x on DDR5; docs/performance.md, "eighth look").
  *  - Exact wake times. When a channel issues nothing, it sleeps until the earliest ready
  *    clock of the classes it holds (or the next refresh), computed exactly from the table.
  *    The reference keeps per-request lower bounds instead and may wake earlier, to a cycle

@@ -98,9 +98,11 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
 #define CFG_ARGS C, R, dual, closed, QP, NBLK_C, GB_C, B_C, nw, tick
 
 /* An instantiation keeps its bank table in 32 bits (engine_lanes.h) where its table has
- * blocks of 16 lanes, each within one rank (not_ready_min folds a block's rank in) */
-#define T32_OF(R, NBLK_C, GB_C) \
-    (T32_AVAIL && (NBLK_C) >= 2 && (NBLK_C) % 2 == 0 && (GB_C) > 0 && ((R) == 1 || (GB_C) % 16 == 0))
+ * blocks of 16 lanes, each within one rank (not_ready_min folds a block's rank in), and each
+ * bank group within one block (issue_rules raises it in one) */
+#define T32_OF(R, NBLK_C, GB_C, B_C)                                                     \
+    (T32_AVAIL && (NBLK_C) >= 2 && (NBLK_C) % 2 == 0 && (GB_C) > 0 && (B_C) > 0 &&       \
+     16 % (B_C) == 0 && ((R) == 1 || (GB_C) % 16 == 0))
 
 /* a run's state as restrict-qualified locals (loads the compiler may keep in registers) */
 #define UNPACK(S)                                                                          \
@@ -122,7 +124,7 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
     UNUSED int64_t *restrict hist = AT(int64_t, ARENA_HIST);                               \
     UNUSED int64_t *restrict Tb = AT(int64_t, ARENA_TB);                                   \
     UNUSED int32_t *restrict Tb32 = AT(int32_t, ARENA_TB);                                 \
-    UNUSED const int t32 = T32_OF(R, NBLK_C, GB_C);                                        \
+    UNUSED const int t32 = T32_OF(R, NBLK_C, GB_C, B_C);                                   \
     UNUSED int64_t *restrict open_row = AT(int64_t, ARENA_OPEN_ROW);                       \
     UNUSED int64_t *restrict open_cnt = AT(int64_t, ARENA_OPEN_CNT);                       \
     UNUSED int64_t *restrict open_since = AT(int64_t, ARENA_OPEN_SINCE);                   \

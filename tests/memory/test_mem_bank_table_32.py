@@ -7,6 +7,8 @@ than 2^30), and latencies above 2^28 (the run falls back to the 64-bit table).""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from test_mem_native_engine import _both, _native, _params
@@ -66,7 +68,8 @@ def test_latencies_above_2_to_28_take_the_64_bit_table():
     assert big.max() >= 1 << 31
     p = _params(spec, {"refresh_on": 0})
     logs = [np.full((400, 5), -1, np.int64) for _ in range(2)]
-    a = engine.simulate(*engine_inputs(reqs, spec), p, tab_i, nxt, big, win, logs[0])
+    numba_simulate: Any = engine.simulate  # (a numba dispatcher: mypy cannot count its arguments)
+    a = numba_simulate(*engine_inputs(reqs, spec), p, tab_i, nxt, big, win, logs[0])
     b = native.simulate(
         reqs["addr"],
         reqs["write"],
