@@ -23,7 +23,9 @@
  *    for the four commands evaluated below the rank (ACT, PREpb, the read and the write
  *    column command). A rule on a bank group raises its banks' lanes (one masked max per row),
  *    a rule on a bank one lane, without branches. Channel and rank ready clocks stay as the
- *    reference keeps them, with the issue histories that tFAW reads.
+ *    reference keeps them, with the issue histories that tFAW reads. Tables of 16 or more
+ *    banks hold int32 clocks relative to a moving base, 16 lanes a vector (engine_lanes.h:
+ *    1.08-1.11x on DDR4, 1.12-1.15x on DDR5; docs/performance.md, "eighth look").
  *  - Exact wake times. When a channel issues nothing, it sleeps until the earliest ready
  *    clock of the classes it holds (or the next refresh), computed exactly from the table.
  *    The reference keeps per-request lower bounds instead and may wake earlier, to a cycle
@@ -196,7 +198,7 @@ FORCE_INLINE void accept(Sim *restrict S, const Args *restrict A, int64_t j, int
                 cc = orow < 0 ? ACT : PREPB;
                 row = orow < 0 ? T_ACT : T_PRE;
             }
-            const int64_t t = mx(TOP(c, RANK_OF(lb), cc), TBR(c, row)[lb]);
+            const int64_t t = mx(TOP(c, RANK_OF(lb), cc), TB_AT(c, row, lb));
             if (t < wake[c]) wake[c] = mx(t, clk + 1);
         }
     }
@@ -483,7 +485,10 @@ TICK_OF(tick_1r_b1_ro, C1R1_RO(1, 0, 0))
 
 __attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU, int64_t *sums, int ro)
 {
-    const int64_t nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
+    /* (b4: the instantiations of 16 and 32 banks keep their bank table in 32 bits, which
+     * needs the table's latencies below T32_LAT_MAX: else the ones of 2 and 4 blocks) */
+    const int64_t nb = A->P->bankgroups * A->P->banks;
+    const int64_t b4 = A->P->banks == 4 && RU->lat_max < T32_LAT_MAX;
     if (nb == 16 && b4)
         return ro ? sim_core(A, RU, sums, NULL, 1, C1R1_RO(2, 16, 4), tick_1r16_ro)
                   : sim_core(A, RU, sums, NULL, 1, C1R1(2, 16, 4), tick_1r16);
@@ -511,7 +516,8 @@ TICK_OF(tick_2r16_ro, C1R2_RO(4, 16, 4))
 
 __attribute__((noinline)) static int sim_1ch_2rk(const Args *A, const Rules *RU, int64_t *sums, int ro)
 {
-    const int64_t nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
+    const int64_t nb = A->P->bankgroups * A->P->banks;
+    const int64_t b4 = A->P->banks == 4 && RU->lat_max < T32_LAT_MAX; /* (as above) */
     if (nb == 16 && b4)
         return ro ? sim_core(A, RU, sums, NULL, 1, C1R2_RO(4, 16, 4), tick_2r16_ro)
                   : sim_core(A, RU, sums, NULL, 1, C1R2(4, 16, 4), tick_2r16);
@@ -530,7 +536,7 @@ __attribute__((noinline)) static int sim_ddr_channels(const Args *A, const Rules
                                                       int *st)
 {
     const int64_t R = A->P->ranks, nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
-    if (!b4 || (nb != 16 && nb != 32)) return 0;
+    if (!b4 || (nb != 16 && nb != 32) || RU->lat_max >= T32_LAT_MAX) return 0;
     if (R == 1 && nb == 16) *st = sim_core(A, RU, sums, ddr_1r16_crew, 0, C1R1(2, 16, 4), tick_1r16);
     else if (R == 1) *st = sim_core(A, RU, sums, ddr_1r32_crew, 0, C1R1(4, 32, 4), tick_1r32);
     else if (nb == 16) *st = sim_core(A, RU, sums, ddr_2r16_crew, 0, C1R2(4, 16, 4), tick_2r16);
@@ -547,7 +553,7 @@ static void *hbm_any_crew(void *hand) { return crew_loop(hand, HBM(0, 0, 0), tic
 
 __attribute__((noinline)) static int sim_hbm(const Args *A, const Rules *RU, int64_t *sums)
 {
-    if (A->P->bankgroups * A->P->banks == 16 && A->P->banks == 4)
+    if (A->P->bankgroups * A->P->banks == 16 && A->P->banks == 4 && RU->lat_max < T32_LAT_MAX)
         return sim_core(A, RU, sums, hbm_crew, 0, HBM(4, 16, 4), tick_hbm);
     return sim_core(A, RU, sums, hbm_any_crew, 0, HBM(0, 0, 0), tick_hbm_any);
 }

@@ -62,11 +62,11 @@ FORCE_INLINE void pick_active(Sim *restrict S, int64_t c, int64_t clk, const uin
     uint64_t ready = 0, ok;
     if (ar) {
         TOP_OK(rd_cmd, ok);
-        if (ok & ar) ready = le_bits(TBR(c, T_RD), ok & ar, clk, NBLK);
+        if (ok & ar) ready = LE_BITS(c, T_RD, ok & ar);
     }
     if (aw) {
         TOP_OK(wr_cmd, ok);
-        if (ok & aw) ready |= le_bits(TBR(c, T_WR), ok & aw, clk, NBLK);
+        if (ok & aw) ready |= LE_BITS(c, T_WR, ok & aw);
     }
     if (!ready) {
         nr->set[3] = ar;
@@ -106,13 +106,13 @@ FORCE_INLINE void pick_buffer(Sim *restrict S, int64_t c, int64_t clk, const uin
     uint64_t hr = 0, mr = 0, ok;
     if (!want_row && ph) {
         TOP_OK(col_cmd, ok);
-        if (ok & ph) hr = le_bits(TBR(c, col_row), ok & ph, clk, NBLK);
+        if (ok & ph) hr = LE_BITS(c, col_row, ok & ph);
     }
     if (!want_col && pm) {
         TOP_OK(ACT, ok);
-        if (ok & pm & ~om) mr = le_bits(TBR(c, T_ACT), ok & pm & ~om, clk, NBLK);
+        if (ok & pm & ~om) mr = LE_BITS(c, T_ACT, ok & pm & ~om);
         TOP_OK(PREPB, ok);
-        if (ok & pm & om) mr |= le_bits(TBR(c, T_PRE), ok & pm & om, clk, NBLK);
+        if (ok & pm & om) mr |= LE_BITS(c, T_PRE, ok & pm & om);
     }
     /* a PRE (or, closed-row, a column command) that would close a row an active-buffer
      * request needs is not eligible */
@@ -177,6 +177,39 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
      * there raises to clk + NEG, i.e. not at all) */
     int64_t *restrict tb = Tb + c * NK * TP;
     const uint64_t rkm = RK_LANES(rkl);
+    if (t32) {
+        /* as below, 16 lanes a block (a bank group's lanes lie in its bank's block) */
+        int32_t *restrict tb32 = Tb32 + c * NK * TP;
+        if (lb < 0) {
+            for (int k = 0; k < NK_USED; k++)
+                raise_lanes32(tb32 + k * TP, rkm, T32V(RU->all[cmd][k]));
+            return;
+        }
+        const uint64_t gm = BG_LANES(lb);
+        if (RU->has_bgs[cmd])
+            for (int k = 0; k < NK_USED; k++)
+                raise_lanes32(tb32 + k * TP, rkm & ~gm, T32V(RU->bgs[cmd][k]));
+        if (RU->has_bks[cmd])
+            for (int k = 0; k < NK_USED; k++)
+                raise_lanes32(tb32 + k * TP, gm & ~(1ull << lb), T32V(RU->bks[cmd][k]));
+#ifdef __AVX512F__
+        const int64_t b16 = lb & ~(int64_t)15;
+        const __mmask16 kg = (__mmask16)(gm >> b16), kb = (__mmask16)(1u << (lb - b16));
+        for (int k = 0; k < NK_USED; k++) {
+            int32_t *restrict t = tb32 + k * TP + b16;
+            __m512i x = _mm512_load_si512((const void *)t);
+            x = _mm512_mask_max_epi32(x, kg, x, _mm512_set1_epi32(T32V(RU->bg[cmd][k])));
+            x = _mm512_mask_max_epi32(x, kb, x, _mm512_set1_epi32(T32V(RU->bk[cmd][k])));
+            _mm512_store_si512((void *)t, x);
+        }
+#else
+        for (int k = 0; k < NK_USED; k++) {
+            raise_lanes32(tb32 + k * TP, gm, T32V(RU->bg[cmd][k]));
+            raise_lanes32(tb32 + k * TP, 1ull << lb, T32V(RU->bk[cmd][k]));
+        }
+#endif
+        return;
+    }
     if (lb < 0) {
         for (int k = 0; k < NK_USED; k++) raise_lanes(tb + k * TP, rkm, clk + RU->all[cmd][k]);
         return;
@@ -380,6 +413,26 @@ FORCE_INLINE int64_t not_ready_min(Sim *restrict S, int64_t c, const NotReady *n
     rows[T_WR] = nw ? 0 : nr->set[4] | (nr->col == wr_cmd ? nr->set[0] : 0);
     const int64_t row_cmd[NK] = {ACT, PREPB, rd_cmd, wr_cmd};
     int64_t t = INF;
+    if (t32) {
+        /* as below, 16 lanes a block, relative to tbase (the ready clocks above the bank
+         * group brought into range: one below T32_FLOOR is below the cycle, as the floor) */
+#ifdef __AVX512F__
+        __m512i acc = _mm512_set1_epi32(INT32_MAX);
+        for (int k = 0; k < NK_USED; k++) {
+            if (!rows[k]) continue;
+            const int32_t *restrict tk = TB32R(c, k);
+            for (int64_t b = 0; b < NBLK / 2; b++) {
+                const int64_t top = mx(TOP(c, RANK_OF(16 * b), row_cmd[k]) - S->tbase, T32_FLOOR);
+                acc = _mm512_mask_min_epi32(
+                    acc, (__mmask16)(rows[k] >> (16 * b)), acc,
+                    _mm512_max_epi32(_mm512_load_si512((const void *)(tk + 16 * b)),
+                                     _mm512_set1_epi32((int32_t)top)));
+            }
+        }
+        const int32_t t32min = _mm512_reduce_min_epi32(acc);
+        return t32min == INT32_MAX ? INF : S->tbase + t32min;
+#endif
+    }
     if (R == 1 || GB % 8 == 0) {
         /* every block of 8 lanes lies in one rank: its channel's and rank's ready clock folded
          * in, one minimum over all rows and blocks, without branches */
@@ -412,6 +465,19 @@ FORCE_INLINE int64_t not_ready_min(Sim *restrict S, int64_t c, const NotReady *n
     return t;
 }
 
+/* A 32-bit bank table's clocks made relative to clk (engine_lanes.h): those that fall below
+ * T32_FLOOR are below the cycle, and stay so at the floor. */
+static void rebase_tb32(Sim *restrict S, int64_t clk, CFG)
+{
+    UNPACK(S);
+    const int32_t d = (int32_t)mn(clk - S->tbase, -T32_NEG);
+    for (int64_t i = 0; i < C * NK * TP; i++) {
+        const int32_t v = Tb32[i] - d;
+        Tb32[i] = v > (int32_t)T32_FLOOR ? v : (int32_t)T32_FLOOR;
+    }
+    S->tbase = clk;
+}
+
 /* One evaluation of channel c's controller at memory cycle clk: refresh, then up to one
  * command per slot (two with dual issue), then its wake time. */
 FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c, int64_t clk,
@@ -420,6 +486,7 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
     UNPACK(S);
     S->evals++;
     last_eval[c] = clk;
+    if (t32 && clk - S->tbase >= T32_REBASE) rebase_tb32(S, clk, CFG_ARGS);
     if (ref_on && clk == next_ref[c]) {
         next_ref[c] += nrefi;
         for (int64_t r = 0; r < R; r++)

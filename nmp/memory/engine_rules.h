@@ -37,6 +37,7 @@ typedef struct {
     int32_t ws[2][NCMD], we[2][NCMD];
     int64_t bg[NCMD][NK], bk[NCMD][NK], bgs[NCMD][NK], bks[NCMD][NK], all[NCMD][NK];
     uint8_t has_bgs[NCMD], has_bks[NCMD];
+    int64_t lat_max; /* the largest latency of any rule (the 32-bit bank table's guard) */
 } Rules;
 
 /* rdy[0..7] = max(rdy[0..7], clk + lat[0..7]) (REFpb, 8, never issues: its readiness is never
@@ -90,6 +91,7 @@ static int regroup_rules(Rules *RU, const int64_t *tab_i, const int64_t *nxt, co
             for (int c = 0; c < NCMD; c++) {
                 const int64_t s0 = tab_i[((2 * a) * 4 + l) * NCMD + c];
                 const int64_t e0 = tab_i[((2 * a + 1) * 4 + l) * NCMD + c];
+                for (int64_t i = s0; i < e0; i++) RU->lat_max = mx(RU->lat_max, lat[i]);
                 if (l >= 2) {
                     /* bank group and bank: the bank table's rows */
                     int64_t *row = a == 0 ? (l == 2 ? RU->bg[c] : RU->bk[c])

@@ -22,6 +22,7 @@ typedef struct {
     int qbits; /* a slot word's index bits (engine_slots.h) */
     int64_t *cnt, *arrive, *depart, *done, *active_cycles, *log;
     int64_t maxlog, nlog, n_acts, evals;
+    int64_t tbase; /* a 32-bit bank table's clocks are relative to it (engine_lanes.h) */
     /* configuration read at run time (the instantiations fix some of it: UNPACK) */
     int64_t G, B, nrefi, rl, wm_hi, wm_lo, GB, NBC, NBLK;
     int ref_on, skip_blocked, jump, hsb;
@@ -50,7 +51,8 @@ typedef struct {
  * reload (1.02x on the reference traces, engine alone). Each part is 64-byte aligned; the open
  * rows (C * NBC, NBC known at run time only) come last.
  *  - rdy, hist: ready clocks and issue histories of channels and ranks (engine_rules.h).
- *  - Tb: the bank table of each channel, Tb[(c * NK + row) * TP + lane].
+ *  - Tb: the bank table of each channel, Tb[(c * NK + row) * TP + lane]; with t32 (T32_OF)
+ *    int32 clocks relative to tbase, in the first half of the part.
  *  - open_cnt, open_since, act_rank: per rank, its open banks, since when one is open, its
  *    requests in the active buffer.
  *  - open_m, act_m, aw_m: per channel, the lanes with an open row, with an active request,
@@ -113,6 +115,13 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
         UNUSED const TickFn tick
 #define CFG_ARGS C, R, dual, closed, QP, NBLK_C, GB_C, B_C, nw, tick
 
+/* An instantiation keeps its bank table in 32 bits (engine_lanes.h) where its table has
+ * blocks of 16 lanes, each within one rank (not_ready_min folds a block's rank in), and each
+ * bank group within one block (issue_rules raises it in one) */
+#define T32_OF(R, NBLK_C, GB_C, B_C)                                                     \
+    (T32_AVAIL && (NBLK_C) >= 2 && (NBLK_C) % 2 == 0 && (GB_C) > 0 && (B_C) > 0 &&       \
+     16 % (B_C) == 0 && ((R) == 1 || (GB_C) % 16 == 0))
+
 /* a run's state as restrict-qualified locals (loads the compiler may keep in registers) */
 #define UNPACK(S)                                                                          \
     UNUSED const uint64_t *restrict addr = S->addr;                                        \
@@ -132,6 +141,8 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
     UNUSED int64_t *restrict rdy = AT(int64_t, ARENA_RDY);                                 \
     UNUSED int64_t *restrict hist = AT(int64_t, ARENA_HIST);                               \
     UNUSED int64_t *restrict Tb = AT(int64_t, ARENA_TB);                                   \
+    UNUSED int32_t *restrict Tb32 = AT(int32_t, ARENA_TB);                                 \
+    UNUSED const int t32 = T32_OF(R, NBLK_C, GB_C, B_C);                                   \
     UNUSED int64_t *restrict open_row = AT(int64_t, ARENA_OPEN_ROW);                       \
     UNUSED int64_t *restrict open_cnt = AT(int64_t, ARENA_OPEN_CNT);                       \
     UNUSED int64_t *restrict open_since = AT(int64_t, ARENA_OPEN_SINCE);                   \
@@ -164,6 +175,15 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
 #define RDY(node, cmd) rdy[(node) * RS + (cmd)]
 #define QL(c, k) ql[(c) * 2 + (k)]
 #define TBR(c, row) (Tb + ((c) * NK + (row)) * TP)
+#define TB32R(c, row) (Tb32 + ((c) * NK + (row)) * TP)
+/* the lanes of m whose row of the bank table is ready at clk */
+#define LE_BITS(c, row, m)                                                                \
+    (t32 ? le_bits32(TB32R(c, row), m, (int32_t)(clk - S->tbase), NBLK / 2)               \
+         : le_bits(TBR(c, row), m, clk, NBLK))
+/* a lane's clock in a row of the bank table */
+#define TB_AT(c, row, l) (t32 ? S->tbase + TB32R(c, row)[l] : TBR(c, row)[l])
+/* a raise's clock clk + lat relative to tbase (clk: the evaluation's, rebased) */
+#define T32V(lat) ((int32_t)(clk - S->tbase + mx((lat), T32_NEG)))
 /* ready clock of command cc above the bank group: channel c and its rank r (local) */
 #define TOP(c, r, cc) mx(RDY(c, cc), RDY(o1 + (c) * R + (r), cc))
 #define RANK_OF(l) (R == 1 ? 0 : GB_C ? (l) / GB_C : lane_rk[l])
