@@ -184,23 +184,14 @@ def replay_lines_many(streams: list[np.ndarray], spec: MemorySpec) -> list[MemSt
     the C engine runs them one channel thread each, in one call
     (:func:`nmp.memory.native.simulate_summaries`), without the Python of a call per run."""
     plan = _plan(spec)
-    addrs = [np.ascontiguousarray(a, dtype=np.uint64) for a in streams]
-    longest = max((a.shape[0] for a in addrs), default=0)
-    found = native.lines_bounds(addrs) if _summary_path(spec) else None
-    if found is None or engine_threads(spec.org.channels, longest * plan.k) != 1:
-        checked = [check_lines(addr, spec, False, None)[0] for addr in addrs]
+    checked = [check_lines(addr, spec, False, None)[0] for addr in streams]
+    one_thread = all(engine_threads(spec.org.channels, len(a) * plan.k) == 1 for a in checked)
+    if not _summary_path(spec) or not one_thread:
         return [replay_lines(addr, spec) for addr in checked]
-    # the checks and the narrowing from each stream's largest address, OR and AND (one C pass)
-    k, tx, capacity = plan.k, int(plan.decode[1]), plan.capacity
-    bounds, ptrs = found
-    runs = []
-    for addr, (top, any_bits, all_bits) in zip(addrs, bounds, strict=True):
-        if addr.shape[0] and top + (k - 1) * tx >= capacity:
-            check_lines(addr, spec, False, None)  # raises the TraceError naming the address
-        runs.append((addr, *plan.narrowed(addr, True, (any_bits, all_bits))))
-    summaries = native.simulate_summaries(runs, int(plan.native_decode[0]), *plan.tables, ptrs)
+    runs = [(addr, *plan.narrowed(addr, True)) for addr in checked]
+    summaries = native.simulate_summaries(runs, int(plan.native_decode[0]), *plan.tables)
     out = []
-    for addr, summary in zip(addrs, summaries, strict=True):
+    for addr, summary in zip(checked, summaries, strict=True):
         for callback in _ON_REPLAY:
             callback(len(addr) * plan.k)
         out.append(_summary_stats(spec, summary, drain=True, lines=len(addr)))

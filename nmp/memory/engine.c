@@ -700,23 +700,3 @@ int simulate_many_c(const Args *runs, int64_t count, int64_t has_write, int64_t 
     }
     return 0;
 }
-
-/* The bounds of several runs' lines in one pass (nmp/memory/native.py's lines_bounds, for a
- * design point's streams of one level): run i's n[i] uint64 addresses at addr[i], out[3 i ..
- * 3 i + 3) = the largest, their OR and their AND (0, 0, 0 where it has none): what
- * check_lines and narrow_fields reduce them to. */
-void lines_bounds_c(const uint64_t *const *addr, const int64_t *n, int64_t count, uint64_t *out)
-{
-    for (int64_t r = 0; r < count; r++) {
-        const uint64_t *a = addr[r];
-        uint64_t top = 0, any = 0, all = ~(uint64_t)0;
-        for (int64_t i = 0; i < n[r]; i++) {
-            top = a[i] > top ? a[i] : top;
-            any |= a[i];
-            all &= a[i];
-        }
-        out[3 * r] = top;
-        out[3 * r + 1] = any;
-        out[3 * r + 2] = n[r] ? all : 0;
-    }
-}

@@ -52,7 +52,6 @@ __all__ = [
     "_interruptible",
     "_library",
     "available",
-    "lines_bounds",
     "parse_trace",
     "read_sums",
     "simulate",
@@ -303,32 +302,16 @@ def simulate_summary(
 
 # EngineArgs' fields by position (every one 8 bytes: simulate_summaries fills an int64 table)
 _ARG = {field[0]: k for k, field in enumerate(EngineArgs._fields_)}
-# the fields of a row of simulate_summaries' table, in its order: EngineArgs' (where they
-# differ, or a field is not 8 bytes, the runs go one by one)
-_SUMMARY_ROW = (
-    ("addr", "line_wr", "line_arr", "n", "decode", "params", "tab_i", "nxt", "lat", "win")
-    + ("log", "maxlog", "out_scalars", "cnt_snap", "cnt", "arrive", "depart", "done")
-    + ("active_cycles", "forwarded", "threads")
-    if ctypes.sizeof(EngineArgs) == 8 * len(_ARG)
-    else ()
-)
 
 
 def simulate_summaries(
-    runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-    ks: int,
-    tab_i,
-    nxt,
-    lat,
-    win,
-    ptrs: list[int] | None = None,
+    runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ks: int, tab_i, nxt, lat, win
 ) -> list[tuple]:
     """:func:`simulate_summary` of several runs of lines without writes or arrivals (a design
     point's node streams on one view) in one C call: per run (``addr`` uint64, its ``decode``,
     its ``params``: :meth:`nmp.memory.plan._Plan.narrowed`'s), the same tuple as a run alone
     (a test compares them). One channel thread each, summed as :func:`simulate_summary`'s
-    run; the runs share this thread's per-transaction buffers (``arrive``). ``ptrs``: the
-    ``addr`` arrays' addresses, where the caller has them (:func:`lines_bounds`)."""
+    run; the runs share this thread's per-transaction buffers (``arrive``)."""
     lib, why = _library()
     if lib is None:
         raise RuntimeError(f"the native DRAM engine is not available: {why}")
@@ -337,91 +320,58 @@ def simulate_summaries(
         return []
     n_max = max(int(a.shape[0]) for a, _, _ in runs) << ks
     block = 4 + 2 * N_COUNTERS + _SUMMARY_RANKS_MAX
-    if n_max > _OUT_SCRATCH_MAX or tuple(_ARG) != _SUMMARY_ROW:
+    if n_max > _OUT_SCRATCH_MAX or ctypes.sizeof(EngineArgs) != 8 * len(_ARG):
         return [
             _summary_of_simulate(a, _zeros_i8(a), np.zeros(a.shape[0], np.int64), ks, d, p,
                                  [tab_i, nxt, lat, win], 1, False)
             for a, d, p in runs
         ]  # fmt: skip
+    table = np.zeros((count, len(_ARG)), np.int64)
     out = np.zeros((count, block), np.int64)
     sums = np.zeros((count, 5), np.int64)
-    zeros = _input_zeros(n_max >> ks)
-    _, buf, tx = _outputs_at(n_max, 0)  # (this thread's per-transaction outputs)
-    o0, c1, c2 = out.ctypes.data, 4 + N_COUNTERS, 4 + 2 * N_COUNTERS
-    # the same in every run: no writes, no arrivals, no log, this thread's outputs
-    z0, no_log, fwd = zeros.ctypes.data, _NO_LOG.ctypes.data, _OUT_SCRATCH.buf[3]
-    # per (decode, params) of the call (a level's runs share a few narrowings): their checked
-    # constants' addresses and the run's ranks
-    views: dict[tuple[int, int], tuple] = {}
-    keep: list = [out, sums, zeros, buf, runs]
-    rows, ranks = [], []
+    keep: list = [table, out, sums]
+    zeros = np.zeros(n_max >> ks, np.int64)
+    o0 = out.ctypes.data
     for i, (addr, decode, params) in enumerate(runs):
         if addr.dtype != np.uint64 or not addr.flags.c_contiguous:
             raise ValueError("addr must be C-contiguous uint64")
-        view = views.get((id(decode), id(params)))
-        if view is None:
-            _, checked, tables, const_ptrs = _constants(decode, params, tab_i, nxt, lat, win)
-            p = checked[0]
-            view_ranks = int(p["channels"]) * int(p["ranks"])
-            if view_ranks > _SUMMARY_RANKS_MAX or int(decode[0]) != ks:
-                raise ValueError("runs of at most 256 ranks, each decoding ks")
-            view = views[id(decode), id(params)] = (const_ptrs, view_ranks)
-            keep += (checked, tables)
-        s0 = o0 + 8 * i * block
-        # EngineArgs' order (_ARG)
-        rows.append((
-            addr.ctypes.data if ptrs is None else ptrs[i], z0, z0, addr.shape[0] << ks,
-            *view[0], no_log, 0, s0, s0 + 32, s0 + 8 * c1, *tx, s0 + 8 * c2, fwd, 1,
-        ))  # fmt: skip
-        ranks.append(view[1])
-    table = np.array(rows, np.int64)
-    keep.append(table)
+        _, params, tables, const_ptrs = _constants(decode, params, tab_i, nxt, lat, win)
+        p = params[0]
+        if int(p["channels"]) * int(p["ranks"]) > _SUMMARY_RANKS_MAX or int(decode[0]) != ks:
+            raise ValueError("runs of at most 256 ranks, each decoding ks")
+        keep += (addr, decode, params, tables)
+        row = table[i]
+        row[_ARG["addr"]] = addr.ctypes.data
+        row[_ARG["n"]] = addr.shape[0] << ks
+        row[_ARG["decode"] : _ARG["win"] + 1] = const_ptrs
+        row[_ARG["out_scalars"]] = o0 + 8 * i * block
+    # the same in every run: no writes, no arrivals, no log, this thread's outputs
+    table[:, _ARG["line_wr"]] = table[:, _ARG["line_arr"]] = zeros.ctypes.data
+    table[:, _ARG["log"]] = _NO_LOG.ctypes.data
+    _, buf, tx = _outputs_at(n_max, 0)  # (this thread's per-transaction outputs)
+    starts = table[:, _ARG["out_scalars"]]
+    c1, c2 = 4 + N_COUNTERS, 4 + 2 * N_COUNTERS
+    table[:, _ARG["cnt_snap"]] = starts + 32
+    table[:, _ARG["cnt"]] = starts + 8 * c1
+    table[:, _ARG["active_cycles"]] = starts + 8 * c2
+    table[:, _ARG["arrive"] : _ARG["done"] + 1] = tx
+    table[:, _ARG["forwarded"]] = _OUT_SCRATCH.buf[3]
+    table[:, _ARG["threads"]] = 1
+    keep += (zeros, buf)
     rc = _interruptible(
         int(table[:, _ARG["n"]].sum()), keep, lib.simulate_many_c, table.ctypes.data, count, 0,
         sums.ctypes.data,
     )  # fmt: skip
     if rc < 0:
         raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")
-    # (only the columns read: a block holds room for 256 ranks' active cycles)
-    values_of = out[:, : c2 + max(ranks)].tolist()
-    return [
-        (
+    results = []
+    for (_, _, params), values, read_sums in zip(runs, out.tolist(), sums.tolist(), strict=True):
+        ranks = int(params[0]["channels"]) * int(params[0]["ranks"])
+        results.append((
             values[0], values[1], values[2], values[4:c1], values[c1:c2],
-            sum(values[c2 : c2 + view_ranks]), tuple(read_sums),
-        )
-        for values, read_sums, view_ranks in zip(values_of, sums.tolist(), ranks, strict=True)
-    ]  # fmt: skip
-
-
-_INPUT_ZEROS = threading.local()
-
-
-def _input_zeros(n: int) -> np.ndarray:
-    """This thread's int64 zeros, at least ``n`` (the runs' writes and arrivals: the engine
-    only reads them, so they stay zero), rather than fresh ones on every call."""
-    zeros = getattr(_INPUT_ZEROS, "zeros", None)
-    if zeros is None or zeros.size < n:
-        zeros = _INPUT_ZEROS.zeros = np.zeros(max(n, 1 << 14), np.int64)
-    return zeros
-
-
-def lines_bounds(streams: list[np.ndarray]) -> tuple[list[tuple[int, int, int]], list[int]] | None:
-    """(per C-contiguous uint64 array of ``streams`` its largest value, the OR and the AND of
-    its values, or 0, 0, 0 where it is empty; the arrays' addresses), in one C pass
-    (``lines_bounds_c``) over them all: what :func:`nmp.memory.lines.check_lines` and
-    :func:`nmp.memory.plan.narrow_fields` reduce a run's lines to, for a design point's streams
-    of one level (numpy's three reductions per stream took about 12 us). None where the
-    library is not built."""
-    lib, _ = _library()
-    if lib is None:
-        return None
-    count = len(streams)
-    ptrs = [a.ctypes.data for a in streams]
-    table = np.array([ptrs, [a.shape[0] for a in streams]], np.int64)
-    out = np.empty(3 * count, np.uint64)
-    lib.lines_bounds_c(table.ctypes.data, table.ctypes.data + 8 * count, count, out.ctypes.data)
-    values = out.tolist()
-    return [(values[i], values[i + 1], values[i + 2]) for i in range(0, 3 * count, 3)], ptrs
+            sum(values[c2 : c2 + ranks]), tuple(read_sums),
+        ))  # fmt: skip
+    return results
 
 
 def _zeros_i8(addr: np.ndarray) -> np.ndarray:

@@ -59,14 +59,6 @@ class _Plan:
         self.native_unsupported = native_unsupported(spec)
         self._params: dict[tuple[bool, bool], np.ndarray] = {}
         self._narrowed: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-        # narrowed()'s answers by the bits of the bank-group and bank fields in which a run's
-        # lines differ (all that narrow_fields reads of them) and drain
-        self._by_varying: dict[tuple[int, bool], tuple[np.ndarray, np.ndarray]] = {}
-        shift = int(self.native_decode[1])
-        self._field_bits = 0
-        for f in _NARROWED:
-            f_pos, f_mask = int(self.native_decode[2 + f]), int(self.native_decode[7 + f])
-            self._field_bits |= f_mask << (f_pos + shift)
 
     def engine_params(self, drain: bool, jump: bool) -> np.ndarray:
         """The engines' configuration of a run (:data:`nmp.memory.engine_params.ENGINE_PARAMS`;
@@ -84,28 +76,18 @@ class _Plan:
         bank groups or banks than the organization has, a narrower organization that gives
         the same run (:func:`narrow_fields`; ``bits``: the addresses' OR and AND where the
         caller has them). The same objects for the same narrowing."""
-        varying = None
-        if bits is not None and self.k == 1 and addr.shape[0]:
-            varying = ((bits[0] ^ bits[1]) & self._field_bits, bool(drain))
-            known = self._by_varying.get(varying)
-            if known is not None:
-                return known
         params = self.engine_params(drain, True)
         fields = narrow_fields(self, addr, bits)
-        hit: tuple[np.ndarray, np.ndarray] | None
         if fields is None:
-            hit = self.native_decode, params
-        else:
-            key = (*fields, bool(drain))
-            hit = self._narrowed.get(key)
-            if hit is None:
-                decode, params = self.native_decode.copy(), params.copy()
-                for f, (pos, mask) in zip(_NARROWED, (fields[:2], fields[2:]), strict=True):
-                    decode[2 + f], decode[7 + f] = pos, mask
-                    params[0][_NARROWED_COUNT[f]] = mask + 1
-                hit = self._narrowed[key] = (decode, params)
-        if varying is not None:
-            self._by_varying[varying] = hit
+            return self.native_decode, params
+        key = (*fields, bool(drain))
+        hit = self._narrowed.get(key)
+        if hit is None:
+            decode, params = self.native_decode.copy(), params.copy()
+            for f, (pos, mask) in zip(_NARROWED, (fields[:2], fields[2:]), strict=True):
+                decode[2 + f], decode[7 + f] = pos, mask
+                params[0][_NARROWED_COUNT[f]] = mask + 1
+            hit = self._narrowed[key] = (decode, params)
         return hit
 
 

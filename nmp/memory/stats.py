@@ -34,55 +34,6 @@ if TYPE_CHECKING:
     from nmp.memory.spec import MemorySpec
 
 
-# Per spec object (specs are frozen, as nmp.memory.plan keeps them): what the statistics of its
-# runs read of it, computed once rather than in each of a design point's 18 runs' statistics,
-# by the same expressions (so the same values)
-_ENERGY: dict[int, tuple[Any, tuple]] = {}
-_FIGURES: dict[int, tuple[Any, tuple]] = {}
-
-
-def _energy_figures(spec: MemorySpec) -> tuple:
-    """(the energy per command or None without energy figures: scale, ACT, RD, WR, REF,
-    IDD3N, IDD2N, I/O per bit; the ranks; tx_bytes) of ``spec``."""
-    hit = _ENERGY.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    e, energy = spec.energy, None
-    if e is not None:
-        t = spec.timing
-        scale = e.vdd_v * e.devices * spec.tck_ns
-        tras = t.get("nRAS", 0)
-        trc = t.get("nRC", tras + t.get("nRP", 0))
-        e_act = scale * (e.idd0_ma * trc - (e.idd3n_ma * tras + e.idd2n_ma * t["nRP"]))
-        e_rd = scale * (e.idd4r_ma - e.idd3n_ma) * t["nBL"]
-        e_wr = scale * (e.idd4w_ma - e.idd3n_ma) * t["nBL"]
-        e_ref = scale * (e.idd5ab_ma - e.idd3n_ma) * t["nRFC"]
-        energy = (scale, e_act, e_rd, e_wr, e_ref, e.idd3n_ma, e.idd2n_ma, e.io_pj_per_bit)
-    value = (energy, spec.org.channels * spec.org.ranks, spec.org.tx_bytes)
-    if len(_ENERGY) > 64:
-        _ENERGY.clear()
-    _ENERGY[id(spec)] = (spec, value)
-    return value
-
-
-def _run_figures(spec: MemorySpec) -> tuple:
-    """(name, requests per line, tCK in ns, tx_bytes, peak bandwidth) of ``spec``."""
-    hit = _FIGURES.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    value = (
-        spec.name,
-        spec.requests_per_line,
-        spec.tck_ns,
-        spec.org.tx_bytes,
-        spec.peak_bandwidth_gbps,
-    )
-    if len(_FIGURES) > 64:
-        _FIGURES.clear()
-    _FIGURES[id(spec)] = (spec, value)
-    return value
-
-
 def command_energy_pj(
     spec: MemorySpec,
     cmd_counts: Mapping[str, float],
@@ -95,17 +46,26 @@ def command_energy_pj(
     ``active_cycles`` is the sum over ranks of cycles with a bank open; ``None`` takes every
     rank as active (IDD3N), an upper bound for the open-row policy.
     """
-    energy, ranks, tx_bytes = _energy_figures(spec)
-    if energy is None:
+    e = spec.energy
+    if e is None:
         return {k: 0.0 for k in ("act", "rd", "wr", "ref", "background", "io")}
-    scale, e_act, e_rd, e_wr, e_ref, idd3n, idd2n, io_pj_per_bit = energy
+    t = spec.timing
+    tck = spec.tck_ns
+    scale = e.vdd_v * e.devices * tck
+    tras = t.get("nRAS", 0)
+    trc = t.get("nRC", tras + t.get("nRP", 0))
+    e_act = scale * (e.idd0_ma * trc - (e.idd3n_ma * tras + e.idd2n_ma * t["nRP"]))
+    e_rd = scale * (e.idd4r_ma - e.idd3n_ma) * t["nBL"]
+    e_wr = scale * (e.idd4w_ma - e.idd3n_ma) * t["nBL"]
+    e_ref = scale * (e.idd5ab_ma - e.idd3n_ma) * t["nRFC"]
     n_rd = cmd_counts.get("RD", 0) + cmd_counts.get("RDA", 0)
     n_wr = cmd_counts.get("WR", 0) + cmd_counts.get("WRA", 0)
     n_ref = cmd_counts.get("REF", cmd_counts.get("REFab", 0))
+    ranks = spec.org.channels * spec.org.ranks
     total_cycles = cycles * ranks
     active = total_cycles if active_cycles is None else min(active_cycles, total_cycles)
-    background = scale * (idd3n * active + idd2n * (total_cycles - active))
-    io = io_pj_per_bit * (n_rd + n_wr) * tx_bytes * 8
+    background = scale * (e.idd3n_ma * active + e.idd2n_ma * (total_cycles - active))
+    io = e.io_pj_per_bit * (n_rd + n_wr) * spec.org.tx_bytes * 8
     return {
         "act": e_act * cmd_counts.get("ACT", 0),
         "rd": e_rd * n_rd,
@@ -165,15 +125,15 @@ class MemStats:
 
 
 def _counts(cnt) -> dict[str, int]:
-    act, pre_pb, pre_ab, rd, wr, rda, wra, ref_ab, _ = map(int, cnt[: len(COMMANDS)])
+    d = dict(zip(COMMANDS, map(int, cnt[: len(COMMANDS)]), strict=True))
     return {
-        "ACT": act,
-        "PRE": pre_pb + pre_ab,
-        "PREpb": pre_pb,
-        "PREab": pre_ab,
-        "RD": rd + rda,
-        "WR": wr + wra,
-        "REF": ref_ab,
+        "ACT": d["ACT"],
+        "PRE": d["PREpb"] + d["PREab"],
+        "PREpb": d["PREpb"],
+        "PREab": d["PREab"],
+        "RD": d["RD"] + d["RDA"],
+        "WR": d["WR"] + d["WRA"],
+        "REF": d["REFab"],
     }
 
 
@@ -196,8 +156,7 @@ def run_stats(
     ranks, the count of ``lines``; plain values (the numba engine's and the C engine's runs,
     with numpy or without, end here)."""
     reads, at_sum, served, served_sum, last_done = sums
-    name, per_line, tck_ns, tx_bytes, peak_gbps = _run_figures(spec)
-    n = lines * per_line  # the transactions
+    n = lines * spec.requests_per_line  # the transactions
     # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded
     # ones with latency 1), over the RD commands issued by then.
     snap_counts = _counts(snap)
@@ -218,12 +177,12 @@ def run_stats(
         avg_lat = at_cycles["avg_read_latency_cycles"]
     drained_cycles = max(last_done, cycles) if drain else cycles
     energy = command_energy_pj(spec, counts, drained_cycles, float(active_sum))
-    t_ns = cycles * tck_ns
-    t_dr = drained_cycles * tck_ns
-    moved = (counts["RD"] + counts["WR"]) * tx_bytes
+    t_ns = cycles * spec.tck_ns
+    t_dr = drained_cycles * spec.tck_ns
+    moved = (counts["RD"] + counts["WR"]) * spec.org.tx_bytes
     bw = moved / t_dr if t_dr > 0 else 0.0
     return MemStats(
-        memory=name,
+        memory=spec.name,
         cycles=cycles,
         cycles_drained=drained_cycles,
         t_ns=t_ns,
@@ -246,7 +205,7 @@ def run_stats(
         writes_coalesced=int(cnt[C_COAL]),
         avg_read_latency_cycles=avg_lat,
         bandwidth_gbps=bw,
-        bandwidth_utilization=bw / peak_gbps if peak_gbps else 0.0,
+        bandwidth_utilization=bw / spec.peak_bandwidth_gbps if spec.peak_bandwidth_gbps else 0.0,
         energy_pj=float(sum(energy.values())),
         energy_breakdown_pj=energy,
         at_cycles=at_cycles,

@@ -144,37 +144,3 @@ def test_runs_in_one_call_equal_runs_alone(monkeypatch):
         assert driver.replay_lines_many(streams, spec) == want
         monkeypatch.undo()
     assert native.simulate_summaries([], 0, *plan.tables) == []
-
-
-def test_level_bounds_and_narrowing_by_varying_bits():
-    """replay_lines_many's fast path: native.lines_bounds (one C pass over a level's streams)
-    gives numpy's largest value, OR and AND of each; the plan's narrowing taken by the bits
-    in which the lines differ (a cache) is the one narrow_fields gives for those very lines,
-    called again and in another order; a line beyond the capacity is still the TraceError."""
-    from nmp.errors import TraceError
-
-    rng = np.random.default_rng(11)
-    spec = load_memory("ddr4-3200aa", ranks=2)
-    plan = driver._plan(spec)
-    d = plan.native_decode
-    streams = [np.zeros(0, np.uint64)]
-    for n in (1, 7, 64, 333):
-        for _ in range(6):
-            fields = {f: rng.integers(0, 1 + int(rng.integers(0, 4)), n) for f in (1, 2, 3, 4)}
-            fields[int(rng.integers(2, 4))] += int(rng.integers(0, 2))  # (a constant offset)
-            streams.append(_addr(d, fields))
-    bounds, ptrs = native.lines_bounds(streams)
-    assert ptrs == [a.ctypes.data for a in streams]
-    assert bounds[0] == (0, 0, 0)
-    for a, got in zip(streams[1:], bounds[1:], strict=True):
-        want = (int(a.max()), int(np.bitwise_or.reduce(a)), int(np.bitwise_and.reduce(a)))
-        assert got == want
-    for order in (streams, streams[::-1]):
-        for a in order[1:]:
-            b = (int(np.bitwise_or.reduce(a)), int(np.bitwise_and.reduce(a)))
-            by_bits, alone = plan.narrowed(a, True, b), plan.narrowed(a, True)
-            assert by_bits[0] is alone[0] and by_bits[1] is alone[1]
-    assert len(plan._by_varying) > 3  # (several narrowings met)
-    beyond = np.array([0, spec.capacity_bytes], np.uint64)
-    with pytest.raises(TraceError):
-        driver.replay_lines_many([streams[1], beyond], spec)
