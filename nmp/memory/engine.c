@@ -139,20 +139,10 @@ static int init_sim(Sim *S, const Args *A, int64_t C, int64_t R, int64_t QP, int
     return 0;
 }
 
-/* Transaction number key: its bank's lane in the channel, (rank * G + bank group) * B + bank
- * (with one rank the rank field's mask is 0: run() checks each field's values against the
- * organization), and its row. */
-#define KEY_LANE(key)                                                                       \
-    (((R == 1 ? 0 : FIELD(key, F_RK) * (GB_C ? GB_C / B : S->G)) + FIELD(key, F_BG)) * B +  \
-     FIELD(key, F_BK))
-#define KEY_ROW(key) FIELD(key, F_ROW)
-
-/* Offer request j (transaction number key; its lane lb and row, and its slot word without the
- * hit bit: WORD(lb, 0, j, row)) at frontend step clk to channel c; it is accepted (there is
- * room, or the write buffer holds its key). */
+/* Offer request j (transaction number key) at frontend step clk to channel c; it is accepted
+ * (there is room, or the write buffer holds its key). */
 FORCE_INLINE void accept(Sim *restrict S, const Args *restrict A, int64_t j, int64_t key,
-                         int64_t lb, int64_t row, int64_t word, int64_t c, int64_t kind, int hit,
-                         int64_t clk, CFG)
+                         int64_t c, int64_t kind, int hit, int64_t clk, CFG)
 {
     UNPACK(S);
     arrive[j] = clk;
@@ -179,9 +169,11 @@ FORCE_INLINE void accept(Sim *restrict S, const Args *restrict A, int64_t j, int
         return;
     }
     const int64_t p = QL(c, kind);
+    /* its bank's lane in the channel: (rank * G + bank group) * B + bank */
+    const int64_t lb = (FIELD(key, F_RK) * S->G + FIELD(key, F_BG)) * B + FIELD(key, F_BK);
     const int64_t bq = c * NBC + lb, orow = open_row[bq];
-    const int is_hit = orow == row;
-    Qw[(c * 2 + kind) * QP + p] = word | (int64_t)((uint64_t)is_hit << (WSH + hsb));
+    const int is_hit = orow == FIELD(key, F_ROW);
+    Qw[(c * 2 + kind) * QP + p] = WORD(lb, is_hit, j, FIELD(key, F_ROW), S->qbits, hsb);
     if (!nw && kind == K_WR) Qkey[c * QP + p] = key;
     QL(c, kind) = p + 1;
     const int64_t pi = c * 2 + kind;
@@ -268,16 +260,14 @@ FORCE_INLINE void ch_advance(Sim *restrict S, const Rules *restrict RU, int64_t 
     for (int64_t e; (e = ch_next(S, CFG_ARGS)) <= t;) TICK(S, RU, e);
 }
 
-/* Offer request j (transaction number key, its lane, row and slot word as accept takes them;
- * buffer kind) to channel S at frontend step fclk:
+/* Offer request j (transaction number key, buffer kind) to channel S at frontend step fclk:
  * advance it to fclk; while the buffer is full (and the write buffer does not hold the key),
  * evaluate it until it frees a slot; accept (*hit: served by the write buffer). The step it
  * was accepted at, or -1: nothing can ever issue (a deadlock; its last evaluation is the
  * end). */
-FORCE_INLINE int64_t ch_offer_dec(Sim *restrict S, const Rules *restrict RU,
-                                  const Args *restrict A, int64_t j, int64_t key, int64_t lb,
-                                  int64_t row, int64_t word, int64_t kind, int64_t fclk,
-                                  int *hit_out, CFG)
+FORCE_INLINE int64_t ch_offer(Sim *restrict S, const Rules *restrict RU, const Args *restrict A,
+                              int64_t j, int64_t key, int64_t kind, int64_t fclk, int *hit_out,
+                              CFG)
 {
     UNPACK(S);
     ch_advance(S, RU, fclk, CFG_ARGS);
@@ -290,20 +280,8 @@ FORCE_INLINE int64_t ch_offer_dec(Sim *restrict S, const Rules *restrict RU,
         TICK(S, RU, t);
         fclk = t;
     }
-    accept(S, A, j, key, lb, row, word, 0, kind, hit, fclk, CFG_ARGS);
+    accept(S, A, j, key, 0, kind, hit, fclk, CFG_ARGS);
     return fclk;
-}
-
-/* ch_offer_dec with request j's lane, row and slot word decoded from its key here (the channel
- * threads' offers; the frontend on one thread decodes a block of requests ahead: sim_core). */
-FORCE_INLINE int64_t ch_offer(Sim *restrict S, const Rules *restrict RU, const Args *restrict A,
-                              int64_t j, int64_t key, int64_t kind, int64_t fclk, int *hit_out,
-                              CFG)
-{
-    UNPACK(S);
-    const int64_t lb = KEY_LANE(key), row = KEY_ROW(key);
-    return ch_offer_dec(S, RU, A, j, key, lb, row, WORD(lb, 0, j, row, S->qbits, hsb), kind,
-                        fclk, hit_out, CFG_ARGS);
 }
 
 /* Evaluate channel S until every request it holds has completed (1: it never can). */
@@ -360,47 +338,6 @@ static void sum_end(const Sim *sims, int64_t NCH, int64_t *sums)
     sums[4] = last;
 }
 
-/* The frontend on one thread decodes the requests a block at a time ahead of their offers:
- * per request its arrival, key, row and slot word without the hit bit (lane, row, index), in
- * one loop of shifts and masks that the compiler vectorizes, instead of a chain of them
- * between an offer's loads. */
-#define DEC_BLOCK 64
-FORCE_INLINE void decode_block(Sim *restrict S, const Args *restrict A, int64_t j0, int64_t m,
-                               int64_t *restrict b_arr, int64_t *restrict b_key,
-                               int64_t *restrict b_row, int64_t *restrict b_word, int64_t NCH_C,
-                               CFG)
-{
-    UNPACK(S);
-    const int qbits = S->qbits;
-    const int64_t *restrict line_arr = A->line_arr;
-    /* (a line of one transaction, ks = 0: contiguous loads; else one load per line feeds its
-     * transactions, where the vectorized loop would gather) */
-#define DECODE_ONE(k, line, key)                               \
-    do {                                                       \
-        const int64_t lb_ = KEY_LANE(key), row_ = KEY_ROW(key); \
-        b_arr[k] = line_arr[line];                             \
-        if (!nw || NCH_C != 1) b_key[k] = key;                 \
-        b_row[k] = row_;                                       \
-        b_word[k] = WORD(lb_, 0, j0 + (k), row_, qbits, hsb);  \
-    } while (0)
-    if (S->ks == 0) {
-        const int64_t txs = S->txs;
-        for (int64_t k = 0; k < m; k++) {
-            const int64_t key = (int64_t)(addr[j0 + k] >> txs);
-            DECODE_ONE(k, j0 + k, key);
-        }
-    } else {
-#ifdef __clang__
-#pragma clang loop vectorize(disable)
-#endif
-        for (int64_t k = 0; k < m; k++) {
-            const int64_t q = j0 + k, key = TX_KEY(q);
-            DECODE_ONE(k, q >> S->ks, key);
-        }
-    }
-#undef DECODE_ONE
-}
-
 /* A run of NCH channels (NCH_C: known at compile time, else 0), each its own Sim with C = 1:
  * each channel's controller runs on its own, lazily; the frontend, which offers the requests
  * strictly in order, advances a channel through its evaluations up to the cycle at which it
@@ -450,38 +387,29 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, int6
             fclk = front_threads(A, RU, sims, NCH, threads, worker, &status, CFG_ARGS);
             if (status) goto finish;
         } else {
-            /* the requests decoded a block ahead of their offers (decode_block) */
-            int64_t b_arr[DEC_BLOCK], b_key[DEC_BLOCK], b_row[DEC_BLOCK], b_word[DEC_BLOCK];
-            for (int64_t j0 = 0; j0 < n; j0 += DEC_BLOCK) {
-                const int64_t m = mn(DEC_BLOCK, n - j0);
-                decode_block(S, A, j0, m, b_arr, b_key, b_row, b_word, NCH_C, CFG_ARGS);
-                for (int64_t k = 0; k < m; k++) {
-                    const int64_t j = j0 + k, arr = b_arr[k], word = b_word[k];
-                    const int64_t key = !nw || NCH_C != 1 ? b_key[k] : 0;
-                    if (arr > fclk) {
-                        fclk = arr;
-                        budget = F;
-                    } else if (budget == 0) {
-                        fclk++;
-                        budget = F;
-                    }
-                    Sim *Sc = NCH == 1 ? sims : &sims[FIELD(key, F_CH)];
-                    int hit;
-                    const int64_t kind = !nw && Q_WR(j) ? K_WR : K_RD;
-                    const int64_t at =
-                        ch_offer_dec(Sc, RU, A, j, key, (int64_t)((uint64_t)word >> WSH),
-                                     b_row[k], word, kind, fclk, &hit, CFG_ARGS);
-                    if (at < 0) {
-                        status = 1; /* nothing can ever issue: a deadlock */
-                        fclk = AT_OF(Sc, int64_t, ARENA_LAST_EVAL)[0];
-                        goto finish;
-                    }
-                    if (at != fclk) {
-                        fclk = at;
-                        budget = F;
-                    }
-                    budget--;
+            for (int64_t j = 0; j < n; j++) {
+                const int64_t arr = A->line_arr[j >> S->ks], key = TX_KEY(j);
+                if (arr > fclk) {
+                    fclk = arr;
+                    budget = F;
+                } else if (budget == 0) {
+                    fclk++;
+                    budget = F;
                 }
+                Sim *Sc = NCH == 1 ? sims : &sims[FIELD(key, F_CH)];
+                int hit;
+                const int64_t kind = !nw && Q_WR(j) ? K_WR : K_RD;
+                const int64_t at = ch_offer(Sc, RU, A, j, key, kind, fclk, &hit, CFG_ARGS);
+                if (at < 0) {
+                    status = 1; /* nothing can ever issue: a deadlock */
+                    fclk = AT_OF(Sc, int64_t, ARENA_LAST_EVAL)[0];
+                    goto finish;
+                }
+                if (at != fclk) {
+                    fclk = at;
+                    budget = F;
+                }
+                budget--;
             }
         }
         /* Ramulator's end: the step that offered the last request; the counts then */
