@@ -20,12 +20,14 @@ folder's is stale; the script prints it (``--self`` adds it to the libraries com
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 
 import numpy as np
 from _host import load, machine  # benchmarks/ is on sys.path when a script runs
@@ -46,9 +48,11 @@ def _entry(path: str):
     return fn
 
 
-def _capture(cases: list[dict], ref) -> list[tuple[str, int, object, EngineArgs]]:
-    """Per case: its id, its requests, and simulate_c's arguments with the arrays they point
-    to (kept alive here)."""
+@contextlib.contextmanager
+def simulate_c_calls() -> Iterator[list]:
+    """Within it, every call to ``simulate_c`` is recorded as (the arrays it keeps alive, its
+    arguments), each run with fresh output arrays: a scratch replay's outputs are this thread's
+    buffers, shared by the runs and reallocated when a larger one comes."""
     seen: list = []
     original = native._interruptible
 
@@ -57,12 +61,20 @@ def _capture(cases: list[dict], ref) -> list[tuple[str, int, object, EngineArgs]
         return original(n, keep, fn, args)
 
     native._interruptible = spy
-    # fresh output arrays per case: a scratch replay's outputs are this thread's buffers,
-    # shared by the cases and reallocated when a larger one comes
     scratch_max = native._OUT_SCRATCH_MAX
     native._OUT_SCRATCH_MAX = -1
     try:
-        runs = []
+        yield seen
+    finally:
+        native._interruptible = original
+        native._OUT_SCRATCH_MAX = scratch_max
+
+
+def _capture(cases: list[dict], ref) -> list[tuple[str, int, object, EngineArgs]]:
+    """Per case: its id, its requests, and simulate_c's arguments with the arrays they point
+    to (kept alive here)."""
+    runs = []
+    with simulate_c_calls() as seen:
         for case in cases:
             spec = case_memory_spec(case["memory_args"])
             requests = read_trace(ref / case["trace"])
@@ -71,10 +83,7 @@ def _capture(cases: list[dict], ref) -> list[tuple[str, int, object, EngineArgs]
             assert stats.cycles == case["ramulator2"]["cycles"], case["id"]
             keep, args = seen[-1]
             runs.append((case["id"], stats.requests, keep, args))
-        return runs
-    finally:
-        native._interruptible = original
-        native._OUT_SCRATCH_MAX = scratch_max
+    return runs
 
 
 def _outputs(keep) -> list[np.ndarray]:

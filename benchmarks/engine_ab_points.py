@@ -19,31 +19,21 @@ import ctypes
 import time
 
 import numpy as np
-from engine_ab import _outputs  # benchmarks/ is on sys.path when a script runs
+from engine_ab import (
+    _entry,
+    _outputs,
+    simulate_c_calls,
+)  # benchmarks/ is on sys.path when a script runs
 
-import nmp.memory.native as native
 from nmp.arch.point import run_design_point
 from nmp.memory.engine_fields import EngineArgs
 
 
 def _capture(seeds: range) -> list[tuple[object, EngineArgs]]:
     """The simulate_c calls of the design points, each with fresh outputs (kept alive)."""
-    seen: list = []
-    original = native._interruptible
-
-    def spy(n, keep, fn, args):
-        seen.append((keep, args._obj))
-        return original(n, keep, fn, args)
-
-    native._interruptible = spy
-    scratch_max = native._OUT_SCRATCH_MAX
-    native._OUT_SCRATCH_MAX = -1  # (each run its own outputs, as engine_ab.py captures)
-    try:
+    with simulate_c_calls() as seen:
         for s in seeds:
             run_design_point("recross", "recross-eval", seed=s)
-    finally:
-        native._interruptible = original
-        native._OUT_SCRATCH_MAX = scratch_max
     return seen
 
 
@@ -60,12 +50,7 @@ def main() -> None:
         p = ctypes.cast(args.params, ctypes.POINTER(ctypes.c_int64))
         orgs.append((p[1], p[2], p[3], p[4]))  # ranks, bank groups, banks, read buffer
     print(f"{len(seen)} runs, {sum(args.n for _, args in seen)} transactions")
-    fns = []
-    for path in a.libs:
-        fn = ctypes.CDLL(path).simulate_c
-        fn.restype = ctypes.c_int
-        fn.argtypes = [ctypes.POINTER(EngineArgs)]
-        fns.append(fn)
+    fns = [_entry(path) for path in a.libs]
     ref: list = [None] * len(seen)
     best = [[float("inf")] * len(seen) for _ in fns]
     for r in range(a.rounds):
