@@ -66,7 +66,12 @@ against the reference (and ours against Ramulator's). With no peer present it sa
 prints the recorded speeds (README §10) beside the in-process one of this engine.
 
     .venv/bin/python benchmarks/peers.py [--repeat 5] [--filter hbm2] [--quick] [--threads 1]
-        [--warmup 1] [--in-replays 5] [--peer-dir DIR] [--build [--deps DIR] [--jobs N]]
+        [--warmup 1] [--in-replays 5] [--isa avx2] [--peer-dir DIR] [--build [--deps DIR]
+        [--jobs N]]
+
+``--isa avx2``: nmp's engine built without AVX-512 (the AVX2 paths an AMD EPYC up to Zen 3 runs,
+where issue 43's targets are read), in process and in the ``nmp replay`` children
+(``benchmarks/_isa.py``); the peers are built as they are (``-O3``, no ``-march``).
 """
 
 from __future__ import annotations
@@ -84,6 +89,7 @@ import time
 from pathlib import Path
 
 from _host import load, machine, wait_and_reap  # benchmarks/ is on sys.path when a script runs
+from _isa import ISAS, describe, enter
 from peer_build import DRAMSIM3, RAMULATOR2, build_peer, built, commit_note, default_peer_dir
 from peer_drivers import DRAMSIM3_INJECTOR, RAMULATOR_SCRIPT
 
@@ -396,6 +402,12 @@ def main() -> None:
         default=1,
         help="nmp's threads per multi-channel replay (1: one core)",
     )
+    ap.add_argument(
+        "--isa",
+        choices=ISAS,
+        default="native",
+        help="avx2: nmp's engine built without AVX-512, as on an AMD EPYC up to Zen 3 (_isa.py)",
+    )
     ap.add_argument("--peer-dir", type=Path, default=default_peer_dir(), help="the peers' builds")
     ap.add_argument("--build", action="store_true", help="clone and build the peers first")
     ap.add_argument("--deps", type=Path, help="local yaml-cpp, fmt, nanobind for Ramulator's build")
@@ -405,6 +417,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.repeat < 1 or a.warmup < 0 or a.in_replays < 1:
         ap.error("--repeat and --in-replays must be at least 1, --warmup at least 0")
+    enter(a.isa)
     if a.build:
         for peer, src in ((RAMULATOR2, a.ramulator2_src), (DRAMSIM3, a.dramsim3_src)):
             print(f"building {peer.name} @{peer.commit} into {a.peer_dir}")
@@ -417,6 +430,7 @@ def main() -> None:
         cases = cases[::4]
     print(f"machine: {machine()}; load average (1/5/15 min) before: {load()}")
     print(f"nmp: {a.threads} thread(s) per multi-channel replay; the peers run on one")
+    print(f"nmp: {describe()}")
     print(
         f"each whole process run {a.warmup} time(s) per case untimed first; nmp in process: "
         f"the mean of {a.in_replays} replay(s) per round"
