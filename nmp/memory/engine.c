@@ -495,11 +495,13 @@ __attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU,
     if (nb == 32 && b4)
         return ro ? sim_core(A, RU, sums, NULL, 1, C1R1_RO(4, 32, 4), tick_1r32_ro)
                   : sim_core(A, RU, sums, NULL, 1, C1R1(4, 32, 4), tick_1r32);
-    /* (a bank-level unit's internal view: its 8 banks, one bank group) */
-    if (nb == 8 && A->P->banks == 8)
+    /* (a bank-level unit's internal view: its 8 banks, one bank group; on AVX2 builds these
+     * of one block keep their table in 32 bits too, with the same guard: else tick_1r_b2) */
+    const int64_t b1 = !T32_NARROW || RU->lat_max < T32_LAT_MAX;
+    if (nb == 8 && A->P->banks == 8 && b1)
         return ro ? sim_core(A, RU, sums, NULL, 1, C1R1_RO(1, 8, 8), tick_1r8_ro)
                   : sim_core(A, RU, sums, NULL, 1, C1R1(1, 8, 8), tick_1r8);
-    if (nb <= 8)
+    if (nb <= 8 && b1)
         return ro ? sim_core(A, RU, sums, NULL, 1, C1R1_RO(1, 0, 0), tick_1r_b1_ro)
                   : sim_core(A, RU, sums, NULL, 1, C1R1(1, 0, 0), tick_1r_b1);
     if (nb <= 16) return sim_core(A, RU, sums, NULL, 1, C1R1(2, 0, 0), tick_1r_b2);

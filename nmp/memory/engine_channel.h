@@ -204,7 +204,7 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
         }
 #else
 #ifdef __AVX2__
-        if (B_C > 0 && 8 % B_C == 0) {
+        if ((B_C > 0 && 8 % B_C == 0) || NBLK_C == 1) {
             /* the bank group's lanes lie in the bank's vector of 8: one load and store a row,
              * the group's and the bank's clocks as masked maxima (INT32_MIN elsewhere) */
             const int64_t h8 = lb & ~(int64_t)7;
@@ -455,15 +455,13 @@ FORCE_INLINE int64_t not_ready_min(Sim *restrict S, int64_t c, const NotReady *n
         for (int k = 0; k < NK_USED; k++) {
             if (!rows[k]) continue;
             const int32_t *restrict tk = TB32R(c, k);
-            for (int64_t b = 0; b < NBLK / 2; b++) {
-                const int64_t top = mx(TOP(c, RANK_OF(16 * b), row_cmd[k]) - S->tbase, T32_FLOOR);
-                const __m256i tv = _mm256_set1_epi32((int32_t)top);
-                for (int64_t l = 16 * b; l < 16 * b + 16; l += 8)
-                    acc = _mm256_min_epi32(
-                        acc, blend_signs(none,
-                                         _mm256_max_epi32(
-                                             _mm256_load_si256((const void *)(tk + l)), tv),
-                                         lane_signs8(rows[k] >> l)));
+            for (int64_t l = 0; l < TP; l += 8) {
+                const int64_t top = mx(TOP(c, RANK_OF(l), row_cmd[k]) - S->tbase, T32_FLOOR);
+                acc = _mm256_min_epi32(
+                    acc, blend_signs(none,
+                                     _mm256_max_epi32(_mm256_load_si256((const void *)(tk + l)),
+                                                      _mm256_set1_epi32((int32_t)top)),
+                                     lane_signs8(rows[k] >> l)));
             }
         }
         __m128i m4 = _mm_min_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));

@@ -86,7 +86,10 @@ FORCE_INLINE void raise_lanes(int64_t *restrict t, uint64_t m, int64_t v)
 #else
 #define T32_AVAIL 0
 #endif
+/* AVX2 builds also keep a table of one block of 8 lanes in 32 bits: one vector instead of two
+ * (AVX-512: one vector either way) */
 #if defined(__AVX2__) && !defined(__AVX512F__)
+#define T32_NARROW 1
 /* AVX2 has no mask registers: lane i of 8 selected by bit i of bits, as the sign of lane i
  * (bit i shifted to bit 31; the bits above i shift out), which blend_signs reads */
 FORCE_INLINE __m256i lane_signs8(uint64_t bits)
@@ -101,6 +104,8 @@ FORCE_INLINE __m256i blend_signs(__m256i a, __m256i b, __m256i s)
     return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b),
                                                  _mm256_castsi256_ps(s)));
 }
+#else
+#define T32_NARROW 0
 #endif
 /* chan_tick rebases when the cycle is T32_REBASE past tbase; a rebased clock is at least
  * T32_FLOOR; a latency below T32_NEG (NEG) counts as T32_NEG; a run takes these
@@ -112,25 +117,25 @@ FORCE_INLINE __m256i blend_signs(__m256i a, __m256i b, __m256i s)
 #define T32_NEG (-((int64_t)1 << 30))
 #define T32_LAT_MAX ((int64_t)1 << 28)
 
-/* the lanes l of m where t[l] <= clk, t in nb blocks of 16 int32 */
-FORCE_INLINE uint64_t le_bits32(const int32_t *restrict t, uint64_t m, int32_t clk, int64_t nb)
+/* the lanes l of m where t[l] <= clk, t of nl int32 (blocks of 16; AVX2: of 8) */
+FORCE_INLINE uint64_t le_bits32(const int32_t *restrict t, uint64_t m, int32_t clk, int64_t nl)
 {
     uint64_t r = 0;
 #ifdef __AVX512F__
     const __m512i vc = _mm512_set1_epi32(clk);
-    for (int64_t b = 0; b < nb; b++)
+    for (int64_t b = 0; b < nl / 16; b++)
         r |= (uint64_t)_mm512_cmple_epi32_mask(_mm512_load_si512((const void *)(t + 16 * b)), vc)
              << (16 * b);
 #elif defined(__AVX2__)
     /* the lanes above clk, 8 a vector, then the others */
     const __m256i vc = _mm256_set1_epi32(clk);
-    for (int64_t l = 0; l < 16 * nb; l += 8)
+    for (int64_t l = 0; l < nl; l += 8)
         r |= (uint64_t)(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(
                  _mm256_cmpgt_epi32(_mm256_load_si256((const void *)(t + l)), vc)))
              << l;
     return ~r & m;
 #else
-    for (int64_t l = 0; l < 16 * nb; l++) r |= (uint64_t)(t[l] <= clk) << l;
+    for (int64_t l = 0; l < nl; l++) r |= (uint64_t)(t[l] <= clk) << l;
 #endif
     return r & m;
 }

@@ -113,6 +113,18 @@ def test_portable_build_identical(dram_ref, engine_build, cc, flags):
         for variant in ("blocked-pre-stops-scan", "queues-100-70", "closed-row"):
             inputs, spec = _case_inputs(next(c for c in CASES if "random_rw50" in c["id"]))
             _both(inputs[:3000], spec, VARIANTS[variant])
+        # a design point's bank-group and bank units (tables of one block of 8 lanes, which
+        # AVX2 builds keep in 32 bits), with writes and without
+        rng = np.random.default_rng(7)
+        for level, banks in (("bankgroup", 4), ("bank", 8)):
+            org = {"channels": 1, "ranks": 1, "bankgroups": 1, "banks": banks}
+            spec = internal_view(load_memory("ddr4-3200aa").with_org(**org), level)
+            addr = (rng.integers(0, 64, 3000) * 8192 + rng.integers(0, 16, 3000) * 64) % (
+                spec.capacity_bytes
+            )
+            arrival = np.cumsum(rng.integers(0, 4, 3000))
+            for share in (0.3, 0.0):
+                _both(make_requests(addr, write=rng.random(3000) < share, arrival=arrival), spec)
 
 
 # (fields of nmp.memory.engine_params.ENGINE_PARAMS)
