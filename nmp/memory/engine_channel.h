@@ -203,6 +203,23 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
             _mm512_store_si512((void *)t, x);
         }
 #else
+#ifdef __AVX2__
+        if ((B_C > 0 && 8 % B_C == 0) || NBLK_C == 1) {
+            /* the bank group's lanes lie in the bank's vector of 8: one load and store a row,
+             * the group's and the bank's clocks as masked maxima (INT32_MIN elsewhere) */
+            const int64_t h8 = lb & ~(int64_t)7;
+            const __m256i sg = lane_signs8(gm >> h8), sb = lane_signs8(1ull << (lb - h8));
+            const __m256i lo = _mm256_set1_epi32(INT32_MIN);
+            for (int k = 0; k < NK_USED; k++) {
+                int32_t *restrict t = tb32 + k * TP + h8;
+                __m256i x = _mm256_load_si256((const void *)t);
+                x = _mm256_max_epi32(x, blend_signs(lo, _mm256_set1_epi32(T32V(RU->bg[cmd][k])), sg));
+                x = _mm256_max_epi32(x, blend_signs(lo, _mm256_set1_epi32(T32V(RU->bk[cmd][k])), sb));
+                _mm256_store_si256((void *)t, x);
+            }
+            return;
+        }
+#endif
         for (int k = 0; k < NK_USED; k++) {
             raise_lanes32(tb32 + k * TP, gm, T32V(RU->bg[cmd][k]));
             raise_lanes32(tb32 + k * TP, 1ull << lb, T32V(RU->bk[cmd][k]));
@@ -430,6 +447,27 @@ FORCE_INLINE int64_t not_ready_min(Sim *restrict S, int64_t c, const NotReady *n
             }
         }
         const int32_t t32min = _mm512_reduce_min_epi32(acc);
+        return t32min == INT32_MAX ? INF : S->tbase + t32min;
+#elif defined(__AVX2__)
+        /* 8 lanes a vector; the lanes not in the row's set count as INT32_MAX */
+        const __m256i none = _mm256_set1_epi32(INT32_MAX);
+        __m256i acc = none;
+        for (int k = 0; k < NK_USED; k++) {
+            if (!rows[k]) continue;
+            const int32_t *restrict tk = TB32R(c, k);
+            for (int64_t l = 0; l < TP; l += 8) {
+                const int64_t top = mx(TOP(c, RANK_OF(l), row_cmd[k]) - S->tbase, T32_FLOOR);
+                acc = _mm256_min_epi32(
+                    acc, blend_signs(none,
+                                     _mm256_max_epi32(_mm256_load_si256((const void *)(tk + l)),
+                                                      _mm256_set1_epi32((int32_t)top)),
+                                     lane_signs8(rows[k] >> l)));
+            }
+        }
+        __m128i m4 = _mm_min_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+        m4 = _mm_min_epi32(m4, _mm_shuffle_epi32(m4, _MM_SHUFFLE(1, 0, 3, 2)));
+        m4 = _mm_min_epi32(m4, _mm_shuffle_epi32(m4, _MM_SHUFFLE(2, 3, 0, 1)));
+        const int32_t t32min = _mm_cvtsi128_si32(m4);
         return t32min == INT32_MAX ? INF : S->tbase + t32min;
 #endif
     }

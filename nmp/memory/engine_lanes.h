@@ -73,7 +73,7 @@ FORCE_INLINE void raise_lanes(int64_t *restrict t, uint64_t m, int64_t v)
 }
 
 
-/* ---- the bank table in 32 bits: 16 lanes per vector (AVX-512 only) ----------------------
+/* ---- the bank table in 32 bits: 16 lanes per vector (AVX-512; AVX2: two of 8) ----------
  * An instantiation whose bank table has 16 or more lanes keeps it as int32 clocks relative
  * to its Sim's tbase (engine_state.h: T32_OF): the vector work of a scan, a minimum and a
  * raise halves. Exact because a stored clock matters only through "t <= clk" at the current
@@ -81,10 +81,31 @@ FORCE_INLINE void raise_lanes(int64_t *restrict t, uint64_t m, int64_t v)
  * time then raises to at least clk + 1: every value at or below the current cycle acts as
  * any other, so chan_tick's rebase may move old ones up to a floor (T32_FLOOR) and a rule
  * that is not there (NEG) raises to a value below the cycle. */
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || defined(__AVX2__)
 #define T32_AVAIL 1
 #else
 #define T32_AVAIL 0
+#endif
+/* AVX2 builds also keep a table of one block of 8 lanes in 32 bits: one vector instead of two
+ * (AVX-512: one vector either way) */
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#define T32_NARROW 1
+/* AVX2 has no mask registers: lane i of 8 selected by bit i of bits, as the sign of lane i
+ * (bit i shifted to bit 31; the bits above i shift out), which blend_signs reads */
+FORCE_INLINE __m256i lane_signs8(uint64_t bits)
+{
+    return _mm256_sllv_epi32(_mm256_set1_epi32((int32_t)(uint32_t)bits),
+                             _mm256_setr_epi32(31, 30, 29, 28, 27, 26, 25, 24));
+}
+
+/* b in the lanes whose sign in s is set, a in the others */
+FORCE_INLINE __m256i blend_signs(__m256i a, __m256i b, __m256i s)
+{
+    return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b),
+                                                 _mm256_castsi256_ps(s)));
+}
+#else
+#define T32_NARROW 0
 #endif
 /* chan_tick rebases when the cycle is T32_REBASE past tbase; a rebased clock is at least
  * T32_FLOOR; a latency below T32_NEG (NEG) counts as T32_NEG; a run takes these
@@ -96,17 +117,25 @@ FORCE_INLINE void raise_lanes(int64_t *restrict t, uint64_t m, int64_t v)
 #define T32_NEG (-((int64_t)1 << 30))
 #define T32_LAT_MAX ((int64_t)1 << 28)
 
-/* the lanes l of m where t[l] <= clk, t in nb blocks of 16 int32 */
-FORCE_INLINE uint64_t le_bits32(const int32_t *restrict t, uint64_t m, int32_t clk, int64_t nb)
+/* the lanes l of m where t[l] <= clk, t of nl int32 (blocks of 16; AVX2: of 8) */
+FORCE_INLINE uint64_t le_bits32(const int32_t *restrict t, uint64_t m, int32_t clk, int64_t nl)
 {
     uint64_t r = 0;
 #ifdef __AVX512F__
     const __m512i vc = _mm512_set1_epi32(clk);
-    for (int64_t b = 0; b < nb; b++)
+    for (int64_t b = 0; b < nl / 16; b++)
         r |= (uint64_t)_mm512_cmple_epi32_mask(_mm512_load_si512((const void *)(t + 16 * b)), vc)
              << (16 * b);
+#elif defined(__AVX2__)
+    /* the lanes above clk, 8 a vector, then the others */
+    const __m256i vc = _mm256_set1_epi32(clk);
+    for (int64_t l = 0; l < nl; l += 8)
+        r |= (uint64_t)(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(
+                 _mm256_cmpgt_epi32(_mm256_load_si256((const void *)(t + l)), vc)))
+             << l;
+    return ~r & m;
 #else
-    for (int64_t l = 0; l < 16 * nb; l++) r |= (uint64_t)(t[l] <= clk) << l;
+    for (int64_t l = 0; l < nl; l++) r |= (uint64_t)(t[l] <= clk) << l;
 #endif
     return r & m;
 }
@@ -115,6 +144,17 @@ FORCE_INLINE uint64_t le_bits32(const int32_t *restrict t, uint64_t m, int32_t c
  * raise_lanes) */
 FORCE_INLINE void raise_lanes32(int32_t *restrict t, uint64_t m, int32_t v)
 {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+    /* 8 lanes a vector (a scan loads them 8 at a time) */
+    while (m) {
+        const int64_t h = __builtin_ctzll(m) & ~(int64_t)7;
+        const __m256i x = _mm256_load_si256((const void *)(t + h));
+        _mm256_store_si256((void *)(t + h),
+                           blend_signs(x, _mm256_max_epi32(x, _mm256_set1_epi32(v)),
+                                       lane_signs8(m >> h)));
+        m &= ~(0xFFull << h);
+    }
+#else
     while (m) {
         const int64_t b = __builtin_ctzll(m) >> 4;
 #ifdef __AVX512F__
@@ -128,6 +168,7 @@ FORCE_INLINE void raise_lanes32(int32_t *restrict t, uint64_t m, int32_t v)
 #endif
         m &= ~(0xFFFFull << (16 * b));
     }
+#endif
 }
 
 #endif

@@ -117,10 +117,12 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
 
 /* An instantiation keeps its bank table in 32 bits (engine_lanes.h) where its table has
  * blocks of 16 lanes, each within one rank (not_ready_min folds a block's rank in), and each
- * bank group within one block (issue_rules raises it in one) */
-#define T32_OF(R, NBLK_C, GB_C, B_C)                                                     \
-    (T32_AVAIL && (NBLK_C) >= 2 && (NBLK_C) % 2 == 0 && (GB_C) > 0 && (B_C) > 0 &&       \
-     16 % (B_C) == 0 && ((R) == 1 || (GB_C) % 16 == 0))
+ * bank group within one block (issue_rules raises it in one); on AVX2 builds (T32_NARROW)
+ * also a table of one rank in one block of 8 lanes */
+#define T32_OF(R, NBLK_C, GB_C, B_C)                                                      \
+    (T32_AVAIL && (((NBLK_C) >= 2 && (NBLK_C) % 2 == 0 && (GB_C) > 0 && (B_C) > 0 &&      \
+                    16 % (B_C) == 0 && ((R) == 1 || (GB_C) % 16 == 0)) ||                 \
+                   (T32_NARROW && (NBLK_C) == 1 && (R) == 1)))
 
 /* a run's state as restrict-qualified locals (loads the compiler may keep in registers) */
 #define UNPACK(S)                                                                          \
@@ -178,7 +180,7 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
 #define TB32R(c, row) (Tb32 + ((c) * NK + (row)) * TP)
 /* the lanes of m whose row of the bank table is ready at clk */
 #define LE_BITS(c, row, m)                                                                \
-    (t32 ? le_bits32(TB32R(c, row), m, (int32_t)(clk - S->tbase), NBLK / 2)               \
+    (t32 ? le_bits32(TB32R(c, row), m, (int32_t)(clk - S->tbase), TP)                     \
          : le_bits(TBR(c, row), m, clk, NBLK))
 /* a lane's clock in a row of the bank table */
 #define TB_AT(c, row, l) (t32 ? S->tbase + TB32R(c, row)[l] : TBR(c, row)[l])

@@ -2,12 +2,47 @@
 
 from __future__ import annotations
 
+import contextlib
+import platform
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from memref import require_ref
 
+from nmp.memory import native, native_build
+
 
 @pytest.fixture(scope="session")
 def dram_ref() -> Path:
     return require_ref()
+
+
+@pytest.fixture(scope="session")
+def engine_build(
+    tmp_path_factory,
+) -> Callable[[str, str | None], contextlib.AbstractContextManager]:
+    """``with engine_build(flags, cc):`` the native engine loads the build of ``cc`` (default:
+    the compiler the library is built with) with ``flags`` and -Werror (native_build adds -Wall
+    -Wextra: a warning fails the build) while the block lasts. A build with flags goes to a
+    cache folder of this session: one build per flags and compiler, shared by the tests that
+    ask for it (test_portable_build_identical, test_mem_bank_table_32's AVX2 runs), since each
+    costs 25-40 s of CI; one without flags keeps to the user cache (the ordinary build)."""
+    cache = tmp_path_factory.mktemp("engine-builds")
+
+    @contextlib.contextmanager
+    def use(flags: str, cc: str | None = None) -> Iterator[None]:
+        if flags and platform.machine().lower() not in ("x86_64", "amd64"):
+            pytest.skip(f"the {flags} builds are x86 builds ({platform.machine()} builds plain C)")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("CC", f"{cc or ' '.join(native_build.compiler())} {flags} -Werror")
+            if flags:
+                mp.setenv("NMP_CACHE_DIR", str(cache))
+            native._library.cache_clear()
+            try:
+                assert native.available(), native.unavailable_reason()
+                yield
+            finally:
+                native._library.cache_clear()
+
+    return use

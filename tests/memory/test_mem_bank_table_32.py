@@ -3,7 +3,9 @@ banks keep their bank-group and bank ready clocks as int32 relative to a base th
 evaluation moves once the cycle is 2^29 past it, and take a run only where every latency of its
 constraint table is below 2^28. Both guards against the numba engine, on runs that need them:
 clocks past 2^31 (the rebase, with commands in flight as it happens and after a jump of more
-than 2^30), and latencies above 2^28 (the run falls back to the 64-bit table)."""
+than 2^30), and latencies above 2^28 (the run falls back to the 64-bit table); each with the
+library this machine loads and with an AVX2-only build (the table's AVX2 paths, which CPUs
+without AVX-512 run; the build test_portable_build_identical shares)."""
 
 from __future__ import annotations
 
@@ -13,18 +15,44 @@ import numpy as np
 import pytest
 from test_mem_native_engine import _both, _native, _params
 
-from nmp.memory import driver, engine, load_memory, make_requests, native
+from nmp.memory import driver, engine, internal_view, load_memory, make_requests, native
 from nmp.memory.lines import engine_inputs
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="the native engine is not built")
 
-# one of each instantiation with a 32-bit table: DDR4 (16 banks), DDR5 (32), two ranks, HBM2
+# one of each instantiation with a 32-bit table: DDR4 (16 banks), DDR5 (32), two ranks, HBM2;
+# on AVX2 builds also those of one block of 8 lanes: the views of a design point's bank-group
+# unit (one group of 4 banks) and bank unit (8 banks)
+UNIT = {"channels": 1, "ranks": 1, "bankgroups": 1}
 PRESETS = {
-    "ddr4": ("ddr4-3200aa", {}),
-    "ddr5": ("ddr5-4800an", {}),
-    "ddr4-2r": ("ddr4-3200aa", {"ranks": 2}),
-    "hbm2": ("hbm2-2000", {}),
+    "ddr4": ("ddr4-3200aa", {}, None),
+    "ddr5": ("ddr5-4800an", {}, None),
+    "ddr4-2r": ("ddr4-3200aa", {"ranks": 2}, None),
+    "hbm2": ("hbm2-2000", {}, None),
+    "bankgroup-unit": ("ddr4-3200aa", {**UNIT, "banks": 4}, "bankgroup"),
+    "bank-unit": ("ddr4-3200aa", {**UNIT, "banks": 8}, "bank"),
 }
+
+
+def _spec(name):
+    preset, org, view = PRESETS[name]
+    spec = load_memory(preset)
+    spec = spec.with_org(**org) if org else spec
+    return internal_view(spec, view) if view else spec
+
+
+# the builds: the one this machine loads, and one without AVX-512 (conftest.py: engine_build)
+BUILDS = {"default": None, "avx2-paths": "-mno-avx512f"}
+
+
+@pytest.fixture(params=list(BUILDS))
+def build(request, engine_build):
+    flags = BUILDS[request.param]
+    if flags is None:
+        yield
+        return
+    with engine_build(flags):
+        yield
 
 
 def _bursts(spec, starts, per_burst, seed, write_share=0.3):
@@ -41,13 +69,11 @@ def _bursts(spec, starts, per_burst, seed, write_share=0.3):
 
 
 @pytest.mark.parametrize("name", PRESETS)
-def test_clocks_past_2_to_31_rebase_exactly(name):
+def test_clocks_past_2_to_31_rebase_exactly(build, name):
     """Bursts across 2^29 (a rebase while the table holds clocks ahead of the cycle), at
     3 * 2^30 (past int32, after a jump of more than 2^30) and 2^29 later again: every output
     and the command log equal the numba engine's (without the rebase, the clocks wrap)."""
-    preset, org = PRESETS[name]
-    spec = load_memory(preset)
-    spec = spec.with_org(**org) if org else spec
+    spec = _spec(name)
     s29, s30 = 1 << 29, 1 << 30
     starts = [0, s29 - 40, 3 * s30, 3 * s30 + s29 - 40, 3 * s30 + s29 + 200]
     for reads_only in (False, True):
@@ -56,11 +82,12 @@ def test_clocks_past_2_to_31_rebase_exactly(name):
         assert out[0] == 0 and out[1] > 3 * s30 + s29, name
 
 
-def test_latencies_above_2_to_28_take_the_64_bit_table():
+@pytest.mark.parametrize("name", ["ddr4", "bank-unit"])
+def test_latencies_above_2_to_28_take_the_64_bit_table(build, name):
     """A constraint table whose latencies reach 2^28 and more (every latency times 2^26: the
     largest past 2^31) does not fit the 32-bit table: the run takes the 64-bit one, and equals
     the numba engine."""
-    spec = load_memory("ddr4-3200aa")
+    spec = _spec(name)
     reqs = _bursts(spec, [0], 40, seed=5)
     plan = driver._plan(spec)
     tab_i, nxt, lat, win = plan.tables
