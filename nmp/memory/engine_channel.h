@@ -244,16 +244,15 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
         const __m256i kb[2] = {_mm256_cmpeq_epi64(_mm256_and_si256(b, bit), bit),
                                _mm256_cmpeq_epi64(
                                    _mm256_and_si256(_mm256_srli_epi64(b, 4), bit), bit)};
-        /* each lane's raise first (the bank's lane, in its bank group, the larger of the two;
-         * a lane of neither INT64_MIN, below every clock), then one max per half block */
-        const __m256i none = _mm256_set1_epi64x(INT64_MIN);
         for (int k = 0; k < NK_USED; k++) {
-            const int64_t vg = clk + RU->bg[cmd][k], vgb = mx(vg, clk + RU->bk[cmd][k]);
+            const __m256i vg = _mm256_set1_epi64x(clk + RU->bg[cmd][k]),
+                          vb = _mm256_set1_epi64x(clk + RU->bk[cmd][k]);
             for (int h = 0; h < 2; h++) {
                 int64_t *restrict t = tb + k * TP + b8 + 4 * h;
-                const __m256i up = blend64(blend64(none, _mm256_set1_epi64x(vg), kg[h]),
-                                           _mm256_set1_epi64x(vgb), kb[h]);
-                _mm256_store_si256((void *)t, max64(_mm256_load_si256((const void *)t), up));
+                __m256i x = _mm256_load_si256((const void *)t);
+                x = _mm256_blendv_epi8(x, vg, _mm256_and_si256(kg[h], _mm256_cmpgt_epi64(vg, x)));
+                x = _mm256_blendv_epi8(x, vb, _mm256_and_si256(kb[h], _mm256_cmpgt_epi64(vb, x)));
+                _mm256_store_si256((void *)t, x);
             }
         }
 #else

@@ -7,23 +7,6 @@
 
 /* ---- the bank table: t[lane] over the lanes (banks) of one channel, for one command ---- */
 
-#ifdef __AVX2__
-/* int64 words without AVX-512's masks and max (the AVX2 paths): b where the sign bit of m's
- * word is set, else a (blendv reads only that bit); the larger of a and b */
-FORCE_INLINE __m256i blend64(__m256i a, __m256i b, __m256i m)
-{
-    return _mm256_castpd_si256(
-        _mm256_blendv_pd(_mm256_castsi256_pd(a), _mm256_castsi256_pd(b), _mm256_castsi256_pd(m)));
-}
-FORCE_INLINE __m256i max64(__m256i a, __m256i b) { return blend64(a, b, _mm256_cmpgt_epi64(b, a)); }
-/* lanes [4j, 4j + 4) of m as sign bits, one a word (j of 0..15) */
-FORCE_INLINE __m256i lane_signs(uint64_t m, int64_t j)
-{
-    return _mm256_sllv_epi64(_mm256_set1_epi64x((int64_t)(m >> (4 * j))),
-                             _mm256_set_epi64x(60, 61, 62, 63));
-}
-#endif
-
 /* lanes [lo, lo + n) */
 FORCE_INLINE uint64_t lanes(int64_t lo, int64_t n)
 {
@@ -81,14 +64,6 @@ FORCE_INLINE void raise_lanes(int64_t *restrict t, uint64_t m, int64_t v)
         _mm512_store_si512((void *)(t + 8 * b),
                            _mm512_mask_max_epi64(x, (__mmask8)(m >> (8 * b)), x,
                                                  _mm512_set1_epi64(v)));
-#elif defined(__AVX2__)
-        const __m256i vv = _mm256_set1_epi64x(v);
-        for (int64_t j = 2 * b; j < 2 * b + 2; j++) {
-            const __m256i x = _mm256_load_si256((const void *)(t + 4 * j));
-            _mm256_store_si256((void *)(t + 4 * j),
-                               blend64(x, vv, _mm256_and_si256(lane_signs(m, j),
-                                                               _mm256_cmpgt_epi64(vv, x))));
-        }
 #else
         for (int64_t l = 8 * b; l < 8 * b + 8; l++)
             if ((m >> l) & 1) t[l] = mx(t[l], v);

@@ -138,28 +138,6 @@ FORCE_INLINE int32_t reset_lane(int64_t *restrict q, int64_t e, int64_t ln, int6
         _mm512_store_si512((void *)(q + i), _mm512_mask_or_epi64(cleared, kh, cleared, vhit));
         hits += __builtin_popcount(kh);
     }
-#elif defined(__AVX2__)
-    /* as above, 4 slots a vector, with full stores (clang vectorizes the loop below with
-     * masked stores, which the next scan's loads cannot forward from): a slot of the lane
-     * loses the hit bit, then takes it where its row is nrow; the hits counted as -1 words */
-    const __m256i vsel = _mm256_set1_epi64x((int64_t)sel), vl = _mm256_set1_epi64x(ln),
-                  vr = _mm256_set1_epi64x(nrow), vrm = _mm256_set1_epi64x((1ll << WBITS) - 1),
-                  vhit = _mm256_set1_epi64x((int64_t)1 << (WSH + hsb));
-    const __m128i qb = _mm_cvtsi64_si128(qbits);
-    __m256i nh = _mm256_setzero_si256();
-    for (int64_t i = 0; i < e; i += 4) {
-        const __m256i v = _mm256_load_si256((const void *)(q + i));
-        const __m256i k = _mm256_cmpeq_epi64(
-            _mm256_and_si256(_mm256_srli_epi64(v, WSH), vsel), vl);
-        const __m256i rows = _mm256_srl_epi64(_mm256_and_si256(v, vrm), qb);
-        const __m256i kh = _mm256_and_si256(k, _mm256_cmpeq_epi64(rows, vr));
-        const __m256i cleared = _mm256_andnot_si256(_mm256_and_si256(k, vhit), v);
-        _mm256_store_si256((void *)(q + i),
-                           _mm256_or_si256(cleared, _mm256_and_si256(kh, vhit)));
-        nh = _mm256_sub_epi64(nh, kh);
-    }
-    const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(nh), _mm256_extracti128_si256(nh, 1));
-    hits = (int32_t)(_mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1));
 #else
     const int64_t hit = (int64_t)1 << (WSH + hsb);
     for (int64_t i = 0; i < e; i++) {
