@@ -110,7 +110,8 @@ def test_portable_build_identical(dram_ref, engine_build, cc, flags):
         for case in CASES[::3]:
             inputs, spec = _case_inputs(case)
             _both(inputs[:6000], spec)
-        for variant in ("blocked-pre-stops-scan", "queues-100-70", "closed-row"):
+        # (queues of 24 and 100 slots: the slot scans' and reset_lane's odd lengths)
+        for variant in ("blocked-pre-stops-scan", "queues-100-70", "queues-24-16", "closed-row"):
             inputs, spec = _case_inputs(next(c for c in CASES if "random_rw50" in c["id"]))
             _both(inputs[:3000], spec, VARIANTS[variant])
         # a design point's bank-group and bank units (tables of one block of 8 lanes, which
