@@ -61,9 +61,12 @@ its modules and the libraries from disk, which is the file cache's state, not th
 Printed: each case's best times; per standard and peer the ratios (peer time / nmp time: the
 median over the cases, per round, as the range over the rounds, and of the best times), each
 tool's own throughput (requests/s) beside them; the README's trace (the case
-``emb_zipf_a0.8_r1m_rb64_p40@ddr4_1r``) on its own. Every peer's cycle count is checked
-against the reference (and ours against Ramulator's). With no peer present it says so and
-prints the recorded speeds (README §10) beside the in-process one of this engine.
+``emb_zipf_a0.8_r1m_rb64_p40@ddr4_1r``) on its own. Where fewer than all of a standard's cases
+ran (``--quick``, ``--filter``), its case count reads ``n/N``: a subset's median is not the
+standard's (the quick set's two HBM2 cases are among the engine's best against Ramulator 2).
+Every peer's cycle count is checked against the reference (and ours against Ramulator's). With
+no peer present it says so and prints the recorded speeds (README §10) beside the in-process one
+of this engine.
 
     .venv/bin/python benchmarks/peers.py [--repeat 5] [--filter hbm2] [--quick] [--threads 1]
         [--warmup 1] [--in-replays 5] [--isa avx2] [--peer-dir DIR] [--build [--deps DIR]
@@ -86,6 +89,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from _host import load, machine, wait_and_reap  # benchmarks/ is on sys.path when a script runs
@@ -277,14 +281,24 @@ def throughput(sel: list[dict], tool: str, metric: str, rounds: int) -> str:
     return f"{lo / scale:.2f}-{hi / scale:.2f} {unit}/s"
 
 
-def summarize(rows: list[dict], peers: list, rounds: int) -> None:
+def summarize(rows: list[dict], peers: list, rounds: int, totals: dict[str, int]) -> None:
     """Per standard and overall, per peer and measure: the ratio (peer time / nmp time; > 1:
-    nmp is faster), with each tool's throughput beside it."""
+    nmp is faster), with each tool's throughput beside it. ``totals``: the reference's cases
+    per standard; a run of fewer (``--quick``, ``--filter``) says so, since a subset's median
+    is not the standard's (the quick set's two HBM2 cases are among the engine's best)."""
     print(
         f"\nratios (peer time / nmp time; > 1: nmp is faster): the median over the cases, its "
         f"range over {rounds} round(s) and of the best times; each tool's requests/s beside"
     )
     groups = sorted({r["standard"] for r in rows}) + ["all"]
+    totals = {**totals, "all": sum(totals.values())}
+    ran = {g: sum(1 for r in rows if g in ("all", r["standard"])) for g in groups}
+    subsets = [g for g in groups if ran[g] < totals.get(g, 0)]
+    if subsets:
+        print(
+            "  cases n/N: n of the reference's N cases of the standard ran; the median is that "
+            "subset's, not the standard's (all of them: no --quick, no --filter)"
+        )
     for peer in peers:
         print(f"\n{peer.name}")
         print(
@@ -296,8 +310,9 @@ def summarize(rows: list[dict], peers: list, rounds: int) -> None:
             if not sel:
                 continue
             for metric in METRICS:
+                n = f"{len(sel)}/{totals[group]}" if group in subsets else str(len(sel))
                 print(
-                    f"  {group:8s} {len(sel):5d} {METRIC_NAMES[metric]:23s}"
+                    f"  {group:8s} {n:>5s} {METRIC_NAMES[metric]:23s}"
                     f" {ratio_cells(sel, peer.name, metric, rounds)}"
                     f"  {throughput(sel, 'nmp', metric, rounds):>17s}"
                     f"  {throughput(sel, peer.name, metric, rounds):>17s}"
@@ -468,7 +483,8 @@ def main() -> None:
                 flush=True,
             )
         print(f"load average after: {load()}")
-        summarize(rows, peers, a.repeat)
+        totals = Counter(data["memory_configs"][c["mem_config"]]["standard"] for c in data["cases"])
+        summarize(rows, peers, a.repeat, totals)
 
 
 if __name__ == "__main__":
