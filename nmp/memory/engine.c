@@ -489,7 +489,7 @@ __attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU,
     /* (b4: the instantiations of 16 and 32 banks keep their bank table in 32 bits, which
      * needs the table's latencies below T32_LAT_MAX: else the ones of 2 and 4 blocks) */
     const int64_t nb = A->P->bankgroups * A->P->banks;
-    const int64_t b4 = A->P->banks == 4 && RU->lat_max < T32_LAT_MAX;
+    const int64_t b4 = A->P->banks == 4 && T32_FITS(RU);
     if (nb == 16 && b4)
         return ro ? sim_core(A, RU, sums, NULL, 1, C1R1_RO(2, 16, 4), tick_1r16_ro)
                   : sim_core(A, RU, sums, NULL, 1, C1R1(2, 16, 4), tick_1r16);
@@ -498,7 +498,7 @@ __attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU,
                   : sim_core(A, RU, sums, NULL, 1, C1R1(4, 32, 4), tick_1r32);
     /* (a bank-level unit's internal view: its 8 banks, one bank group; on AVX2 builds these
      * of one block keep their table in 32 bits too, with the same guard: else tick_1r_b2) */
-    const int64_t b1 = !T32_NARROW || RU->lat_max < T32_LAT_MAX;
+    const int64_t b1 = !T32_NARROW || T32_FITS(RU);
     if (nb == 8 && A->P->banks == 8 && b1)
         return ro ? sim_core(A, RU, sums, NULL, 1, C1R1_RO(1, 8, 8), tick_1r8_ro)
                   : sim_core(A, RU, sums, NULL, 1, C1R1(1, 8, 8), tick_1r8);
@@ -520,7 +520,7 @@ TICK_OF(tick_2r16_ro, C1R2_RO(4, 16, 4))
 __attribute__((noinline)) static int sim_1ch_2rk(const Args *A, const Rules *RU, int64_t *sums, int ro)
 {
     const int64_t nb = A->P->bankgroups * A->P->banks;
-    const int64_t b4 = A->P->banks == 4 && RU->lat_max < T32_LAT_MAX; /* (as above) */
+    const int64_t b4 = A->P->banks == 4 && T32_FITS(RU); /* (as above) */
     if (nb == 16 && b4)
         return ro ? sim_core(A, RU, sums, NULL, 1, C1R2_RO(4, 16, 4), tick_2r16_ro)
                   : sim_core(A, RU, sums, NULL, 1, C1R2(4, 16, 4), tick_2r16);
@@ -539,7 +539,7 @@ __attribute__((noinline)) static int sim_ddr_channels(const Args *A, const Rules
                                                       int *st)
 {
     const int64_t R = A->P->ranks, nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
-    if (!b4 || (nb != 16 && nb != 32) || RU->lat_max >= T32_LAT_MAX) return 0;
+    if (!b4 || (nb != 16 && nb != 32) || !T32_FITS(RU)) return 0;
     if (R == 1 && nb == 16) *st = sim_core(A, RU, sums, ddr_1r16_crew, 0, C1R1(2, 16, 4), tick_1r16);
     else if (R == 1) *st = sim_core(A, RU, sums, ddr_1r32_crew, 0, C1R1(4, 32, 4), tick_1r32);
     else if (nb == 16) *st = sim_core(A, RU, sums, ddr_2r16_crew, 0, C1R2(4, 16, 4), tick_2r16);
@@ -556,7 +556,7 @@ static void *hbm_any_crew(void *hand) { return crew_loop(hand, HBM(0, 0, 0), tic
 
 __attribute__((noinline)) static int sim_hbm(const Args *A, const Rules *RU, int64_t *sums)
 {
-    if (A->P->bankgroups * A->P->banks == 16 && A->P->banks == 4 && RU->lat_max < T32_LAT_MAX)
+    if (A->P->bankgroups * A->P->banks == 16 && A->P->banks == 4 && T32_FITS(RU))
         return sim_core(A, RU, sums, hbm_crew, 0, HBM(4, 16, 4), tick_hbm);
     return sim_core(A, RU, sums, hbm_any_crew, 0, HBM(0, 0, 0), tick_hbm_any);
 }

@@ -124,6 +124,9 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
                     16 % (B_C) == 0 && ((R) == 1 || (GB_C) % 16 == 0)) ||                 \
                    (T32_NARROW && (NBLK_C) == 1 && (R) == 1)))
 
+/* a run may take the 32-bit instantiations: every latency of its table fits (engine_lanes.h) */
+#define T32_FITS(RU) ((RU)->lat_max < T32_LAT_MAX)
+
 /* a run's state as restrict-qualified locals (loads the compiler may keep in registers) */
 #define UNPACK(S)                                                                          \
     UNUSED const uint64_t *restrict addr = S->addr;                                        \
