@@ -22,6 +22,11 @@ package folder's library (1) may also be root's (a system-wide install). A libra
 not load (corrupt, truncated) is removed and built again (:func:`load`), instead of leaving the
 replays on the numba engine for good.
 
+A new build in a cache folder (2, 3) removes what no process there has used for
+:data:`_STALE_S` (a month): libraries of other keys (each version, compiler, ``$CC`` and CPU
+builds its own), half-written builds left by a killed compiler, stale key entries. A library
+found is marked used (its modification time, at most once a day), so the ones in use stay.
+
 The key hashes the sources, the compiler command and where it resolves to, and the CPU, so a
 library is only ever loaded by the configuration that built it. Computing it (the ``PATH``
 scanned for Clang, the sources read and hashed, ``/proc/cpuinfo`` parsed) was about 10 M
@@ -530,6 +535,47 @@ def _run_compiler(cc: list[str], extra: tuple[str, ...], tmp: str) -> None:
     )
 
 
+# A cache folder's libraries, half-written builds and key entries unused this long are removed
+# at the next build there (chosen: a month. Each build is 0.5 MB; a week of engine edits left
+# 136 libraries, 90 MB, in one cache). A library found is marked used at most once a day
+# (_USED_S): one system call, not one per replay.
+_STALE_S = 30 * 86400
+_USED_S = 86400
+
+
+def _mark_used(lib: Path) -> None:
+    import time
+
+    try:
+        if time.time() - lib.stat().st_mtime > _USED_S:
+            os.utime(lib)
+    except OSError:
+        pass  # (a read-only cache: it is then never pruned either)
+
+
+def prune(folder: Path, keep: Path, now: float | None = None) -> list[Path]:
+    """Remove from the private cache ``folder`` its libraries (``engine-*.so``), half-written
+    builds (``tmp*.so``, :func:`_compile`'s) and key entries (``keys/*.json``) whose
+    modification time is older than :data:`_STALE_S`, bar ``keep``; the paths removed. A
+    library removed while another process is about to load it is built again there
+    (:func:`load_all`)."""
+    import time
+
+    limit = (time.time() if now is None else now) - _STALE_S
+    gone = []
+    for pattern in ("engine-*.so", "tmp*.so", "keys/*.json"):
+        for path in folder.glob(pattern):
+            try:
+                st = path.lstat()
+                if path == keep or not stat.S_ISREG(st.st_mode) or st.st_mtime >= limit:
+                    continue
+                path.unlink()
+            except OSError:
+                continue
+            gone.append(path)
+    return gone
+
+
 def _compile(cc: list[str], folder: Path, lib: Path, on_build, strict: bool = False) -> None:
     """Build into ``lib`` under a temporary name, then rename: concurrent processes (test
     workers) may build at once, and a reader must never load a half-written library. With
@@ -589,6 +635,7 @@ def _build_with(
             continue
         lib = folder / name
         if trusted_file(lib, (_uid(),)):
+            _mark_used(lib)
             return lib
         try:
             if os.path.lexists(lib):  # not ours, or writable by others: replaced by our build
@@ -596,6 +643,7 @@ def _build_with(
             _compile(cc, folder, lib, on_build)
         except OSError:
             continue  # not writable after all (a read-only file system)
+        prune(folder, keep=lib)
         return lib
     import atexit
     import shutil

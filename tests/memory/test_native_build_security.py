@@ -22,29 +22,6 @@ from nmp.memory import native_build
 OTHER_UID = 54321
 
 
-@pytest.fixture
-def fake_cc(tmp_path: Path, monkeypatch) -> Path:
-    """``$CC``: copies ``tmp_path/real.so`` (a loadable library, where one exists) to -o."""
-    real = tmp_path / "real.so"
-    try:
-        real.write_bytes(Path(native_build.build()).read_bytes())
-    except (OSError, subprocess.SubprocessError):
-        real.write_bytes(b"not a library")
-    script = tmp_path / "fake-cc"
-    script.write_text(
-        "#!/bin/sh\n"
-        'while [ $# -gt 0 ]; do if [ "$1" = "-o" ]; then '
-        f'cp "{real}" "$2"; exit 0; fi; shift; done; exit 1\n'
-    )
-    script.chmod(0o755)
-    monkeypatch.setenv("CC", str(script))
-    monkeypatch.setenv("NMP_CACHE_DIR", str(tmp_path / "cache"))
-    tmp = tmp_path / "tmp"
-    tmp.mkdir(mode=0o700)
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    return real
-
-
 def _name() -> str:
     return f"engine-{native_build.library_key(native_build.compiler())}.so"
 
