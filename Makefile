@@ -27,7 +27,7 @@ test: $(STAMP)
 	$(BIN)/ruff format --check nmp tests benchmarks
 	$(BIN)/ruff check nmp tests benchmarks
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n $(JOBS) -q
+	$(BIN)/python -m pytest -n $(JOBS) -q --durations=10
 
 lint: $(STAMP)
 	$(BIN)/ruff format nmp tests benchmarks
