@@ -62,11 +62,11 @@ FORCE_INLINE void pick_active(Sim *restrict S, int64_t c, int64_t clk, const uin
     uint64_t ready = 0, ok;
     if (ar) {
         TOP_OK(rd_cmd, ok);
-        if (ok & ar) ready = LE_BITS(c, T_RD, ok & ar);
+        ready = LE_BITS(c, T_RD, ok & ar); /* (no branch on ok: data) */
     }
     if (aw) {
         TOP_OK(wr_cmd, ok);
-        if (ok & aw) ready |= LE_BITS(c, T_WR, ok & aw);
+        ready |= LE_BITS(c, T_WR, ok & aw);
     }
     if (!ready) {
         nr->set[3] = ar;
@@ -169,7 +169,9 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
 {
     UNPACK(S);
     apply_target(RU, rdy, hist, c, 0, cmd, clk);
-    if (R > 1 && RU->any[1][1][cmd])
+    if (R == 2 && RU->any[1][1][cmd]) /* (the other rank: no branch on which it is) */
+        raise_row(rdy + (o1 + (rk ^ 1)) * RS, RU->lat1[1][1][cmd], clk);
+    else if (R > 2 && RU->any[1][1][cmd])
         for (int64_t node = c * R; node < c * R + R; node++)
             if (node != rk) raise_row(rdy + (o1 + node) * RS, RU->lat1[1][1][cmd], clk);
     apply_target(RU, rdy, hist, o1 + rk, 1, cmd, clk);
