@@ -162,96 +162,6 @@ FORCE_INLINE void pick_buffer(Sim *restrict S, int64_t c, int64_t clk, const uin
     }
 }
 
-/* Dual issue: the row slot's pick as the column slot's scan (pick_both) found it, before the
- * column slot issued: the first ready miss (RC_READY), a stop at a blocked PRE (RC_BLOCKED:
- * the scan's first ready miss is blocked) or none ready (RC_NONE); its buffer, position,
- * command and lane */
-enum { RC_NONE, RC_READY, RC_BLOCKED };
-typedef struct {
-    int64_t kind, pos, cmd, lane;
-    int state;
-} RowPick;
-
-/* Dual issue, the column slot (queues of one scan window, QP <= WIN): pick_buffer's two picks
- * (want_col, then want_row) from one scan of the buffer, as they stand before the column slot
- * issues: *p the column slot's (the first ready hit), *rp the row slot's; nr as the two calls
- * set it where each finds nothing. chan_tick says when the row slot may take *rp. */
-FORCE_INLINE void pick_both(Sim *restrict S, int64_t c, int64_t clk, const uint32_t *topm,
-                            Pick *p, RowPick *rp, NotReady *nr, CFG)
-{
-    UNPACK(S);
-    if (WMODE_FLIPS(c)) wmode[c] = !wmode[c];
-    const int wm = nw ? 0 : wmode[c]; /* (as in pick_buffer) */
-    const int64_t kind = wm ? K_WR : K_RD;
-    const int64_t col_cmd = wm ? wr_cmd : rd_cmd;
-    const int64_t col_row = wm ? T_WR : T_RD;
-    const int64_t base = (c * 2 + kind) * QP;
-    const uint64_t om = open_m[c], am = act_m[c];
-    const uint64_t ph = h_m[c * 2 + kind], pm = m_m[c * 2 + kind];
-    uint64_t hr = 0, mr = 0, ok;
-    if (ph) {
-        TOP_OK(col_cmd, ok);
-        if (ok & ph) hr = LE_BITS(c, col_row, ok & ph);
-    }
-    if (pm) {
-        TOP_OK(ACT, ok);
-        if (ok & pm & ~om) mr = LE_BITS(c, T_ACT, ok & pm & ~om);
-        TOP_OK(PREPB, ok);
-        if (ok & pm & om) mr |= LE_BITS(c, T_PRE, ok & pm & om);
-    }
-    const uint64_t bm = om & am, bh = closed ? am : 0;
-    uint64_t sm = mr, sh = hr;
-    if (skip_blocked) {
-        sm &= ~bm;
-        sh &= ~bh;
-    }
-    uint64_t rs = 0, hits = 0;
-    if (sm | sh)
-        rs = ready_slots_hits(Qw + base, QP, two ? sm : sm | sh << 32, two ? sh : 0, two, hsb,
-                              &hits);
-    /* each slot's first ready request, and where its scan stops at a blocked one */
-    int64_t lim_h = -1, lim_m = -1;
-    rp->kind = kind;
-    rp->state = RC_NONE;
-    if (rs & hits) {
-        const int64_t s = __builtin_ctzll(rs & hits), ln = WCLS(Qw[base + s]) & lane_of;
-        if (!skip_blocked && ((bh >> ln) & 1)) {
-            lim_h = s;
-        } else {
-            p->kind = kind;
-            p->pos = s;
-            p->cmd = col_cmd;
-        }
-    }
-    if (rs & ~hits) {
-        const int64_t s = __builtin_ctzll(rs & ~hits), ln = WCLS(Qw[base + s]) & lane_of;
-        rp->pos = s;
-        rp->lane = ln;
-        rp->cmd = (om >> ln) & 1 ? PREPB : ACT;
-        rp->state = !skip_blocked && ((bm >> ln) & 1) ? RC_BLOCKED : RC_READY;
-        if (rp->state == RC_BLOCKED) lim_m = s;
-    }
-    /* nothing ready: as pick_buffer */
-    if (p->kind < 0) {
-        uint64_t qh = ph, p0 = 0, p1 = 0;
-        if (lim_h >= 0) {
-            present_classes(Qw + base, lim_h, &p0, &p1);
-            qh = two ? p1 : p0 >> 32;
-        }
-        nr->set[0] = qh & ~hr;
-        nr->col = col_cmd;
-    }
-    if (rp->state != RC_READY) {
-        uint64_t qm = pm, p0 = 0, p1 = 0;
-        if (lim_m >= 0) {
-            present_classes(Qw + base, lim_m, &p0, &p1);
-            qm = two ? p0 : p0 & 0xFFFFFFFFull;
-        }
-        nr->set[1] = qm & ~mr & ~om;
-        nr->set[2] = qm & ~mr & om;
-    }
-}
-
 /* Issue cmd at lane lb (-1: an all-bank command) of rank rk (rkl in its channel): push it into
  * the channel's and rank's histories and raise the ready clocks of what follows. */
 FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t c, int64_t clk,
@@ -624,42 +534,13 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
     int64_t fut = ref_on ? next_ref[c] : INF;
     NotReady nr = {{0, 0, 0, 0, 0}, rd_cmd};
     uint32_t topm[8] = {0}; /* (set at slot 0: the zeros quiet GCC) */
-    /* dual issue with queues of one scan window: the column slot's scan of the buffer finds
-     * the row slot's pick too (pick_both; rp_set), and col_pos is the column slot's issue */
-    const int fuse = dual && QP <= WIN;
-    RowPick rp = {-1, -1, -1, -1, RC_NONE};
-    int rp_set = 0;
-    int64_t col_pos = -1;
     for (int64_t slot = 0; slot < (dual ? 2 : 1); slot++) {
         /* dual issue: a column slot (0) and a row slot (1) */
         const int want_col = dual && slot == 0, want_row = dual && slot == 1;
         Pick p = {-1, -1, -1, 0};
-        /* The row slot takes the column slot's find (rp) where nothing it depends on changed
-         * since: no refresh queued (pick_both ran), the write mode does not flip, and the
-         * column slot issued nothing or a RD / WR from the buffer (not RDA / WRA, which close
-         * a row). Such an issue removes one hit from the buffer (the order of the others
-         * kept, one position fewer past it), leaves every class, open row and active request
-         * as it was (so the blocked lanes too), and only raises ready clocks: the misses
-         * ready after it are a subset of those before. The first ready miss after is then
-         * rp's if rp's class is still ready, and none if none was: only rp's lane is checked
-         * again; where it is no longer ready, the full pick below runs. */
-        int picked = 0;
-        if (want_row && rp_set && !(closed && issued) && !WMODE_FLIPS(c)) {
-            if (rp.state == RC_NONE) continue;
-            if (!issued || (TOP(c, RANK_OF(rp.lane), rp.cmd) <= clk &&
-                            TB_AT(c, rp.cmd == ACT ? T_ACT : T_PRE, rp.lane) <= clk)) {
-                if (rp.state == RC_BLOCKED) continue;
-                p.kind = rp.kind;
-                p.pos = rp.pos - (issued && rp.pos > col_pos);
-                p.cmd = rp.cmd;
-                picked = 1;
-            }
-        }
-        if (!picked) {
-            /* the ready clocks above the bank group change only when a command issues */
-            if (slot == 0 || issued) top_masks(S, c, clk, topm, CFG_ARGS);
-            if (!want_row && act_m[c]) pick_active(S, c, clk, topm, &p, &nr, CFG_ARGS);
-        }
+        /* the ready clocks above the bank group change only when a command issues */
+        if (slot == 0 || issued) top_masks(S, c, clk, topm, CFG_ARGS);
+        if (!want_row && act_m[c]) pick_active(S, c, clk, topm, &p, &nr, CFG_ARGS);
         if (p.kind < 0) {
             if (plen[c] > 0) {
                 /* (b) priority buffer head (refresh): never in the column slot */
@@ -673,11 +554,6 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
                 }
                 if (p.cmd == PREAB && act_rank[p.rk] > 0) continue;
                 p.kind = K_REF;
-            } else if (want_col && fuse) {
-                pick_both(S, c, clk, topm, &p, &rp, &nr, CFG_ARGS);
-                rp_set = 1;
-                if (p.kind < 0) continue;
-                col_pos = p.pos;
             } else {
                 pick_buffer(S, c, clk, topm, want_col, want_row, &p, &nr, CFG_ARGS);
                 if (p.kind < 0) continue;

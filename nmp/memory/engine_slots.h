@@ -61,46 +61,6 @@ FORCE_INLINE uint64_t ready_slots(const int64_t *restrict q, int64_t nx, uint64_
     return r;
 }
 
-/* As ready_slots, and *hits: bit x set when slot x's class is a hit class (its bit hsb set;
- * padding too, which is never ready): the ready hits and the ready misses of one pass. */
-FORCE_INLINE uint64_t ready_slots_hits(const int64_t *restrict q, int64_t nx, uint64_t cm0,
-                                       uint64_t cm1, int two, int hsb, uint64_t *hits)
-{
-    uint64_t r = 0, h = 0;
-#ifdef __AVX512F__
-    const __m512i v0 = _mm512_set1_epi64(cm0), v1 = _mm512_set1_epi64(cm1),
-                  one = _mm512_set1_epi64(1), k64 = _mm512_set1_epi64(64),
-                  hb = _mm512_set1_epi64((int64_t)1 << hsb);
-    for (int64_t x = 0; x < nx; x += 8) {
-        const __m512i cls = _mm512_srli_epi64(_mm512_load_si512((const void *)(q + x)), WSH);
-        __m512i b = _mm512_srlv_epi64(v0, cls); /* (as ready_slots) */
-        if (two) b = _mm512_or_si512(b, _mm512_srlv_epi64(v1, _mm512_sub_epi64(cls, k64)));
-        r |= (uint64_t)_mm512_test_epi64_mask(b, one) << x;
-        h |= (uint64_t)_mm512_test_epi64_mask(cls, hb) << x;
-    }
-#elif defined(__AVX2__)
-    const __m256i v0 = _mm256_set1_epi64x((int64_t)cm0), v1 = _mm256_set1_epi64x((int64_t)cm1),
-                  k64 = _mm256_set1_epi64x(64);
-    const __m128i up = _mm_cvtsi64_si128(63 - hsb);
-    for (int64_t x = 0; x < nx; x += 4) {
-        const __m256i cls = _mm256_srli_epi64(_mm256_load_si256((const void *)(q + x)), WSH);
-        __m256i b = _mm256_srlv_epi64(v0, cls); /* (as ready_slots) */
-        if (two) b = _mm256_or_si256(b, _mm256_srlv_epi64(v1, _mm256_sub_epi64(cls, k64)));
-        r |= (uint64_t)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64(b, 63))) << x;
-        h |= (uint64_t)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_sll_epi64(cls, up))) << x;
-    }
-#else
-    for (int64_t x = 0; x < nx; x++) {
-        const uint64_t cls = WCLS(q[x]);
-        const uint64_t b = cls < 64 ? cm0 >> cls : (two && cls < 128 ? cm1 >> (cls - 64) : 0);
-        r |= (b & 1) << x;
-        h |= ((cls >> hsb) & 1) << x;
-    }
-#endif
-    *hits = h;
-    return r;
-}
-
 /* Classes present among the first k slots of q: *p0 |= classes 0-63, *p1 |= 64-127. */
 static void present_classes(const int64_t *restrict q, int64_t k, uint64_t *p0, uint64_t *p1)
 {
