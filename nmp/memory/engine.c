@@ -185,18 +185,15 @@ FORCE_INLINE void accept(Sim *restrict S, const Args *restrict A, int64_t j, int
         n_m[pi * TP + lb]++;
         m_m[pi] |= 1ull << lb;
     }
-    /* (a request blocked by the active request of its bank -- a PRE of the row that request
-     * needs, or closed-row, a hit -- issues only after that request's column command, an
-     * issue: it cannot make the channel's next useful cycle earlier. Lowering the wake time
-     * for it gave 1,584 of the 1,783 evaluations that found nothing on
-     * emb_uniform_r4m_rb256_p20@ddr4_2r) */
-    const int blocked = ((act_m[c] >> lb) & 1) && (is_hit ? closed : orow >= 0);
     if (wake[c] > clk + 1) {
         /* the channel sleeps until wake[c]: only the new request, or the write mode its
-         * arrival flips, can change that */
+         * arrival flips, can change that (a request blocked by the active request of its
+         * bank issues only after that request's column command, an issue: it cannot.
+         * Lowering the wake time for it gave 1,584 of the 1,783 evaluations that found
+         * nothing on emb_uniform_r4m_rb256_p20@ddr4_2r) */
         if (plen[c] == 0 && WMODE_FLIPS(c)) {
             wake[c] = clk + 1;
-        } else if (!blocked) {
+        } else if (!(((is_hit ? BLOCKED_HIT(c) : BLOCKED_MISS(c)) >> lb) & 1)) {
             int64_t cc, row;
             if (is_hit) {
                 cc = kind == K_WR ? wr_cmd : rd_cmd;

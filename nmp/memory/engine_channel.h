@@ -99,7 +99,7 @@ FORCE_INLINE void pick_buffer(Sim *restrict S, int64_t c, int64_t clk, const uin
     const int64_t col_cmd = wm ? wr_cmd : rd_cmd;
     const int64_t col_row = wm ? T_WR : T_RD;
     const int64_t m = QL(c, kind), base = (c * 2 + kind) * QP;
-    const uint64_t om = open_m[c], am = act_m[c];
+    const uint64_t om = open_m[c];
     const uint64_t ph = h_m[c * 2 + kind], pm = m_m[c * 2 + kind];
     /* ready classes of the lanes holding such requests: the hit class (column command), the
      * miss class (ACT on a closed bank, PRE on an open one) */
@@ -116,7 +116,7 @@ FORCE_INLINE void pick_buffer(Sim *restrict S, int64_t c, int64_t clk, const uin
     }
     /* a PRE (or, closed-row, a column command) that would close a row an active-buffer
      * request needs is not eligible */
-    const uint64_t bm = om & am, bh = closed ? am : 0;
+    const uint64_t bm = BLOCKED_MISS(c), bh = BLOCKED_HIT(c);
     uint64_t sm = mr, sh = hr;
     if (skip_blocked) {
         sm &= ~bm;
@@ -626,8 +626,8 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
      * issues only after that request's column command, an issue: not counted. Counted, they
      * made the bound early at 6-14 % of the two-rank DDR4 commands, whose active buffer
      * holds more requests: evaluations per command 1.045-1.135 -> 1.00-1.02) */
-    const NotReady all = {{h_m[pi] & (closed ? ~am : ~0ull), m_m[pi] & ~om, m_m[pi] & om & ~am,
-                           am & ~aw, am & aw},
+    const NotReady all = {{h_m[pi] & ~BLOCKED_HIT(c), m_m[pi] & ~om,
+                           m_m[pi] & om & ~BLOCKED_MISS(c), am & ~aw, am & aw},
                           wm ? wr_cmd : rd_cmd};
     wake[c] = mx(clk + 1, mn(fut, not_ready_min(S, c, &all, CFG_ARGS)));
 }

@@ -201,6 +201,12 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
     (nw ? wmode[c] != (QL(c, K_RD) == 0) /* (the same: QL(c, K_WR) is 0, reads_only) */ \
         : !wmode[c] ? (QL(c, K_WR) > wm_hi || QL(c, K_RD) == 0)           \
                     : (QL(c, K_WR) < wm_lo && QL(c, K_RD) != 0))
+/* the lanes of channel c whose queued requests are blocked by the active request of their bank
+ * (they issue only after that request's column command): a miss where the bank is open (its
+ * PRE would close the row the active request needs), and closed-row, a hit (its RDA/WRA
+ * would) */
+#define BLOCKED_MISS(c) (open_m[c] & act_m[c])
+#define BLOCKED_HIT(c) (closed ? act_m[c] : 0)
 /* the bank table's rows a run reads: without writes, T_WR (the last) is never read */
 #define NK_USED (nw ? NK - 1 : NK)
 /* a lane's bit in a mask: set or cleared */
