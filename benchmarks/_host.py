@@ -8,15 +8,34 @@ from pathlib import Path
 
 
 def machine() -> str:
-    """CPU model, core count and Python version."""
+    """CPU model (with its x86 family and model, and the vector extensions the engine's and the
+    gather's code paths depend on), core count and Python version. A VM often names its CPU
+    only "AMD EPYC": the family tells a Zen 3 (25, no AVX-512) from a Zen 4 or 5."""
     model = platform.processor() or platform.machine()
+    fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+            key, sep, value = line.partition(":")
+            if not sep:
+                if fields:
+                    break  # the first CPU's block is enough
+                continue
+            fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
+    model = fields.get("model name", model)
+    if "cpu family" in fields and "model" in fields:
+        model += f" (family {fields['cpu family']} model {fields['model']})"
+    flags = set(fields.get("flags", "").split())
+    if flags:
+        vec = (
+            "AVX-512"
+            if "avx512f" in flags
+            else "AVX2, no AVX-512"
+            if "avx2" in flags
+            else "no AVX2"
+        )
+        model += f", {vec}, {'GFNI' if 'gfni' in flags else 'no GFNI'}"
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 

@@ -21,6 +21,7 @@ import time
 import numpy as np
 from engine_ab import (
     _entry,
+    _evaluations_per_command,
     _outputs,
     simulate_c_calls,
 )  # benchmarks/ is on sys.path when a script runs
@@ -70,7 +71,12 @@ def main() -> None:
                 best[i][k] = min(best[i][k], dt)
     for i, path in enumerate(a.libs):
         print(f"  lib{i}: {path}")
-    print("organization (R, G, B, read buffer)  runs  best CPU ms per library   lib0 / libi")
+    # (the last library's counts: the runs leave them in the captured outputs)
+    per_cmd = [_evaluations_per_command(keep) for keep, _ in seen]
+    print(
+        "organization (R, G, B, read buffer)  runs  best CPU ms per library   lib0 / libi"
+        "   evaluations per command (last library: median, max)"
+    )
     by = collections.defaultdict(list)
     for k, org in enumerate(orgs):
         by[org].append(k)
@@ -78,7 +84,9 @@ def main() -> None:
         tot = [sum(b[k] for k in ks) for b in best]
         ms = " ".join(f"{t * 1e3:8.2f}" for t in tot)
         ratios = " ".join(f"x{tot[0] / t:.3f}" for t in tot[1:])
-        print(f"{org!s:36s} {len(ks):5d}  {ms}   {ratios}")
+        pc = sorted(per_cmd[k] for k in ks)
+        evals = f"{pc[len(pc) // 2]:.3f} {pc[-1]:.3f}"
+        print(f"{org!s:36s} {len(ks):5d}  {ms}   {ratios}   {evals}")
     tot = [sum(b) for b in best]
     print(f"{'all':36s} {len(seen):5d}  " + " ".join(f"{t * 1e3:8.2f}" for t in tot))
 
