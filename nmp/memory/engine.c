@@ -386,7 +386,7 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, int6
          * issues (and nothing enters the write buffer meanwhile, so its key cannot appear),
          * so it is accepted at the step of the cycle that frees one. */
         int64_t fclk = 0, budget = 1, cycles = -1;
-        const int64_t threads = mn(mn(A->threads, NCH), 64);
+        const int64_t threads = mn(mn(A->threads, NCH), MAX_THREADS);
         if (threads > 1 && worker) {
             fclk = front_threads(A, RU, sims, NCH, threads, worker, &status, CFG_ARGS);
             if (status) goto finish;

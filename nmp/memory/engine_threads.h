@@ -20,12 +20,25 @@
  * later than on one thread (advanced to the frontend's step); the counts are then not
  * reported.
  *
+ * Waiting: a thread with nothing to do spins, then yields, then sleeps on a condition variable
+ * (park); whoever gives it something to do wakes it. Spinning alone had let the waiting threads
+ * take the cores that the thread they wait for needed: with two other busy processes on a
+ * 2-core machine, a run on 8 threads took 100-200x its time on one (seconds per reference
+ * case), on 2 threads 100x. The one who parks sets its flag, fences, then tests its condition,
+ * under the mutex; the one who gives it work writes it, then reads the flag without a fence
+ * (nudge: no fence per message on the hot path) and, where it is set, signals under the
+ * mutex. A wake-up lost to the unfenced read is bounded: a parked thread naps at most 1 ms at a
+ * time, the frontend wakes the thread it waits for before it waits long, and the stop wakes
+ * them all. And where the frontend waits for most of its time, it takes the channels back
+ * (SLOW_PCT, below).
+ *
  * The channel steps it calls (ch_offer, ch_advance, ch_next) are declared in engine_offer.h. */
 #ifndef NMP_ENGINE_THREADS_H
 #define NMP_ENGINE_THREADS_H
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include "engine_offer.h"
 
@@ -49,6 +62,11 @@ typedef struct {
     Msg ring[RING] __attribute__((aligned(64)));
 } Mailbox;
 
+#define MAX_THREADS 64
+#define SPINS 64   /* a waiting thread's polls before it yields */
+#define YIELDS 256 /* ... and its yields before it parks (about 0.1 ms where nothing else runs) */
+#define PARK_NS 1000000 /* a parked thread's longest nap (1 ms) */
+
 typedef struct {
     const Args *A;
     const Rules *RU;
@@ -57,6 +75,10 @@ typedef struct {
     int64_t nch, threads;
     int64_t fclk __attribute__((aligned(64))); /* the frontend's step */
     int64_t stop __attribute__((aligned(64)));
+    /* parking: per channel thread (index 1..) and the frontend's (index 0) flag and wake-up */
+    int64_t parked[MAX_THREADS] __attribute__((aligned(64)));
+    pthread_mutex_t mu;
+    pthread_cond_t wake[MAX_THREADS];
 } Crew;
 
 typedef struct {
@@ -66,6 +88,57 @@ typedef struct {
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+
+/* After writing what thread `who` may wait for: wake it if it is parked. */
+static void unpark(Crew *K, int64_t who)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&K->parked[who], __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&K->mu);
+        pthread_cond_signal(&K->wake[who]);
+        pthread_mutex_unlock(&K->mu);
+    }
+}
+
+/* The same on the hot paths, without the fence where `who` was not seen parking: a wake-up
+ * lost to that race costs at most a PARK_NS nap of the parked thread. */
+FORCE_INLINE void nudge(Crew *K, int64_t who)
+{
+    if (__atomic_load_n(&K->parked[who], __ATOMIC_RELAXED)) unpark(K, who);
+}
+
+/* Park thread `who` until ready(K, arg) holds (a test of what others write, then unpark), in
+ * naps of at most PARK_NS. */
+static void park(Crew *K, int64_t who, int (*ready)(Crew *, const void *), const void *arg)
+{
+    pthread_mutex_lock(&K->mu);
+    __atomic_store_n(&K->parked[who], 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    while (!ready(K, arg)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += PARK_NS;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&K->wake[who], &K->mu, &until);
+    }
+    __atomic_store_n(&K->parked[who], 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&K->mu);
+}
+
+/* A wait's n-th poll: spin, then yield, then 1 (park now) */
+static int poll_then_park(int64_t *n)
+{
+    if (++*n <= SPINS) return 0;
+    if (*n <= SPINS + YIELDS) {
+        sched_yield();
+        return 0;
+    }
+    *n = 0;
+    return 1;
+}
 
 FORCE_INLINE void publish_gone(Mailbox *restrict b, Sim *restrict S, CFG)
 {
@@ -92,7 +165,19 @@ FORCE_INLINE int serve(Crew *restrict K, int64_t c, CFG)
         if (m.kind & M_SYNC) b->reply = at < 0 ? -1 : at << 1 | hit;
         STORE(b->tail, t + 1);
     }
+    /* (the frontend waits only for the last message it sent: a sync, or room in a full ring) */
+    nudge(K, 0);
     return 1;
+}
+
+/* Channel thread `self` has work: a message for one of its channels, or the stop. */
+static int crew_news(Crew *K, const void *arg)
+{
+    const int64_t self = *(const int64_t *)arg;
+    if (LOAD(K->stop)) return 1;
+    for (int64_t c = self; c < K->nch; c += K->threads)
+        if (LOAD(K->box[c].head) != K->box[c].tail) return 1;
+    return 0;
 }
 
 /* A channel thread: serve its channels' messages; when there are none, advance the channels
@@ -121,7 +206,7 @@ FORCE_INLINE void *crew_loop(void *arg, CFG)
                 busy = 1;
             }
         }
-        if (!busy && ++idle > 64) sched_yield();
+        if (!busy && poll_then_park(&idle)) park(K, hand->self, crew_news, &hand->self);
     }
 }
 
@@ -138,6 +223,58 @@ FORCE_INLINE int64_t *table_slot(Table *T, int64_t key)
         if (k == key || k == NO_KEY) return &T->key[i & T->mask];
     }
 }
+
+/* The frontend waits until channel c's thread has served `upto` messages */
+typedef struct {
+    const Mailbox *b;
+    int64_t upto;
+} TailWait;
+
+static int tail_reached(Crew *K, const void *arg)
+{
+    (void)K;
+    const TailWait *w = arg;
+    return LOAD(w->b->tail) >= w->upto;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* (of channel thread `who`; returns the nanoseconds it waited after its spins: the clock is read
+ * only then, and `who` woken for sure, should it have missed a nudge) */
+static int64_t front_wait(Crew *K, const Mailbox *b, int64_t upto, int64_t who)
+{
+    const TailWait w = {b, upto};
+    int64_t n = 0, t0 = 0;
+    while (!tail_reached(K, &w)) {
+        if (!t0 && n >= SPINS) {
+            t0 = now_ns();
+            unpark(K, who);
+        }
+        if (poll_then_park(&n)) park(K, 0, tail_reached, &w);
+    }
+    return t0 ? now_ns() - t0 : 0;
+}
+
+/* Stop the channel threads (each serves what it was sent first) */
+static void stop_crew(Crew *K, int64_t started, pthread_t *tid)
+{
+    STORE(K->stop, 1);
+    for (int64_t i = 1; i < started; i++) unpark(K, i);
+    for (int64_t i = 1; i < started; i++) pthread_join(tid[i], NULL);
+}
+
+/* The frontend gives up the channel threads and runs every channel itself from the next offer
+ * on where, over a window of WINDOW offers, it spent more than SLOW_PCT % of its time waiting
+ * for them: they do not get the cores they need (other processes took them, or more threads
+ * than cores), and every wait is then a scheduler's time slice. The results do not change: each
+ * channel takes the same offers at the same steps, whoever runs it. */
+#define WINDOW 512
+#define SLOW_PCT 90
 
 /* The frontend of sim_core with the channels on `threads` threads (worker: the channel
  * threads' entry). Sets *status (1: a deadlock) and returns the last step. */
@@ -157,8 +294,10 @@ FORCE_INLINE int64_t front_threads(const Args *restrict A, const Rules *restrict
     Mailbox *box = NULL;
     if (posix_memalign((void **)&box, 64, NCH * sizeof(Mailbox))) box = NULL;
     Crew K = {.A = A, .RU = RU, .sims = sims, .box = box, .nch = NCH, .threads = threads};
-    Hand hands[64];
-    pthread_t tid[64];
+    pthread_mutex_init(&K.mu, NULL);
+    for (int64_t i = 0; i < MAX_THREADS; i++) pthread_cond_init(&K.wake[i], NULL);
+    Hand hands[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
     int64_t started = 1;
     int64_t fclk = 0;
     if (!T.key || !T.q || !box) {
@@ -172,7 +311,8 @@ FORCE_INLINE int64_t front_threads(const Args *restrict A, const Rules *restrict
         if (pthread_create(&tid[started], NULL, worker, &hands[started])) break;
     }
     K.threads = threads = started; /* (fewer where a thread could not start) */
-    int64_t budget = 1;
+    int64_t budget = 1, win_t0 = now_ns(), win_wait = 0;
+    int solo = 0; /* the channel threads stopped: every channel on the spot */
     for (int64_t j = 0; j < n; j++) {
         const int64_t arr = A->line_arr[j >> S->ks], key = TX_KEY(j);
         if (arr > fclk) {
@@ -189,7 +329,7 @@ FORCE_INLINE int64_t front_threads(const Args *restrict A, const Rules *restrict
          * run sets no output beforehand; sent below with the offer) */
         if (kind == K_WR) A->done[j] = -1;
         int hit = 0;
-        if (c % threads == 0) {
+        if (solo || c % threads == 0) {
             /* a channel of this thread: on the spot */
             at = ch_offer(&sims[c], RU, A, j, key, kind, fclk, &hit, CFG_ARGS);
         } else {
@@ -198,13 +338,14 @@ FORCE_INLINE int64_t front_threads(const Args *restrict A, const Rules *restrict
             const int sure = b->sent[kind] - __atomic_load_n(&b->gone[kind], __ATOMIC_RELAXED) <
                                  (kind == K_WR ? WQ : RQ) &&
                              (q < 0 || __atomic_load_n(&A->done[q], __ATOMIC_RELAXED) >= 0);
-            while (b->head - LOAD(b->tail) >= RING) sched_yield(); /* (the queue is full) */
+            if (b->head - LOAD(b->tail) >= RING) /* (the ring is full) */
+                win_wait += front_wait(&K, b, b->head - RING + 1, c % threads);
             b->ring[b->head & (RING - 1)] = (Msg){j, key, kind | (sure ? 0 : M_SYNC), fclk};
             b->sent[kind]++;
             STORE(b->head, b->head + 1);
+            nudge(&K, c % threads);
             if (!sure) {
-                for (int64_t spin = 0; LOAD(b->tail) != b->head; spin++)
-                    if (spin > 64) sched_yield();
+                win_wait += front_wait(&K, b, b->head, c % threads);
                 const int64_t r = b->reply;
                 at = r < 0 ? -1 : r >> 1;
                 hit = r >= 0 && (r & 1);
@@ -224,10 +365,21 @@ FORCE_INLINE int64_t front_threads(const Args *restrict A, const Rules *restrict
             budget = F;
         }
         budget--;
+        if (!solo && j % WINDOW == WINDOW - 1) {
+            const int64_t t = now_ns();
+            if (win_wait * 100 > (t - win_t0) * SLOW_PCT) {
+                stop_crew(&K, started, tid);
+                started = 1;
+                solo = 1;
+            }
+            win_t0 = t;
+            win_wait = 0;
+        }
     }
-    STORE(K.stop, 1);
 out:
-    for (int64_t i = 1; i < started; i++) pthread_join(tid[i], NULL);
+    stop_crew(&K, started, tid);
+    for (int64_t i = 0; i < MAX_THREADS; i++) pthread_cond_destroy(&K.wake[i]);
+    pthread_mutex_destroy(&K.mu);
     free(T.key);
     free(T.q);
     free(box);
