@@ -218,12 +218,15 @@ def _make_gather_tree_basis(fixed_dim: int, weighted: bool):
 
 
 # Lookups ahead whose basis rows the vector kernel prefetches: the bases of a workload's many
-# tables (1 MiB each at dim 64) do not stay in L2 between design points. Chosen: 8 took
-# recross-eval's gather from 1.8 to 1.35 ms per point (4: 1.45, 16: 1.37; thread CPU time,
-# 2-core x86 VM). Only A's row is prefetched: B's row index is ``r div 4099``, so 4099
-# consecutive rows share one B row and a table touches few of them (49 for 200,000 rows), which
-# stay in L1; prefetching them too cost 6% (22.9 vs 21.5 ms on arch.py --gather-only's batch).
-PREFETCH_AHEAD = 8
+# tables (1 MiB each at dim 64) do not stay in L2 between design points. Chosen 16, swept by
+# benchmarks/gather_prefetch.py: on the 2-core Intel Xeon VM 8 took recross-eval's gather from
+# 1.8 to 1.35 ms per point (4: 1.45, 16: 1.37; thread CPU time); on a 2-core AMD EPYC (Zen 3,
+# 512 KiB of L2) the gather against EmbeddingBag, the paired medians of two sweeps of 6 rounds,
+# ran 0.81-0.84x at 8, 0.87-0.88x at 16, 0.87-0.89x at 24 (docs/performance.md). Only A's row
+# is prefetched: B's row index is ``r div 4099``, so 4099 consecutive rows share one B row and
+# a table touches few of them (49 for 200,000 rows), which stay in L1; prefetching them too cost
+# 6% (22.9 vs 21.5 ms on arch.py --gather-only's batch).
+PREFETCH_AHEAD = 16
 
 
 def _make_gather_tree_rows(dim: int):
