@@ -11,7 +11,6 @@ from ``embedding_bag`` on a table that fits the L1 (:mod:`nmp.measure.kernel`).
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,24 +76,6 @@ def point_at_most(curve: dict[int, float], limit: float) -> tuple[int, float]:
     return b, curve[b]
 
 
-# A step of the chase's latency this large between two measured sizes past the L2 marks where
-# the LLC's share of this core ends (chosen: 3x. A Zen 3 guest's L3, 32 MiB by sysfs, stepped
-# 4.1x from 2 to 4 MiB, 23 -> 93 ns; the Intel guest's curve past its L2 moved at most 1.8x
-# between sizes, noise on a flat 130-230 ns; a bare-metal L3 steps only at its size.)
-LLC_STEP = 3.0
-
-
-def llc_in_reach(curve: dict[int, float], l2: int, llc: int) -> int:
-    """The LLC's size as this core's chases see it: sysfs's ``llc``, unless the latency
-    ``curve`` steps up ``LLC_STEP``-fold between two sizes above ``l2`` and at most ``llc``;
-    then the size before the step (a VM's share of a shared L3, other tenants' lines in it)."""
-    sizes = sorted(b for b in curve if l2 < b <= llc)
-    for small, big in itertools.pairwise(sizes):
-        if curve[big] >= LLC_STEP * curve[small]:
-            return small
-    return llc
-
-
 def misses_in_flight(rows_per_ns: dict[int, float], latency_ns: float) -> float:
     """Little's law: the most rows in flight any chain count reached (throughput x latency)."""
     return max(rows_per_ns.values()) * latency_ns
@@ -137,7 +118,6 @@ def measure(
         )
     l2_set = point_at_most(m.latency_ns, l2 / 2)[0]
     dram_set = max(m.latency_ns)
-    llc = llc_in_reach(m.latency_ns, l2, llc) if llc else 0
     runs = (
         ("l2", l2_set, LINE_ROW_BYTES, True),
         ("dram", dram_set, LINE_ROW_BYTES, True),
@@ -221,14 +201,6 @@ def derive_preset(m: Measured, l1: int, l2: int, llc: int) -> None:
         bl, lat3 = point_at_most(m.latency_ns, llc / 2)
         h["llc_mib"], h["llc_ways"] = round(llc / MIB, 3), c[max(c)].ways
         notes["llc_mib"] = notes["llc_ways"] = "sysfs (cpu0/cache)"
-        sysfs = int(c[max(c)].kib * KIB)
-        if llc < sysfs:
-            up = min(b for b in m.latency_ns if b > llc)
-            notes["llc_mib"] = (
-                f"the chase's reach: sysfs gives {sysfs / MIB:g} MiB, but the latency steps "
-                f"{m.latency_ns[up] / m.latency_ns[llc]:.1f}x from {llc / MIB:g} to "
-                f"{up / MIB:g} MiB (LLC_STEP): this core's share"
-            )
         h["llc_latency_ns"] = round(lat3, 3)
         notes["llc_latency_ns"] = f"{chase_note}, {bl / MIB:g} MiB working set"
         h["llc_gbps"] = round(max(m.bandwidth_gbps["llc"].values()), 3)

@@ -248,31 +248,3 @@ def test_lookup_loop_costs_recovered_from_its_tables():
     assert lookup_loop.walks_per_lookup(reach // 2, reach) == 0.0
     shares = lookup_loop.served_shares(256 * 2**20, *caches)
     assert shares.sum() == pytest.approx(1.0) and shares[3] == pytest.approx(1 - 1 / 8)
-
-
-def test_llc_in_reach_ends_at_a_step_of_the_latency():
-    kib, mib = 1024, 2**20
-    l2, l3 = 512 * kib, 32 * mib
-    # a Zen 3 guest (measured): its L3 share ends between 2 and 4 MiB, well inside sysfs's 32
-    guest = {512 * kib: 7.6, mib: 17.2, 2 * mib: 22.8, 4 * mib: 92.9, 8 * mib: 123.3}
-    guest |= {16 * mib: 140.7, 32 * mib: 143.1, 64 * mib: 150.3}
-    assert host.llc_in_reach(guest, l2, l3) == 2 * mib
-    # the Intel guest: no step past its L2, only a noisy plateau; and a bare-metal L3 that
-    # steps at its own size: sysfs's size stands in both
-    flat = {2 * mib: 130.0, 4 * mib: 228.0, 8 * mib: 150.0, 16 * mib: 210.0, 32 * mib: 190.0}
-    assert host.llc_in_reach(flat, 2 * mib, 300 * mib) == 300 * mib
-    bare = {mib: 12.0, 4 * mib: 15.0, 16 * mib: 18.0, 32 * mib: 40.0, 64 * mib: 95.0}
-    assert host.llc_in_reach(bare, l2, l3) == l3
-
-
-def test_preset_takes_the_llc_in_reach(monkeypatch):
-    monkeypatch.setattr(sysinfo, "clock_ghz", lambda: 2.5)
-    monkeypatch.setattr(sysinfo, "simd_lanes", lambda: 8)
-    m = _measured()
-    mib = 2**20
-    m.latency_ns |= {2 * mib: 8.0, 4 * mib: 9.0, 8 * mib: 40.0}  # a 4.4x step past 4 MiB
-    llc = host.llc_in_reach(m.latency_ns, 2048 * 1024, 32 * mib)
-    assert llc == 4 * mib
-    host.derive_preset(m, 48 * 1024, 2048 * 1024, llc)
-    assert m.host["llc_mib"] == 4.0 and m.host["llc_latency_ns"] == 8.0  # at 2 MiB
-    assert "sysfs gives 32 MiB" in m.notes["llc_mib"] and "4.4x" in m.notes["llc_mib"]
