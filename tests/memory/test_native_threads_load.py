@@ -33,10 +33,11 @@ def _native_built():
 
 @pytest.fixture
 def busy_cores():
-    """One busy process per core (at least two), for the test's duration."""
+    """One busy process per core (at least two), for the test's duration; each ends itself
+    after a minute should this process die first (a timeout's kill skips the finally)."""
+    spin = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass"
     hogs = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        for _ in range(max(2, os.cpu_count() or 1))
+        subprocess.Popen([sys.executable, "-c", spin]) for _ in range(max(2, os.cpu_count() or 1))
     ]
     time.sleep(0.3)  # (started and spinning)
     try:
