@@ -71,11 +71,12 @@ def main() -> None:
                 best[i][k] = min(best[i][k], dt)
     for i, path in enumerate(a.libs):
         print(f"  lib{i}: {path}")
-    # (the last library's counts: the runs leave them in the captured outputs)
+    # (the counts of the library that ran last: each run leaves them in the captured outputs;
+    # every library's equal unless one evaluates differently)
     per_cmd = [_evaluations_per_command(keep) for keep, _ in seen]
     print(
         "organization (R, G, B, read buffer)  runs  best CPU ms per library   lib0 / libi"
-        "   evaluations per command (last library: median, max)"
+        "   evaluations per command (median, max)"
     )
     by = collections.defaultdict(list)
     for k, org in enumerate(orgs):
