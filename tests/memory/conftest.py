@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 import subprocess
 import tempfile
@@ -18,6 +19,17 @@ from nmp.memory import native, native_build
 @pytest.fixture(scope="session")
 def dram_ref() -> Path:
     return require_ref()
+
+
+@pytest.fixture(scope="module")
+def native_engine() -> None:
+    """The C engine is built (a module's tests ask for it with ``usefixtures``): else they skip
+    with the reason, or fail where NMP_REQUIRE_NATIVE_ENGINE=1 (CI)."""
+    if not native.available():
+        why = native.unavailable_reason()
+        if os.environ.get("NMP_REQUIRE_NATIVE_ENGINE") == "1":
+            pytest.fail(f"the native engine is required (NMP_REQUIRE_NATIVE_ENGINE=1): {why}")
+        pytest.skip(f"the native engine cannot be built here: {why}")
 
 
 @pytest.fixture(scope="session")

@@ -36,13 +36,7 @@ CASES = load_cases()
 PRESETS = ("ddr4-3200aa", "ddr4-2400", "ddr5-4800an", "ddr5-4800-40", "hbm2-2000", "hbm3-6400")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _native_built():
-    if not native.available():
-        why = native.unavailable_reason()
-        if os.environ.get("NMP_REQUIRE_NATIVE_ENGINE") == "1":
-            pytest.fail(f"the native engine is required (NMP_REQUIRE_NATIVE_ENGINE=1): {why}")
-        pytest.skip(f"the native engine cannot be built here: {why}")
+pytestmark = pytest.mark.usefixtures("native_engine")
 
 
 def _lines(reqs):

@@ -22,13 +22,7 @@ from nmp.reference import case_memory_spec
 CASE_ID = "emb_uniform_r4m_rb256_p20@hbm2_8ch"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _native_built():
-    if not native.available():
-        why = native.unavailable_reason()
-        if os.environ.get("NMP_REQUIRE_NATIVE_ENGINE") == "1":
-            pytest.fail(f"the native engine is required (NMP_REQUIRE_NATIVE_ENGINE=1): {why}")
-        pytest.skip(f"the native engine cannot be built here: {why}")
+pytestmark = pytest.mark.usefixtures("native_engine")
 
 
 @pytest.fixture
