@@ -32,7 +32,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--repeat", type=int, default=7, help="timed runs per side and round")
     a = ap.parse_args()
-    aheads = [int(x) for x in a.ahead.split(",")]
+    try:
+        aheads = [int(x) for x in a.ahead.split(",")]
+    except ValueError:
+        ap.error(f"--ahead {a.ahead!r}: distances are whole numbers, comma-separated")
     if a.rounds < 1 or a.repeat < 1 or min(aheads) < 0:
         ap.error("--rounds and --repeat must be at least 1, the distances at least 0")
     print(f"machine: {machine()}; load average (1/5/15 min): {load()}")
