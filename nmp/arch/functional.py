@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from nmp.arch.rowdata import BASIS_A, BASIS_B
-from nmp.arch.vector_ops import LANES, row_ops
+from nmp.arch.vector_ops import LANES, MAX_TREE_UNITS, reduce_tree_op, row_ops
 
 
 @njit(cache=True)
@@ -229,7 +229,7 @@ def _make_gather_tree_basis(fixed_dim: int, weighted: bool):
 PREFETCH_AHEAD = 16
 
 
-def _make_gather_tree_rows(dim: int):
+def _make_gather_tree_rows(dim: int, tree: tuple[int, ...] | None = None):
     """The unweighted kernel of :func:`gather_tree_basis` for rows of ``dim`` elements (a
     multiple of 8), its row arithmetic in whole vectors (:mod:`nmp.arch.vector_ops`): the same
     additions in the same order as :func:`_make_gather_tree_basis`'s kernel, so the same bits
@@ -241,65 +241,85 @@ def _make_gather_tree_rows(dim: int):
     sum is added into its parent's and cleared, the untouched ones' being zero. That gives the
     same bits, as adding +0.0 leaves any sum unchanged and no partial sum is ever -0.0 (each
     starts at +0.0, and a rounded-to-nearest sum is -0.0 only of two -0.0); it saves a store
-    per lookup and a branch per unit and bag. Otherwise only touched units are visited."""
+    per lookup and a branch per unit and bag. Otherwise only touched units are visited.
+
+    ``tree``: the ``parent`` array every call passes, as a tuple (:func:`_fused_tree`); the
+    untracked reduction is then compiled for it as straight-line code
+    (:func:`nmp.arch.vector_ops.reduce_tree_op`: the same bits, each partial sum loaded
+    once). Without it the loop reduces any ``parent``."""
     add_two_rows, add_row_and_clear, prefetch_row = row_ops(dim)
     ahead = PREFETCH_AHEAD
+    fused = tree is not None
+    reduce_tree = reduce_tree_op(dim, tree if tree is not None else (-1,))
 
     # Indices are unsigned where they can be (every index here is non-negative): numba adds a
     # wrap-around of negative indices to each signed one, and dropping it took the kernel
     # from 19.4 to 18.1 ms (AVX2 code: 19.6 to 18.7; arch.py --gather-only's batch, thread
     # CPU time, best of 15 per table).
-    @njit(cache=False, nogil=True, boundscheck=False)
-    def kernel(
-        level, node, base, bag, rows, basis_a, basis_b, parent, out, acc
-    ):  # pragma: no cover
-        na, nb = np.uint64(_BASIS_A), np.uint64(_BASIS_B)
-        n_nodes, batch = parent.shape[0], out.shape[0]
-        # out and acc start zeroed and on whole cache lines (_zeros_on_lines); acc is zero
-        # between bags, as above, and so after the last (the next table's call reuses it)
-        touched = np.zeros(n_nodes, dtype=np.bool_)
-        n = np.uint64(node.shape[0])
-        track = n_nodes * batch > node.shape[0]  # fewer lookups per bag than units, on average
-        one, far = np.uint64(1), np.uint64(ahead)
-        for k in range(min(ahead, node.shape[0])):  # the first lookups' basis rows
-            r = np.uint64(rows[k])
-            prefetch_row(basis_a, np.int64(r - (r // na) * na))
-        for i in range(node.shape[0]):
-            j = np.uint64(i)
-            if j + far < n:  # the basis row of a lookup further on, on its way
-                r = np.uint64(rows[j + far])
+    def compiled(track: bool):
+        """The kernel with ``track`` (fewer lookups per bag than units, on average) fixed at
+        compile time: the hot loop then holds only its own reduction's code."""
+
+        @njit(cache=False, nogil=True, boundscheck=False)
+        def kernel(
+            level, node, base, bag, rows, basis_a, basis_b, parent, out, acc
+        ):  # pragma: no cover
+            na, nb = np.uint64(_BASIS_A), np.uint64(_BASIS_B)
+            n_nodes = parent.shape[0]
+            # out and acc start zeroed and on whole cache lines (_zeros_on_lines); acc is
+            # zero between bags, as above, and so after the last (the next table's call
+            # reuses it)
+            touched = np.zeros(n_nodes, dtype=np.bool_)
+            n = np.uint64(node.shape[0])
+            one, far = np.uint64(1), np.uint64(ahead)
+            for k in range(min(ahead, node.shape[0])):  # the first lookups' basis rows
+                r = np.uint64(rows[k])
                 prefetch_row(basis_a, np.int64(r - (r // na) * na))
-            nd = np.uint64(base[np.uint64(level[j])] + node[j])
-            r = np.uint64(rows[j])
-            q = r // na
-            add_two_rows(
-                acc, np.int64(nd), basis_a, np.int64(r - q * na), basis_b, np.int64(q % nb)
-            )
-            if track:
-                touched[nd] = True
-            if j + one == n or bag[j + one] != bag[j]:
-                b = bag[j]
-                for k in range(n_nodes - 1, -1, -1):
-                    uk = np.uint64(k)
-                    if track:
-                        if not touched[uk]:
-                            continue
-                        touched[uk] = False
-                    p = parent[uk]
-                    if p < 0:
-                        add_row_and_clear(out, b, acc, k)
-                    else:
+            for i in range(node.shape[0]):
+                j = np.uint64(i)
+                if j + far < n:  # the basis row of a lookup further on, on its way
+                    r = np.uint64(rows[j + far])
+                    prefetch_row(basis_a, np.int64(r - (r // na) * na))
+                nd = np.uint64(base[np.uint64(level[j])] + node[j])
+                r = np.uint64(rows[j])
+                q = r // na
+                add_two_rows(
+                    acc, np.int64(nd), basis_a, np.int64(r - q * na), basis_b, np.int64(q % nb)
+                )
+                if track:
+                    touched[nd] = True
+                if j + one == n or bag[j + one] != bag[j]:
+                    b = bag[j]
+                    if fused and not track:
+                        reduce_tree(out, b, acc)
+                        continue
+                    for k in range(n_nodes - 1, -1, -1):
+                        uk = np.uint64(k)
                         if track:
-                            touched[np.uint64(p)] = True
-                        add_row_and_clear(acc, p, acc, k)
-        return out
+                            if not touched[uk]:
+                                continue
+                            touched[uk] = False
+                        p = parent[uk]
+                        if p < 0:
+                            add_row_and_clear(out, b, acc, k)
+                        else:
+                            if track:
+                                touched[np.uint64(p)] = True
+                            add_row_and_clear(acc, p, acc, k)
+            return out
+
+        return kernel
+
+    kernels = (compiled(False), compiled(True))
 
     def run(level, node, base, bag, rows, weights, basis_a, basis_b, parent, batch, acc=None):
         out = _zeros_on_lines(batch, dim)
         acc = _zeros_on_lines(parent.shape[0], dim) if acc is None else acc
-        return kernel(level, node, base, bag, rows, basis_a, basis_b, parent, out, acc)
+        track = parent.shape[0] * batch > node.shape[0]
+        return kernels[track](level, node, base, bag, rows, basis_a, basis_b, parent, out, acc)
 
-    run.kernel = kernel  # type: ignore[attr-defined]  # (its compiled code, for inspection)
+    run.kernel = kernels[0]  # type: ignore[attr-defined]  # (its compiled code, for inspection)
+    run.kernels = kernels  # type: ignore[attr-defined]
     return run
 
 
@@ -314,7 +334,17 @@ def _zeros_on_lines(rows: int, dim: int) -> np.ndarray:
     return buf[skip : skip + rows * dim].reshape(rows, dim)
 
 
-_BASIS_KERNELS: dict[tuple[int, bool], Any] = {}
+_BASIS_KERNELS: dict[tuple[int, bool, tuple[int, ...] | None], Any] = {}
+
+
+def _fused_tree(parent: np.ndarray) -> tuple[int, ...] | None:
+    """``parent`` as a tuple where the vector kernel's reduction can be compiled for it (at
+    most :data:`~nmp.arch.vector_ops.MAX_TREE_UNITS` units, each parent's id below its
+    children's, as the loop's order assumes); None: the loop reduces it."""
+    if not 0 < parent.shape[0] <= MAX_TREE_UNITS:
+        return None
+    tree = tuple(int(p) for p in parent.tolist())
+    return tree if all(-1 <= p < k for k, p in enumerate(tree)) else None
 
 
 def gather_tree_basis(
@@ -330,12 +360,15 @@ def gather_tree_basis(
     roots' (parent -1) into the output. Lookups of a bag are contiguous (EmbeddingBag order).
     Rows are non-negative. Returns float32 [batch, dim]."""
     dim = int(basis_a.shape[1])
-    key = (dim if dim in SPECIALIZED_DIMS else 0, weights.shape[0] > 0)
+    fixed_dim, weighted = (dim if dim in SPECIALIZED_DIMS else 0), weights.shape[0] > 0
+    vector = fixed_dim % LANES == 0 and fixed_dim > 0 and not weighted
+    # (the vector kernel is compiled per tree it reduces: a design's tree is the same at every
+    # call, and a process meets few)
+    key = (fixed_dim, weighted, _fused_tree(parent) if vector else None)
     kernel = _BASIS_KERNELS.get(key)
     if kernel is None:
-        fixed_dim, weighted = key
-        if fixed_dim % LANES == 0 and fixed_dim > 0 and not weighted:
-            kernel = _make_gather_tree_rows(fixed_dim)
+        if vector:
+            kernel = _make_gather_tree_rows(fixed_dim, key[2])
         else:
             kernel = _make_gather_tree_basis(fixed_dim, weighted)
         _BASIS_KERNELS[key] = kernel

@@ -174,6 +174,43 @@ def test_basis_kernel_adds_in_a_fixed_order(dim, batch):
     assert all(not acc.any() for acc in work.values())
 
 
+@pytest.mark.parametrize(
+    "parent",
+    [
+        (-1, -1, 0, 0, 0, 0, 1, 1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9),  # recross: rank, group, bank
+        (-1, -1, -1, -1, -1),  # units without a tree: every one a root
+        (-1, 0, 1, 2, 3),  # a chain
+        (-1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3),  # a root of many children, some with their own
+        (1, -1, 1),  # a parent above its child's id: the loop's order, not compiled in
+    ],
+)
+def test_vector_kernel_reduces_any_tree_in_the_loops_order(parent):
+    """The vector kernel's bag-end reduction, compiled for the design's tree (or, where the tree
+    does not fit, the loop), gives the bits of the additions in the documented order; a tree
+    with a parent above its child's id is left to the loop (which the documented order
+    assumes, not checks)."""
+    from nmp.arch.functional import _fused_tree, gather_tree_basis
+    from nmp.arch.rowdata import _basis
+
+    parent_a = np.array(parent, dtype=np.int64)
+    fits = all(-1 <= p < k for k, p in enumerate(parent))
+    assert (_fused_tree(parent_a) == parent) if fits else _fused_tree(parent_a) is None
+    rng = np.random.default_rng(len(parent))
+    n, batch, units = 3000, 30, len(parent)
+    bag = np.sort(rng.integers(0, batch, n)).astype(np.int64)  # 100 a bag: every unit reduced
+    rows = rng.integers(0, 5_000_000, n).astype(np.int64)
+    level = np.zeros(n, dtype=np.int64)
+    node = rng.integers(0, units, n).astype(np.int64)
+    base = np.zeros(1, dtype=np.int64)
+    args = (level, node, base, bag, rows, np.empty(0, np.float32), *_basis(5, 2, 64))
+    args = (*args, parent_a, batch)
+    work: dict = {}
+    got = gather_tree_basis(*args, work=work)
+    assert np.array_equal(got.view(np.uint32), _tree_sum_in_order(*args).view(np.uint32))
+    # every partial sum cleared (the loop leaves a child's sum in a parent below it, unread)
+    assert all(not acc.any() for acc in work.values()) or not fits
+
+
 class _PerTable:
     """A store that reads rows table by table (no bases: the generic kernel)."""
 
