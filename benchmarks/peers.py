@@ -58,9 +58,11 @@ Before the timed rounds each tool's whole process runs ``--warmup`` times per ca
 (default 1, as hyperfine's ``--warmup``): the first start after a while reads the interpreter,
 its modules and the libraries from disk, which is the file cache's state, not the tool's speed.
 
-Printed: each case's best times; per standard and peer the ratios (peer time / nmp time: the
-median over the cases, per round, as the range over the rounds, and of the best times), each
-tool's own throughput (requests/s) beside them; the README's trace (the case
+Printed: each case's best times and its in-process ratio by CPU time; per standard and peer
+the ratios (peer time / nmp time: the median over the cases, per round, as the range over the
+rounds, and of the best times), each tool's own throughput (requests/s) beside them, and where
+each standard's median lies (the case at the median, the speed-up each case below issue 43's
+60x would need: ``peer_summary.py``); the README's trace (the case
 ``emb_zipf_a0.8_r1m_rb64_p40@ddr4_1r``) on its own. Where fewer than all of a standard's cases
 ran (``--quick``, ``--filter``), its case count reads ``n/N``: a subset's median is not the
 standard's (the quick set's two HBM2 cases are among the engine's best against Ramulator 2).
@@ -84,7 +86,6 @@ import gzip
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -96,6 +97,7 @@ from _host import load, machine, wait_and_reap  # benchmarks/ is on sys.path whe
 from _isa import ISAS, describe, enter
 from peer_build import DRAMSIM3, RAMULATOR2, build_peer, built, commit_note, default_peer_dir
 from peer_drivers import DRAMSIM3_INJECTOR, RAMULATOR_SCRIPT
+from peer_summary import METRICS, in_process_ratio, summarize
 
 from nmp.memory import read_trace, replay
 from nmp.reference import case_memory_spec, dram_reference_dir
@@ -240,101 +242,6 @@ def nmp_in_process(requests, spec, replays: int = 1) -> tuple[float, float, int]
     return wall / replays, cpu / replays, stats.cycles
 
 
-METRICS = ("whole_wall", "whole_cpu", "whole_free", "in_wall", "in_cpu")
-# "free": the wall time less the time the process waited for a CPU that other processes held
-# (Linux's run_delay): what the wall clock gives where a core is free, on a shared machine.
-# Not in process: over a replay of 10-20 ms the wait read there exceeded the wall time on some
-# HBM2 cases (2-core VM), so it is not a measure at that scale; the CPU time is.
-METRIC_NAMES = {
-    "whole_wall": "whole process, wall",
-    "whole_cpu": "whole process, CPU",
-    "whole_free": "whole, wall - wait",
-    "in_wall": "in process, wall",
-    "in_cpu": "in process, CPU",
-}
-README_CASE = "emb_zipf_a0.8_r1m_rb64_p40@ddr4_1r"  # the README's replay: trace and memory
-
-
-def _range(values: list[float], fmt: str) -> str:
-    lo, hi = min(values), max(values)
-    return f"{lo:{fmt}}x" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}x"
-
-
-def ratio_cells(sel: list[dict], peer: str, metric: str, rounds: int) -> str:
-    """The median over the cases of peer / nmp: per round (its range over the rounds) and of
-    each tool's best time."""
-    per_round = [
-        statistics.median(r[peer][metric][k] / r["nmp"][metric][k] for r in sel)
-        for k in range(rounds)
-    ]
-    best = statistics.median(min(r[peer][metric]) / min(r["nmp"][metric]) for r in sel)
-    fmt = ".2f" if metric.startswith("whole") else ".1f"
-    return f"{_range(per_round, fmt):>13s} {best:{fmt}}x"
-
-
-def throughput(sel: list[dict], tool: str, metric: str, rounds: int) -> str:
-    """The tool's requests per second over the cases, per round: its range."""
-    n = sum(r["requests"] for r in sel)
-    per_round = [n / sum(r[tool][metric][k] for r in sel) for k in range(rounds)]
-    lo, hi = min(per_round), max(per_round)
-    unit, scale = ("M", 1e6) if lo >= 1e6 else ("k", 1e3)
-    return f"{lo / scale:.2f}-{hi / scale:.2f} {unit}/s"
-
-
-def summarize(rows: list[dict], peers: list, rounds: int, totals: dict[str, int]) -> None:
-    """Per standard and overall, per peer and measure: the ratio (peer time / nmp time; > 1:
-    nmp is faster), with each tool's throughput beside it. ``totals``: the reference's cases
-    per standard; a run of fewer (``--quick``, ``--filter``) says so, since a subset's median
-    is not the standard's (the quick set's two HBM2 cases are among the engine's best)."""
-    print(
-        f"\nratios (peer time / nmp time; > 1: nmp is faster): the median over the cases, its "
-        f"range over {rounds} round(s) and of the best times; each tool's requests/s beside"
-    )
-    groups = sorted({r["standard"] for r in rows}) + ["all"]
-    totals = {**totals, "all": sum(totals.values())}
-    ran = {g: sum(1 for r in rows if g in ("all", r["standard"])) for g in groups}
-    subsets = [g for g in groups if ran[g] < totals.get(g, 0)]
-    if subsets:
-        print(
-            "  cases n/N: n of the reference's N cases of the standard ran; the median is that "
-            "subset's, not the standard's (all of them: no --quick, no --filter)"
-        )
-    for peer in peers:
-        print(f"\n{peer.name}")
-        print(
-            f"  {'standard':8s} {'cases':>5s} {'measure':23s} {'ratio: rounds':>13s} {'best':>6s}"
-            f"  {'nmp':>17s}  {peer.name:>17s}"
-        )
-        for group in groups:
-            sel = [r for r in rows if (group == "all" or r["standard"] == group) and peer.name in r]
-            if not sel:
-                continue
-            for metric in METRICS:
-                n = f"{len(sel)}/{totals[group]}" if group in subsets else str(len(sel))
-                print(
-                    f"  {group:8s} {n:>5s} {METRIC_NAMES[metric]:23s}"
-                    f" {ratio_cells(sel, peer.name, metric, rounds)}"
-                    f"  {throughput(sel, 'nmp', metric, rounds):>17s}"
-                    f"  {throughput(sel, peer.name, metric, rounds):>17s}"
-                )
-    readme = [r for r in rows if r["id"] == README_CASE]
-    if readme:
-        r = readme[0]
-        print(f"\nthe README's replay ({README_CASE}, {r['requests']} requests), per round:")
-        for peer in (p for p in peers if p.name in r):
-            for metric in ("whole_wall", "whole_cpu", "whole_free"):
-                ratios = [
-                    a / b for a, b in zip(r[peer.name][metric], r["nmp"][metric], strict=True)
-                ]
-                print(
-                    f"  {METRIC_NAMES[metric]:23s} nmp {min(r['nmp'][metric]):.3f}-"
-                    f"{max(r['nmp'][metric]):.3f} s, {peer.name} {min(r[peer.name][metric]):.3f}-"
-                    f"{max(r[peer.name][metric]):.3f} s: {_range(ratios, '.2f')}, median "
-                    f"{statistics.median(ratios):.2f}x"
-                )
-                print(f"    {'rounds':21s} {' '.join(f'{x:.2f}' for x in ratios)}")
-
-
 def recorded(cases: list[dict], ref: Path) -> None:
     """No peer here: this engine in process against the speeds the reference recorded."""
     print("\nno peer build present: the speeds recorded with the reference data (README §10,")
@@ -464,7 +371,7 @@ def main() -> None:
         print(
             f"\n{'case':46s} {'requests':>8s} {'nmp whole/in s':>15s}"
             + "".join(f" {p.name + ' whole/in s':>22s}" for p in peers)
-            + "   (best wall times)"
+            + "   (best wall times); in process by CPU, peer / nmp"
         )
         for case in cases:
             cfg = data["memory_configs"][case["mem_config"]]
@@ -477,9 +384,13 @@ def main() -> None:
                 else f" {'-':>22s}"
                 for p in peers
             )
+            ratios = "".join(
+                f" {in_process_ratio(row, p.name):6.1f}x" if p.name in row else f" {'-':>7s}"
+                for p in peers
+            )
             print(
                 f"{case['id']:46s} {row['requests']:8d} {min(row['nmp']['whole_wall']):6.3f}/"
-                f"{min(row['nmp']['in_wall']):<8.4f}{cells}",
+                f"{min(row['nmp']['in_wall']):<8.4f}{cells}  {ratios}",
                 flush=True,
             )
         print(f"load average after: {load()}")
