@@ -34,7 +34,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check --fix nmp tests benchmarks
 
 bench: $(STAMP)
-	for b in benchmarks/*.py; do args=; case $$b in */_*|*/before_after.py|*/gpu_device_*) continue;; \
+	for b in benchmarks/*.py; do args=; case $$b in */_*|*/before_after.py|*/gpu_device_*|*_ab.py|*_ab_points.py|*/peer_*) \
+		continue;; \
 		*/gpu_kernels.py|*/gpu_latency.py) args=--dry-run;; esac; \
 		$(BIN)/python $$b $$args || exit 1; done
 
