@@ -337,6 +337,16 @@ def _zeros_on_lines(rows: int, dim: int) -> np.ndarray:
 _BASIS_KERNELS: dict[tuple[int, bool, tuple[int, ...] | None], Any] = {}
 
 
+# Trees whose reduction a process compiles into a kernel of its own (about 0.5-1 s each, on the
+# 2-core AMD EPYC): chosen, so that a sweep over many memory organizations (a tree each) pays
+# for a few compilations, not one per design; the others get the loop's kernel, the same bits.
+MAX_FUSED_TREES = 8
+
+
+def _fused_count() -> int:
+    return sum(1 for k in _BASIS_KERNELS if k[2] is not None)
+
+
 def _fused_tree(parent: np.ndarray) -> tuple[int, ...] | None:
     """``parent`` as a tuple where the vector kernel's reduction can be compiled for it (at
     most :data:`~nmp.arch.vector_ops.MAX_TREE_UNITS` units, each parent's id below its
@@ -363,8 +373,10 @@ def gather_tree_basis(
     fixed_dim, weighted = (dim if dim in SPECIALIZED_DIMS else 0), weights.shape[0] > 0
     vector = fixed_dim % LANES == 0 and fixed_dim > 0 and not weighted
     # (the vector kernel is compiled per tree it reduces: a design's tree is the same at every
-    # call, and a process meets few)
+    # call; past MAX_FUSED_TREES trees in a process the loop's kernel reduces the others)
     key = (fixed_dim, weighted, _fused_tree(parent) if vector else None)
+    if key[2] is not None and key not in _BASIS_KERNELS and _fused_count() >= MAX_FUSED_TREES:
+        key = (fixed_dim, weighted, None)
     kernel = _BASIS_KERNELS.get(key)
     if kernel is None:
         if vector:

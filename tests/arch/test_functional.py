@@ -276,3 +276,24 @@ def test_vector_kernel_sums_start_on_cache_lines():
         z = _zeros_on_lines(rows, dim)
         assert z.ctypes.data % 64 == 0 and z.shape == (rows, dim) and z.dtype == np.float32
         assert z.flags.c_contiguous and not z.any()
+
+
+def test_trees_past_the_bound_get_the_loop_kernel(monkeypatch):
+    """Past MAX_FUSED_TREES compiled trees a process reduces new trees with the loop's kernel
+    (no compilation of its own), the same bits."""
+    import nmp.arch.functional as gather
+    from nmp.arch.rowdata import _basis
+
+    monkeypatch.setattr(gather, "MAX_FUSED_TREES", 0)
+    parent = np.array([-1, 0, 0, 1, 1, 1, 2], dtype=np.int64)
+    rng = np.random.default_rng(3)
+    n, batch = 1500, 10
+    bag = np.sort(rng.integers(0, batch, n)).astype(np.int64)
+    rows = rng.integers(0, 5_000_000, n).astype(np.int64)
+    node = rng.integers(0, parent.size, n).astype(np.int64)
+    args = (np.zeros(n, np.int64), node, np.zeros(1, np.int64), bag, rows)
+    args = (*args, np.empty(0, np.float32), *_basis(5, 2, 64), parent, batch)
+    got = gather.gather_tree_basis(*args)
+    assert (64, False, tuple(parent.tolist())) not in gather._BASIS_KERNELS
+    assert (64, False, None) in gather._BASIS_KERNELS
+    assert np.array_equal(got.view(np.uint32), _tree_sum_in_order(*args).view(np.uint32))
