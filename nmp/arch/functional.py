@@ -344,7 +344,8 @@ MAX_FUSED_TREES = 8
 
 
 def _fused_count() -> int:
-    return sum(1 for k in _BASIS_KERNELS if k[2] is not None)
+    # (a snapshot of the keys: a design point's threads may add a kernel meanwhile)
+    return sum(1 for k in tuple(_BASIS_KERNELS) if k[2] is not None)
 
 
 def _fused_tree(parent: np.ndarray) -> tuple[int, ...] | None:
