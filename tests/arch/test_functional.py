@@ -184,14 +184,17 @@ def test_basis_kernel_adds_in_a_fixed_order(dim, batch):
         (1, -1, 1),  # a parent above its child's id: the loop's order, not compiled in
     ],
 )
-def test_vector_kernel_reduces_any_tree_in_the_loops_order(parent):
+def test_vector_kernel_reduces_any_tree_in_the_loops_order(parent, monkeypatch):
     """The vector kernel's bag-end reduction, compiled for the design's tree (or, where the tree
     does not fit, the loop), gives the bits of the additions in the documented order; a tree
     with a parent above its child's id is left to the loop (which the documented order
     assumes, not checks)."""
+    import nmp.arch.functional as gather
     from nmp.arch.functional import _fused_tree, gather_tree_basis
     from nmp.arch.rowdata import _basis
 
+    # (other tests in this process may have compiled trees up to the bound already)
+    monkeypatch.setattr(gather, "MAX_FUSED_TREES", 1 << 20)
     parent_a = np.array(parent, dtype=np.int64)
     fits = all(-1 <= p < k for k, p in enumerate(parent))
     assert (_fused_tree(parent_a) == parent) if fits else _fused_tree(parent_a) is None
@@ -206,6 +209,7 @@ def test_vector_kernel_reduces_any_tree_in_the_loops_order(parent):
     args = (*args, parent_a, batch)
     work: dict = {}
     got = gather_tree_basis(*args, work=work)
+    assert ((64, False, parent) in gather._BASIS_KERNELS) == fits  # its own kernel, if it fits
     assert np.array_equal(got.view(np.uint32), _tree_sum_in_order(*args).view(np.uint32))
     # every partial sum cleared (the loop leaves a child's sum in a parent below it, unread)
     assert all(not acc.any() for acc in work.values()) or not fits
