@@ -312,7 +312,7 @@ def _vector_widths() -> str:
 
     from nmp.arch.functional import _BASIS_KERNELS
 
-    compiled = [getattr(k, "kernel", k) for k in _BASIS_KERNELS.values()]
+    compiled = [c for k in _BASIS_KERNELS.values() for c in getattr(k, "kernels", (k,))]
     asm = "".join(k.inspect_asm(sig) for k in compiled for sig in k.signatures)
     found = set(re.findall(r"%([xyz])mm\d", asm))
     widest = next(

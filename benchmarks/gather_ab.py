@@ -2,11 +2,11 @@
 
 Loads ``OTHER/nmp/arch/functional.py`` as a module of its own (its imports resolve to this
 checkout's ``nmp``: a kernel that needs names this tree lacks will not load) and runs both
-kernels on ``benchmarks/arch.py --gather-only``'s batch (8 tables of 200,000 rows, dim 64,
-batch 2048, pooling 100, ``recross``), one thread, alternating in every round so that a busy
-spell of a shared machine slows both. Every output must be equal bit for bit, or the script
-stops. Prints each side's best thread CPU time and the ratio (other / this; > 1: this
-checkout is faster), of the best times and the median of the paired rounds.
+kernels on ``benchmarks/arch.py --gather-only``'s batch (``arch.GATHER``: 8 tables of
+200,000 rows, dim 64, batch 2048, pooling 100, ``recross``), one thread, alternating in every
+round so that a busy spell of a shared machine slows both. Every output must be equal bit for
+bit, or the script stops. Prints each side's best thread CPU time and the ratio (other / this;
+> 1: this checkout is faster), of the best times and the median of the paired rounds.
 
     python benchmarks/gather_ab.py --other DIR [--rounds 16]
 """
@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from _host import load, machine  # benchmarks/ is on sys.path when a script runs
+from arch import GATHER
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -44,18 +45,18 @@ def main() -> None:
     other = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(other)
 
-    wl = load_workload(
-        "recross-eval", {"rows": [200_000] * 8, "dim": 64, "batch": 2048, "pooling": 100}
-    )
+    g = GATHER
+    sizes = {"rows": [g["rows"]] * g["tables"], "dim": g["dim"], "batch": g["batch"]}
+    wl = load_workload("recross-eval", {**sizes, "pooling": g["pooling"]})
     arch = load_arch("recross")
     arch.bind(wl)
     flat, plc, _ = arch.prepare(generate_batch(wl, seed=1))
     # each side's kernel for the design's tree, as gather_tree_basis would key it
     parent = arch.policy.reduce_nodes(arch, plc)[1]
-    key = (64, False, this._fused_tree(parent))
+    key = (g["dim"], False, this._fused_tree(parent))
     sides = {
-        "other": other._make_gather_tree_rows(64),
-        "this": this._make_gather_tree_rows(64, key[2]),
+        "other": other._make_gather_tree_rows(g["dim"]),
+        "this": this._make_gather_tree_rows(g["dim"], key[2]),
     }
 
     def run(side: str) -> tuple[list, float]:

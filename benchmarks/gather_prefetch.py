@@ -21,7 +21,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 from _host import load, machine  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
-from arch import functional  # noqa: E402
+from arch import GATHER, functional  # noqa: E402
 
 import nmp.arch.functional as gather  # noqa: E402
 
@@ -49,7 +49,7 @@ def main() -> None:
                 gather.PREFETCH_AHEAD = d
                 gather._BASIS_KERNELS.clear()  # (the kernels read it when they are made)
                 with contextlib.redirect_stdout(io.StringIO()):
-                    _, cpu, med = functional(200_000, 8, 64, 2048, 100, a.repeat)
+                    _, cpu, med = functional(**GATHER, repeat=a.repeat)
                 best[d].append(cpu)
                 paired[d].append(med)
                 print(f"  round {r + 1}, ahead {d:3d}: best {cpu:.3f}x, paired median {med:.3f}x")

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from nmp.arch.rowdata import BASIS_A, BASIS_B
-from nmp.arch.vector_ops import LANES, MAX_TREE_UNITS, reduce_tree_op, row_ops
+from nmp.arch.vector_ops import LANES, MAX_TREE_UNITS, reduce_tree_op, row_ops, tree_fits
 
 
 @njit(cache=True)
@@ -318,8 +318,7 @@ def _make_gather_tree_rows(dim: int, tree: tuple[int, ...] | None = None):
         track = parent.shape[0] * batch > node.shape[0]
         return kernels[track](level, node, base, bag, rows, basis_a, basis_b, parent, out, acc)
 
-    run.kernel = kernels[0]  # type: ignore[attr-defined]  # (its compiled code, for inspection)
-    run.kernels = kernels  # type: ignore[attr-defined]
+    run.kernels = kernels  # type: ignore[attr-defined]  # (their compiled code, for inspection)
     return run
 
 
@@ -349,13 +348,12 @@ def _fused_count() -> int:
 
 
 def _fused_tree(parent: np.ndarray) -> tuple[int, ...] | None:
-    """``parent`` as a tuple where the vector kernel's reduction can be compiled for it (at
-    most :data:`~nmp.arch.vector_ops.MAX_TREE_UNITS` units, each parent's id below its
-    children's, as the loop's order assumes); None: the loop reduces it."""
-    if not 0 < parent.shape[0] <= MAX_TREE_UNITS:
+    """``parent`` as a tuple where the vector kernel's reduction can be compiled for it
+    (:func:`~nmp.arch.vector_ops.tree_fits`); None: the loop reduces it."""
+    if not 0 < parent.shape[0] <= MAX_TREE_UNITS:  # (no tuple of a large tree)
         return None
     tree = tuple(int(p) for p in parent.tolist())
-    return tree if all(-1 <= p < k for k, p in enumerate(tree)) else None
+    return tree if tree_fits(tree) else None
 
 
 def gather_tree_basis(
@@ -385,7 +383,7 @@ def gather_tree_basis(
         else:
             kernel = _make_gather_tree_basis(fixed_dim, weighted)
         _BASIS_KERNELS[key] = kernel
-    if work is not None and getattr(kernel, "kernel", None) is not None:  # the vector kernel
+    if work is not None and getattr(kernel, "kernels", None) is not None:  # the vector kernel
         acc = work.get(key)
         if acc is None or acc.shape != (parent.shape[0], dim):
             acc = work[key] = _zeros_on_lines(parent.shape[0], dim)

@@ -142,6 +142,12 @@ def row_ops(dim: int) -> tuple:
 MAX_TREE_UNITS = 128
 
 
+def tree_fits(parent: tuple[int, ...]) -> bool:
+    """Whether :func:`reduce_tree_op` takes the tree ``parent``: 1 to :data:`MAX_TREE_UNITS`
+    units, each parent's id below its children's (-1: a root), the order the loop assumes."""
+    return 0 < len(parent) <= MAX_TREE_UNITS and all(-1 <= p < k for k, p in enumerate(parent))
+
+
 @functools.lru_cache(maxsize=32)
 def reduce_tree_op(dim: int, parent: tuple[int, ...]):
     """``reduce_tree(out, b, acc)`` for rows of ``dim`` elements and the unit tree ``parent``
@@ -159,9 +165,9 @@ def reduce_tree_op(dim: int, parent: tuple[int, ...]):
     tracking mode (:func:`nmp.arch.functional._make_gather_tree_rows`), against the kernel
     before (``benchmarks/gather_ab.py``, 5 runs of 16 rounds, thread CPU time): paired
     medians 1.02-1.09x (median 1.07x), best times 0.83-1.11x."""
-    n = len(parent)
-    if not 0 < n <= MAX_TREE_UNITS or any(not -1 <= p < k for k, p in enumerate(parent)):
+    if not tree_fits(parent):
         raise ValueError(f"a tree of 1 to {MAX_TREE_UNITS} units, parents before children")
+    n = len(parent)
     children = [[c for c in range(n - 1, k, -1) if parent[c] == k] for k in range(n)]
     roots = [k for k in range(n - 1, -1, -1) if parent[k] < 0]
     lanes = vector_lanes(dim)
@@ -203,4 +209,12 @@ def reduce_tree_op(dim: int, parent: tuple[int, ...]):
     return reduce_tree
 
 
-__all__ = ["LANES", "LINE_LANES", "MAX_TREE_UNITS", "reduce_tree_op", "row_ops", "vector_lanes"]
+__all__ = [
+    "LANES",
+    "LINE_LANES",
+    "MAX_TREE_UNITS",
+    "reduce_tree_op",
+    "row_ops",
+    "tree_fits",
+    "vector_lanes",
+]
