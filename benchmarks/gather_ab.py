@@ -31,6 +31,8 @@ def main() -> None:
     ap.add_argument("--other", required=True, help="another checkout (its nmp/arch/functional.py)")
     ap.add_argument("--rounds", type=int, default=16)
     a = ap.parse_args()
+    if a.rounds < 1:
+        ap.error(f"--rounds must be at least 1, got {a.rounds}")
     source = Path(a.other) / "nmp" / "arch" / "functional.py"
     if not source.is_file():
         raise SystemExit(f"gather_ab.py: no {source}")

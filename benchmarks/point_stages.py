@@ -54,11 +54,17 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=40)
     ap.add_argument("--arch", default="recross")
     a = ap.parse_args()
+    if a.points < 1:
+        ap.error(f"--points must be at least 1, got {a.points}")
     from nmp.arch import run_design_point
+    from nmp.errors import NmpError
 
     print(f"machine: {machine()}; load average (1/5/15 min): {load()}")
-    for s in (0, 1):
-        run_design_point(a.arch, "recross-eval", seed=s)
+    try:
+        for s in (0, 1):
+            run_design_point(a.arch, "recross-eval", seed=s)
+    except NmpError as exc:  # (an unknown --arch, say: its message, not a traceback)
+        raise SystemExit(f"point_stages.py: {exc}") from None
     spent = {label: 0.0 for label, *_ in STAGES}
     for label, module, name, _ in STAGES:
         _wrap(spent, label, module, name)
