@@ -137,6 +137,12 @@ static int init_sim(Sim *S, const Args *A, int64_t C, int64_t R, int64_t QP, int
         S->lane_rk[l] = l / S->GB;
         S->lane_bg[l] = l < S->NBC ? lanes(l - l % S->B, S->B) : 0;
     }
+    for (int64_t lb = 0; lb < S->NBC; lb++)
+        for (int64_t l = 0; l < S->NBC; l++)
+            S->rel8[lb][l] = l == lb                              ? REL_BANK
+                             : S->lane_rk[l] != S->lane_rk[lb]    ? REL_NONE
+                             : (S->lane_bg[lb] >> l) & 1          ? REL_BG
+                                                                  : REL_RANK;
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #define NMP_ENGINE_RULES_H
 
 #include "engine_defs.h"
+#include "engine_lanes.h"
 
 /* ---- constraint rules ------------------------------------------------------------------ */
 
@@ -38,7 +39,37 @@ typedef struct {
     int64_t bg[NCMD][NK], bk[NCMD][NK], bgs[NCMD][NK], bks[NCMD][NK], all[NCMD][NK];
     uint8_t has_bgs[NCMD], has_bks[NCMD];
     int64_t lat_max; /* the largest latency of any rule (the 32-bit bank table's guard) */
+    /* the same four as a bank's relations to the issuing bank (REL_*), int32 at or above
+     * T32_NEG (engine_lanes.h), for the AVX2 raise of a 32-bit bank table (engine_channel.h's
+     * issue_rules): one permutation per block of 8 lanes gives every lane its latency */
+    int32_t rel32[NCMD][NK][8] __attribute__((aligned(32)));
 } Rules;
+
+/* A lane's relation to the bank a command issued to: none (another rank, padding: no rule),
+ * the bank itself (its bank group's rules and its own), another bank of its bank group, a
+ * bank of another bank group of its rank */
+enum { REL_NONE, REL_BANK, REL_BG, REL_RANK };
+
+/* int32 latencies of a 32-bit table: at or above T32_NEG ("no rule"), below T32_LAT_MAX where
+ * the run takes such a table (T32_FITS) and clamped to it where not (never read then) */
+FORCE_INLINE int32_t lat32(int64_t lat)
+{
+    return (int32_t)(lat < T32_NEG ? T32_NEG : lat > T32_LAT_MAX ? T32_LAT_MAX : lat);
+}
+
+/* Rules.rel32 from the regrouped rows: a raise takes the largest latency of the rules that
+ * apply (max(t, clk + a, clk + b) = max(t, clk + max(a, b))) */
+static void relation_rows(Rules *RU)
+{
+    for (int c = 0; c < NCMD; c++)
+        for (int k = 0; k < NK; k++) {
+            int32_t *r = RU->rel32[c][k];
+            for (int i = 0; i < 8; i++) r[i] = (int32_t)T32_NEG;
+            r[REL_BANK] = lat32(mx(RU->bg[c][k], RU->bk[c][k]));
+            r[REL_BG] = lat32(mx(RU->bg[c][k], RU->bks[c][k]));
+            r[REL_RANK] = lat32(RU->bgs[c][k]);
+        }
+}
 
 /* rdy[0..7] = max(rdy[0..7], clk + lat[0..7]) (REFpb, 8, never issues: its readiness is never
  * read) */
@@ -131,6 +162,7 @@ static int regroup_rules(Rules *RU, const int64_t *tab_i, const int64_t *nxt, co
                 }
                 if (a == 0) RU->we[l][c] = nw;
             }
+    relation_rows(RU);
     return 0;
 }
 
