@@ -539,6 +539,79 @@ static void rebase_tb32(Sim *restrict S, int64_t clk, CFG)
     S->tbase = clk;
 }
 
+/* Slot `slot` of an evaluation of channel c at clk (a constant: each call compiles its own
+ * copy): pick a command and issue it. Dual issue: a column slot (0), then a row slot (1);
+ * single issue: slot 0 only. */
+FORCE_INLINE void tick_slot(Sim *restrict S, const Rules *restrict RU, int64_t c, int64_t clk,
+                            const int64_t slot, int *issued, int64_t *fut, NotReady *nr,
+                            uint32_t *topm, CFG)
+{
+    UNPACK(S);
+    const int want_col = dual && slot == 0, want_row = dual && slot == 1;
+    Pick p = {-1, -1, -1, 0};
+    /* the ready clocks above the bank group change only when a command issues */
+    if (slot == 0 || *issued) top_masks(S, c, clk, topm, CFG_ARGS);
+    if (!want_row && act_m[c]) pick_active(S, c, clk, topm, &p, nr, CFG_ARGS);
+    if (p.kind < 0) {
+        if (plen[c] > 0) {
+            /* (b) priority buffer head (refresh): never in the column slot */
+            if (want_col) return;
+            p.rk = c * R + pbuf[c * PQ];
+            p.cmd = open_cnt[p.rk] > 0 ? PREAB : REFAB;
+            const int64_t t = mx(RDY(c, p.cmd), RDY(o1 + p.rk, p.cmd));
+            if (t > clk) {
+                *fut = mn(*fut, t);
+                return;
+            }
+            if (p.cmd == PREAB && act_rank[p.rk] > 0) return;
+            p.kind = K_REF;
+        } else {
+            pick_buffer(S, c, clk, topm, want_col, want_row, &p, nr, CFG_ARGS);
+            if (p.kind < 0) return;
+        }
+    }
+
+    /* ---- issue ---- */
+    int64_t lb = -1, bk = -1, q = -1, row = -1, rk = p.rk;
+    if (p.kind == K_ACTIVE) {
+        lb = p.pos; /* (counted at its ACT) */
+        q = act_q[c * TP + lb];
+        row = open_row[c * NBC + lb];
+    } else if (p.kind != K_REF) {
+        int64_t *restrict ws = Qw + (c * 2 + (nw ? K_RD : p.kind)) * QP + p.pos;
+        const int64_t w = *ws;
+        q = WQ(w, S->qbits);
+        row = WROW(w, S->qbits);
+        lb = WCLS(w) & lane_of;
+        if (!(w & WCOUNTED)) {
+            /* its first command: a row hit, miss or conflict (only a PRE leaves it in
+             * its buffer, to be seen again) */
+            const int64_t orow = open_row[c * NBC + lb];
+            const int64_t k = orow == row ? 0 : (orow >= 0 ? 2 : 1);
+            cnt[(!nw && p.kind == K_WR ? C_HIT_W : C_HIT_R) + k]++;
+            *ws = w | WCOUNTED;
+        }
+    }
+    if (lb >= 0) {
+        bk = c * NBC + lb;
+        rk = c * R + RANK_OF(lb);
+    }
+    const int64_t rkl = rk - c * R;
+    issue_rules(S, RU, c, clk, p.cmd, lb, rk, rkl, CFG_ARGS);
+    cnt[p.cmd]++;
+    *issued = 1;
+    if (c == 0 && S->nlog < S->maxlog) {
+        int64_t *lg = S->log + S->nlog++ * 5;
+        lg[0] = clk;
+        lg[1] = p.cmd;
+        lg[2] = rk;
+        lg[3] = bk;
+        lg[4] = row;
+    }
+    if (p.kind == K_REF) refresh_state(S, c, clk, p.cmd, rk, rkl, CFG_ARGS);
+    else request_state(S, c, clk, &p, q, row, lb, bk, rk, CFG_ARGS);
+}
+
 /* One evaluation of channel c's controller at memory cycle clk: refresh, then up to one
  * command per slot (two with dual issue), then its wake time. */
 FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c, int64_t clk,
@@ -557,72 +630,8 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
     int64_t fut = ref_on ? next_ref[c] : INF;
     NotReady nr = {{0, 0, 0, 0, 0}, rd_cmd};
     uint32_t topm[8] = {0}; /* (set at slot 0: the zeros quiet GCC) */
-    for (int64_t slot = 0; slot < (dual ? 2 : 1); slot++) {
-        /* dual issue: a column slot (0) and a row slot (1) */
-        const int want_col = dual && slot == 0, want_row = dual && slot == 1;
-        Pick p = {-1, -1, -1, 0};
-        /* the ready clocks above the bank group change only when a command issues */
-        if (slot == 0 || issued) top_masks(S, c, clk, topm, CFG_ARGS);
-        if (!want_row && act_m[c]) pick_active(S, c, clk, topm, &p, &nr, CFG_ARGS);
-        if (p.kind < 0) {
-            if (plen[c] > 0) {
-                /* (b) priority buffer head (refresh): never in the column slot */
-                if (want_col) continue;
-                p.rk = c * R + pbuf[c * PQ];
-                p.cmd = open_cnt[p.rk] > 0 ? PREAB : REFAB;
-                const int64_t t = mx(RDY(c, p.cmd), RDY(o1 + p.rk, p.cmd));
-                if (t > clk) {
-                    fut = mn(fut, t);
-                    continue;
-                }
-                if (p.cmd == PREAB && act_rank[p.rk] > 0) continue;
-                p.kind = K_REF;
-            } else {
-                pick_buffer(S, c, clk, topm, want_col, want_row, &p, &nr, CFG_ARGS);
-                if (p.kind < 0) continue;
-            }
-        }
-
-        /* ---- issue ---- */
-        int64_t lb = -1, bk = -1, q = -1, row = -1, rk = p.rk;
-        if (p.kind == K_ACTIVE) {
-            lb = p.pos; /* (counted at its ACT) */
-            q = act_q[c * TP + lb];
-            row = open_row[c * NBC + lb];
-        } else if (p.kind != K_REF) {
-            int64_t *restrict ws = Qw + (c * 2 + (nw ? K_RD : p.kind)) * QP + p.pos;
-            const int64_t w = *ws;
-            q = WQ(w, S->qbits);
-            row = WROW(w, S->qbits);
-            lb = WCLS(w) & lane_of;
-            if (!(w & WCOUNTED)) {
-                /* its first command: a row hit, miss or conflict (only a PRE leaves it in
-                 * its buffer, to be seen again) */
-                const int64_t orow = open_row[c * NBC + lb];
-                const int64_t k = orow == row ? 0 : (orow >= 0 ? 2 : 1);
-                cnt[(!nw && p.kind == K_WR ? C_HIT_W : C_HIT_R) + k]++;
-                *ws = w | WCOUNTED;
-            }
-        }
-        if (lb >= 0) {
-            bk = c * NBC + lb;
-            rk = c * R + RANK_OF(lb);
-        }
-        const int64_t rkl = rk - c * R;
-        issue_rules(S, RU, c, clk, p.cmd, lb, rk, rkl, CFG_ARGS);
-        cnt[p.cmd]++;
-        issued = 1;
-        if (c == 0 && S->nlog < S->maxlog) {
-            int64_t *lg = S->log + S->nlog++ * 5;
-            lg[0] = clk;
-            lg[1] = p.cmd;
-            lg[2] = rk;
-            lg[3] = bk;
-            lg[4] = row;
-        }
-        if (p.kind == K_REF) refresh_state(S, c, clk, p.cmd, rk, rkl, CFG_ARGS);
-        else request_state(S, c, clk, &p, q, row, lb, bk, rk, CFG_ARGS);
-    }
+    tick_slot(S, RU, c, clk, 0, &issued, &fut, &nr, topm, CFG_ARGS);
+    if (dual) tick_slot(S, RU, c, clk, 1, &issued, &fut, &nr, topm, CFG_ARGS);
     if (!issued) {
         wake[c] = mn(fut, not_ready_min(S, c, &nr, CFG_ARGS));
         return;
