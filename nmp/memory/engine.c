@@ -137,12 +137,6 @@ static int init_sim(Sim *S, const Args *A, int64_t C, int64_t R, int64_t QP, int
         S->lane_rk[l] = l / S->GB;
         S->lane_bg[l] = l < S->NBC ? lanes(l - l % S->B, S->B) : 0;
     }
-    for (int64_t lb = 0; lb < S->NBC; lb++)
-        for (int64_t l = 0; l < S->NBC; l++)
-            S->rel8[lb][l] = l == lb                              ? REL_BANK
-                             : S->lane_rk[l] != S->lane_rk[lb]    ? REL_NONE
-                             : (S->lane_bg[lb] >> l) & 1          ? REL_BG
-                                                                  : REL_RANK;
     return 0;
 }
 
@@ -626,6 +620,7 @@ static int run(const Args *A_in, int64_t *sums)
     Rules *RU = NULL;
     if (posix_memalign((void **)&RU, 64, sizeof(Rules))) return -1;
     int st = regroup_rules(RU, A.tab_i, A.nxt, A.lat, A.win, closed);
+    lane_relations(RU, R, P->bankgroups, P->banks);
     int64_t writes = -1; /* the write lines, where counted */
     if (st == 0) {
         /* the instantiations' queues have 32 slots: they take any buffer of up to 32 (the

@@ -197,7 +197,7 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
         for (int64_t h = 0; h < TP; h += 8) {
             if (!((rkm >> h) & 0xFF)) continue;
             const __m256i rel = _mm256_cvtepu8_epi32(
-                _mm_loadl_epi64((const __m128i *)(S->rel8[lb] + h)));
+                _mm_loadl_epi64((const __m128i *)(RU->rel8[lb] + h)));
             for (int k = 0; k < NK_USED; k++) {
                 int32_t *restrict t = tb32 + k * TP + h;
                 const __m256i lat = _mm256_permutevar8x32_epi32(

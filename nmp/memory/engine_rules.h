@@ -43,6 +43,9 @@ typedef struct {
      * T32_NEG (engine_lanes.h), for the AVX2 raise of a 32-bit bank table (engine_channel.h's
      * issue_rules): one permutation per block of 8 lanes gives every lane its latency */
     int32_t rel32[NCMD][NK][8] __attribute__((aligned(32)));
+    /* rel8[lb][lane]: a channel's lane's relation to its bank lb (REL_*), for lb below the
+     * channel's banks (the same in every channel: kept once per run, not per channel) */
+    uint8_t rel8[64][64];
 } Rules;
 
 /* A lane's relation to the bank a command issued to: none (another rank, padding: no rule),
@@ -69,6 +72,20 @@ static void relation_rows(Rules *RU)
             r[REL_BG] = lat32(mx(RU->bg[c][k], RU->bks[c][k]));
             r[REL_RANK] = lat32(RU->bgs[c][k]);
         }
+}
+
+/* Rules.rel8 for channels of R ranks of G bank groups of B banks (lane (rank * G + bank group)
+ * * B + bank; at most 64 lanes, which run() checks first) */
+static void lane_relations(Rules *RU, int64_t R, int64_t G, int64_t B)
+{
+    memset(RU->rel8, REL_NONE, sizeof(RU->rel8));
+    const int64_t nbc = R * G * B;
+    for (int64_t lb = 0; lb < nbc && nbc <= 64; lb++)
+        for (int64_t l = 0; l < nbc; l++)
+            RU->rel8[lb][l] = l == lb                    ? REL_BANK
+                              : l / (G * B) != lb / (G * B) ? REL_NONE
+                              : l / B == lb / B          ? REL_BG
+                                                         : REL_RANK;
 }
 
 /* rdy[0..7] = max(rdy[0..7], clk + lat[0..7]) (REFpb, 8, never issues: its readiness is never

@@ -29,8 +29,6 @@ typedef struct {
     int bg_in_block; /* a bank group's lanes never straddle a block of 8 (B divides 8) */
     int64_t lane_rk[64];
     uint64_t lane_bg[64], rk_lanes[8];
-    /* rel8[lb][lane]: lane's relation to bank lb (REL_*, engine_rules.h), for lb < NBC */
-    uint8_t rel8[64][64];
     /* the arrays of the state, in one allocation (ARENA_*) */
     uint8_t *arena;
     /* A summed run (engine.c's simulate_sum_c; `summing`): the read sums kept as requests
