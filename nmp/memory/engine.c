@@ -620,7 +620,7 @@ static int run(const Args *A_in, int64_t *sums)
     Rules *RU = NULL;
     if (posix_memalign((void **)&RU, 64, sizeof(Rules))) return -1;
     int st = regroup_rules(RU, A.tab_i, A.nxt, A.lat, A.win, closed);
-    lane_relations(RU, R, P->bankgroups, P->banks);
+    if (REL_RAISE) lane_relations(RU, R, P->bankgroups, P->banks);
     int64_t writes = -1; /* the write lines, where counted */
     if (st == 0) {
         /* the instantiations' queues have 32 slots: they take any buffer of up to 32 (the

@@ -187,7 +187,7 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
                 raise_lanes32(tb32 + k * TP, rkm, T32V(RU->all[cmd][k]));
             return;
         }
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if REL_RAISE
         /* per block of 8 lanes of its rank: each lane's latency picked by its relation to lb
          * (one permutation of the command's row of rel32), then one max: the bank group's,
          * the bank's and their siblings' rules at once, as the masked raises below give them
@@ -206,8 +206,7 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
                                                                _mm256_add_epi32(lat, vclk)));
             }
         }
-        return;
-#endif
+#else
         const uint64_t gm = BG_LANES(lb);
         if (RU->has_bgs[cmd])
             for (int k = 0; k < NK_USED; k++)
@@ -226,27 +225,12 @@ FORCE_INLINE void issue_rules(Sim *restrict S, const Rules *restrict RU, int64_t
             _mm512_store_si512((void *)t, x);
         }
 #else
-#ifdef __AVX2__
-        if ((B_C > 0 && 8 % B_C == 0) || NBLK_C == 1) {
-            /* the bank group's lanes lie in the bank's vector of 8: one load and store a row,
-             * the group's and the bank's clocks as masked maxima (INT32_MIN elsewhere) */
-            const int64_t h8 = lb & ~(int64_t)7;
-            const __m256i sg = lane_signs8(gm >> h8), sb = lane_signs8(1ull << (lb - h8));
-            const __m256i lo = _mm256_set1_epi32(INT32_MIN);
-            for (int k = 0; k < NK_USED; k++) {
-                int32_t *restrict t = tb32 + k * TP + h8;
-                __m256i x = _mm256_load_si256((const void *)t);
-                x = _mm256_max_epi32(x, blend_signs(lo, _mm256_set1_epi32(T32V(RU->bg[cmd][k])), sg));
-                x = _mm256_max_epi32(x, blend_signs(lo, _mm256_set1_epi32(T32V(RU->bk[cmd][k])), sb));
-                _mm256_store_si256((void *)t, x);
-            }
-            return;
-        }
-#endif
+        /* (a build without AVX2 keeps no 32-bit table, T32_AVAIL: compiled, never taken) */
         for (int k = 0; k < NK_USED; k++) {
             raise_lanes32(tb32 + k * TP, gm, T32V(RU->bg[cmd][k]));
             raise_lanes32(tb32 + k * TP, 1ull << lb, T32V(RU->bk[cmd][k]));
         }
+#endif
 #endif
         return;
     }

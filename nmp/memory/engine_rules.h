@@ -53,6 +53,10 @@ typedef struct {
  * bank of another bank group of its rank */
 enum { REL_NONE, REL_BANK, REL_BG, REL_RANK };
 
+/* AVX2 builds without AVX-512 raise a 32-bit bank table by relation (issue_rules: rel8,
+ * rel32); AVX-512 builds by masked maxima */
+#define REL_RAISE T32_NARROW
+
 /* int32 latencies of a 32-bit table: at or above T32_NEG ("no rule"), below T32_LAT_MAX where
  * the run takes such a table (T32_FITS) and clamped to it where not (never read then) */
 FORCE_INLINE int32_t lat32(int64_t lat)
@@ -75,17 +79,24 @@ static void relation_rows(Rules *RU)
 }
 
 /* Rules.rel8 for channels of R ranks of G bank groups of B banks (lane (rank * G + bank group)
- * * B + bank; at most 64 lanes, which run() checks first) */
+ * * B + bank; at most 64 lanes, which run() checks first): its rows lb < R G B, the lanes past
+ * them none */
 static void lane_relations(Rules *RU, int64_t R, int64_t G, int64_t B)
 {
-    memset(RU->rel8, REL_NONE, sizeof(RU->rel8));
     const int64_t nbc = R * G * B;
-    for (int64_t lb = 0; lb < nbc && nbc <= 64; lb++)
+    if (nbc > 64) return;
+    memset(RU->rel8, REL_NONE, (size_t)nbc * sizeof(RU->rel8[0]));
+    int64_t rank[64], group[64]; /* each lane's rank and bank group, in the channel */
+    for (int64_t l = 0; l < nbc; l++) {
+        rank[l] = l / (G * B);
+        group[l] = l / B;
+    }
+    for (int64_t lb = 0; lb < nbc; lb++)
         for (int64_t l = 0; l < nbc; l++)
-            RU->rel8[lb][l] = l == lb                    ? REL_BANK
-                              : l / (G * B) != lb / (G * B) ? REL_NONE
-                              : l / B == lb / B          ? REL_BG
-                                                         : REL_RANK;
+            RU->rel8[lb][l] = l == lb                  ? REL_BANK
+                              : rank[l] != rank[lb]   ? REL_NONE
+                              : group[l] == group[lb] ? REL_BG
+                                                      : REL_RANK;
 }
 
 /* rdy[0..7] = max(rdy[0..7], clk + lat[0..7]) (REFpb, 8, never issues: its readiness is never
