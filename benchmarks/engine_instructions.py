@@ -1,0 +1,206 @@
+"""The C DRAM engine's instructions, counted by callgrind on captured runs.
+
+On a shared VM a timing moves 10-20 % between spells; the count of instructions an engine run
+executes does not, so it shows what a change to the engine's code did to the work it issues
+(docs/performance.md, the fifteenth and sixteenth looks; the same looks show that fewer
+instructions need not mean less time: a timed A/B, ``engine_ab.py``, decides).
+
+The runs are captured once in this process (the ``simulate_c`` calls of the reference cases
+that ``--filter`` selects, or of ``run_design_point("recross", "recross-eval")`` at ``--seeds``),
+saved to a private temporary folder, and replayed by a child per library under ``valgrind
+--tool=callgrind --toggle-collect=ffi_call``: only ctypes' foreign calls and what they run are
+counted, and the child makes no foreign call but ``simulate_c`` (a few hundred instructions of
+libffi's per call beside the engine's millions). Not ``simulate_c`` itself: it tail-jumps into
+the engine's body, which callgrind then counts as outside it.
+
+Printed per library: the instructions of all the runs, per request and per evaluation, and a
+digest of every output but the count of evaluations (the same for every library, or the script
+says so and exits non-zero); ``--per-run`` adds each run's requests and evaluations.
+
+    python benchmarks/engine_instructions.py A.so [B.so ...] [--filter CASE | --seeds 0-2]
+
+Needs valgrind (Debian: ``apt-get install valgrind``); a run under it is about 50x slower than
+native, so the default is one reference case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from _host import machine  # benchmarks/ is on sys.path when a script runs
+
+from nmp.memory.engine_fields import EngineArgs, ParamsStruct
+
+DEFAULT_CASE = "emb_zipf_a0.8_r1m_rb64_p40@ddr4_1r"  # the README's trace
+
+
+def _array(ptr: int | None, n: int, ctype) -> np.ndarray | None:
+    if not ptr:
+        return None
+    return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctype)), shape=(n,)).copy()
+
+
+def _saved(label: str, args: EngineArgs) -> dict:
+    """A run's inputs as plain arrays: what simulate_c reads (the outputs are made anew)."""
+    dec = _array(args.decode, 12, ctypes.c_int64)
+    assert dec is not None
+    lines = (args.n + (1 << int(dec[0])) - 1) >> int(dec[0])
+    tab = _array(args.tab_i, 144, ctypes.c_int64)
+    assert tab is not None
+    rules = int(tab.max())
+    return {
+        "label": label,
+        "n": int(args.n),
+        "dec": dec,
+        "addr": _array(args.addr, lines, ctypes.c_uint64),
+        "line_wr": _array(args.line_wr, lines, ctypes.c_uint8),
+        "line_arr": _array(args.line_arr, lines, ctypes.c_int64),
+        "params": ctypes.string_at(args.params, ctypes.sizeof(ParamsStruct)),
+        "tab": tab,
+        "nxt": _array(args.nxt, rules, ctypes.c_int64),
+        "lat": _array(args.lat, rules, ctypes.c_int64),
+        "win": _array(args.win, rules, ctypes.c_int64),
+    }
+
+
+def capture(case_filter: str, seeds: str | None) -> list[dict]:
+    """The runs to count: the reference cases' (one run each) or the design points'."""
+    from engine_ab import simulate_c_calls  # benchmarks/ is on sys.path when a script runs
+
+    runs = []
+    if seeds:
+        from nmp.arch.point import run_design_point
+
+        first, last = (int(x) for x in seeds.split("-"))
+        for s in range(first, last + 1):
+            with simulate_c_calls() as seen:
+                run_design_point("recross", "recross-eval", seed=s)
+            runs += [_saved(f"seed {s} run {k}", args) for k, (_, args) in enumerate(seen)]
+        return runs
+    from nmp.memory import read_trace, replay
+    from nmp.reference import case_memory_spec, dram_reference_dir
+
+    ref = dram_reference_dir()
+    for case in json.loads((ref / "cases.json").read_text())["cases"]:
+        if case_filter not in case["id"]:
+            continue
+        with simulate_c_calls() as seen:
+            spec = case_memory_spec(case["memory_args"])
+            replay(read_trace(ref / case["trace"]), spec, drain=False)  # (as peers.py times)
+        runs.append(_saved(case["id"], seen[-1][1]))
+    return runs
+
+
+def _ptr(a: np.ndarray | None) -> int | None:
+    return None if a is None else a.ctypes.data
+
+
+def child(lib: str, saved: str) -> None:
+    """Under callgrind: each saved run through ``lib``'s simulate_c; its evaluations and a
+    digest of its outputs as one JSON line."""
+    runs = pickle.loads(Path(saved).read_bytes())
+    fn = ctypes.CDLL(os.path.abspath(lib)).simulate_c
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.POINTER(EngineArgs)]
+    digest, evals = hashlib.sha256(), []
+    for r in runs:
+        n, ps = r["n"], ParamsStruct.from_buffer_copy(r["params"])
+        params = ctypes.create_string_buffer(r["params"], len(r["params"]))
+        small = [np.zeros(4, np.int64), np.zeros(64, np.int64), np.zeros(64, np.int64)]
+        per_tx = [np.zeros(n, np.int64) for _ in range(3)]
+        active = np.zeros(ps.channels * ps.ranks + 8, np.int64)
+        fwd = np.zeros(n, np.uint8)
+        args = EngineArgs(
+            _ptr(r["addr"]), _ptr(r["line_wr"]), _ptr(r["line_arr"]), n, _ptr(r["dec"]),
+            ctypes.addressof(params), _ptr(r["tab"]), _ptr(r["nxt"]), _ptr(r["lat"]),
+            _ptr(r["win"]), None, 0, _ptr(small[0]), _ptr(small[1]), _ptr(small[2]),
+            *(_ptr(a) for a in per_tx), _ptr(active), _ptr(fwd), 1,
+        )  # fmt: skip
+        rc = fn(ctypes.byref(args))
+        if rc != 0:
+            sys.exit(f"{lib}: simulate_c returned {rc} on {r['label']}")
+        evals.append(int(small[0][3]))
+        for a in (small[0][:3], small[1], small[2], *per_tx, active, fwd):
+            digest.update(a.tobytes())
+    print(json.dumps({"evaluations": evals, "digest": digest.hexdigest()[:16]}))
+
+
+def _instructions(out_file: Path) -> int:
+    """The collected instructions (callgrind's 'totals' or 'summary' line)."""
+    for line in out_file.read_text().splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise SystemExit(f"{out_file}: no totals line")
+
+
+def count(lib: str, saved: Path, out: Path) -> tuple[int, dict]:
+    """The instructions ``lib`` executes in simulate_c over the saved runs (callgrind's file:
+    ``out``), and its child's evaluations and digest."""
+    argv = [
+        "valgrind", "--tool=callgrind", "--toggle-collect=ffi_call",
+        f"--callgrind-out-file={out}", sys.executable, __file__, "--child", lib, str(saved),
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"valgrind on {lib} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return _instructions(out), json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3])
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("libs", nargs="+", help="engine libraries (.so) to count")
+    ap.add_argument("--filter", default=DEFAULT_CASE, help="reference cases whose id holds this")
+    ap.add_argument("--seeds", help="a design point's runs instead, seeds first-last (0-2)")
+    ap.add_argument("--per-run", action="store_true", help="a line per run, not only the sum")
+    a = ap.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("engine_instructions.py: needs valgrind on the PATH (apt-get install valgrind)")
+    for lib in a.libs:
+        if not Path(lib).is_file():
+            sys.exit(f"engine_instructions.py: no library at {lib}")
+    # (the count depends on the code the compiler chose for this CPU: -march=native)
+    print(f"machine: {machine()}")
+    runs = capture(a.filter, a.seeds)
+    if not runs:
+        sys.exit(f"engine_instructions.py: no reference case's id holds {a.filter!r}")
+    requests = [r["n"] for r in runs]
+    what = f"seeds {a.seeds}" if a.seeds else f"cases holding {a.filter!r}"
+    print(f"{len(runs)} runs ({what}), {sum(requests)} requests (transactions)")
+    with tempfile.TemporaryDirectory(prefix="nmp-instructions-") as tmp:
+        saved = Path(tmp) / "runs.pickle"
+        saved.write_bytes(pickle.dumps(runs))
+        base, digests = None, set()
+        for i, lib in enumerate(a.libs):
+            ir, got = count(lib, saved, Path(tmp) / f"callgrind.{i}.out")
+            digests.add(got["digest"])
+            evals = sum(got["evaluations"])
+            ratio = "" if base is None else f"  x{ir / base:.3f} of the first"
+            base = base or ir
+            print(
+                f"{lib}: {ir / 1e6:.2f} M instructions, {ir / sum(requests):.0f} per request, "
+                f"{ir / max(evals, 1):.0f} per evaluation ({evals} evaluations); "
+                f"outputs {got['digest']}{ratio}"
+            )
+            if a.per_run:
+                for r, e in zip(runs, got["evaluations"], strict=True):
+                    print(f"    {r['label']:48s} {r['n']:8d} requests {e:8d} evaluations")
+    if len(digests) > 1:
+        sys.exit("engine_instructions.py: the libraries' outputs differ")
+
+
+if __name__ == "__main__":
+    main()
