@@ -74,16 +74,15 @@ def _saved(label: str, args: EngineArgs) -> dict:
     }
 
 
-def capture(case_filter: str, seeds: str | None) -> list[dict]:
+def capture(case_filter: str, seeds: range | None) -> list[dict]:
     """The runs to count: the reference cases' (one run each) or the design points'."""
     from engine_ab import simulate_c_calls  # benchmarks/ is on sys.path when a script runs
 
     runs = []
-    if seeds:
+    if seeds is not None:
         from nmp.arch.point import run_design_point
 
-        first, last = (int(x) for x in seeds.split("-"))
-        for s in range(first, last + 1):
+        for s in seeds:
             with simulate_c_calls() as seen:
                 run_design_point("recross", "recross-eval", seed=s)
             runs += [_saved(f"seed {s} run {k}", args) for k, (_, args) in enumerate(seen)]
@@ -164,9 +163,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("libs", nargs="+", help="engine libraries (.so) to count")
     ap.add_argument("--filter", default=DEFAULT_CASE, help="reference cases whose id holds this")
-    ap.add_argument("--seeds", help="a design point's runs instead, seeds first-last (0-2)")
+    ap.add_argument(
+        "--seeds",
+        help="design points' runs instead, seeds first-last (0-2; the first point of a process "
+        "also sets its design up, with runs of its own)",
+    )
     ap.add_argument("--per-run", action="store_true", help="a line per run, not only the sum")
     a = ap.parse_args()
+    seeds = None
+    if a.seeds is not None:
+        first, _, last = a.seeds.partition("-")
+        if not (first.isdigit() and last.isdigit() and int(first) <= int(last)):
+            ap.error(f"--seeds takes first-last, two seeds >= 0 in order (0-2), got {a.seeds!r}")
+        seeds = range(int(first), int(last) + 1)
     if shutil.which("valgrind") is None:
         sys.exit("engine_instructions.py: needs valgrind on the PATH (apt-get install valgrind)")
     for lib in a.libs:
@@ -174,7 +183,7 @@ def main() -> None:
             sys.exit(f"engine_instructions.py: no library at {lib}")
     # (the count depends on the code the compiler chose for this CPU: -march=native)
     print(f"machine: {machine()}")
-    runs = capture(a.filter, a.seeds)
+    runs = capture(a.filter, seeds)
     if not runs:
         sys.exit(f"engine_instructions.py: no reference case's id holds {a.filter!r}")
     requests = [r["n"] for r in runs]
