@@ -75,30 +75,22 @@ def _saved(label: str, args: EngineArgs) -> dict:
 
 
 def capture(case_filter: str, seeds: range | None) -> list[dict]:
-    """The runs to count: the reference cases' (one run each) or the design points'."""
-    from engine_ab import simulate_c_calls  # benchmarks/ is on sys.path when a script runs
-
-    runs = []
+    """The runs to count: the reference cases' (one run each, their cycles checked against the
+    reference: engine_ab.py's capture) or the design points' (engine_ab_points.py's)."""
     if seeds is not None:
-        from nmp.arch.point import run_design_point
+        from engine_ab_points import _capture as point_runs  # (benchmarks/ is on sys.path)
 
-        for s in seeds:
-            with simulate_c_calls() as seen:
-                run_design_point("recross", "recross-eval", seed=s)
-            runs += [_saved(f"seed {s} run {k}", args) for k, (_, args) in enumerate(seen)]
-        return runs
-    from nmp.memory import read_trace, replay
-    from nmp.reference import case_memory_spec, dram_reference_dir
+        # one thread: the runs captured in the same order every time, so the same digest
+        os.environ["NMP_THREADS"] = "1"
+        return [_saved(f"run {k}", args) for k, (_, args) in enumerate(point_runs(seeds))]
+    from engine_ab import _capture as case_runs
+
+    from nmp.reference import dram_reference_dir
 
     ref = dram_reference_dir()
-    for case in json.loads((ref / "cases.json").read_text())["cases"]:
-        if case_filter not in case["id"]:
-            continue
-        with simulate_c_calls() as seen:
-            spec = case_memory_spec(case["memory_args"])
-            replay(read_trace(ref / case["trace"]), spec, drain=False)  # (as peers.py times)
-        runs.append(_saved(case["id"], seen[-1][1]))
-    return runs
+    cases = json.loads((ref / "cases.json").read_text())["cases"]
+    chosen = [c for c in cases if case_filter in c["id"]]
+    return [_saved(case_id, args) for case_id, _, _, args in case_runs(chosen, ref)]
 
 
 def _ptr(a: np.ndarray | None) -> int | None:
