@@ -352,8 +352,22 @@ def _fused_tree(parent: np.ndarray) -> tuple[int, ...] | None:
     (:func:`~nmp.arch.vector_ops.tree_fits`); None: the loop reduces it."""
     if not 0 < parent.shape[0] <= MAX_TREE_UNITS:  # (no tuple of a large tree)
         return None
+    # kept by the tree's bytes: a point asks once per table (26 on recross-eval) for the same
+    # tree, and the tuple and its check took 10-20 us each time
+    raw = np.ascontiguousarray(parent, dtype=np.int64).tobytes()
+    hit = _TREES.get(raw, _NOT_KEPT)
+    if hit is not _NOT_KEPT:
+        return hit  # type: ignore[return-value]
     tree = tuple(int(p) for p in parent.tolist())
-    return tree if tree_fits(tree) else None
+    fused = tree if tree_fits(tree) else None
+    if len(_TREES) >= 256:
+        _TREES.clear()
+    _TREES[raw] = fused
+    return fused
+
+
+_TREES: dict[bytes, tuple[int, ...] | None] = {}
+_NOT_KEPT = object()
 
 
 def gather_tree_basis(

@@ -187,16 +187,16 @@ def _sort_small_groups(group, page, start, id_bits):  # pragma: no cover - compi
     keys = np.empty(n, dtype=np.int64)
     fill = start[:-1].copy()
     for i in range(n):
-        g = np.uint64(group[i])
-        f = fill[g]
+        gid = np.uint64(group[i])
+        f = fill[gid]
         keys[np.uint64(f)] = (page[i] << id_bits) | i
-        fill[g] = f + 1
+        fill[gid] = f + 1
     one = np.uint64(1)
     for g in range(start.shape[0] - 1):
         a, b = np.uint64(start[g]), np.uint64(start[g + 1])
-        for x in range(a + one, b):
-            v = keys[x]
-            y = x
+        for pos in range(a + one, b):
+            v = keys[pos]
+            y = np.uint64(pos)
             while y > a and keys[y - one] > v:
                 keys[y] = keys[y - one]
                 y -= one
