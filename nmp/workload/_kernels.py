@@ -104,10 +104,11 @@ def _zipf_one(u01, rows, a, h_x1, h_n, s):
 
 
 # How near (relative to x) a rounding or acceptance boundary the fast x of a draw may lie and
-# still decide it: the fast x and libm's each lie within about 10 ulp of log x's exact value
-# times |log x| < 37 (x < 2^52) of x's, so they differ by less than 1e-13 x; draws within
+# still decide it. log x is computed to within about 10 ulp (relatively) both ways (the fast
+# one's u rounded once with a fused multiply-add included), so each x is within 10 ulp times
+# |log x| < 37 (x < 2^52) of the exact x: the two differ by less than 1e-13 x. Draws within
 # 2^-32 x (2.3e-10 x, over 2,000 times that) of a boundary, a fraction of about 1e-9 x of
-# them, are drawn again by libm alone
+# them, are drawn again by libm alone.
 _MARGIN = 2.0**-32
 _TINY = 2.0**-1000
 
