@@ -10,20 +10,20 @@ from nmp.workload import _kernels, sampling
 from nmp.workload._fastmath import exp_small, log_pos
 
 
-@njit(error_model="numpy")
-def _logs(w):
-    out = np.empty_like(w)
-    for i in range(w.shape[0]):
-        out[i] = log_pos(w[i])
-    return out
+def _over_arrays(fn):
+    """``fn`` of every element of a float64 array, compiled (as the kernels call it)."""
+
+    @njit(error_model="numpy")
+    def each(x):
+        out = np.empty_like(x)
+        for i in range(x.shape[0]):
+            out[i] = fn(x[i])
+        return out
+
+    return each
 
 
-@njit(error_model="numpy")
-def _exps(y):
-    out = np.empty_like(y)
-    for i in range(y.shape[0]):
-        out[i] = exp_small(y[i])
-    return out
+_logs, _exps = _over_arrays(log_pos), _over_arrays(exp_small)
 
 
 def _ulps(got: np.ndarray, want: np.ndarray) -> float:
