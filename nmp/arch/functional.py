@@ -8,6 +8,7 @@ children. The kernels are compiled (numba); the Python side loops over tables on
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -354,20 +355,13 @@ def _fused_tree(parent: np.ndarray) -> tuple[int, ...] | None:
         return None
     # kept by the tree's bytes: a point asks once per table (26 on recross-eval) for the same
     # tree, and the tuple and its check took 10-20 us each time
-    raw = np.ascontiguousarray(parent, dtype=np.int64).tobytes()
-    hit = _TREES.get(raw, _NOT_KEPT)
-    if hit is not _NOT_KEPT:
-        return hit  # type: ignore[return-value]
-    tree = tuple(int(p) for p in parent.tolist())
-    fused = tree if tree_fits(tree) else None
-    if len(_TREES) >= 256:
-        _TREES.clear()
-    _TREES[raw] = fused
-    return fused
+    return _fused_tree_of(np.ascontiguousarray(parent, dtype=np.int64).tobytes())
 
 
-_TREES: dict[bytes, tuple[int, ...] | None] = {}
-_NOT_KEPT = object()
+@functools.lru_cache(maxsize=256)
+def _fused_tree_of(raw: bytes) -> tuple[int, ...] | None:
+    tree = tuple(int(p) for p in np.frombuffer(raw, dtype=np.int64).tolist())
+    return tree if tree_fits(tree) else None
 
 
 def gather_tree_basis(
