@@ -35,7 +35,7 @@ class KernelConfig:
     blocks_per_sm: int
     resident_warps_per_sm: int
     occupancy: float
-    loads_in_flight: int
+    loads_in_flight: float
     instructions_per_lookup: float
     limited_by: str
     regs_wanted: int = 0
@@ -106,11 +106,28 @@ def runs_handwritten(gpu: GpuSpec) -> bool:
     return recompiled and gpu.kernel.handwritten_loads_in_flight > 0
 
 
-def rows_in_flight(gpu: GpuSpec) -> int:
-    """Row loads a warp keeps in flight before prefetch: the stock kernel's as built, or the
-    hand-written kernel's where the recompiled variants (register cap, prefetch) run one."""
+def rows_in_flight(gpu: GpuSpec) -> float:
+    """Row loads a warp keeps in flight per row wait: the stock kernel's as built (plus the
+    prefetch distance when the stock loop is recompiled with prefetch), or the hand-written
+    kernel's build where the recompiled variants (register cap, prefetch) run one."""
     k = gpu.kernel
-    return k.handwritten_loads_in_flight if runs_handwritten(gpu) else k.loads_in_flight
+    prefetch = k.prefetch_distance if gpu.uses_prefetch else 0
+    if not runs_handwritten(gpu):
+        return k.loads_in_flight + prefetch
+    if gpu.uses_prefetch and k.handwritten_prefetch_loads_in_flight > 0:
+        return k.handwritten_prefetch_loads_in_flight
+    return k.handwritten_loads_in_flight + prefetch
+
+
+def index_batch(gpu: GpuSpec) -> int:
+    """Lookups whose index loads leave together (one index wait per body): the hand-written
+    build's, as its SASS has them; 1 for the stock loop (its unrolled body prices its own)."""
+    k = gpu.kernel
+    if not runs_handwritten(gpu):
+        return 1
+    if gpu.uses_prefetch:
+        return k.handwritten_prefetch_index_batch or 1 + k.prefetch_distance
+    return k.handwritten_index_batch
 
 
 def kernel_config(gpu: GpuSpec) -> KernelConfig:
@@ -132,7 +149,7 @@ def kernel_config(gpu: GpuSpec) -> KernelConfig:
             f"a block of {warps_per_block} warps at {regs} registers/thread does not fit an SM",
             key="arch.kernel.regs_per_thread",
         )
-    loads = rows_in_flight(gpu) + (k.prefetch_distance if gpu.uses_prefetch else 0)
+    loads = rows_in_flight(gpu)
     instr = k.instructions_per_lookup + (
         k.prefetch_instructions_per_lookup if gpu.uses_prefetch else 0.0
     )
@@ -154,5 +171,5 @@ def kernel_config(gpu: GpuSpec) -> KernelConfig:
         limited_by=limited_by,
         stores_offset2bag=not runs_handwritten(gpu),
         unroll=1 if runs_handwritten(gpu) else k.unroll,
-        index_batch=1 + k.prefetch_distance if runs_handwritten(gpu) and gpu.uses_prefetch else 1,
+        index_batch=index_batch(gpu),
     )

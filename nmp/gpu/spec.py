@@ -261,11 +261,23 @@ class KernelSpec:
     # the previous row (a one-row loop); U > 1 prices an unrolled body's index waits
     # (nmp.gpu.timing.LoadPrices.index_in_body). The hand-written kernel is not unrolled.
     unroll: int = 1
-    # Row loads in flight per warp of the hand-written kernel that the recompiled variants
-    # (register cap, prefetch) run, where the preset measured one (0: the stock kernel's
-    # ``loads_in_flight``: the variants are the stock loop recompiled). Prefetch adds
-    # ``prefetch_distance`` to it.
-    handwritten_loads_in_flight: int = 0
+    # Row loads per row wait of the hand-written kernel that the recompiled variants run
+    # (register cap, prefetch), as its SASS schedules them, where the preset read one (0: the
+    # stock kernel's ``loads_in_flight``: the variants are the stock loop recompiled). A body
+    # of 16 lookups waiting for its rows 3 times keeps 16 / 3. Prefetch adds
+    # ``prefetch_distance`` to it, unless ``handwritten_prefetch_loads_in_flight`` gives the
+    # prefetching build's own figure.
+    handwritten_loads_in_flight: float = 0.0
+    # Lookups whose index loads the hand-written (non-prefetching) build issues together at the
+    # head of its unrolled body, so the body waits for the slowest index once (1: one index
+    # wait per lookup, the one-row rule).
+    handwritten_index_batch: int = 1
+    # The prefetching build's rows per row wait and index batch as its SASS has them (0: 1 +
+    # ``prefetch_distance``, the source's intent: all of a body's rows in flight at once).
+    handwritten_prefetch_loads_in_flight: float = 0.0
+    handwritten_prefetch_index_batch: int = 0
+    # The build these four were read from (compiler, options, how).
+    handwritten_build: str = ""
     prefetch_distance: int = 2
     prefetch_regs_per_lookup: int = 3
     # Registers per thread of the prefetching kernel as built (0: the stock count plus the
@@ -299,8 +311,16 @@ class KernelSpec:
             raise KeyedValueError("block_x", "the modeled kernel maps one warp to 32 features")
         if self.prefetch_distance < 0 or self.prefetch_regs_per_lookup < 0:
             raise KeyedValueError("prefetch_distance", "must be >= 0")
-        if self.handwritten_loads_in_flight < 0:
-            raise KeyedValueError("handwritten_loads_in_flight", "must be >= 0")
+        for name in (
+            "handwritten_loads_in_flight",
+            "handwritten_prefetch_loads_in_flight",
+            "handwritten_prefetch_index_batch",
+        ):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise KeyedValueError(name, "must be a finite number >= 0")
+        if self.handwritten_index_batch < 1:
+            raise KeyedValueError("handwritten_index_batch", "must be >= 1")
         if self.instructions_per_lookup <= 0 or self.prefetch_instructions_per_lookup < 0:
             raise KeyedValueError("instructions_per_lookup", "must be > 0")
         if self.spill_loads_per_reg_per_lookup < 0:

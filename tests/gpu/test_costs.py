@@ -129,8 +129,9 @@ def test_h200_slices_serve_at_their_stated_rates():
 
 def test_a_spilled_kernel_waits_for_one_l1_reload_a_lookup(tiny_stage):
     # A cap of 16 registers under the hand-written kernel's 24 spills 8: each lookup's chain
-    # waits for one reload from the L1 (40 cycles), against a row miss's 700 (1 row in flight).
-    b = tiny_stage(variant="occupancy", **{"kernel.maxrregcount": 16}).breakdown
+    # waits for one reload from the L1 (40 cycles), against a row miss's 700 (a one-row build).
+    one_row = {"kernel.handwritten_loads_in_flight": 1.0, "kernel.handwritten_index_batch": 1}
+    b = tiny_stage(variant="occupancy", **{"kernel.maxrregcount": 16, **one_row}).breakdown
     assert b["kernel"]["spilled_regs"] == 8 and b["kernel"]["mlp_loads_per_warp"] == 1.0
     stall, served = b["stall_ns"], b["loads_served_by"]
     assert stall["spill"] / stall["hbm_latency"] == pytest.approx(

@@ -179,9 +179,9 @@ def test_prefetch_kernel_keeps_its_lookups_in_flight():
     from nmp.gpu.kernel import kernel_config
 
     cfg = kernel_config(load_gpu("h200", {"variant": "prefetch"}))
-    # The measured 4-lookup prefetch kernel: 30 registers (full occupancy), 4 rows in flight
+    # The measured 4-lookup prefetch kernel: 32 registers (full occupancy), 4 rows in flight
     # per warp: no per-warp cap of 2 lines cuts it to 2.
-    assert cfg.regs_per_thread == 30 and cfg.resident_warps_per_sm == 64
+    assert cfg.regs_per_thread == 32 and cfg.resident_warps_per_sm == 64
     assert cfg.loads_in_flight == 4 and cfg.mlp_for(4) == 4.0
     # With Accel-Sim's Ampere limit of 8 sectors per warp it would be capped at 2.
     capped = kernel_config(
@@ -290,21 +290,29 @@ def test_l2_request_rate_bounds_a_kernel_with_many_loads_in_flight():
 def test_recompiled_variants_run_the_hand_written_kernels_rows_in_flight():
     from nmp.gpu.kernel import kernel_config
 
-    def loads(variant: str, **over) -> int:
+    def loads(variant: str, **over) -> float:
         return kernel_config(load_gpu("h200", {"variant": variant, **over})).loads_in_flight
 
-    # The stock loop at 2 rows (its SASS, the h200 preset): the occupancy and prefetch variants
-    # still run the hand-written kernel measured at 1 row (prefetch: 1 + 3); pinning the stock.
+    def batch(variant: str, **over) -> int:
+        return kernel_config(load_gpu("h200", {"variant": variant, **over})).index_batch
+
+    # The stock loop at 2 rows (its SASS, the h200 preset); the occupancy and prefetch variants
+    # run the hand-written kernel as NVRTC 13.0 builds it (its SASS): 16 lookups per 3 row
+    # waits and one index wait per 16 (capped build), 4 rows per wait and 8 lookups per index
+    # wait (the prefetch builds, 4 or 8 rows ahead); pinning the stock loop.
     two = {"kernel.loads_in_flight": 2}
-    assert [loads(v, **two) for v in ("baseline", "occupancy", "prefetch", "pinning")] == [
-        2,
-        1,
-        4,
-        2,
-    ]
+    variants = ("baseline", "occupancy", "prefetch", "pinning")
+    assert [loads(v, **two) for v in variants] == [2, 5.333, 4.0, 2]
+    assert [batch(v, **two) for v in variants] == [1, 16, 8, 1]
+    assert loads("prefetch", **{"kernel.prefetch_distance": 7}) == 4.0  # prefetch-8 as built
+    # Without the prefetch build's own figures: 1 + distance rows, the source's intent.
+    intent = {"kernel.handwritten_prefetch_loads_in_flight": 0.0}
+    intent["kernel.handwritten_prefetch_index_batch"] = 0
+    assert (loads("prefetch", **intent), batch("prefetch", **intent)) == (5.333 + 3, 4)
     # Without the measured hand-written kernel the variants recompile the stock loop.
     stock = {**two, "kernel.handwritten_loads_in_flight": 0}
     assert [loads(v, **stock) for v in ("occupancy", "prefetch")] == [2, 5]
+    assert [batch(v, **stock) for v in ("occupancy", "prefetch")] == [1, 1]
 
 
 def test_hand_written_kernel_stores_no_offset2bag():
@@ -404,7 +412,7 @@ def test_stock_unroll_is_in_the_h200_stage_time():
 
     assert load_gpu("h200").kernel.unroll == 4
     assert kernel_config(load_gpu("h200", {"variant": "occupancy"})).unroll == 1  # hand-written
-    assert kernel_config(load_gpu("h200", {"variant": "prefetch"})).index_batch == 4
+    assert kernel_config(load_gpu("h200", {"variant": "prefetch"})).index_batch == 8
     wl = {"num_tables": 1, "batch": 256, "reuse": "random"}
 
     def stage(unroll: int) -> float:
