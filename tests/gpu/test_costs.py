@@ -114,8 +114,8 @@ def test_l1_hit_latency_is_in_the_stage_time(tiny_stage):
 
 def test_h200_slices_serve_at_their_stated_rates():
     # The slices' service times from the preset's stated resources: 128-B lines, 512-KiB slices
-    # of the 60-MiB L2 (120), 5,120 B/cycle in all (chosen: A100's), and the probe's 32-B rate
-    # in line requests (1,128 GB/s / 32 B = 35.25 per ns) shared by the slices.
+    # of the 60-MiB L2 (120), 5,120 B/cycle in all (chosen: A100's), and the L2 probe's plateau
+    # of 58.09 G requests/s (H200, 2026-11-30) shared by the slices.
     from nmp.gpu import load_gpu
     from nmp.gpu.queues import slice_queue
 
@@ -123,8 +123,8 @@ def test_h200_slices_serve_at_their_stated_rates():
     q = slice_queue(load_gpu("h200"), bytes=1.0, requests=1.0)
     assert q.peak_bytes_per_ns == pytest.approx(5120 * 1.98)
     assert q.service_cycles == pytest.approx(128 * slices / 5120)
-    assert q.requests_per_ns == pytest.approx(1128 / 32)
-    assert q.request_service_cycles == pytest.approx(slices / (1128 / 32) / CYCLE_NS)
+    assert q.requests_per_ns == pytest.approx(58.09)
+    assert q.request_service_cycles == pytest.approx(slices / 58.09 / CYCLE_NS)
 
 
 def test_a_spilled_kernel_waits_for_one_l1_reload_a_lookup(tiny_stage):
