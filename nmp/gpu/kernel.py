@@ -53,7 +53,7 @@ class KernelConfig:
 
     def mlp_lines(self, sms: int) -> int:
         """Row loads the variant asks to keep in flight on the whole GPU (every slot busy)."""
-        return sms * self.resident_warps_per_sm * self.loads_in_flight
+        return round(sms * self.resident_warps_per_sm * self.loads_in_flight)
 
     def mlp_for(self, sectors_per_load: int, warps_per_sm: float | None = None) -> float:
         """Row loads in flight per warp once the L1 miss entries bound them (a load of

@@ -164,6 +164,8 @@ def predict(gpu: GpuSpec, point: ProbePoint, steps: int = 1024) -> dict[str, Any
             l1_cycles=lat.l1_cycles,
             l2_cycles=lat.l2_cycles,  # near: see L2_BUFFER_FRACTION
             hbm_unloaded_cycles=lat.hbm_cycles,
+            spread_cycles=lat.spread_cycles,
+            waits_for_slowest=gpu.sm.waits_for_slowest_load,
             index_hbm_share=0.0,
             spill_cycles=0.0,
         ),

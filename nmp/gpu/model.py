@@ -59,18 +59,24 @@ class Latencies:
     """Load-to-use latencies (SM cycles) and the HBM one's DRAM part (ns)."""
 
     l1_cycles: float
-    l2_cycles: float
-    hbm_cycles: float
+    l2_cycles: float  # a near hit's mean: hit_cycles + the L2's spread
+    hbm_cycles: float  # a miss's unloaded mean: fabric + DRAM part + the HBM's spread
     dram_ns: float
+    # The exponential part of each level's latency (L1, L2, HBM), whose slowest load a warp
+    # waiting for several waits for (nmp.gpu.timing.max_excess).
+    spread_cycles: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 def latencies(gpu: GpuSpec, cal: HbmCalibration) -> Latencies:
+    cycle = gpu.sm.cycle_ns
+    l2_spread, hbm_spread = gpu.l2.latency_spread_ns / cycle, gpu.hbm.latency_spread_ns / cycle
     hbm_ns = gpu.hbm.fabric_latency_ns + cal.dram_latency_ns
     return Latencies(
         l1_cycles=gpu.l1.hit_cycles,
-        l2_cycles=gpu.l2.hit_cycles,
-        hbm_cycles=hbm_ns / gpu.sm.cycle_ns,
+        l2_cycles=gpu.l2.hit_cycles + l2_spread,
+        hbm_cycles=hbm_ns / cycle + hbm_spread,
         dram_ns=cal.dram_latency_ns,
+        spread_cycles=(0.0, l2_spread, hbm_spread),
     )
 
 
@@ -367,6 +373,8 @@ def embedding_stage(
             l1_cycles=lat.l1_cycles,
             l2_cycles=lat.l2_cycles + far * (gpu.l2.far_hit_cycles - lat.l2_cycles),
             hbm_unloaded_cycles=lat.hbm_cycles,
+            spread_cycles=lat.spread_cycles,
+            waits_for_slowest=gpu.sm.waits_for_slowest_load,
             index_hbm_share=idx.hbm_share,
             index_l2_share=idx.l2_share,
             spill_cycles=lat.l1_cycles if cfg.spill_loads_per_lookup > 0 else 0.0,

@@ -18,7 +18,9 @@ equal ``N`` averaged: the model treats 16 warps x 2 chains as 32 x 1):
 
 * the latency of one load: the step's latency x ``m / K`` (a warp holds ``K`` chains but the
   L1's miss entries may let only ``m = mlp_for(...)`` loads fly, as :func:`predict` prices it;
-  ``m = K`` on every preset at the probe's loads);
+  ``m = K`` on every preset at the probe's loads), less what waiting for the slowest of ``m``
+  added (``sm.waits_for_slowest_load``: the level's ``latency_spread_ns`` x (H_m - 1)), so that
+  the curve is a mean load's latency, as the stage prices it before its own waits;
 * the utilization that load puts on the queue, by Little's law from the record's own
   throughput: ``X = requests_per_s`` (= loads in flight / latency, checked against ``SMs x W x
   K`` within 5 %), HBM utilization ``X x 128 B / peak``, slice utilization the busier of ``X x
@@ -51,7 +53,7 @@ from nmp.errors import NmpError
 from nmp.gpu.hbm import HbmCalibration
 from nmp.gpu.kernel import kernel_config
 from nmp.gpu.spec import GpuSpec
-from nmp.gpu.timing import SliceQueue
+from nmp.gpu.timing import SliceQueue, max_excess
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CURVE_ROW_BYTES = 128  # chosen: see the module docstring
@@ -276,7 +278,11 @@ def level_curve(
             )
         cfg = replace(kernel_config(gpu), loads_in_flight=k)
         m = cfg.mlp_for(sectors, w)
-        groups.setdefault(w * k, []).append((rps, step_ns * m / k))
+        per_load = step_ns * m / k
+        if gpu.sm.waits_for_slowest_load:  # the step waited for the slowest of m: its mean is less
+            spread = (gpu.l2 if level == "l2" else gpu.hbm).latency_spread_ns
+            per_load -= max_excess(np.array([per_load]), (spread,), np.ones(1), m)
+        groups.setdefault(w * k, []).append((rps, per_load))
     out: list[tuple[float, float]] = []
     for n in sorted(groups):
         rps = float(np.mean([g[0] for g in groups[n]]))

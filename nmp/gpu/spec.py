@@ -60,6 +60,10 @@ class SmSpec:
     # beyond them wait): the per-SM limit of Little's law.
     outstanding_sectors_per_warp: int = 8
     outstanding_sectors_per_sm: int = 512
+    # A warp that waits for the loads it has in flight together waits for the slowest of them
+    # (nmp.gpu.timing.max_excess: the levels' mix and their latency spreads); False: Little's
+    # law on the mean load, as before it was measured (a GPU whose probe has no K > 1 points).
+    waits_for_slowest_load: bool = False
 
     def validate(self) -> None:
         require_at_least(
@@ -113,8 +117,14 @@ class CacheSpec:
     # serve per ns, all of them together (0: no limit beyond ``bytes_per_cycle``). A kernel's
     # requests queue at the slices at this rate (nmp.gpu.timing.SliceQueue).
     requests_per_ns: float = 0.0
+    # L2 only: a hit's latency is ``hit_cycles`` plus an exponential wait of this mean (ns),
+    # so a warp waiting for several loads at once waits for the slowest (nmp.gpu.timing.
+    # max_excess); 0: every hit takes exactly ``hit_cycles``.
+    latency_spread_ns: float = 0.0
 
     def validate(self) -> None:
+        if not math.isfinite(self.latency_spread_ns) or self.latency_spread_ns < 0:
+            raise KeyedValueError("latency_spread_ns", "must be a finite number >= 0")
         if self.size_bytes < 1:
             raise KeyedValueError("size_bytes", "must be >= 1")
         if self.ways < 1:
@@ -192,8 +202,13 @@ class HbmSpec:
     loaded_latency_record: str = ""
     # A record of another GPU than this preset's is refused unless this is true.
     loaded_latency_any_gpu: bool = False
+    # A miss's unloaded latency is ``fabric_latency_ns`` + the DRAM part + an exponential wait
+    # of this mean (ns): a warp waiting for several misses at once waits for the slowest.
+    latency_spread_ns: float = 0.0
 
     def validate(self) -> None:
+        if not math.isfinite(self.latency_spread_ns) or self.latency_spread_ns < 0:
+            raise KeyedValueError("latency_spread_ns", "must be a finite number >= 0")
         if len(self.probe_fetch_bytes) != len(self.probe_random_gbps):
             raise KeyedValueError("probe_random_gbps", "needs one value per probe_fetch_bytes")
         if self.probe_fetch_bytes and not {32, 64, 128} <= set(self.probe_fetch_bytes):

@@ -61,6 +61,7 @@ STALL_KEYS = (
     "hbm_queueing",
     "l2_queueing",
     "spill",
+    "load_spread",
     "tail",
     "hbm_bandwidth",
     "l2_bandwidth",
@@ -69,6 +70,43 @@ STALL_KEYS = (
     "pin_prefetch",
 )
 _BISECTIONS = 60
+_SPREAD_GRID = 4096  # points of max_excess's integral: a step of about 1/4096 of its range
+
+
+def max_excess(
+    means: np.ndarray, spreads: tuple[float, ...] | np.ndarray, shares: np.ndarray, m: float
+) -> float:
+    """How much longer a warp waits for the slowest of ``m`` loads than for one, on average:
+    ``E[max of m] - E[one]`` over loads drawn from the levels' mixture (``shares``), each level's
+    latency its fixed part ``mean - spread`` plus an exponential wait of mean ``spread`` (0: a
+    fixed latency). ``E[max of m] = integral of 1 - F(t)^m dt`` (``m`` real: a warp's loads in
+    flight per wait, 1 or fewer: no excess). One level of spread ``s`` gives ``s (H_m - 1)``."""
+    p = np.asarray(shares, dtype=np.float64)
+    total = p.sum()
+    if m <= 1.0 or total <= 0.0:
+        return 0.0
+    p = p / total
+    mu = np.asarray(means, dtype=np.float64)
+    sd = np.asarray(spreads, dtype=np.float64)
+    live = p > 0
+    if not np.any(sd[live] > 0) and np.ptp(mu[live]) == 0.0:
+        return 0.0
+    fixed = np.maximum(mu - sd, 0.0)
+    top = float(np.max((fixed + 40.0 * sd)[live]))
+    t = np.union1d(np.linspace(0.0, top, _SPREAD_GRID + 1), fixed[live])
+    cdf = np.zeros_like(t)
+    for level in np.flatnonzero(live):
+        above = t >= fixed[level]
+        if sd[level] > 0:
+            part = -np.expm1(-np.maximum(t - fixed[level], 0.0) / sd[level])
+        else:
+            part = above.astype(np.float64)
+        cdf += p[level] * part
+    tail = 1.0 - np.minimum(cdf, 1.0) ** m
+    expected_max = float(np.sum(0.5 * (tail[1:] + tail[:-1]) * np.diff(t)))
+    return max(0.0, expected_max - float(p @ mu))
+
+
 _LABEL_TOLERANCE = 1e-3  # relative: well above the bisection's 1e-6
 
 
@@ -132,6 +170,10 @@ class LoadPrices:
     # The hand-written prefetch kernel's body (1 + prefetch distance lookups; 1: none): its index
     # loads are issued together after the previous body's rows were summed (index_in_batch).
     index_batch: int = 1
+    # Each level's exponential part (L1, L2, HBM): a warp waiting for its loads in flight
+    # together waits for the slowest of them (max_excess).
+    spread_cycles: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    waits_for_slowest: bool = False  # False: Little's law on the mean load (no max_excess)
 
     def index_per_lookup(self, row_cycles: np.ndarray, mlp: float) -> np.ndarray:
         """Index cycles a lookup adds to its warp's chain, per level of its row load: the
@@ -363,10 +405,19 @@ def wave_timing(
     totals = levels.sum(axis=0)
     p = prices
 
+    def wait_excess(row: np.ndarray) -> float:
+        """A row wait's excess over the mean load: the slowest of ``mlp`` loads, drawn from the
+        wave's mix of levels (its totals)."""
+        if not p.waits_for_slowest:
+            return 0.0
+        return max_excess(row, p.spread_cycles, totals, mlp)
+
     def block_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> np.ndarray:
-        """Each block's cycles: its slowest warp's chain of loads over ``mlp`` in flight."""
+        """Each block's cycles: its slowest warp's chain of loads over ``mlp`` in flight, each
+        wait for the slowest of them."""
         row = np.array([p.l1_cycles, p.l2_cycles + l2_wait, hbm_cycles])
-        warp = levels @ (row / mlp + p.index_per_lookup(row, mlp)) + units * p.spill_cycles
+        per_load = (row + wait_excess(row)) / mlp + p.index_per_lookup(row, mlp)
+        warp = levels @ per_load + units * p.spill_cycles
         return warp.reshape(-1, warps_per_block).max(axis=1)
 
     def makespan_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> float:
@@ -425,6 +476,7 @@ def wave_timing(
         "hbm_queueing": totals[2] * (q - w2) / mlp,
         "index_load": float(totals @ p.index_per_lookup(row_loaded, mlp)),
         "spill": units.sum() * p.spill_cycles,
+        "load_spread": totals.sum() * wait_excess(row_loaded) / mlp,
     }
     warp = sum(parts.values())
     # Perfect packing: every slot busy with the mean block (the slowest warp of each block).

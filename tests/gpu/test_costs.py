@@ -77,12 +77,23 @@ def tiny_stage():
 TINY = {"num_tables": 1, "batch": 64, "reuse": "high"}
 
 
-@pytest.mark.parametrize("gpu,far_cycles", [("h200", 520.0), ("h100-sxm", 538.0)])
-def test_hopper_prices_each_level_at_its_sourced_latency(tiny_stage, gpu, far_cycles):
-    # Pointer chases on GH100 [dewing]: L1 40, L2 291 (near) / 520 (far, GH200) or 538 (far,
-    # H100), memory 700 SM cycles at 1,980 MHz (each preset splits 700 into fabric + its HBM
-    # spec's tRCD + CL + BL). HBM efficiencies: the H200's probe (1,128 / 2,149 / 3,706 GB/s of
-    # 4,800 at 32 / 64 / 128 B), which h100-sxm takes at its own peak.
+# Mean latencies in SM cycles. h100-sxm: pointer chases on GH100 [dewing], L2 291 (near), memory
+# 700. h200: its own probe (2026-11-30), fixed part + exponential spread: L2 272.3 cycles +
+# 31.3 ns, memory 273.7 ns of fabric + its HBM spec's tRCD + CL + BL + 93.8 ns.
+H200_L2 = 272.3 + 31.3 / CYCLE_NS
+H200_HBM = (273.7 + 33.92 + 93.8) / CYCLE_NS
+
+
+@pytest.mark.parametrize(
+    "gpu,far_cycles,l2_cycles,hbm_cycles",
+    [("h200", 520.0, H200_L2, H200_HBM), ("h100-sxm", 538.0, 291.0, 700.0)],
+)
+def test_hopper_prices_each_level_at_its_sourced_latency(
+    tiny_stage, gpu, far_cycles, l2_cycles, hbm_cycles
+):
+    # L1 40 cycles [dewing]; far L2 hits 520 (GH200) or 538 (H100). HBM efficiencies: the
+    # H200's probe (1,128 / 2,149 / 3,706 GB/s of 4,800 at 32 / 64 / 128 B), which h100-sxm
+    # takes at its own peak.
     from nmp.gpu import load_gpu
 
     assert load_gpu(gpu).l2.far_hit_cycles == far_cycles
@@ -91,17 +102,17 @@ def test_hopper_prices_each_level_at_its_sourced_latency(tiny_stage, gpu, far_cy
     for size, gbps in ((32, 1128), (64, 2149), (128, 3706)):
         assert eff[str(size)] == pytest.approx(gbps / 4800, rel=1e-3)
     assert b["latency_ns"]["l1_hit"] == pytest.approx(40 * CYCLE_NS)
-    assert b["latency_ns"]["l2_hit"] == pytest.approx(291 * CYCLE_NS)
-    assert b["latency_ns"]["hbm"] == pytest.approx(700 * CYCLE_NS, rel=1e-3)
-    # Each level's share of the chain is its loads x its latency (the L2's near / far mix).
+    assert b["latency_ns"]["l2_hit"] == pytest.approx(l2_cycles * CYCLE_NS)
+    assert b["latency_ns"]["hbm"] == pytest.approx(hbm_cycles * CYCLE_NS, rel=1e-3)
+    # Each level's share of the chain is its loads x its mean latency (the L2's near / far mix).
     served, stall, far = b["loads_served_by"], b["stall_ns"], b["l2_far_hit_share"]
     assert served["l1"] > 0 and served["l2"] > 0  # the far share is pinned in test_mechanisms
-    l2_cycles = 291 + far * (520 - 291)
+    l2_mix = l2_cycles + far * (far_cycles - l2_cycles)
     assert stall["l1_hit"] / stall["hbm_latency"] == pytest.approx(
-        served["l1"] * 40 / (served["hbm"] * 700), rel=1e-3
+        served["l1"] * 40 / (served["hbm"] * hbm_cycles), rel=1e-3
     )
     assert stall["l2_hit"] / stall["hbm_latency"] == pytest.approx(
-        served["l2"] * l2_cycles / (served["hbm"] * 700), rel=1e-3
+        served["l2"] * l2_mix / (served["hbm"] * hbm_cycles), rel=1e-3
     )
 
 
@@ -129,13 +140,13 @@ def test_h200_slices_serve_at_their_stated_rates():
 
 def test_a_spilled_kernel_waits_for_one_l1_reload_a_lookup(tiny_stage):
     # A cap of 16 registers under the hand-written kernel's 24 spills 8: each lookup's chain
-    # waits for one reload from the L1 (40 cycles), against a row miss's 700 (a one-row build).
+    # waits for one reload from the L1 (40 cycles), against a row miss's mean (a one-row build).
     one_row = {"kernel.handwritten_loads_in_flight": 1.0, "kernel.handwritten_index_batch": 1}
     b = tiny_stage(variant="occupancy", **{"kernel.maxrregcount": 16, **one_row}).breakdown
     assert b["kernel"]["spilled_regs"] == 8 and b["kernel"]["mlp_loads_per_warp"] == 1.0
     stall, served = b["stall_ns"], b["loads_served_by"]
     assert stall["spill"] / stall["hbm_latency"] == pytest.approx(
-        40 / (served["hbm"] * 700), rel=1e-3
+        40 / (served["hbm"] * H200_HBM), rel=1e-3
     )
 
 
@@ -176,5 +187,5 @@ def test_l2_hits_are_priced_at_the_far_share_the_cache_stream_counted(monkeypatc
     assert 0 < far < 1 and b["l2_far_hit_share"] == pytest.approx(far)
     served, stall = b["loads_served_by"], b["stall_ns"]
     assert stall["l2_hit"] / stall["hbm_latency"] == pytest.approx(
-        served["l2"] * (291 + far * (520 - 291)) / (served["hbm"] * 700), rel=1e-3
+        served["l2"] * (H200_L2 + far * (520 - H200_L2)) / (served["hbm"] * H200_HBM), rel=1e-3
     )

@@ -161,7 +161,8 @@ def test_stock_rows_in_flight_are_a_per_build_input_that_sets_the_chain():
 
     one, two = stage(1), stage(2)
     assert two.breakdown["kernel"]["loads_in_flight_build"].startswith("torch 2.11")
-    assert 1.7 < one.latency_ns / two.latency_ns < 2.1
+    # Two rows per wait halve the waits; each is now for the slower of two loads.
+    assert 1.5 < one.latency_ns / two.latency_ns < 2.1
 
 
 def test_h100_sxm_runs_the_h200s_sm_90_kernels_in_every_variant():

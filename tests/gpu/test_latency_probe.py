@@ -111,24 +111,31 @@ def test_model_latency_is_the_stage_paths_loaded_latency(h200):
 def test_model_latency_rises_with_loads_in_flight_and_only_through_the_queues(h200):
     curve = [lp.predict(h200, lp.ProbePoint("hbm", w, 2, 128), STEPS) for w in (1, 8, 32, 64)]
     ns = [m["latency_ns"] for m in curve]
-    assert ns == sorted(ns) and ns[-1] > 1.5 * ns[0]
+    assert ns == sorted(ns) and ns[-1] > 1.3 * ns[0]  # the H200 measured 1.32x (128 B)
     gbps = [m["gbps"] for m in curve]
     assert gbps == sorted(gbps)
     assert gbps[-1] <= h200.hbm.probe_random_gbps[h200.hbm.probe_fetch_bytes.index(128)] * 1.001
     # Without the HBM queue and the slices' request rate the latency stays the unloaded one
     # until the hard bandwidth bound.
     flat = load_gpu("h200", {"hbm.queueing": False, "l2.requests_per_ns": 0.0})
-    light = lp.predict(flat, lp.ProbePoint("hbm", 32, 1, 128), STEPS)
+    light = lp.predict(flat, lp.ProbePoint("hbm", 32, 2, 128), STEPS)
     assert light["latency_ns"] == pytest.approx(ns[0], rel=2e-3)
     assert (
         light["latency_ns"]
-        < lp.predict(h200, lp.ProbePoint("hbm", 32, 1, 128), STEPS)["latency_ns"]
+        < lp.predict(h200, lp.ProbePoint("hbm", 32, 2, 128), STEPS)["latency_ns"]
     )
 
 
-def test_chains_and_warps_are_the_same_loads_in_flight(h200):
+def test_chains_are_loads_in_flight_that_a_warp_waits_for_together(h200):
+    # 16 warps x 2 chains load the queues as 32 x 1, but each step of a 2-chain warp waits
+    # for the slower of its two loads: the L2's spread x (H_2 - 1) = 31.3 / 2 ns more (the
+    # H200's probe: 180.0 against 169.8 ns at 32 B).
     a = lp.predict(h200, lp.ProbePoint("l2", 16, 2, 32), STEPS)["latency_ns"]
     b = lp.predict(h200, lp.ProbePoint("l2", 32, 1, 32), STEPS)["latency_ns"]
+    assert a - b == pytest.approx(h200.l2.latency_spread_ns / 2, rel=0.02)
+    flat = load_gpu("h200", {"sm.waits_for_slowest_load": False})
+    a = lp.predict(flat, lp.ProbePoint("l2", 16, 2, 32), STEPS)["latency_ns"]
+    b = lp.predict(flat, lp.ProbePoint("l2", 32, 1, 32), STEPS)["latency_ns"]
     assert a == pytest.approx(b, rel=1e-6)
 
 

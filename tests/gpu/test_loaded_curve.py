@@ -109,8 +109,9 @@ def test_the_models_own_curve_leaves_the_stage_unchanged(tmp_path, model_points,
     path = write(tmp_path, model_points)
     for variant in ("baseline", "occupancy"):
         r = stage(str(path), variant)
-        # Linear between the probe's points of the model's own (convex) curve: within 0.2 %.
-        assert r.latency_ns == pytest.approx(modeled[variant].latency_ns, rel=2e-3), variant
+        # Linear between the probe's points of the model's own (convex) curve, K > 1 points
+        # less their wait for the slowest: within 0.3 %.
+        assert r.latency_ns == pytest.approx(modeled[variant].latency_ns, rel=3e-3), variant
     src = r.breakdown["loaded_latency_curve"]
     assert src["source"] == "record" and src["file"] == str(path)
     assert src["gpu_name"] == "NVIDIA H200" and src["date"] == "2026-11-29"
@@ -119,10 +120,12 @@ def test_the_models_own_curve_leaves_the_stage_unchanged(tmp_path, model_points,
 
 
 def test_predict_reproduces_the_record(tmp_path, h200, model_points):
-    pts = steeper(model_points, 1.5)
+    # K = 1 at every W, both levels: a steeper rise of K > 1 points would also steepen their
+    # wait for the slowest, and equal loads in flight would no longer share one mean.
+    pts = [p for p in steeper(model_points, 1.5) if p["chains"] == 1]
     gpu = replace(h200, hbm=replace(h200.hbm, loaded_latency_record=str(write(tmp_path, pts))))
     kept = 0
-    for p in pts[:: len(CHAINS)]:  # K = 1 at every W, both levels
+    for p in pts:
         probe = lp.ProbePoint(p["level"], p["warps_per_sm"], p["chains"], p["row_bytes"])
         got = lp.predict(gpu, probe, STEPS)["latency_ns"]
         lighter = [q for q in pts if q["level"] == p["level"] and _n(q) < _n(p)]
@@ -143,10 +146,12 @@ def _n(p: dict) -> int:
 def linear_hbm(points: list[dict], n0: float) -> list[dict]:
     """The hbm level's latency rising linearly from the lightest point with the loads in flight
     per SM ``N`` (doubled at ``N = n0``), loads in flight kept: steep already at light loads."""
-    base = min(p["latency_ns"] for p in points if p["level"] == "hbm")
+    base = min(p["latency_ns"] for p in points if p["level"] == "hbm" and p["chains"] == 1)
+    spread = load_gpu("h200").hbm.latency_spread_ns  # K chains wait for the slowest of K
     out = []
     for p in points:
-        lat = base * (1.0 + _n(p) / n0) if p["level"] == "hbm" else p["latency_ns"]
+        slowest = spread * sum(1.0 / k for k in range(2, p["chains"] + 1))
+        lat = base * (1.0 + _n(p) / n0) + slowest if p["level"] == "hbm" else p["latency_ns"]
         out.append(
             dict(p, latency_ns=lat, requests_per_s=p["requests_per_s"] * p["latency_ns"] / lat)
         )

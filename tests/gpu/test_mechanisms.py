@@ -237,7 +237,10 @@ def test_far_partition_prices_old_l2_hits_at_the_far_latency():
     wl = {"num_tables": 1, "batch": 1024, "reuse": "random"}
 
     def run(far: float):
-        over = {"arch": {"l2.far_hit_cycles": far}, "workload": wl}
+        # Little's law on the mean load: the far share's price alone, without the waits for
+        # the slowest load, whose mix of levels it also moves.
+        arch = {"l2.far_hit_cycles": far, "sm.waits_for_slowest_load": False}
+        over = {"arch": arch, "workload": wl}
         return run_design_point("h200", "gpu-micro24", overrides=over)
 
     sourced, flat = run(520.0), run(0.0)
@@ -245,9 +248,11 @@ def test_far_partition_prices_old_l2_hits_at_the_far_latency():
     # A uniform 256-MB table reuses rows at distances of the whole L2: many hits are old.
     assert 0.2 < share < 0.9
     assert flat.breakdown["l2_far_hit_share"] == 0.0
-    # Each L2 hit costs 291 + share x (520 - 291) cycles: the stall on L2 hits grows by about
-    # that factor (a little less: the kernel's other stalls share the same makespan).
-    grow = 1 + share * (520.0 - 291.0) / 291.0
+    # Each L2 hit costs its near mean + share x (520 - that) cycles: the stall on L2 hits grows
+    # by about that factor (a little less: the kernel's other stalls share the same makespan).
+    gpu = load_gpu("h200")
+    near = gpu.l2.hit_cycles + gpu.l2.latency_spread_ns / gpu.sm.cycle_ns
+    grow = 1 + share * (520.0 - near) / near
     l2_stall = sourced.breakdown["stall_ns"]["l2_hit"] / flat.breakdown["stall_ns"]["l2_hit"]
     assert l2_stall == pytest.approx(grow, rel=0.05)
     assert sourced.latency_ns > flat.latency_ns
@@ -276,6 +281,7 @@ def test_l2_request_rate_bounds_a_kernel_with_many_loads_in_flight():
         # The stock loop recompiled with prefetch (its offset2bag stores are requests too).
         arch = {"variant": "prefetch", "l2.requests_per_ns": rate, "kernel.unroll": 1}
         arch["kernel.handwritten_loads_in_flight"] = 0
+        arch["sm.waits_for_slowest_load"] = False  # the queue's share alone, not the waits
         over = {"arch": arch, "workload": wl}
         return run_design_point("h200", "gpu-micro24", overrides=over)
 
