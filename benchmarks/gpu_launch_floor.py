@@ -1,0 +1,154 @@
+"""What a stage costs before it reads a row: back-to-back calls with one lookup each, timed as
+``benchmarks/gpu_kernels.py`` times a stage (L2 flushed, CUDA events around the calls, median).
+
+A stage of ``T`` tables is ``T`` calls in a row. Each call costs the GPU a kernel's launch and
+drain, and torch's call launches more than the gather kernel. This measures that floor per
+call, for torch's ``embedding_bag`` and for the hand-written kernel (CuPy ``RawKernel``, the
+variants' launch, grid 1024), with the host's time per call beside it: where the host takes
+longer than the GPU, the floor is the host's. It also lists the kernels one full-size torch call
+launches (torch.profiler), with their GPU times.
+
+    python benchmarks/gpu_launch_floor.py [--calls 1,12] [--repeats 50] [--json out.json]
+
+A microbenchmark: its figures are inputs a model may take, not stage times to compare with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+
+def timed(run, flush, stream, repeats: int, warmup: int = 5) -> dict[str, float]:
+    """Median GPU time (CUDA events around ``run``) and host time of ``run`` (us), L2 flushed."""
+    import torch
+
+    gpu_us, host_us = [], []
+    with torch.no_grad(), torch.cuda.stream(stream):
+        for i in range(warmup + repeats):
+            flush.fill_(float(i))
+            stream.synchronize()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record(stream)
+            t0 = time.perf_counter()
+            run()
+            t1 = time.perf_counter()
+            end.record(stream)
+            stream.synchronize()
+            if i >= warmup:
+                gpu_us.append(start.elapsed_time(end) * 1e3)
+                host_us.append((t1 - t0) * 1e6)
+    return {
+        "gpu_median_us": statistics.median(gpu_us),
+        "gpu_min_us": min(gpu_us),
+        "host_median_us": statistics.median(host_us),
+    }
+
+
+def floors(calls: list[int], repeats: int) -> dict[str, dict[str, dict[str, float]]]:
+    import cupy as cp
+    import numpy as np
+    import torch
+
+    from nmp.gpu.kernels_real import BLOCK, GRID, KERNEL_SOURCE
+
+    dev = torch.device("cuda")
+    stream = torch.cuda.Stream()
+    cp_stream = cp.cuda.ExternalStream(stream.cuda_stream)
+    flush = torch.empty(2 * torch.cuda.get_device_properties(dev).L2_cache_size // 4, device=dev)
+    dim = 128
+    n = max(calls)
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    weights = [torch.rand(1024, dim, generator=gen).to(dev) for _ in range(n)]
+    idx = torch.zeros(1, dtype=torch.int64, device=dev)
+    off = torch.zeros(1, dtype=torch.int64, device=dev)
+    outs = [torch.empty(1, dim, device=dev) for _ in range(n)]
+    bag = cp.RawKernel(KERNEL_SOURCE, "embedding_bag_sum", options=("-std=c++17", "-DPREFETCH=1"))
+    empty = cp.RawKernel('extern "C" __global__ void nothing() {}', "nothing")
+    views = [(cp.from_dlpack(idx), cp.from_dlpack(off), cp.from_dlpack(w), cp.from_dlpack(o))
+             for w, o in zip(weights, outs, strict=True)]  # fmt: skip
+
+    def torch_calls(k):
+        return lambda: [torch.nn.functional.embedding_bag(idx, w, off, mode="sum")
+                        for w in weights[:k]]  # fmt: skip
+
+    def handwritten_calls(k):
+        def run():
+            with cp_stream:
+                for v in views[:k]:
+                    bag((GRID, 1, 1), BLOCK, (*v, np.int64(1), np.int64(1), np.int32(dim)))
+
+        return run
+
+    def empty_calls(k):
+        def run():
+            with cp_stream:
+                for _ in range(k):
+                    empty((1, 1, 1), (32, 1, 1), ())
+
+        return run
+
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name, make in (("torch_embedding_bag", torch_calls),
+                       ("handwritten_grid1024", handwritten_calls),
+                       ("empty_kernel", empty_calls)):  # fmt: skip
+        out[name] = {str(k): timed(make(k), flush, stream, repeats) for k in calls}
+    return out
+
+
+def torch_kernels(batch: int, pooling: int, rows: int, dim: int) -> list[dict[str, float]]:
+    """The CUDA kernels one torch embedding_bag call launches at full size, with GPU times."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    dev = torch.device("cuda")
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    weight = torch.rand(rows, dim, generator=gen).to(dev)
+    idx = torch.randint(0, rows, (batch * pooling,), generator=gen).to(dev)
+    off = torch.arange(0, batch * pooling, pooling, device=dev)
+    for _ in range(3):
+        torch.nn.functional.embedding_bag(idx, weight, off, mode="sum")
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        torch.nn.functional.embedding_bag(idx, weight, off, mode="sum")
+        torch.cuda.synchronize()
+    return [{"name": e.key, "count": e.count, "device_us": e.device_time_total}
+            for e in prof.key_averages() if e.device_time_total > 0]  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", default="1,12")
+    ap.add_argument("--repeats", type=int, default=50)
+    ap.add_argument("--json", default="")
+    args = ap.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("no CUDA device: this microbenchmark needs a GPU", file=sys.stderr)
+        return 2
+    calls = sorted({int(x) for x in args.calls.split(",")})
+    result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "floors": floors(calls, args.repeats),
+              "torch_kernels": torch_kernels(2048, 150, 1_000_000, 128)}  # fmt: skip
+    print(f"{result['gpu']}, torch {result['torch']}")
+    print(f"{'calls':<22} {'n':>3} {'GPU us':>9} {'GPU min':>9} {'host us':>9} {'GPU/call':>9}")
+    for name, per in result["floors"].items():
+        for k, r in per.items():
+            print(f"{name:<22} {k:>3} {r['gpu_median_us']:>9.1f} {r['gpu_min_us']:>9.1f} "
+                  f"{r['host_median_us']:>9.1f} {r['gpu_median_us'] / int(k):>9.2f}")  # fmt: skip
+    print("one torch call at batch 2048, pooling 150, 1M x 128 rows:")
+    for k in result["torch_kernels"]:
+        print(f"  {k['device_us']:>9.1f} us  x{k['count']}  {k['name'][:90]}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
