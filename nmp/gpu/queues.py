@@ -52,8 +52,9 @@ import numpy as np
 from nmp.errors import NmpError
 from nmp.gpu.hbm import HbmCalibration
 from nmp.gpu.kernel import kernel_config
+from nmp.gpu.slowest import max_excess
 from nmp.gpu.spec import GpuSpec
-from nmp.gpu.timing import SliceQueue, max_excess
+from nmp.gpu.timing import SliceQueue
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CURVE_ROW_BYTES = 128  # chosen: see the module docstring

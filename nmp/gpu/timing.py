@@ -21,6 +21,10 @@ by those warps only, not by the resident limit's.
 The waves are not run in series: every block, priced at its wave's loaded latency, goes into one
 list schedule, so a next-wave block starts on the first slot that frees.
 
+Waits. A warp that keeps ``m`` loads in flight waits for the slowest of them: each wait costs
+the mean load plus :func:`nmp.gpu.slowest.max_excess` over the wave's mix of levels (with
+``LoadPrices.waits_for_slowest``; else Little's law on the mean load).
+
 Load. An HBM miss's latency is the unloaded one plus the queueing delay at the kernel's HBM
 utilization ``u = bytes / (time x peak)``, from the DRAM engine's replays at offered loads
 (:meth:`nmp.gpu.hbm.HbmCalibration.queueing_ns`; it diverges at the saturated efficiency of random
@@ -53,6 +57,8 @@ from dataclasses import dataclass, field, replace
 import numba as nb
 import numpy as np
 
+from nmp.gpu.slowest import max_excess
+
 STALL_KEYS = (
     "index_load",
     "l1_hit",
@@ -70,43 +76,6 @@ STALL_KEYS = (
     "pin_prefetch",
 )
 _BISECTIONS = 60
-_SPREAD_GRID = 4096  # points of max_excess's integral: a step of about 1/4096 of its range
-
-
-def max_excess(
-    means: np.ndarray, spreads: tuple[float, ...] | np.ndarray, shares: np.ndarray, m: float
-) -> float:
-    """How much longer a warp waits for the slowest of ``m`` loads than for one, on average:
-    ``E[max of m] - E[one]`` over loads drawn from the levels' mixture (``shares``), each level's
-    latency its fixed part ``mean - spread`` plus an exponential wait of mean ``spread`` (0: a
-    fixed latency). ``E[max of m] = integral of 1 - F(t)^m dt`` (``m`` real: a warp's loads in
-    flight per wait, 1 or fewer: no excess). One level of spread ``s`` gives ``s (H_m - 1)``."""
-    p = np.asarray(shares, dtype=np.float64)
-    total = p.sum()
-    if m <= 1.0 or total <= 0.0:
-        return 0.0
-    p = p / total
-    mu = np.asarray(means, dtype=np.float64)
-    sd = np.asarray(spreads, dtype=np.float64)
-    live = p > 0
-    if not np.any(sd[live] > 0) and np.ptp(mu[live]) == 0.0:
-        return 0.0
-    fixed = np.maximum(mu - sd, 0.0)
-    top = float(np.max((fixed + 40.0 * sd)[live]))
-    t = np.union1d(np.linspace(0.0, top, _SPREAD_GRID + 1), fixed[live])
-    cdf = np.zeros_like(t)
-    for level in np.flatnonzero(live):
-        above = t >= fixed[level]
-        if sd[level] > 0:
-            part = -np.expm1(-np.maximum(t - fixed[level], 0.0) / sd[level])
-        else:
-            part = above.astype(np.float64)
-        cdf += p[level] * part
-    tail = 1.0 - np.minimum(cdf, 1.0) ** m
-    expected_max = float(np.sum(0.5 * (tail[1:] + tail[:-1]) * np.diff(t)))
-    return max(0.0, expected_max - float(p @ mu))
-
-
 _LABEL_TOLERANCE = 1e-3  # relative: well above the bisection's 1e-6
 
 
