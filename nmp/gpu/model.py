@@ -63,7 +63,7 @@ class Latencies:
     hbm_cycles: float  # a miss's unloaded mean: fabric + DRAM part + the HBM's spread
     dram_ns: float
     # The exponential part of each level's latency (L1, L2, HBM), whose slowest load a warp
-    # waiting for several waits for (nmp.gpu.timing.max_excess).
+    # waiting for several waits for (nmp.gpu.slowest.max_excess).
     spread_cycles: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 

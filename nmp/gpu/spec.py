@@ -61,7 +61,7 @@ class SmSpec:
     outstanding_sectors_per_warp: int = 8
     outstanding_sectors_per_sm: int = 512
     # A warp that waits for the loads it has in flight together waits for the slowest of them
-    # (nmp.gpu.timing.max_excess: the levels' mix and their latency spreads); False: Little's
+    # (nmp.gpu.slowest.max_excess: the levels' mix and their latency spreads); False: Little's
     # law on the mean load, as before it was measured (a GPU whose probe has no K > 1 points).
     waits_for_slowest_load: bool = False
 
@@ -118,8 +118,8 @@ class CacheSpec:
     # requests queue at the slices at this rate (nmp.gpu.timing.SliceQueue).
     requests_per_ns: float = 0.0
     # L2 only: a hit's latency is ``hit_cycles`` plus an exponential wait of this mean (ns),
-    # so a warp waiting for several loads at once waits for the slowest (nmp.gpu.timing.
-    # max_excess); 0: every hit takes exactly ``hit_cycles``.
+    # so a warp waiting for several loads at once waits for the slowest
+    # (nmp.gpu.slowest.max_excess); 0: every hit takes exactly ``hit_cycles``.
     latency_spread_ns: float = 0.0
 
     def validate(self) -> None:
