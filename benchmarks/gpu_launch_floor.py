@@ -5,8 +5,9 @@ A stage of ``T`` tables is ``T`` calls in a row. Each call costs the GPU a kerne
 drain, and torch's call launches more than the gather kernel. This measures that floor per
 call, for torch's ``embedding_bag`` and for the hand-written kernel (CuPy ``RawKernel``, the
 variants' launch, grid 1024), with the host's time per call beside it: where the host takes
-longer than the GPU, the floor is the host's. It also lists the kernels one full-size torch call
-launches (torch.profiler), with their GPU times.
+longer than the GPU, the floor is the host's. It also times a gpu-micro24-shaped stage whose
+lookups all read a 64-row table (the loops' issue and load-store floor, each kernel) and lists
+the kernels one full-size torch call launches (torch.profiler), with their GPU times.
 
     python benchmarks/gpu_launch_floor.py [--calls 1,12] [--repeats 50] [--json out.json]
 
@@ -100,6 +101,62 @@ def floors(calls: list[int], repeats: int) -> dict[str, dict[str, dict[str, floa
     return out
 
 
+# The variants' builds (nmp.gpu.kernels_real): NVRTC options as the device check compiles them.
+BUILDS = {
+    "occupancy": ("-std=c++17", "-DPREFETCH=1", "--maxrregcount=32"),
+    "prefetch": ("-std=c++17", "-DPREFETCH=4"),
+    "prefetch-8": ("-std=c++17", "-DPREFETCH=8"),
+}
+
+
+def l1_resident(repeats: int, tables: int = 12, rows: int = 64) -> dict[str, dict[str, float]]:
+    """A gpu-micro24-shaped stage (``tables`` x 2,048 bags x 150 lookups, dim 128) whose
+    lookups all read a ``rows``-row table (32 KB: every row load an L1 hit after the first),
+    per kernel: what the loop costs when the rows do not (the 2.4 MB of indices come from the
+    L2 after the first table), its issue and load-store floor.
+    Warp-lookups per SM cycle come with it (the SASS's instructions per lookup turn them into
+    IPC: benchmarks/gpu_handwritten_sass.py)."""
+    import cupy as cp
+    import numpy as np
+    import torch
+
+    from nmp.gpu.kernels_real import BLOCK, GRID, KERNEL_SOURCE
+
+    dev = torch.device("cuda")
+    stream = torch.cuda.Stream()
+    cp_stream = cp.cuda.ExternalStream(stream.cuda_stream)
+    props = torch.cuda.get_device_properties(dev)
+    flush = torch.empty(2 * props.L2_cache_size // 4, device=dev)
+    bags, pooling, dim = 2048, 150, 128
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    weight = torch.rand(rows, dim, generator=gen).to(dev)
+    idx = torch.randint(0, rows, (bags * pooling,), generator=gen).to(dev)
+    off = torch.arange(0, bags * pooling, pooling, device=dev)
+    out = torch.empty(bags, dim, device=dev)
+    views = tuple(cp.from_dlpack(x) for x in (idx, off, weight, out))
+    warp_lookups = tables * bags * pooling * (dim // 32)
+    sm_cycles_per_us = props.multi_processor_count * 1980.0  # at the H200's 1,980 MHz clock
+    result = {}
+    stock = timed(
+        lambda: [torch.nn.functional.embedding_bag(idx, weight, off, mode="sum")
+                 for _ in range(tables)], flush, stream, repeats)  # fmt: skip
+    result["baseline"] = stock
+    for name, options in BUILDS.items():
+        kernel = cp.RawKernel(KERNEL_SOURCE, "embedding_bag_sum", options=options)
+        args = (*views, np.int64(bags), np.int64(bags * pooling), np.int32(dim))
+
+        def run(kernel=kernel, args=args):
+            with cp_stream:
+                for _ in range(tables):
+                    kernel((GRID, 1, 1), BLOCK, args)
+
+        result[name] = timed(run, flush, stream, repeats)
+        result[name]["regs"] = kernel.num_regs
+    for r in result.values():
+        r["warp_lookups_per_sm_cycle"] = warp_lookups / (r["gpu_median_us"] * sm_cycles_per_us)
+    return result
+
+
 def torch_kernels(batch: int, pooling: int, rows: int, dim: int) -> list[dict[str, float]]:
     """The CUDA kernels one torch embedding_bag call launches at full size, with GPU times."""
     import torch
@@ -134,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     calls = sorted({int(x) for x in args.calls.split(",")})
     result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
               "floors": floors(calls, args.repeats),
+              "l1_resident": l1_resident(args.repeats),
               "torch_kernels": torch_kernels(2048, 150, 1_000_000, 128)}  # fmt: skip
     print(f"{result['gpu']}, torch {result['torch']}")
     print(f"{'calls':<22} {'n':>3} {'GPU us':>9} {'GPU min':>9} {'host us':>9} {'GPU/call':>9}")
@@ -141,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
         for k, r in per.items():
             print(f"{name:<22} {k:>3} {r['gpu_median_us']:>9.1f} {r['gpu_min_us']:>9.1f} "
                   f"{r['host_median_us']:>9.1f} {r['gpu_median_us'] / int(k):>9.2f}")  # fmt: skip
+    print("a gpu-micro24 stage on a 64-row table (every row load an L1 hit):")
+    for name, r in result["l1_resident"].items():
+        print(f"  {name:<12} {r['gpu_median_us']:>9.1f} us  "
+              f"{r['warp_lookups_per_sm_cycle']:.3f} warp-lookups per SM cycle")  # fmt: skip
     print("one torch call at batch 2048, pooling 150, 1M x 128 rows:")
     for k in result["torch_kernels"]:
         print(f"  {k['device_us']:>9.1f} us  x{k['count']}  {k['name'][:90]}")
