@@ -38,11 +38,10 @@ def max_excess(
     t = np.union1d(np.linspace(0.0, top, _GRID + 1), fixed[live])
     cdf = np.zeros_like(t)
     for level in np.flatnonzero(live):
-        above = t >= fixed[level]
         if sd[level] > 0:
             part = -np.expm1(-np.maximum(t - fixed[level], 0.0) / sd[level])
         else:
-            part = above.astype(np.float64)
+            part = (t >= fixed[level]).astype(np.float64)
         cdf += p[level] * part
     tail = 1.0 - np.minimum(cdf, 1.0) ** m
     expected_max = float(np.sum(0.5 * (tail[1:] + tail[:-1]) * np.diff(t)))
