@@ -78,7 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from nmp.gpu.kernels_real import KERNEL_SOURCE
 
-    nvrtc = ctypes.CDLL(args.nvrtc)
+    try:
+        nvrtc = ctypes.CDLL(args.nvrtc)
+    except OSError as exc:
+        ap.error(f"--nvrtc {args.nvrtc}: cannot load NVRTC ({exc})")
+    if not Path(args.nvdisasm).is_file():
+        ap.error(f"--nvdisasm {args.nvdisasm}: no such file")
     major, minor = ctypes.c_int(), ctypes.c_int()
     nvrtc.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
     print(f"NVRTC {major.value}.{minor.value}, sm_90")

@@ -179,16 +179,21 @@ def torch_kernels(batch: int, pooling: int, rows: int, dim: int) -> list[dict[st
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--calls", default="1,12")
+    ap.add_argument("--calls", default="1,12", help="comma-separated call counts, each >= 1")
     ap.add_argument("--repeats", type=int, default=50)
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
+    try:
+        calls = sorted({int(x) for x in args.calls.split(",")})
+    except ValueError:
+        ap.error(f"--calls {args.calls!r}: comma-separated integers, e.g. 1,12")
+    if not calls or calls[0] < 1 or args.repeats < 1:
+        ap.error("--calls and --repeats must be >= 1")
     import torch
 
     if not torch.cuda.is_available():
         print("no CUDA device: this microbenchmark needs a GPU", file=sys.stderr)
         return 2
-    calls = sorted({int(x) for x in args.calls.split(",")})
     result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
               "floors": floors(calls, args.repeats),
               "l1_resident": l1_resident(args.repeats),

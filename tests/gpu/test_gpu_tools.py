@@ -38,3 +38,16 @@ def test_the_launch_floor_needs_a_gpu(capsys):
         pytest.skip("a CUDA device is present: the script would measure it")
     assert tool.main(["--calls", "1"]) == 2
     assert "needs a GPU" in capsys.readouterr().err
+
+
+def test_the_tools_refuse_bad_arguments_in_one_line(tmp_path, capsys):
+    sass_tool = load_script("gpu_handwritten_sass")
+    with pytest.raises(SystemExit) as exc:
+        sass_tool.main(["--nvrtc", str(tmp_path / "no.so"), "--nvdisasm", "x"])
+    assert exc.value.code == 2 and "cannot load NVRTC" in capsys.readouterr().err
+    floor = load_script("gpu_launch_floor")
+    for bad, message in ((["--calls", "1,x"], "comma-separated integers"),
+                         (["--calls", "0"], "must be >= 1")):  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            floor.main(bad)
+        assert exc.value.code == 2 and message in capsys.readouterr().err
