@@ -228,3 +228,58 @@ def reuse_kernel(u01, hot_fraction, hot_members, rows, bitmap, out):
             else:
                 out[i] = r
     return redraw
+
+
+# numpy's SeedSequence (numpy/random/bit_generator.pyx; its output fixed by numpy's seeding
+# policy, NEP 19): the constants of its hash and mix, all uint64 so that numba keeps the
+# arithmetic unsigned (each product masked back to the 32 bits numpy's uint32 keeps)
+_INIT_A = np.uint64(0x43B0D7E5)
+_MULT_A = np.uint64(0x931E8875)
+_INIT_B = np.uint64(0x8B51F9DD)
+_MULT_B = np.uint64(0x58F38DED)
+_MIX_L = np.uint64(0xCA01F9DD)
+_MIX_R = np.uint64(0x4973F715)
+_W32 = np.uint64(0xFFFFFFFF)
+_S16 = np.uint64(16)
+_S32 = np.uint64(32)
+
+
+@njit(cache=True)
+def _hashmix(value, hash_const):
+    value ^= hash_const
+    hash_const = (hash_const * _MULT_A) & _W32
+    value = (value * hash_const) & _W32
+    return value ^ (value >> _S16), hash_const
+
+
+@njit(cache=True)
+def _mix(x, y):
+    r = (_MIX_L * x - _MIX_R * y) & _W32
+    return r ^ (r >> _S16)
+
+
+@njit(cache=True)
+def seed_state_kernel(e0, e1, e2, e3, n_words, out):
+    """``SeedSequence(entropy).generate_state(4, np.uint64)`` into ``out`` (uint64[4]) for
+    ``n_words`` <= 4 entropy words e0..e3 (uint32 values) and no spawn key."""
+    ent = (np.uint64(e0), np.uint64(e1), np.uint64(e2), np.uint64(e3))
+    pool = np.zeros(4, np.uint64)
+    hc = _INIT_A
+    for i in range(4):
+        v = ent[i] if i < n_words else np.uint64(0)
+        pool[i], hc = _hashmix(v, hc)
+    for i_src in range(4):
+        for i_dst in range(4):
+            if i_src != i_dst:
+                h, hc = _hashmix(pool[i_src], hc)
+                pool[i_dst] = _mix(pool[i_dst], h)
+    hb = _INIT_B
+    for k in range(4):
+        word = np.uint64(0)
+        for half in range(2):
+            v = pool[(2 * k + half) % 4] ^ hb
+            hb = (hb * _MULT_B) & _W32
+            v = (v * hb) & _W32
+            v ^= v >> _S16
+            word |= v << (_S32 * np.uint64(half))
+        out[k] = word

@@ -16,6 +16,7 @@ import numpy as np
 
 from nmp.errors import NmpError
 from nmp.workload import sampling
+from nmp.workload.seeding import rng_of
 from nmp.workload.spec import WorkloadSpec
 
 
@@ -137,7 +138,7 @@ def generate_table(spec: WorkloadSpec, table: int, seed: int | None = None) -> T
     batch_seed = spec.seed if seed is None else int(seed)
     if batch_seed < 0:
         raise NmpError(f"seed must be >= 0, got {batch_seed}")
-    rng = np.random.default_rng([batch_seed, table])
+    rng = rng_of(batch_seed, table)  # (= np.random.default_rng([batch_seed, table]))
     lengths = sampling.pooling_lengths(rng, spec.table_pooling(table), spec.batch)
     offsets = np.zeros(spec.batch + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
