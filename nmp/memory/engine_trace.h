@@ -119,3 +119,19 @@ void split_requests_c(const uint8_t *rec, int64_t stride, int64_t addr_at, int64
     info[2] = any;
     info[3] = n ? all : 0;
 }
+
+/* A run's line addresses reduced as check_lines and narrow_fields read them: info[0] = the
+ * largest, info[1] and info[2] = their OR and AND (0 for none). One pass where numpy's three
+ * reductions took about 22 us on a design point's stream of 20,000 lines (issue 43). */
+void line_bounds_c(const uint64_t *restrict addr, int64_t n, uint64_t *info)
+{
+    uint64_t top = 0, any = 0, all = ~(uint64_t)0;
+    for (int64_t i = 0; i < n; i++) {
+        top = addr[i] > top ? addr[i] : top;
+        any |= addr[i];
+        all &= addr[i];
+    }
+    info[0] = top;
+    info[1] = any;
+    info[2] = n ? all : 0;
+}

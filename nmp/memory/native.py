@@ -332,19 +332,23 @@ def simulate_summaries(
     keep: list = [table, out, sums]
     zeros = np.zeros(n_max >> ks, np.int64)
     o0 = out.ctypes.data
+    rank_counts = []
+    a_addr, a_n, a_decode, a_win = _ARG["addr"], _ARG["n"], _ARG["decode"], _ARG["win"] + 1
     for i, (addr, decode, params) in enumerate(runs):
         if addr.dtype != np.uint64 or not addr.flags.c_contiguous:
             raise ValueError("addr must be C-contiguous uint64")
         _, params, tables, const_ptrs = _constants(decode, params, tab_i, nxt, lat, win)
         p = params[0]
-        if int(p["channels"]) * int(p["ranks"]) > _SUMMARY_RANKS_MAX or int(decode[0]) != ks:
+        ranks = int(p["channels"]) * int(p["ranks"])
+        if ranks > _SUMMARY_RANKS_MAX or int(decode[0]) != ks:
             raise ValueError("runs of at most 256 ranks, each decoding ks")
+        rank_counts.append(ranks)
         keep += (addr, decode, params, tables)
         row = table[i]
-        row[_ARG["addr"]] = addr.ctypes.data
-        row[_ARG["n"]] = addr.shape[0] << ks
-        row[_ARG["decode"] : _ARG["win"] + 1] = const_ptrs
-        row[_ARG["out_scalars"]] = o0 + 8 * i * block
+        row[a_addr] = addr.ctypes.data
+        row[a_n] = addr.shape[0] << ks
+        row[a_decode:a_win] = const_ptrs
+    table[:, _ARG["out_scalars"]] = o0 + 8 * block * np.arange(count, dtype=np.int64)
     # the same in every run: no writes, no arrivals, no log, this thread's outputs
     table[:, _ARG["line_wr"]] = table[:, _ARG["line_arr"]] = zeros.ctypes.data
     table[:, _ARG["log"]] = _NO_LOG.ctypes.data
@@ -365,8 +369,7 @@ def simulate_summaries(
     if rc < 0:
         raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")
     results = []
-    for (_, _, params), values, read_sums in zip(runs, out.tolist(), sums.tolist(), strict=True):
-        ranks = int(params[0]["channels"]) * int(params[0]["ranks"])
+    for ranks, values, read_sums in zip(rank_counts, out.tolist(), sums.tolist(), strict=True):
         results.append((
             values[0], values[1], values[2], values[4:c1], values[c1:c2],
             sum(values[c2 : c2 + ranks]), tuple(read_sums),
@@ -450,6 +453,24 @@ def parse_trace(data: bytes, dtype: np.dtype) -> np.ndarray | None:
 
 
 _SPLIT = threading.local()
+
+
+def line_bounds(addr: np.ndarray) -> tuple[int, int, int] | None:
+    """(largest, OR, AND) of C-contiguous uint64 line addresses (0, 0, 0 for none) in one C
+    pass (``line_bounds_c``): what :func:`nmp.memory.lines.check_lines` and
+    :func:`nmp.memory.plan.narrow_fields` reduce a run's lines to; None where the library is
+    not built."""
+    lib, _ = _library()
+    if lib is None:
+        return None
+    info = getattr(_SPLIT, "bounds", None)
+    if info is None:
+        info = _SPLIT.bounds = np.empty(3, np.uint64)
+    lib.line_bounds_c(addr.ctypes.data, addr.shape[0], info.ctypes.data)
+    top, any_bits, all_bits = info.tolist()
+    return top, any_bits, all_bits
+
+
 _U64, _BOOL = np.dtype(np.uint64), np.dtype(np.bool_)
 
 

@@ -35,6 +35,7 @@ _SYMBOLS = (
     "simulate_many_c",
     "split_requests_c",
     "simulate_sum_c",
+    "line_bounds_c",
 )
 
 
@@ -55,7 +56,7 @@ def _library():
             return None, f"cannot build {_SOURCE.name}: {e}"
         raise
     (simulate_c, read_sums_c, parse_trace_c, parse_lines_c, struct_size_c, simulate_many_c,
-     split_requests_c, simulate_sum_c) = entries  # fmt: skip
+     split_requests_c, simulate_sum_c, line_bounds_c) = entries  # fmt: skip
     struct_size_c.restype = _I
     struct_size_c.argtypes = [_I]
     sizes = (struct_size_c(0), struct_size_c(1))
@@ -79,6 +80,8 @@ def _library():
     parse_lines_c.argtypes = [ctypes.c_char_p, _I, _P, _P, _I, _P]
     split_requests_c.restype = None
     split_requests_c.argtypes = [_P, _I, _I, _I, _I, _P, _P, _P]
+    line_bounds_c.restype = None
+    line_bounds_c.argtypes = [_P, _I, _P]
     lib = SimpleNamespace(
         simulate_c=simulate_c,
         read_sums_c=read_sums_c,
@@ -87,6 +90,7 @@ def _library():
         simulate_many_c=simulate_many_c,
         simulate_sum_c=simulate_sum_c,
         split_requests_c=split_requests_c,
+        line_bounds_c=line_bounds_c,
     )
     return lib, None
 

@@ -46,9 +46,58 @@ def command_energy_pj(
     ``active_cycles`` is the sum over ranks of cycles with a bank open; ``None`` takes every
     rank as active (IDD3N), an upper bound for the open-row policy.
     """
+    consts = _per_spec(spec)[0]
+    if consts is None:
+        return {k: 0.0 for k in ("act", "rd", "wr", "ref", "background", "io")}
+    scale, e_act, e_rd, e_wr, e_ref, idd3n, idd2n, io_pj_per_bit, tx_bytes, ranks = consts
+    n_rd = cmd_counts.get("RD", 0) + cmd_counts.get("RDA", 0)
+    n_wr = cmd_counts.get("WR", 0) + cmd_counts.get("WRA", 0)
+    n_ref = cmd_counts.get("REF", cmd_counts.get("REFab", 0))
+    total_cycles = cycles * ranks
+    active = total_cycles if active_cycles is None else min(active_cycles, total_cycles)
+    background = scale * (idd3n * active + idd2n * (total_cycles - active))
+    io = io_pj_per_bit * (n_rd + n_wr) * tx_bytes * 8
+    return {
+        "act": e_act * cmd_counts.get("ACT", 0),
+        "rd": e_rd * n_rd,
+        "wr": e_wr * n_wr,
+        "ref": e_ref * n_ref,
+        "background": background,
+        "io": io,
+    }
+
+
+# Per spec (frozen: its figures never change), by id, each entry holding its spec so that an
+# id is not reused while it is kept: a design point computes the statistics of 18 replays on
+# three specs, and their constants took 8-10 us of each (issue 43)
+_SPEC_CONSTANTS: dict[int, tuple] = {}
+
+
+def _per_spec(spec: MemorySpec) -> tuple:
+    """(the energy constants or None, tCK in ns, tx_bytes, peak bandwidth GB/s, requests
+    per line) of ``spec``."""
+    hit = _SPEC_CONSTANTS.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    value = (
+        _energy_of(spec),
+        spec.tck_ns,
+        spec.org.tx_bytes,
+        spec.peak_bandwidth_gbps,
+        spec.requests_per_line,
+    )
+    if len(_SPEC_CONSTANTS) > 256:
+        _SPEC_CONSTANTS.clear()
+    _SPEC_CONSTANTS[id(spec)] = (spec, value)
+    return value
+
+
+def _energy_of(spec: MemorySpec) -> tuple | None:
+    """The per-command energies (DRAMsim3's IDD formulas, the module docstring) and the
+    factors of the background and I/O terms; None without an energy model."""
     e = spec.energy
     if e is None:
-        return {k: 0.0 for k in ("act", "rd", "wr", "ref", "background", "io")}
+        return None
     t = spec.timing
     tck = spec.tck_ns
     scale = e.vdd_v * e.devices * tck
@@ -58,22 +107,9 @@ def command_energy_pj(
     e_rd = scale * (e.idd4r_ma - e.idd3n_ma) * t["nBL"]
     e_wr = scale * (e.idd4w_ma - e.idd3n_ma) * t["nBL"]
     e_ref = scale * (e.idd5ab_ma - e.idd3n_ma) * t["nRFC"]
-    n_rd = cmd_counts.get("RD", 0) + cmd_counts.get("RDA", 0)
-    n_wr = cmd_counts.get("WR", 0) + cmd_counts.get("WRA", 0)
-    n_ref = cmd_counts.get("REF", cmd_counts.get("REFab", 0))
     ranks = spec.org.channels * spec.org.ranks
-    total_cycles = cycles * ranks
-    active = total_cycles if active_cycles is None else min(active_cycles, total_cycles)
-    background = scale * (e.idd3n_ma * active + e.idd2n_ma * (total_cycles - active))
-    io = e.io_pj_per_bit * (n_rd + n_wr) * spec.org.tx_bytes * 8
-    return {
-        "act": e_act * cmd_counts.get("ACT", 0),
-        "rd": e_rd * n_rd,
-        "wr": e_wr * n_wr,
-        "ref": e_ref * n_ref,
-        "background": background,
-        "io": io,
-    }
+    return (scale, e_act, e_rd, e_wr, e_ref, e.idd3n_ma, e.idd2n_ma, e.io_pj_per_bit,
+            spec.org.tx_bytes, ranks)  # fmt: skip
 
 
 @dataclass
@@ -124,16 +160,22 @@ class MemStats:
         return out
 
 
+# the counters' first commands, in their order (the engines' layout)
+_COUNTED = ("ACT", "PREpb", "PREab", "RD", "WR", "RDA", "WRA", "REFab")
+if COMMANDS[: len(_COUNTED)] != _COUNTED:
+    raise ImportError(f"nmp.memory.stats reads the counters as {_COUNTED}, not {COMMANDS}")
+
+
 def _counts(cnt) -> dict[str, int]:
-    d = dict(zip(COMMANDS, map(int, cnt[: len(COMMANDS)]), strict=True))
+    act, prepb, preab, rd, wr, rda, wra, refab = map(int, cnt[:8])
     return {
-        "ACT": d["ACT"],
-        "PRE": d["PREpb"] + d["PREab"],
-        "PREpb": d["PREpb"],
-        "PREab": d["PREab"],
-        "RD": d["RD"] + d["RDA"],
-        "WR": d["WR"] + d["WRA"],
-        "REF": d["REFab"],
+        "ACT": act,
+        "PRE": prepb + preab,
+        "PREpb": prepb,
+        "PREab": preab,
+        "RD": rd + rda,
+        "WR": wr + wra,
+        "REF": refab,
     }
 
 
@@ -156,7 +198,8 @@ def run_stats(
     ranks, the count of ``lines``; plain values (the numba engine's and the C engine's runs,
     with numpy or without, end here)."""
     reads, at_sum, served, served_sum, last_done = sums
-    n = lines * spec.requests_per_line  # the transactions
+    _, tck_ns, tx_bytes, peak_gbps, per_line = _per_spec(spec)
+    n = lines * per_line  # the transactions
     # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded
     # ones with latency 1), over the RD commands issued by then.
     snap_counts = _counts(snap)
@@ -177,9 +220,9 @@ def run_stats(
         avg_lat = at_cycles["avg_read_latency_cycles"]
     drained_cycles = max(last_done, cycles) if drain else cycles
     energy = command_energy_pj(spec, counts, drained_cycles, float(active_sum))
-    t_ns = cycles * spec.tck_ns
-    t_dr = drained_cycles * spec.tck_ns
-    moved = (counts["RD"] + counts["WR"]) * spec.org.tx_bytes
+    t_ns = cycles * tck_ns
+    t_dr = drained_cycles * tck_ns
+    moved = (counts["RD"] + counts["WR"]) * tx_bytes
     bw = moved / t_dr if t_dr > 0 else 0.0
     return MemStats(
         memory=spec.name,
@@ -205,7 +248,7 @@ def run_stats(
         writes_coalesced=int(cnt[C_COAL]),
         avg_read_latency_cycles=avg_lat,
         bandwidth_gbps=bw,
-        bandwidth_utilization=bw / spec.peak_bandwidth_gbps if spec.peak_bandwidth_gbps else 0.0,
+        bandwidth_utilization=bw / peak_gbps if peak_gbps else 0.0,
         energy_pj=float(sum(energy.values())),
         energy_breakdown_pj=energy,
         at_cycles=at_cycles,

@@ -78,3 +78,26 @@ def test_split_replay_names_the_address_beyond_capacity(monkeypatch):
         replay(requests, spec)
     assert str(fast.value) == str(slow.value)
     assert driver._summary_path(spec)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 3000])
+def test_line_bounds_match_numpy(n):
+    rng = np.random.default_rng(n)
+    addr = rng.integers(0, 1 << 63, n, dtype=np.uint64) | np.uint64(1 << 6)
+    top, any_bits, all_bits = native.line_bounds(addr)
+    if n == 0:
+        assert (top, any_bits, all_bits) == (0, 0, 0)
+        return
+    assert top == int(addr.max())
+    assert any_bits == int(np.bitwise_or.reduce(addr))
+    assert all_bits == int(np.bitwise_and.reduce(addr))
+    assert all_bits & (1 << 6) and any_bits >= top
+
+
+def test_replay_lines_many_out_of_range_names_the_address():
+    spec = load_memory("ddr4-3200aa")
+    ok = np.arange(0, 64 * 100, 64, dtype=np.uint64)
+    far = ok.copy()
+    far[37] = np.uint64(1 << 62)
+    with pytest.raises(TraceError, match=hex(1 << 62)):
+        driver.replay_lines_many([ok, far], spec)
