@@ -17,7 +17,6 @@ A microbenchmark: its figures are inputs a model may take, not stage times to co
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -189,6 +188,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--calls {args.calls!r}: comma-separated integers, e.g. 1,12")
     if not calls or calls[0] < 1 or args.repeats < 1:
         ap.error("--calls and --repeats must be >= 1")
+    from nmp.errors import NmpError
+    from nmp.fileio import atomic_write_json, check_output_path
+
+    if args.json:
+        try:  # (refused before the device time is spent, not after)
+            check_output_path(args.json)
+        except NmpError as exc:
+            ap.error(f"--json: {exc}")
     import torch
 
     if not torch.cuda.is_available():
@@ -212,8 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     for k in result["torch_kernels"]:
         print(f"  {k['device_us']:>9.1f} us  x{k['count']}  {k['name'][:90]}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+        atomic_write_json(args.json, result)  # (whole or not at all)
     return 0
 
 
