@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "cliargs",
         "claim_setup",
         "toml_cache",
+        "jit",
         "nmp",
     ),
 )

@@ -12,10 +12,10 @@ import functools
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from nmp.arch.rowdata import BASIS_A, BASIS_B
 from nmp.arch.vector_ops import LANES, MAX_TREE_UNITS, reduce_tree_op, row_ops, tree_fits
+from nmp.jit import njit
 
 
 @njit(cache=True)

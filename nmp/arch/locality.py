@@ -9,7 +9,8 @@ A stable radix sort by (node, bank, page), ties in arrival order;
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from nmp.jit import njit
 
 
 def _bits(a: np.ndarray) -> int:

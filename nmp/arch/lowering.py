@@ -22,7 +22,6 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout
@@ -36,6 +35,7 @@ from nmp.arch.salp import (
     take_slot,
 )
 from nmp.arch.spec import LEVELS, ArchSpec
+from nmp.jit import njit
 from nmp.memory import encode_address, internal_view
 
 # Work arrays of the timing path (valid until the same thread lowers again) are kept per thread

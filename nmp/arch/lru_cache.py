@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from numba import njit
+
+from nmp.jit import njit
 
 _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit
 
 from nmp.arch import memview as mv
 from nmp.arch.area import parity_unit_figures
@@ -28,6 +27,7 @@ from nmp.arch.lowering import slot_locations, unit_queue, unit_view
 from nmp.arch.timing import dram_energy
 from nmp.coding import ReedSolomonCode, StripeLayout, XorCode, gf_mul
 from nmp.errors import NmpError
+from nmp.jit import njit
 from nmp.memory import encode_address, make_requests, replay
 from nmp.parity_codes import PARITY_CODES
 from nmp.results import OpResult

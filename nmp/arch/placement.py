@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
 from nmp.arch import memview as mv
 from nmp.arch.layout import LevelLayout, node_capacity_slots
@@ -21,6 +20,7 @@ from nmp.arch.partition import PartitionProblem, PartitionResult, solve_partitio
 from nmp.arch.profile import MAX_CLASSES, AccessProfile
 from nmp.arch.rankcache import new_rank_caches, rank_cache_hits
 from nmp.arch.spec import LEVELS, ArchSpec
+from nmp.jit import njit
 
 
 @dataclass

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from numba import njit
+
+from nmp.jit import njit
 
 MAX_CLASSES = 48
 _DENSE_ROWS = 1 << 26  # rows of all tables up to which row classes are kept as a dense map

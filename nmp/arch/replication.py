@@ -14,10 +14,10 @@ how a lookup picks its replica, so the choice is a switch (``arch.replica_choice
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from nmp.arch.layout import node_capacity_slots
 from nmp.arch.spec import LEVELS
+from nmp.jit import njit
 
 
 def water_fill(loads: np.ndarray, extra: int) -> np.ndarray:

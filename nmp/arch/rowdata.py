@@ -15,9 +15,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
 from nmp.errors import NmpError
+from nmp.jit import njit
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)

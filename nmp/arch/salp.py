@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from numba import njit
+
+from nmp.jit import njit
 
 SALP_TRACKED_SUBARRAYS = 8  # open subarrays tracked per bank (beyond this tCCD_L binds anyway)
 

@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 
 import numpy as np
-from numba import njit
 
 from nmp.arch import bounds as bnd
 from nmp.arch import memview as mv
@@ -36,6 +35,7 @@ from nmp.arch.replay import (
 )
 from nmp.arch.spec import LEVELS
 from nmp.arch.tree import TreeTraffic
+from nmp.jit import njit
 from nmp.results import OpResult
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
 from nmp.arch.functional import reduce_segments, segment_ids
 from nmp.arch.layout import LevelLayout
 from nmp.arch.spec import LEVELS
+from nmp.jit import njit
 
 HOST = len(LEVELS)  # level index of the host
 

@@ -23,7 +23,6 @@ O(1) except the search for the lowest non-empty bucket, which only moves upwards
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from nmp.cache.policy import (
     HIT_COUNT,
@@ -31,6 +30,7 @@ from nmp.cache.policy import (
     INSERT_GROUP_HITS,
     INSERT_ONE,
 )
+from nmp.jit import njit
 
 MISS, L1_HIT, L2_HIT, L3_VIA_L1, L3_VIA_L2 = 0, 1, 2, 3, 4
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-import numba
 import numpy as np
 
 from nmp.coding.bytesview import as_bytes
 from nmp.coding.codes import XorCode
 from nmp.coding.errors import CodingError, DecodeError
+from nmp.jit import njit
 
 
 def _f32(x: np.ndarray, name: str) -> np.ndarray:
@@ -101,7 +101,7 @@ class FloatSumParity:
         return data
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _apply_updates(data, parity, stripe, row, step):  # pragma: no cover - compiled
     """Sequential optimizer steps: ``new = old + step`` on the data row, then the parity adds
     the applied delta ``new - old``, all in float32 (the ECRec difference propagation)."""

@@ -28,6 +28,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from nmp.coding.gf256 import MUL
+from nmp.jit import njit
 
 BLOCK_WORDS = 512  # 4 KiB per row block: the block of every source row stays in L1/L2
 BLOCK_BYTES = 8 * BLOCK_WORDS
@@ -123,7 +124,7 @@ def _affine_xor32_typing(typingctx, dst, a, b, offset, matrix, same):  # pragma:
 _affine_xor32: Any = intrinsic(_affine_xor32_typing)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _gf_mac_gfni(mats, src, dst, nbytes):  # pragma: no cover - compiled
     """dst[i, :nbytes] ^= XOR_j M_ij(src[j, :nbytes]), ``M_ij`` the matrix ``mats[i, j]``
     (0: a zero coefficient, skipped); ``nbytes`` a multiple of 32, rows of unit stride."""
@@ -141,7 +142,7 @@ def _gf_mac_gfni(mats, src, dst, nbytes):  # pragma: no cover - compiled
                     _affine_xor32(d, s, s, o, mat, True)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _gf_update_gfni(mats, a, b_, dst, same, nbytes):  # pragma: no cover - compiled
     """dst[i, :nbytes] ^= M_i(a XOR b_) (``same``: M_i(a)); the 4 KiB block of a and b_ is read
     from memory once and stays in L1 for the r parity rows."""
@@ -157,7 +158,7 @@ def _gf_update_gfni(mats, a, b_, dst, same, nbytes):  # pragma: no cover - compi
                 _affine_xor32(d, a, b_, o, mat, same)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _xtime(v):  # pragma: no cover - compiled
     """x * 2 in all 8 byte lanes; the 0x1d reduction mask is (m << 8) - m = 0xff per set lane
     (no 64-bit multiply, which AVX2 lacks)."""
@@ -165,7 +166,7 @@ def _xtime(v):  # pragma: no cover - compiled
     return ((v & _LO7) << _ONE) ^ (((m << _EIGHT) - m) & _RED)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _gf_mac_words(coefs, src, dst):  # pragma: no cover - compiled
     """dst[i] ^= XOR_j coefs[i, j] * src[j], on uint64 words (8 byte lanes each).
 
@@ -202,7 +203,7 @@ def _gf_mac_words(coefs, src, dst):  # pragma: no cover - compiled
                 d[w] ^= acc[w]
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _gf_update_words(coefs, a, b_, dst, same):  # pragma: no cover - compiled
     """dst[i] ^= coefs[i] * (a XOR b_) on uint64 words; ``same``: a is the delta, b_ unused.
 
@@ -236,7 +237,7 @@ def _gf_update_words(coefs, a, b_, dst, same):  # pragma: no cover - compiled
                     x[w] = _xtime(x[w])
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _xor_reduce_words(src, dst):  # pragma: no cover - compiled
     """dst = XOR of all rows of src (one pass, no temporaries)."""
     m, nwords = src.shape
@@ -247,14 +248,14 @@ def _xor_reduce_words(src, dst):  # pragma: no cover - compiled
         dst[w] = acc
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _xor3_words(dst, a, b_):  # pragma: no cover - compiled
     """dst ^= a XOR b_ in one fused pass (the XOR-code update from old and new)."""
     for w in range(dst.shape[0]):
         dst[w] ^= a[w] ^ b_[w]
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _xor2_words(dst, a):  # pragma: no cover - compiled
     for w in range(dst.shape[0]):
         dst[w] ^= a[w]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from nmp.jit import njit
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+
+@njit(cache=True, nogil=True, fastmath=False)
 def quantize_into(
     x: np.ndarray, step: float, eb: float, q_min: int, codes: np.ndarray, outliers: np.ndarray
 ) -> int:  # pragma: no cover
@@ -36,7 +37,7 @@ def quantize_into(
     return n_out
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dequantize_into(
     codes: np.ndarray, q_min: int, step: float, out: np.ndarray
 ) -> None:  # pragma: no cover
@@ -44,7 +45,7 @@ def dequantize_into(
         out[i] = np.float32((np.int64(codes[i]) + q_min) * step)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dedup_rows(rows: np.ndarray, refs: np.ndarray, first: np.ndarray) -> int:  # pragma: no cover
     """Vector LZ's match finder: ``rows`` [n, w] (uint64 words of each vector's codes). Each
     row gets ``refs[i]`` = the literal number of its first occurrence; ``first[j]`` = the row
@@ -83,7 +84,7 @@ def dedup_rows(rows: np.ndarray, refs: np.ndarray, first: np.ndarray) -> int:  #
     return m
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def value_range(x: np.ndarray) -> tuple[float, float, bool]:  # pragma: no cover
     """(min, max, all finite) of flat float32 ``x`` in one pass."""
     lo = np.inf

@@ -35,17 +35,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from nmp.jit import njit
+
 # Knuth's multiplicative constant (2^64 / golden ratio), as uint64.
 _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def set_of(line: np.int64, sets: np.int64, hashed: bool) -> np.int64:
     """Set index of a line address (see the module docstring)."""
     if hashed:
@@ -82,7 +83,7 @@ def _prefetch(typingctx, arr, flat_index):
     return types.void(arr, flat_index), codegen
 
 
-@nb.njit(cache=True)
+@njit(cache=True)
 def prefetch_set(ent, c, s):
     """Start loading set ``s`` of cache ``c`` into the host's caches before :func:`access` needs
     it (the simulator is bound by host cache misses on the state, not by arithmetic)."""
@@ -174,7 +175,7 @@ class CacheState:
 POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
 
 
-@nb.njit(cache=True)
+@njit(cache=True)
 def _persist(ent, caches, lines, carve, hashed, full, t0):
     sets = ent.shape[1]
     t = t0
@@ -188,7 +189,7 @@ def _persist(ent, caches, lines, carve, hashed, full, t0):
     return fetched
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _lru_way(ent, c, s, persisting):
     """Least recently used way of set ``s`` among the persisting (or the normal) lines; an empty
     way first when looking for a normal one; -1 if there is none."""
@@ -208,7 +209,7 @@ def _lru_way(ent, c, s, persisting):
     return victim
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def recency_rank(ent, c, s, line):
     """How many lines of set ``s`` were used more recently than ``line`` (0: the most recent),
     or -1 if ``line`` is not in the set. Over a hashed set index, rank / ways approximates the
@@ -228,7 +229,7 @@ def recency_rank(ent, c, s, line):
     return rank
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def access_set(ent, c, s, line, mask, t, persist=False, carve=0):
     """:func:`access` with the set index ``s`` of ``line`` already known; ``persist``: the
     request has the persisting property, ``carve``: set-aside ways per set."""
@@ -259,7 +260,7 @@ def access_set(ent, c, s, line, mask, t, persist=False, carve=0):
     return np.uint8(0)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def access(ent, c, line, mask, t, hashed, persist=False, carve=0):
     """One request to cache ``c``: returns the mask of requested sectors that hit.
 
@@ -270,7 +271,7 @@ def access(ent, c, line, mask, t, hashed, persist=False, carve=0):
     return access_set(ent, c, set_of(line, ent.shape[1], hashed), line, mask, t, persist, carve)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _simulate(ent, cache_ids, lines, masks, persist, carve, hashed, t0):
     n = lines.shape[0]
     hits = np.empty(n, dtype=np.uint8)

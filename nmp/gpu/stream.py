@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
 from nmp.gpu.cache import POPCOUNT8, access_set, prefetch_set, recency_rank, set_of
+from nmp.jit import njit
 
 # Level at which a unit's load was served.
 LEVEL_L1, LEVEL_L2, LEVEL_HBM, LEVEL_UNSAMPLED = 0, 1, 2, 3
@@ -102,7 +102,7 @@ _COUNTER_NAMES = (
 )
 
 
-@nb.njit(cache=True)
+@njit(cache=True)
 def _log2_exact(d):
     """log2(d) when d is a power of two (a divide becomes a shift), else -1."""
     k = 0
@@ -111,19 +111,19 @@ def _log2_exact(d):
     return k if (np.int64(1) << k) == d else -1
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _div(x, d, shift):
     """``x // d`` (floor, as Python's), by an arithmetic shift when ``shift`` >= 0."""
     return x >> shift if shift >= 0 else x // d
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _mod(x, d, shift):
     """``x % d`` (floor, as Python's), by a mask when ``shift`` >= 0."""
     return x & (d - 1) if shift >= 0 else x % d
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _mod_by_recip(x, d, inv_d):
     """``x % d`` for ``d`` > 0 (floor, as Python's) without a 64-bit divide: the quotient from a
     float multiply by ``inv_d`` = 1 / d, corrected until the remainder lies in [0, d)."""
@@ -135,7 +135,7 @@ def _mod_by_recip(x, d, inv_d):
     return r
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _next_chunk(c, emb, stop, w, offsets, cpb, n_chunks, stride):
     """Advance warp ``w`` to its next non-empty chunk at or after ``c[w]``; -1 when done."""
     chunk = c[w]
@@ -151,7 +151,7 @@ def _next_chunk(c, emb, stop, w, offsets, cpb, n_chunks, stride):
     return False
 
 
-@nb.njit(cache=True)
+@njit(cache=True)
 def _flush(g_w, g_lv, g_n, warp_levels, level_units):
     """Record the units of one lookup group (see :func:`_run`)."""
     known = -1
@@ -165,7 +165,7 @@ def _flush(g_w, g_lv, g_n, warp_levels, level_units):
         warp_levels[g_w[i], level] += 1
 
 
-@nb.njit(cache=True)
+@njit(cache=True)
 def _window_persists(line, lo, hi, threshold):
     """Access-policy window: a line in [lo, hi) gets the persisting property when its hash falls
     under ``threshold`` (hitRatio x 2^16): a fixed pseudo-random share of the window's lines, as
@@ -176,7 +176,7 @@ def _window_persists(line, lo, hi, threshold):
     return np.int64(h) < threshold
 
 
-@nb.njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _run(
     indices,
     offsets,

@@ -54,10 +54,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-import numba as nb
 import numpy as np
 
 from nmp.gpu.slowest import max_excess
+from nmp.jit import njit
 
 STALL_KEYS = (
     "index_load",
@@ -79,7 +79,7 @@ _BISECTIONS = 60
 _LABEL_TOLERANCE = 1e-3  # relative: well above the bisection's 1e-6
 
 
-@nb.njit(cache=True)
+@njit(cache=True)
 def list_schedule(block_cycles: np.ndarray, slots: int) -> float:
     """Makespan of blocks started in order on the earliest free of ``slots`` slots (a binary
     min-heap of the slots' free times: the root is the earliest)."""

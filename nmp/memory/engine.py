@@ -31,8 +31,9 @@ evaluations aside) and a log of the commands.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from nmp.jit import njit
 
 # the counter layout of simulate()'s ``cnt`` arrays (nmp.memory.counters)
 from nmp.memory.counters import C_HIT_R, C_HIT_W, N_COUNTERS
@@ -62,7 +63,7 @@ from nmp.memory.engine_phases import (
 from nmp.memory.standards import NCMD
 
 
-@nb.njit(cache=True, boundscheck=False)
+@njit(cache=True, boundscheck=False)
 def simulate(
     q_ch,
     q_rank,
@@ -307,7 +308,7 @@ def simulate(
     )
 
 
-@nb.njit(cache=True)
+@njit(cache=True)
 def decode_lines(
     addr, write, has_write, k, tx, tx_shift, pos, mask, R, G, B, out, wr, full, zero_arrival
 ):
@@ -339,7 +340,7 @@ def decode_lines(
         wr[j] = 1 if has_write and write[i] else 0
 
 
-@nb.njit(cache=True)
+@njit(cache=True)
 def read_sums(write, has_write, ks, arrive, depart, done, cycles):
     """One pass over the transactions of a run (``2 ** ks`` per line, ``write`` per line where
     ``has_write``), for :func:`nmp.memory.driver.replay` (``engine.c``'s ``read_sums_c``

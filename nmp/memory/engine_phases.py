@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
+
+from nmp.jit import njit
 
 # the counter layout of simulate()'s ``cnt`` arrays (nmp.memory.counters)
 from nmp.memory.counters import C_COAL, C_FWD
@@ -38,7 +39,7 @@ except ImportError:  # pragma: no cover - an internal module; a portable fallbac
     _CTZ = np.zeros(64, np.int64)
     _CTZ[_DEBRUIJN] = np.arange(64)
 
-    @nb.njit(cache=True)
+    @njit(cache=True)
     def trailing_zeros(x):
         low = x & (~x + U(1))
         return U(_CTZ[(low * U(0x03F79D71B4CB0A89)) >> U(58)])
@@ -68,7 +69,7 @@ K_RD, K_WR, K_ACT = 0, 1, 2
 # inlined at numba's IR level instead (inline="always", reference counted) 3x slower; as calls
 # without reference counting 1.3x slower (the arrays passed by value); as now, the same within
 # the noise of a loaded machine.
-_phase = nb.njit(boundscheck=False, forceinline=True, _nrt=False)  # type: ignore[call-overload]
+_phase = njit(boundscheck=False, forceinline=True, _nrt=False)  # type: ignore[call-overload]
 
 
 @_phase

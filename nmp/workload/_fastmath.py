@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic
+
+from nmp.jit import njit
 
 
 @intrinsic

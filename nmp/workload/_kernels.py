@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from nmp.jit import njit
 from nmp.workload._fastmath import exp_small, log_pos
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

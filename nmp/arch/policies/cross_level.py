@@ -7,12 +7,12 @@ the cell's cumulative shares, so every lookup of a row goes to the same level.""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from nmp.arch.policies import register
 from nmp.arch.policies.base import RowPolicy
 from nmp.arch.rowdata import unit_hash
 from nmp.arch.spec import LEVELS
+from nmp.jit import njit
 
 
 @njit(cache=True)
