@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "claim_setup",
         "toml_cache",
         "jit",
+        "identity_cache",
         "nmp",
     ),
 )

@@ -26,6 +26,7 @@ import numpy as np
 from nmp.arch import memview as mv
 from nmp.arch.placement import level_node_peak_gbps
 from nmp.arch.replay import hit_rate_many
+from nmp.identity_cache import IdentityCache
 from nmp.memory.standards import load_standard
 
 
@@ -144,9 +145,10 @@ def _unit_spans(lays: dict) -> tuple[list[tuple], dict[str, set[int]]]:
     unit spanning it, their ranks, how many bank groups the unit spans) in the order the loads
     are added up, and the bank groups each level's units span. Kept per design (its layouts
     are fixed)."""
-    hit = _SPANS.get(id(lays))
-    if hit is not None and hit[0] is lays:
-        return hit[1]
+    return _SPANS.get(lays, lambda: _build_unit_spans(lays))
+
+
+def _build_unit_spans(lays: dict) -> tuple[list[tuple], dict[str, set[int]]]:
     spans: list[tuple] = []
     groups_of: dict[str, set[int]] = {}
     for lv in ("bankgroup", "bank"):
@@ -162,13 +164,10 @@ def _unit_spans(lays: dict) -> tuple[list[tuple], dict[str, set[int]]]:
             mine = np.flatnonzero(unit_of == u)
             for g in groups:
                 spans.append((lv, int(g), mine, rank_of[mine], groups.size))
-    if len(_SPANS) > 64:
-        _SPANS.clear()
-    _SPANS[id(lays)] = (lays, (spans, groups_of))
     return spans, groups_of
 
 
-_SPANS: dict[int, tuple] = {}  # id(layouts) -> (layouts, (spans, bank groups per level))
+_SPANS: IdentityCache[tuple] = IdentityCache(64)  # layouts -> (spans, bank groups per level)
 
 
 def instruction_bounds(

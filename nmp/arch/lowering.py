@@ -35,6 +35,7 @@ from nmp.arch.salp import (
     take_slot,
 )
 from nmp.arch.spec import LEVELS, ArchSpec
+from nmp.identity_cache import IdentityCache
 from nmp.jit import njit
 from nmp.memory import encode_address, internal_view
 
@@ -105,10 +106,11 @@ def unit_view(mem, level: str, queue: int | None = None, **org_changes):
     activation power limits across the units of a rank are enforced by the timing layer
     (``act_window``)."""
     q = mem.controller.read_queue if queue is None else queue
-    key = (id(mem), level, q, tuple(sorted(org_changes.items())))
-    hit = _VIEWS.get(key)
-    if hit is not None and hit[0] is mem:
-        return hit[1]
+    org = tuple(sorted(org_changes.items()))
+    return _VIEWS.get(mem, lambda: _build_unit_view(mem, level, q, org_changes), level, q, org)
+
+
+def _build_unit_view(mem, level: str, q: int, org_changes: dict):
     spec = mem.with_org(channels=1, ranks=1, **org_changes)
     ctrl = dataclasses.replace(
         spec.controller,
@@ -116,14 +118,10 @@ def unit_view(mem, level: str, queue: int | None = None, **org_changes):
         write_queue=min(spec.controller.write_queue, q),
         channel_interleave_bits=0,
     )
-    view = internal_view(dataclasses.replace(spec, controller=ctrl), level)
-    if len(_VIEWS) > 256:
-        _VIEWS.clear()
-    _VIEWS[key] = (mem, view)
-    return view
+    return internal_view(dataclasses.replace(spec, controller=ctrl), level)
 
 
-_VIEWS: dict[tuple, tuple] = {}  # (id(mem), level, queue, org) -> (mem, view): specs are frozen
+_VIEWS: IdentityCache = IdentityCache(256)  # (mem, level, queue, org) -> view: specs are frozen
 
 
 def slot_locations(slot, nbanks, lpr, lpp, rows):
@@ -391,9 +389,10 @@ def _field_codes(view) -> tuple[tuple[np.ndarray, ...], bool, int]:
     """Encodings of every bank group, bank, row and column of ``view`` alone (the others 0),
     whether addresses are the OR of their fields' codes, and s if every row's code is
     ``row << s`` (else -1). Specs are frozen: kept per view."""
-    hit = _FIELD_CODES.get(id(view))
-    if hit is not None and hit[0] is view:
-        return hit[1]
+    return _FIELD_CODES.get(view, lambda: _build_field_codes(view))
+
+
+def _build_field_codes(view) -> tuple[tuple[np.ndarray, ...], bool, int]:
     fields = (
         ("bankgroup", "bankgroups"),
         ("bank", "banks"),
@@ -421,13 +420,10 @@ def _field_codes(view) -> tuple[tuple[np.ndarray, ...], bool, int]:
         e_row, np.arange(e_row.size, dtype=np.uint64) << np.uint64(row_shift)
     ):
         row_shift = -1
-    if len(_FIELD_CODES) > 64:
-        _FIELD_CODES.clear()
-    _FIELD_CODES[id(view)] = (view, (codes, composes, row_shift))
     return codes, composes, row_shift
 
 
-_FIELD_CODES: dict[int, tuple] = {}
+_FIELD_CODES: IdentityCache[tuple] = IdentityCache(64)
 
 
 def lower_level(

@@ -16,6 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
+from nmp.identity_cache import IdentityCache
 from nmp.jit import njit
 
 MAX_CLASSES = 48
@@ -100,9 +101,9 @@ class AccessProfile:
         """Class of every row of every table (int8, rows of all tables end to end), or None
         when the tables are too large for a dense map. The profile is immutable: the map is
         built once and kept for the last few profiles used (memory stays bounded in sweeps)."""
-        hit = _CLASS_MAPS.get(id(self))
-        if hit is not None and hit[0] is self:
-            return hit[1]
+        return _CLASS_MAPS.get(self, self._build_class_map)
+
+    def _build_class_map(self) -> np.ndarray | None:
         total = int(sum(self.table_rows))
         fits = total <= _DENSE_ROWS and MAX_CLASSES <= 127
         fits = fits and all(
@@ -116,9 +117,6 @@ class AccessProfile:
             for t, (k, c) in enumerate(zip(self.keys, self.counts, strict=True)):
                 out[first[t] + k] = np.minimum(1 + np.floor(np.log2(c)).astype(np.int64), 127)
             np.minimum(out, MAX_CLASSES - 1, out=out)
-        if len(_CLASS_MAPS) >= 2:
-            _CLASS_MAPS.clear()
-        _CLASS_MAPS[id(self)] = (self, out)
         return out
 
     def row_classes(self, tables: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -166,7 +164,7 @@ class AccessProfile:
         return tabs[order], rows[order]
 
 
-_CLASS_MAPS: dict[int, tuple[AccessProfile, np.ndarray | None]] = {}  # id -> (profile, map)
+_CLASS_MAPS: IdentityCache[np.ndarray | None] = IdentityCache(2)  # profile -> its class map
 
 
 def build_profile(batches: list, table_rows: list[int]) -> AccessProfile:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from nmp.identity_cache import IdentityCache
 from nmp.memory.driver import engine_backend
 
 # Enough for every node stream of ~25 ReCross points on recross-eval (~2.2 MB each)
@@ -76,7 +77,7 @@ class ReplayCache:
         self._unproven: set[tuple] = set()  # keys stored at first sight, not reused yet
         self._spent = 0  # streams stored at first sight and not refunded by a reuse
         self._bytes = 0
-        self._views: dict[int, tuple[Any, str]] = {}  # id(view) -> (view, repr(view))
+        self._views: IdentityCache[str] = IdentityCache(256)  # view -> repr(view)
         self._lock = threading.Lock()
 
     @property
@@ -98,15 +99,7 @@ class ReplayCache:
 
     def _view_key(self, view: Any) -> str:
         # specs are frozen: their repr is computed once per object
-        hit = self._views.get(id(view))
-        if hit is not None and hit[0] is view:
-            return hit[1]
-        text = repr(view)
-        with self._lock:
-            if len(self._views) > 256:
-                self._views.clear()
-            self._views[id(view)] = (view, text)
-        return text
+        return self._views.get(view, lambda: repr(view))
 
     def replay(
         self,

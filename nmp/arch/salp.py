@@ -11,12 +11,13 @@ import dataclasses
 
 import numpy as np
 
+from nmp.identity_cache import IdentityCache
 from nmp.jit import njit
 
 SALP_TRACKED_SUBARRAYS = 8  # open subarrays tracked per bank (beyond this tCCD_L binds anyway)
 
 
-_HIDDEN: dict[tuple, tuple] = {}  # id(view) -> (view, view with tRP hidden): specs are frozen
+_HIDDEN: IdentityCache = IdentityCache(64)  # view -> the view with tRP hidden: specs are frozen
 
 
 def precharge_hidden(view):
@@ -24,16 +25,14 @@ def precharge_hidden(view):
     the next, so consecutive rows of a bank (in different subarrays, as random rows almost
     always are among 256) are a row cycle of tRAS apart instead of tRAS + tRP. Modeled on the
     bank's own view with tRP taken off the critical path (one cycle)."""
-    key = ("salp1", id(view))
-    hit = _HIDDEN.get(key)
-    if hit is not None and hit[0] is view:
-        return hit[1]
+    return _HIDDEN.get(view, lambda: _without_precharge(view))
+
+
+def _without_precharge(view):
     t = dict(view.timing)
     t["nRP"] = 1
     t["nRC"] = t["nRAS"] + 1
-    out = dataclasses.replace(view, timing=t)
-    _HIDDEN[key] = (view, out)
-    return out
+    return dataclasses.replace(view, timing=t)
 
 
 # A slot's key is (1 + the position of its last use) * SALP_TRACKED_SUBARRAYS + the slot (its

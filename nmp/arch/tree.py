@@ -16,6 +16,7 @@ import numpy as np
 from nmp.arch.functional import reduce_segments, segment_ids
 from nmp.arch.layout import LevelLayout
 from nmp.arch.spec import LEVELS
+from nmp.identity_cache import IdentityCache
 from nmp.jit import njit
 
 HOST = len(LEVELS)  # level index of the host
@@ -170,9 +171,10 @@ def _count_tree(
 def _global_parents(layouts, ranks: int, base: np.ndarray, nodes: np.ndarray):
     """(parent level, parent node) of every node of the tree, by global id (level ``li``'s
     from ``base[li]``); kept per design (its layouts are fixed), not to be written."""
-    hit = _PARENTS.get((id(layouts), ranks))
-    if hit is not None and hit[0] is layouts:
-        return hit[1]
+    return _PARENTS.get(layouts, lambda: _build_parents(layouts, ranks, base, nodes), ranks)
+
+
+def _build_parents(layouts, ranks: int, base: np.ndarray, nodes: np.ndarray):
     total = int(base[len(LEVELS)])
     p_level = np.empty(total, dtype=np.int64)
     p_node = np.empty(total, dtype=np.int64)
@@ -181,13 +183,10 @@ def _global_parents(layouts, ranks: int, base: np.ndarray, nodes: np.ndarray):
             pl, pn = parents(layouts, lv, ranks)
             p_level[base[li] : base[li] + nodes[li]] = pl
             p_node[base[li] : base[li] + nodes[li]] = pn
-    if len(_PARENTS) > 64:
-        _PARENTS.clear()
-    _PARENTS[(id(layouts), ranks)] = (layouts, (p_level, p_node))
     return p_level, p_node
 
 
-_PARENTS: dict[tuple, tuple] = {}  # (id(layouts), ranks) -> (layouts, (p_level, p_node))
+_PARENTS: IdentityCache[tuple] = IdentityCache(64)  # (layouts, ranks) -> (p_level, p_node)
 
 
 @njit(cache=True)

@@ -8,6 +8,7 @@ import functools
 
 import numpy as np
 
+from nmp.identity_cache import IdentityCache
 from nmp.memory.engine_args import (
     field_bits,
     native_decode,
@@ -135,18 +136,12 @@ def narrow_fields(
     return out[0], out[1], out[2], out[3]
 
 
-_PLANS: dict[int, _Plan] = {}  # id(spec) -> plan of that spec (specs are frozen)
+_PLANS: IdentityCache[_Plan] = IdentityCache(64)  # spec -> plan of that spec (specs are frozen)
 
 
 def plan_of(spec: MemorySpec) -> _Plan:
     """The plan of ``spec`` (kept per spec object: specs are frozen)."""
-    p = _PLANS.get(id(spec))
-    if p is not None and p.spec is spec:
-        return p
-    if len(_PLANS) > 64:
-        _PLANS.clear()
-    p = _PLANS[id(spec)] = _Plan(spec)
-    return p
+    return _PLANS.get(spec, lambda: _Plan(spec))
 
 
 def _engine_params(spec: MemorySpec, drain: bool, jump: bool) -> np.ndarray:

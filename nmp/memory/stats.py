@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nmp.identity_cache import IdentityCache
 from nmp.memory.counters import (
     C_COAL,
     C_CONF_R,
@@ -70,26 +71,23 @@ def command_energy_pj(
 # Per spec (frozen: its figures never change), by id, each entry holding its spec so that an
 # id is not reused while it is kept: a design point computes the statistics of 18 replays on
 # three specs, and their constants took 8-10 us of each (issue 43)
-_SPEC_CONSTANTS: dict[int, tuple] = {}
+_SPEC_CONSTANTS: IdentityCache[tuple] = IdentityCache(256)
 
 
 def _per_spec(spec: MemorySpec) -> tuple:
     """(the energy constants or None, tCK in ns, tx_bytes, peak bandwidth GB/s, requests
     per line) of ``spec``."""
-    hit = _SPEC_CONSTANTS.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    value = (
+    return _SPEC_CONSTANTS.get(spec, lambda: _constants_of(spec))
+
+
+def _constants_of(spec: MemorySpec) -> tuple:
+    return (
         _energy_of(spec),
         spec.tck_ns,
         spec.org.tx_bytes,
         spec.peak_bandwidth_gbps,
         spec.requests_per_line,
     )
-    if len(_SPEC_CONSTANTS) > 256:
-        _SPEC_CONSTANTS.clear()
-    _SPEC_CONSTANTS[id(spec)] = (spec, value)
-    return value
 
 
 def _energy_of(spec: MemorySpec) -> tuple | None:
