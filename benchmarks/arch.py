@@ -22,7 +22,8 @@
 
 Usage: ``python benchmarks/arch.py [--points N] [--rounds N] [--arch recross] [--repeat N]
 [--sweep N] [--gather-only] [--sweep-only] [--isa avx2]`` (``--rounds``: item 3 on one thread
-that many times, each round on new seeds, and the range of its points/s; ``--gather-only``:
+that many times, each round on new seeds, and the range of its points/s, with
+``machine_spells.py``'s cache probes timed around each round; ``--gather-only``:
 item 1 alone, both code paths; ``--sweep-only``: item 4 alone, after one warm-up point;
 ``--isa avx2``: every item in the code a CPU without AVX-512 runs, the DRAM engine's AVX2 paths
 included: ``_isa.py``).
@@ -80,6 +81,31 @@ class Clock:
             f"from disk, {minor:.0f} pages mapped afresh per point): "
             f"{n / (wall - wait):.2f} points/s by wall less the wait"
         )
+
+
+class CacheProbe:
+    """machine_spells.py's L2- and L3-sized pointer chases, timed before and after each round:
+    a round's figure beside the caches' state around it."""
+
+    def __init__(self, seed: int = 0):
+        import numpy as np
+        from machine_spells import SIZES, STEPS, _chase, _cycle
+
+        rng = np.random.default_rng(seed)
+        self._chase = _chase
+        self._chains = [(_cycle(SIZES[k] // 4, rng), STEPS[k]) for k in ("l2", "l3")]
+        for nxt, _ in self._chains:
+            _chase(nxt, 10)  # (compiled before the first timing)
+
+    def times(self):
+        import numpy as np
+
+        out = []
+        for nxt, steps in self._chains:
+            t0 = time.thread_time()
+            self._chase(nxt, steps)
+            out.append(time.thread_time() - t0)
+        return np.array(out)
 
 
 def design_points(arch: str, n: int, threads: int, first_seed: int = 1) -> float:
@@ -437,10 +463,16 @@ def main() -> None:
     every = point_threads()  # before NMP_THREADS is set below
     # each round its own seeds: a shared VM's spells move a round's figure by 10-25 %, so one
     # round is a sample of them, and several give the range to quote (issue 43)
-    rounds = [
-        design_points(args.arch, args.points, 1, first_seed=1 + k * args.points)
-        for k in range(args.rounds)
-    ]
+    import numpy as np
+
+    probe = CacheProbe() if args.rounds > 1 else None
+    rounds: list[float] = []
+    spells = []
+    for k in range(args.rounds):
+        before = probe.times() if probe else None
+        rounds.append(design_points(args.arch, args.points, 1, first_seed=1 + k * args.points))
+        if probe is not None and before is not None:
+            spells.append(np.maximum(before, probe.times()))
     one = rounds[-1]
     if args.rounds > 1:
         import statistics
@@ -450,6 +482,13 @@ def main() -> None:
             f"points: {min(rounds):.2f}-{max(rounds):.2f} points/s by the wall clock, median "
             f"{statistics.median(rounds):.2f} (target >= 25/s); rounds "
             + " ".join(f"{x:.2f}" for x in rounds)
+        )
+        least = np.min(spells, axis=0)
+        print(
+            "  the cache probes around each round (machine_spells.py's 256 KiB and 8 MiB "
+            "chases, the slower of before and after, over their least): "
+            + " ".join(f"{a:.2f}/{b:.2f}" for a, b in np.array(spells) / least)
+            + " (1.00: the probe's best of this run; a spell within a round shows in neither)"
         )
     if every > 1:
         many = design_points(args.arch, args.points, every)
