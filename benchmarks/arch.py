@@ -89,10 +89,10 @@ class CacheProbe:
 
     def __init__(self, seed: int = 0):
         import numpy as np
-        from machine_spells import SIZES, STEPS, _chase, _cycle
+        from machine_spells import SIZES, STEPS, _chase, _cycle, _timed
 
         rng = np.random.default_rng(seed)
-        self._chase = _chase
+        self._chase, self._timed = _chase, _timed
         self._chains = [(_cycle(SIZES[k] // 4, rng), STEPS[k]) for k in ("l2", "l3")]
         for nxt, _ in self._chains:
             _chase(nxt, 10)  # (compiled before the first timing)
@@ -100,12 +100,7 @@ class CacheProbe:
     def times(self):
         import numpy as np
 
-        out = []
-        for nxt, steps in self._chains:
-            t0 = time.thread_time()
-            self._chase(nxt, steps)
-            out.append(time.thread_time() - t0)
-        return np.array(out)
+        return np.array([self._timed(self._chase, nxt, steps) for nxt, steps in self._chains])
 
 
 def design_points(arch: str, n: int, threads: int, first_seed: int = 1) -> float:

@@ -41,9 +41,8 @@ _IMPORT = re.compile(
 
 def _root_of(path: str) -> str | None:
     for root in ROOTS:
-        r = str(root)
-        if path.startswith(r + os.sep):
-            return r
+        if path.startswith(root + os.sep):
+            return root
     return None
 
 
