@@ -2,9 +2,9 @@
  * `simulate` (the reference, in numba), computed another way. Every command issues at the same
  * cycle as in the reference, so every output is identical but the last, the count of
  * evaluations (tests/memory/test_mem_native_engine.py compares them all, with a log of the
- * commands). Built by nmp/memory/native.py (the newest clang on the PATH, else cc) with -O3
- * -march=native; AVX-512 paths where __AVX512F__, AVX2 paths where __AVX2__, plain C loops
- * otherwise (same results).
+ * commands). Built by nmp/memory/native_build.py (the newest clang on the PATH, else cc) with
+ * -O3 -march=native, as parts compiled side by side (ENGINE_PART, below); AVX-512 paths
+ * where __AVX512F__, AVX2 paths where __AVX2__, plain C loops otherwise (same results).
  *
  * How it differs from the reference, and why. Against the previous C engine, which followed
  * the reference step for step, on the 56 reference traces, engine alone, median of 3 load
@@ -66,13 +66,34 @@
 #include "engine_channel.h"
 #include "engine_offer.h"
 
+/* The build compiles this file once per part (-DENGINE_PART=k, k = 1..ENGINE_PARTS), the
+ * parts side by side, and links them (nmp/memory/native_build.py): each part holds some of the
+ * instantiations, which take nearly all of the compile time (on a 2-core machine the library
+ * then builds in about half the time). Without ENGINE_PART the file is the whole engine. */
+#ifndef ENGINE_PART
+#define ENGINE_PART 0
+#endif
+#define ENGINE_PARTS 4
+#define IN_PART(k) (ENGINE_PART == 0 || ENGINE_PART == (k))
+/* a function one part defines and another calls: hidden from the library's users */
+#if ENGINE_PART == 0
+#define PART_FN static
+#else
+#define PART_FN __attribute__((visibility("hidden")))
+#endif
+PART_FN int sim_1ch_1rk(const Args *A, const Rules *RU, int64_t *sums, int ro);
+PART_FN int sim_1ch_2rk(const Args *A, const Rules *RU, int64_t *sums, int ro);
+PART_FN int sim_ddr_channels(const Args *A, const Rules *RU, int64_t *sums, int *st);
+PART_FN int sim_hbm(const Args *A, const Rules *RU, int64_t *sums);
+PART_FN int sim_generic(const Args *A, const Rules *RU, int64_t *sums);
+
 /* ---- the run ----------------------------------------------------------------------------- */
 
-static void free_sim(Sim *S) { free(S->arena); }
+UNUSED static void free_sim(Sim *S) { free(S->arena); }
 
 /* Set up a run's state (-1: out of memory, -4: request indices and rows too wide for a slot
  * word). */
-static int init_sim(Sim *S, const Args *A, int64_t C, int64_t R, int64_t QP, int64_t NBLK_C)
+UNUSED static int init_sim(Sim *S, const Args *A, int64_t C, int64_t R, int64_t QP, int64_t NBLK_C)
 {
     memset(S, 0, sizeof(Sim));
     S->addr = A->addr;
@@ -114,6 +135,10 @@ static int init_sim(Sim *S, const Args *A, int64_t C, int64_t R, int64_t QP, int
     S->NBLK = NBLK_C ? NBLK_C : RUP8(S->NBC) / 8;
     S->hsb = S->NBC <= 32 ? 5 : 6;
     S->bg_in_block = 8 % S->B == 0;
+    S->R = R;
+    S->QP = QP;
+    S->dual = A->P->dual_issue != 0;
+    S->closed = A->P->closed_row != 0;
     /* the arena (ARENA_*), zeroed; the parts that start otherwise are set below */
     const int64_t NN = C + C * R, TP = 8 * S->NBLK, NBC = S->NBC, PQ = PQ_OF(R);
     if (posix_memalign((void **)&S->arena, 64, ARENA_END)) {
@@ -325,7 +350,7 @@ FORCE_INLINE void sum_at(Sim *restrict S, int64_t cycles, CFG)
 }
 
 /* A summed run's read sums (read_sums_c's out[1..5)) over its channels' parts. */
-static void sum_end(const Sim *sims, int64_t NCH, int64_t *sums)
+UNUSED static void sum_end(const Sim *sims, int64_t NCH, int64_t *sums)
 {
     int64_t at_sum = 0, served = 0, served_lat = 0, last = 0;
     for (int64_t c = 0; c < NCH; c++) {
@@ -458,12 +483,12 @@ out:
  * threads' entry (engine_threads.h), of the same configuration. */
 #define GENERIC_CFG(p) \
     1, (p)->ranks, (p)->dual_issue != 0, (p)->closed_row != 0, \
-        RUP8(mx((p)->read_queue, (p)->write_queue)), 0, 0, 0, 0, NULL
+        RUP8(mx((p)->read_queue, (p)->write_queue)), 0, 0, 0, 0, tick_generic
 
 /* name: the evaluation of a channel of a configuration (CFG without its tick) */
 #define TICK_OF(name, ...)                                                                 \
-    __attribute__((noinline)) static void name(Sim *restrict S, const Rules *restrict RU, \
-                                               int64_t clk)                               \
+    __attribute__((noinline)) PART_FN void name(Sim *restrict S, const Rules *restrict RU, \
+                                                int64_t clk)                               \
     {                                                                                      \
         chan_tick(S, RU, 0, clk, __VA_ARGS__, NULL);                                       \
     }
@@ -475,6 +500,12 @@ out:
  * look"). HBM has none: 1.02-1.04x on the HBM2 cases did not pay for 3 s more build. */
 #define C1R1(nblk, gb, b) 1, 1, 0, 0, 32, nblk, gb, b, 0
 #define C1R1_RO(nblk, gb, b) 1, 1, 0, 0, 32, nblk, gb, b, 1
+#define C1R2(nblk, gb, b) 1, 2, 0, 0, 32, nblk, gb, b, 0
+#define C1R2_RO(nblk, gb, b) 1, 2, 0, 0, 32, nblk, gb, b, 1
+/* (the ticks several DDR channels share with one: defined in part 1 and 2) */
+PART_FN void tick_1r16(Sim *restrict S, const Rules *restrict RU, int64_t clk);
+PART_FN void tick_1r32(Sim *restrict S, const Rules *restrict RU, int64_t clk);
+#if IN_PART(1)
 TICK_OF(tick_1r16, C1R1(2, 16, 4))
 TICK_OF(tick_1r32, C1R1(4, 32, 4))
 TICK_OF(tick_1r8, C1R1(1, 8, 8))
@@ -487,7 +518,8 @@ TICK_OF(tick_1r32_ro, C1R1_RO(4, 32, 4))
 TICK_OF(tick_1r8_ro, C1R1_RO(1, 8, 8))
 TICK_OF(tick_1r_b1_ro, C1R1_RO(1, 0, 0))
 
-__attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU, int64_t *sums, int ro)
+__attribute__((noinline)) PART_FN int sim_1ch_1rk(const Args *A, const Rules *RU,
+                                                 int64_t *sums, int ro)
 {
     /* (b4: the instantiations of 16 and 32 banks keep their bank table in 32 bits, which
      * needs the table's latencies below T32_LAT_MAX: else the ones of 2 and 4 blocks) */
@@ -513,14 +545,16 @@ __attribute__((noinline)) static int sim_1ch_1rk(const Args *A, const Rules *RU,
     return sim_core(A, RU, sums, NULL, 1, C1R1(0, 0, 0), tick_1r_any);
 }
 
-#define C1R2(nblk, gb, b) 1, 2, 0, 0, 32, nblk, gb, b, 0
-#define C1R2_RO(nblk, gb, b) 1, 2, 0, 0, 32, nblk, gb, b, 1
+#endif
+
+#if IN_PART(2)
 TICK_OF(tick_2r16, C1R2(4, 16, 4))
 TICK_OF(tick_2r32, C1R2(8, 32, 4))
 TICK_OF(tick_2r_any, C1R2(0, 0, 0))
 TICK_OF(tick_2r16_ro, C1R2_RO(4, 16, 4))
 
-__attribute__((noinline)) static int sim_1ch_2rk(const Args *A, const Rules *RU, int64_t *sums, int ro)
+__attribute__((noinline)) PART_FN int sim_1ch_2rk(const Args *A, const Rules *RU,
+                                                 int64_t *sums, int ro)
 {
     const int64_t nb = A->P->bankgroups * A->P->banks;
     const int64_t b4 = A->P->banks == 4 && T32_FITS(RU); /* (as above) */
@@ -538,8 +572,8 @@ static void *ddr_2r16_crew(void *hand) { return crew_loop(hand, C1R2(4, 16, 4), 
 static void *ddr_2r32_crew(void *hand) { return crew_loop(hand, C1R2(8, 32, 4), tick_2r32); }
 
 /* 1: ran (*st its status); 0: not a configuration it takes */
-__attribute__((noinline)) static int sim_ddr_channels(const Args *A, const Rules *RU, int64_t *sums,
-                                                      int *st)
+__attribute__((noinline)) PART_FN int sim_ddr_channels(const Args *A, const Rules *RU,
+                                                       int64_t *sums, int *st)
 {
     const int64_t R = A->P->ranks, nb = A->P->bankgroups * A->P->banks, b4 = A->P->banks == 4;
     if (!b4 || (nb != 16 && nb != 32) || !T32_FITS(RU)) return 0;
@@ -550,18 +584,36 @@ __attribute__((noinline)) static int sim_ddr_channels(const Args *A, const Rules
     return 1;
 }
 
+#endif
+
 /* HBM: any number of channels, of 2 pseudo-channels (as ranks), dual issue */
 #define HBM(nblk, gb, b) 1, 2, 1, 0, 32, nblk, gb, b, 0
+#if IN_PART(3)
 TICK_OF(tick_hbm, HBM(4, 16, 4))
 TICK_OF(tick_hbm_any, HBM(0, 0, 0))
 static void *hbm_crew(void *hand) { return crew_loop(hand, HBM(4, 16, 4), tick_hbm); }
 static void *hbm_any_crew(void *hand) { return crew_loop(hand, HBM(0, 0, 0), tick_hbm_any); }
 
-__attribute__((noinline)) static int sim_hbm(const Args *A, const Rules *RU, int64_t *sums)
+__attribute__((noinline)) PART_FN int sim_hbm(const Args *A, const Rules *RU, int64_t *sums)
 {
     if (A->P->bankgroups * A->P->banks == 16 && A->P->banks == 4 && T32_FITS(RU))
         return sim_core(A, RU, sums, hbm_crew, 0, HBM(4, 16, 4), tick_hbm);
     return sim_core(A, RU, sums, hbm_any_crew, 0, HBM(0, 0, 0), tick_hbm_any);
+}
+
+#endif
+
+#if IN_PART(4)
+/* The generic instantiation's evaluation, its configuration read from the run state: one
+ * function, as the others' (TICK_OF), not chan_tick inlined into each of the frontend's loops
+ * (the frontend, its offer, its drain and the channel threads' loop: a copy each), which
+ * compiled for 37 of the library's 63 s (Clang 14, -O3, the 2-core AMD EPYC VM). The runs
+ * that take it (buffers above 32, closed rows, unusual organizations) are about 5 % slower
+ * for it (eight such runs of the reference traces: 148-152 against 140-143 ms). */
+__attribute__((noinline)) static void tick_generic(Sim *restrict S, const Rules *restrict RU,
+                                                   int64_t clk)
+{
+    chan_tick(S, RU, 0, clk, 1, S->R, S->dual, S->closed, S->QP, 0, 0, 0, 0, NULL);
 }
 
 static void *generic_crew(void *hand)
@@ -570,7 +622,7 @@ static void *generic_crew(void *hand)
     return crew_loop(hand, GENERIC_CFG(p));
 }
 
-__attribute__((noinline)) static int sim_generic(const Args *A, const Rules *RU, int64_t *sums)
+__attribute__((noinline)) PART_FN int sim_generic(const Args *A, const Rules *RU, int64_t *sums)
 {
     return sim_core(A, RU, sums, generic_crew, 0, GENERIC_CFG(A->P));
 }
@@ -707,3 +759,4 @@ int simulate_many_c(const Args *runs, int64_t count, int64_t has_write, int64_t 
     }
     return 0;
 }
+#endif

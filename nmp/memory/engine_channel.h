@@ -515,7 +515,7 @@ FORCE_INLINE int64_t not_ready_min(Sim *restrict S, int64_t c, const NotReady *n
 
 /* A 32-bit bank table's clocks made relative to clk (engine_lanes.h): those that fall below
  * T32_FLOOR are below the cycle, and stay so at the floor. */
-static void rebase_tb32(Sim *restrict S, int64_t clk, CFG)
+UNUSED static void rebase_tb32(Sim *restrict S, int64_t clk, CFG)
 {
     UNPACK(S);
     const int32_t d = (int32_t)mn(clk - S->tbase, -T32_NEG);

@@ -24,6 +24,7 @@ enum { K_RD, K_WR, K_ACTIVE, K_REF };
 #define NK 4
 enum { T_ACT, T_PRE, T_RD, T_WR };
 #define FORCE_INLINE static inline __attribute__((always_inline))
+/* (on a static function too: each of engine.c's parts uses some of the headers' helpers) */
 #define UNUSED __attribute__((unused))
 
 FORCE_INLINE int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }

@@ -66,7 +66,7 @@ FORCE_INLINE int32_t lat32(int64_t lat)
 
 /* Rules.rel32 from the regrouped rows: a raise takes the largest latency of the rules that
  * apply (max(t, clk + a, clk + b) = max(t, clk + max(a, b))) */
-static void relation_rows(Rules *RU)
+UNUSED static void relation_rows(Rules *RU)
 {
     for (int c = 0; c < NCMD; c++)
         for (int k = 0; k < NK; k++) {
@@ -81,7 +81,7 @@ static void relation_rows(Rules *RU)
 /* Rules.rel8 for channels of R ranks of G bank groups of B banks (lane (rank * G + bank group)
  * * B + bank; at most 64 lanes, which run() checks first): its rows lb < R G B, the lanes past
  * them none */
-static void lane_relations(Rules *RU, int64_t R, int64_t G, int64_t B)
+UNUSED static void lane_relations(Rules *RU, int64_t R, int64_t G, int64_t B)
 {
     const int64_t nbc = R * G * B;
     if (nbc > 64) return;
@@ -137,8 +137,8 @@ FORCE_INLINE void apply_target(const Rules *restrict RU, int64_t *restrict rdy,
 /* Regroup the rule table (tab_i[a][level][cmd], a = start, end, sibling start, end, into
  * nxt/lat/win) into RU: 0, or -2 (a window above 4, more than 64 windowed rules), -6 (a
  * windowed rule below the rank). */
-static int regroup_rules(Rules *RU, const int64_t *tab_i, const int64_t *nxt, const int64_t *lat,
-                         const int64_t *win, int closed)
+UNUSED static int regroup_rules(Rules *RU, const int64_t *tab_i, const int64_t *nxt,
+                                const int64_t *lat, const int64_t *win, int closed)
 {
     memset(RU, 0, sizeof(Rules));
     for (int c = 0; c < NCMD; c++)

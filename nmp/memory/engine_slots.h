@@ -62,7 +62,7 @@ FORCE_INLINE uint64_t ready_slots(const int64_t *restrict q, int64_t nx, uint64_
 }
 
 /* Classes present among the first k slots of q: *p0 |= classes 0-63, *p1 |= 64-127. */
-static void present_classes(const int64_t *restrict q, int64_t k, uint64_t *p0, uint64_t *p1)
+UNUSED static void present_classes(const int64_t *restrict q, int64_t k, uint64_t *p0, uint64_t *p1)
 {
     for (int64_t x = 0; x < k; x++) {
         const uint64_t cls = WCLS(q[x]);

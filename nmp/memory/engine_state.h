@@ -27,6 +27,9 @@ typedef struct {
     int64_t G, B, nrefi, rl, wm_hi, wm_lo, GB, NBC, NBLK;
     int ref_on, skip_blocked, jump, hsb;
     int bg_in_block; /* a bank group's lanes never straddle a block of 8 (B divides 8) */
+    /* the generic instantiation's configuration, which its evaluation (tick_generic) reads */
+    int64_t R, QP;
+    int dual, closed;
     int64_t lane_rk[64];
     uint64_t lane_bg[64], rk_lanes[8];
     /* the arrays of the state, in one allocation (ARENA_*) */

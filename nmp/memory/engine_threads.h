@@ -90,7 +90,7 @@ typedef struct {
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
 
 /* After writing what thread `who` may wait for: wake it if it is parked. */
-static void unpark(Crew *K, int64_t who)
+UNUSED static void unpark(Crew *K, int64_t who)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_load_n(&K->parked[who], __ATOMIC_RELAXED)) {
@@ -109,7 +109,7 @@ FORCE_INLINE void nudge(Crew *K, int64_t who)
 
 /* Park thread `who` until ready(K, arg) holds (a test of what others write, then unpark), in
  * naps of at most PARK_NS. */
-static void park(Crew *K, int64_t who, int (*ready)(Crew *, const void *), const void *arg)
+UNUSED static void park(Crew *K, int64_t who, int (*ready)(Crew *, const void *), const void *arg)
 {
     pthread_mutex_lock(&K->mu);
     __atomic_store_n(&K->parked[who], 1, __ATOMIC_RELAXED);
@@ -129,7 +129,7 @@ static void park(Crew *K, int64_t who, int (*ready)(Crew *, const void *), const
 }
 
 /* A wait's n-th poll: spin, then yield, then 1 (park now) */
-static int poll_then_park(int64_t *n)
+UNUSED static int poll_then_park(int64_t *n)
 {
     if (++*n <= SPINS) return 0;
     if (*n <= SPINS + YIELDS) {
@@ -171,7 +171,7 @@ FORCE_INLINE int serve(Crew *restrict K, int64_t c, CFG)
 }
 
 /* Channel thread `self` has work: a message for one of its channels, or the stop. */
-static int crew_news(Crew *K, const void *arg)
+UNUSED static int crew_news(Crew *K, const void *arg)
 {
     const int64_t self = *(const int64_t *)arg;
     if (LOAD(K->stop)) return 1;
@@ -230,14 +230,14 @@ typedef struct {
     int64_t upto;
 } TailWait;
 
-static int tail_reached(Crew *K, const void *arg)
+UNUSED static int tail_reached(Crew *K, const void *arg)
 {
     (void)K;
     const TailWait *w = arg;
     return LOAD(w->b->tail) >= w->upto;
 }
 
-static int64_t now_ns(void)
+UNUSED static int64_t now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -246,7 +246,7 @@ static int64_t now_ns(void)
 
 /* (of channel thread `who`; returns the nanoseconds it waited after its spins: the clock is read
  * only then, and `who` woken for sure, should it have missed a nudge) */
-static int64_t front_wait(Crew *K, const Mailbox *b, int64_t upto, int64_t who)
+UNUSED static int64_t front_wait(Crew *K, const Mailbox *b, int64_t upto, int64_t who)
 {
     const TailWait w = {b, upto};
     int64_t n = 0, t0 = 0;
@@ -261,7 +261,7 @@ static int64_t front_wait(Crew *K, const Mailbox *b, int64_t upto, int64_t who)
 }
 
 /* Stop the channel threads (each serves what it was sent first) */
-static void stop_crew(Crew *K, int64_t started, pthread_t *tid)
+UNUSED static void stop_crew(Crew *K, int64_t started, pthread_t *tid)
 {
     STORE(K->stop, 1);
     for (int64_t i = 1; i < started; i++) unpark(K, i);
