@@ -147,20 +147,46 @@ def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
     how = spec.distribution + (f" {spec.reuse}" if spec.reuse else "")
     if spec.skew_alpha is not None:
         how += f" alpha {spec.skew_alpha:g}"
+    n = cfg.warmup + cfg.requests
     if cfg.request_model == "users":
         m = cfg.user_model()
-        batch, _ = user_requests(spec, cfg.warmup + cfg.requests, m, cfg.seed)
         how += (
             f", users {m.users} (alpha {m.alpha_for(spec):g}), history {m.history}, "
             f"locality {m.locality:g}"
         )
-        return (
-            stream_from_batches([batch], elem),
-            cfg.warmup,
-            f"users generator {how} (seed {cfg.seed})",
+        stream = _generated(
+            ("users", spec, n, m, cfg.seed),
+            lambda: stream_from_batches([user_requests(spec, n, m, cfg.seed)[0]], elem),
         )
-    stream = request_stream(spec, cfg.warmup + cfg.requests, cfg.seed)
+        return stream, cfg.warmup, f"users generator {how} (seed {cfg.seed})"
+    stream = _generated(("batches", spec, n, cfg.seed), lambda: request_stream(spec, n, cfg.seed))
     return stream, cfg.warmup, f"generator {how} (seed {cfg.seed})"
+
+
+# The streams generated last, by what defines them: a validation or a sweep serves several
+# caches from one stream (the full EVStore claims generated the same two streams 14 times each,
+# 15.8 of their 68 s). At most _STREAMS_KEPT, each of at most _STREAM_KEPT_BYTES (a larger one
+# is the memory guard's to bound, not this cache's to double); their arrays are made read-only,
+# so no consumer can change a stream another one is served.
+_STREAMS: dict = {}
+_STREAMS_KEPT = 2
+_STREAM_KEPT_BYTES = 256 << 20
+
+
+def _generated(key: tuple, make) -> RequestStream:
+    """The stream ``make()`` gives for ``key``, generated once while it stays kept."""
+    kept = _STREAMS.get(key)
+    if kept is not None:
+        return kept
+    stream = make()
+    arrays = (stream.keys, stream.req_off, stream.table_offsets, stream.dims, stream.row_bytes)
+    if sum(a.nbytes for a in arrays) <= _STREAM_KEPT_BYTES:
+        for a in arrays:
+            a.flags.writeable = False
+        while len(_STREAMS) >= _STREAMS_KEPT:
+            _STREAMS.pop(next(iter(_STREAMS)))
+        _STREAMS[key] = stream
+    return stream
 
 
 def save_requests(cfg: CacheConfig, path: str) -> None:
