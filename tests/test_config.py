@@ -85,3 +85,54 @@ def test_set_values_parse_as_toml_scalars():
     }
     with pytest.raises(SpecError):
         parse_set_args(["novalue"])
+
+
+# ---- a preset folder's listing, kept while the folder is unchanged (PresetRegistry) ----------
+
+
+def _arch_home(tmp_path, monkeypatch):
+    import nmp.config as config
+
+    folder = tmp_path / "home" / "models" / "arch"
+    folder.mkdir(parents=True)
+    monkeypatch.setenv("NMP_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(config.ARCH_PRESETS, "_kept", None)
+    return config, folder
+
+
+def _settle(folder, seconds_ago: int) -> None:
+    """The folder's modification time set in the past (each call another: a change within one
+    tick of the file system's clock would otherwise keep the time it had)."""
+    import os
+    import time
+
+    old = time.time_ns() - seconds_ago * 10**9
+    os.utime(folder, ns=(old, old))
+
+
+def test_a_preset_added_or_removed_is_seen_at_the_next_lookup(tmp_path, monkeypatch) -> None:
+    config, folder = _arch_home(tmp_path, monkeypatch)
+    monkeypatch.setattr(config, "_RACY_NS", -(10**18))  # (keep every listing: the test's case)
+    (folder / "a.toml").write_text("")
+    _settle(folder, 100)
+    assert config.preset_names("arch") == ["a"]
+    assert config.ARCH_PRESETS._kept is not None  # kept
+    assert config.preset_names("arch") == ["a"]
+    (folder / "b.toml").write_text("")  # (the folder's time is now now)
+    assert config.preset_names("arch") == ["a", "b"]
+    _settle(folder, 50)
+    assert config.preset_names("arch") == ["a", "b"]
+    (folder / "a.toml").unlink()  # (the time now differs from the settled one kept)
+    assert config.preset_names("arch") == ["b"] and "a" not in config.ARCH_PRESETS
+    monkeypatch.delenv("NMP_HOME")
+    assert "recross" in config.preset_names("arch")  # another folder: its own listing
+
+
+def test_a_folder_changed_just_now_is_listed_again_at_every_lookup(tmp_path, monkeypatch):
+    config, folder = _arch_home(tmp_path, monkeypatch)
+    (folder / "a.toml").write_text("")
+    assert config.preset_names("arch") == ["a"]
+    assert config.ARCH_PRESETS._kept is None  # (within _RACY_NS of its change: not kept)
+    _settle(folder, 100)
+    # (utime itself sets the change time to now: still not kept)
+    assert config.preset_names("arch") == ["a"] and config.ARCH_PRESETS._kept is None

@@ -27,7 +27,8 @@ A new build in a cache folder (2, 3) removes what no process there has used for
 builds its own), half-written builds left by a killed compiler, stale key entries. A library
 found is marked used (its modification time, at most once a day), so the ones in use stay.
 
-The key hashes the sources, the compiler command and where it resolves to, and the CPU, so a
+The key hashes the sources, the compiler command and where it resolves to, the CPU, and how
+the build splits ``engine.c`` into parts (:data:`_PARTS`, compiled side by side), so a
 library is only ever loaded by the configuration that built it. Computing it (the ``PATH``
 scanned for Clang, the sources read and hashed, ``/proc/cpuinfo`` parsed) was about 10 M
 instructions of every ``nmp replay``; :func:`cached_choice` keeps the compiler and key it found
