@@ -210,29 +210,48 @@ def _lru_way(ent, c, s, persisting):
 
 
 @njit(cache=True, error_model="numpy")
-def recency_rank(ent, c, s, line):
-    """How many lines of set ``s`` were used more recently than ``line`` (0: the most recent),
-    or -1 if ``line`` is not in the set. Over a hashed set index, rank / ways approximates the
-    line's reuse distance as a fraction of the cache (what :mod:`nmp.gpu.model` uses to tell a
-    near-partition L2 hit from a far one)."""
-    ways = ent.shape[3]
-    mine = np.int64(-1)
-    for w in range(ways):
+def find_way(ent, c, s, line):
+    """The way of set ``s`` of cache ``c`` that holds ``line``, or -1."""
+    for w in range(ent.shape[3]):
         if ent[c, s, 0, w] == line:
-            mine = ent[c, s, 1, w] >> _STAMP_SHIFT
-    if mine < 0:
+            return w
+    return -1
+
+
+@njit(cache=True, error_model="numpy")
+def rank_of_way(ent, c, s, way):
+    """How many lines of set ``s`` were used more recently than the one in ``way`` (0: the most
+    recent); -1 if ``way`` is -1 (see :func:`recency_rank`)."""
+    if way < 0:
         return -1
+    mine = ent[c, s, 1, way] >> _STAMP_SHIFT
     rank = 0
-    for w in range(ways):
+    for w in range(ent.shape[3]):
         if ent[c, s, 0, w] != -1 and (ent[c, s, 1, w] >> _STAMP_SHIFT) > mine:
             rank += 1
     return rank
 
 
 @njit(cache=True, error_model="numpy")
+def recency_rank(ent, c, s, line):
+    """How many lines of set ``s`` were used more recently than ``line`` (0: the most recent),
+    or -1 if ``line`` is not in the set. Over a hashed set index, rank / ways approximates the
+    line's reuse distance as a fraction of the cache (what :mod:`nmp.gpu.model` uses to tell a
+    near-partition L2 hit from a far one)."""
+    return rank_of_way(ent, c, s, find_way(ent, c, s, line))
+
+
+@njit(cache=True, error_model="numpy")
 def access_set(ent, c, s, line, mask, t, persist=False, carve=0):
     """:func:`access` with the set index ``s`` of ``line`` already known; ``persist``: the
     request has the persisting property, ``carve``: set-aside ways per set."""
+    return access_way(ent, c, s, find_way(ent, c, s, line), line, mask, t, persist, carve)
+
+
+@njit(cache=True, error_model="numpy")
+def access_way(ent, c, s, way, line, mask, t, persist=False, carve=0):
+    """:func:`access_set` with the way that holds ``line`` already found (:func:`find_way`;
+    -1: a line miss)."""
     ways = ent.shape[3]
     m = np.int64(mask)
     persist = persist and carve > 0
@@ -241,17 +260,16 @@ def access_set(ent, c, s, line, mask, t, persist=False, carve=0):
         for w in range(ways):
             if ent[c, s, 1, w] & _PINNED:
                 n_p += 1
-    for w in range(ways):
-        if ent[c, s, 0, w] == line:
-            meta = ent[c, s, 1, w]
-            flag = meta & _PINNED
-            if persist and not flag:
-                if n_p >= carve:
-                    old = _lru_way(ent, c, s, True)
-                    ent[c, s, 1, old] &= ~_PINNED
-                flag = _PINNED
-            ent[c, s, 1, w] = (t << _STAMP_SHIFT) | flag | (meta & _VALID) | m
-            return np.uint8(meta & m)
+    if way >= 0:
+        meta = ent[c, s, 1, way]
+        flag = meta & _PINNED
+        if persist and not flag:
+            if n_p >= carve:
+                old = _lru_way(ent, c, s, True)
+                ent[c, s, 1, old] &= ~_PINNED
+            flag = _PINNED
+        ent[c, s, 1, way] = (t << _STAMP_SHIFT) | flag | (meta & _VALID) | m
+        return np.uint8(meta & m)
     # A persisting miss at the set's share of the set-aside replaces a persisting line.
     victim = _lru_way(ent, c, s, persist and n_p >= carve)
     if victim >= 0:

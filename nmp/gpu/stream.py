@@ -28,7 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nmp.gpu.cache import POPCOUNT8, access_set, prefetch_set, recency_rank, set_of
+from nmp.gpu.cache import (
+    POPCOUNT8,
+    access_set,
+    access_way,
+    find_way,
+    prefetch_set,
+    rank_of_way,
+    set_of,
+)
 from nmp.jit import njit
 
 # Level at which a unit's load was served.
@@ -312,9 +320,10 @@ def _run(
                             miss1 = mask & ~hit1
                             nmiss1 = nreq - nhit1
                             per = _window_persists(line, win_lo, win_hi, win_threshold)
-                            rank2 = recency_rank(l2_ent, part, s2, line)
+                            way2 = find_way(l2_ent, part, s2, line)
+                            rank2 = rank_of_way(l2_ent, part, s2, way2)
                             hit2 = np.int64(
-                                access_set(l2_ent, part, s2, line, miss1, t, per, carve)
+                                access_way(l2_ent, part, s2, way2, line, miss1, t, per, carve)
                             )
                             nhit2 = POPCOUNT8[hit2]
                             counters[4] += nmiss1
