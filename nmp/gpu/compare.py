@@ -48,10 +48,15 @@ class VariantComparison:
         return self.modeled_us / self.measured_us if self.measured_us else float("inf")
 
 
+def record_paths(data_dir: Path | None = None) -> list[Path]:
+    """The recorded measurements' files, in name order."""
+    return sorted(Path(data_dir or DATA_DIR).glob("measured-*.json"))
+
+
 def load_records(data_dir: Path | None = None) -> list[tuple[str, dict[str, Any]]]:
     """Every recorded measurement as (file stem, record with a ``variants`` table)."""
     out = []
-    for path in sorted(Path(data_dir or DATA_DIR).glob("measured-*.json")):
+    for path in record_paths(data_dir):
         try:
             rec = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:

@@ -115,15 +115,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "or a simulator / functional check fails; a disagreeing published claim or real-GPU "
         "measurement is reported, with its explanation, not an error.",
     )
-    p.add_argument("--quick", action="store_true", help="only the claims marked quick (CI: < 30 s)")
+    p.add_argument(
+        "--quick", action="store_true", help="only the claims marked quick (what CI runs)"
+    )
     p.add_argument(
         "--jobs",
         "-j",
         type=int,
         default=0,
         metavar="N",
-        help="run the checks' groups (one per paper or built-in check) in N processes "
-        "(default: the CPU count, at most 8); the results are the same",
+        help="run the checks' groups (one per paper or built-in check, one per part of a "
+        "check in parts: gpu.real's recorded measurements) in N processes (default: the CPU "
+        "count, at most 8); the results are the same",
     )
     p.add_argument(
         "--table",

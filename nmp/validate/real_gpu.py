@@ -63,13 +63,24 @@ def rows_for(records) -> list[CheckResult]:
     return out
 
 
-@builtin("gpu.real")
-def real_gpu_measurements(quick: bool) -> list[CheckResult]:
+def _record_stems() -> list[str]:
+    """The recorded measurements' names: the parts of check ``gpu.real``."""
+    from nmp.gpu.compare import record_paths
+
+    return [path.stem for path in record_paths()]
+
+
+@builtin("gpu.real", parts=_record_stems)
+def real_gpu_measurements(quick: bool, part: str | None = None) -> list[CheckResult]:
     """Every recorded real-kernel measurement against the model (quick: the same; the model
-    runs are cached per point)."""
+    runs are cached per point); ``part``: only the record of that name (its own task, so
+    that ``--jobs`` runs the records side by side)."""
     from nmp.gpu.compare import load_records
 
-    return rows_for(load_records())
+    records = load_records()
+    if part is not None:
+        records = [(stem, rec) for stem, rec in records if stem == part]
+    return rows_for(records)
 
 
 LATENCY_HOW = "run benchmarks/gpu_latency.py --record on a CUDA GPU"

@@ -81,11 +81,22 @@ class CheckResult:
 
 
 #: The kit's own checks by id prefix; listed by module, then in each module's order.
-KIT_CHECKS: Registry[Callable[[bool], list[CheckResult]]] = Registry(
+KIT_CHECKS: Registry[Callable[..., list[CheckResult]]] = Registry(
     "kit check", package="nmp", marker=r'^@builtin\("', order=lambda fn: fn.__module__
 )
 
 
-def builtin(name: str) -> Callable:
-    """Decorator: ``nmp validate`` runs this check (``fn(quick) -> rows``) as ``name``."""
+#: A kit check's independent parts (``parts() -> names``), by the check's name: a check listed
+#: here runs as one task per part (``fn(quick, part)``), so that ``nmp validate --jobs`` spreads
+#: its parts over processes. No part shares a model run with another.
+CHECK_PARTS: dict[str, Callable[[], list[str]]] = {}
+
+
+def builtin(name: str, *, parts: Callable[[], list[str]] | None = None) -> Callable:
+    """Decorator: ``nmp validate`` runs this check (``fn(quick) -> rows``) as ``name``. With
+    ``parts`` (a function naming the check's independent parts, such as one per recorded
+    file), it runs as one task per part, ``fn(quick, part)``, and as one task ``fn(quick)``
+    when there is no part (the check's "not run" row)."""
+    if parts is not None:
+        CHECK_PARTS[name] = parts
     return KIT_CHECKS.register(name=name)

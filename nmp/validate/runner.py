@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
-from nmp.validate.result import KIT_CHECKS, CheckResult
+from nmp.validate.result import CHECK_PARTS, KIT_CHECKS, CheckResult
+
+# A part's task id: the check's name, this mark, the part's name (``gpu.real@<record>``).
+PART_MARK = "@"
 
 
 def _selected(check_id: str, only: tuple[str, ...]) -> bool:
@@ -40,12 +43,21 @@ def plan_validation(
     # numpy: loaded when the command runs, not for `nmp --help`
     from nmp.validate.claims import PAPERS_DIR, load_claims
 
-    tasks: list[tuple[str, Callable[[], list[CheckResult]]]] = [
-        (name, functools.partial(_run_builtin, name, fn, quick, only))
-        for name, fn in KIT_CHECKS.items()
+    tasks: list[tuple[str, Callable[[], list[CheckResult]]]] = []
+    for name, fn in KIT_CHECKS.items():
         # a pattern inside a check's prefix (dram.ramulator2.ddr5) runs it and keeps its rows
-        if _selected(name, only) or any(p.startswith(name + ".") for p in only)
-    ]
+        if not (_selected(name, only) or any(p.startswith(name + ".") for p in only)):
+            continue
+        parts = CHECK_PARTS[name]() if name in CHECK_PARTS else []
+        tasks += [
+            (
+                f"{name}{PART_MARK}{part}",
+                functools.partial(
+                    _run_builtin, name, functools.partial(fn, part=part), quick, only
+                ),
+            )
+            for part in parts
+        ] or [(name, functools.partial(_run_builtin, name, fn, quick, only))]
     tasks += [
         (c.id, functools.partial(_run_claim, c, quick))
         for c in load_claims(claims_dir or PAPERS_DIR)
@@ -56,9 +68,11 @@ def plan_validation(
 
 def group_of(check_id: str) -> str:
     """The group a check runs in: its paper (``recross`` of ``recross.speedup-vs-cpu``) or
-    its built-in check's name. A group's checks share their model runs (cached per process),
-    so a group never splits across workers."""
-    return check_id.split(".")[0]
+    its built-in check's name; a part of a built-in check (``gpu.real@<record>``) is a group
+    of its own (``gpu@<record>``). A group's checks share their model runs (cached per
+    process), so a group never splits across workers; a check's parts share none."""
+    head, mark, part = check_id.partition(PART_MARK)
+    return head.split(".")[0] + mark + part
 
 
 def _run_group(

@@ -408,6 +408,33 @@ def test_parallel_groups_give_the_same_rows():
     assert one == two
 
 
+def test_a_check_in_parts_is_a_task_and_a_group_per_part(monkeypatch):
+    """A kit check with parts (gpu.real: one per recorded measurement) plans one task and one
+    group per part, so that `--jobs` runs the parts side by side; each part runs its own
+    record alone, and the rows keep their ids and order. Without a record: one task, whose
+    row says "not run"."""
+    from nmp.gpu import compare
+    from nmp.validate.runner import PART_MARK, group_of, plan_validation
+
+    stems = [path.stem for path in compare.record_paths()]
+    assert len(stems) >= 2
+    tasks = plan_validation(quick=True, only=("gpu.real",))
+    assert [check_id for check_id, _ in tasks] == [f"gpu.real{PART_MARK}{s}" for s in stems]
+    assert len({group_of(check_id) for check_id, _ in tasks}) == len(stems)
+    assert group_of(f"gpu.real{PART_MARK}{stems[0]}") == f"gpu{PART_MARK}{stems[0]}"
+    assert group_of("gpu.real.x.baseline") == group_of("gpu.latency") == "gpu"  # rows: as before
+    monkeypatch.setattr(compare.compare_record, "__defaults__", (lambda rec, e: 100.0,))
+    first = tasks[0][1]()
+    variants = compare.load_records()[0][1]["variants"]
+    assert [r.id for r in first] == [f"gpu.real.{stems[0]}.{v}" for v in variants]
+    rows = run_validation(quick=True, only=("gpu.real",))
+    want = [f"gpu.real.{s}.{v}" for s, rec in compare.load_records() for v in rec["variants"]]
+    assert [r.id for r in rows] == want
+    monkeypatch.setattr(compare, "record_paths", lambda data_dir=None: [])
+    ((check_id, run),) = plan_validation(quick=True, only=("gpu.real",))
+    assert check_id == "gpu.real" and [r.verdict for r in run()] == ["not run"]
+
+
 def test_summary_fits_a_screen_and_a_log_gets_a_line_per_stage(tmp_path, capsys):
     """Not on a terminal: a progress line per finished group on stderr; on stdout a summary of
     counts per paper and where the full table is (the table itself goes to report.md)."""
