@@ -1,5 +1,8 @@
-"""Values derived from objects that never change (frozen specs, a design's layouts, a profile),
-kept per object by identity.
+"""Values kept for the next caller, bounded: per object by identity (:class:`IdentityCache`), or
+by a plain key (:class:`KeyedCache`).
+
+:class:`IdentityCache`: values derived from objects that never change (frozen specs, a design's
+layouts, a profile), kept per object by identity.
 
 Hashing such an object by value costs more than deriving what is asked of it (a memory spec's
 dataclasses hold dicts), so the key is ``id(obj)``. An id is reused once its object is freed:
@@ -11,9 +14,11 @@ asks about the same few objects many times in a row).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
@@ -44,3 +49,40 @@ class IdentityCache(Generic[V]):
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+class KeyedCache(Generic[K, V]):
+    """Values by key, at most ``limit`` of them (0: none kept): past it the oldest entry goes
+    first, as a sweep's batches, bag shapes, set-ups and request streams come and go in order.
+    A sweep's threads may share one: two that miss at once both build the value and the
+    later one is kept (the same value, as a key defines it)."""
+
+    def __init__(self, limit: int):
+        if limit < 0:
+            raise ValueError(f"limit must be at least 0, got {limit}")
+        self.limit = limit
+        self._entries: dict[K, V] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+            while self._entries and len(self._entries) >= self.limit:
+                self._entries.pop(next(iter(self._entries)))
+            if self.limit > 0:
+                self._entries[key] = value
+
+    def values(self) -> list[V]:
+        with self._lock:
+            return list(self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()

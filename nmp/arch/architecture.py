@@ -29,6 +29,7 @@ from nmp.arch.spec import LEVELS, ArchSpec
 from nmp.arch.timing import time_gather_reduce
 from nmp.arch.tree import HOST, TreeTraffic, parents
 from nmp.errors import NmpError
+from nmp.identity_cache import KeyedCache
 from nmp.results import OpResult
 from nmp.workload import generate_batch
 from nmp.workload.spec import DTYPE_BYTES
@@ -146,14 +147,10 @@ class Architecture:
             self._warm = dict(warm)  # every user copies a warmed state before changing it
             return
         self._ensure_profile_stages(batch)
-        if key is not None and _MAX_SETUPS > 0:
-            if len(_SETUPS) >= _MAX_SETUPS:
-                _SETUPS.pop(next(iter(_SETUPS)), None)  # None: another thread may pop it first
-            _SETUPS[key] = (
-                self._profile,
-                self._partition,
-                dict(self.partition_info),
-                dict(self._warm),
+        if key is not None:
+            _SETUPS.put(
+                key,
+                (self._profile, self._partition, dict(self.partition_info), dict(self._warm)),
             )
 
     def _setup_key(self) -> tuple | None:
@@ -328,9 +325,8 @@ class Architecture:
 
 # set-ups (profile, partition, calibration, warmed caches) by Architecture._setup_key; a
 # sweep's designs share one; chosen: 16 designs' set-ups (a partition is kilobytes, a warmed
-# RankCache a few MiB at most); 0: none shared
-_MAX_SETUPS = 16
-_SETUPS: dict[tuple, tuple] = {}
+# RankCache a few MiB at most); a limit of 0: none shared
+_SETUPS: KeyedCache[tuple, tuple] = KeyedCache(16)
 
 
 def _dtype_bytes(table) -> int:

@@ -20,6 +20,7 @@ from nmp.arch.partition import PartitionProblem, PartitionResult, solve_partitio
 from nmp.arch.profile import MAX_CLASSES, AccessProfile
 from nmp.arch.rankcache import new_rank_caches, rank_cache_hits
 from nmp.arch.spec import LEVELS, ArchSpec
+from nmp.identity_cache import KeyedCache
 from nmp.jit import njit
 
 
@@ -97,7 +98,8 @@ def _global_rows(row, n_start, first_row):  # pragma: no cover - compiled
 # arrays of a FlatLookups are not to be written (not flagged read-only, which would give the
 # compiled kernels that take them another signature to compile). bag_major_order keeps its
 # order per such shape too.
-_SHAPES: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+# chosen: a few workloads' bag shapes (0.5 MiB each)
+_SHAPES: KeyedCache[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = KeyedCache(8)
 
 
 def flatten(batch, row_bytes: list[int], table_rows: list[int]) -> FlatLookups:
@@ -131,9 +133,7 @@ def flatten(batch, row_bytes: list[int], table_rows: list[int]) -> FlatLookups:
             row, n_start, offsets, off_start, first_row, rb
         )
         if ok:
-            if len(_SHAPES) >= 8:  # chosen: a few workloads' bag shapes (0.5 MiB each)
-                _SHAPES.pop(next(iter(_SHAPES)), None)  # None: another thread may pop it first
-            _SHAPES[key] = (table, bag, row_b)
+            _SHAPES.put(key, (table, bag, row_b))
             return FlatLookups(table, row, bag, weight, grow, row_b, batch.batch, len(tables))
     tabs, rows, bags = [], [], []
     for t, lk in enumerate(tables):
@@ -208,14 +208,12 @@ def _per_shape(flat: FlatLookups, what: str, build) -> np.ndarray:
         return kept[2]
     out = build(flat)
     if any(flat.table is shape[0] and flat.bag is shape[1] for shape in _SHAPES.values()):
-        if len(_PER_SHAPE) >= 16:
-            _PER_SHAPE.pop(next(iter(_PER_SHAPE)), None)  # None: as in flatten
-        _PER_SHAPE[key] = (flat.table, flat.bag, out)
+        _PER_SHAPE.put(key, (flat.table, flat.bag, out))
     return out
 
 
 # (what, id(table), id(bag), batch) -> (table, bag, array) of the shapes flatten shares
-_PER_SHAPE: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+_PER_SHAPE: KeyedCache[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = KeyedCache(16)
 
 
 def divmod_nonneg(a: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:

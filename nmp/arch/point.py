@@ -16,6 +16,7 @@ from nmp.arch.presets import load_arch_spec
 from nmp.arch.spec import ArchSpec
 from nmp.config import PRESET_CATALOGS, preset_names
 from nmp.errors import NmpError
+from nmp.identity_cache import KeyedCache
 from nmp.memory import load_memory
 from nmp.results import PointResult
 from nmp.workload import generate_batch, load_workload
@@ -135,7 +136,8 @@ def run_design_point(
     )
 
 
-_BATCHES: dict[tuple, LookupBatch] = {}
+# chosen: a few batches of a sweep (MiB each)
+_BATCHES: KeyedCache[tuple, LookupBatch] = KeyedCache(8)
 
 
 def _batch_for(wl: WorkloadSpec, seed: int | None) -> LookupBatch:
@@ -149,9 +151,7 @@ def _batch_for(wl: WorkloadSpec, seed: int | None) -> LookupBatch:
             for arr in (t.indices, t.offsets, t.weights):
                 if arr is not None:
                     arr.setflags(write=False)
-        if len(_BATCHES) >= 8:  # chosen: a few batches of a sweep (MiB each)
-            _BATCHES.pop(next(iter(_BATCHES)), None)  # None: another thread may pop it first
-        _BATCHES[key] = batch
+        _BATCHES.put(key, batch)
     return batch
 
 

@@ -18,7 +18,6 @@ profile the keys for L3's candidates):
 from __future__ import annotations
 
 import tempfile
-import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from nmp.cache.table import init_rows
 from nmp.cache.tiers import TierLatency
 from nmp.cache.users import UserModel, user_requests
 from nmp.errors import NmpError
+from nmp.identity_cache import KeyedCache
 from nmp.units import MIB
 from nmp.workload import DTYPE_BYTES, load_index_file, load_workload
 
@@ -166,20 +166,17 @@ def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
 
 # The streams generated last, by what defines them: a validation or a sweep serves several
 # caches from one stream (the full EVStore claims generated the same two streams 14 times each:
-# 15.8 s of a 49 s run). At most _STREAMS_KEPT, each of at most _STREAM_KEPT_BYTES (a larger one
+# 15.8 s of a 49 s run). At most two (chosen), each of at most _STREAM_KEPT_BYTES (a larger one
 # is the memory guard's to bound, not this cache's to double); their arrays are made read-only,
 # so no consumer can change a stream another one is served.
-_STREAMS: dict = {}
-_STREAMS_KEPT = 2
+_STREAMS: KeyedCache[tuple, RequestStream] = KeyedCache(2)
 _STREAM_KEPT_BYTES = 256 << 20
-_STREAMS_LOCK = threading.Lock()
 
 
 def _generated(key: tuple, make) -> RequestStream:
     """The stream ``make()`` gives for ``key``, generated once while it stays kept (two
     threads that ask at once may both generate it: the same stream)."""
-    with _STREAMS_LOCK:
-        kept = _STREAMS.get(key)
+    kept = _STREAMS.get(key)
     if kept is not None:
         return kept
     stream = make()
@@ -187,10 +184,7 @@ def _generated(key: tuple, make) -> RequestStream:
     if sum(a.nbytes for a in arrays) <= _STREAM_KEPT_BYTES:
         for a in arrays:
             a.flags.writeable = False
-        with _STREAMS_LOCK:
-            while len(_STREAMS) >= _STREAMS_KEPT:
-                _STREAMS.pop(next(iter(_STREAMS)))
-            _STREAMS[key] = stream
+        _STREAMS.put(key, stream)
     return stream
 
 

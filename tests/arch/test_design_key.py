@@ -12,6 +12,7 @@ import nmp.arch.architecture as architecture
 import nmp.arch.point as point
 from nmp.arch import load_arch, run_design_point
 from nmp.arch.design_key import is_cost_field, timing_key
+from nmp.identity_cache import KeyedCache
 
 SMALL = {"batch": 8}
 
@@ -38,7 +39,7 @@ def _cost_overrides(spec, factor: float, prefix: str = "") -> dict:
 @pytest.fixture
 def fresh(monkeypatch):
     monkeypatch.setattr(point, "_ARCH_CACHE", {})
-    monkeypatch.setattr(architecture, "_SETUPS", {})
+    monkeypatch.setattr(architecture, "_SETUPS", KeyedCache(16))
 
 
 def _timing(out: dict) -> dict:
@@ -54,7 +55,7 @@ def _timing(out: dict) -> dict:
 
 def test_energy_and_area_figures_leave_the_timing_alone(fresh, monkeypatch):
     # each design's set-up computed afresh, none shared
-    monkeypatch.setattr(architecture, "_MAX_SETUPS", 0)
+    monkeypatch.setattr(architecture._SETUPS, "limit", 0)
     spec = load_arch("recross").spec
     tripled = _cost_overrides(spec, 3.0)
     assert "rank.pj_per_add" in tripled and "bank.sram_pj_per_bit" in tripled
@@ -71,7 +72,7 @@ def test_a_point_on_a_shared_set_up_equals_a_fresh_one(fresh, monkeypatch):
     assert len(architecture._SETUPS) == 1
     _point({"rank.clock_mhz": 150.0})  # a timing field: its own set-up
     assert len(architecture._SETUPS) == 2
-    monkeypatch.setattr(architecture, "_MAX_SETUPS", 0)
+    monkeypatch.setattr(architecture._SETUPS, "limit", 0)
     monkeypatch.setattr(point, "_ARCH_CACHE", {})
     fresh_points = [_point(ov) for ov in sweep]
     assert json.dumps(shared, sort_keys=True) == json.dumps(fresh_points, sort_keys=True)

@@ -14,6 +14,7 @@ from nmp.arch import run_design_point
 from nmp.arch.lowering import unit_view
 from nmp.arch.replay_cache import REPLAYS, ReplayCache, _digest
 from nmp.arch.salp import precharge_hidden
+from nmp.identity_cache import KeyedCache
 from nmp.memory import encode_address, load_memory, replay_lines
 
 SMALL = {"batch": 8}
@@ -33,7 +34,7 @@ def fresh_cache(monkeypatch):
     """An empty process cache, and fresh designs (whose set-up replays would hit it), with no
     set-up shared between them (nmp.arch.design_key)."""
     monkeypatch.setattr(point, "_ARCH_CACHE", {})
-    monkeypatch.setattr(architecture, "_MAX_SETUPS", 0)
+    monkeypatch.setattr(architecture, "_SETUPS", KeyedCache(0))
     REPLAYS.clear()
     yield REPLAYS
     REPLAYS.clear()

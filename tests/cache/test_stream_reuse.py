@@ -9,6 +9,7 @@ import pytest
 
 import nmp.cache.serve as serve
 from nmp.cache.serve import CacheConfig, build_stream, run_cache
+from nmp.identity_cache import KeyedCache
 
 BASE = {"workload": "criteo-kaggle", "requests": 600, "warmup": 300, "backend": ""}
 BASE |= {"accuracy": False, "l1_mb": 0.5}
@@ -17,7 +18,7 @@ BASE |= {"accuracy": False, "l1_mb": 0.5}
 @pytest.fixture
 def counted(monkeypatch) -> dict:
     """A fresh stream cache, and how often each generator ran."""
-    monkeypatch.setattr(serve, "_STREAMS", {})
+    monkeypatch.setattr(serve, "_STREAMS", KeyedCache(serve._STREAMS.limit))
     runs = {"batches": 0, "users": 0}
     batches, users = serve.request_stream, serve.user_requests
 
@@ -52,7 +53,7 @@ def test_another_seed_or_size_is_another_stream(counted) -> None:
     c, _, _ = build_stream(CacheConfig(**BASE | {"requests": 700}))
     assert counted["batches"] == 3 and c.requests == 1000
     assert not np.array_equal(a.keys[:100], b.keys[:100])
-    assert len(serve._STREAMS) == serve._STREAMS_KEPT  # the oldest went
+    assert len(serve._STREAMS) == serve._STREAMS.limit  # the oldest went
 
 
 def test_a_kept_stream_cannot_be_changed(counted) -> None:
