@@ -89,7 +89,9 @@ KIT_CHECKS: Registry[Callable[..., list[CheckResult]]] = Registry(
 #: A kit check's independent parts (``parts() -> names``), by the check's name: a check listed
 #: here runs as one task per part (``fn(quick, part)``), so that ``nmp validate --jobs`` spreads
 #: its parts over processes. No part shares a model run with another.
-CHECK_PARTS: dict[str, Callable[[], list[str]]] = {}
+CHECK_PARTS: Registry[Callable[[], list[str]]] = Registry(
+    "kit check parts", package="nmp", marker=r'^@builtin\("[^"]+", parts='
+)
 
 
 def builtin(name: str, *, parts: Callable[[], list[str]] | None = None) -> Callable:
@@ -98,5 +100,5 @@ def builtin(name: str, *, parts: Callable[[], list[str]] | None = None) -> Calla
     file), it runs as one task per part, ``fn(quick, part)``, and as one task ``fn(quick)``
     when there is no part (the check's "not run" row)."""
     if parts is not None:
-        CHECK_PARTS[name] = parts
+        CHECK_PARTS.register(parts, name=name)
     return KIT_CHECKS.register(name=name)

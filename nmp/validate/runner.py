@@ -48,7 +48,7 @@ def plan_validation(
         # a pattern inside a check's prefix (dram.ramulator2.ddr5) runs it and keeps its rows
         if not (_selected(name, only) or any(p.startswith(name + ".") for p in only)):
             continue
-        parts = CHECK_PARTS[name]() if name in CHECK_PARTS else []
+        parts = CHECK_PARTS.get(name)() if name in CHECK_PARTS else []
         tasks += [
             (
                 f"{name}{PART_MARK}{part}",
