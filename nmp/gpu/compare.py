@@ -53,10 +53,15 @@ def record_paths(data_dir: Path | None = None) -> list[Path]:
     return sorted(Path(data_dir or DATA_DIR).glob("measured-*.json"))
 
 
-def load_records(data_dir: Path | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """Every recorded measurement as (file stem, record with a ``variants`` table)."""
+def load_records(
+    data_dir: Path | None = None, only: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every recorded measurement as (file stem, record with a ``variants`` table); ``only``:
+    the one of that stem (the others not read)."""
     out = []
     for path in record_paths(data_dir):
+        if only is not None and path.stem != only:
+            continue
         try:
             rec = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:

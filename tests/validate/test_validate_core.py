@@ -408,11 +408,11 @@ def test_parallel_groups_give_the_same_rows():
     assert one == two
 
 
-def test_a_check_in_parts_is_a_task_and_a_group_per_part(monkeypatch):
+def test_a_check_in_parts_is_a_task_and_a_group_per_part(monkeypatch, tmp_path):
     """A kit check with parts (gpu.real: one per recorded measurement) plans one task and one
     group per part, so that `--jobs` runs the parts side by side; each part runs its own
     record alone, and the rows keep their ids and order. Without a record: one task, whose
-    row says "not run"."""
+    row says "not run"; an unreadable record, one error row."""
     from nmp.gpu import compare
     from nmp.validate.runner import PART_MARK, group_of, plan_validation
 
@@ -430,6 +430,15 @@ def test_a_check_in_parts_is_a_task_and_a_group_per_part(monkeypatch):
     rows = run_validation(quick=True, only=("gpu.real",))
     want = [f"gpu.real.{s}.{v}" for s, rec in compare.load_records() for v in rec["variants"]]
     assert [r.id for r in rows] == want
+    # an unreadable record is its own part's one error row; the other parts run
+    bad = tmp_path / "measured-kernels-zz-broken.json"
+    bad.write_text("{not json")
+    paths = compare.record_paths()
+    monkeypatch.setattr(compare, "record_paths", lambda data_dir=None: [*paths[:1], bad])
+    rows = run_validation(quick=True, only=("gpu.real",))
+    assert [r.verdict for r in rows if r.verdict == "error"] == ["error"]
+    assert "measured-kernels-zz-broken.json" in next(r.model for r in rows if r.verdict == "error")
+    assert sum(r.id.startswith(f"gpu.real.{stems[0]}.") for r in rows) == len(variants)
     monkeypatch.setattr(compare, "record_paths", lambda data_dir=None: [])
     ((check_id, run),) = plan_validation(quick=True, only=("gpu.real",))
     assert check_id == "gpu.real" and [r.verdict for r in run()] == ["not run"]
