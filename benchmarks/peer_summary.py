@@ -1,6 +1,7 @@
 """What ``benchmarks/peers.py`` prints after its cases: the ratios per standard and peer (peer
 time / nmp time; > 1: nmp is faster), each tool's throughput beside them, where each standard's
-median lies among its cases, and the README's trace on its own."""
+median lies among its cases, the ratio's factors (the run's channel-cycles per command, the
+peer's cost per channel-cycle, nmp's per command), and the README's trace on its own."""
 
 from __future__ import annotations
 
@@ -88,6 +89,7 @@ def summarize(rows: list[dict], peers: list, rounds: int, totals: dict[str, int]
                     f"  {throughput(sel, peer.name, metric, rounds):>17s}"
                 )
         median_cases(rows, peer.name, groups[:-1])
+        ratio_factors(rows, peer.name, groups[:-1])
     readme = [r for r in rows if r["id"] == README_CASE]
     if readme:
         r = readme[0]
@@ -132,3 +134,42 @@ def median_cases(rows: list[dict], peer: str, groups: list[str]) -> None:
         need = ", ".join(f"{name} {IN_PROCESS_TARGET / x:.2f}x" for x, name in below) or "none"
         print(f"  {group:8s} median at {at};", end=" ")
         print(f"{len(below)} of {len(sel)} below: {need}")
+
+
+def case_factors(row: dict, peer: str) -> tuple[float, float, float]:
+    """One case's in-process ratio (CPU, best times) as the product of three factors:
+    channel-cycles per command (the run's), the peer's ns per channel-cycle and 1 / nmp's ns
+    per command. A peer that steps every channel every cycle pays per channel-cycle (more
+    where its queues are full); an engine that evaluates a channel only where a command can
+    issue pays per command: where the memory is busy nearly every cycle (few channel-cycles
+    per command, HBM2's eight channels), there is little idle time for it to skip, and the
+    ratio is lower at the same cost per command."""
+    per_cmd = row["channel_cycles"] / row["commands"]
+    peer_ns = min(row[peer]["in_cpu"]) / row["channel_cycles"] * 1e9
+    nmp_ns = min(row["nmp"]["in_cpu"]) / row["commands"] * 1e9
+    return per_cmd, peer_ns, nmp_ns
+
+
+def ratio_factors(rows: list[dict], peer: str, groups: list[str]) -> None:
+    """Per standard, the medians over its cases of :func:`case_factors`, and the cost per
+    command nmp would need for :data:`IN_PROCESS_TARGET` at its median case's other two
+    factors (the lower of the two middle cases for an even count; the three medians do not
+    multiply back to the median ratio: each is its own case's)."""
+    print(
+        f"  the ratio's factors, in process by CPU (best times), medians over the cases: "
+        f"channel-cycles per command x {peer} ns per channel-cycle / nmp ns per command"
+    )
+    for group in groups:
+        sel = [r for r in rows if r["standard"] == group and peer in r and "commands" in r]
+        if not sel:
+            continue
+        factors = [case_factors(r, peer) for r in sel]
+        per_cmd, peer_ns, nmp_ns = (statistics.median(f[k] for f in factors) for k in range(3))
+        ranked = sorted(zip((in_process_ratio(r, peer) for r in sel), factors, strict=True))
+        _, (m_cmd, m_peer, m_nmp) = ranked[(len(ranked) - 1) // 2]
+        need_ns = m_cmd * m_peer / IN_PROCESS_TARGET
+        print(
+            f"  {group:8s} {per_cmd:6.2f} ch-cycles/cmd x {peer_ns:7.1f} ns / {nmp_ns:6.1f} ns;"
+            f" {IN_PROCESS_TARGET:g}x at the median case needs nmp at {need_ns:.1f} ns per "
+            f"command (now {m_nmp:.1f}: x{m_nmp / need_ns:.2f})"
+        )

@@ -62,7 +62,9 @@ Printed: each case's best times and its in-process ratio by CPU time; per standa
 the ratios (peer time / nmp time: the median over the cases, per round, as the range over the
 rounds, and of the best times), each tool's own throughput (requests/s) beside them, and where
 each standard's median lies (the case at the median, the speed-up each case below issue 43's
-60x would need: ``peer_summary.py``); the README's trace (the case
+60x would need; and the ratio split into the run's channel-cycles per command, the peer's cost per
+channel-cycle and nmp's per command, with the cost per command 60x would need:
+``peer_summary.py``); the README's trace (the case
 ``emb_zipf_a0.8_r1m_rb64_p40@ddr4_1r``) on its own. Where fewer than all of a standard's cases
 ran (``--quick``, ``--filter``), its case count reads ``n/N``: a subset's median is not the
 standard's (the quick set's two HBM2 cases are among the engine's best against Ramulator 2).
@@ -276,6 +278,10 @@ def measure_case(
     replay(requests, spec, drain=False)  # warm
     row: dict = {"id": case["id"], "config": case["mem_config"], "standard": config["standard"]}
     row["requests"] = case["ramulator2"]["requests"]
+    # what the run is made of, for the ratio's factors (peer_summary.ratio_factors): the
+    # reference's cycles and commands, which every tool reproduces (the cycles are checked below)
+    row["channel_cycles"] = case["ramulator2"]["cycles"] * spec.org.channels
+    row["commands"] = sum(case["ramulator2"]["cmd_counts"].values())
     line_path = str(traces[case["trace"], "lines"])
     nmp_argv = [sys.executable, "-m", "nmp", "replay", line_path, *case["memory_args"], "--json"]
     for _ in range(warmup):
