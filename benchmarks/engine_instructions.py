@@ -13,14 +13,23 @@ counted, and the child makes no foreign call but ``simulate_c`` (a few hundred i
 libffi's per call beside the engine's millions). Not ``simulate_c`` itself: it tail-jumps into
 the engine's body, which callgrind then counts as outside it.
 
-Printed per library: the instructions of all the runs, per request and per evaluation, and a
-digest of every output but the count of evaluations (the same for every library, or the script
-says so and exits non-zero); ``--per-run`` adds each run's requests and evaluations.
+Printed per library: the instructions of all the runs, per request, per evaluation and per
+command issued, and a digest of every output but the count of evaluations (the same for every
+library, or it exits non-zero); ``--per-run`` adds each run's requests and evaluations.
+``--simulate branch`` and ``--simulate cache`` add callgrind's models of a branch predictor
+(conditional and indirect mispredictions) and of the L1 and last-level data caches (read and
+write misses), per command: the same count of instructions can take longer where more of it
+waits (the twenty-second look: an HBM2 command 734 instructions, a DDR4 one 589, and
+1.5x the time).
 
     python benchmarks/engine_instructions.py A.so [B.so ...] [--filter CASE | --seeds 0-2]
+        [--simulate branch] [--simulate cache]
 
 Needs valgrind (Debian: ``apt-get install valgrind``); a run under it is about 50x slower than
-native, so the default is one reference case.
+native, so the default is one reference case. valgrind decodes no AVX-512: on a CPU that has
+it, count a library built without it (``CC="clang -mno-avx512f" python -c "from
+nmp.memory.native_build import build; print(build())"`` builds one into the user cache and
+prints its path).
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +51,7 @@ import numpy as np
 from _host import machine  # benchmarks/ is on sys.path when a script runs
 
 from nmp.memory.engine_fields import EngineArgs, ParamsStruct
+from nmp.memory.standards import NCMD
 
 DEFAULT_CASE = "emb_zipf_a0.8_r1m_rb64_p40@ddr4_1r"  # the README's trace
 
@@ -104,7 +115,7 @@ def child(lib: str, saved: str) -> None:
     fn = ctypes.CDLL(os.path.abspath(lib)).simulate_c
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.POINTER(EngineArgs)]
-    digest, evals = hashlib.sha256(), []
+    digest, evals, commands = hashlib.sha256(), [], []
     for r in runs:
         n, ps = r["n"], ParamsStruct.from_buffer_copy(r["params"])
         params = ctypes.create_string_buffer(r["params"], len(r["params"]))
@@ -122,30 +133,57 @@ def child(lib: str, saved: str) -> None:
         if rc != 0:
             sys.exit(f"{lib}: simulate_c returned {rc} on {r['label']}")
         evals.append(int(small[0][3]))
+        commands.append(int(small[1][:NCMD].sum()))
         for a in (small[0][:3], small[1], small[2], *per_tx, active, fwd):
             digest.update(a.tobytes())
-    print(json.dumps({"evaluations": evals, "digest": digest.hexdigest()[:16]}))
+    print(
+        json.dumps({"evaluations": evals, "commands": commands, "digest": digest.hexdigest()[:16]})
+    )
 
 
-def _instructions(out_file: Path) -> int:
-    """The collected instructions (callgrind's 'totals' or 'summary' line)."""
+# --simulate's callgrind models: the flag, and the events printed (callgrind's names)
+SIMULATIONS = {
+    "branch": ("--branch-sim=yes", {"Bcm": "conditional mispredictions", "Bim": "indirect"}),
+    "cache": (
+        "--cache-sim=yes",
+        {
+            "D1mr": "L1 read misses",
+            "D1mw": "L1 write misses",
+            "DLmr": "LL read",
+            "DLmw": "LL write",
+        },
+    ),
+}
+
+
+def _events(out_file: Path) -> dict[str, int]:
+    """The collected events by callgrind's name (its 'events' line, then the 'totals' or
+    'summary' line): Ir, the instructions, and those of the simulations asked for."""
+    names: list[str] = []
     for line in out_file.read_text().splitlines():
-        if line.startswith(("totals:", "summary:")):
-            return int(line.split()[1])
-    raise SystemExit(f"{out_file}: no totals line")
+        if line.startswith("events:"):
+            names = line.split()[1:]
+        elif line.startswith(("totals:", "summary:")) and names:
+            return {n: int(v) for n, v in zip(names, line.split()[1:], strict=False)}
+    raise SystemExit(f"{out_file}: no events and totals lines")
 
 
-def count(lib: str, saved: Path, out: Path) -> tuple[int, dict]:
-    """The instructions ``lib`` executes in simulate_c over the saved runs (callgrind's file:
-    ``out``), and its child's evaluations and digest."""
+def count(lib: str, saved: Path, out: Path, flags: list[str]) -> tuple[dict[str, int], dict]:
+    """The events (instructions first) of ``lib``'s simulate_c over the saved runs
+    (callgrind's file: ``out``), and its child's evaluations, commands and digest."""
     argv = [
-        "valgrind", "--tool=callgrind", "--toggle-collect=ffi_call",
+        "valgrind", "--tool=callgrind", "--toggle-collect=ffi_call", *flags,
         f"--callgrind-out-file={out}", sys.executable, __file__, "--child", lib, str(saved),
     ]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode == -signal.SIGILL:
+        sys.exit(
+            f"valgrind stopped at an instruction it does not decode (SIGILL) in {lib}: it "
+            "decodes no AVX-512; count a library built without it (this script's docstring)"
+        )
     if done.returncode != 0:
         sys.exit(f"valgrind on {lib} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return _instructions(out), json.loads(done.stdout.strip().splitlines()[-1])
+    return _events(out), json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -161,6 +199,13 @@ def main() -> None:
         "also sets its design up, with runs of its own)",
     )
     ap.add_argument("--per-run", action="store_true", help="a line per run, not only the sum")
+    ap.add_argument(
+        "--simulate",
+        action="append",
+        choices=sorted(SIMULATIONS),
+        default=[],
+        help="callgrind's branch predictor or data caches too (repeatable)",
+    )
     a = ap.parse_args()
     seeds = None
     if a.seeds is not None:
@@ -185,17 +230,25 @@ def main() -> None:
         saved = Path(tmp) / "runs.pickle"
         saved.write_bytes(pickle.dumps(runs))
         base, digests = None, set()
+        flags = [SIMULATIONS[s][0] for s in dict.fromkeys(a.simulate)]
         for i, lib in enumerate(a.libs):
-            ir, got = count(lib, saved, Path(tmp) / f"callgrind.{i}.out")
+            events, got = count(lib, saved, Path(tmp) / f"callgrind.{i}.out", flags)
+            ir = events["Ir"]
             digests.add(got["digest"])
-            evals = sum(got["evaluations"])
+            evals, cmds = sum(got["evaluations"]), max(sum(got["commands"]), 1)
             ratio = "" if base is None else f"  x{ir / base:.3f} of the first"
             base = base or ir
             print(
                 f"{lib}: {ir / 1e6:.2f} M instructions, {ir / sum(requests):.0f} per request, "
-                f"{ir / max(evals, 1):.0f} per evaluation ({evals} evaluations); "
-                f"outputs {got['digest']}{ratio}"
+                f"{ir / max(evals, 1):.0f} per evaluation ({evals} evaluations), "
+                f"{ir / cmds:.0f} per command ({cmds} commands); outputs {got['digest']}{ratio}"
             )
+            for s in dict.fromkeys(a.simulate):
+                shown = ", ".join(
+                    f"{label} {events.get(name, 0) / cmds:.2f}"
+                    for name, label in SIMULATIONS[s][1].items()
+                )
+                print(f"    per command, {s} model: {shown}")
             if a.per_run:
                 for r, e in zip(runs, got["evaluations"], strict=True):
                     print(f"    {r['label']:48s} {r['n']:8d} requests {e:8d} evaluations")
