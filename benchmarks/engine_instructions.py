@@ -16,6 +16,8 @@ the engine's body, which callgrind then counts as outside it.
 Printed per library: the instructions of all the runs, per request, per evaluation and per
 command issued, and a digest of every output but the count of evaluations (the same for every
 library, or it exits non-zero); ``--per-run`` adds each run's requests and evaluations.
+``--keep DIR`` keeps callgrind's files there (``callgrind.<k>.out``, the k-th library's), for
+``callgrind_annotate`` by source line where the library was built with ``-g``.
 ``--simulate branch`` and ``--simulate cache`` add callgrind's models of a branch predictor
 (conditional and indirect mispredictions) and of the L1 and last-level data caches (read and
 write misses), per command: the same count of instructions can take longer where more of it
@@ -199,6 +201,7 @@ def main() -> None:
         "also sets its design up, with runs of its own)",
     )
     ap.add_argument("--per-run", action="store_true", help="a line per run, not only the sum")
+    ap.add_argument("--keep", type=Path, help="keep callgrind's files in this folder")
     ap.add_argument(
         "--simulate",
         action="append",
@@ -215,6 +218,8 @@ def main() -> None:
         seeds = range(int(first), int(last) + 1)
     if shutil.which("valgrind") is None:
         sys.exit("engine_instructions.py: needs valgrind on the PATH (apt-get install valgrind)")
+    if a.keep is not None and not a.keep.is_dir():
+        sys.exit(f"engine_instructions.py: --keep {a.keep}: no such folder")
     for lib in a.libs:
         if not Path(lib).is_file():
             sys.exit(f"engine_instructions.py: no library at {lib}")
@@ -232,7 +237,8 @@ def main() -> None:
         base, digests = None, set()
         flags = [SIMULATIONS[s][0] for s in dict.fromkeys(a.simulate)]
         for i, lib in enumerate(a.libs):
-            events, got = count(lib, saved, Path(tmp) / f"callgrind.{i}.out", flags)
+            out = (a.keep or Path(tmp)) / f"callgrind.{i}.out"
+            events, got = count(lib, saved, out, flags)
             ir = events["Ir"]
             digests.add(got["digest"])
             evals, cmds = sum(got["evaluations"]), max(sum(got["commands"]), 1)
