@@ -1,6 +1,6 @@
 """benchmarks/peer_summary.py's split of an in-process ratio against a peer into the run's
 channel-cycles per command, the peer's cost per channel-cycle and nmp's cost per command
-(issue 43: why HBM2's ratio stays below DDR4's at the same cost per command)."""
+(issue 43: where each standard's ratio comes from)."""
 
 from __future__ import annotations
 
