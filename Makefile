@@ -33,10 +33,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format nmp tests benchmarks
 	$(BIN)/ruff check --fix nmp tests benchmarks
 
+# Every benchmark but those that need a second checkout, libraries to compare, a GPU's own
+# tools or a device run (docs/benchmarks.md); the GPU ones that have a CPU check run it.
 bench: $(STAMP)
-	for b in benchmarks/*.py; do args=; case $$b in */_*|*/before_after.py|*/gpu_device_*|*_ab.py|*_ab_points.py|*/peer_*) \
+	for b in benchmarks/*.py; do args=; case $$b in */_*|*/before_after.py|*/gpu_device_*|*_ab.py|*_ab_points.py|*/peer_*|\
+		*/gpu_launch_floor.py|*/gpu_handwritten_sass.py) \
 		continue;; \
-		*/gpu_kernels.py|*/gpu_latency.py) args=--dry-run;; esac; \
+		*/gpu_kernels.py|*/gpu_latency.py|*/gpu_validate.py) args=--dry-run;; \
+		*/engine_instructions.py) command -v valgrind >/dev/null || { echo "$$b: skipped (no valgrind)"; continue; };; esac; \
 		$(BIN)/python $$b $$args || exit 1; done
 
 clean:

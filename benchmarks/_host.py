@@ -7,11 +7,8 @@ import platform
 from pathlib import Path
 
 
-def machine() -> str:
-    """CPU model (with its x86 family and model, and the vector extensions the engine's and the
-    gather's code paths depend on), core count and Python version. A VM often names its CPU
-    only "AMD EPYC": the family tells a Zen 3 (25, no AVX-512) from a Zen 4 or 5."""
-    model = platform.processor() or platform.machine()
+def _cpu_fields() -> dict[str, str]:
+    """The first CPU's block of /proc/cpuinfo as key -> value (empty where there is none)."""
     fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -23,10 +20,23 @@ def machine() -> str:
             fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    model = fields.get("model name", model)
+    return fields
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (/proc/cpuinfo's, such as avx512f and gfni; empty elsewhere)."""
+    return set(_cpu_fields().get("flags", "").split())
+
+
+def machine() -> str:
+    """CPU model (with its x86 family and model, and the vector extensions the engine's and the
+    gather's code paths depend on), core count and Python version. A VM often names its CPU
+    only "AMD EPYC": the family tells a Zen 3 (25, no AVX-512) from a Zen 4 or 5."""
+    fields = _cpu_fields()
+    model = fields.get("model name", platform.processor() or platform.machine())
     if "cpu family" in fields and "model" in fields:
         model += f" (family {fields['cpu family']} model {fields['model']})"
-    flags = set(fields.get("flags", "").split())
+    flags = cpu_flags()
     if flags:
         vec = (
             "AVX-512"

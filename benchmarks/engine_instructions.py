@@ -24,14 +24,15 @@ write misses), per command: the same count of instructions can take longer where
 waits (the twenty-second look: an HBM2 command 734 instructions, a DDR4 one 589, and
 1.5x the time).
 
-    python benchmarks/engine_instructions.py A.so [B.so ...] [--filter CASE | --seeds 0-2]
-        [--simulate branch] [--simulate cache]
+    python benchmarks/engine_instructions.py [A.so B.so ...] [--filter CASE | --seeds 0-2]
+        [--simulate branch] [--simulate cache] [--keep DIR]
 
 Needs valgrind (Debian: ``apt-get install valgrind``); a run under it is about 50x slower than
-native, so the default is one reference case. valgrind decodes no AVX-512: on a CPU that has
-it, count a library built without it (``CC="clang -mno-avx512f" python -c "from
-nmp.memory.native_build import build; print(build())"`` builds one into the user cache and
-prints its path).
+native, so the default is one reference case. valgrind decodes no AVX-512: without libraries
+named, the script counts this checkout's, built without AVX-512 where the CPU has it (the
+AVX2 paths, into the user cache); a library of your own for such a CPU is built so by
+``CC="clang -mno-avx512f" python -c "from nmp.memory.native_build import build;
+print(build())"``, which prints its path.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _host import machine  # benchmarks/ is on sys.path when a script runs
+from _host import cpu_flags, machine  # benchmarks/ is on sys.path when a script runs
+from _isa import avx2_engine_cc
 
 from nmp.memory.engine_fields import EngineArgs, ParamsStruct
 from nmp.memory.standards import NCMD
@@ -188,12 +190,28 @@ def count(lib: str, saved: Path, out: Path, flags: list[str]) -> tuple[dict[str,
     return _events(out), json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def default_library() -> str:
+    """This checkout's engine library, built (once, into the user cache) without AVX-512 where
+    the CPU has it, since valgrind decodes none. Before anything loads the engine: the
+    compiler is chosen at the first build, and the captured runs then use the same library
+    (any build gives the same outputs)."""
+    if "avx512f" in cpu_flags():
+        os.environ["CC"] = avx2_engine_cc()
+    from nmp.memory.native_build import build
+
+    return str(build())
+
+
 def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
         child(sys.argv[2], sys.argv[3])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("libs", nargs="+", help="engine libraries (.so) to count")
+    ap.add_argument(
+        "libs",
+        nargs="*",
+        help="engine libraries (.so) to count (none: this checkout's, without AVX-512)",
+    )
     ap.add_argument("--filter", default=DEFAULT_CASE, help="reference cases whose id holds this")
     ap.add_argument(
         "--seeds",
@@ -220,6 +238,9 @@ def main() -> None:
         sys.exit("engine_instructions.py: needs valgrind on the PATH (apt-get install valgrind)")
     if a.keep is not None and not a.keep.is_dir():
         sys.exit(f"engine_instructions.py: --keep {a.keep}: no such folder")
+    if not a.libs:
+        a.libs = [default_library()]
+        print(f"library: {a.libs[0]} (this checkout's, CC={os.environ.get('CC', '(default)')})")
     for lib in a.libs:
         if not Path(lib).is_file():
             sys.exit(f"engine_instructions.py: no library at {lib}")

@@ -113,3 +113,13 @@ def test_the_link_checker_catches_a_broken_link(tmp_path: Path) -> None:
         "missing.md: no such file",
         "other.md#nope: no heading #nope in other.md",
     ]
+
+
+def test_every_benchmark_script_is_documented() -> None:
+    """docs/benchmarks.md names every script in benchmarks/ (what it measures, or what it helps),
+    so that a script added there is not one a reader of the docs cannot find."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    missing = [
+        p.name for p in sorted((ROOT / "benchmarks").glob("*.py")) if f"`{p.name}`" not in page
+    ]
+    assert not missing, f"docs/benchmarks.md does not name {missing}"
