@@ -7,8 +7,11 @@ import platform
 from pathlib import Path
 
 
-def _cpu_fields() -> dict[str, str]:
-    """The first CPU's block of /proc/cpuinfo as key -> value (empty where there is none)."""
+def machine() -> str:
+    """CPU model (with its x86 family and model, and the vector extensions the engine's and the
+    gather's code paths depend on), core count and Python version. A VM often names its CPU
+    only "AMD EPYC": the family tells a Zen 3 (25, no AVX-512) from a Zen 4 or 5."""
+    model = platform.processor() or platform.machine()
     fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -20,23 +23,10 @@ def _cpu_fields() -> dict[str, str]:
             fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return fields
-
-
-def cpu_flags() -> set[str]:
-    """The CPU's feature flags (/proc/cpuinfo's, such as avx512f and gfni; empty elsewhere)."""
-    return set(_cpu_fields().get("flags", "").split())
-
-
-def machine() -> str:
-    """CPU model (with its x86 family and model, and the vector extensions the engine's and the
-    gather's code paths depend on), core count and Python version. A VM often names its CPU
-    only "AMD EPYC": the family tells a Zen 3 (25, no AVX-512) from a Zen 4 or 5."""
-    fields = _cpu_fields()
-    model = fields.get("model name", platform.processor() or platform.machine())
+    model = fields.get("model name", model)
     if "cpu family" in fields and "model" in fields:
         model += f" (family {fields['cpu family']} model {fields['model']})"
-    flags = cpu_flags()
+    flags = set(fields.get("flags", "").split())
     if flags:
         vec = (
             "AVX-512"

@@ -51,9 +51,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _host import cpu_flags, machine  # benchmarks/ is on sys.path when a script runs
+from _host import machine  # benchmarks/ is on sys.path when a script runs
 from _isa import avx2_engine_cc
 
+from nmp.measure.sysinfo import cpu_flags
 from nmp.memory.engine_fields import EngineArgs, ParamsStruct
 from nmp.memory.standards import NCMD
 

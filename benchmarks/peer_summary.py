@@ -160,7 +160,7 @@ def ratio_factors(rows: list[dict], peer: str, groups: list[str]) -> None:
         f"channel-cycles per command x {peer} ns per channel-cycle / nmp ns per command"
     )
     for group in groups:
-        sel = [r for r in rows if r["standard"] == group and peer in r and "commands" in r]
+        sel = [r for r in rows if r["standard"] == group and peer in r]
         if not sel:
             continue
         factors = [case_factors(r, peer) for r in sel]

@@ -81,14 +81,18 @@ def clock_ghz(cpuinfo: str | None = None) -> float:
     return 0.0
 
 
-def simd_lanes(cpuinfo: str | None = None) -> int:
-    """FP32 lanes of one vector add: 16 with AVX-512, 8 with AVX2, 4 otherwise (SSE, NEON)."""
+def cpu_flags(cpuinfo: str | None = None) -> set[str]:
+    """The first CPU's feature flags (x86 'flags', Arm 'Features'; empty where there are none)."""
     text = cpuinfo if cpuinfo is not None else _read("/proc/cpuinfo")
-    flags = set()
     for line in text.splitlines():
         if line.startswith(("flags", "Features")):
-            flags = set(line.split(":", 1)[1].split())
-            break
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def simd_lanes(cpuinfo: str | None = None) -> int:
+    """FP32 lanes of one vector add: 16 with AVX-512, 8 with AVX2, 4 otherwise (SSE, NEON)."""
+    flags = cpu_flags(cpuinfo)
     return 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
 
 
