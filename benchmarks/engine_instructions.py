@@ -18,6 +18,10 @@ command issued, and a digest of every output but the count of evaluations (the s
 library, or it exits non-zero); ``--per-run`` adds each run's requests and evaluations.
 ``--keep DIR`` keeps callgrind's files there (``callgrind.<k>.out``, the k-th library's), for
 ``callgrind_annotate`` by source line where the library was built with ``-g``.
+``--by-function N`` prints the N source functions holding the most instructions per command,
+inlined code included (``callgrind_lines.py``; the evaluation is one function to the compiler);
+it needs line information: this checkout's library is then built with ``-g``, a library of your
+own needs it too (``CC="clang -mno-avx512f -g -gdwarf-4"``: valgrind 3.19 reads no DWARF 5).
 ``--simulate branch`` and ``--simulate cache`` add callgrind's models of a branch predictor
 (conditional and indirect mispredictions) and of the L1 and last-level data caches (read and
 write misses), per command: the same count of instructions can take longer where more of it
@@ -53,6 +57,7 @@ from pathlib import Path
 import numpy as np
 from _host import machine  # benchmarks/ is on sys.path when a script runs
 from _isa import avx2_engine_cc
+from callgrind_lines import by_function, line_costs
 
 from nmp.measure.sysinfo import cpu_flags
 from nmp.memory.engine_fields import EngineArgs, ParamsStruct
@@ -191,13 +196,35 @@ def count(lib: str, saved: Path, out: Path, flags: list[str]) -> tuple[dict[str,
     return _events(out), json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def default_library() -> str:
+def print_functions(out_file: Path, commands: int, top: int) -> None:
+    """The ``top`` source functions by instructions per command in callgrind's ``out_file``."""
+    costs = line_costs(out_file.read_text())
+    total = max(sum(costs.values()), 1)
+    with_lines = sum(c for (_, line), c in costs.items() if line > 0)
+    if with_lines < total / 2:
+        print(
+            f"    by function: only {100 * with_lines / total:.0f} % of the instructions have a "
+            "source line: build the library with -g (this script's docstring)"
+        )
+        return
+    print("    by function (instructions per command, share):")
+    for name, cost in by_function(costs).most_common(top):
+        print(f"      {cost / commands:8.1f}  {100 * cost / total:5.1f} %  {name}")
+
+
+def default_library(debug: bool = False) -> str:
     """This checkout's engine library, built (once, into the user cache) without AVX-512 where
-    the CPU has it, since valgrind decodes none. Before anything loads the engine: the
-    compiler is chosen at the first build, and the captured runs then use the same library
-    (any build gives the same outputs)."""
+    the CPU has it, since valgrind decodes none, and with ``debug``, with line information
+    (``-g``: the same code, another key). Before anything loads the engine: the compiler is
+    chosen at the first build, and the captured runs then use the same library (any build
+    gives the same outputs)."""
     if "avx512f" in cpu_flags():
         os.environ["CC"] = avx2_engine_cc()
+    if debug:
+        from nmp.memory.native_build import compiler
+
+        # (DWARF 4: valgrind 3.19 stops at a DWARF 5 library, "unhandled dwarf2 abbrev form")
+        os.environ["CC"] = " ".join(compiler()) + " -g -gdwarf-4"
     from nmp.memory.native_build import build
 
     return str(build())
@@ -228,7 +255,15 @@ def main() -> None:
         default=[],
         help="callgrind's branch predictor or data caches too (repeatable)",
     )
+    ap.add_argument(
+        "--by-function",
+        type=int,
+        metavar="N",
+        help="the N source functions with the most instructions per command (needs -g)",
+    )
     a = ap.parse_args()
+    if a.by_function is not None and a.by_function < 1:
+        ap.error(f"--by-function takes a count >= 1, got {a.by_function}")
     seeds = None
     if a.seeds is not None:
         first, _, last = a.seeds.partition("-")
@@ -240,7 +275,7 @@ def main() -> None:
     if a.keep is not None and not a.keep.is_dir():
         sys.exit(f"engine_instructions.py: --keep {a.keep}: no such folder")
     if not a.libs:
-        a.libs = [default_library()]
+        a.libs = [default_library(debug=a.by_function is not None)]
         print(f"library: {a.libs[0]} (this checkout's, CC={os.environ.get('CC', '(default)')})")
     for lib in a.libs:
         if not Path(lib).is_file():
@@ -277,6 +312,8 @@ def main() -> None:
                     for name, label in SIMULATIONS[s][1].items()
                 )
                 print(f"    per command, {s} model: {shown}")
+            if a.by_function:
+                print_functions(out, cmds, a.by_function)
             if a.per_run:
                 for r, e in zip(runs, got["evaluations"], strict=True):
                     print(f"    {r['label']:48s} {r['n']:8d} requests {e:8d} evaluations")

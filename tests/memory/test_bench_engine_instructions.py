@@ -36,3 +36,21 @@ def test_each_simulation_names_callgrind_flags_and_events() -> None:
     assert set(SIMULATIONS["branch"][1]) == {"Bcm", "Bim"}
     assert SIMULATIONS["cache"][0] == "--cache-sim=yes"
     assert {"D1mr", "D1mw"} <= set(SIMULATIONS["cache"][1])
+
+
+def test_by_function_needs_line_information(tmp_path: Path, capsys) -> None:
+    """--by-function on a library built without -g (every cost on line 0) says how to build
+    one, instead of a table with one row; with lines, the rows per command."""
+    from engine_instructions import print_functions  # type: ignore[import-not-found]
+
+    src = tmp_path / "engine.c"
+    src.write_text("static int tick(int a)\n{\n    return a;\n}\n")
+    out = tmp_path / "callgrind.out"
+    out.write_text(f"events: Ir\nfl=(1) ???\nfn=(1) tick\n0 90\nfi=(2) {src}\n3 10\n")
+    print_functions(out, commands=10, top=5)
+    assert "build the library with -g" in capsys.readouterr().out
+    out.write_text(f"events: Ir\nfl=(1) {src}\nfn=(1) tick\n3 60\n0 40\n")
+    print_functions(out, commands=10, top=5)
+    shown = capsys.readouterr().out
+    assert "6.0   60.0 %  engine.c:tick" in shown
+    assert "4.0   40.0 %  engine.c:(no line)" in shown
