@@ -86,14 +86,11 @@ def definitions(source: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     in_macro = False
     for number, text in enumerate(source.splitlines(), 1):
-        if in_macro:
-            in_macro = text.rstrip().endswith("\\")
-            if not in_macro:
-                found.append((number + 1, "(top level)"))
-            continue
-        macro = _MACRO.match(text)
+        macro = None if in_macro else _MACRO.match(text)
         if macro is not None:
             found.append((number, f"#define {macro.group(1)}"))
+        if in_macro or macro is not None:
+            # a macro's line: its last has no continuation
             in_macro = text.rstrip().endswith("\\")
             if not in_macro:
                 found.append((number + 1, "(top level)"))

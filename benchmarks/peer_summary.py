@@ -113,6 +113,14 @@ def in_process_ratio(row: dict, peer: str) -> float:
     return min(row[peer]["in_cpu"]) / min(row["nmp"]["in_cpu"])
 
 
+def _by_standard(rows: list[dict], peer: str, groups: list[str]):
+    """Each standard of ``groups`` with its rows that ``peer`` ran, where it has any."""
+    for group in groups:
+        sel = [r for r in rows if r["standard"] == group and peer in r]
+        if sel:
+            yield group, sel
+
+
 def median_cases(rows: list[dict], peer: str, groups: list[str]) -> None:
     """Per standard, where its in-process median (CPU, best times) lies: the case (two, for an
     even count) at the median, and the cases below :data:`IN_PROCESS_TARGET` with the speed-up
@@ -122,10 +130,7 @@ def median_cases(rows: list[dict], peer: str, groups: list[str]) -> None:
         f"  where the median lies, in process by CPU (best times); below {IN_PROCESS_TARGET:g}x"
         f", the speed-up each case needs:"
     )
-    for group in groups:
-        sel = [r for r in rows if r["standard"] == group and peer in r]
-        if not sel:
-            continue
+    for group, sel in _by_standard(rows, peer, groups):
         ranked = sorted((in_process_ratio(r, peer), r["id"]) for r in sel)
         # (an even count's median is the mean of the two middle cases: both named)
         mid = ranked[(len(ranked) - 1) // 2 : len(ranked) // 2 + 1]
@@ -159,10 +164,7 @@ def ratio_factors(rows: list[dict], peer: str, groups: list[str]) -> None:
         f"  the ratio's factors, in process by CPU (best times), medians over the cases: "
         f"channel-cycles per command x {peer} ns per channel-cycle / nmp ns per command"
     )
-    for group in groups:
-        sel = [r for r in rows if r["standard"] == group and peer in r]
-        if not sel:
-            continue
+    for group, sel in _by_standard(rows, peer, groups):
         factors = [case_factors(r, peer) for r in sel]
         per_cmd, peer_ns, nmp_ns = (statistics.median(f[k] for f in factors) for k in range(3))
         ranked = sorted(zip((in_process_ratio(r, peer) for r in sel), factors, strict=True))
