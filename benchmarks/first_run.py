@@ -19,22 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from startup import README_TRACE  # benchmarks/ is on sys.path when a script runs
+
 ROOT = Path(__file__).resolve().parents[1]
 NMP = [sys.executable, "-m", "nmp"]
 COMMANDS = {
-    "replay": [
-        "replay",
-        "traces/emb_zipf_a0.8_r1m_rb64_p40.trace.gz",
-        "--memory",
-        "ddr4-3200aa",
-        "--channels",
-        "1",
-        "--ranks",
-        "1",
-        "--mapping",
-        "RoBaRaCoCh",
-        "--json",
-    ],
+    "replay": [*README_TRACE, "--json"],
     "run": ["run", "--arch", "recross", "--workload", "recross-eval", "--json"],
 }
 TARGET_S = {"replay": 5.0, "run": 10.0}

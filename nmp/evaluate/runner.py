@@ -50,7 +50,7 @@ from nmp.evaluate.store import (
     run_lock,
 )
 from nmp.evaluate.sweep import Point, SweepSpec
-from nmp.fileio import atomic_write_json, atomic_write_text
+from nmp.fileio import atomic_write_json, atomic_write_text, claim_new_folder
 
 RESULTS = "results.jsonl"
 ERRORS = "errors.jsonl"
@@ -101,18 +101,9 @@ def default_run_name(sweep: SweepSpec) -> str:
 
 
 def claim_run_dir(base: Path, name: str) -> Path:
-    """Create a new folder ``base/name`` (``name-2``, ``name-3``... where it exists: two runs
-    started in the same second get two folders; ``mkdir`` is atomic, so they cannot both get
-    one)."""
-    base.mkdir(parents=True, exist_ok=True)
-    for i in range(1, 10_000):
-        path = base / (name if i == 1 else f"{name}-{i}")
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            continue
-    raise NmpError(f"no free run folder name {name}-N under {base}")
+    """Create a new run folder ``base/name`` (``name-2``, ``name-3``... where it exists: two
+    runs started in the same second get two folders): :func:`nmp.fileio.claim_new_folder`."""
+    return claim_new_folder(base, name)
 
 
 def check_run_name(run: str) -> None:
