@@ -69,7 +69,31 @@ def check_lines(addr, spec: MemorySpec, write, arrival, *, addr_max: int | None 
             raise TraceError("one arrival cycle per request expected")
         if arrival.size and (np.diff(arrival) < 0).any():
             raise TraceError("request arrival cycles must be non-decreasing")
+        if arrival.size:
+            _check_refresh_work(int(arrival[-1]), spec)
     return addr, wr_in, has_write, arrival
+
+
+# The most refresh commands a replay may take to reach its last arrival. The engine skips idle
+# cycles but issues every refresh on the way (each rank every nREFI cycles), about 2.5e7 a
+# second on one core (`nmp replay` of two lines 1e11 cycles apart: 0.3 s on one rank, 5.5 s on
+# 8 channels x 2 ranks, a 2-core Intel Xeon VM). Chosen: 2^30, under a minute; the cycle 2^62
+# that a trace may name would take centuries of refreshes.
+MAX_REFRESHES = 2**30
+
+
+def _check_refresh_work(last_arrival: int, spec: MemorySpec) -> None:
+    """Refuse a replay whose last arrival lies so far that the refreshes before it would run
+    for more than a minute (:data:`MAX_REFRESHES`)."""
+    ranks = spec.org.channels * spec.org.ranks
+    refreshes = last_arrival // int(spec.timing["nREFI"]) * ranks
+    if refreshes > MAX_REFRESHES:
+        raise TraceError(
+            f"the last request arrives at cycle {last_arrival:,}: reaching it takes about "
+            f"{refreshes:.3g} refresh commands ({ranks} rank(s), one every nREFI = "
+            f"{int(spec.timing['nREFI']):,} cycles), above the engine's limit of 2^30 (about a "
+            "minute); shift the arrivals to start near 0 or cut the idle gaps"
+        )
 
 
 def lines_inputs(

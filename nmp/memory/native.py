@@ -42,6 +42,7 @@ from nmp.memory.native_lib import (  # the library itself: loaded without numpy
     _interruptible,
     _library,
     available,
+    run_work,
     unavailable_reason,
     unsupported_rules,
 )
@@ -202,7 +203,7 @@ def simulate(
         addr.ctypes.data, write.ctypes.data, arrival.ctypes.data, n, *const_ptrs,
         log.ctypes.data, log.shape[0], *outputs.ptrs, max(1, int(threads)),
     )  # fmt: skip
-    rc = _interruptible(n, keep, lib.simulate_c, ctypes.byref(args))
+    rc = _interruptible(run_work(n, arrival), keep, lib.simulate_c, ctypes.byref(args))
     if rc < 0:
         raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")
     o = outputs
@@ -290,7 +291,9 @@ def simulate_summary(
     # the read sums kept by the engine as requests retire (simulate_sum_c), after the active
     # cycles: no per-transaction output set beforehand or read back (a test compares them
     # with simulate then read_sums)
-    rc = _interruptible(n, keep, lib.simulate_sum_c, ctypes.byref(args), s0 + 8 * c3)
+    rc = _interruptible(
+        run_work(n, arrival), keep, lib.simulate_sum_c, ctypes.byref(args), s0 + 8 * c3
+    )
     if rc < 0:
         raise RuntimeError(f"native DRAM engine: {_ERRORS.get(rc, f'error {rc}')}")
     values = summary[: c3 + 5].tolist()

@@ -146,6 +146,13 @@ def unsupported_rules(
 INTERRUPTIBLE_TRANSACTIONS = 2**18
 
 
+def run_work(n: int, arrival) -> int:
+    """A run's size for :func:`_interruptible`: its ``n`` transactions, plus one per 4096
+    cycles before its last arrival, where the engine still issues refreshes (a trace of two
+    lines 1e11 cycles apart runs for seconds)."""
+    return n + (int(arrival[-1]) >> 12 if len(arrival) else 0)
+
+
 def _interruptible(n: int, alive: object, fn, *args):
     """``fn(*args)`` (a C function that releases the GIL), in a daemon thread where ``n`` is
     large and this is the main thread; Ctrl-C raises KeyboardInterrupt here at once, and the
