@@ -76,14 +76,28 @@ def _time_limit(limit_s: float | None) -> Iterator[None]:
     hook = sys.unraisablehook
     sys.unraisablehook = unraisable
     previous = signal.signal(signal.SIGALRM, expire)
-    # the first expiry after ``limit``, then every REPEAT_S until the block is left
-    signal.setitimer(signal.ITIMER_REAL, limit, TIME_LIMIT_REPEAT_S)
     try:
+        # the first expiry after ``limit``, then every REPEAT_S until the block is left (armed
+        # inside the try: a limit shorter than the next step expires before it)
+        signal.setitimer(signal.ITIMER_REAL, limit, TIME_LIMIT_REPEAT_S)
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        _disarm(previous)
         sys.unraisablehook = hook
+
+
+def _disarm(previous: Any) -> None:
+    """Stop the timer, then put SIGALRM's handler back. An expiry can raise between any two
+    steps of this, even here: it is dropped (the block has ended) and the step done again, so
+    the timer never outlives its handler (a repeat under the default handler ends the
+    process: "Alarm clock", with a limit of a microsecond)."""
+    while True:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            return
+        except PointTimeout:
+            continue
 
 
 def evaluate_one(

@@ -250,3 +250,30 @@ def test_a_time_limit_inside_a_c_callback_still_stops_the_point(capsys) -> None:
             time.sleep(0.01)
     assert time.monotonic() - t0 < 0.3 + 5 * executor_mod.TIME_LIMIT_REPEAT_S
     assert "Exception ignored" not in capsys.readouterr().err
+
+
+# Many points under a limit of a microsecond: the timer expires at every step, the setting of
+# the timer and its removal included
+TINY_LIMIT_SCRIPT = """
+import signal
+from nmp.evaluate.executor import evaluate_one
+for i in range(300):
+    out = evaluate_one(lambda p: {"x": sum(range(50))}, None, 1e-6)
+assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0), signal.getitimer(signal.ITIMER_REAL)
+assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL
+print("done")
+"""
+
+
+def test_a_time_limit_of_a_microsecond_never_outlives_its_point() -> None:
+    """`nmp evaluate --point-time-limit 0.000001 -j 1` ended with "Alarm clock" (exit 142):
+    an expiry raised while the timer was being removed left it repeating under the default
+    handler. Points now fail as timed out, and no timer or handler is left behind."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", TINY_LIMIT_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    assert run.stdout.strip() == "done"
