@@ -8,6 +8,7 @@ Memory-level statistics (``MemStats``) live in :mod:`nmp.memory`; operators abov
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,29 @@ class PointResult:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         out.update(self.extra)
         return jsonable(out)
+
+
+# A point's headline figures: each a finite number, never below 0
+HEADLINE_FIGURES = ("latency_ns", "lookups_per_s", "energy_pj_per_lookup", "area_mm2")
+
+
+def result_problem(data: Any) -> tuple[str, str] | None:
+    """(key, what is wrong) where ``data`` is not a :meth:`PointResult.to_json` (its names
+    and headline figures), else None: what a report may read from a saved point."""
+    if not isinstance(data, dict):
+        return "result", f"must be an object, got {type(data).__name__}"
+    for name in ("arch", "workload"):
+        if not isinstance(data.get(name), str):
+            return f"result.{name}", "must be a string"
+    for name in HEADLINE_FIGURES:
+        v = data.get(name)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return f"result.{name}", f"must be a number, got {v!r}"
+        if not math.isfinite(v) or v < 0:
+            return f"result.{name}", f"must be finite and not below 0, got {v!r}"
+    if not isinstance(data.get("breakdown", {}), dict):
+        return "result.breakdown", "must be an object"
+    return None
 
 
 def jsonable(value: Any) -> Any:

@@ -45,12 +45,14 @@ from nmp.evaluate.locality import locality_summary
 from nmp.evaluate.store import (
     JsonlLog,
     read_jsonl,
+    read_jsonl_lines,
     remove_stale_temps,
     rewrite_jsonl,
     run_lock,
 )
 from nmp.evaluate.sweep import Point, SweepSpec
 from nmp.fileio import atomic_write_json, atomic_write_text, claim_new_folder
+from nmp.results import result_problem
 
 RESULTS = "results.jsonl"
 ERRORS = "errors.jsonl"
@@ -98,6 +100,19 @@ def safe_name(name: str) -> str:
 def default_run_name(sweep: SweepSpec) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     return f"{safe_name(sweep.name)}-{stamp}"
+
+
+def _check_saved_result(record: dict[str, Any], path: Path, line: int) -> None:
+    """A saved point that a resumed run reuses must be one a run wrote: its reports read it."""
+    problem = result_problem(record.get("result"))
+    if problem is not None:
+        key, what = problem
+        raise NmpError(
+            f"{what}: not a point nmp evaluate wrote (delete the line to run the point again)",
+            file=str(path),
+            line=line,
+            key=key,
+        )
 
 
 def claim_run_dir(base: Path, name: str) -> Path:
@@ -317,8 +332,11 @@ def _run_locked(
     atomic_write_json(env_path, {"sessions": sessions})
 
     done: dict[str, dict[str, Any]] = {}
-    for record in read_jsonl(results_path, repair=True):
-        done.setdefault(record.get("key", ""), record)
+    for line, record in read_jsonl_lines(results_path, repair=True):
+        key = record.get("key", "")
+        if key in plan and key not in done:
+            _check_saved_result(record, results_path, line)
+        done.setdefault(key, record)
     reused = sum(1 for k in plan if k in done)
     # Design by design (the models cache a built design between points: measured 1.3x faster
     # than interleaving designs), costliest first within a design so the last points to finish

@@ -30,6 +30,7 @@ __all__ = [
     "JsonlLog",
     "jsonl_line",
     "read_jsonl",
+    "read_jsonl_lines",
     "remove_stale_temps",
     "rewrite_jsonl",
     "run_lock",
@@ -132,11 +133,16 @@ def read_jsonl(path: str | Path, *, repair: bool = False) -> list[dict[str, Any]
     """The records of a JSONL log. A torn last line (no newline, or not valid JSON) is what a
     killed writer leaves: it is ignored, and with ``repair`` cut off the file. A bad line
     before the last raises :class:`NmpError` naming the file and line."""
+    return [record for _, record in read_jsonl_lines(path, repair=repair)]
+
+
+def read_jsonl_lines(path: str | Path, *, repair: bool = False) -> list[tuple[int, dict[str, Any]]]:
+    """:func:`read_jsonl`'s records, each with its line number (1-based)."""
     path = Path(path)
     if not path.exists():
         return []
     raw = path.read_bytes()
-    records: list[dict[str, Any]] = []
+    records: list[tuple[int, dict[str, Any]]] = []
     good_end = 0  # byte offset just after the last good line
     lines = list(_split_lines(raw))
     for i, (start, end, complete) in enumerate(lines):
@@ -155,7 +161,7 @@ def read_jsonl(path: str | Path, *, repair: bool = False) -> list[dict[str, Any]
             if is_last:
                 break
             raise NmpError(f"corrupt line ({exc})", file=str(path), line=i + 1) from None
-        records.append(record)
+        records.append((i + 1, record))
         good_end = end + 1
     if repair and good_end < len(raw):
         with open(path, "r+b") as fh:

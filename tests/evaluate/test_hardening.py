@@ -277,3 +277,38 @@ def test_a_time_limit_of_a_microsecond_never_outlives_its_point() -> None:
     )
     assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
     assert run.stdout.strip() == "done"
+
+
+@pytest.mark.parametrize(
+    ("edit", "key"),
+    [
+        (lambda r: r.update(result="oops"), "result"),
+        (lambda r: r.pop("result"), "result"),
+        (lambda r: r.update(result={}), "result.arch"),
+        (lambda r: r["result"].update(lookups_per_s="fast"), "result.lookups_per_s"),
+        (lambda r: r["result"].update(lookups_per_s=float("nan")), "result.lookups_per_s"),
+        (lambda r: r["result"].update(latency_ns=float("inf")), "result.latency_ns"),
+        (lambda r: r["result"].update(area_mm2=-1.0), "result.area_mm2"),
+        (lambda r: r["result"].update(energy_pj_per_lookup=True), "result.energy_pj_per_lookup"),
+    ],
+)
+def test_resume_refuses_a_saved_point_no_run_wrote(tmp_path: Path, edit, key) -> None:
+    """A results.jsonl edited by hand made `--resume` end in an internal error (KeyError,
+    TypeError) or, with NaN or Infinity, rank the point in its reports (exit 0). The saved
+    point is now refused, naming the file, its line and the key, before anything runs."""
+    import json
+
+    spec, keyed = _keyed()
+    run = tmp_path / "r"
+    run_sweep(spec, keyed, run, point_fn=fake_point)
+    path = run / "results.jsonl"
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[1])
+    edit(record)
+    lines[1] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    before = path.read_bytes()
+    with pytest.raises(NmpError) as err:
+        run_sweep(spec, keyed, run, point_fn=fake_point, resume=True)
+    assert (err.value.file, err.value.line, err.value.key) == (str(path), 2, key)
+    assert path.read_bytes() == before
