@@ -221,6 +221,18 @@ SIZE_CASES = [
         ["shard", "--workload", "criteo-kaggle", "--index-file", "{tmp}/zip-bomb.npz"],
         "offsets_5",
     ),
+    # --max-memory bounds an index file as the environment's limit does (it was read unbounded)
+    (
+        "cache-npz-zip-bomb-max-memory",
+        ["cache", "--index-file", "{tmp}/zip-bomb.npz", "--no-accuracy", "--max-memory", "200M"],
+        "zip-bomb.npz: this run needs about 680 MiB",
+    ),
+    (
+        "shard-npz-zip-bomb-max-memory",
+        ["shard", "--workload", "criteo-kaggle", "--index-file", "{tmp}/zip-bomb.npz"]
+        + ["--max-memory", "600M"],
+        "above the limit of 600 MiB (--max-memory)",
+    ),
     (
         "cache-npz-lying-header",
         ["cache", "--index-file", "{tmp}/lying-header.npz", "--no-accuracy"],

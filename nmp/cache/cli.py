@@ -78,6 +78,11 @@ def _run(args: argparse.Namespace) -> int:
         from nmp.guard import check
 
         check(request_file_estimate(args.request_file), args.max_memory)
+    if args.index_file:  # bounded as it is read, by the sizes it declares
+        from nmp.guard import check
+        from nmp.workload.indexfile import index_file_estimate
+
+        check(index_file_estimate(args.index_file), args.max_memory)
     if args.save_requests:
         save_requests(cfg, args.save_requests)
     # loaded on use (start-up time)

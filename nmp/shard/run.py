@@ -23,6 +23,7 @@ from nmp.shard.registry import ShardProblem, get_sharder
 from nmp.shard.stats import WorkloadStats, profile_index_file, profile_workload
 from nmp.shard.topology import DEFAULT_TOPOLOGY, TopologySpec, load_topology
 from nmp.workload import DTYPE_BYTES, generate_batch, load_index_file, load_workload
+from nmp.workload.indexfile import index_file_estimate
 
 PROFILE_BATCHES = 8  # chosen: 16K samples of Criteo Terabyte at batch 2048
 EVAL_BATCHES = 2  # chosen: held-out batches the placement is timed on
@@ -165,6 +166,10 @@ def run_shard(
     _check_memory(
         spec, topo, sharder, 0 if index_file else profile_batches, eval_batches, max_memory
     )
+    if index_file:  # bounded as it is read, by the sizes it declares
+        import nmp.guard as guard
+
+        guard.check(index_file_estimate(index_file), max_memory)
     stats: WorkloadStats = _profile(workload, okey, items, profile_batches, seed, index_file)
     placement = _placement(
         workload, okey, items, topology, repr(titems), titems, sharder,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +56,52 @@ def load_index_file(path: str | Path, workload: WorkloadSpec | None = None) -> L
     return _from_arrays(arrays, file, workload)
 
 
+def _open_archive(file: str):
+    import zipfile
+
+    try:
+        with open_regular(file):  # a pipe, a device, a folder: refused, never blocked on
+            pass
+        return zipfile.ZipFile(file)
+    except NmpError as exc:
+        raise TraceError(exc.message, file=file) from None
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise TraceError(
+            f"not a whole .npz archive (truncated or corrupt: {exc})", file=file
+        ) from None
+
+
+def _members(archive, file: str) -> list[tuple[int, str, Any, tuple[int, ...]]]:
+    """(bytes, key, zip entry, shape) of each array, as the headers declare them (nothing
+    decompressed): a size its entry cannot hold raises."""
+    members = []
+    for info in archive.infolist():
+        key = info.filename.removesuffix(".npy")
+        if not info.filename.endswith(".npy"):
+            raise TraceError("not an array (.npy) in the archive", file=file, key=key)
+        shape, dtype = _npy_header(archive, info, file, key)
+        nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if nbytes > info.file_size:
+            raise TraceError(
+                f"declares {nbytes:,} bytes of array in {info.file_size:,} bytes: corrupt",
+                file=file,
+                key=key,
+            )
+        members.append((nbytes, key, info, shape))
+    return members
+
+
+def index_file_estimate(path: str | Path):
+    """The resource guard's estimate (:mod:`nmp.guard`) of reading an index file, from the
+    sizes its arrays declare: for a command's ``--max-memory``, checked before a run starts."""
+    import nmp.guard as guard
+
+    file = str(path)
+    with _open_archive(file) as archive:
+        declared = sum(m[0] for m in _members(archive, file))
+    return guard.array_file_estimate(declared, file)
+
+
 def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarray]:
     """The arrays of an index file, read with bounds. Before anything is decompressed, the
     sizes its members declare (in the zip directory and in each array's header) must agree
@@ -67,31 +114,9 @@ def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarra
 
     import nmp.guard as guard
 
-    try:
-        with open_regular(file):  # a pipe, a device, a folder: refused, never blocked on
-            pass
-        archive = zipfile.ZipFile(file)
-    except NmpError as exc:
-        raise TraceError(exc.message, file=file) from None
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise TraceError(
-            f"not a whole .npz archive (truncated or corrupt: {exc})", file=file
-        ) from None
+    archive = _open_archive(file)
     with archive:
-        members = []
-        for info in archive.infolist():
-            key = info.filename.removesuffix(".npy")
-            if not info.filename.endswith(".npy"):
-                raise TraceError("not an array (.npy) in the archive", file=file, key=key)
-            shape, dtype = _npy_header(archive, info, file, key)
-            nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
-            if nbytes > info.file_size:
-                raise TraceError(
-                    f"declares {nbytes:,} bytes of array in {info.file_size:,} bytes: corrupt",
-                    file=file,
-                    key=key,
-                )
-            members.append((nbytes, key, info, shape))
+        members = _members(archive, file)
         guard.check(guard.array_file_estimate(sum(m[0] for m in members), file), max_memory)
         arrays: dict[str, np.ndarray] = {}
         for _, key, info, shape in sorted(members, key=lambda m: (m[0], m[1])):
