@@ -195,8 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         # the resource guard (nmp.guard) refuses what it can foresee; this is what it could not
         print(
-            "nmp: error: out of memory: the run needs more than this machine has (smaller "
-            "inputs, or fewer channels/ranks)",
+            f"nmp: error: out of memory: this `nmp {command}` needs more than the "
+            "machine (or `ulimit -v`) allows: make the inputs or the sizes set by flags smaller",
             file=sys.stderr,
         )
         return 1

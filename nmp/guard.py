@@ -79,6 +79,7 @@ FAILURE_BYTES = 80
 # per entry, 8.4 B per bit (chosen: 12 B per bit).
 TESTBENCH_BYTES_PER_BIT = 12
 AVAILABLE_FRACTION = 0.9  # chosen: leave the kernel and the other processes a tenth
+MAX_SIZE_BYTES = 2**60  # the largest size a flag may give: beyond it, a typing slip
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 # compiled on first use (re's cache), not at import: 1.1 M instructions of every start (issue 43)
 _SIZE = r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)i?b?\s*$"
@@ -102,6 +103,8 @@ def parse_size(text: str, *, what: str = "--max-memory") -> int:
     value = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if value <= 0:
         raise NmpError(f"{what} {text!r}: must be positive")
+    if not value <= MAX_SIZE_BYTES:  # (a number of 400 digits reads as inf)
+        raise NmpError(f"{what} {text!r}: above 2^60 bytes (1 EiB), more than any machine has")
     return int(value)
 
 
@@ -143,14 +146,36 @@ def _cgroup_room(proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") 
     return None
 
 
+def _address_space_room(status: str = "/proc/self/status") -> int | None:
+    """What this process's address-space limit (``ulimit -v``, RLIMIT_AS) still allows: the
+    soft limit less the address space in use (VmSize); None where there is no limit. Past it
+    an allocation fails late, with a MemoryError that names no input."""
+    try:
+        import resource
+    except ImportError:  # (not on Windows)
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return None
+    used = 0
+    try:
+        with open(status) as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    used = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(0, soft - used)
+
+
 def available_bytes() -> int | None:
-    """The memory that can be allocated without swapping (the kernel's MemAvailable) and
-    within this process's memory cgroup, or None where unknown."""
-    avail = _meminfo_available()
-    room = _cgroup_room()
-    if avail is None or room is None:
-        return room if avail is None else avail
-    return min(avail, room)
+    """The memory that can be allocated without swapping (the kernel's MemAvailable), within
+    this process's memory cgroup and its address-space limit, or None where unknown."""
+    known = [
+        v for v in (_meminfo_available(), _cgroup_room(), _address_space_room()) if v is not None
+    ]
+    return min(known) if known else None
 
 
 def _meminfo_available() -> int | None:

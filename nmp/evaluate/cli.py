@@ -277,7 +277,10 @@ def _make_run_dir(args: argparse.Namespace, base: Path, run_dir: Path, sweep) ->
     try:
         if args.run is None and not args.resume:
             # an auto-named run: a folder of its own even if another run started this second
-            return claim_run_dir(base, default_run_name(sweep)), True
+            try:
+                return claim_run_dir(base, default_run_name(sweep)), True
+            except NmpError as exc:
+                raise NmpError(f"--out {base}: {exc.message}") from None
         if not run_dir.exists():
             run_dir.mkdir(parents=True)
             return run_dir, True

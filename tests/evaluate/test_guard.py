@@ -19,7 +19,7 @@ def test_parse_size(text: str, size: int) -> None:
     assert guard.parse_size(text) == size
 
 
-@pytest.mark.parametrize("bad", ["", "lots", "-1G", "0", "8X"])
+@pytest.mark.parametrize("bad", ["", "lots", "-1G", "0", "8X", "2048P", "2000000T", "9" * 400])
 def test_parse_size_rejects(bad: str) -> None:
     with pytest.raises(NmpError, match="--max-memory"):
         guard.parse_size(bad)
@@ -100,6 +100,31 @@ def test_point_estimate_tracks_the_measured_peak() -> None:
     # measured 518 MB against 561 MB; within 10% below is still a useful guard (the default
     # limit keeps a tenth of the available memory free)
     assert 0.9 * peak <= est.bytes_ <= 3 * peak, (peak, est.bytes_)
+
+
+# ``ulimit -v`` of 6 GiB in a fresh interpreter: the default limit follows it (a process of a
+# few hundred MiB of address space has a little under 6 GiB of room)
+ULIMIT_SCRIPT = """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (6 * 1024**3, resource.RLIM_INFINITY))
+from nmp import guard
+room = guard._address_space_room()
+print(room, guard.limit_bytes()[0])
+"""
+
+
+def test_an_address_space_limit_bounds_the_default() -> None:
+    """`ulimit -v 8000000` let a replay of 2^21 channels (10.2 GiB) past the guard, which
+    read only MemAvailable, and fail late with an internal error from the C engine."""
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", ULIMIT_SCRIPT], capture_output=True, text=True, check=True
+    ).stdout.split()
+    room, limit = int(out[0]), int(out[1])
+    assert 5 * 1024**3 < room < 6 * 1024**3
+    assert limit <= 0.9 * room + 1
+    assert guard._address_space_room() is None or guard._address_space_room() > room
 
 
 @pytest.mark.parametrize("version", [1, 2])
