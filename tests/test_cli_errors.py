@@ -86,6 +86,19 @@ CASES = [
     ),
     # issue 38: a measured locality that does not exist, a skew scan that names no design
     ("run-unknown-locality", [*RUN, "--set", "workload.locality=nowhere"], "workload.locality"),
+    # a 64 GiB L2 ended in the generic out-of-memory line; a PiB+ of HBM was taken (exit 0)
+    (
+        "run-gpu-l2-64GiB",
+        ["run", "--arch", "a100-80gb", "--workload", "gpu-micro24"]
+        + ["--set", "arch.l2.size_bytes=68719476736"],
+        "arch.l2.size_bytes': at most 2^32",
+    ),
+    (
+        "run-gpu-hbm-1e15-GiB",
+        ["run", "--arch", "a100-80gb", "--workload", "gpu-micro24"]
+        + ["--set", "arch.hbm.capacity_gib=1e15"],
+        "arch.hbm.capacity_gib': at most 2^20",
+    ),
     (
         "evaluate-bad-locality-scan",
         ["evaluate", "{tmp}/bad-scan.toml", "--check"],
@@ -127,6 +140,12 @@ NON_FINITE_CASES = [
         "shard-hbm-gib-nan",
         ["shard", "--workload", "criteo-kaggle", "--set", "topology.hbm_gib=nan"],
         "topology.hbm_gib",
+    ),
+    # an internal OverflowError in the MILP's sizes
+    (
+        "shard-hbm-gib-1e15",
+        ["shard", "--workload", "criteo-kaggle", "--set", "topology.hbm_gib=1e15"],
+        "topology.hbm_gib': at most 2^20",
     ),
     (
         "train-set-lr-inf",

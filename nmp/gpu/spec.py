@@ -87,6 +87,12 @@ class SmSpec:
         return 1000.0 / self.clock_mhz
 
 
+# Bounds on sizes a spec may give, far beyond any part (an H200's L2 is 60 MiB, its HBM 141
+# GB): past them a value is a slip, and a cache that large would not fit the model's memory
+MAX_CACHE_BYTES = 2**32
+MAX_HBM_GIB = 2**20
+
+
 @dataclass(frozen=True)
 class CacheSpec:
     """A sectored set-associative cache level (LRU): ``line_bytes`` lines of ``sector_bytes``
@@ -127,6 +133,12 @@ class CacheSpec:
             raise KeyedValueError("latency_spread_ns", "must be a finite number >= 0")
         if self.size_bytes < 1:
             raise KeyedValueError("size_bytes", "must be >= 1")
+        if self.size_bytes > MAX_CACHE_BYTES:
+            raise KeyedValueError(
+                "size_bytes",
+                f"at most 2^32 (4 GiB): the model keeps every line's state, and the largest "
+                f"GPU caches hold 256 MiB; got {self.size_bytes:,}",
+            )
         if self.ways < 1:
             raise KeyedValueError("ways", "must be >= 1")
         if self.line_bytes < 1 or self.sector_bytes < 1 or self.line_bytes % self.sector_bytes:
@@ -224,6 +236,10 @@ class HbmSpec:
             "bus_bits_per_stack",
             "capacity_gib",
         )
+        if self.capacity_gib > MAX_HBM_GIB:
+            raise KeyedValueError(
+                "capacity_gib", f"at most 2^20 (1 PiB), got {self.capacity_gib:,}"
+            )
         if self.data_rate_gbps <= 0:
             raise KeyedValueError("data_rate_gbps", "must be > 0")
         if self.read_queue < 1:

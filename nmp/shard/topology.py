@@ -30,6 +30,9 @@ from nmp.errors import SpecError
 from nmp.units import GIB
 
 DEFAULT_TOPOLOGY = "a100x8-pcie4"
+# A tier's capacity beyond this is a slip (an H200 holds 141 GB): the placement's sizes, in
+# bytes, must stay within 64-bit integers
+MAX_GIB = 2**20
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,10 @@ class HostSpec:
             raise KeyedValueError("channels", "must be >= 1")
         if self.capacity_gib <= 0:
             raise KeyedValueError("capacity_gib", "must be > 0")
+        if self.capacity_gib > MAX_GIB:
+            raise KeyedValueError(
+                "capacity_gib", f"at most 2^20 (1 PiB), got {self.capacity_gib:g}"
+            )
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,8 @@ class TopologySpec:
             raise KeyedValueError("gpus", "must be >= 1")
         if self.hbm_gib < 0:
             raise KeyedValueError("hbm_gib", "must be >= 0")
+        if self.hbm_gib > MAX_GIB:
+            raise KeyedValueError("hbm_gib", f"at most 2^20 (1 PiB), got {self.hbm_gib:g}")
 
     @property
     def hbm_bytes_per_gpu(self) -> int:
