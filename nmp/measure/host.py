@@ -231,7 +231,14 @@ def derive_preset(m: Measured, l1: int, l2: int, llc: int) -> None:
     if m.call is not None:
         _derive_call(m)
     dram_bw = max(m.bandwidth_gbps["dram"].values())
-    m.channels = max(1, math.ceil(dram_bw / MEMORY_CHANNEL_GBPS))
+    m.channels = channels_for(dram_bw)
+
+
+def channels_for(dram_gbps: float) -> int:
+    """Enough :data:`MEMORY_CHANNEL_GBPS` channels for ``dram_gbps``, rounded up to a power of
+    two: the kit's memory organizations take no other count (3 was written, then refused)."""
+    need = max(1, math.ceil(dram_gbps / MEMORY_CHANNEL_GBPS))
+    return 1 << (need - 1).bit_length()
 
 
 def _derive_loop(m: Measured, clock: float, lanes: int, l1: int, l2: int, llc: int) -> None:
@@ -292,7 +299,8 @@ def preset_toml(m: Measured, name: str = "host-measured") -> str:
         "[memory]",
         f'preset = "{MEMORY_PRESET}"  # chosen: sysfs does not name the DRAM; the kit\'s DDR5',
         f"channels = {m.channels}  # enough {MEMORY_CHANNEL_GBPS} GB/s channels for the "
-        f"measured read bandwidth ({max(m.bandwidth_gbps['dram'].values()):.1f} GB/s)",
+        f"measured read bandwidth ({max(m.bandwidth_gbps['dram'].values()):.1f} GB/s), a power "
+        "of two",
         "ranks = 1",
         "",
         "[host]",

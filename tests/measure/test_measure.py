@@ -13,6 +13,7 @@ from nmp.cli import main
 from nmp.errors import NmpError
 from nmp.measure import host, kernel, lookup_loop, probe, sysinfo
 from nmp.measure.check import CheckPlan, CheckRow, parse_batches, run_check
+from nmp.memory import load_memory
 
 CPUINFO = """processor : 0
 model name : Test CPU 9000
@@ -124,14 +125,18 @@ def test_preset_from_measurements(tmp_path, monkeypatch):
     llc_stall = (7.4 / 4 - s3[1] * l2_stall) / s3[2:].sum()
     assert h["l2_lines_in_flight"] == pytest.approx(7.0 / l2_stall, rel=1e-3)
     assert h["llc_lines_in_flight"] == pytest.approx(30.0 / llc_stall, rel=1e-3)
-    assert m.channels == 3  # 45 GB/s over 19.2 GB/s channels
+    # 45 GB/s over 19.2 GB/s channels: 3, rounded up to a power of two (3 was written, and
+    # then refused by every command that loaded the preset)
+    assert m.channels == 4
     # a call's fixed cost and each extra thread's, as measured (the model charges them)
     assert h["call_ns"] == 7000.0 and h["thread_sync_ns"] == 2500.0
     path = tmp_path / "mine.toml"
     path.write_text(host.preset_toml(m, "mine"))
     spec = load_arch_spec(str(path))
     assert spec.host.source == "measured on Test CPU 9000, 2026-01-02"
-    assert spec.host.l2_mshrs == h["l2_mshrs"] and spec.memory.channels == 3
+    assert spec.host.l2_mshrs == h["l2_mshrs"] and spec.memory.channels == 4
+    load_memory(spec.memory.preset, channels=spec.memory.channels)  # a count the memory takes
+    assert [host.channels_for(g) for g in (0.0, 19.2, 19.3, 54.5, 76.8, 77.0)] == [1, 1, 2, 4, 4, 8]
     assert spec.host.dram_lines_in_flight == h["dram_lines_in_flight"] > 0
     assert (spec.host.call_ns, spec.host.thread_sync_ns) == (7000.0, 2500.0)
     for line in path.read_text().splitlines():  # every [host] value says where it comes from
