@@ -112,6 +112,9 @@ NON_FINITE_CASES = [
     ("cache-l1-mb-inf", ["cache", "--l1-mb", "inf"], "--l1-mb"),
     ("cache-l2-mb-minus-inf", ["cache", "--l2-mb=-inf"], "--l2-mb"),
     ("cache-ssd-nan", ["cache", "--ssd-read-us", "NaN"], "--ssd-read-us"),
+    # --alpha 0 ran with the workload's own exponent; a layer of 1e15 MiB printed "-1e14 % less"
+    ("cache-alpha-0", ["cache", "--alpha", "0", "--no-accuracy"], "--alpha must be > 0"),
+    ("cache-l1-mb-1e15", ["cache", "--l1-mb", "1e15", "--no-accuracy"], "l1_mb must be at most"),
     (
         "shard-time-limit-inf",
         ["shard", "--workload", "criteo-kaggle", "--time-limit", "inf"],

@@ -45,6 +45,10 @@ REQUEST_MODELS = ("independent", "users")
 MAX_TRAIN_STEPS = 10_000_000
 
 
+# The largest cache layer: 1 TiB, hundreds of times the largest workload's tables
+MAX_LAYER_MB = 2**20
+
+
 @dataclass(frozen=True)
 class CacheConfig:
     workload: str = "criteo-kaggle"
@@ -88,6 +92,10 @@ class CacheConfig:
             v = getattr(self, key)
             if v is not None and not v >= 0:
                 raise NmpError(f"cache: {key} must be >= 0, got {v}")
+        for key in ("l1_mb", "l2_mb", "l3_mb"):
+            v = getattr(self, key)
+            if v is not None and v > MAX_LAYER_MB:
+                raise NmpError(f"cache: {key} must be at most 2^20 MiB (1 TiB), got {v:g}")
         if self.requests < 1:
             raise NmpError(f"cache: requests must be >= 1, got {self.requests}")
         if self.warmup < 0:
