@@ -270,6 +270,12 @@ SIZE_CASES = [
         ["rtl", "export", "--entries", "1e9", "--out", "{tmp}/rtl"],
         "--entries",
     ),
+    # 2e7 entries passed the memory guard and ran past a minute
+    (
+        "rtl-export-entries-2e7",
+        ["rtl", "export", "--entries", "20000000", "--out", "{tmp}/rtl"],
+        "--entries must be in 1..1,048,576",
+    ),
     ("train-data-dev-zero", ["train", "--strategy", "none", "--data", "/dev/zero"], "/dev/zero"),
 ]
 # issue 30: what raised a traceback, or was accepted silently
