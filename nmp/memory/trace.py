@@ -176,7 +176,10 @@ def parse_trace_bytes(data: bytes, path: str | os.PathLike) -> np.ndarray:
             out["arrival"] = arrival
         hex_arr = np.array(hexes, dtype="S17") if hexes else np.zeros(0, "S17")
         if hex_arr.size and np.char.str_len(hex_arr).max() > 16:
-            raise TraceError("address does not fit 64 bits", file=str(path))
+            i = int(np.argmax(np.char.str_len(hex_arr) > 16))
+            raise TraceError(
+                "address does not fit 64 bits", file=str(path), line=_line_of(i, None, text)
+            )
         out["addr"] = _parse_hex(hex_arr.astype("S16"))
         out["write"] = write
         return out
@@ -197,7 +200,10 @@ def parse_trace_bytes(data: bytes, path: str | os.PathLike) -> np.ndarray:
     try:
         addr = np.fromiter((int(a, 0) for a in addrs), np.uint64, len(addrs))
     except OverflowError:
-        raise TraceError("address does not fit 64 bits", file=str(path)) from None
+        i = next(k for k, a in enumerate(addrs) if int(a, 0) >= 2**64)
+        raise TraceError(
+            "address does not fit 64 bits", file=str(path), line=_line_of(i, lines, text)
+        ) from None
     out = np.empty(addr.shape[0], fmt.dtype)
     out["addr"] = addr
     out["write"] = write
@@ -211,31 +217,47 @@ def parse_trace_bytes(data: bytes, path: str | os.PathLike) -> np.ndarray:
 MAX_ARRIVAL_CYCLE = 2**62
 
 
+def _line_of(i: int, lines: list[str] | None, text: str) -> int:
+    """The line number (1-based) of the ``i``-th request: blank and comment lines skipped (an
+    error's path only: a pass over the text in Python)."""
+    lines = text.split("\n") if lines is None else lines
+    content = (n for n, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#"))
+    return next(n for k, n in enumerate(content) if k == i) + 1
+
+
 def _check_cycles(cycles, *, lines, text: str, path: Path) -> np.ndarray:
     """The DRAMsim3 arrival cycles (uint64), which must not decrease (DRAMsim3 itself issues a
     trace in file order and waits for each line's cycle): an out-of-order trace raises, naming
-    the first line whose cycle is below the one before it."""
-    try:
-        c = np.array(cycles, dtype="S20").astype(np.uint64) if len(cycles) else np.zeros(0, "u8")
-    except (ValueError, OverflowError):
-        raise TraceError("a DRAMsim3 cycle does not fit 64 bits", file=str(path)) from None
+    the first line whose cycle is below the one before it; so does a cycle above 2^62."""
+    raw = np.array(cycles, dtype="S") if len(cycles) else np.zeros(0, "S1")
+    if raw.size and np.char.str_len(raw).max() > 19:
+        # a number of 20 digits or more: above 2^62, or written with leading zeros
+        big = next((k for k, v in enumerate(cycles) if int(v) > MAX_ARRIVAL_CYCLE), None)
+        if big is not None:
+            raise _above_max(path, _line_of(big, lines, text))
+        c = np.array([int(v) for v in cycles], np.uint64)
+    else:
+        c = raw.astype(np.uint64)
     if c.size and int(c.max()) > MAX_ARRIVAL_CYCLE:
-        raise TraceError(
-            f"a DRAMsim3 cycle above {MAX_ARRIVAL_CYCLE:,} (2^62): the engine's cycle counts "
-            "would overflow",
-            file=str(path),
-        )
+        raise _above_max(path, _line_of(int(np.argmax(c > MAX_ARRIVAL_CYCLE)), lines, text))
     bad = np.flatnonzero(c[1:] < c[:-1])
     if not bad.size:
         return c
     i = int(bad[0]) + 1  # the i-th request (0-based) arrives before the one before it
-    lines = text.split("\n") if lines is None else lines
-    content = [n for n, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")]
     raise TraceError(
         f"DRAMsim3 cycle {int(c[i])} is below the previous line's {int(c[i - 1])}: trace cycles "
         "must not decrease",
         file=str(path),
-        line=content[i] + 1,
+        line=_line_of(i, lines, text),
+    )
+
+
+def _above_max(path: Path, line: int) -> TraceError:
+    return TraceError(
+        f"a DRAMsim3 cycle above {MAX_ARRIVAL_CYCLE:,} (2^62): the engine's cycle counts would "
+        "overflow",
+        file=str(path),
+        line=line,
     )
 
 

@@ -159,3 +159,30 @@ def test_dramsim3_arrival_cycles_are_honoured(tmp_path):
     huge.write_text("0x40 READ 1\n0x80 READ 9223372036854775807\n")
     with pytest.raises(TraceError, match="2\\^62"):
         read_trace(huge)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("0x40 READ 0\n# c\n\n0x80 READ 99999999999999999999999\n", 4, "2\\^62"),
+        ("0x40 READ 0\n0x80 READ 5000000000000000000\n", 2, "2\\^62"),
+        ("LD 0x40\nLD 0x1ffffffffffffffff\n", 2, "64 bits"),
+        ("0x40 READ 0\n\n0x1ffffffffffffffff READ 5\n", 3, "64 bits"),
+        # 24 digits with leading zeros: 5, not the 0 that 20 characters of it read as
+        ("0x40 READ 0\n0x80 READ 000000000000000000000005\n0xc0 READ 3\n", 3, "below"),
+    ],
+)
+def test_a_number_too_large_names_its_line(tmp_path, text, line, message) -> None:
+    """A cycle or an address beyond 64 bits named the file only; a cycle of more than 20
+    characters was cut to 20 (a zero-padded 5 read as 0, and its trace's disorder passed)."""
+    path = tmp_path / "big.trace"
+    path.write_text(text)
+    with pytest.raises(TraceError, match=message) as err:
+        read_trace(path)
+    assert err.value.line == line
+
+
+def test_zero_padded_cycles_read_exactly(tmp_path) -> None:
+    path = tmp_path / "padded.trace"
+    path.write_text("0x40 READ 0000000000000000000000007\n0x80 READ 8\n")
+    assert read_trace(path)["arrival"].tolist() == [7, 8]
