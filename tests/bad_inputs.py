@@ -159,6 +159,8 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     "bad-explain.toml": _text(SMALL_SWEEP + 'explain = "some"\n'),
     "bad-key-sweep.toml": _sweep_of_bad_key_assumption,
     "bad-key-root.toml": _text(_preset_with(('"arch.replicate_hot_rows"', '"wrong.root"'))),
+    "arch-memory-nosuch.toml": _text(_preset_with(('preset = "ddr5-4800an"', 'preset = "nosuch"'))),
+    "arch-channels-3.toml": _text(_preset_with(("\nchannels = 1 ", "\nchannels = 3 "))),
     "a_file": _text("x\n"),
     "ooo.trace": _text("0x40 READ 10\n0x80 READ 20\n0xc0 WRITE 15\n"),
     "binary.bin": lambda p: p.write_bytes(bytes(range(256)) * 8),

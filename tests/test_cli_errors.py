@@ -37,6 +37,17 @@ CASES = [
         ["run", "--arch", "{tmp}/bad-key-root.toml", "--workload", "recross-eval"],
         "key_assumptions[0].set.wrong.root",
     ),
+    # the design file and its key were not named (the memory's org.channels, or no key)
+    (
+        "run-arch-memory-preset-unknown",
+        ["run", "--arch", "{tmp}/arch-memory-nosuch.toml", "--workload", "recross-eval"],
+        "arch-memory-nosuch.toml: key 'memory.preset': unknown memory preset 'nosuch'",
+    ),
+    (
+        "run-arch-memory-channels-3",
+        ["run", "--arch", "{tmp}/arch-channels-3.toml", "--workload", "recross-eval"],
+        "arch-channels-3.toml: key 'memory.channels': must be a power of two",
+    ),
     # the resource guard: refused before anything is allocated
     ("replay-2^30-channels", ["replay", TRACE, "--channels", "1073741824"], "--channels"),
     (

@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from nmp.config import KeyedValueError, require_at_least
+from nmp.config import KeyedValueError, find_preset, require_at_least
 from nmp.design import KeyAssumption
+from nmp.errors import SpecError
 from nmp.parity_codes import PARITY_CODES, ParityCode
 from nmp.registry import Registry
 
@@ -66,6 +67,17 @@ class MemorySetup:
             raise KeyedValueError("channels", "must be positive")
         if self.ranks <= 0:
             raise KeyedValueError("ranks", "must be positive")
+        # what the memory would refuse later under its own key (org.channels), named here
+        # where the design file gives it
+        for key in ("channels", "ranks"):
+            v = getattr(self, key)
+            if v & (v - 1):
+                raise KeyedValueError(key, f"must be a power of two, got {v}")
+        if isinstance(self.preset, str):  # (a caller may give a MemorySpec itself)
+            try:
+                find_preset("memory", self.preset)
+            except SpecError as exc:
+                raise KeyedValueError("preset", exc.message) from None
 
 
 @dataclass(frozen=True)
