@@ -44,13 +44,20 @@ def add_memory_arguments(p: argparse.ArgumentParser) -> None:
 
 def memory_spec(args: argparse.Namespace):
     """The memory spec that :func:`add_memory_arguments`' flags describe."""
-    return load_memory(
-        args.memory,
-        channels=args.channels,
-        ranks=args.ranks,
-        mapping=args.mapping,
-        overrides=parse_set_args(args.set),
-    )
+    try:
+        return load_memory(
+            args.memory,
+            channels=args.channels,
+            ranks=args.ranks,
+            mapping=args.mapping,
+            overrides=parse_set_args(args.set),
+        )
+    except NmpError as exc:
+        # a count the flag gave is refused under the organization's key: name the flag
+        for flag, key in (("channels", "org.channels"), ("ranks", "org.ranks")):
+            if exc.key == key and getattr(args, flag) is not None:
+                raise type(exc)(exc.message, key=f"--{flag}") from None
+        raise
 
 
 def _blame_source(estimate, args: argparse.Namespace):

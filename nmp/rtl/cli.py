@@ -37,7 +37,12 @@ def _config(args: argparse.Namespace, **over):
         input_mode=args.input.replace("-", "_"),
     )
     fields.update(over)
-    return ParityUnitConfig(**fields)
+    try:
+        return ParityUnitConfig(**fields)
+    except NmpError as exc:  # the unit's field is the flag's value: name the flag
+        if exc.key in ("width", "depth", "stages") and exc.key not in over:
+            raise type(exc)(exc.message, key=f"--{exc.key}") from None
+        raise
 
 
 # The most stimulus entries a testbench takes. Measured (2-core Intel Xeon VM): 100,000

@@ -125,7 +125,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=0,
         metavar="N",
         help="run the checks' groups (one per paper or built-in check, one per part of a "
-        "check in parts: gpu.real's recorded measurements) in N processes (default: the CPU "
+        "check in parts: gpu.real's recorded measurements) in N processes (0, the default: the CPU "
         "count, at most 8); the results are the same",
     )
     p.add_argument(

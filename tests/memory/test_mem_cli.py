@@ -56,7 +56,9 @@ def test_bad_inputs_one_line_errors(tmp_path, small_trace, capsys):
     far.write_text("LD 0x0\nLD 0x400000000\n")  # 16 GiB > 8 GiB
     assert "beyond capacity" in _error(["replay", str(far)], capsys)
     err = _error(["replay", str(small_trace), "--channels", "3"], capsys)
-    assert "org.channels" in err and "power of two" in err
+    assert "key '--channels'" in err and "power of two" in err  # the flag, not org.channels
+    err = _error(["replay", str(small_trace), "--set", "org.channels=3"], capsys)
+    assert "key 'org.channels'" in err and "power of two" in err
     err = _error(["replay", str(small_trace), "--set", "org.tx_bytes=128"], capsys)
     assert "inconsistent organization" in err
     err = _error(["replay", str(small_trace), "--mapping", "RoRoCo"], capsys)
