@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from nmp.config import KeyedValueError, preset_names
+from nmp.config import KeyedValueError, preset_dir, preset_names
 from nmp.errors import SpecError
 from nmp.registry import Registry
 from nmp.results import PointResult
@@ -96,11 +96,28 @@ def family_of(arch: str) -> DesignFamily:
         if arch in family_presets(family):
             return family
     if arch.endswith(".toml"):
+        _refuse_preset_file_of_another_family(arch, families)
         for family in families:
             if family.loads_files:
                 return family
     known = "; ".join(f"{f.label} presets: {', '.join(family_presets(f))}" for f in families)
     raise SpecError(f"unknown architecture '{arch}' ({known})")
+
+
+def _refuse_preset_file_of_another_family(path: str, families: list[DesignFamily]) -> None:
+    """A preset's own file of a family that reads no files (``models/gpu/a100-80gb.toml``)
+    was read as an NMP design and refused by its first foreign key."""
+    from pathlib import Path
+
+    folder = Path(path).resolve().parent
+    for family in families:
+        if not family.loads_files and folder == preset_dir(family.preset_kind).resolve():
+            name = Path(path).stem
+            raise SpecError(
+                f"a {family.label} preset's file: {family.label} designs are named by preset "
+                f"(--arch {name}), not read from files",
+                file=path,
+            )
 
 
 __all__ = ["FAMILIES", "DesignFamily", "KeyAssumption", "family_of", "family_presets"]

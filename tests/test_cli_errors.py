@@ -38,6 +38,12 @@ CASES = [
         "key_assumptions[0].set.wrong.root",
     ),
     # the design file and its key were not named (the memory's org.channels, or no key)
+    # read as an NMP design: "key 'die_area_mm2': unknown key"
+    (
+        "run-arch-gpu-preset-file",
+        ["run", "--arch", str(ROOT / "models/gpu/a100-80gb.toml"), "--workload", "recross-eval"],
+        "a GPU preset's file: GPU designs are named by preset (--arch a100-80gb)",
+    ),
     (
         "run-arch-memory-preset-unknown",
         ["run", "--arch", "{tmp}/arch-memory-nosuch.toml", "--workload", "recross-eval"],
