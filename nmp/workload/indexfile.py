@@ -130,6 +130,10 @@ def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarra
                 and offsets.size > 0
                 and np.issubdtype(offsets.dtype, np.integer)
             )
+            if part in ("indices", "weights", "offsets") and len(shape) != 1:
+                raise TraceError(
+                    f"must be a 1-D array, got shape {shape}", file=file, key=key
+                )  # (before it is decompressed: the shape is the header's)
             if (
                 part in ("indices", "weights")
                 and offsets is not None

@@ -101,6 +101,9 @@ def _write(tmp_path, **arrays):
         ({"indices_0": np.array([0, -1, 2])}, "indices_0", "negative"),
         ({"indices_0": np.array([0.0, 1.0, 2.0])}, "indices_0", "integer"),
         ({"weights_0": np.array([1.0, 2.0])}, "weights_0", "entries"),
+        # a 2-D array was reported as its offsets' mismatch
+        ({"indices_0": np.array([[0, 1, 2]])}, "indices_0", "must be a 1-D array"),
+        ({"offsets_0": np.array([[0, 2, 3]])}, "offsets_0", "must be a 1-D array"),
         ({"offsets_0": None}, "offsets_0", "missing"),
         ({"indices_2": np.array([0]), "offsets_2": np.array([0, 1])}, "indices_1", "missing"),
         ({"extra": np.array([1])}, "extra", "unknown key"),
