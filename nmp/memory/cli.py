@@ -133,13 +133,15 @@ def _print_table(trace: str, spec, stats) -> None:
     # rich: loaded on use (start-up time)
     from rich.table import Table
 
+    from nmp.memory.standards import load_standard
+
     # rich: loaded on use (start-up time)
     from nmp.report.console import make_console
 
     o = spec.org
     table = Table(
         title=f"{trace} on {spec.name} ({o.channels} ch x {o.ranks} "
-        f"{'PC' if spec.standard.startswith('HBM') else 'rank'}, {spec.mapping})",
+        f"{load_standard(spec.standard).rank_level_short}, {spec.mapping})",
         title_justify="left",
     )
     table.add_column("metric")

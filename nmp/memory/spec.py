@@ -323,7 +323,10 @@ class MemorySpec:
     def peak_bandwidth_gbps(self) -> float:
         """Data-bus peak: tx_bytes per nBL cycles per data bus (a channel on DDR, a pseudo
         channel on HBM), in GB/s."""
-        buses = self.org.channels * (self.org.ranks if self.standard.startswith("HBM") else 1)
+        from nmp.memory.standards import load_standard  # (cached; loaded on use)
+
+        per_rank = load_standard(self.standard).data_bus_per_rank
+        buses = self.org.channels * (self.org.ranks if per_rank else 1)
         return buses * self.org.tx_bytes / (self.timing["nBL"] * self.tck_ns)
 
     @property
@@ -407,13 +410,15 @@ def load_memory(
 @PRESET_CATALOGS.register(name="memory")
 def catalog_rows() -> list[dict[str, Any]]:
     """One row per memory preset for ``nmp models``."""
+    from nmp.memory.standards import load_standard
+
     rows = []
     for name in preset_names("memory"):
         s = load_memory(name)
         t = s.timing
         trcd = s.trcd_cycles
         o = s.org
-        level = "PC" if s.standard.startswith("HBM") else "rank"
+        level = load_standard(s.standard).rank_level_short
         rows.append(
             {
                 "name": name,

@@ -61,6 +61,11 @@ class Standard:
     name: str
     levels: tuple[str, ...]
     rank_level_name: str
+    # how tables and titles name the rank level in short ("rank"; "PC" on HBM)
+    rank_level_short: str
+    # each node of the rank level drives a data bus of its own (HBM's pseudo channels), not
+    # one bus per channel: the standard's peak bandwidth counts them
+    data_bus_per_rank: bool
     multi_cycle: dict[str, int]
     rules: tuple[Rule, ...]
     file: str
@@ -127,6 +132,8 @@ def load_standard(name: str) -> Standard:
         name=data["name"],
         levels=tuple(data["levels"]),
         rank_level_name=data.get("rank_level_name", "rank"),
+        rank_level_short=data.get("rank_level_short", "rank"),
+        data_bus_per_rank=bool(data.get("data_bus_per_rank", False)),
         multi_cycle={k: int(v) for k, v in data.get("multi_cycle", {}).items()},
         rules=tuple(rules),
         file=str(path),

@@ -68,3 +68,24 @@ def test_internal_views_drop_shared_bus_rules():
     assert not any(r[0] == "rank" and r[1] == "RD" and r[2] == "RD" for r in bg)
     assert ("bank", "RD", "RD", 8, 1, False) in bank  # tCCD_L now per bank
     assert ("rank", "ACT", "ACT", 34, 4, False) in bank  # tFAW stays per rank
+
+
+@pytest.mark.parametrize(
+    ("preset", "short", "peak_gbps"),
+    [
+        # one 64-bit bus per channel: 3200 MT/s x 8 B
+        ("ddr4-3200aa", "rank", 25.6),
+        # one 64-bit bus per pseudo channel, 8 channels x 2: 16 x 2000 MT/s x 8 B
+        ("hbm2-2000", "PC", 256.0),
+    ],
+)
+def test_the_standard_says_where_the_data_buses_are(preset, short, peak_gbps) -> None:
+    """The peak bandwidth and the rank level's short name come from the standard's file (they
+    were the prefix "HBM" of its name)."""
+    from nmp.memory.standards import load_standard
+
+    spec = load_memory(preset)
+    std = load_standard(spec.standard)
+    assert std.rank_level_short == short
+    assert std.data_bus_per_rank == (short == "PC")
+    assert spec.peak_bandwidth_gbps == pytest.approx(peak_gbps)
