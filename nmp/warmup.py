@@ -17,7 +17,6 @@ import sys
 import time
 from collections.abc import Callable
 
-from nmp.config import preset_names
 from nmp.report.progress import mark_warm
 
 PRESETS = ("ddr4-3200aa", "ddr5-4800-40")  # the README's replay and the default sweep's memory
@@ -29,6 +28,7 @@ def warm(verbose: bool = True) -> float:
     import numpy as np
 
     # numpy, numba: loaded on use (start-up time)
+    from nmp.design import FAMILIES, family_presets
     from nmp.evaluate.point import run_point
     from nmp.memory import load_memory, native, replay
     from nmp.memory.trace import make_requests
@@ -48,7 +48,8 @@ def warm(verbose: bool = True) -> float:
     ]
     steps += [
         (arch, functools.partial(run_point, arch, "recross-eval", None, small))
-        for arch in preset_names("arch") + preset_names("gpu")
+        for _, family in FAMILIES.items()
+        for arch in family_presets(family)
     ]
     for name, step in steps:
         try:
