@@ -95,4 +95,14 @@ PARITY_CODES.register(
     )
 )
 
-__all__ = ["PARITY_CODES", "ParityCode"]
+def unit_code_for(r: int) -> ParityCode:
+    """The in-memory code a near-memory unit applies for ``r`` parities: one made for exactly
+    ``r`` where there is one (XOR for one parity), else the first that takes any ``r``."""
+    in_memory = [c for _, c in PARITY_CODES.items() if c.in_memory]
+    exact = [c for c in in_memory if c.fixed_parities == r]
+    if exact:
+        return exact[0]
+    return next(c for c in in_memory if c.fixed_parities is None)
+
+
+__all__ = ["PARITY_CODES", "ParityCode", "unit_code_for"]

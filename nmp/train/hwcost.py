@@ -89,10 +89,11 @@ class ArchBackend:
 
     def __init__(self, cfg: TrainConfig, geo, store) -> None:
         from nmp.arch.point import load_arch
+        from nmp.parity_codes import unit_code_for
         from nmp.workload.spec import TableSpec
 
         k, r = (store.k, store.r) if store.r else (max(1, min(4, cfg.nodes - 1)), 1)
-        code = "rs" if r > 1 else "xor"
+        code = unit_code_for(r).name
         mem = cfg.memory or None
         self.coded = bool(store.r)
         self.key = (cfg.arch, cfg.memory, k, r, geo.dim, store.record_bytes)
