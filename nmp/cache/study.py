@@ -3,8 +3,9 @@ and L3 distance bound, and the users generator's parameters, with plots.
 
 Runner of ``workloads/sweeps/papers/evstore-*.toml`` (``nmp evaluate papers/evstore-cache``):
 every policy at every L1 size and request model (L2 at the default dtype where the policy has
-one), then EVStore at every L2 dtype, then (where "users" is a request model) every policy at
-``dtype_l1_mb`` for each number of users x locality of the users generator (its parameters are
+one), then each policy that is a whole cache design (EVStore) at every L2 dtype, then (where
+"users" is a request model) every policy at ``dtype_l1_mb`` for each number of users x
+locality of the users generator (its parameters are
 chosen: swept because they set how often a whole request hits), each a full
 :func:`nmp.cache.serve.run_cache` (the DLRM is trained once per process and shared). Writes
 ``report.md``, ``results.csv``, ``results.jsonl`` and three PNGs (hit rates, latency, AUC
@@ -22,12 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from nmp.cache import policy as policies
-from nmp.cache.evstore import EVSTORE
 from nmp.cache.quant import L2_DTYPES
 from nmp.cache.serve import REQUEST_MODELS, CacheConfig, run_cache, workload_spec
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.plugins import study_runner
+
+
+def layered_policies() -> list[str]:
+    """The registered policies that are whole cache designs (a low-precision L2 and an L3 of
+    their own: EVStore): the study sweeps their L2 precision and L3 bound."""
+    return [n for n in policies.names() if policies.get(n).l2_per_l1 > 0]
+
 
 _DEFAULTS = {
     "workload": "criteo-kaggle",
@@ -115,13 +122,14 @@ def configs(params: dict) -> list[CacheConfig]:
         for mb in p["l1_mb"]
     ]
     first = {"alpha": p["alphas"][0], "request_model": p["request_models"][0]}
-    for d in p["l2_dtypes"]:
-        for b in p["l3_bounds"]:
-            cfg = CacheConfig(
-                policy="evstore", l1_mb=p["dtype_l1_mb"], l2_dtype=d, l3_bound=b, **first, **common
-            )
-            if cfg not in out:
-                out.append(cfg)
+    for name in layered_policies():
+        for d in p["l2_dtypes"]:
+            for b in p["l3_bounds"]:
+                cfg = CacheConfig(
+                    policy=name, l1_mb=p["dtype_l1_mb"], l2_dtype=d, l3_bound=b, **first, **common
+                )
+                if cfg not in out:
+                    out.append(cfg)
     if "users" in p["request_models"]:
         for u in p["users"]:
             for loc in p["user_localities"]:
@@ -220,7 +228,8 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
     ax2.set_ylabel("modeled latency per request (us)")
     ax2.legend(fontsize=6, ncol=2)
     ax2.grid(alpha=0.3)
-    acc = [r for r in rows if r["policy"] == EVSTORE.name and r.get("auc_change") is not None]
+    layered = set(layered_policies())
+    acc = [r for r in rows if r["policy"] in layered and r.get("auc_change") is not None]
     fig3, ax3 = plt.subplots(figsize=(max(5.5, 0.55 * len(acc) + 1.5), 4.5))
     for i, r in enumerate(acc):
         lo, hi = r["auc_change_ci_lo"], r["auc_change_ci_hi"]
