@@ -350,9 +350,10 @@ def _run(args: argparse.Namespace) -> int:
 def _failure_free(cfg, on_step):
     from dataclasses import replace
 
+    from nmp.train.strategies import baseline_name
     from nmp.train.trainer import run
 
-    return run(replace(cfg, compress="none"), "failure-free", [], on_step=on_step)
+    return run(replace(cfg, compress="none"), baseline_name(), [], on_step=on_step)
 
 
 def _versus_failure_free(row: dict) -> str:

@@ -32,11 +32,11 @@ def run_compare(
     from dataclasses import replace
 
     from nmp.train.alltoall.report import compressed_row
-    from nmp.train.strategies import REGISTRY
+    from nmp.train.strategies import REGISTRY, baseline_name
 
     strategies = strategy_names() if strategies is None else strategies
     plain = replace(cfg, compress="none")  # train.compress adds its own ECRec row below
-    base = run(plain, "failure-free", [], on_step=on_step)
+    base = run(plain, baseline_name(), [], on_step=on_step)
     rows = [result_row(base, None)]
     rows[0]["identical_to_failure_free"] = True
     for name in strategies:

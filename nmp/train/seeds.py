@@ -96,6 +96,7 @@ def plateau_steps(cfg: TrainConfig, every: int, min_gain: float) -> tuple[int, l
     """The stated training criterion: train the failure-free run, evaluating every ``every``
     steps, and stop at the first evaluation whose held-out AUC gained less than ``min_gain``
     over the previous one (or at ``cfg.steps``). Returns (steps, the AUC curve)."""
+    from nmp.train.strategies import baseline_name
     from nmp.train.trainer import run
 
     if every < 1 or not min_gain > 0:
@@ -114,7 +115,7 @@ def plateau_steps(cfg: TrainConfig, every: int, min_gain: float) -> tuple[int, l
         curve.append(auc)
 
     try:
-        run(cfg, "failure-free", [], on_step=check)
+        run(cfg, baseline_name(), [], on_step=check)
     except _Plateau as stop:
         return int(stop.args[0]), curve
     return cfg.steps, curve

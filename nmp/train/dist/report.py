@@ -298,8 +298,10 @@ def _merged(bases: list[dict]) -> dict:
 def baseline(cfg, folder: Path, timeout_s: float = 60.0) -> dict:
     """The failure-free run (no protection, no kill, no compression) the overheads and the
     AUC change are measured against."""
-    cfg = replace(cfg, compress="none")
-    return _one(cfg, "failure-free", [], Path(folder) / "failure-free", timeout_s, 0, probe=True)
+    from nmp.train.strategies import baseline_name
+
+    cfg, name = replace(cfg, compress="none"), baseline_name()
+    return _one(cfg, name, [], Path(folder) / name, timeout_s, 0, probe=True)
 
 
 def run_procs(

@@ -31,6 +31,7 @@ from __future__ import annotations
 from nmp.train.strategies.base import (
     REGISTRY,
     Strategy,
+    baseline_name,
     make_strategy,
     register,
     strategy_help,
@@ -40,6 +41,7 @@ from nmp.train.strategies.base import (
 __all__ = [
     "REGISTRY",
     "Strategy",
+    "baseline_name",
     "make_strategy",
     "register",
     "strategy_help",

@@ -30,6 +30,12 @@ def strategy_names(*, baseline: bool = False) -> tuple[str, ...]:
     return tuple(n for n, c in REGISTRY.items() if baseline or not c.is_baseline)
 
 
+def baseline_name() -> str:
+    """The registered baseline's name (no protection, no failures: what overheads are
+    measured against)."""
+    return next(n for n, c in REGISTRY.items() if c.is_baseline)
+
+
 def strategy_help() -> str:
     """One line per strategy: name and the first line of its docstring."""
     return "; ".join(
