@@ -135,7 +135,7 @@ def run_shard(
     index_file: str = "",
     overlap: bool = False,
     time_limit_s: float = MILP_TIME_LIMIT_S,
-    profile_policy: str = "held-out",
+    profile_policy: str = HELD_OUT,
     unseen: str = "zero",
     max_memory: str | None = None,
 ) -> dict[str, Any]:
@@ -148,7 +148,7 @@ def run_shard(
         raise NmpError(
             f"profile policy must be one of {', '.join(PROFILE_POLICIES)}, got '{profile_policy}'"
         )
-    held_out = profile_policy == "held-out"
+    held_out = profile_policy == HELD_OUT
     if eval_batches < 1:
         raise NmpError(f"eval batches must be >= 1, got {eval_batches}")
     if not time_limit_s > 0:
@@ -226,13 +226,13 @@ def step_lower_bound(
     topology_overrides: dict[str, Any] | None = None,
     eval_batches: int = EVAL_BATCHES,
     seed: int = 0,
-    profile_policy: str = "held-out",
+    profile_policy: str = HELD_OUT,
 ) -> dict[str, float]:
     """:func:`nmp.shard.bound.placement_lower_bound` on the batches :func:`run_shard` times (the
     same profile policy): no sharder's step can be shorter under the model."""
     topo = load_topology(topology, dict(_frozen(topology_overrides)))
     items = _frozen(workload_overrides)
     spec = workload_of(workload, workload_overrides)
-    held_out = profile_policy == "held-out"
+    held_out = profile_policy == HELD_OUT
     batches = _eval_batches(workload, repr(items), items, eval_batches, seed, held_out)
     return placement_lower_bound(topo, batches, [DTYPE_BYTES[t.dtype] for t in spec.tables])
