@@ -32,6 +32,9 @@ class ParityScheme:
     k: int
     r: int
     exact: bool = True
+    # the parity is the raw-byte XOR of the rows: a delta goes into it by an in-place XOR that
+    # accumulates duplicate stripes (the parity units' of nmp.arch), in any order
+    in_place_xor: bool = False
 
     def empty_parity(self, stripes: int, width: int) -> np.ndarray:
         raise NotImplementedError
@@ -96,6 +99,8 @@ class _ByteCode(ParityScheme):
 
 
 class XorScheme(_ByteCode):
+    in_place_xor = True
+
     def __init__(self, k: int) -> None:
         from nmp.coding import XorCode
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from nmp.arch.parity import xor_into
 from nmp.errors import NmpError
-from nmp.train.codes import ParityScheme, XorScheme
+from nmp.train.codes import ParityScheme
 from nmp.train.layout import stripe_positions
 
 VALID, LOST, INFLIGHT = 0, 1, 2
@@ -267,7 +267,11 @@ class StripedStore:
         # Rows of one slot hit distinct stripes, so per slot the scatter has no duplicates:
         # k vectorized passes instead of a per-row loop or an unbuffered ufunc.at.
         scheme = self.scheme
-        if isinstance(scheme, XorScheme) and (self._all_valid or not self.state[:, self.k].any()):
+        if (
+            scheme is not None
+            and scheme.in_place_xor
+            and (self._all_valid or not self.state[:, self.k].any())
+        ):
             # XOR with every parity valid: the parity units' in-place XOR of nmp.arch (duplicate
             # stripes accumulate; XOR is associative and commutative).
             xor_into(self.parity.reshape(self.stripes, -1), s, delta)
