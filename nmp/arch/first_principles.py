@@ -43,7 +43,7 @@ from nmp.arch.ceiling import BatchTerms
 from nmp.arch.layout import build_layout
 from nmp.arch.placement import level_effective_gbps, level_node_peak_gbps
 from nmp.arch.policies import POLICIES
-from nmp.arch.salp import SALP_TRACKED_SUBARRAYS
+from nmp.arch.salp_readings import SALP_READINGS_REGISTRY
 from nmp.arch.spec import ArchSpec
 from nmp.memory.standards import load_standard
 from nmp.workload import generate_batch
@@ -136,14 +136,21 @@ def _act_terms(fp: FirstPrinciples, spec: ArchSpec, mem, acts: float, how: str) 
         f"tFAW {mv.timing(mem, 'nFAW')} / 4) tCK x {tck:.4f} ns",
     )
     banks = ranks * mv.org(mem, "bankgroups") * mv.org(mem, "banks")
-    masa = spec.subarray_parallelism and spec.bank.salp == "masa" and spec.bank.units > 0
-    open_per_bank = SALP_TRACKED_SUBARRAYS if masa else 1
+    open_per_bank = _open_rows_per_bank(spec)
     fp.add(
         "row_cycles",
         acts / (banks * open_per_bank) * mv.timing(mem, "nRC") * tck,
         f"{acts:.0f} ACTs / ({banks} banks x {open_per_bank} open subarrays) x tRC "
         f"{mv.timing(mem, 'nRC')} tCK",
     )
+
+
+def _open_rows_per_bank(spec: ArchSpec) -> int:
+    """Rows a bank keeps open for later lookups: its SALP reading's, where bank units read
+    with subarray parallelism (MASA: several subarrays' rows), else one."""
+    if not (spec.subarray_parallelism and spec.bank.units > 0):
+        return 1
+    return SALP_READINGS_REGISTRY.get(spec.bank.salp).open_rows
 
 
 def _acts(spec: ArchSpec, mem, ws: WorkloadStats, role: str, reads_per_lookup: int) -> tuple:
@@ -156,8 +163,7 @@ def _acts(spec: ArchSpec, mem, ws: WorkloadStats, role: str, reads_per_lookup: i
     per_page = max(1, page // max(int(ws.row_bytes), 1))
     ranks = mv.org(mem, "channels") * mv.org(mem, "ranks")
     banks = ranks * mv.org(mem, "bankgroups") * mv.org(mem, "banks")
-    masa = spec.subarray_parallelism and spec.bank.salp == "masa" and spec.bank.units > 0
-    open_rows = banks * (SALP_TRACKED_SUBARRAYS if masa else 1)
+    open_rows = banks * _open_rows_per_bank(spec)
     pages = math.ceil(ws.distinct / per_page) * reads_per_lookup
     return float(max(pages - open_rows, 0)), (
         f"{ws.distinct} distinct rows packed {per_page} per {page} B page, less {open_rows} rows "

@@ -34,6 +34,7 @@ from nmp.arch.salp import (
     subarray_slots,
     take_slot,
 )
+from nmp.arch.salp_readings import SALP_READINGS_REGISTRY
 from nmp.arch.spec import LEVELS, ArchSpec
 from nmp.identity_cache import IdentityCache
 from nmp.jit import njit
@@ -462,11 +463,10 @@ def lower_level(
     # page; a longer row starts a page of its own and leaves it
     one_page = bool(lpr.size) and lpr_max <= lpp
     salp_level = level == "bank" and spec.subarray_parallelism
-    reading = spec.bank.salp
-    if salp_level and reading != "salp1":
-        # salp2: two subarrays activated at once; masa: up to SALP_TRACKED_SUBARRAYS open
-        cap = 2 if reading == "salp2" else SALP_TRACKED_SUBARRAYS
-        salp = min(_next_pow2(spec.bank.subarrays), cap)
+    activated = SALP_READINGS_REGISTRY.get(spec.bank.salp).activated_subarrays
+    if salp_level and activated:
+        # the subarrays activated at once (two: salp2; up to SALP_TRACKED_SUBARRAYS: masa)
+        salp = min(_next_pow2(spec.bank.subarrays), activated)
         view = unit_view(mem, "bankgroup", unit_queue(mem, lpr_max, salp), bankgroups=1, banks=salp)
     else:
         salp = 0

@@ -19,6 +19,7 @@ from nmp.arch.lru_cache import LruCache, warm_until_steady
 from nmp.arch.partition import PartitionProblem, PartitionResult, solve_partition
 from nmp.arch.profile import MAX_CLASSES, AccessProfile
 from nmp.arch.rankcache import new_rank_caches, rank_cache_hits
+from nmp.arch.salp_readings import SALP_READINGS_REGISTRY, no_salp_row_cycles
 from nmp.arch.spec import LEVELS, ArchSpec
 from nmp.identity_cache import KeyedCache
 from nmp.jit import njit
@@ -243,21 +244,20 @@ def level_effective_gbps(name: str, layout: LevelLayout, mem, spec: ArchSpec, ro
     cycle - tRC without subarray parallelism, tRAS with SALP-1 (precharge hidden), two rows per
     tRC with SALP-2 (two activations in flight); MASA reaches the column path's peak."""
     peak = level_node_peak_gbps(name, layout, mem)
-    reading = spec.bank.salp if spec.subarray_parallelism else "none"
-    if name == "bank" and reading != "masa":
-        tx, tck = mv.tx_bytes(mem), mv.tck_ns(mem)
-        lpr = -(-row_bytes // tx)
-        t = {k: mv.timing(mem, k) for k in ("nRC", "nRAS", "nRP", "nCCDL")}
-        columns = mv.trcd(mem) + lpr * t["nCCDL"]
-        per_row_cycles: float
-        if reading == "salp1":
-            per_row_cycles = max(t["nRAS"], columns)
-        elif reading == "salp2":
-            per_row_cycles = max(t["nRC"] / 2, lpr * t["nCCDL"])
-        else:
-            per_row_cycles = max(t["nRC"], columns + t["nRP"])
-        return min(peak, lpr * tx / (per_row_cycles * tck))
-    return peak
+    if name != "bank":
+        return peak
+    tx, tck = mv.tx_bytes(mem), mv.tck_ns(mem)
+    lpr = -(-row_bytes // tx)
+    t = {k: mv.timing(mem, k) for k in ("nRC", "nRAS", "nRP", "nCCDL")}
+    columns = mv.trcd(mem) + lpr * t["nCCDL"]
+    per_row_cycles = (
+        SALP_READINGS_REGISTRY.get(spec.bank.salp).per_row_cycles(t, columns, lpr)
+        if spec.subarray_parallelism
+        else no_salp_row_cycles(t, columns)
+    )
+    if per_row_cycles is None:
+        return peak
+    return min(peak, lpr * tx / (per_row_cycles * tck))
 
 
 def frequency_first_shares(

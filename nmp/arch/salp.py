@@ -11,11 +11,9 @@ import dataclasses
 
 import numpy as np
 
+from nmp.arch.salp_readings import SALP_TRACKED_SUBARRAYS  # (the readings' own module)
 from nmp.identity_cache import IdentityCache
 from nmp.jit import njit
-
-SALP_TRACKED_SUBARRAYS = 8  # open subarrays tracked per bank (beyond this tCCD_L binds anyway)
-
 
 _HIDDEN: IdentityCache = IdentityCache(64)  # view -> the view with tRP hidden: specs are frozen
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from nmp.arch.salp_readings import SALP_READINGS
 from nmp.config import KeyedValueError, find_preset, require_at_least
 from nmp.design import KeyAssumption
 from nmp.errors import SpecError
@@ -21,7 +22,6 @@ from nmp.parity_codes import PARITY_CODES, ParityCode
 from nmp.registry import Registry
 
 LEVELS = ("rank", "bankgroup", "bank")
-SALP_READINGS = ("salp1", "salp2", "masa")
 REPLICA_CHOICES = ("bag-blocks", "least-loaded")
 
 
