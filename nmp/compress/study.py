@@ -40,15 +40,6 @@ from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.workload import load_workload
 
-# MLP widths per workload (after the 13 dense inputs / after the interaction).
-# dlrm-benchmark: facebookresearch/dlrm bench/dlrm_s_benchmark.sh, --arch-mlp-bot=512-512-64
-# --arch-mlp-top=1024-1024-1024-1; criteo-terabyte: PAPERS.md (13-512-256-64, 512-512-256-1).
-MLPS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
-    "dlrm-benchmark": ((512, 512, 64), (1024, 1024, 1024, 1)),
-    "criteo-terabyte": ((512, 256, 64), (512, 512, 256, 1)),
-    "criteo-kaggle": ((512, 256, 64, 16), (512, 256, 1)),
-}
-
 DEFAULTS: dict[str, Any] = {
     "workloads": ["dlrm-benchmark", "criteo-terabyte"],
     "codecs": ["quant", "quant-zstd", "quant-lz4", "quant-vlz", "hybrid", "zstd", "lz4"],
@@ -107,8 +98,12 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
         except NmpError as exc:
             raise NmpError(f"params.compute_utilization: {exc}") from None
     for w in p["workloads"]:
-        if w not in MLPS:
-            raise NmpError(f"params.workloads: no MLP sizes known for '{w}' (known: {list(MLPS)})")
+        wl = load_workload(w)
+        if not (wl.mlp_bottom and wl.mlp_top):
+            raise NmpError(
+                f"params.workloads: workload '{w}' gives no MLP widths (mlp_bottom, mlp_top in "
+                "its file)"
+            )
     p["networks"] = [load_network(n) for n in p["networks"]]
     return p
 
@@ -169,7 +164,7 @@ def _table_rows(wl, pb, codec_name, eb, nodes, chunks) -> list[dict[str, Any]]:
 def step_setup(workload: str, nodes: int) -> StepSetup:
     """The step of ``workload``'s preset (global batch, tables, pooling) and MLPs on ``nodes``."""
     spec = load_workload(workload)
-    bottom, top = MLPS[workload]
+    bottom, top = spec.mlp_bottom, spec.mlp_top
     return StepSetup(
         nodes=nodes,
         batch=spec.batch,

@@ -152,6 +152,9 @@ class TableSpec:
         return self.rows * self.row_bytes
 
 
+MAX_MLP_WIDTH = 2**20  # a layer wider than this is a slip (the widest DLRM layers are 1024s)
+
+
 @dataclass(frozen=True)
 class WorkloadSpec:
     """A DLRM embedding workload (see the module docstring for the fields' meaning)."""
@@ -181,6 +184,10 @@ class WorkloadSpec:
     weighted: bool = False
     seed: int = 0
     description: str = ""
+    # The model's MLP widths where the source gives them (after the dense inputs; after the
+    # interaction, ending in 1): the all-to-all study's step (nmp.compress.study). () = unknown.
+    mlp_bottom: tuple[int, ...] = ()
+    mlp_top: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         # Overrides rebuild the spec one field at a time, so an intermediate state may be
@@ -252,6 +259,12 @@ class WorkloadSpec:
             raise KeyedValueError("pooling", "must be >= 0")
         if self.seed < 0:
             raise KeyedValueError("seed", "must be >= 0")
+        for key in ("mlp_bottom", "mlp_top"):
+            widths = getattr(self, key)
+            if any(w < 1 or w > MAX_MLP_WIDTH for w in widths):
+                raise KeyedValueError(key, f"every width must lie in 1..{MAX_MLP_WIDTH:,}")
+        if self.mlp_top and self.mlp_top[-1] != 1:
+            raise KeyedValueError("mlp_top", "must end in 1 (the click probability)")
         if self.distribution not in DISTRIBUTIONS:
             raise KeyedValueError("distribution", DISTRIBUTIONS.unknown_message(self.distribution))
         if self.alpha is not None and self.alpha <= 0:
