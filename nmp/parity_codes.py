@@ -95,6 +95,7 @@ PARITY_CODES.register(
     )
 )
 
+
 def unit_code_for(r: int) -> ParityCode:
     """The in-memory code a near-memory unit applies for ``r`` parities: one made for exactly
     ``r`` where there is one (XOR for one parity), else the first that takes any ``r``."""

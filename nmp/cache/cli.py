@@ -81,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
         from nmp.guard import check
 
         check(request_file_estimate(args.request_file), args.max_memory)
-    if args.index_file:  # bounded as it is read, by the sizes it declares
+    elif args.index_file:  # bounded as it is read, by the sizes it declares (both: refused)
         from nmp.guard import check
         from nmp.workload.indexfile import index_file_estimate
 

@@ -5,9 +5,9 @@ Runner of ``workloads/sweeps/papers/evstore-*.toml`` (``nmp evaluate papers/evst
 every policy at every L1 size and request model (L2 at the default dtype where the policy has
 one), then each policy that is a whole cache design (EVStore) at every L2 dtype, then (where
 "users" is a request model) every policy at ``dtype_l1_mb`` for each number of users x
-locality of the users generator (its parameters are
-chosen: swept because they set how often a whole request hits), each a full
-:func:`nmp.cache.serve.run_cache` (the DLRM is trained once per process and shared). Writes
+locality of the users generator (its parameters are chosen: swept because they set how often
+a whole request hits), each a full :func:`nmp.cache.serve.run_cache` (the DLRM is trained
+once per process and shared). Writes
 ``report.md``, ``results.csv``, ``results.jsonl`` and three PNGs (hit rates, latency, AUC
 change) into the run folder; files go to a temporary name first.
 Points run one after another (``jobs`` is accepted and ignored: a point takes seconds, and the

@@ -54,7 +54,7 @@ def param_values(spec: MemorySpec, drain: bool, jump: bool) -> dict[str, float]:
         "read_latency": spec.read_latency_cycles,
         "dual_issue": int(c.dual_issue),
         "closed_row": int(c.row_policy == "closed"),
-        "refresh_on": int(c.refresh == "all-bank"),
+        "refresh_on": int(c.refreshes),
         "drain": int(drain),
         "skip_blocked": 1,  # a PRE closing an active-buffer row is not eligible (README §4)
         "jump": int(jump),

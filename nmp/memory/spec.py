@@ -110,6 +110,11 @@ class Controller:
     channel_interleave_bits: int = 0
     line_bytes: int = 64
 
+    @property
+    def refreshes(self) -> bool:
+        """Whether each rank refreshes every nREFI cycles (all-bank refresh)."""
+        return self.refresh == "all-bank"
+
     def validate(self) -> None:
         for name in ("read_queue", "write_queue", "frontend_ratio", "line_bytes"):
             if getattr(self, name) < 1:

@@ -19,6 +19,13 @@ def _lines(last_cycle: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array([0x40, 0x80], np.uint64), np.array([0, last_cycle], np.int64)
 
 
+def _requests(arrival: np.ndarray) -> np.ndarray:
+    reqs = np.zeros(len(arrival), [("addr", "u8"), ("write", "?"), ("arrival", "i8")])
+    reqs["addr"] = 0x40 * (1 + np.arange(len(arrival), dtype=np.uint64))
+    reqs["arrival"] = arrival
+    return reqs
+
+
 def test_span_beyond_the_refresh_limit_is_refused_at_once() -> None:
     spec = load_memory("ddr4-3200aa").with_org(channels=8, ranks=2)
     refi, ranks = int(spec.timing["nREFI"]), 16
@@ -31,6 +38,11 @@ def test_span_beyond_the_refresh_limit_is_refused_at_once() -> None:
         check_lines(addr, spec, False, arrival)
     # one rank reaches 16 times as far
     check_lines(addr, spec.with_org(channels=1, ranks=1), False, arrival)
+    # without refresh the engine jumps to the last arrival at once: any span
+    quiet = load_memory("ddr4-3200aa", overrides={"controller.refresh": "none"})
+    addr, arrival = _lines(4 * 10**18)
+    check_lines(addr, quiet, False, arrival)
+    assert replay(_requests(arrival), quiet).cycles == 4 * 10**18
 
 
 def test_the_cli_names_the_trace(tmp_path, capsys) -> None:
@@ -68,8 +80,7 @@ def test_the_engine_calls_use_the_span(monkeypatch) -> None:
 
     monkeypatch.setattr(native, "_interruptible", spy)
     spec = load_memory("ddr4-3200aa")
-    reqs = np.zeros(2, [("addr", "u8"), ("write", "?"), ("arrival", "i8")])
-    reqs["addr"], reqs["arrival"] = _lines(10**10)
+    reqs = _requests(_lines(10**10)[1])
     replay(reqs, spec)
     replay(reqs, spec, timeline=True)
     assert len(seen) == 2 and all(n >= 10**10 >> 12 for n in seen)
