@@ -83,6 +83,11 @@ def test_scan_params_errors_name_the_key():
         parse_scan({"workload": "recross-eval", "alphas": [0.0, 1.0], "designs": ["recnmp"]})
     with pytest.raises(Exception, match="params.colour"):
         parse_scan({"workload": "recross-eval", "alphas": [0.0, 1.0], "colour": 1})
+    # an exponent the workload refuses (above 50), or more than a report can draw, passed
+    # --check and failed after the sweep had run (or its report ran past a minute)
+    for alphas in ([0.0, 1e15], [i / 1000 for i in range(65)]):
+        with pytest.raises(Exception, match=r"params.alphas: must be 2..64 .* \[0, 50\]"):
+            parse_scan({"workload": "recross-eval", "alphas": alphas, "designs": ["host-cpu"]})
 
 
 def test_sweep_locality_scan_is_checked_on_load():
