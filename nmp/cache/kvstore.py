@@ -44,7 +44,7 @@ class KVStore(Protocol):
 class SqliteStore:
     name = "sqlite"
 
-    def __init__(self, folder: Path, dim: int) -> None:
+    def __init__(self, folder: Path, dim: int, rows: int = 0) -> None:
         self.dim = dim
         self._db = sqlite3.connect(str(folder / "table.sqlite"))
         self._db.execute("PRAGMA journal_mode=OFF")
@@ -73,18 +73,34 @@ class SqliteStore:
         self._db.close()
 
 
+# An LMDB entry's bytes beside its value (key, node header, page slack; chosen above lmdb's
+# 16-byte node header and 8-byte key), the map's room over that, and its least size
+LMDB_ENTRY_BYTES = 64
+LMDB_MAP_SLACK = 4
+LMDB_MIN_MAP_BYTES = 1 << 24
+
+
 class LmdbStore:
     name = "lmdb"
 
-    def __init__(self, folder: Path, dim: int, map_bytes: int = 1 << 34) -> None:
+    def __init__(self, folder: Path, dim: int, rows: int = 0) -> None:
         try:
             import lmdb  # an optional dependency: only this backend needs it
         except ImportError:
             raise NmpError("backend 'lmdb' needs the lmdb package (pip install lmdb)") from None
         self.dim = dim
-        self._env = lmdb.open(
-            str(folder / "table.lmdb"), map_size=map_bytes, sync=False, metasync=False
-        )
+        # the map is address space reserved up front: sized to the rows (a fixed 16 GiB failed
+        # under `ulimit -v 8000000` with lmdb's MemoryError)
+        map_bytes = max(LMDB_MIN_MAP_BYTES, LMDB_MAP_SLACK * rows * (4 * dim + LMDB_ENTRY_BYTES))
+        try:
+            self._env = lmdb.open(
+                str(folder / "table.lmdb"), map_size=map_bytes, sync=False, metasync=False
+            )
+        except lmdb.Error as exc:
+            raise NmpError(
+                f"backend 'lmdb': cannot map {map_bytes:,} bytes for {rows:,} rows ({exc}); "
+                "--backend sqlite needs no map"
+            ) from None
 
     def put_rows(self, keys: np.ndarray, rows: np.ndarray) -> None:
         rows = np.ascontiguousarray(rows, dtype=np.float32)
@@ -109,16 +125,17 @@ class LmdbStore:
 
 
 #: The key-value stores ``nmp cache --backend`` measures, by name.
-BACKENDS: Registry[Callable[[Path, int], KVStore]] = Registry("backend")
+BACKENDS: Registry[Callable[[Path, int, int], KVStore]] = Registry("backend")
 BACKENDS.register(LmdbStore, name="lmdb")
 BACKENDS.register(SqliteStore, name="sqlite")
 
 
-def open_store(name: str, folder: str | Path, dim: int) -> KVStore:
+def open_store(name: str, folder: str | Path, dim: int, rows: int = 0) -> KVStore:
+    """Backend ``name`` in ``folder`` for ``rows`` rows of ``dim`` floats."""
     cls = BACKENDS.get(name)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    return cls(folder, dim)
+    return cls(folder, dim, rows)
 
 
 def measure_reads(

@@ -355,7 +355,7 @@ def _measure_backend(cfg, uniq, vectors, inv, mcodes, moff, warm_lookups) -> dic
     rows = vectors
     dim = int(rows.shape[1])
     with tempfile.TemporaryDirectory(prefix="nmp-cache-") as folder:
-        store = open_store(cfg.backend, Path(folder), dim)
+        store = open_store(cfg.backend, Path(folder), dim, len(uniq))
         try:
             store.put_rows(uniq, rows)
             miss = mcodes == engine.MISS

@@ -53,3 +53,33 @@ def test_backend_round_trips_every_row(tmp_path, backend):
 def test_unknown_backend(tmp_path):
     with pytest.raises(NmpError, match="unknown backend 'redis'"):
         open_store("redis", tmp_path, 4)
+
+
+# Under `ulimit -v` of 2 GiB: the map was a fixed 16 GiB of address space, which lmdb could
+# not reserve (an internal MemoryError); sized to the rows it fits, and holds them all
+LMDB_ULIMIT_SCRIPT = """
+import resource, sys, tempfile
+import numpy as np
+resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, resource.RLIM_INFINITY))
+from nmp.cache.kvstore import open_store
+rng = np.random.default_rng(3)
+keys = np.unique(rng.integers(0, 1 << 40, 200_000))
+rows = rng.standard_normal((keys.size, 64)).astype(np.float32)
+with tempfile.TemporaryDirectory() as folder:
+    store = open_store("lmdb", folder, 64, keys.size)
+    store.put_rows(keys, rows)
+    assert np.array_equal(store.get_rows(keys[::997]), rows[::997])
+    store.close()
+print("ok")
+"""
+
+
+def test_lmdb_map_is_sized_to_its_rows() -> None:
+    import subprocess
+    import sys
+
+    pytest.importorskip("lmdb")
+    run = subprocess.run(
+        [sys.executable, "-c", LMDB_ULIMIT_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
