@@ -72,6 +72,9 @@ SHARD_GPU_BYTES = 1024
 TRAIN_BASE_BYTES = 440 * 1024**2
 TRAIN_RECORD_FACTOR = 6
 TRAIN_SAMPLE_BYTES = 1536
+# An MLP weight's bytes: itself, its gradient and two optimizer words, fp32 (chosen: Adam's
+# count, the most any dense optimizer of the trainer keeps)
+TRAIN_MLP_BYTES_PER_PARAM = 16
 TRAIN_NODE_BYTES = 512 * 1024
 TRIAL_BYTES = 32
 FAILURE_BYTES = 80
@@ -307,20 +310,26 @@ def train_estimate(
     samples: float,
     nodes: int,
     records_key: str = "train.max_rows",
+    mlp_params: dict[str, float] | None = None,
 ) -> Estimate:
     """``nmp train``: the embedding records (``rows`` of ``dim`` floats and their optimizer
-    state), the samples a run holds (a step's batch and the held-out batches) and the
-    per-node state of ``nodes`` memory nodes."""
+    state), the samples a run holds (a step's batch and the held-out batches), the per-node
+    state of ``nodes`` memory nodes and the MLPs' parameters (``mlp_params``: per key, e.g.
+    ``train.bottom``, its weights)."""
     terms = {
         records_key: rows * (TRAIN_RECORD_FACTOR * 4 * (dim + state_floats_per_row)),
         "train.batch": samples * TRAIN_SAMPLE_BYTES,
         "train.nodes": nodes * TRAIN_NODE_BYTES,
     }
+    for key, params in (mlp_params or {}).items():
+        terms[key] = params * TRAIN_MLP_BYTES_PER_PARAM
     key = max(terms, key=terms.__getitem__)
+    mlps = sum((mlp_params or {}).values())
     return Estimate(
         TRAIN_BASE_BYTES + sum(terms.values()),
         key,
-        f"{rows:,.0f} embedding rows of {dim} floats, {samples:,.0f} samples held, {nodes:,} nodes",
+        f"{rows:,.0f} embedding rows of {dim} floats, {samples:,.0f} samples held, {nodes:,} "
+        f"nodes, {mlps:,.0f} MLP weights",
     )
 
 

@@ -172,6 +172,23 @@ NON_FINITE_CASES = [
         ["train", "--strategy", "none", "--set", "train.lr_dense=inf"],
         "train.lr_dense",
     ),
+    # storage of 1e-300 GB/s printed nan rows (exit 0) or overflowed; MLP layers of 10^8 units
+    # failed in torch's allocator after 13 s (the guard counted rows, samples and nodes)
+    (
+        "train-extrapolate-storage-1e-300",
+        ["train", "--extrapolate", "--storage-gbps", "1e-300"],
+        "key '--storage-gbps': must be >= 1e-06",
+    ),
+    (
+        "train-set-storage-1e-300",
+        ["train", "--strategy", "checkpoint", "--set", "train.storage_gbps=1e-300"],
+        "key 'train.storage_gbps': must be >= 1e-06",
+    ),
+    (
+        "train-bottom-1e8-wide",
+        ["train", "--strategy", "ecrec", "--set", "train.bottom=[100000000,100000000]"],
+        "key 'train.bottom': this run needs about",
+    ),
     (
         "evaluate-check-nan-axis",
         ["evaluate", "{tmp}/nan-axis.toml", "--check"],

@@ -20,6 +20,11 @@ from nmp.parity_codes import PARITY_CODES
 from nmp.train.intervals import INTERVAL_RULES
 from nmp.train.optim import DENSE_OPTIMIZERS, OPTIMIZERS
 
+# The slowest storage and host a run may model: below them a checkpoint's or a step's time
+# overflows to inf (storage_gbps = 1e-300 printed "nan %" rows and invalid JSON). Chosen: a
+# kilobyte a second, a thousand operations a second.
+SLOWEST = {"storage_gbps": 1e-6, "host_flops": 1e3}
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -158,6 +163,9 @@ class TrainConfig:
         for name in ("storage_gbps", "host_flops", "mtbf_steps", "lr_embedding", "lr_dense"):
             if not getattr(self, name) > 0:  # NaN fails too
                 raise KeyedValueError(name, "must be > 0")
+        for name, least in SLOWEST.items():
+            if getattr(self, name) < least:
+                raise KeyedValueError(name, f"must be >= {least:g}, got {getattr(self, name):g}")
         if not 0.0 < self.cpr_fraction <= 1.0:
             raise KeyedValueError("cpr_fraction", "must be in (0, 1]")
         if not 0.0 < self.ssu_sample <= 1.0:

@@ -40,6 +40,7 @@ from typing import Any, cast
 import numpy as np
 
 from nmp.errors import NmpError
+from nmp.train.config import SLOWEST
 from nmp.train.data import NUM_DENSE
 from nmp.train.intervals import INTERVAL_RULES
 from nmp.train.partial_save import at_scale, workload_rates
@@ -126,6 +127,9 @@ class DeploymentSpec:
         for key in ("server_mtbf_hours", "storage_gbps", "host_flops", "horizon_hours"):
             if not getattr(self, key) > 0:
                 raise NmpError("must be > 0", key=key)
+        for key, least in SLOWEST.items():
+            if getattr(self, key) < least:
+                raise NmpError(f"must be >= {least:g}, got {getattr(self, key):g}", key=key)
         for key in ("lookup", "pooled", "row_grad", "parity_delta", "repair"):
             if not getattr(self, f"traffic_{key}") >= 0:
                 raise NmpError("must be >= 0", key=f"traffic_{key}")
