@@ -61,6 +61,7 @@ LATEST = "latest"
 # Result fields that measure wall-clock time: moved from results.jsonl to timings.jsonl.
 TIMING_FIELDS = frozenset({"lp_solve_s"})
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
+MAX_RUN_CHARS = 200  # a folder name holds 255 bytes; room for a "-2" of a second run
 
 
 class Progress(Protocol):
@@ -123,6 +124,8 @@ def claim_run_dir(base: Path, name: str) -> Path:
 
 def check_run_name(run: str) -> None:
     """A ``--run`` name is one folder under ``--out``: no ``/``, no ``..``, no leading dot."""
+    if len(run) > MAX_RUN_CHARS:
+        raise NmpError(f"--run: a run name is at most {MAX_RUN_CHARS} characters, got {len(run):,}")
     if not _SAFE_NAME.match(run) or run in (".", ".."):
         raise NmpError(
             f"--run {run!r}: a run name is one folder name (letters, digits, '._+-', not "

@@ -67,6 +67,9 @@ class DesignSpec:
         return self.name or self.arch
 
 
+MAX_NAME_CHARS = 128  # a sweep's name, its run folders' stem
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     """A sweep file, as loaded (axes flattened to dotted paths, designs merged)."""
@@ -93,6 +96,11 @@ class SweepSpec:
     locality_scan: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
+        if not 0 < len(self.name) <= MAX_NAME_CHARS:
+            # it names the run's folder (with a time stamp): a file name holds 255 bytes
+            raise KeyedValueError(
+                "name", f"must be 1..{MAX_NAME_CHARS} characters, got {len(self.name):,}"
+            )
         if not self.workloads:
             raise KeyedValueError("workloads", "must name at least one workload")
         if not self.archs and not self.designs:
