@@ -70,6 +70,24 @@ def check_output_path(path: str | Path) -> None:
         )
 
 
+def check_writable_output(path: str | Path) -> None:
+    """:func:`check_output_path`, and that ``path`` can be written where it is: its nearest
+    existing folder takes a new file (one is created and removed). For an output written
+    after minutes of work (``nmp measure host --out /proc/x.toml`` failed after 29 s)."""
+    check_output_path(path)
+    folder = Path(path).absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    import tempfile  # (on use: see atomic_file)
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".nmp-probe-", dir=folder)
+    except OSError as exc:
+        raise NmpError(f"cannot write into {folder}: {exc.strerror}", file=str(path)) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 @contextlib.contextmanager
 def open_regular(path: str | Path) -> Iterator[BinaryIO]:
     """``path`` opened for reading if it is a regular file (a symbolic link to one is

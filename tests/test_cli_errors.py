@@ -690,6 +690,17 @@ ISSUE_42_CASES = [
         "key '--batches'",
     ),
     ("measure-out-link", ["measure", "host", "--out", "{tmp}/link.toml"], "symbolic link"),
+    # refused after 29 s of measuring; now before any
+    (
+        "measure-out-in-proc",
+        ["measure", "host", "--out", "/proc/x.toml"],
+        "cannot write into /proc",
+    ),
+    (
+        "cache-save-requests-in-proc",
+        ["cache", "--no-accuracy", "--save-requests", "/proc/r.txt"],
+        "cannot write into /proc",
+    ),
     # tracebacks: a row index beyond int64 in a request file
     (
         "cache-request-file-huge-row",

@@ -26,7 +26,7 @@ import sys
 from nmp.cache.kvstore import BACKENDS
 from nmp.cache.policy import names
 from nmp.errors import NmpError
-from nmp.fileio import check_output_path
+from nmp.fileio import check_writable_output
 
 # The `nmp cache` command: nmp.cli reads this literal without importing the module
 # (name, place in `nmp --help`, one-line help; nmp.cli.command_table).
@@ -45,7 +45,7 @@ def _run(args: argparse.Namespace) -> int:
     from nmp.cache.serve import CacheConfig, run_cache, save_requests
 
     if args.save_requests:  # refused before the work, not after it (a link, a device, a pipe)
-        check_output_path(args.save_requests)
+        check_writable_output(args.save_requests)
     if args.alpha is not None and not args.alpha > 0:  # (0 in a config keeps the workload's)
         raise NmpError(f"--alpha must be > 0, got {args.alpha:g} (leave it out: the workload's)")
     fields = {

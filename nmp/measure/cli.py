@@ -33,9 +33,10 @@ def _measure(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix != ".toml":
         raise NmpError(f"--out {out}: a host preset is a .toml file")
-    from nmp.fileio import atomic_write_text, check_output_path
+    from nmp.fileio import atomic_write_text, check_writable_output
 
-    check_output_path(out)  # a link, a device, a folder: refused before minutes of measuring
+    # a link, a device, a folder, a place that takes no file: refused before minutes of work
+    check_writable_output(out)
     _check_memory(args, batches)
     from nmp.measure import host, kernel, sysinfo
     from nmp.report.progress import activity
