@@ -27,7 +27,7 @@ import nmp.guard as guard
 from nmp.cache import engine, quant
 from nmp.cache import policy as policies
 from nmp.cache.accuracy import auc_change
-from nmp.cache.kvstore import measure_reads, open_store
+from nmp.cache.kvstore import BACKENDS, measure_reads, open_store
 from nmp.cache.neighbors import substitute_map
 from nmp.cache.requestfile import load_request_file, save_request_file
 from nmp.cache.requests import RequestStream, request_stream, stream_from_batches
@@ -113,6 +113,8 @@ class CacheConfig:
             )
         if self.request_file and self.index_file:
             raise NmpError("cache: give a request file or an index file, not both")
+        if self.backend and self.backend not in BACKENDS:
+            raise NmpError(f"cache: {BACKENDS.unknown_message(self.backend)}")
         self.user_model().check()
         # a preset that is no memory (or none, "") is refused now, not after the simulation
         from nmp.memory import load_memory

@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -95,13 +96,40 @@ def check_params(params: dict) -> dict:
     for d in p["l2_dtypes"]:
         if d not in L2_DTYPES:
             raise NmpError(f"params.l2_dtypes: unknown dtype '{d}'")
-    if not p["l1_mb"] or any(not (x > 0) for x in p["l1_mb"]):
+    if not p["l1_mb"] or any(not _number(x) or not x > 0 for x in p["l1_mb"]):
         raise NmpError("params.l1_mb: a non-empty list of sizes > 0")
+    for key in ("alphas", "l3_bounds"):
+        if any(not _number(x) or x < 0 for x in p[key]):
+            raise NmpError(f"params.{key}: numbers >= 0, got {p[key]!r}")
+    if not _number(p["dtype_l1_mb"]) or not p["dtype_l1_mb"] > 0:
+        raise NmpError(f"params.dtype_l1_mb: a size > 0, got {p['dtype_l1_mb']!r}")
+    for key, least in (("requests", 1), ("warmup", 0), ("train_steps", 1), ("seed", 0)):
+        if isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < least:
+            raise NmpError(f"params.{key}: an integer >= {least}, got {p[key]!r}")
+    if not isinstance(p["accuracy"], bool):
+        raise NmpError(f"params.accuracy: true or false, got {p['accuracy']!r}")
+    for key in ("workload", "backend"):
+        if not isinstance(p[key], str):
+            raise NmpError(f"params.{key}: a name, got {p[key]!r}")
+    for cfg in configs_of(p):  # every point's own checks (sizes, counts, the backend)
+        try:
+            cfg.check()
+        except NmpError as exc:
+            raise NmpError(f"params: {exc.message}") from None
     return p
 
 
+def _number(x: object) -> bool:
+    """A finite int or float, not a bool."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def configs(params: dict) -> list[CacheConfig]:
-    p = check_params(params)
+    return configs_of(check_params(params))
+
+
+def configs_of(p: dict) -> list[CacheConfig]:
+    """The study's points, of parameters :func:`check_params` completed."""
     common = {
         "workload": p["workload"],
         "requests": p["requests"],

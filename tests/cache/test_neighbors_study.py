@@ -58,3 +58,24 @@ def test_study_writes_its_files(tmp_path):
         run_study({"l1_mb": 1.0}, out_dir=tmp_path)
     with pytest.raises(NmpError, match="params.l3_bounds must not be empty"):
         run_study({"l3_bounds": []}, out_dir=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        # each was an internal TypeError mid-run, or (accuracy "yes") taken as true
+        ({"requests": "x"}, "params.requests: an integer >= 1"),
+        ({"warmup": 1.5}, "params.warmup: an integer >= 0"),
+        ({"dtype_l1_mb": "big"}, "params.dtype_l1_mb: a size > 0"),
+        ({"l3_bounds": ["x"]}, "params.l3_bounds: numbers >= 0"),
+        ({"l1_mb": ["1"]}, "params.l1_mb: a non-empty list of sizes > 0"),
+        ({"accuracy": "yes"}, "params.accuracy: true or false"),
+        ({"backend": "/tmp/x"}, "unknown backend '/tmp/x'"),
+        ({"l1_mb": [1e15]}, "l1_mb must be at most 2\\^20 MiB"),
+    ],
+)
+def test_study_params_are_checked_before_any_point(params, message) -> None:
+    from nmp.cache.study import check_params
+
+    with pytest.raises(NmpError, match=message):
+        check_params(params)
