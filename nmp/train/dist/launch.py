@@ -444,6 +444,7 @@ def launch(spec, kills: list[Kill], *, spares: int = 1) -> dict[str, Any]:
     os.environ["NMP_AGENT"] = str(agent)
     run_dir = Path(spec.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    _clear_outputs(run_dir)
     spec.write(run_dir / "spec.json")
     lau = Launcher(spec, store, kills, spares=spares, agent=agent, agents=agents)
     try:
@@ -451,12 +452,36 @@ def launch(spec, kills: list[Kill], *, spares: int = 1) -> dict[str, Any]:
     finally:
         lau.stop()
     rec["results"] = {
-        p.stem.replace("-", ":"): json.loads(p.read_text())
-        for p in sorted((run_dir / "result").glob("*.json"))
+        p.stem.replace("-", ":"): _read_result(p) for p in sorted((run_dir / "result").glob("*.json"))
     }
     rec["traffic"] = lau.traffic()
     rec["coordinator"] = lau.coordinator
     return rec
+
+
+# What a run's processes write into its folder (nmp.train.dist.proc): a reused --run-dir
+# kept an earlier run's, which were merged into this one's results
+OUTPUT_FOLDERS = ("result", "final")
+
+
+def _clear_outputs(run_dir: Path) -> None:
+    """Remove an earlier run's results from ``run_dir`` (only the files its processes write)."""
+    for name in OUTPUT_FOLDERS:
+        folder = run_dir / name
+        if folder.is_dir() and not folder.is_symlink():
+            for path in folder.iterdir():
+                if path.suffix in (".json", ".npz") and path.is_file() and not path.is_symlink():
+                    path.unlink()
+
+
+def _read_result(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise NmpError(f"not a result this run wrote ({exc})", file=str(path)) from None
+    if not isinstance(data, dict):
+        raise NmpError("not a result this run wrote (not an object)", file=str(path))
+    return data
 
 
 _RUNS = [0]
