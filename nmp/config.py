@@ -71,6 +71,14 @@ def project_root() -> Path:
                 f"NMP_HOME={env}: no models/ folder there (it names the folder that holds "
                 "models/ and workloads/; unset it to use the kit's own)"
             )
+        from nmp.fileio import others_can_write  # (on use: most commands never set it)
+
+        for folder in (root, root / "models", root / "workloads"):
+            why = others_can_write(folder)
+            if why:
+                raise SpecError(
+                    f"NMP_HOME={env}: presets are not read from {folder}: {why} (chmod o-w it)"
+                )
         return root
     return _package_root()
 

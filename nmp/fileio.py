@@ -70,6 +70,22 @@ def check_output_path(path: str | Path) -> None:
         )
 
 
+def others_can_write(path: str | Path) -> str | None:
+    """Why another user could have written into folder ``path`` (owned by another user but
+    root, or writable by all without the sticky bit), else None: what it holds is not read.
+    (Group-writable folders pass: with user-private groups, as Debian's default umask 002
+    makes them, the group is the user.)"""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if st.st_uid not in (os.getuid(), 0):
+        return f"it belongs to user {st.st_uid}"
+    if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+        return f"every user may write into it (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
 def check_writable_output(path: str | Path) -> None:
     """:func:`check_output_path`, and that ``path`` can be written where it is: its nearest
     existing folder takes a new file (one is created and removed). For an output written

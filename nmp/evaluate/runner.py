@@ -51,7 +51,12 @@ from nmp.evaluate.store import (
     run_lock,
 )
 from nmp.evaluate.sweep import Point, SweepSpec
-from nmp.fileio import atomic_write_json, atomic_write_text, claim_new_folder
+from nmp.fileio import (
+    atomic_write_json,
+    atomic_write_text,
+    claim_new_folder,
+    others_can_write,
+)
 from nmp.results import result_problem
 
 RESULTS = "results.jsonl"
@@ -223,8 +228,13 @@ def check_same_plan(run_dir: Path, sweep_name: str, keys: list[str]) -> None:
 
 
 def check_run_dir(run_dir: Path, *, resume: bool) -> None:
-    """A new run needs a folder without results; a resumed one, a folder with a plan."""
+    """A new run needs a folder without results; a resumed one, a folder with a plan that
+    only this user could have written (its sweep and results are read back)."""
     if resume:
+        for folder in (run_dir.parent, run_dir):
+            why = others_can_write(folder)
+            if why:
+                raise NmpError(f"not resumed from {folder}: {why} (chmod o-w it)")
         if not (run_dir / "plan.json").exists():
             raise NmpError(f"nothing to resume in {run_dir} (no plan.json)")
     elif (run_dir / RESULTS).exists() and (run_dir / RESULTS).stat().st_size > 0:
