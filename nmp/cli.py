@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         # the last resort of the one-line contract (docs/limits.md): a traceback is for
         # developers, who ask for it
-        if os.environ.get("NMP_DEBUG"):
+        if os.environ.get("NMP_DEBUG", "").strip() not in ("", "0"):  # (NMP_DEBUG=0: off)
             raise
         print(f"nmp: error: {_internal_error(exc)}", file=sys.stderr)
         return 1

@@ -45,9 +45,12 @@ def engine_threads(channels: int, transactions: int) -> int:
     env = os.environ.get("NMP_ENGINE_THREADS", "").strip()
     if env:
         try:
-            return max(1, int(env))
+            count = int(env)
         except ValueError:
-            raise NmpError(f"NMP_ENGINE_THREADS={env!r}: expected a count of threads") from None
+            count = 0
+        if count < 1:  # (-1 ran on one thread, silently)
+            raise NmpError(f"NMP_ENGINE_THREADS={env!r}: expected a count of threads >= 1")
+        return count
     if channels < 2 or transactions < _THREADS_MIN_TX:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

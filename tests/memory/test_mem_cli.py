@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +127,37 @@ def test_replay_progress_hook_counts_transactions() -> None:
         replay(reqs[:100], spec)
     replay(reqs, spec)
     assert seen == [300, 100]
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "many"])
+def test_engine_threads_from_the_environment_are_a_count(monkeypatch, value) -> None:
+    """NMP_ENGINE_THREADS=-1 ran on one thread without a word (NMP_THREADS refuses it)."""
+    from nmp.errors import NmpError
+    from nmp.memory.backend import engine_threads
+
+    monkeypatch.setenv("NMP_ENGINE_THREADS", value)
+    with pytest.raises(NmpError, match="NMP_ENGINE_THREADS=.*a count of threads >= 1"):
+        engine_threads(8, 10**6)
+    monkeypatch.setenv("NMP_ENGINE_THREADS", "3")
+    assert engine_threads(8, 10**6) == 3
+
+
+TRACE = str(Path(__file__).resolve().parents[2] / "traces" / "emb_zipf_a0.8_r1m_rb64_p40.trace.gz")
+
+
+@pytest.mark.parametrize(("debug", "raises"), [("", False), ("0", False), ("1", True)])
+def test_nmp_debug_0_keeps_the_one_line_error(monkeypatch, capsys, debug, raises) -> None:
+    """NMP_DEBUG=0 showed the traceback, as NMP_DEBUG=1 does."""
+    import nmp.memory.cli as memory_cli
+
+    def broken(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(memory_cli, "memory_spec", broken)
+    monkeypatch.setenv("NMP_DEBUG", debug)
+    if raises:
+        with pytest.raises(RuntimeError, match="a bug"):
+            main(["replay", TRACE])
+        return
+    assert main(["replay", TRACE]) == 1
+    assert "internal error: RuntimeError: a bug" in capsys.readouterr().err
