@@ -158,6 +158,7 @@ def _sweep_of_bad_key_assumption(path: Path) -> None:
 MAKERS: dict[str, Callable[[Path], None]] = {
     "bad-explain.toml": _text(SMALL_SWEEP + 'explain = "some"\n'),
     "bad-key-sweep.toml": _sweep_of_bad_key_assumption,
+    "tables-axis.toml": _text(SMALL_SWEEP + '[axes]\n"workload.tables" = [[]]\n'),
     "name-300.toml": _text(SMALL_SWEEP.replace('name = "small"', 'name = "' + "n" * 300 + '"')),
     "bad-key-root.toml": _text(_preset_with(('"arch.replicate_hot_rows"', '"wrong.root"'))),
     "arch-memory-nosuch.toml": _text(_preset_with(('preset = "ddr5-4800an"', 'preset = "nosuch"'))),

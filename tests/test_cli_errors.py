@@ -27,6 +27,12 @@ SECONDS = 60
 CASES = [
     # the report's explanations (issue 42): the explain key, a preset's key assumptions
     ("evaluate-explain-bad-value", ["evaluate", "{tmp}/bad-explain.toml", "--check"], "explain"),
+    # passed --check and failed in the run, naming neither the file nor the axis
+    (
+        "evaluate-tables-axis-on-compact-workload",
+        ["evaluate", "{tmp}/tables-axis.toml", "--check"],
+        "tables-axis.toml: key 'axes.workload.tables'",
+    ),
     # a long name passed --check and failed at the run folder, blaming --out
     ("evaluate-name-300", ["evaluate", "{tmp}/name-300.toml", "--check"], "key 'name': must be"),
     ("evaluate-run-300", ["evaluate", "{tmp}/small.toml", "--run", "r" * 300], "at most 200"),

@@ -27,6 +27,7 @@ from nmp.evaluate.point import check_design, design_memory_args, load_design_spe
 from nmp.evaluate.sweep import ROOTS, Point, SweepSpec, axis_paths, expand, is_linked
 from nmp.memory import load_memory
 from nmp.workload import load_workload
+from nmp.workload.spec import check_table_overrides
 
 
 class SpecProvider(Protocol):
@@ -117,12 +118,18 @@ def resolve_point(point: Point, provider: SpecProvider) -> dict[str, Any]:
     }
 
 
+def _workload_with(provider: SpecProvider, name: str, overrides: dict[str, Any]) -> Any:
+    """Workload ``name`` with ``overrides``, refused as :func:`nmp.workload.load_workload`
+    refuses them (a table override that the workload's form would drop)."""
+    base = provider.workload(name)
+    check_table_overrides(base, overrides)
+    return apply_overrides(base, overrides, root="workload")
+
+
 def resolve_specs(point: Point, provider: SpecProvider) -> tuple[Any, Any, Any]:
     """(architecture spec, memory spec or None, workload spec) after the point's overrides."""
     grouped = split_overrides(point.overrides, ROOTS)
-    workload = apply_overrides(
-        provider.workload(point.workload), grouped["workload"], root="workload"
-    )
+    workload = _workload_with(provider, point.workload, grouped["workload"])
     arch_spec = provider.arch(point.arch, point.memory)
     arch_spec = apply_overrides(arch_spec, grouped["arch"], root="arch")
     memory_spec = provider.memory_for(arch_spec)
@@ -290,9 +297,7 @@ class _Resolver:
         grouped = split_overrides(point.overrides, ROOTS)
         wkey = repr((point.workload, list(grouped["workload"].items())))
         if wkey not in self.workloads:
-            workload = apply_overrides(
-                self.provider.workload(point.workload), grouped["workload"], root="workload"
-            )
+            workload = _workload_with(self.provider, point.workload, grouped["workload"])
             self.workloads[wkey] = (_canonical(to_mapping(workload)), _lookups(workload))
         akey = repr((point.arch, point.memory, list(grouped["arch"].items())))
         if akey not in self.archs:

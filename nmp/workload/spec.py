@@ -422,13 +422,10 @@ def _plain(value: Any) -> bool:
     return False
 
 
-def _load_workload(path: Path, overrides: dict[str, Any] | None) -> WorkloadSpec:
-    data = load_toml(path)
-    data.setdefault("name", path.stem)
-    spec = workload_from_mapping(data, file=str(path))
-    if not overrides:
-        return spec
-    overrides = dict(overrides)
+def check_table_overrides(spec: WorkloadSpec, overrides: dict[str, Any]) -> None:
+    """Refuse overrides of ``tables`` that the spec's form would silently drop: any, on a
+    compact-form workload (its tables are rebuilt from rows); a table's dim or dtype where a
+    global one overrides every table's."""
     for key in overrides:
         if key.startswith("tables.") or key == "tables":
             if spec.compact:
@@ -446,6 +443,16 @@ def _load_workload(path: Path, overrides: dict[str, Any] | None) -> WorkloadSpec
                     f"set workload.{field} (or workload.{field}=0/'' first)",
                     key=f"workload.{key}",
                 )
+
+
+def _load_workload(path: Path, overrides: dict[str, Any] | None) -> WorkloadSpec:
+    data = load_toml(path)
+    data.setdefault("name", path.stem)
+    spec = workload_from_mapping(data, file=str(path))
+    if not overrides:
+        return spec
+    overrides = dict(overrides)
+    check_table_overrides(spec, overrides)
     if "distribution" not in overrides:
         chosen = _selected_distribution(spec, overrides)
         if chosen is not None:
