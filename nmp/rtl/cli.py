@@ -40,8 +40,10 @@ def _config(args: argparse.Namespace, **over):
     try:
         return ParityUnitConfig(**fields)
     except NmpError as exc:  # the unit's field is the flag's value: name the flag
-        if exc.key in ("width", "depth", "stages") and exc.key not in over:
-            raise type(exc)(exc.message, key=f"--{exc.key}") from None
+        if exc.key in ("width", "depth", "stages"):
+            # (``rtl report`` gives the width of each of its --widths)
+            flag = f"--{exc.key}s" if exc.key in over else f"--{exc.key}"
+            raise type(exc)(exc.message, key=flag) from None
         raise
 
 

@@ -35,6 +35,8 @@ def test_bad_width_is_a_clean_error(tmp_path, capsys):
     assert main(["rtl", "export", "--width", "20", "--out", str(tmp_path)]) == 1
     assert "key '--width'" in capsys.readouterr().err  # the flag, not the unit's field
     assert list(tmp_path.iterdir()) == []
+    assert main(["rtl", "report", "--widths", "64", "7"]) == 1
+    assert "key '--widths'" in capsys.readouterr().err
 
 
 def test_report_json_from_cache(capsys):
