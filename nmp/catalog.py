@@ -50,12 +50,11 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(catalog, indent=2))
         return 0
     # rich takes a noticeable fraction of a second to import: only for a table
-    from rich.console import Console
-
-    # rich: loaded on use (start-up time)
     from rich.table import Table
 
-    console = Console()
+    from nmp.report.console import make_console
+
+    console = make_console()
     for kind, members in catalog.pop("registries", {}).items():
         table = Table(title=f"registry: {kind}", title_justify="left")
         for col in ("name", "description", "module"):

@@ -153,8 +153,9 @@ def _row_line(row) -> str:
 
 
 def _print_measured(m, out: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from nmp.report.console import make_console
 
     t = Table(title=f"{m.cpu}: host preset written to {out}")
     t.add_column("key")
@@ -164,12 +165,13 @@ def _print_measured(m, out: Path) -> None:
         if k in ("cpu", "source"):
             continue
         t.add_row(k, str(v), m.notes.get(k, ""))
-    Console().print(t)
+    make_console().print(t)
 
 
 def _print_check(rows, plan, load) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from nmp.report.console import make_console
 
     t = Table(
         title=f"measured vs model ({plan.workload}, tables capped at {plan.max_rows:,} rows; "
@@ -202,7 +204,7 @@ def _print_check(rows, plan, load) -> None:
             "pass" if r.within else "[red]FAIL[/]",
             r.model_bottleneck,
         )
-    c = Console()
+    c = make_console()
     c.print(t)
     for k, why in plan.skipped.items():
         c.print(f"{k}: skipped: {why}")

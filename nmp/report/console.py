@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -84,12 +85,22 @@ def print_point(
         console.print(bt)
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """A reader that left (``nmp models | head -2``): what ``nmp``'s other output does,
+        the end of the command with status 0 (rich's own exits with 1)."""
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise BrokenPipeError
+
+
 def make_console(*, stderr: bool = False) -> Console:
     """A console for command output: on a terminal its width; piped or redirected, wide
     enough (200 columns) that tables are not wrapped at 80 nor names split mid-word."""
-    console = Console(stderr=stderr)
+    console = _Console(stderr=stderr)
     if not console.is_terminal:
-        console = Console(stderr=stderr, width=200)
+        console = _Console(stderr=stderr, width=200)
     return console
 
 
