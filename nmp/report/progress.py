@@ -50,12 +50,32 @@ DEFAULT_INTERVAL_S = 5.0  # chosen: "every few seconds"; a CI log of a 60 s run 
 
 
 def interval_s() -> float:
-    """Seconds between two plain progress lines (``NMP_PROGRESS_EVERY_S``, default 5)."""
-    try:
-        value = float(os.environ.get("NMP_PROGRESS_EVERY_S", DEFAULT_INTERVAL_S))
-    except ValueError:
+    """Seconds between two plain progress lines (``NMP_PROGRESS_EVERY_S``, default 5; a value
+    that is no number of seconds above 0 is said once, on stderr, and the default taken)."""
+    text = os.environ.get("NMP_PROGRESS_EVERY_S", "").strip()
+    if not text:
         return DEFAULT_INTERVAL_S
-    return value if value > 0 else DEFAULT_INTERVAL_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value > 0 and value != float("inf"):
+        return value
+    _say_bad_interval(text)
+    return DEFAULT_INTERVAL_S
+
+
+_SAID: set[str] = set()
+
+
+def _say_bad_interval(text: str) -> None:
+    if text not in _SAID:  # (once per value, not at every line)
+        _SAID.add(text)
+        print(
+            f"nmp: warning: NMP_PROGRESS_EVERY_S={text!r}: not a number of seconds > 0; "
+            f"{DEFAULT_INTERVAL_S:g} s used",
+            file=sys.stderr,
+        )
 
 
 def _mode(quiet: bool) -> str:

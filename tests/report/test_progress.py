@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from nmp.report import progress
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,3 +137,16 @@ def test_sweep_lines_between_points_off_a_terminal(monkeypatch) -> None:
     lines.finish()
     assert "nmp: sweep: running for" in err.getvalue()
     assert "(1 of 3 points done)" in err.getvalue()
+
+
+@pytest.mark.parametrize("value", ["abc", "nan", "-1", "0", "inf"])
+def test_a_bad_interval_is_said_once_and_the_default_taken(monkeypatch, capsys, value) -> None:
+    """NMP_PROGRESS_EVERY_S=abc (or nan, -1) was taken as 5 s without a word."""
+    monkeypatch.setattr(progress, "_SAID", set())
+    monkeypatch.setenv("NMP_PROGRESS_EVERY_S", value)
+    assert progress.interval_s() == progress.DEFAULT_INTERVAL_S
+    assert progress.interval_s() == progress.DEFAULT_INTERVAL_S
+    err = capsys.readouterr().err
+    assert err.count("NMP_PROGRESS_EVERY_S") == 1 and "5 s used" in err
+    monkeypatch.setenv("NMP_PROGRESS_EVERY_S", "2.5")
+    assert progress.interval_s() == 2.5
