@@ -272,13 +272,15 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
 def _make_run_dir(args: argparse.Namespace, base: Path, run_dir: Path, sweep) -> tuple[Path, bool]:
     """The run folder, created if it is new: (folder, whether this run created it)."""
     # numpy: loaded on use (start-up time)
-    from nmp.evaluate.runner import claim_run_dir, default_run_name
+    from nmp.evaluate.runner import default_run_name
+    from nmp.fileio import claim_new_folder
 
     try:
         if args.run is None and not args.resume:
             # an auto-named run: a folder of its own even if another run started this second
             try:
-                return claim_run_dir(base, default_run_name(sweep)), True
+                # (two runs started in the same second get two folders)
+                return claim_new_folder(base, default_run_name(sweep)), True
             except NmpError as exc:
                 raise NmpError(f"--out {base}: {exc.message}") from None
         if not run_dir.exists():

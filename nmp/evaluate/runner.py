@@ -54,7 +54,6 @@ from nmp.evaluate.sweep import Point, SweepSpec
 from nmp.fileio import (
     atomic_write_json,
     atomic_write_text,
-    claim_new_folder,
     others_can_write,
 )
 from nmp.results import result_problem
@@ -121,12 +120,6 @@ def _check_saved_result(record: dict[str, Any], path: Path, line: int) -> None:
         )
 
 
-def claim_run_dir(base: Path, name: str) -> Path:
-    """Create a new run folder ``base/name`` (``name-2``, ``name-3``... where it exists: two
-    runs started in the same second get two folders): :func:`nmp.fileio.claim_new_folder`."""
-    return claim_new_folder(base, name)
-
-
 def check_run_name(run: str) -> None:
     """A ``--run`` name is one folder under ``--out``: no ``/``, no ``..``, no leading dot."""
     if len(run) > MAX_RUN_CHARS:
@@ -140,7 +133,8 @@ def check_run_name(run: str) -> None:
 
 def resolve_run_dir(base: Path, run: str | None, *, resume: bool, sweep: SweepSpec) -> Path:
     """The run folder: ``base/<run>``; for ``--resume`` without ``--run``, the one ``latest``
-    points to; else a new auto-named one (not created here: see :func:`claim_run_dir`)."""
+    points to; else a new auto-named one (not created here: see
+    :func:`nmp.fileio.claim_new_folder`)."""
     if run is not None and not run.strip():  # was ignored: an auto-named folder, silently
         raise NmpError("--run is empty: give a run folder's name")
     if run == LATEST and not resume:

@@ -19,7 +19,6 @@ from nmp.errors import NmpError
 from nmp.evaluate.executor import Executor, SerialExecutor
 from nmp.evaluate.runner import (
     check_run_name,
-    claim_run_dir,
     default_run_name,
     run_sweep,
     safe_name,
@@ -27,6 +26,7 @@ from nmp.evaluate.runner import (
 )
 from nmp.evaluate.store import read_jsonl
 from nmp.evaluate.sweepcheck import validate_sweep
+from nmp.fileio import claim_new_folder
 
 
 def _keyed():
@@ -107,7 +107,7 @@ def test_two_processes_on_one_folder_run_each_point_once(tmp_path: Path) -> None
 def test_auto_names_are_unique_within_one_second(tmp_path: Path) -> None:
     spec = toy_sweep()
     name = default_run_name(spec)
-    dirs = {claim_run_dir(tmp_path, name) for _ in range(3)}
+    dirs = {claim_new_folder(tmp_path, name) for _ in range(3)}
     assert len(dirs) == 3
     assert all(d.parent == tmp_path for d in dirs)
 
