@@ -232,10 +232,11 @@ def _check_cycles(cycles, *, lines, text: str, path: Path) -> np.ndarray:
     raw = np.array(cycles, dtype="S") if len(cycles) else np.zeros(0, "S1")
     if raw.size and np.char.str_len(raw).max() > 19:
         # a number of 20 digits or more: above 2^62, or written with leading zeros
-        big = next((k for k, v in enumerate(cycles) if int(v) > MAX_ARRIVAL_CYCLE), None)
+        exact = [int(v) for v in cycles]
+        big = next((k for k, v in enumerate(exact) if v > MAX_ARRIVAL_CYCLE), None)
         if big is not None:
             raise _above_max(path, _line_of(big, lines, text))
-        c = np.array([int(v) for v in cycles], np.uint64)
+        c = np.array(exact, np.uint64)
     else:
         c = raw.astype(np.uint64)
     if c.size and int(c.max()) > MAX_ARRIVAL_CYCLE:
