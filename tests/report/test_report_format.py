@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 
 from nmp.report.files import TERMS  # noqa: E402
 from nmp.report.format import fmt_time_ns  # noqa: E402
-from nmp.report.plots import PLOTS, _log_axis, stable_colors  # noqa: E402
+from nmp.report.plots import PLOTS, log_axis, stable_colors  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -34,7 +34,7 @@ def test_log_axes_label_several_ticks(lo: float, hi: float) -> None:
     fig, ax = plt.subplots()
     ax.set_xscale("log")
     ax.scatter([lo, hi], [1, 2])
-    _log_axis(ax.xaxis, [lo, hi])
+    log_axis(ax.xaxis, [lo, hi])
     fig.canvas.draw()
     labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
     visible = [t for t in ax.xaxis.get_major_ticks() if lo * 0.9 <= t.get_loc() <= hi * 1.1]
