@@ -21,13 +21,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Claim models by ``module:function``: the modules of ``nmp.papers`` (one folder per paper,
 #: plus the models several papers share) register theirs when imported.
+#: (The decorator is found as written: ``@claim_model``, ``@plugins.claim_model`` or
+#: ``@nmp.plugins.claim_model``, each alone on its line.)
 CLAIM_MODELS: Registry[Callable[..., Any]] = Registry(
-    "claim model", package="nmp.papers", marker=r"^@claim_model$"
+    "claim model", package="nmp.papers", marker=r"^@(?:nmp\.)?(?:plugins\.)?claim_model$"
 )
 
 #: Custom-study runners by ``module:function``; the modules below register theirs when imported.
 STUDY_RUNNERS: Registry[Callable[..., Any]] = Registry(
-    "study runner", package="nmp", marker=r"^@study_runner$"
+    "study runner", package="nmp", marker=r"^@(?:nmp\.)?(?:plugins\.)?study_runner$"
 )
 
 

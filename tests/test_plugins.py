@@ -84,3 +84,22 @@ def test_every_reference_in_the_data_files_is_registered_in_a_declared_module():
     assert claims and runners
     assert claims <= set(CLAIM_MODELS.names())
     assert runners <= set(STUDY_RUNNERS.names())
+
+
+@pytest.mark.parametrize("prefix", ["", "plugins.", "nmp.plugins."])
+@pytest.mark.parametrize("registry", [STUDY_RUNNERS, CLAIM_MODELS], ids=lambda r: r.kind)
+def test_a_decorated_module_is_found_however_the_decorator_is_spelled(
+    tmp_path, monkeypatch, registry, prefix
+):
+    """docs/extending.md writes ``@nmp.plugins.study_runner``: a module decorated so is found
+    by the registry's scan of the sources, as the bare ``@study_runner`` form is."""
+    from nmp.registry import package_modules
+
+    name = "study_runner" if registry is STUDY_RUNNERS else "claim_model"
+    pkg = tmp_path / "decodemo"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mine.py").write_text(f"import nmp.plugins\n\n@{prefix}{name}\ndef f(): ...\n")
+    (pkg / "other.py").write_text(f"# @{prefix}{name} in a comment\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert package_modules("decodemo", registry._marker) == ["decodemo.mine"]
