@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
@@ -52,6 +54,13 @@ def _module(item: Any) -> str:
     if not isinstance(module, str):
         module = type(item).__module__
     return module
+
+
+def _defines_itself(item: Any) -> bool:
+    """A function or a class names its own module; an instance names its class's."""
+    return isinstance(
+        item, type | types.FunctionType | types.BuiltinFunctionType | types.MethodType
+    )
 
 
 def package_modules(package: str, marker: str | None = None) -> list[str]:
@@ -108,6 +117,8 @@ class Registry(Generic[T]):
         self._marker = marker
         self._order = order
         self._items: dict[str, T] = {}
+        # the module that registered each instance (its class may be defined elsewhere)
+        self._registered_in: dict[str, str] = {}
         self._loaded = package is None
         REGISTRIES[kind] = self
 
@@ -133,7 +144,10 @@ class Registry(Generic[T]):
         key = name if name is not None else getattr(item, "name", None)
         if not isinstance(key, str) or not key:
             raise NmpError(f"a {self.kind} must have a non-empty string name, got {key!r}")
-        return self._add(key, item)
+        added = self._add(key, item)
+        if not _defines_itself(item):
+            self._registered_in[key] = sys._getframe(1).f_globals.get("__name__", "")
+        return added
 
     def _add(self, key: str, item: T) -> T:
         old = self._items.get(key)
@@ -145,6 +159,7 @@ class Registry(Generic[T]):
     def unregister(self, name: str) -> None:
         """Forget ``name`` (a test's temporary variant); nothing if it is not registered."""
         self._items.pop(name, None)
+        self._registered_in.pop(name, None)
 
     # -- finding -------------------------------------------------------------------------------
 
@@ -199,7 +214,12 @@ class Registry(Generic[T]):
     def describe(self) -> list[dict[str, str]]:
         """One row per variant: name, description and defining module (``nmp models``)."""
         return [
-            {"name": k, "description": _describe(v), "module": _module(v)} for k, v in self.items()
+            {
+                "name": k,
+                "description": _describe(v),
+                "module": self._registered_in.get(k) or _module(v),
+            }
+            for k, v in self.items()
         ]
 
     def __contains__(self, name: object) -> bool:

@@ -36,11 +36,8 @@ def test_registries_json_lists_each_family_and_its_members(capsys):
     assert main(["models", "--registries", "--json"]) == 0
     registries = json.loads(capsys.readouterr().out)["registries"]
     assert [m["name"] for m in registries["design family"]] == ["nmp", "gpu"]
-    assert {m["name"] for m in registries["placement policy"]} == {
-        "host",
-        "horizontal",
-        "vertical",
-        "cross-level",
+    assert {"host", "horizontal", "vertical", "cross-level"} <= {
+        m["name"] for m in registries["placement policy"]
     }
     assert "recshard" in {m["name"] for m in registries["sharder"]}
     assert "combined" in {m["name"] for m in registries["GPU kernel variant"]}

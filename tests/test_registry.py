@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+import nmp
 from nmp.errors import NmpError
 from nmp.registry import REGISTRIES, Registry, package_modules
+from tests.shipped import package_files
 
-policy_modules = ("base", "cross_level", "horizontal", "host", "vertical")
-sharder_modules = ("greedy", "lookup", "recshard", "size", "size_lookup")
+# the modules each package holds, read from its folder: a module a user adds is walked too
+NMP = Path(nmp.__file__).parent
+policy_modules = package_files(NMP / "arch" / "policies")
+sharder_modules = package_files(NMP / "shard" / "sharders")
 
 
 @dataclass(frozen=True)
@@ -121,9 +126,9 @@ def test_a_package_is_walked_in_name_order_and_a_marker_filters_it():
         f"nmp.arch.policies.{m}" for m in policy_modules
     ]
     assert package_modules("nmp.workload.distributions") == [
-        f"nmp.workload.distributions.{m}"
-        for m in ("measured", "pareto", "reuse", "uniform", "zipf")
+        f"nmp.workload.distributions.{m}" for m in package_files(NMP / "workload" / "distributions")
     ]
+    assert {"base", "cross_level", "horizontal", "host", "vertical"} <= set(policy_modules)
     assert package_modules("nmp.compress", r"^CODECS: ") == ["nmp.compress.codec"]
     assert "nmp.__main__" not in package_modules("nmp")
 
@@ -149,3 +154,19 @@ def test_order_keys_the_listing():
     reg.register(_Variant("late", "2"))
     reg.register(_Variant("early", "1"))
     assert reg.names() == ("early", "late")
+
+
+def test_an_instance_names_the_module_that_registered_it():
+    """A cache policy is a Policy instance (class in nmp.cache.policy) registered by its own
+    module: --registries names that module, not the class's."""
+    from types import SimpleNamespace
+
+    reg = _fresh("test variant")
+    reg.register(SimpleNamespace(name="y", description="its class is types'"))
+    reg.register(_module_level_function, name="f")
+    modules = {r["name"]: r["module"] for r in reg.describe()}
+    assert modules == {"y": __name__, "f": __name__}
+
+
+def _module_level_function() -> None:
+    """A function names its own module."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import lz4.block
 import zstandard
@@ -37,6 +37,7 @@ def _zstd() -> tuple[zstandard.ZstdCompressor, zstandard.ZstdDecompressor]:
 
 
 def zstd_compress(data: bytes | memoryview | np.ndarray) -> bytes:
+    """zstd at level 1: LZ77 and entropy coding (the paper's Huffman stage)."""
     return _zstd()[0].compress(data)  # type: ignore[arg-type]  # any buffer (the stub: bytes)
 
 
@@ -45,6 +46,7 @@ def zstd_decompress(blob: bytes) -> bytes:
 
 
 def lz4_compress(data: bytes | memoryview | np.ndarray) -> bytes:
+    """LZ4 block mode: LZ77 without an entropy stage (fast, weaker on codes)."""
     return lz4.block.compress(data, store_size=True)
 
 
@@ -52,9 +54,18 @@ def lz4_decompress(blob: bytes) -> bytes:
     return lz4.block.decompress(blob)
 
 
-#: The byte compressors a codec may end in: (compress, decompress) by name.
-STAGES: Registry[tuple[Callable[[Any], bytes], Callable[[bytes], bytes]]] = Registry(
-    "compression stage"
-)
-STAGES.register((zstd_compress, zstd_decompress), name="zstd")
-STAGES.register((lz4_compress, lz4_decompress), name="lz4")
+class ByteStage(NamedTuple):
+    """A byte compressor a codec may end in; unpacks as ``(compress, decompress)``."""
+
+    compress: Callable[[Any], bytes]
+    decompress: Callable[[bytes], bytes]
+
+    @property
+    def description(self) -> str:  # (nmp models --registries)
+        return (self.compress.__doc__ or "").strip().splitlines()[0]
+
+
+#: The byte compressors a codec may end in, by name.
+STAGES: Registry[ByteStage] = Registry("compression stage")
+STAGES.register(ByteStage(zstd_compress, zstd_decompress), name="zstd")
+STAGES.register(ByteStage(lz4_compress, lz4_decompress), name="lz4")

@@ -88,6 +88,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from nmp.cliargs import input_file
+    from nmp.shard.registry import sharder_names
 
     p = sub.add_parser(
         "shard",
@@ -103,7 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--sharder",
         default="recshard",
-        help="recshard, size, lookup, size-lookup, or all (default recshard)",
+        help=f"{', '.join(sharder_names())}, or {ALL_SHARDERS} (default recshard)",
     )
     p.add_argument(
         "--set",

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from nmp.arch import load_arch_spec
+from nmp.config import preset_names
 from nmp.workload import load_workload
 
-PRESETS = ("host-cpu", "tensordimm", "recnmp", "trim-g", "trim-b", "recross")
+# every design preset in models/arch/ (a preset a user adds is tested too: docs/extending.md)
+PRESETS = tuple(preset_names("arch"))
+SHIPPED = ("host-cpu", "tensordimm", "recnmp", "trim-g", "trim-b", "recross")
+# the presets with near-memory units (a reduction tree of their own)
+NMP_PRESETS = tuple(p for p in PRESETS if load_arch_spec(p).unit_levels)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import torch
 from nmp.arch import load_arch
 from nmp.workload import generate_batch
 
-from .conftest import PRESETS
+from .conftest import NMP_PRESETS, PRESETS
 
 
 def _reference(arch, batch) -> list[np.ndarray]:
@@ -248,7 +248,7 @@ class _AllTables(_PerTable):
         return out
 
 
-@pytest.mark.parametrize("name", [p for p in PRESETS if p != "host-cpu"])  # (no units, no tree)
+@pytest.mark.parametrize("name", NMP_PRESETS)
 @pytest.mark.parametrize("weighted", [False, True])
 def test_one_pass_over_all_tables_adds_as_the_pass_per_table(
     name, weighted, small_workload, weighted_workload

@@ -7,7 +7,7 @@ import pytest
 from nmp.arch import load_arch, load_arch_spec
 from nmp.errors import SpecError
 
-from .conftest import PRESETS
+from .conftest import NMP_PRESETS, PRESETS, SHIPPED
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -63,3 +63,8 @@ def test_tables_must_fit(small_workload):
     huge = load_workload("recross-eval", {"rows": [2**31, 2**31], "dim": 64})
     with pytest.raises(NmpError, match="do not fit"):
         arch.bind(huge)
+
+
+def test_every_shipped_design_is_tested_and_only_the_host_lacks_units():
+    assert set(SHIPPED) <= set(PRESETS)
+    assert "host-cpu" not in NMP_PRESETS and set(SHIPPED) - {"host-cpu"} <= set(NMP_PRESETS)

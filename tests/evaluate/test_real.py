@@ -16,6 +16,9 @@ from nmp.evaluate.sweep import load_sweep, parse_sweep
 from nmp.evaluate.sweepcheck import validate_sweep
 
 SWEEPS = sorted((project_root() / "workloads" / "sweeps").glob("*.toml"))
+# every study file, the papers' included: a grid sweep or a custom study (a runner), wherever
+# it lies (docs/extending.md: a custom study is a TOML with a runner, in either folder)
+STUDIES = sorted((project_root() / "workloads" / "sweeps").rglob("*.toml"))
 
 
 def test_classic_studies_are_shipped() -> None:
@@ -30,8 +33,16 @@ def test_classic_studies_are_shipped() -> None:
     } <= names
 
 
-@pytest.mark.parametrize("path", SWEEPS, ids=[p.stem for p in SWEEPS])
+@pytest.mark.parametrize("path", STUDIES, ids=[p.stem for p in STUDIES])
 def test_shipped_sweeps_validate(path: Path) -> None:
+    """What ``nmp evaluate FILE --check`` checks: a custom study's runner and params, else the
+    grid's every point."""
+    from nmp.evaluate.study import check_study_params, load_custom_study
+
+    study = load_custom_study(path)
+    if study is not None:
+        check_study_params(study)
+        return
     spec, _ = load_sweep(path)
     keyed = validate_sweep(spec, file=str(path))
     assert len({k for _, k in keyed}) == len(keyed) > 0

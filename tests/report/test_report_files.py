@@ -55,8 +55,10 @@ def test_files_exist(run: tuple[Path, dict]) -> None:
     assert expected <= names
     # the run lock (.lock) stays: deleting it while another run opens it would break the lock
     assert not [n for n in names if n.endswith(".tmp") or (n.startswith(".") and n != ".lock")]
+    from nmp.report.plots import PLOTS
+
     assert sorted(Path(f).name for f in summary["files"]) == sorted(
-        ["summary.json", "report.md", "results.csv", "speedup.png", "pareto.png", "breakdown.png"]
+        ["summary.json", "report.md", "results.csv", *PLOTS]
     )
 
 

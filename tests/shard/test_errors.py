@@ -100,3 +100,16 @@ def test_cli_json_keys(capsys):
         assert key in out
     assert out["solve_s"] >= 0 and len(out["per_gpu"]) == 8
     assert out["step_ms"] == pytest.approx(max(g["t_ms"] for g in out["per_gpu"]))
+
+
+def test_sharder_help_lists_the_registered_sharders(monkeypatch, capsys):
+    """--help names what --sharder takes from the registry, a sharder a user adds included."""
+    from nmp.shard.registry import SHARDERS, get_sharder
+
+    mine = type("Mine", (), {"name": "mine-test", "description": "a user's"})()
+    monkeypatch.setitem(SHARDERS._items, "mine-test", mine)
+    with pytest.raises(SystemExit):
+        main(["shard", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert all(name in out for name in SHARDERS.names())
+    assert "mine-test" in out and get_sharder("recshard")
