@@ -30,7 +30,7 @@ LATENCY_GLOB = "latency-probe-*.json"  # the probe's record, under its own name
 
 
 # The hand-written kernel's registers per thread at each prefetch depth (rows loaded before
-# summing), NVRTC sm_90, measured on an H200 (shared/reference/GPU-H200.md, "Hand-written
+# summing), NVRTC sm_90, measured on an H200 (data/reference/GPU-H200.md, "Hand-written
 # kernels"): the model's input for that depth, as the preset's prefetch_regs_per_thread (30) is
 # for the depth it runs (4).
 PREFETCH_REGS = {4: 30, 8: 32, 16: 34}

@@ -397,7 +397,7 @@ class PinningSpec:
     hit_ratio: float = 0.0
     prefetch_overlaps: bool = True
     # cudaDevAttrMaxAccessPolicyWindowSize; default the H200's 134,217,728 B (measured,
-    # ../shared/reference/GPU-H200.md), for presets that do not name their own.
+    # data/reference/GPU-H200.md), for presets that do not name their own.
     max_window_bytes: int = 134_217_728
 
     def validate(self) -> None:

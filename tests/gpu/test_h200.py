@@ -1,4 +1,4 @@
-"""The h200 preset against the facts measured on a real H200 (../shared/reference/GPU-H200.md),
+"""The h200 preset against the facts measured on a real H200 (data/reference/GPU-H200.md),
 and the register count as a per-build input."""
 
 from __future__ import annotations
