@@ -32,11 +32,6 @@ def daly_interval(delta: float, mtbf: float) -> float:
     return math.sqrt(2.0 * delta * mtbf) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - delta
 
 
-def expected_waste(delta: float, tau: float, mtbf: float, restart: float = 0.0) -> float:
-    """Fraction of time lost to checkpoints and rework: δ/τ + (τ/2 + R)/M."""
-    return delta / tau + (tau / 2.0 + restart) / mtbf
-
-
 def save_npz(path: Path, **arrays: np.ndarray) -> float:
     """Write ``arrays`` to ``path`` atomically; returns the measured wall time in seconds."""
     t0 = time.perf_counter()
