@@ -34,7 +34,7 @@ def register_plot(filename: str, *, rank: int = 100) -> Callable[[PlotFn], PlotF
     report's plots (lower first)."""
 
     def add(fn: PlotFn) -> PlotFn:
-        fn.report_rank = rank  # type: ignore[attr-defined]  (read by PLOTS' order)
+        fn.report_rank = rank  # type: ignore[attr-defined]  # read by PLOTS' order
         return PLOTS.register(fn, name=filename)
 
     return add
