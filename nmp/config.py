@@ -25,6 +25,7 @@ import nmp.toml_cache as toml_cache
 from nmp.errors import NmpError, SpecError
 from nmp.fileio import read_regular
 from nmp.registry import Registry
+from nmp.units import is_number
 
 T = TypeVar("T")
 
@@ -368,7 +369,7 @@ def _convert(value: Any, tp: Any, key: str, file: str | None) -> Any:
             raise SpecError(f"must be an integer, got {value!r}", file=file, key=key)
         return _in_range(value, key, file)
     if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if not is_number(value):
             raise SpecError(f"must be a number, got {value!r}", file=file, key=key)
         if not math.isfinite(value):
             raise SpecError(f"must be a finite number, got {value!r}", file=file, key=key)

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from nmp.units import is_number
+
 
 @dataclass
 class OpResult:
@@ -76,7 +78,7 @@ def result_problem(data: Any) -> tuple[str, str] | None:
             return f"result.{name}", "must be a string"
     for name in HEADLINE_FIGURES:
         v = data.get(name)
-        if isinstance(v, bool) or not isinstance(v, int | float):
+        if not is_number(v):
             return f"result.{name}", f"must be a number, got {v!r}"
         if not math.isfinite(v) or v < 0:
             return f"result.{name}", f"must be finite and not below 0, got {v!r}"

@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from nmp.cache.serve import REQUEST_MODELS, CacheConfig, run_cache, workload_spe
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.plugins import study_runner
+from nmp.units import is_finite_number
 
 
 def layered_policies() -> list[str]:
@@ -121,7 +121,7 @@ def check_params(params: dict) -> dict:
 
 def _number(x: object) -> bool:
     """A finite int or float, not a bool."""
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    return is_finite_number(x)
 
 
 def configs(params: dict) -> list[CacheConfig]:

@@ -20,6 +20,7 @@ import numpy as np
 from nmp.config import apply_overrides
 from nmp.errors import NmpError
 from nmp.evaluate.point import design_memory_args, load_design_spec, own_memory
+from nmp.units import is_number
 
 # Keys of a breakdown that hold time split by component, in order of preference.
 TIME_KEYS = ("bounds_ns", "stall_ns", "time_ns", "t_ns", "stalls_ns", "time", "stalls")
@@ -56,7 +57,7 @@ def _numeric_dict(value: Any) -> dict[str, float] | None:
         return None
     out = {}
     for k, v in value.items():
-        if isinstance(v, bool) or not isinstance(v, int | float):
+        if not is_number(v):
             return None
         out[str(k)] = float(v)
     return out
@@ -72,7 +73,7 @@ def components(breakdown: dict[str, Any], keys: Sequence[str], suffix: str) -> d
     return {
         k[: -len(suffix)]: float(v)
         for k, v in breakdown.items()
-        if k.endswith(suffix) and isinstance(v, int | float) and not isinstance(v, bool)
+        if k.endswith(suffix) and is_number(v)
     }
 
 

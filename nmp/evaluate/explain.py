@@ -32,6 +32,7 @@ from nmp.errors import NmpError, SpecError
 from nmp.evaluate.analysis import energy_components, time_components
 from nmp.evaluate.point import load_design_spec
 from nmp.evaluate.sweep import Point
+from nmp.units import is_number
 
 # chosen: a design whose batch time is more than half tail spends most of the batch waiting
 # for its last wave (GPU) or its reduction tree (NMP): the batch does not fill it.
@@ -277,7 +278,7 @@ def explain(
             for a in key_assumptions_or_none(row["arch"]):
                 if a.evidence:
                     value = _lookup(res.get("breakdown") or {}, a.evidence)
-                    if isinstance(value, int | float) and not isinstance(value, bool):
+                    if is_number(value):
                         why["evidence"][a.evidence] = value
                 done = whatifs.get(f"{row['key']}|{a.name}")
                 entry: dict[str, Any] = {

@@ -46,6 +46,7 @@ from nmp.errors import NmpError
 from nmp.evaluate.executor import point_worker_init
 from nmp.fileio import atomic_write_text
 from nmp.plugins import study_runner
+from nmp.units import is_number
 
 # chosen: the share of each table's rows whose lookup share places a measured locality on the
 # Zipf axis (1 %: 100K rows of the largest Criteo table, the order of a host LLC's rows).
@@ -99,7 +100,7 @@ def parse_scan(
     if (
         not isinstance(alphas, list)
         or not 2 <= len(alphas) <= MAX_SCAN_ALPHAS
-        or not all(isinstance(a, int | float) and not isinstance(a, bool) for a in alphas)
+        or not all(is_number(a) for a in alphas)
         or any(not 0 <= a <= MAX_ZIPF_ALPHA for a in alphas)
         or sorted(alphas) != alphas
         or len(set(alphas)) != len(alphas)
@@ -227,7 +228,7 @@ def hit_rates(breakdown: dict[str, Any] | None) -> dict[str, float]:
                 continue
             if isinstance(v, dict):
                 walk(v, f"{prefix}{k}.")
-            elif isinstance(v, int | float) and not isinstance(v, bool) and "row_hit" not in k:
+            elif is_number(v) and "row_hit" not in k:
                 if k == "hit_rate":
                     out[prefix.rstrip(".") or "cache"] = float(v)
                 elif k.endswith("_hit_rate"):

@@ -55,6 +55,7 @@ from nmp.gpu.kernel import kernel_config
 from nmp.gpu.slowest import max_excess
 from nmp.gpu.spec import GpuSpec
 from nmp.gpu.timing import SliceQueue
+from nmp.units import is_finite_number
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CURVE_ROW_BYTES = 128  # chosen: see the module docstring
@@ -237,7 +238,7 @@ def _check_point(path: Path, i: int, pt: Any) -> None:
         raise NmpError(f"{path}: key 'points[{i}].level' is {pt['level']!r}, not hbm or l2")
     for k in POINT_KEYS[1:]:
         v = pt[k]
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+        if not is_finite_number(v) or v <= 0:
             raise NmpError(f"{path}: key 'points[{i}].{k}' must be a finite number > 0, not {v!r}")
 
 

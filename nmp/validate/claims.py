@@ -66,7 +66,6 @@ value.
 from __future__ import annotations
 
 import inspect
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +73,7 @@ from typing import Any
 from nmp.config import load_toml
 from nmp.errors import SpecError
 from nmp.plugins import load_claim_model
+from nmp.units import is_finite_number, is_number
 from nmp.validate.setup import PaperSetup, check_table, parse_setup
 
 # the papers' folders, found as files: validate sits below nmp.papers and never imports it
@@ -246,7 +246,7 @@ def check_value(kind: str, value: Any) -> None:
     if kind == "ordering":
         if not isinstance(value, bool):
             raise SpecError(f"an ordering claim needs a bool from its model, got {value!r}")
-    elif isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    elif not is_finite_number(value):
         raise SpecError(f"a value claim needs a finite number from its model, got {value!r}")
 
 
@@ -332,7 +332,7 @@ def _check_claim(raw: dict[str, Any], i: int, file: str) -> None:
         raise SpecError("must be [lo, hi] with lo <= hi", file=file, key=f"{key}.band")
     for name, default in (("tolerance", DEFAULT_TOLERANCE), ("margin", DEFAULT_MARGIN)):
         value = raw.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        if not is_number(value) or value < 0:
             raise SpecError("must be a number >= 0", file=file, key=f"{key}.{name}")
     for name in ("input", "sensitivity", "explanation", "bound"):
         if not isinstance(raw.get(name, ""), str):
