@@ -45,10 +45,6 @@ class DesignFamily(Protocol):
         """One design point (``overrides`` grouped by root: arch, workload, memory)."""
         ...
 
-    def catalog_rows(self) -> list[dict[str, Any]]:
-        """One row per preset for ``nmp models``."""
-        ...
-
 
 @dataclass(frozen=True)
 class KeyAssumption:
@@ -80,7 +76,11 @@ class KeyAssumption:
 
 #: The design families; each module below registers its family when imported.
 FAMILIES: Registry[DesignFamily] = Registry(
-    "design family", package="nmp", marker=r"^\w+ = FAMILIES\.register\("
+    "design family",
+    package="nmp",
+    marker=r"^\w+ = FAMILIES\.register\(",
+    # listed in module order, whichever a lookup imported first (family_of tries them in turn)
+    order=lambda family: type(family).__module__,
 )
 
 

@@ -11,6 +11,7 @@ imported from the standard library, a private function).
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -31,6 +32,10 @@ CLAIM_MODELS: Registry[Callable[..., Any]] = Registry(
 STUDY_RUNNERS: Registry[Callable[..., Any]] = Registry(
     "study runner", package="nmp", marker=r"^@(?:nmp\.)?(?:plugins\.)?study_runner$"
 )
+
+
+# the decorator that registers a function in each registry (for the error that names it)
+_DECORATORS = {CLAIM_MODELS.kind: "claim_model", STUDY_RUNNERS.kind: "study_runner"}
 
 
 def reference(fn: Callable[..., Any]) -> str:
@@ -64,13 +69,33 @@ def load_callable(
             f"'{ref}': only functions of the nmp package are allowed", file=file, key=key
         )
     try:
-        importlib.import_module(module_name)  # registers the module's functions
+        module = importlib.import_module(module_name)  # registers the module's functions
     except ModuleNotFoundError as exc:
         raise SpecError(f"'{ref}': no module {exc.name!r}", file=file, key=key) from None
     try:
         return registry.get(ref)
     except NmpError as exc:
+        if _unregistered_function(module, ref):  # say what registers it, not the known names
+            raise SpecError(
+                f"unknown {registry.kind} '{ref}': a function of that module, not registered "
+                f"(decorate it with @nmp.plugins.{_DECORATORS[registry.kind]})",
+                file=file,
+                key=key,
+            ) from None
         raise SpecError(exc.message, file=file, key=key) from None
+
+
+def _unregistered_function(module: Any, ref: str) -> bool:
+    """A public function defined in ``module`` that no plugin registry holds: what an author
+    wrote and forgot to decorate (not a helper imported from elsewhere, not a private one)."""
+    name = ref.split(":")[1]
+    fn = getattr(module, name, None)
+    return (
+        not name.startswith("_")
+        and isinstance(fn, types.FunctionType)
+        and fn.__module__ == module.__name__
+        and all(ref not in registry for registry in (CLAIM_MODELS, STUDY_RUNNERS))
+    )
 
 
 def load_claim_model(ref: Any, *, file: str | None = None, key: str | None = None):

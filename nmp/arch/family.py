@@ -46,10 +46,5 @@ class NmpFamily:
 
         return run_design_point(arch, workload, memory=memory, overrides=overrides, seed=seed)
 
-    def catalog_rows(self) -> list[dict[str, Any]]:
-        from nmp.arch.point import catalog_rows  # numba, scipy: loaded only when used
-
-        return catalog_rows()
-
 
 FAMILY = FAMILIES.register(NmpFamily())

@@ -35,6 +35,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     # numpy, rich: loaded on use (start-up time)
+    from nmp.design import family_of
     from nmp.evaluate.analysis import dominant_bottleneck, memory_system, time_components
     from nmp.report.console import print_point
 
@@ -56,11 +57,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"note: {flag}")
     # Presets sit on different memories (RecNMP on 4 DDR4 channels): say which one this ran on.
     mem = memory_system(args.arch, args.memory, overrides)
-    print(
-        f"memory: {mem} (compare designs on one memory: --memory, --set arch.memory.*)"
-        if mem
-        else "memory: the GPU's own HBM (part of its preset)"
-    )
+    if mem:
+        print(f"memory: {mem} (compare designs on one memory: --memory, --set arch.memory.*)")
+    else:  # a family whose memory is part of its preset (a GPU's HBM)
+        print(f"memory: its own, part of the {family_of(args.arch).label} preset")
     return 0
 
 
@@ -71,7 +71,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run one workload on one architecture (NMP design or GPU) and report its "
         "latency, throughput, energy and area.",
     )
-    p.add_argument("--arch", required=True, help="architecture preset (nmp models --kind arch/gpu)")
+    p.add_argument(
+        "--arch",
+        required=True,
+        help="design preset: an architecture or a GPU (nmp models lists each family's presets)",
+    )
     p.add_argument("--workload", required=True, help="workload preset (nmp models --kind workload)")
     p.add_argument("--memory", help="memory preset overriding the architecture's own")
     p.add_argument(

@@ -6,7 +6,6 @@ from typing import Any
 
 from nmp.design import FAMILIES
 from nmp.errors import SpecError
-from nmp.gpu import catalog_rows
 from nmp.gpu.spec import load_gpu
 from nmp.results import PointResult
 
@@ -44,9 +43,6 @@ class GpuFamily:
         from nmp.gpu.point import run_design_point  # the DRAM engine (numba): only when used
 
         return run_design_point(arch, workload, memory=memory, overrides=overrides, seed=seed)
-
-    def catalog_rows(self) -> list[dict[str, Any]]:
-        return catalog_rows()
 
 
 FAMILY = FAMILIES.register(GpuFamily())

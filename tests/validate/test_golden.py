@@ -172,7 +172,17 @@ BOUNDED = {
 MODEL_CEILING_ONLY = {"energy_saving_pct"}
 
 
-@pytest.mark.parametrize("paper", ["recross", "trim", "recnmp", "micro24", "recshard", "sc24"])
+SPEED_PAPERS = ("recross", "trim", "recnmp", "micro24", "recshard", "sc24")
+
+
+def _papers() -> list[str]:
+    """Every paper under nmp/papers/, a paper added there included."""
+    from nmp.validate.claims import load_claims
+
+    return sorted({c.paper for c in load_claims()})
+
+
+@pytest.mark.parametrize("paper", _papers())
 def test_every_speed_claim_states_its_bound(paper: str) -> None:
     """Every speed claim (the NMP papers', and those naming a ``bound`` function: GPU gains,
     sharding, compression) has a first-principles bound under both setups and says whether
@@ -191,4 +201,5 @@ def test_every_speed_claim_states_its_bound(paper: str) -> None:
             assert isinstance(row["exceeds_bound"], bool), c.id
         elif fn in MODEL_CEILING_ONLY:
             assert row["bound"] is None and row["model_ceiling"] is not None, c.id
-    assert any(c.model.split(":")[1] in BOUNDED or c.bound for c in claims)
+    if paper in SPEED_PAPERS:  # the shipped papers with speed claims: each has a bounded one
+        assert any(c.model.split(":")[1] in BOUNDED or c.bound for c in claims)
