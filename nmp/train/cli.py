@@ -85,8 +85,7 @@ def _check_presets(cfg) -> None:
 def _check_memory(cfg, max_memory: str | None) -> None:
     """Refuse before anything is allocated a run that cannot fit (:mod:`nmp.guard`)."""
     import nmp.guard as guard
-    from nmp.train.data import NUM_DENSE
-    from nmp.train.model import interaction_dim
+    from nmp.train.cost import mlp_weights
     from nmp.train.optim import state_width
     from nmp.train.trainer import resolve_geometry
 
@@ -107,17 +106,9 @@ def _check_memory(cfg, max_memory: str | None) -> None:
         samples,
         cfg.nodes,
         records_key="train.dim" if wider else "train.max_rows",
-        mlp_params={
-            "train.bottom": _weights((NUM_DENSE, *geo.bottom)),
-            "train.top": _weights((interaction_dim(len(geo.table_rows), geo.dim), *geo.top)),
-        },
+        mlp_params={f"train.{part}": float(n) for part, n in mlp_weights(geo).items()},
     )
     guard.check(estimate, max_memory)
-
-
-def _weights(widths: tuple[int, ...]) -> float:
-    """An MLP's weights: one per pair of consecutive layers' units (inputs first)."""
-    return float(sum(a * b for a, b in zip(widths, widths[1:], strict=False)))
 
 
 def _check_nodes(cfg, strategies) -> None:

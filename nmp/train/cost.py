@@ -91,7 +91,7 @@ class CostModel:
         # Error of charging an untimed step at the running mean: on every timed step after the
         # first, the mean's prediction against the step's timing (relative, per part).
         self.sample_errors: dict[str, list[float]] = {"gather": [], "update": []}
-        params = _mlp_weights(geo)
+        params = sum(mlp_weights(geo).values())
         self.dense_ns_per_step = 6.0 * params * geo.batch / cfg.host_flops * 1e9
 
     # -- rates -------------------------------------------------------------------------------
@@ -220,13 +220,18 @@ class CostModel:
         return lookups * self.ns_per_lookup + rows * self.ns_per_update + self.dense_ns_per_step
 
 
-def _mlp_weights(geo) -> int:
+def layer_weights(widths) -> int:
+    """An MLP's weights: one per pair of consecutive layers' units (its inputs first)."""
+    return sum(a * b for a, b in zip(widths[:-1], widths[1:], strict=True))
+
+
+def mlp_weights(geo) -> dict[str, int]:
+    """The weights of ``geo``'s bottom MLP (over the dense inputs) and top MLP (over the
+    interaction), by name."""
     from nmp.train.data import NUM_DENSE
     from nmp.train.model import interaction_dim
 
-    sizes_b = (NUM_DENSE, *geo.bottom)
-    sizes_t = (interaction_dim(len(geo.table_rows), geo.dim), *geo.top)
-    n = 0
-    for sizes in (sizes_b, sizes_t):
-        n += sum(a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
-    return n
+    return {
+        "bottom": layer_weights((NUM_DENSE, *geo.bottom)),
+        "top": layer_weights((interaction_dim(len(geo.table_rows), geo.dim), *geo.top)),
+    }

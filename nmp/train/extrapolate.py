@@ -41,6 +41,7 @@ import numpy as np
 
 from nmp.errors import NmpError
 from nmp.train.config import SLOWEST
+from nmp.train.cost import layer_weights
 from nmp.train.data import NUM_DENSE
 from nmp.train.intervals import INTERVAL_RULES
 from nmp.train.partial_save import at_scale, workload_rates
@@ -269,7 +270,7 @@ def _mlp_weights(tables: int, dim: int, bottom, top) -> int:
     bottom = (*bottom[:-1], dim) if bottom and bottom[-1] != dim else tuple(bottom)
     sizes_b = (NUM_DENSE, *bottom)
     sizes_t = (interaction_dim(tables, dim), *top)
-    return sum(a * b for s in (sizes_b, sizes_t) for a, b in zip(s[:-1], s[1:], strict=True))
+    return layer_weights(sizes_b) + layer_weights(sizes_t)
 
 
 @dataclass(frozen=True)
