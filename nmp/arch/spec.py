@@ -20,6 +20,7 @@ from nmp.design import KeyAssumption
 from nmp.errors import SpecError
 from nmp.parity_codes import PARITY_CODES, ParityCode
 from nmp.registry import Registry
+from nmp.units import is_power_of_two
 
 LEVELS = ("rank", "bankgroup", "bank")
 REPLICA_CHOICES = ("bag-blocks", "least-loaded")
@@ -71,7 +72,7 @@ class MemorySetup:
         # where the design file gives it
         for key in ("channels", "ranks"):
             v = getattr(self, key)
-            if v & (v - 1):
+            if not is_power_of_two(v):
                 raise KeyedValueError(key, f"must be a power of two, got {v}")
         if isinstance(self.preset, str):  # (a caller may give a MemorySpec itself)
             try:

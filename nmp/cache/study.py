@@ -96,12 +96,12 @@ def check_params(params: dict) -> dict:
     for d in p["l2_dtypes"]:
         if d not in L2_DTYPES:
             raise NmpError(f"params.l2_dtypes: unknown dtype '{d}'")
-    if not p["l1_mb"] or any(not _number(x) or not x > 0 for x in p["l1_mb"]):
+    if not p["l1_mb"] or any(not is_finite_number(x) or not x > 0 for x in p["l1_mb"]):
         raise NmpError("params.l1_mb: a non-empty list of sizes > 0")
     for key in ("alphas", "l3_bounds"):
-        if any(not _number(x) or x < 0 for x in p[key]):
+        if any(not is_finite_number(x) or x < 0 for x in p[key]):
             raise NmpError(f"params.{key}: numbers >= 0, got {p[key]!r}")
-    if not _number(p["dtype_l1_mb"]) or not p["dtype_l1_mb"] > 0:
+    if not is_finite_number(p["dtype_l1_mb"]) or not p["dtype_l1_mb"] > 0:
         raise NmpError(f"params.dtype_l1_mb: a size > 0, got {p['dtype_l1_mb']!r}")
     for key, least in (("requests", 1), ("warmup", 0), ("train_steps", 1), ("seed", 0)):
         if isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < least:
@@ -117,11 +117,6 @@ def check_params(params: dict) -> dict:
         except NmpError as exc:
             raise NmpError(f"params: {exc.message}") from None
     return p
-
-
-def _number(x: object) -> bool:
-    """A finite int or float, not a bool."""
-    return is_finite_number(x)
 
 
 def configs(params: dict) -> list[CacheConfig]:
