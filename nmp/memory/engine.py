@@ -103,6 +103,7 @@ def simulate(
     ref_on = p.refresh_on != 0
     drain = p.drain != 0
     skip_blocked = p.skip_blocked != 0
+    hold_hits = p.hold_hit_rows != 0 and skip_blocked  # (as the C engine: engine.c)
     jump = p.jump != 0
     rd_cmd = RDA if closed else RD
     wr_cmd = WRA if closed else WR
@@ -239,7 +240,7 @@ def simulate(
                     else:
                         sel_kind, sel_pos, cmd, fut = pick_buffer(
                             c, clk, fut, want_col, want_row, R, QM, wm_hi, wm_lo, rd_cmd,
-                            wr_cmd, skip_blocked, o1, o2, o3, qbf, bndf, bnkf, ql, wmode,
+                            wr_cmd, skip_blocked, hold_hits, o1, o2, o3, qbf, bndf, bnkf, ql, wmode,
                             open_row, act_bank, rdy,
                         )  # fmt: skip
                         if sel_kind < 0:

@@ -58,6 +58,7 @@ def param_values(spec: MemorySpec, drain: bool, jump: bool) -> dict[str, float]:
         "drain": int(drain),
         "skip_blocked": 1,  # a PRE closing an active-buffer row is not eligible (README §4)
         "jump": int(jump),
+        "hold_hit_rows": int(c.hold_hit_rows),
         "wm_high": c.wr_high_watermark * c.write_queue,
         "wm_low": c.wr_low_watermark * c.write_queue,
     }

@@ -116,7 +116,7 @@ FORCE_INLINE void pick_buffer(Sim *restrict S, int64_t c, int64_t clk, const uin
     }
     /* a PRE (or, closed-row, a column command) that would close a row an active-buffer
      * request needs is not eligible */
-    const uint64_t bm = BLOCKED_MISS(c), bh = BLOCKED_HIT(c);
+    const uint64_t bm = BLOCKED_MISS(c, c * 2 + kind), bh = BLOCKED_HIT(c);
     uint64_t sm = mr, sh = hr;
     if (skip_blocked) {
         sm &= ~bm;
@@ -649,7 +649,7 @@ FORCE_INLINE void chan_tick(Sim *restrict S, const Rules *restrict RU, int64_t c
      * made the bound early at 6-14 % of the two-rank DDR4 commands, whose active buffer
      * holds more requests: evaluations per command 1.045-1.135 -> 1.00-1.02) */
     const NotReady all = {{h_m[pi] & ~BLOCKED_HIT(c), m_m[pi] & ~om,
-                           m_m[pi] & om & ~BLOCKED_MISS(c), am & ~aw, am & aw},
+                           m_m[pi] & om & ~BLOCKED_MISS(c, pi), am & ~aw, am & aw},
                           wm ? wr_cmd : rd_cmd};
     wake[c] = mx(clk + 1, mn(fut, not_ready_min(S, c, &all, CFG_ARGS)));
 }

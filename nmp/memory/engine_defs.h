@@ -43,6 +43,7 @@ typedef struct {
     int64_t frontend_ratio;                     /* requests offered per memory cycle */
     int64_t nrefi, read_latency;                /* cycles */
     int64_t dual_issue, closed_row, refresh_on, drain, skip_blocked, jump; /* 0 / 1 */
+    int64_t hold_hit_rows; /* 1: a PRE waits while its bank's open row has hits queued */
     double wm_high, wm_low; /* write-buffer watermarks (entries) */
 } Params;
 

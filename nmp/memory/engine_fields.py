@@ -25,6 +25,7 @@ INT_FIELDS = (
     ("drain", "1: run until every request has completed"),
     ("skip_blocked", "1: a PRE closing an active-buffer row is not eligible (README section 4)"),
     ("jump", "1: skip cycles in which nothing can happen (0: a test of every cycle)"),
+    ("hold_hit_rows", "1: no PRE while its bank's open row has hits queued (with skip_blocked)"),
 )
 FLOAT_FIELDS = (
     ("wm_high", "write buffer high watermark (entries; write mode above it)"),

@@ -244,7 +244,7 @@ def pick_refresh(c, clk, fut, R, o1, pbuf, open_cnt, act_rank, rdy):
 @_phase
 def pick_buffer(
     c, clk, fut, want_col, want_row, R, QM, wm_hi, wm_lo, rd_cmd, wr_cmd, skip_blocked,
-    o1, o2, o3, qbf, bndf, bnkf, ql, wmode, open_row, act_bank, rdy,
+    hold_hits, o1, o2, o3, qbf, bndf, bnkf, ql, wmode, open_row, act_bank, rdy,
 ):  # fmt: skip
     """(c) The write mode, then the read or the write buffer of channel c: the first ready
     request (FR-FCFS); dual issue: the column slot (``want_col``) looks at hits only, the row
@@ -321,7 +321,10 @@ def pick_buffer(
                         due &= ~(U(1) << x)
                 continue
             closing = cc == PREPB or cc == RDA or cc == WRA  # noqa: SIM109
-            if closing and act_bank[U(bq)] > 0:
+            if closing and (
+                act_bank[U(bq)] > 0
+                or (hold_hits and cc == PREPB and _holds_hit(c, kind, QM, m, bq, orow, qbf, bnkf))
+            ):
                 if skip_blocked:
                     continue
                 stop = True
@@ -334,6 +337,18 @@ def pick_buffer(
         if stop:
             break
     return sel_kind, sel_pos, cmd, fut
+
+
+@_phase
+def _holds_hit(c, kind, QM, m, bq, orow, qbf, bnkf):
+    """Whether buffer ``kind`` of channel c holds a request to bank ``bq``'s open row
+    ``orow`` (``hold_hits``: the PRE of a miss there waits for it)."""
+    uns = U(NS)
+    base = U((c * 3 + kind) * QM)
+    for x in range(U(0), U(m)):
+        if bnkf[base + x] == bq and qbf[(base + x) * uns + U(S_ROW)] == orow:
+            return True
+    return False
 
 
 @_phase

@@ -25,7 +25,7 @@ typedef struct {
     int64_t tbase; /* a 32-bit bank table's clocks are relative to it (engine_lanes.h) */
     /* configuration read at run time (the instantiations fix some of it: UNPACK) */
     int64_t G, B, nrefi, rl, wm_hi, wm_lo, GB, NBC, NBLK;
-    int ref_on, skip_blocked, jump, hsb;
+    int ref_on, skip_blocked, jump, hsb, hold_hits;
     int bg_in_block; /* a bank group's lanes never straddle a block of 8 (B divides 8) */
     /* the generic instantiation's configuration, which its evaluation (tick_generic) reads */
     int64_t R, QP;
@@ -142,6 +142,7 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
     UNUSED const int64_t nrefi = S->nrefi, rl = S->rl, wm_hi = S->wm_hi, wm_lo = S->wm_lo; \
     UNUSED const int64_t PQ = PQ_OF(R), NBLK = NBLK_C ? NBLK_C : S->NBLK, TP = 8 * NBLK;   \
     UNUSED const int ref_on = S->ref_on, skip_blocked = S->skip_blocked;                  \
+    UNUSED const int hold_hits = S->hold_hits;                                             \
     /* classes in one word where the bank table has up to 32 lanes (hsb: engine_slots.h) */ \
     UNUSED const int hsb = NBLK_C && NBLK_C <= 4 ? 5 : S->hsb, two = hsb == 6;             \
     UNUSED const uint64_t lane_of = (1u << hsb) - 1; /* a class's lane */                  \
@@ -207,8 +208,9 @@ typedef void (*TickFn)(Sim *restrict S, const Rules *restrict RU, int64_t clk);
 /* the lanes of channel c whose queued requests are blocked by the active request of their bank
  * (they issue only after that request's column command): a miss where the bank is open (its
  * PRE would close the row the active request needs), and closed-row, a hit (its RDA/WRA
- * would) */
-#define BLOCKED_MISS(c) (open_m[c] & act_m[c])
+ * would). hold_hits (a near-memory unit's controller): a miss also waits while buffer pi (the
+ * write mode's) holds hits to its bank's open row; they too issue only by issues here */
+#define BLOCKED_MISS(c, pi) (open_m[c] & (act_m[c] | (hold_hits ? h_m[pi] : 0)))
 #define BLOCKED_HIT(c) (closed ? act_m[c] : 0)
 /* the bank table's rows a run reads: without writes, T_WR (the last) is never read */
 #define NK_USED (nw ? NK - 1 : NK)

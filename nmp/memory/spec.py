@@ -109,6 +109,11 @@ class Controller:
     frontend_ratio: int = 1
     channel_interleave_bits: int = 0
     line_bytes: int = 64
+    # Ramulator 2's FR-FCFS protects only the active buffer's rows: a younger miss's PRE, ready
+    # while the open row's queued hits wait for the column path, closes the row. A near-memory
+    # unit reads a lookup's lines under one activation (nmp.arch.lowering.unit_view), so its
+    # controller holds the row while hits to it are queued.
+    hold_hit_rows: bool = False
 
     @property
     def refreshes(self) -> bool:

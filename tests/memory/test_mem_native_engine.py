@@ -134,7 +134,9 @@ def test_portable_build_identical(dram_ref, engine_build, cc, flags):
             )
             arrival = np.cumsum(rng.integers(0, 4, 3000))
             for share in (0.3, 0.0):
-                _both(make_requests(addr, write=rng.random(3000) < share, arrival=arrival), spec)
+                reqs = make_requests(addr, write=rng.random(3000) < share, arrival=arrival)
+                _both(reqs, spec)
+                _both(reqs, spec, VARIANTS["hold-hit-rows"])
 
 
 # (fields of nmp.memory.engine_params.ENGINE_PARAMS)
@@ -152,6 +154,12 @@ VARIANTS = {
     "closed-row-blocked-pre": {"closed_row": 1, "skip_blocked": 0},
     "dual-issue-off": {"dual_issue": 0},
     "dual-issue-on": {"dual_issue": 1},
+    # a near-memory unit's controller (nmp.arch.lowering.unit_view): single and dual issue,
+    # closed-row, and with the scan stopping at a blocked PRE (where both engines ignore it)
+    "hold-hit-rows": {"hold_hit_rows": 1},
+    "hold-hit-rows-dual-issue": {"hold_hit_rows": 1, "dual_issue": 1},
+    "hold-hit-rows-closed-row": {"hold_hit_rows": 1, "closed_row": 1},
+    "hold-hit-rows-blocked-pre-stops": {"hold_hit_rows": 1, "skip_blocked": 0},
 }
 VARIANT_CASES = ("random_rw50_4g", "rmw_simple_rb64", "one_bank_k1__", "stream_64k")
 
