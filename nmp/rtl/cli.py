@@ -82,17 +82,16 @@ def _report(args: argparse.Namespace) -> int:
     variants = {"xor": [False], "gf": [True], "both": [False, True]}[args.variant]
     if not args.cached and not synth.yosys_available():
         raise NmpError("yosys is not installed (needed for cell counts); try --cached")
-    figures = []
-    for gf in variants:
-        for width in args.widths:
-            cfg = _config(args, width=width, gf=gf)
-            if args.cached:
-                fig = synth.parity_unit_figures(
-                    width, gf=gf, depth=cfg.depth, stages=cfg.stages, input_mode=cfg.input_mode
-                )
-            else:
-                fig = synth.measure(cfg)
-            figures.append(fig)
+    cfgs = [_config(args, width=width, gf=gf) for gf in variants for width in args.widths]
+    if args.cached:
+        figures = [
+            synth.parity_unit_figures(
+                c.width, gf=c.gf, depth=c.depth, stages=c.stages, input_mode=c.input_mode
+            )
+            for c in cfgs
+        ]
+    else:  # every width's yosys run side by side
+        figures = synth.measure_all(cfgs)
     if args.json:
         print(json.dumps([f.to_dict() for f in figures], indent=1))
         return 0

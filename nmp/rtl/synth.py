@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -93,18 +94,35 @@ def yosys_cells(cfg: ParityUnitConfig) -> tuple[int, dict[str, int]]:
     if not yosys_available():
         raise NmpError("yosys is not installed; it is needed for the cell count")
 
-    fresh_names()
-    buf = io.StringIO()
-    pyrtl.output_to_verilog(buf, block=build_datapath(cfg), module_name=cfg.name)
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "datapath.v"
+        return _Yosys(cfg, build_datapath(cfg), Path(tmp)).result()
+
+
+class _Yosys:
+    """One ``yosys synth; stat`` run on a datapath, started at once in ``tmp``; :meth:`result`
+    waits for it. Several run side by side (``nmp rtl report``: one per width and code)."""
+
+    def __init__(self, cfg: ParityUnitConfig, block: pyrtl.Block, tmp: Path) -> None:
+        fresh_names()
+        buf = io.StringIO()
+        pyrtl.output_to_verilog(buf, block=block, module_name=cfg.name)
+        src = tmp / "datapath.v"
         src.write_text(buf.getvalue())
-        stat = Path(tmp) / "stat.txt"
-        cmd = f"read_verilog {src}; synth -top {cfg.name}; tee -q -o {stat} stat"
-        proc = subprocess.run(["yosys", "-q", "-p", cmd], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise NmpError(f"yosys failed on {cfg.name}: {proc.stderr.strip()[-500:]}")
-        text = stat.read_text()
+        self.cfg, self.stat, self.err = cfg, tmp / "stat.txt", tmp / "stderr.txt"
+        cmd = f"read_verilog {src}; synth -top {cfg.name}; tee -q -o {self.stat} stat"
+        with open(self.err, "w") as err:  # a file, not a pipe: waiting never blocks yosys
+            self.proc = subprocess.Popen(
+                ["yosys", "-q", "-p", cmd], stdout=subprocess.DEVNULL, stderr=err
+            )
+
+    def result(self) -> tuple[int, dict[str, int]]:
+        if self.proc.wait() != 0:
+            err = self.err.read_text(errors="replace")
+            raise NmpError(f"yosys failed on {self.cfg.name}: {err.strip()[-500:]}")
+        return _parse_stat(self.stat.read_text(), self.cfg)
+
+
+def _parse_stat(text: str, cfg: ParityUnitConfig) -> tuple[int, dict[str, int]]:
     total = re.search(r"Number of cells:\s+(\d+)", text)
     if total is None:
         raise NmpError(f"no cell count in yosys stat output for {cfg.name}")
@@ -114,9 +132,12 @@ def yosys_cells(cfg: ParityUnitConfig) -> tuple[int, dict[str, int]]:
     return int(total.group(1)), types
 
 
-def pyrtl_figures(cfg: ParityUnitConfig) -> tuple[float, float, float]:
-    """(logic area mm^2, critical path ps, fmax MHz) at 130 nm from PyRTL's analyses."""
-    block = build_datapath(cfg)
+def pyrtl_figures(
+    cfg: ParityUnitConfig, block: pyrtl.Block | None = None
+) -> tuple[float, float, float]:
+    """(logic area mm^2, critical path ps, fmax MHz) at 130 nm from PyRTL's analyses (of
+    ``block``, the datapath of ``cfg`` already built, else built here)."""
+    block = build_datapath(cfg) if block is None else block
     logic_mm2, _ = pyrtl.area_estimation(tech_in_nm=PYRTL_TECH_NM, block=block)
     timing = pyrtl.TimingAnalysis(block)
     return float(logic_mm2), float(timing.max_length()), float(timing.max_freq(PYRTL_TECH_NM))
@@ -158,6 +179,56 @@ def measure(cfg: ParityUnitConfig, *, with_yosys: bool = True) -> RtlFigures:
     return RtlFigures(
         cfg.width, cfg.depth, cfg.stages, cfg.gf, cfg.input_mode, cells, area, cp, fmax
     )
+
+
+def measure_all(cfgs: list[ParityUnitConfig], *, with_yosys: bool = True) -> list[RtlFigures]:
+    """:func:`measure` of each of ``cfgs``, the same figures: every datapath built once, its
+    yosys run started at once (up to one per CPU side by side) and PyRTL's analyses done on
+    it while yosys works."""
+    import os
+
+    slots = max(1, len(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else 1
+    # the longest runs first (yosys on GF(2^8) at 512 bits takes about half of the total)
+    order = sorted(range(len(cfgs)), key=lambda i: (cfgs[i].gf, cfgs[i].width), reverse=True)
+    runs: dict[int, _Yosys] = {}
+    started: list[int] = []
+    pyrtl_figs: dict[int, tuple[float, float, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            for i in order:
+                cfg = cfgs[i]
+                block = build_datapath(cfg)
+                if with_yosys:
+                    while sum(runs[j].proc.poll() is None for j in started) >= slots:
+                        time.sleep(0.02)  # `slots` at once: the next starts as one ends
+                    folder = Path(tmp) / str(i)
+                    folder.mkdir()
+                    runs[i] = _Yosys(cfg, block, folder)
+                    started.append(i)
+                pyrtl_figs[i] = pyrtl_figures(cfg, block)
+            out = []
+            for i, cfg in enumerate(cfgs):
+                cells = runs[i].result()[0] if with_yosys else None
+                area, cp, fmax = pyrtl_figs[i]
+                out.append(
+                    RtlFigures(
+                        cfg.width,
+                        cfg.depth,
+                        cfg.stages,
+                        cfg.gf,
+                        cfg.input_mode,
+                        cells,
+                        area,
+                        cp,
+                        fmax,
+                    )
+                )
+        finally:  # a failed run or ^C leaves no yosys behind (its folder is being removed)
+            for run in runs.values():
+                if run.proc.poll() is None:
+                    run.proc.kill()
+                    run.proc.wait()
+    return out
 
 
 def default_configs() -> list[ParityUnitConfig]:
@@ -206,5 +277,5 @@ def parity_unit_figures(
 
 
 if __name__ == "__main__":  # regenerate the cache
-    write_cache([measure(c) for c in default_configs()])
+    write_cache(measure_all(default_configs()))
     print(f"wrote {CACHE_PATH}")
