@@ -10,8 +10,11 @@ pyrtl, only when their command runs), so
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import functools
 import importlib
+import io
 import os
 import re
 import sys
@@ -169,7 +172,93 @@ def _internal_error(exc: BaseException) -> str:
     )
 
 
+class _NamedOutput:
+    """Standard output with its name on its errors: a write or flush that fails (a full disk,
+    ``> /dev/full``; a closed descriptor) raises an OSError naming "standard output", and
+    leaves the descriptor on /dev/null so that the interpreter's last flush, at exit, does not
+    fail a second time. A reader that left (BrokenPipeError) is passed on as it is."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _failed(self, exc: OSError) -> OSError:
+        if isinstance(exc, BrokenPipeError):
+            return exc
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        return OSError(exc.errno, exc.strerror or str(exc), STDOUT_NAME)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+STDOUT_NAME = "standard output"
+
+
+class _ClosedOutput(io.TextIOBase):
+    """Standard output where the process was started with it closed (``nmp models >&-``:
+    Python's ``sys.stdout`` is None): every write fails, naming it."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "it is closed (nothing can be printed)", STDOUT_NAME)
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _occupy_closed_descriptors() -> None:
+    """Descriptors 0-2 that the process was started without are opened on /dev/null: else the
+    next file the command opens would get the number, and what is meant for standard output
+    (a child process's, a ``dup2``) would go into that file."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+
+
+def _tell(line: str) -> None:
+    """Print ``line`` on standard error; where that cannot be written (closed, a full disk) the
+    exit status alone tells."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
+    stdout, stderr = sys.stdout, sys.stderr
+    if stdout is None or stderr is None:
+        _occupy_closed_descriptors()
+    sys.stdout = _NamedOutput(stdout) if stdout is not None else _ClosedOutput()
+    if stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the process's whole life)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stdout  # (None where it was: nothing is left to flush at exit)
+
+
+def _main(argv: list[str] | None) -> int:
     _encode_what_the_terminal_can()
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         os.environ["COLUMNS"] = PIPED_COLUMNS
@@ -182,26 +271,32 @@ def main(argv: list[str] | None = None) -> int:
     # the command's word first: the top parser only hands the rest to that command's parser
     first = bool(argv) and argv[0] == command
     parser = build_parser(() if command is None else (command,), list_others=not first)
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        # no command (or a command group such as `nmp rtl` without its subcommand): a usage
-        # error, one line and exit status 1 like every other (docs/limits.md)
-        parser.error("give a command (" + ", ".join(command_table()) + ")")
     try:
-        return int(args.func(args) or 0)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:
+            if not exc.code:  # --help, --version: exit 0 only once their text is out
+                sys.stdout.flush()
+            raise
+        if not getattr(args, "func", None):
+            # no command (or a command group such as `nmp rtl` without its subcommand): a usage
+            # error, one line and exit status 1 like every other (docs/limits.md)
+            parser.error("give a command (" + ", ".join(command_table()) + ")")
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a full disk fails here, not silently at exit
+        return code
     except NmpError as exc:
-        print(f"nmp: error: {exc}", file=sys.stderr)
+        _tell(f"nmp: error: {exc}")
         return 1
     except MemoryError:
         # the resource guard (nmp.guard) refuses what it can foresee; this is what it could not
-        print(
+        _tell(
             f"nmp: error: out of memory: this `nmp {command}` needs more than the "
-            "machine (or `ulimit -v`) allows: make the inputs or the sizes set by flags smaller",
-            file=sys.stderr,
+            "machine (or `ulimit -v`) allows: make the inputs or the sizes set by flags smaller"
         )
         return 1
     except KeyboardInterrupt:
-        print("nmp: interrupted", file=sys.stderr)
+        _tell("nmp: interrupted")
         return 130
     except BrokenPipeError:
         return 0
@@ -209,18 +304,18 @@ def main(argv: list[str] | None = None) -> int:
         # a file the command could not write or read (a full disk, a folder it may not write
         # into) that the command's own checks did not foresee: still one line
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"nmp: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        _tell(f"nmp: error: {where}{exc.strerror or exc}")
         return 1
     except RecursionError:
         # a structure nested deeper than the checks bound (they bound TOML and --set values)
-        print("nmp: error: input nested too deeply", file=sys.stderr)
+        _tell("nmp: error: input nested too deeply")
         return 1
     except Exception as exc:
         # the last resort of the one-line contract (docs/limits.md): a traceback is for
         # developers, who ask for it
         if os.environ.get("NMP_DEBUG", "").strip() not in ("", "0"):  # (NMP_DEBUG=0: off)
             raise
-        print(f"nmp: error: {_internal_error(exc)}", file=sys.stderr)
+        _tell(f"nmp: error: {_internal_error(exc)}")
         return 1
 
 

@@ -203,6 +203,12 @@ class NmpArgumentParser(argparse.ArgumentParser):
         # read as plain text in a terminal
         return super().format_help().replace("``", "")
 
+    def _print_message(self, message: str, file=None) -> None:
+        # argparse drops a failed write (--help > /dev/full exited 0 printing nothing): the
+        # error reaches nmp.cli.main, which names the output and exits 1
+        if message:
+            (file or sys.stderr).write(message)
+
     def error(self, message: str):
         # one line, like every other error (docs/limits.md): the usage is one `--help` away
         command = self.prog.removeprefix("nmp").strip()
