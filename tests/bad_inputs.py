@@ -200,6 +200,8 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     ),
     "bad-label.tsv": _text(_tsv(0, "x")),
     "nan-dense.tsv": _text(_tsv(5, "nan")),
+    "neg-hex.tsv": _text(_tsv(14, "-1")),
+    "hex-2^64.tsv": _text(_tsv(20, "1" + "0" * 16)),
     "truncated.npz": _truncated_npz,
     "batch0.npz": _batch0_npz,
     "nan-weights.npz": _nan_weights_npz,

@@ -392,6 +392,17 @@ FILE_CASES = [
         ["train", "--strategy", "none", "--data", "{tmp}/nan-dense.tsv"],
         "nan-dense.tsv:3",
     ),
+    # a categorical id out of uint64 was an internal OverflowError
+    (
+        "train-tsv-negative-hex",
+        ["train", "--strategy", "none", "--data", "{tmp}/neg-hex.tsv"],
+        "neg-hex.tsv:3: malformed value in column 15",
+    ),
+    (
+        "train-tsv-hex-2^64",
+        ["train", "--strategy", "none", "--data", "{tmp}/hex-2^64.tsv"],
+        "hex-2^64.tsv:3: malformed value in column 21",
+    ),
     ("flag-not-an-int", ["cache", "--requests", "lots"], "--requests"),
 ]
 # training inputs (H-train's fixes): added here once `nmp train` rejects them cleanly

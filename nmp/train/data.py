@@ -14,6 +14,8 @@ one memory node costs a measurable amount of AUC. Batch ``s`` is a pure function
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,6 +161,22 @@ class CriteoTSV:
         return out
 
 
+_HEX_ID = re.compile(r"[0-9a-fA-F]{1,16}")
+
+
+def _hex_id(text: str) -> int:
+    """A categorical value: 1 to 16 hex digits, nothing else ("" is 0); ValueError else
+    (``-1`` and 17 digits did not fit numpy's uint64: an internal OverflowError; ``0x_1`` and
+    `` 1`` were read as 1)."""
+    if not text:
+        return 0
+    if not _HEX_ID.fullmatch(text):
+        raise ValueError(
+            f"categorical id {text[:40]!r} is not 1 to 16 hex digits (a 64-bit unsigned id)"
+        )
+    return int(text, 16)
+
+
 def _first_bad_value(fields: list[list[str]]) -> tuple[int | None, int | None]:
     """(line, column), 1-based, of the first value that does not parse (label and dense:
     numbers; categorical: hex), for the error message only."""
@@ -167,8 +185,8 @@ def _first_bad_value(fields: list[list[str]]) -> tuple[int | None, int | None]:
             try:
                 if j <= NUM_DENSE:
                     float(v or "0")
-                elif v:
-                    int(v, 16)
+                else:
+                    _hex_id(v)
             except ValueError:
                 return i + 1, j + 1
     return None, None
@@ -181,22 +199,24 @@ def read_criteo_tsv(
 
     A malformed line raises :class:`NmpError` naming the file and line.
     """
-    import stat
-
     import nmp.guard as guard
+    from nmp.fileio import open_regular
 
     path = Path(path)
     try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise NmpError("not a regular file (a device, pipe or folder)", file=str(path))
-        guard.check(guard.text_file_estimate(st.st_size, str(path)))
-        text = path.read_text()
+        with open_regular(path) as fh:  # a pipe or folder is refused, without blocking
+            guard.check(guard.text_file_estimate(os.fstat(fh.fileno()).st_size, str(path)))
+            text = fh.read().decode("utf-8")
     except OSError as exc:
         raise NmpError(f"cannot read: {exc.strerror}", file=str(path)) from None
     except UnicodeDecodeError:
         raise NmpError("not a Criteo TSV text file (not UTF-8 text)", file=str(path)) from None
-    lines = text.splitlines()
+    # lines end at a newline only: a U+2028 or form feed inside a field is a bad value of its
+    # line (str.splitlines split there and shifted every later line number)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = [line.removesuffix("\r") for line in lines]
     if max_lines is not None:
         lines = lines[:max_lines]
     n = len(lines)
@@ -220,9 +240,7 @@ def read_criteo_tsv(
         )
         cats = np.stack(
             [
-                np.asarray(
-                    [int(v, 16) if v else 0 for v in cols[1 + NUM_DENSE + j]], dtype=np.uint64
-                )
+                np.asarray([_hex_id(v) for v in cols[1 + NUM_DENSE + j]], dtype=np.uint64)
                 for j in range(NUM_SPARSE_CRITEO)
             ],
             axis=1,

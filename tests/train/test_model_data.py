@@ -73,6 +73,30 @@ def test_criteo_tsv_reader_hashes_ids_and_reports_bad_lines(tmp_path):
         read_criteo_tsv(bad)
 
 
+@pytest.mark.parametrize("value", ["-1", "1" + "0" * 16, "f" * 40, "0x_1", " 1"])
+def test_criteo_tsv_categorical_ids_outside_64_bits_name_line_and_column(tmp_path, value):
+    """``-1`` and 17 hex digits were an internal OverflowError (numpy's uint64); ``0x_1`` was
+    read as 1."""
+    fields = ["1", *["1"] * 13, *["a1"] * 26]
+    bad = list(fields)
+    bad[16] = value
+    path = tmp_path / "ids.tsv"
+    path.write_text("\t".join(fields) + "\n" + "\t".join(bad) + "\n")
+    with pytest.raises(NmpError, match=r"ids.tsv:2: malformed value in column 17"):
+        read_criteo_tsv(path)
+
+
+def test_criteo_tsv_lines_end_at_newlines_only(tmp_path):
+    fields = ["1", *["1"] * 13, *["a1"] * 26]
+    path = tmp_path / "lines.tsv"
+    path.write_text("\t".join(fields) + "\r\n" + "\t".join(fields) + "\n")
+    assert read_criteo_tsv(path)[1].shape == (2, 26)
+    fields[20] = "a\u2028b"
+    path.write_text("\t".join(fields) + "\n")
+    with pytest.raises(NmpError, match=r"lines.tsv:1: malformed value in column 21"):
+        read_criteo_tsv(path)
+
+
 def test_young_and_daly_intervals():
     assert young_interval(2.0, 100.0) == pytest.approx(20.0)
     # Daly adds the higher-order terms and subtracts the write time
