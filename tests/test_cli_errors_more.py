@@ -34,6 +34,19 @@ def _gzip_cut(text: bytes) -> bytes:
     return data[: len(data) // 2]
 
 
+def _index_npz(path: Path, *, lookups: int) -> None:
+    """An index file of criteo-kaggle's 26 tables, two bags each: ``lookups`` lookups in table
+    0's bags (0: every bag empty), one in each bag of the others."""
+    import numpy as np
+
+    arrays = {}
+    for t in range(26):
+        n = lookups if t == 0 else (2 if lookups else 0)
+        arrays[f"indices_{t}"] = np.zeros(n, np.int64)
+        arrays[f"offsets_{t}"] = np.array([0, n // 2, n], np.int64)
+    np.savez_compressed(path, **arrays)
+
+
 def _link_to(target: str) -> Callable[[Path], None]:
     """A maker of a link to ``target`` in the test's folder (tmp), wherever the link is."""
 
@@ -71,6 +84,9 @@ MAKERS: dict[str, Callable[[Path], object]] = {
     "beyond.trace": lambda p: p.write_text("LD 0x0\nST 0x7fffffff00000000\n"),
     "ds3-beyond.trace": lambda p: p.write_text("0x0 READ 1\n0xfffffffffff00000 WRITE 9\n"),
     "garbage.trace.gz": lambda p: p.write_bytes(b"\x1f\x8b" + b"garbage" * 10),
+    "empty-bags.npz": lambda p: _index_npz(p, lookups=0),
+    "many-lookups.npz": lambda p: _index_npz(p, lookups=4_000_000),
+    "req-empty.txt": lambda p: p.write_text(("u1" + "\t" * 26 + "\n") * 3),
 }
 SWEEP = ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--jobs", "1"]
 
@@ -131,6 +147,31 @@ CASES = [
         "train-nodes-under-parities",
         ["train", "--code", "rs", "--parities", "3", "--nodes", "2"],
         "2 nodes must exceed train.parities (3)",
+    ),
+    # no lookups at all: "internal error: ValueError: cannot convert float NaN to integer"
+    (
+        "cache-index-file-empty-bags",
+        ["cache", "--no-accuracy", "--index-file", "{tmp}/empty-bags.npz"],
+        "empty-bags.npz: no lookups in any request",
+    ),
+    (
+        "cache-request-file-empty-requests",
+        [*MULTIHOT, "{tmp}/req-empty.txt"],
+        "req-empty.txt: no lookups in any request",
+    ),
+    # an index file's lookups are guarded like a request file's (a 583 KB npz of 75 M lookups
+    # peaked at 4-6 GB): from the sizes its headers declare, before it is read
+    (
+        "cache-index-file-lookups-over-limit",
+        [
+            "cache",
+            "--no-accuracy",
+            "--index-file",
+            "{tmp}/many-lookups.npz",
+            "--max-memory",
+            "700M",
+        ],
+        "key '--index-file': this run needs",
     ),
     # outputs that are not folders
     ("rtl-out-link", ["rtl", "export", "--out", "{tmp}/link"], "--out"),

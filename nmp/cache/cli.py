@@ -82,10 +82,16 @@ def _run(args: argparse.Namespace) -> int:
 
         check(request_file_estimate(args.request_file), args.max_memory)
     elif args.index_file:  # bounded as it is read, by the sizes it declares (both: refused)
-        from nmp.guard import check
-        from nmp.workload.indexfile import index_file_estimate
+        from nmp.cache.serve import workload_spec
+        from nmp.guard import cache_estimate, check
+        from nmp.workload.indexfile import index_file_estimate, index_file_lookups
 
         check(index_file_estimate(args.index_file), args.max_memory)
+        # what a run over its lookups allocates (a 583 KB npz of 75 M lookups peaked at
+        # 4-6 GB before its stream was guarded), from the sizes its headers declare
+        dim = max(t.dim for t in workload_spec(cfg).tables)
+        lookups = index_file_lookups(args.index_file)
+        check(cache_estimate(lookups, dim, "--index-file"), args.max_memory)
     if args.save_requests:
         save_requests(cfg, args.save_requests)
     # loaded on use (start-up time)

@@ -241,12 +241,15 @@ def run_cache(
         guard.check(guard.cache_estimate(lookups, dim, key), max_memory)
     pol = policies.get(cfg.policy)
     stream, warm, source = build_stream(cfg)
-    if cfg.request_file:
+    source_file = cfg.request_file or cfg.index_file
+    if source_file:
+        if stream.keys.size == 0:  # (every figure below is a mean over lookups)
+            raise NmpError("no lookups in any request", file=source_file)
         # a request file's rows per request are its own (multi-hot fields), not the workload's
-        # that the estimate above counted: the run's arrays follow its real lookups
-        est = guard.cache_estimate(
-            float(stream.keys.size), float(stream.dims.max()), "--request-file"
-        )
+        # that the estimate above counted, and an index file's (not guarded above: a 583 KB
+        # npz held 75 M lookups) are known only now: the run's arrays follow its real lookups
+        flag = "--request-file" if cfg.request_file else "--index-file"
+        est = guard.cache_estimate(float(stream.keys.size), float(stream.dims.max()), flag)
         guard.check(est, max_memory)
     uniq, inv = np.unique(stream.keys, return_inverse=True)
     inv = inv.astype(np.int64)

@@ -102,6 +102,19 @@ def index_file_estimate(path: str | Path):
     return guard.array_file_estimate(declared, file)
 
 
+def index_file_lookups(path: str | Path) -> int:
+    """How many lookups an index file holds, as its ``indices`` arrays' headers declare them
+    (nothing decompressed): for a guard of what a run over them allocates, before the read."""
+    file = str(path)
+    with _open_archive(file) as archive:
+        members = _members(archive, file)
+    return sum(
+        int(np.prod(shape, dtype=object))
+        for _, key, _, shape in members
+        if key == "indices" or key.startswith("indices_")
+    )
+
+
 def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarray]:
     """The arrays of an index file, read with bounds. Before anything is decompressed, the
     sizes its members declare (in the zip directory and in each array's header) must agree
