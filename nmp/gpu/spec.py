@@ -79,13 +79,35 @@ class SmSpec:
             "max_regs_per_thread",
             "schedulers",
         )
-        if self.clock_mhz <= 0:
-            raise KeyedValueError("clock_mhz", "must be > 0")
+        if self.count > MAX_SMS:
+            raise KeyedValueError(
+                "count",
+                f"at most {MAX_SMS} SMs (the largest GPUs have 144; the model keeps each SM's "
+                f"L1): got {self.count:,}",
+            )
+        if not MIN_CLOCK_MHZ <= self.clock_mhz <= MAX_CLOCK_MHZ:
+            raise KeyedValueError(
+                "clock_mhz",
+                f"must lie in [{MIN_CLOCK_MHZ:g}, {MAX_CLOCK_MHZ:g}] MHz (GPUs clock at 1-2 GHz; "
+                f"a time in cycles of a slower clock overflows), got {self.clock_mhz:g}",
+            )
 
     @property
     def cycle_ns(self) -> float:
         return 1000.0 / self.clock_mhz
 
+
+# Bounds on counts and clocks a spec may give, far beyond any part (chosen): the model keeps
+# each SM's L1 state, and simulates every warp of the kernel's grid one by one (a grid of 2^20
+# blocks took 200 s and 1.1 GB, 10^7 blocks past 7 GB; 2^16 blocks take 11 s); a clock or a
+# rate far below any part's makes a time in its cycles overflow to infinity.
+MAX_SMS = 1024
+MIN_CLOCK_MHZ = 1.0
+MAX_CLOCK_MHZ = 100_000.0
+MAX_GRID_BLOCKS = 2**16
+MAX_THREADS_PER_BLOCK = 1024  # CUDA's limit
+MIN_BYTES_PER_CYCLE = 1e-3  # per SM (L1) or in all (L2): A100's are 128 and about 5,000
+MIN_DATA_RATE_GBPS = 0.1  # per pin: HBM1 ran at 1 Gb/s
 
 # Bounds on sizes a spec may give, far beyond any part (an H200's L2 is 60 MiB, its HBM 141
 # GB): past them a value is a slip, and a cache that large would not fit the model's memory
@@ -151,12 +173,20 @@ class CacheSpec:
             raise KeyedValueError("hit_cycles", "must be >= 0")
         if self.far_hit_cycles and self.far_hit_cycles < self.hit_cycles:
             raise KeyedValueError("far_hit_cycles", "must be 0 or >= hit_cycles")
-        if self.bytes_per_cycle <= 0:
-            raise KeyedValueError("bytes_per_cycle", "must be > 0")
+        if not self.bytes_per_cycle >= MIN_BYTES_PER_CYCLE:
+            raise KeyedValueError(
+                "bytes_per_cycle",
+                f"must be >= {MIN_BYTES_PER_CYCLE:g} (far below any cache's), "
+                f"got {self.bytes_per_cycle:g}",
+            )
         if self.slices < 1:
             raise KeyedValueError("slices", "must be >= 1")
-        if self.requests_per_ns < 0:
-            raise KeyedValueError("requests_per_ns", "must be >= 0 (0: no request limit)")
+        if self.requests_per_ns != 0 and not self.requests_per_ns >= MIN_BYTES_PER_CYCLE:
+            raise KeyedValueError(
+                "requests_per_ns",
+                f"must be 0 (no request limit) or >= {MIN_BYTES_PER_CYCLE:g}, "
+                f"got {self.requests_per_ns:g}",
+            )
         if self.fetch_bytes % self.sector_bytes or not 0 < self.fetch_bytes <= self.line_bytes:
             raise KeyedValueError("fetch_bytes", "must be a multiple of sector_bytes <= line_bytes")
         if self.partitions < 1 or self.sets % self.partitions:
@@ -240,8 +270,12 @@ class HbmSpec:
             raise KeyedValueError(
                 "capacity_gib", f"at most 2^20 (1 PiB), got {self.capacity_gib:,}"
             )
-        if self.data_rate_gbps <= 0:
-            raise KeyedValueError("data_rate_gbps", "must be > 0")
+        if not self.data_rate_gbps >= MIN_DATA_RATE_GBPS:
+            raise KeyedValueError(
+                "data_rate_gbps",
+                f"must be >= {MIN_DATA_RATE_GBPS:g} Gb/s per pin (HBM1 ran at 1), "
+                f"got {self.data_rate_gbps:g}",
+            )
         if self.read_queue < 1:
             raise KeyedValueError("read_queue", "must be >= 1")
         if self.channel_interleave_bytes < 32 or self.channel_interleave_bytes & (
@@ -340,6 +374,18 @@ class KernelSpec:
         )
         if self.block_x != 32:
             raise KeyedValueError("block_x", "the modeled kernel maps one warp to 32 features")
+        if self.block_x * self.block_y > MAX_THREADS_PER_BLOCK:
+            raise KeyedValueError(
+                "block_y",
+                f"a block holds at most {MAX_THREADS_PER_BLOCK} threads (CUDA): block_y at "
+                f"most {MAX_THREADS_PER_BLOCK // self.block_x}, got {self.block_y:,}",
+            )
+        if self.grid_blocks > MAX_GRID_BLOCKS:
+            raise KeyedValueError(
+                "grid_blocks",
+                f"at most {MAX_GRID_BLOCKS:,} (the stock kernel's grid is 1,024; the model "
+                f"simulates every warp of the grid), got {self.grid_blocks:,}",
+            )
         if self.prefetch_distance < 0 or self.prefetch_regs_per_lookup < 0:
             raise KeyedValueError("prefetch_distance", "must be >= 0")
         for name in (

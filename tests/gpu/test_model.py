@@ -324,3 +324,22 @@ def test_window_pinning_moves_with_its_hit_ratio_and_set_aside():
     assert p_n["lines_persisting"] <= 2 * p_n["set_aside_bytes"] // 128
     assert p_n["lines_persisting"] < p_full["lines_persisting"] / 3
     assert narrow.breakdown["l2_hit_rate"] < full.breakdown["l2_hit_rate"] - 0.01
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("kernel.grid_blocks", 10**18),  # internal "array is too big"
+        ("kernel.grid_blocks", 10**7),  # past 7 GB and 120 s
+        ("kernel.block_y", 10**6),
+        ("sm.count", 10**9),  # out of memory
+        ("sm.clock_mhz", 1e-300),  # latency_ns Infinity in --json
+        ("l1.bytes_per_cycle", 1e-300),
+        ("l2.bytes_per_cycle", 1e-300),
+        ("l2.requests_per_ns", 1e-300),
+        ("hbm.data_rate_gbps", 1e-300),
+    ],
+)
+def test_counts_and_rates_far_outside_any_gpu_are_refused_by_key(key, value):
+    with pytest.raises(SpecError, match=f"key 'arch.{key}'"):
+        load_gpu("a100-80gb", {key: value})
