@@ -379,9 +379,11 @@ def _parity_view(arch, exec_level: str, queue: int):
     if exec_level == "host":
         return mem, lambda node, coords: np.zeros_like(node)
     ranks = mv.org(mem, "ranks")
+    hold = arch.spec.units_hold_rows
     if exec_level == "rank":
-        return unit_view(mem, "rank"), lambda node, coords: coords[0] * ranks + coords[1]
-    return unit_view(mem, exec_level, queue), lambda node, coords: node
+        view = unit_view(mem, "rank", hold_rows=hold)
+        return view, lambda node, coords: coords[0] * ranks + coords[1]
+    return unit_view(mem, exec_level, queue, hold_rows=hold), lambda node, coords: node
 
 
 class _Merged:

@@ -102,7 +102,10 @@ class HostSpec:
     # to a call (waking it, joining it). 0: not charged (nmp measure host measures both).
     call_ns: float = 0.0
     thread_sync_ns: float = 0.0
-    pj_per_flop: float = 20.0  # energy of one FP32 add on the core, with its overheads
+    # energy of one FP32 add on the core, with its overheads: Horowitz (ISSCC'14, 45 nm) ~70 pJ
+    # of instruction overhead per 16-lane SIMD add plus 0.9 pJ per add -> ~5 pJ per element
+    # (as models/arch/host-cpu.toml; the near-memory designs' host adds pay it too)
+    pj_per_flop: float = 5.0
     # Private caches per core: size (0: none), ways, load-to-use latency, misses in flight.
     l1_kib: float = 48.0
     l1_ways: int = 12
@@ -370,6 +373,13 @@ class ArchSpec:
     # unit has a column path of its own (as TRiM-B's bank units, alone in their bank groups,
     # always do). Chosen (issue 29): the sources do not say how ReCross's bank units connect.
     shared_bankgroup_column_path: bool = True
+    # A unit reads a lookup's lines under one activation: its controller holds an open row
+    # while hits to it are queued. The papers' lookup instructions carry the lines to read
+    # (TRiM: nRD; RecNMP: the vector size; PAPERS.md), so a unit never closes a row it has
+    # still to read. False: Ramulator 2's FR-FCFS (the host's controller), where a younger
+    # miss's PRE, ready while the open row's hits wait for the column path, closes the row:
+    # 1.48 activations per lookup for TRiM-G on dlrm-benchmark instead of 1.00.
+    units_hold_rows: bool = True
     replicate_hot_rows: int = 0  # hottest rows copied to every node of the finest level
     # how a lookup of a replicated row picks its replica (nmp.arch.replication; TRiM does not
     # say): "bag-blocks" (balanced counts, a bag's hot lookups on one node) or "least-loaded"

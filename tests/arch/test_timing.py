@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from nmp.arch import load_arch
-from nmp.arch.policies.host import lower_host
+from nmp.arch.host_hierarchy import core_of_bag, threads_of
+from nmp.arch.policies.host import cores_interleaved, lower_host, lower_host_lines
 from nmp.arch.timing import replay_stream, sample_index
 from nmp.memory import make_requests, replay
 from nmp.workload import generate_batch, load_workload
@@ -24,8 +25,13 @@ def test_host_cpu_equals_replay_of_its_stream(small_workload):
     batch = generate_batch(small_workload, seed=7)
     _, op = arch.gather_reduce(batch)
     flat, _, order = arch.prepare(batch)
-    addr = lower_host(arch.mem, flat, order, arch.table_rows, arch.table_row_bytes)
+    addr, src = lower_host_lines(arch.mem, flat, order, arch.table_rows, arch.table_row_bytes)
     assert addr.size == sum(lk.num_lookups for lk in batch.tables) * 4  # 256-B rows: 4 bursts
+    # the cores' reads arrive at once: each core's in its order, the cores in turn
+    threads = threads_of(arch.spec.host)
+    bags = flat.table * flat.batch + flat.bag
+    core = core_of_bag(bags, flat.num_tables * flat.batch, threads)[src]
+    addr = addr[cores_interleaved(core, src, threads)]
     stats = replay(make_requests(addr), arch.mem)
     assert op.t_ns == pytest.approx(stats.cycles_drained * arch.mem.tck_ns, rel=0, abs=1e-9)
     # the CPU's adds are overlapped with (and far shorter than) the DRAM time
@@ -78,7 +84,12 @@ def test_achieved_bandwidth_never_exceeds_peak(name, small_workload):
             assert d["dram_bytes"] / d["dram_ns"] <= d["peak_gbps"] * (1 + 1e-9), lv
         checked += 1
     ch = bd["channel"]
-    assert ch["achieved_gbps"] <= ch["peak_gbps"] * (1 + 1e-9)
+    # the lookup instructions cross on C/A and DQ together (host_bits_per_cycle: 78 bits per
+    # tCK on DDR5 against the data bus's 64), the results on the data bus alone
+    spec, mem = arch.spec, arch.mem
+    ins_gbps = spec.instruction.host_bits_per_cycle / 8 / mem.tck_ns * mem.org.channels
+    assert ch["achieved_gbps"] <= max(ch["peak_gbps"], ins_gbps) * (1 + 1e-9)
+    assert ch["time_ns"] <= op.t_ns
     assert checked == len(arch.layouts)
 
 

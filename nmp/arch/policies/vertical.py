@@ -32,7 +32,7 @@ def lower_vertical(spec, lay, mem, flat: FlatLookups, order: np.ndarray) -> Leve
     item, within = expand_lines(lpr[rep])
     src = rep[item]
     _, _, unit = lay.node_coords(node[item])
-    view = unit_view(mem, "rank")
+    view = unit_view(mem, "rank", hold_rows=spec.units_hold_rows)
     line_page = page[src] + (col0[src] + within) // lpp
     addr = encode_address(
         view,
