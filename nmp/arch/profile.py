@@ -160,6 +160,12 @@ class AccessProfile:
         tabs = np.concatenate([np.full(k.size, t, dtype=np.int64) for t, k in enumerate(self.keys)])
         rows = np.concatenate(self.keys)
         counts = np.concatenate(self.counts)
+        if count < counts.size:
+            # only rows at least as hot as the count-th hottest can be among them (ties with
+            # it included): sort those, not every key (2.2 s of the default sweep's 25 s)
+            kth = np.partition(counts, counts.size - count)[counts.size - count]
+            cand = np.flatnonzero(counts >= kth)
+            tabs, rows, counts = tabs[cand], rows[cand], counts[cand]
         order = np.lexsort((rows, tabs, -counts))[:count]
         return tabs[order], rows[order]
 
