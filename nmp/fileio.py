@@ -105,12 +105,19 @@ def check_writable_output(path: str | Path) -> None:
 
 
 @contextlib.contextmanager
-def open_regular(path: str | Path) -> Iterator[BinaryIO]:
+def open_regular(
+    path: str | Path, *, follow_links: bool = True, update: bool = False
+) -> Iterator[BinaryIO]:
     """``path`` opened for reading if it is a regular file (a symbolic link to one is
-    followed); else :class:`NmpError` naming the path and what it is (a folder, a named pipe,
-    a device), or that it does not exist. The open does not block on a pipe."""
+    followed, unless ``follow_links`` is False: then a link is refused); else
+    :class:`NmpError` naming the path and what it is (a folder, a named pipe, a device), or
+    that it does not exist. The open does not block on a pipe. ``update``: opened for reading
+    and writing (``r+b``), so that what was checked is what is truncated or rewritten."""
+    flags = (os.O_RDWR if update else os.O_RDONLY) | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise NmpError("no such file", file=str(path)) from None
     except IsADirectoryError:
@@ -120,6 +127,11 @@ def open_regular(path: str | Path) -> Iterator[BinaryIO]:
             "no such file (a part of the path is not a folder)", file=str(path)
         ) from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_links:
+            raise NmpError(
+                "is a symbolic link: only a regular file is read here (remove the link)",
+                file=str(path),
+            ) from None
         raise NmpError(f"cannot read: {exc.strerror}", file=str(path)) from None
     try:
         st = os.fstat(fd)
@@ -128,7 +140,7 @@ def open_regular(path: str | Path) -> Iterator[BinaryIO]:
                 f"is {file_kind(st.st_mode)}, not a regular file: give a file", file=str(path)
             )
         os.set_blocking(fd, True)
-        fh = os.fdopen(fd, "rb")
+        fh = os.fdopen(fd, "r+b" if update else "rb")
     except BaseException:
         os.close(fd)
         raise

@@ -60,6 +60,7 @@ def _run(args: argparse.Namespace) -> int:
     from nmp.evaluate.executor import make_executor
     from nmp.evaluate.runner import (
         LATEST,
+        check_latest,
         check_run_dir,
         resolve_run_dir,
         run_sweep,
@@ -138,6 +139,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.scheduler:  # an address where nothing answers: one line, before any progress
         executor.connect()
     check_run_dir(run_dir, resume=args.resume)  # before anything is written
+    if run_dir.parent.resolve() == base.resolve() and run_dir.name != LATEST:
+        check_latest(base)  # what the run repoints: a folder of the user's is refused now
     # loaded when the command runs, not for `nmp --help`
     from nmp.report.progress import is_warm
 
@@ -221,7 +224,12 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     """Run a custom study (a sweep file with a ``runner``) into its run folder."""
 
     # numpy: loaded when the command runs, not for `nmp --help`
-    from nmp.evaluate.runner import check_run_dir, resolve_run_dir, update_latest
+    from nmp.evaluate.runner import (
+        check_latest,
+        check_run_dir,
+        resolve_run_dir,
+        update_latest,
+    )
     from nmp.evaluate.store import run_lock
     from nmp.evaluate.study import print_study_rows, run_custom_study
 
@@ -236,6 +244,8 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
         return 0
     run_dir = resolve_run_dir(base, args.run, resume=False, sweep=study)
     check_run_dir(run_dir, resume=False)
+    if run_dir.parent.resolve() == base.resolve():
+        check_latest(base)
     if (run_dir / "summary.json").exists():
         raise NmpError(f"{run_dir} already holds a study's results: pick another --run")
     run_dir, created = _make_run_dir(args, base, run_dir, study)

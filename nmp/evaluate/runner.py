@@ -27,10 +27,12 @@ is not (the wall time of each point, when it finished, the LP solver's time) goe
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,8 +46,10 @@ from nmp.evaluate.executor import Executor, PointFn, SerialExecutor
 from nmp.evaluate.locality import locality_summary
 from nmp.evaluate.store import (
     JsonlLog,
+    check_log,
     read_jsonl,
     read_jsonl_lines,
+    read_sessions,
     remove_stale_temps,
     rewrite_jsonl,
     run_lock,
@@ -54,6 +58,7 @@ from nmp.evaluate.sweep import Point, SweepSpec
 from nmp.fileio import (
     atomic_write_json,
     atomic_write_text,
+    file_kind,
     others_can_write,
 )
 from nmp.results import result_problem
@@ -61,6 +66,8 @@ from nmp.results import result_problem
 RESULTS = "results.jsonl"
 ERRORS = "errors.jsonl"
 TIMINGS = "timings.jsonl"
+WHATIF_FILE = "whatif.jsonl"  # (nmp.evaluate.explain's, loaded only when a run explains)
+ENVIRONMENT = "environment.json"
 LATEST = "latest"
 # Result fields that measure wall-clock time: moved from results.jsonl to timings.jsonl.
 TIMING_FIELDS = frozenset({"lp_solve_s"})
@@ -165,25 +172,58 @@ def point_fn_default(point: Point) -> Any:
     return run_point(point.arch, point.workload, point.memory, point.overrides, seed=point.seed)
 
 
+# In a copy of a run folder made as ``latest`` where symlinks are not allowed: only a folder
+# holding it is replaced by the next run's copy
+LATEST_COPY_MARK = ".nmp-latest-copy"
+
+
+def check_latest(base: Path) -> None:
+    """``base/latest`` is absent, a symbolic link, or a copy that :func:`update_latest` made:
+    anything else (a folder or file of the user's, a named pipe) is :class:`NmpError` naming
+    it, before any work (it was deleted, or the run failed after its first point)."""
+    link = base / LATEST
+    try:
+        st = os.lstat(link)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise NmpError(f"cannot check: {exc.strerror}", file=str(link)) from None
+    if stat.S_ISLNK(st.st_mode):
+        return
+    if stat.S_ISDIR(st.st_mode) and os.path.lexists(link / LATEST_COPY_MARK):
+        return
+    kind = "a file" if stat.S_ISREG(st.st_mode) else file_kind(st.st_mode)
+    raise NmpError(
+        f"is {kind}, not the link to the latest run that nmp evaluate "
+        "keeps there: move it away (or give another --out)",
+        file=str(link),
+    )
+
+
 def update_latest(base: Path, run_dir: Path) -> Path:
     """Point ``base/latest`` at ``run_dir``: a relative symlink replaced atomically; where
-    symlinks are not allowed, a copy of the run folder."""
+    symlinks are not allowed, a copy of the run folder. Only a link (or such a copy) is
+    replaced (:func:`check_latest`)."""
     link = base / LATEST
+    check_latest(base)
     tmp = base / f".{LATEST}.{os.getpid()}"
     _remove_stale_links(base)
     try:
         if tmp.is_symlink() or tmp.exists():
             tmp.unlink()
         os.symlink(os.path.relpath(run_dir, base), tmp, target_is_directory=True)
-        if link.exists() and not link.is_symlink():
+        if not link.is_symlink() and link.is_dir():  # (a copy: checked above)
             shutil.rmtree(link)
         os.replace(tmp, link)
     except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         if link.is_symlink():
             link.unlink()
         elif link.exists():
             shutil.rmtree(link)
-        shutil.copytree(run_dir, link)
+        shutil.copytree(run_dir, link, symlinks=True)
+        (link / LATEST_COPY_MARK).write_text("")
     return link
 
 
@@ -233,6 +273,9 @@ def check_run_dir(run_dir: Path, *, resume: bool) -> None:
             raise NmpError(f"nothing to resume in {run_dir} (no plan.json)")
     elif (run_dir / RESULTS).exists() and (run_dir / RESULTS).stat().st_size > 0:
         raise NmpError(f"{run_dir} already holds results: add --resume, or pick another --run")
+    # the logs it reads, appends to or repairs: a link, a pipe or a folder is refused now
+    for name in (RESULTS, ERRORS, TIMINGS, WHATIF_FILE, ENVIRONMENT):
+        check_log(run_dir / name)
 
 
 def run_sweep(
@@ -326,15 +369,8 @@ def _run_locked(
         run_dir / "plan.json",
         {"sweep": sweep.name, "points": [{"key": k, **p.to_json()} for k, p in plan.items()]},
     )
-    env_path = run_dir / "environment.json"
-    sessions = []
-    if resume and env_path.exists():
-        import json
-
-        try:
-            sessions = json.loads(env_path.read_text()).get("sessions", [])
-        except ValueError:
-            sessions = []
+    env_path = run_dir / ENVIRONMENT
+    sessions = read_sessions(env_path) if resume else []
     sessions.append(environment({"executor": executor.describe(), "resume": resume}))
     atomic_write_json(env_path, {"sessions": sessions})
 

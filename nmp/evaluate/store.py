@@ -19,18 +19,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
-from nmp.fileio import LOCK_NAME, atomic_write_bytes, folder_lock, open_append
+from nmp.fileio import atomic_write_bytes, file_kind, folder_lock, open_append, open_regular
 
 __all__ = [
     "JsonlLog",
+    "check_log",
     "jsonl_line",
     "read_jsonl",
     "read_jsonl_lines",
+    "read_sessions",
     "remove_stale_temps",
     "rewrite_jsonl",
     "run_lock",
@@ -46,13 +50,19 @@ def run_lock(run_dir: str | Path) -> Iterator[None]:
         yield
 
 
+# What nmp.fileio.atomic_file's temporaries are named: tempfile.mkstemp(prefix=".<name>.",
+# suffix=".tmp"), whose random part is letters, digits and "_"
+_TEMP_NAME = re.compile(r"\.[^.].*\.[A-Za-z0-9_]+\.tmp")
+
+
 def remove_stale_temps(folder: str | Path) -> list[Path]:
     """Delete the hidden temporary files (``.<name>.*.tmp``) a killed
     :func:`nmp.fileio.atomic_write_bytes` left in ``folder``; call it only while holding the
-    folder's :func:`run_lock` (no writer is then alive)."""
+    folder's :func:`run_lock` (no writer is then alive). Other hidden files (``.gitignore``,
+    notes) are the user's: left alone."""
     removed = []
-    for tmp in Path(folder).glob(".*"):
-        if tmp.name == LOCK_NAME or not tmp.is_file():
+    for tmp in Path(folder).glob(".*.tmp"):
+        if not _TEMP_NAME.fullmatch(tmp.name) or not tmp.is_file() or tmp.is_symlink():
             continue
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -136,39 +146,93 @@ def read_jsonl(path: str | Path, *, repair: bool = False) -> list[dict[str, Any]
     return [record for _, record in read_jsonl_lines(path, repair=repair)]
 
 
-def read_jsonl_lines(path: str | Path, *, repair: bool = False) -> list[tuple[int, dict[str, Any]]]:
-    """:func:`read_jsonl`'s records, each with its line number (1-based)."""
-    path = Path(path)
-    if not path.exists():
+def check_log(path: str | Path) -> None:
+    """A run's log ``path`` is absent or a regular file (not a symbolic link, a named pipe, a
+    folder): else :class:`NmpError` naming it, before any work."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise NmpError(f"cannot read: {exc.strerror}", file=str(path)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise NmpError(
+            f"is {file_kind(st.st_mode)}: a run's log is only a regular file (remove it)",
+            file=str(path),
+        )
+
+
+def read_sessions(path: str | Path) -> list[dict[str, Any]]:
+    """The sessions a run folder's ``environment.json`` lists (``{"sessions": [{...}, ...]}``;
+    [] where it does not exist), read as :func:`read_jsonl_lines` reads a log (a regular file,
+    no link followed, no blocking on a pipe); anything else is :class:`NmpError` naming it."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
         return []
-    raw = path.read_bytes()
+    except OSError:
+        pass  # (open_regular names the path and the reason)
+    with open_regular(path, follow_links=False) as fh:
+        raw = fh.read()
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(sessions, list) or not all(isinstance(x, dict) for x in sessions):
+        raise NmpError(
+            'not an environment.json that nmp evaluate wrote ({"sessions": [{...}, ...]}): '
+            "move it away to start the run's history anew",
+            file=str(path),
+        )
+    return sessions
+
+
+def read_jsonl_lines(path: str | Path, *, repair: bool = False) -> list[tuple[int, dict[str, Any]]]:
+    """:func:`read_jsonl`'s records, each with its line number (1-based). The log is opened
+    once, without following a link and without blocking on a pipe, and must be a regular file
+    (:class:`NmpError` else); ``repair`` truncates that same open file."""
+    path = Path(path)
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return []
+    except OSError:
+        pass  # (open_regular names the path and the reason)
+    with open_regular(path, follow_links=False, update=repair) as fh:
+        raw = fh.read()
+        records, good_end = _parse_jsonl(raw, path)
+        if repair and good_end < len(raw):
+            fh.truncate(good_end)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return records
+
+
+def _parse_jsonl(raw: bytes, path: Path) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """The records of ``raw`` with their line numbers, and the offset where a torn last line
+    (no newline: the writer died mid-line) starts, else ``len(raw)``. A complete line that is
+    not a JSON object is corruption: :class:`NmpError` naming the file and line."""
     records: list[tuple[int, dict[str, Any]]] = []
     good_end = 0  # byte offset just after the last good line
     lines = list(_split_lines(raw))
     for i, (start, end, complete) in enumerate(lines):
+        if not complete:  # only the last line can lack its newline: a torn write
+            return records, good_end
         text = raw[start:end].strip()
-        is_last = i == len(lines) - 1
         if not text:
-            good_end = end + (1 if complete else 0)
+            good_end = end + 1
             continue
         try:
             record = json.loads(text)
             if not isinstance(record, dict):
                 raise ValueError("not an object")
-            if not complete:
-                raise ValueError("no newline: the writer died mid-line")
         except ValueError as exc:
-            if is_last:
-                break
+            # a whole line (its newline written) that is not a record: not a torn write
             raise NmpError(f"corrupt line ({exc})", file=str(path), line=i + 1) from None
         records.append((i + 1, record))
         good_end = end + 1
-    if repair and good_end < len(raw):
-        with open(path, "r+b") as fh:
-            fh.truncate(good_end)
-            fh.flush()
-            os.fsync(fh.fileno())
-    return records
+    return records, len(raw)
 
 
 def _split_lines(raw: bytes) -> Iterator[tuple[int, int, bool]]:

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nmp.fileio import atomic_write_text
+from nmp.fileio import atomic_write_text, open_regular
 from nmp.report.format import fmt_num, fmt_ratio, fmt_time_ns
 from nmp.report.locality import locality_markdown
 
@@ -199,9 +199,17 @@ def write_report_files(
 
 def _write_report_files(run_dir: Path, summary: dict[str, Any], write_plots: Any) -> list[str]:
     env_path = run_dir / "environment.json"
-    if env_path.exists() and "environment" not in summary:
-        sessions = json.loads(env_path.read_text()).get("sessions") or [{}]
-        summary = {**summary, "environment": sessions[-1]}
+    if "environment" not in summary and env_path.exists():
+        # read as nmp.evaluate.store.read_sessions reads it (a regular file, no link followed,
+        # no blocking on a pipe); a list of sessions the report cannot use is left out
+        with open_regular(env_path, follow_links=False) as fh:
+            try:
+                data = json.loads(fh.read())
+            except ValueError:
+                data = None
+        sessions = data.get("sessions") if isinstance(data, dict) else None
+        if isinstance(sessions, list) and sessions and isinstance(sessions[-1], dict):
+            summary = {**summary, "environment": sessions[-1]}
     atomic_write_text(run_dir / "results.csv", results_csv(summary))
     plots = write_plots(run_dir, summary)
     atomic_write_text(run_dir / "report.md", report_markdown(summary, plots))

@@ -130,11 +130,16 @@ def test_resume_removes_stale_hidden_temp_files(tmp_path: Path) -> None:
     spec, keyed = _keyed()
     run_dir = tmp_path / "run"
     run_sweep(spec, keyed, run_dir, point_fn=fake_point)
-    stale = [run_dir / ".report.md.abc123.tmp", run_dir / ".pareto.x1y2.png"]
+    stale = [run_dir / ".report.md.abc123.tmp", run_dir / ".summary.json.k_9zq2ab.tmp"]
     for f in stale:
         f.write_bytes(b"")  # what a killed atomic write leaves
+    # the user's hidden files: --resume deleted every hidden file of the folder
+    own = [run_dir / ".gitignore", run_dir / ".notes", run_dir / ".x.tmp", run_dir / ".a.b.png"]
+    for f in own:
+        f.write_text("keep\n")
     run_sweep(spec, keyed, run_dir, point_fn=fake_point, resume=True)
     assert not any(f.exists() for f in stale)
+    assert all(f.read_text() == "keep\n" for f in own)
 
 
 def _timed_point(point):
@@ -247,3 +252,85 @@ def test_latest_cleans_links_of_killed_runs(tmp_path: Path) -> None:
     update_latest(tmp_path, run)
     assert not stale.is_symlink()
     assert (tmp_path / "latest").resolve() == run.resolve()
+
+
+@pytest.mark.parametrize("text", ["[1]", '{"sessions": 5}'])
+def test_resume_with_an_environment_json_of_another_shape_names_it(
+    tmp_path: Path, text: str
+) -> None:
+    """An AttributeError ('list' object has no attribute 'get') was an internal error."""
+    spec, keyed = _keyed()
+    run_dir = tmp_path / "run"
+    run_sweep(spec, keyed, run_dir, point_fn=fake_point)
+    (run_dir / "environment.json").write_text(text)
+    with pytest.raises(NmpError, match="environment.json: not an environment.json"):
+        run_sweep(spec, keyed, run_dir, point_fn=fake_point, resume=True)
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo", "folder"])
+def test_resume_refuses_a_log_that_is_not_a_file_before_any_work(tmp_path: Path, kind) -> None:
+    spec, keyed = _keyed()
+    run_dir = tmp_path / "run"
+    run_sweep(spec, keyed, run_dir, point_fn=fake_point)
+    victim = tmp_path / "victim.jsonl"
+    victim.write_text("keep\n")
+    log = run_dir / "errors.jsonl"
+    log.unlink(missing_ok=True)
+    if kind == "link":
+        log.symlink_to(victim)
+    elif kind == "fifo":
+        os.mkfifo(log)
+    else:
+        log.mkdir()
+    ran = []
+    with pytest.raises(NmpError, match="errors.jsonl: is a"):
+        run_sweep(spec, keyed, run_dir, point_fn=lambda p: ran.append(p), resume=True)
+    assert ran == [] and victim.read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("kind", ["folder", "file", "fifo"])
+def test_latest_that_is_not_a_link_is_refused_and_kept(tmp_path: Path, kind: str) -> None:
+    """A real folder named latest (the user's) was deleted by shutil.rmtree; a file failed
+    after the first point, leaving a .latest.<pid> link; a named pipe hung."""
+    from nmp.evaluate.runner import check_latest, update_latest
+
+    base = tmp_path / "reports"
+    run_dir = base / "run-1"
+    run_dir.mkdir(parents=True)
+    latest = base / "latest"
+    if kind == "folder":
+        latest.mkdir()
+        (latest / "mine.txt").write_text("keep\n")
+    elif kind == "file":
+        latest.write_text("keep\n")
+    else:
+        os.mkfifo(latest)
+    for call in (lambda: check_latest(base), lambda: update_latest(base, run_dir)):
+        with pytest.raises(NmpError, match="reports/latest: is a"):
+            call()
+    if kind == "folder":
+        assert (latest / "mine.txt").read_text() == "keep\n"
+    elif kind == "file":
+        assert latest.read_text() == "keep\n"
+    assert sorted(p.name for p in base.iterdir()) == ["latest", "run-1"]
+    latest_link = tmp_path / "other" / "latest"
+    latest_link.parent.mkdir()
+    (tmp_path / "other" / "run-2").mkdir()
+    latest_link.symlink_to("run-1")
+    assert update_latest(latest_link.parent, tmp_path / "other" / "run-2").resolve().name == "run-2"
+
+
+def test_evaluate_refuses_a_latest_folder_before_any_point(tmp_path: Path, capsys, monkeypatch):
+    from nmp.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "small.toml").write_text(
+        'name = "small"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'
+    )
+    (tmp_path / "reports" / "latest").mkdir(parents=True)
+    (tmp_path / "reports" / "latest" / "mine.txt").write_text("keep\n")
+    assert main(["evaluate", "small.toml", "--out", "reports", "--jobs", "1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "reports/latest: is a folder" in err[0], err
+    assert (tmp_path / "reports" / "latest" / "mine.txt").read_text() == "keep\n"
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["latest"]

@@ -87,3 +87,56 @@ def test_traces_and_index_files_are_plain_files_too(tmp_path):
     for path in (trace, index):
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o666 & ~UMASK, path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["i.npz", "t.trace.gz"]  # no temps
+
+
+@pytest.mark.parametrize("last", [b"[1,2,3]\n", b"\xff\xfe\n", b'"text"\n'])
+def test_a_whole_last_line_that_is_no_record_is_corruption_not_a_torn_write(
+    tmp_path: Path, last: bytes
+) -> None:
+    """Only a last line without its newline is a torn write: a complete one that is not a
+    record was silently dropped (and truncated away by --resume)."""
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b'{"key": "k0"}\n' + last)
+    size = path.stat().st_size
+    for repair in (False, True):
+        with pytest.raises(NmpError, match=r"r.jsonl:2: corrupt line"):
+            read_jsonl(path, repair=repair)
+    assert path.stat().st_size == size
+
+
+def test_a_log_that_is_a_link_is_refused_and_its_target_kept(tmp_path: Path) -> None:
+    """repair=True followed a symlinked results.jsonl and truncated its target."""
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b'{"key": "k0"}\ntorn')
+    link = tmp_path / "results.jsonl"
+    link.symlink_to(victim)
+    for repair in (False, True):
+        with pytest.raises(NmpError, match="results.jsonl: is a symbolic link"):
+            read_jsonl(link, repair=repair)
+    assert victim.read_bytes() == b'{"key": "k0"}\ntorn'
+
+
+def test_a_log_that_is_a_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
+    from nmp.evaluate.store import check_log, read_sessions
+
+    for name in ("errors.jsonl", "environment.json"):
+        fifo = tmp_path / name
+        os.mkfifo(fifo)
+        with pytest.raises(NmpError, match=f"{name}: is a named pipe"):
+            check_log(fifo)
+        reader = read_sessions if name.endswith(".json") else read_jsonl
+        with pytest.raises(NmpError, match=f"{name}: is a named pipe"):
+            reader(fifo)
+
+
+@pytest.mark.parametrize("text", ["[1]", '{"sessions": 5}', '{"sessions": [1]}', "{"])
+def test_an_environment_json_of_another_shape_is_named(tmp_path: Path, text: str) -> None:
+    from nmp.evaluate.store import read_sessions
+
+    path = tmp_path / "environment.json"
+    path.write_text(text)
+    with pytest.raises(NmpError, match="environment.json: not an environment.json"):
+        read_sessions(path)
+    path.write_text('{"sessions": [{"a": 1}]}')
+    assert read_sessions(path) == [{"a": 1}]
+    assert read_sessions(tmp_path / "none.json") == []
