@@ -96,29 +96,64 @@ def store(path: str | os.PathLike, raw: bytes, data: dict[str, Any]) -> None:
     write_own(entry, text)
 
 
+_OPEN_FLAGS = os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _own_folder(folder: Path) -> bool:
+    """Whether ``folder`` is a directory of this user's that no one else may write into: what
+    it holds is this user's (as :func:`nmp.memory.native_build.private_folder` requires)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == _uid() and not st.st_mode & 0o022
+
+
 def read_own_json(entry: Path) -> Any:
     """The JSON document in the cache entry ``entry``, where it is a regular file of this
-    user's that no one else may write; None otherwise, or where it cannot be read or parsed.
-    The rule of every entry the kit keeps in the user cache (here, and the engine library's
-    key: :func:`nmp.memory.native_build.cached_choice`)."""
+    user's that no one else may write, in a folder of this user's that no one else may write;
+    None otherwise, or where it cannot be read or parsed. It is opened without following a
+    link and without blocking (a named pipe planted as an entry hung every command), and
+    checked on the open descriptor. The rule of every entry the kit keeps in the user cache
+    (here, and the engine library's key: :func:`nmp.memory.native_build.cached_choice`)."""
+    if not _own_folder(entry.parent):
+        return None
     try:
-        with open(entry, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != _uid() or st.st_mode & 0o022:
-                return None
+        fd = os.open(entry, os.O_RDONLY | _OPEN_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != _uid() or st.st_mode & 0o022:
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1  # (closed with fh)
             return json.loads(fh.read())
     except (OSError, ValueError):
         return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def write_own(entry: Path, text: str) -> None:
     """Write the cache entry ``entry`` whole, then rename it into place (a reader never sees
-    half an entry), readable by this user alone, its folder created private; a failure (a
-    read-only home) leaves no entry and no temporary file."""
+    half an entry), readable by this user alone, its folder created private (an existing
+    folder that is not this user's alone gets no entry); the temporary file is created new
+    (``O_EXCL``, no link followed). A failure (a read-only home) leaves no entry and no
+    temporary file."""
     tmp = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS
     try:
         entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        if not _own_folder(entry.parent):
+            return
+        try:
+            fd = os.open(tmp, flags, 0o600)
+        except FileExistsError:  # left by a killed process of the same id: ours to remove
+            tmp.unlink()
+            fd = os.open(tmp, flags, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, entry)

@@ -85,3 +85,57 @@ def test_an_entry_others_may_write_is_not_read(cache, tmp_path, monkeypatch) -> 
     assert load_toml(path) == {"x": 1}  # parsed (and the entry written anew)
     entry.write_text("{not json")
     assert toml_cache.load(path, raw) is None
+
+
+def test_an_entry_that_is_a_pipe_or_link_is_not_read_and_does_not_block(
+    cache, tmp_path, monkeypatch
+) -> None:
+    """A named pipe planted as an entry hung every command (the entry was opened blocking,
+    before its type was checked); a link was followed."""
+    import time
+
+    monkeypatch.setattr(toml_cache, "CHECKOUT", str(tmp_path))
+    path = tmp_path / "spec.toml"
+    path.write_text("x = 1\n")
+    raw = path.read_bytes()
+    toml_cache.store(path, raw, {"x": 7})
+    entry = toml_cache.entry_path(path)
+    assert entry is not None and toml_cache.load(path, raw) == {"x": 7}
+    good = entry.read_bytes()
+    entry.unlink()
+    os.mkfifo(entry)
+    t0 = time.monotonic()
+    assert toml_cache.load(path, raw) is None
+    assert time.monotonic() - t0 < 5
+    entry.unlink()
+    (tmp_path / "elsewhere.json").write_bytes(good)
+    entry.symlink_to(tmp_path / "elsewhere.json")
+    assert toml_cache.load(path, raw) is None
+
+
+def test_a_cache_folder_others_may_write_is_neither_read_nor_written(
+    cache, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr(toml_cache, "CHECKOUT", str(tmp_path))
+    path = tmp_path / "spec.toml"
+    path.write_text("x = 1\n")
+    raw = path.read_bytes()
+    toml_cache.store(path, raw, {"x": 7})
+    entry = toml_cache.entry_path(path)
+    assert entry is not None and toml_cache.load(path, raw) == {"x": 7}
+    os.chmod(cache, 0o777)
+    assert toml_cache.load(path, raw) is None
+    entry.unlink()
+    toml_cache.store(path, raw, {"x": 7})
+    assert not entry.exists()
+
+
+def test_write_own_never_writes_through_a_planted_temporary(cache, tmp_path) -> None:
+    entry = cache / "e.json"
+    cache.mkdir(mode=0o700, parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    (cache / f".e.json.{os.getpid()}.tmp").symlink_to(victim)
+    toml_cache.write_own(entry, '{"a": 1}')
+    assert victim.read_text() == "keep\n"
+    assert toml_cache.read_own_json(entry) == {"a": 1}
