@@ -407,6 +407,13 @@ FILE_CASES = [
 ]
 # training inputs (H-train's fixes): added here once `nmp train` rejects them cleanly
 TRAIN_CASES = [
+    # failures drawn without end (t += exponential(1e-300) never reached the last step)
+    (
+        "train-mtbf-steps-tiny",
+        ["train", "--strategy", "ecrec", "--random-failures", "--mtbf-steps", "1e-300"],
+        "train.mtbf_steps': must be >= 1 step",
+    ),
+    ("train-mtbf-steps-half", ["train", "--mtbf-steps", "0.5"], "train.mtbf_steps"),
     ("train-cost-sample-0", ["train", "--set", "train.cost_sample=0"], "cost_sample"),
     ("train-cost-sample-neg", ["train", "--set", "train.cost_sample=-1"], "cost_sample"),
     ("train-seed-negative", ["train", "--seed", "-1"], "seed"),

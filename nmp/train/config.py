@@ -24,6 +24,10 @@ from nmp.train.optim import DENSE_OPTIMIZERS, OPTIMIZERS
 # overflows to inf (storage_gbps = 1e-300 printed "nan %" rows and invalid JSON). Chosen: a
 # kilobyte a second, a thousand operations a second.
 SLOWEST = {"storage_gbps": 1e-6, "host_flops": 1e3}
+# The shortest MTBF a run may model (chosen: one step): below it the system fails more often
+# than it steps, so that no strategy makes progress, and --random-failures drew failures
+# without end (mtbf_steps = 1e-300 never finished).
+MIN_MTBF_STEPS = 1.0
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,12 @@ class TrainConfig:
         for name in ("storage_gbps", "host_flops", "mtbf_steps", "lr_embedding", "lr_dense"):
             if not getattr(self, name) > 0:  # NaN fails too
                 raise KeyedValueError(name, "must be > 0")
+        if self.mtbf_steps < MIN_MTBF_STEPS:
+            raise KeyedValueError(
+                "mtbf_steps",
+                f"must be >= {MIN_MTBF_STEPS:g} step (a system that fails more often than it "
+                f"steps trains nothing), got {self.mtbf_steps:g}",
+            )
         for name, least in SLOWEST.items():
             if getattr(self, name) < least:
                 raise KeyedValueError(name, f"must be >= {least:g}, got {getattr(self, name):g}")

@@ -63,13 +63,15 @@ def random_failures(steps: int, nodes: int, mtbf_steps: float, seed: int) -> lis
     failures, each on a uniformly chosen node (seeded)."""
     rng = np.random.default_rng([seed, 0xFA11])
     out: list[Failure] = []
+    seen: set[Failure] = set()
     t = 0.0
     while True:
         t += rng.exponential(mtbf_steps)
         if t >= steps:
             return out
         f = Failure(int(t), int(rng.integers(nodes)))
-        if f not in out:  # two draws in one step on one node are one failure
+        if f not in seen:  # two draws in one step on one node are one failure
+            seen.add(f)
             out.append(f)
 
 
