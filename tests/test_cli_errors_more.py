@@ -84,6 +84,11 @@ MAKERS: dict[str, Callable[[Path], object]] = {
     "beyond.trace": lambda p: p.write_text("LD 0x0\nST 0x7fffffff00000000\n"),
     "ds3-beyond.trace": lambda p: p.write_text("0x0 READ 1\n0xfffffffffff00000 WRITE 9\n"),
     "garbage.trace.gz": lambda p: p.write_bytes(b"\x1f\x8b" + b"garbage" * 10),
+    "ok.trace": lambda p: p.write_text("LD 0x0\nST 0x40\n"),
+    # a copy of a registered standard, in a folder of the test's (as /tmp/x, any user's)
+    "std/evil": lambda p: p.with_suffix(".toml").write_text(
+        (Path(__file__).resolve().parents[1] / "models/memory/standards/ddr4.toml").read_text()
+    ),
     "empty-bags.npz": lambda p: _index_npz(p, lookups=0),
     "many-lookups.npz": lambda p: _index_npz(p, lookups=4_000_000),
     "req-empty.txt": lambda p: p.write_text(("u1" + "\t" * 26 + "\n") * 3),
@@ -172,6 +177,18 @@ CASES = [
             "700M",
         ],
         "key '--index-file': this run needs",
+    ),
+    # a standard is a registered name: a path loaded that file (from a folder any user may
+    # write into) and listed that folder's files as the known standards
+    (
+        "replay-standard-absolute-path",
+        ["replay", "{tmp}/ok.trace", "--set", "standard={tmp}/std/evil"],
+        "(known: DDR4, DDR5, HBM2, HBM3)",
+    ),
+    (
+        "replay-standard-relative-path",
+        ["replay", "{tmp}/ok.trace", "--set", "standard=../standards/ddr4"],
+        "unknown DRAM standard '../standards/ddr4'",
     ),
     # outputs that are not folders
     ("rtl-out-link", ["rtl", "export", "--out", "{tmp}/link"], "--out"),

@@ -104,10 +104,13 @@ def evaluate(formula: str, timing: dict[str, int], *, where: str = "") -> int:
 
 @functools.lru_cache(maxsize=16)
 def load_standard(name: str) -> Standard:
-    path = DRAM_STANDARDS.path() / f"{name.lower()}.toml"
-    if not path.is_file():
-        known = sorted(p.stem.upper() for p in path.parent.glob("*.toml"))
-        raise SpecError(f"unknown DRAM standard '{name}' (known: {', '.join(known)})")
+    # a registered name only: "/tmp/x/evil" loaded that file (a folder any user may write
+    # into) and listed its folder's files as the known standards
+    registered = {n.lower(): n for n in DRAM_STANDARDS.names()}
+    if not isinstance(name, str) or name.lower() not in registered:
+        known = sorted(n.upper() for n in registered)
+        raise SpecError(f"unknown DRAM standard {name!r} (known: {', '.join(known)})")
+    path = DRAM_STANDARDS.get(registered[name.lower()])
     data = load_toml(path)
     rules = []
     for i, r in enumerate(data.get("rules", [])):
