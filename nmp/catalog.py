@@ -12,9 +12,9 @@ or a claim's ``model`` may name, and every preset folder (``memory preset``, ``w
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from nmp.cliargs import json_text
 from nmp.config import PRESET_CATALOGS
 from nmp.registry import load_all_registries
 
@@ -47,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.kind or not args.registries:
         catalog.update(collect(args.kind))
     if args.json:
-        print(json.dumps(catalog, indent=2))
+        print(json_text(catalog))
         return 0
     # rich takes a noticeable fraction of a second to import: only for a table
     from rich.table import Table

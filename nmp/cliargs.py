@@ -22,6 +22,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from nmp.errors import NmpError
 
@@ -238,3 +239,37 @@ def check_out_folder(path: str | os.PathLike | None, flag: str = "--out") -> Pat
     with contextlib.suppress(OSError):
         os.unlink(probe)
     return folder
+
+
+def json_text(data: Any, *, indent: int | None = 2) -> str:
+    """``data`` as the JSON document a ``--json`` flag prints: strict JSON only. A number that
+    is not finite (``inf``, ``nan``: an input far outside the model's range) would print as
+    ``Infinity``/``NaN``, which no JSON reader accepts: :class:`NmpError` names where it is
+    instead."""
+    import json  # (here: the parser's module loads at every start)
+
+    try:
+        return json.dumps(data, indent=indent, allow_nan=False)
+    except ValueError:
+        found = _first_non_finite(data, "")
+        where, value = found if found else ("", math.nan)
+        raise NmpError(
+            f"the result's {where or 'value'} is {value} (not a finite number: an input is "
+            "outside the model's range); no valid JSON to print"
+        ) from None
+
+
+def _first_non_finite(data: Any, path: str) -> tuple[str, float] | None:
+    """(dotted path, value) of the first float in ``data`` that is not finite, if any."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return path, data
+    items: Iterable[tuple[Any, Any]] = ()
+    if isinstance(data, dict):
+        items = data.items()
+    elif isinstance(data, list | tuple):
+        items = enumerate(data)
+    for key, value in items:
+        found = _first_non_finite(value, f"{path}.{key}" if path else str(key))
+        if found:
+            return found
+    return None

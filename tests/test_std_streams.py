@@ -59,3 +59,29 @@ def test_main_in_process_with_no_stdout(monkeypatch, capsys) -> None:
     assert main(["models", "--json"]) == 1
     assert sys.stdout is None
     assert "standard output" in capsys.readouterr().err
+
+
+def test_json_output_is_strict_json_or_a_named_error() -> None:
+    """--json printed Infinity/NaN (``arch.rank.clock_mhz=1e-300``), which no JSON reader
+    accepts: the document is strict JSON, or the error names where a value is not finite."""
+    from nmp.cliargs import json_text
+    from nmp.errors import NmpError
+
+    assert json_text({"a": [1.5, None]}, indent=None) == '{"a": [1.5, null]}'
+    for bad, where in (
+        ({"latency_ns": float("inf")}, "latency_ns"),
+        ({"rows": [{"x": 1.0}, {"x": float("nan")}]}, "rows.1.x"),
+    ):
+        with pytest.raises(NmpError, match=f"the result's {where} is (inf|nan)"):
+            json_text(bad)
+
+
+def test_run_json_never_prints_infinity(capsys) -> None:
+    from nmp.cli import main
+
+    argv = ["run", "--arch", "recnmp", "--workload", "recross-eval", "--json"]
+    code = main([*argv, "--set", "arch.rank.clock_mhz=1e-300"])
+    captured = capsys.readouterr()
+    assert "Infinity" not in captured.out and "NaN" not in captured.out
+    assert code == 1
+    assert captured.err.strip().splitlines()[-1].startswith("nmp: error: "), captured.err

@@ -20,11 +20,10 @@ served through the cache (a DLRM trained briefly on the synthetic teacher).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from nmp.cache.kvstore import BACKENDS
 from nmp.cache.policy import names
+from nmp.cliargs import json_text
 from nmp.errors import NmpError
 from nmp.fileio import check_writable_output
 
@@ -100,8 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     with activity(f"cache study: {cfg.requests:,} requests on {cfg.workload}", quiet=args.json):
         row = run_cache(cfg, max_memory=args.max_memory)
     if args.json:
-        json.dump(row, sys.stdout, indent=2)
-        print()
+        print(json_text(row))
         return 0
     _print(row)
     return 0

@@ -9,11 +9,11 @@ Run folders: every run writes ``<out>/<run>/`` (default ``reports/<sweep>-<UTC t
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
 
+from nmp.cliargs import json_text
 from nmp.config import load_toml
 from nmp.errors import NmpError
 from nmp.guard import add_argument, check
@@ -184,7 +184,7 @@ def _run(args: argparse.Namespace) -> int:
         raise
     repoint_latest()  # again: the copy fallback must hold the final files
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
     else:
         print_sweep_summary(summary, console)
     if summary["failed"]:
@@ -270,7 +270,7 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     if run_dir.parent.resolve() == base.resolve():
         update_latest(base, run_dir)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
     else:
         # rich: loaded on use (start-up time)
         from nmp.report.console import make_console

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 import nmp.guard as guard
+from nmp.cliargs import json_text
 from nmp.config import parse_set_args
 from nmp.guard import add_argument
 
@@ -32,7 +32,7 @@ def _run(args: argparse.Namespace) -> int:
         result = run_point(args.arch, args.workload, args.memory, overrides, seed=args.seed)
     data = result.to_json()
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(json_text(data))
         return 0
     # numpy, rich: loaded on use (start-up time)
     from nmp.design import family_of

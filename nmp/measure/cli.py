@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from nmp.cliargs import json_text
 from nmp.errors import NmpError
 
 # The `nmp measure` command: nmp.cli reads this literal without importing the module
@@ -59,7 +59,7 @@ def _measure(args: argparse.Namespace) -> int:
     if args.check:
         report["check"] = _check(args, out, batches, sysinfo.usable_cpus())
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json_text(report))
     return 0
 
 

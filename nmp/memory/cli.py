@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
 import nmp.guard as guard
+from nmp.cliargs import json_text
 from nmp.config import parse_set_args
 from nmp.errors import NmpError
 from nmp.guard import add_argument
@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
         out = stats.to_json()
         out["trace"] = str(args.trace)
         out["avg_read_latency_cycles"] = round(out["avg_read_latency_cycles"], 4)
-        print(json.dumps(out))
+        print(json_text(out, indent=None))
         return 0
     _print_table(args.trace, spec, stats)
     return 0

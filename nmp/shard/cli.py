@@ -10,9 +10,8 @@ nmp shard --workload criteo-terabyte --sharder all      # every sharder, one tab
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
+from nmp.cliargs import json_text
 from nmp.config import parse_set_args, split_overrides
 from nmp.errors import NmpError
 from nmp.shard.topology import DEFAULT_TOPOLOGY
@@ -48,8 +47,7 @@ def _run(args: argparse.Namespace) -> int:
 
     rows = [shard(name) for name in names]
     if args.json:
-        json.dump(rows[0] if len(rows) == 1 else rows, sys.stdout, indent=2)
-        print()
+        print(json_text(rows[0] if len(rows) == 1 else rows))
         return 0
     r0 = rows[0]
     print(

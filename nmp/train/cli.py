@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import re
-import sys
 
+from nmp.cliargs import json_text
 from nmp.errors import NmpError
 from nmp.parity_codes import PARITY_CODES
 from nmp.results import jsonable
@@ -205,8 +204,7 @@ def _procs(args: argparse.Namespace, cfg) -> int:
     if row is None:
         return 0  # another host's agent: rank 0 reports
     if args.json:
-        json.dump(jsonable(row), sys.stdout, indent=2)
-        print()
+        print(json_text(jsonable(row)))
     else:
         print_procs(row)
     return 0
@@ -262,8 +260,7 @@ def _run(args: argparse.Namespace) -> int:
             with _step_progress(args, cfg.steps) as on_step:
                 rows = run_seeds(cfg, failures, args.seeds, on_step=on_step)
             if args.json:
-                json.dump(rows, sys.stdout, indent=2)
-                print()
+                print(json_text(rows))
             else:
                 print_seed_table(
                     rows,
@@ -276,8 +273,7 @@ def _run(args: argparse.Namespace) -> int:
         with _step_progress(args, cfg.steps) as on_step:
             rows = run_compare(cfg, failures, on_step=on_step)
         if args.json:
-            json.dump(rows, sys.stdout, indent=2)
-            print()
+            print(json_text(rows))
         else:
             where = ", ".join(f"node {f.node} at step {f.step} ({f.phase})" for f in failures)
             print_table(
@@ -313,8 +309,7 @@ def _run(args: argparse.Namespace) -> int:
 
         row.update(compression_report(cfg, strategy, failures, res))
     if args.json:
-        json.dump(row, sys.stdout, indent=2)
-        print()
+        print(json_text(row))
         return 0
     m = res.metrics
     auc = (
@@ -478,8 +473,11 @@ def _extrapolate(args) -> int:
 
         plot(dep, points, crossings, out, load_marks(args.setup) if args.setup else [])
         if args.json:
-            json.dump({"plot": str(out), "crossovers": crossings, "points": points}, sys.stdout)
-            print()
+            print(
+                json_text(
+                    {"plot": str(out), "crossovers": crossings, "points": points}, indent=None
+                )
+            )
         else:
             print_crossings(crossings, dep, out)
         return 0
@@ -488,8 +486,7 @@ def _extrapolate(args) -> int:
         from nmp.train.extrapolate import closing_note
 
         closing_note(rows, dep)  # adds each strategy's schedule and verdict to its row
-        json.dump(rows, sys.stdout, indent=2)
-        print()
+        print(json_text(rows))
     else:
         print_extrapolation(rows, dep)
     return 0

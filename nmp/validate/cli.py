@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from collections import Counter
 
-from nmp.cliargs import check_out_folder
+from nmp.cliargs import check_out_folder, json_text
 from nmp.errors import NmpError
 from nmp.validate.runner import plan_validation
 
@@ -70,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
     run_dir = write_report(results, out, quick=args.quick)
     if args.json:
         doc = {"checks": [r.to_json() for r in results], "setups": paper_setups(results)}
-        print(json.dumps(doc, indent=2))
+        print(json_text(doc))
     elif args.table:
         print_table(results, console)
         console.print(f"report: {run_dir / 'report.md'}")
