@@ -215,7 +215,19 @@ def folder_lock(folder: str | Path, busy: str) -> Iterator[None]:
         yield
         return
     path = Path(folder) / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK
+    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:  # a link (ELOOP), a folder: the error named no file
+        kind = "a symbolic link" if exc.errno == errno.ELOOP else None
+        why = f"is {kind}, not a lock file (remove it)" if kind else f"cannot lock: {exc.strerror}"
+        raise NmpError(why, file=str(path)) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # a named pipe: "Invalid argument" from lockf, no file named
+        os.close(fd)
+        raise NmpError(f"is {file_kind(mode)}, not a lock file (remove it)", file=str(path))
+    os.set_blocking(fd, True)
     try:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

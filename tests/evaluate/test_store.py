@@ -140,3 +140,18 @@ def test_an_environment_json_of_another_shape_is_named(tmp_path: Path, text: str
     path.write_text('{"sessions": [{"a": 1}]}')
     assert read_sessions(path) == [{"a": 1}]
     assert read_sessions(tmp_path / "none.json") == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_lock_that_is_not_a_file_is_named(tmp_path: Path, kind: str) -> None:
+    """A named pipe as .lock was 'nmp: error: Invalid argument', naming no file."""
+    from nmp.fileio import folder_lock
+
+    lock = tmp_path / ".lock"
+    if kind == "fifo":
+        os.mkfifo(lock)
+    else:
+        lock.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(NmpError, match=r"\.lock: is a"), folder_lock(tmp_path, "busy {pid}"):
+        pass
+    assert not (tmp_path / "elsewhere").exists()
