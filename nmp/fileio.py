@@ -286,6 +286,50 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def atomic_write_all(files: dict[Path, bytes]) -> None:
+    """Write several files that belong together (a module and its testbench): every one is
+    written and synced to a temporary first, and only then are they renamed into place, so a
+    full disk leaves none of them new rather than some (:func:`atomic_file` for each)."""
+    with contextlib.ExitStack() as stack:
+        temps = [stack.enter_context(_synced_temp(path)) for path in files]
+        for fh, (path, data) in zip(temps, files.items(), strict=True):
+            try:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError as exc:
+                raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
+        for fh in temps:
+            fh.commit = True  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def _synced_temp(path: Path) -> Iterator[BinaryIO]:
+    """A temporary beside ``path``, renamed onto it on leaving if its ``commit`` was set,
+    else removed."""
+    check_output_path(path)
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
+    os.fchmod(fd, 0o666 & ~UMASK)
+    fh = os.fdopen(fd, "wb")
+    fh.commit = False  # type: ignore[attr-defined]
+    try:
+        yield fh
+    finally:
+        with contextlib.suppress(OSError):
+            fh.close()
+        if getattr(fh, "commit", False):
+            os.replace(tmp, path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
 def atomic_write_json(path: str | Path, data: Any) -> None:
     """Write ``data`` as indented JSON (one trailing newline) to ``path`` atomically."""
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyrtl
 
-from nmp.fileio import atomic_write_text
+from nmp.fileio import atomic_write_all
 from nmp.rtl.parity import ParityUnitConfig, build_unit
 from nmp.rtl.sim import run_cycles
 from nmp.rtl.stream import UpdateStream, random_stream, reference_writes, word_to_int
@@ -217,12 +217,6 @@ def check_identifiers(text: str) -> list[str]:
     return bad
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    # a fresh temporary name (never a fixed one a link could wait at) and only a regular
-    # file replaced
-    atomic_write_text(path, text)
-
-
 def export(
     cfg: ParityUnitConfig,
     out_dir: str | os.PathLike,
@@ -238,6 +232,7 @@ def export(
         out / f"{cfg.name}.v": module_text(cfg),
         out / f"{cfg.name}_tb.v": testbench_text(cfg, stream, seed),
     }
-    for path, text in files.items():
-        _write_atomic(path, text)
+    # the module and its testbench together or neither (a full disk once left the module
+    # without its testbench): both written and synced before either is renamed into place
+    atomic_write_all({path: text.encode("utf-8") for path, text in files.items()})
     return list(files)
