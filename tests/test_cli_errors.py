@@ -72,6 +72,14 @@ CASES = [
     ),
     ("replay-1024-ranks", ["replay", TRACE, "--ranks", "1024", "--max-memory", "40M"], "--ranks"),
     ("run-batch-1e9", [*RUN, "--set", "workload.batch=1000000000"], "workload.batch"),
+    # positive rates so small that the batch's time overflowed to infinity
+    ("run-unit-clock-1e-300", [*RUN, "--set", "arch.rank.clock_mhz=1e-300"], "rank.clock_mhz"),
+    ("run-llc-gbps-1e-300", [*RUN, "--set", "arch.host.llc_gbps=1e-300"], "host.llc_gbps"),
+    (
+        "run-instruction-bits-1e-300",
+        [*RUN, "--set", "arch.instruction.host_bits_per_cycle=1e-300"],
+        "instruction.host_bits_per_cycle",
+    ),
     ("run-pooling-1e9", [*RUN, "--set", "workload.pooling=1000000000"], "workload.pooling"),
     (
         "run-2^20-channels",

@@ -159,6 +159,9 @@ class HostSpec:
         ):
             if getattr(self, name) <= 0:
                 raise KeyedValueError(name, "must be positive")
+        # rates so small that a batch's time overflows to infinity (clock_ghz = 1e-300): the
+        # floors are far below any real CPU's and far above the overflow (chosen)
+        _require_floor(self, clock_ghz=1e-3, llc_gbps=1e-3, l2_bytes_per_cycle=1e-3)
         if self.threads < 0:
             raise KeyedValueError("threads", "must be >= 0 (0: every core)")
         if self.threads > self.cores:
@@ -229,6 +232,7 @@ class UnitSpec:
         for name in ("clock_mhz", "lanes", "subarrays"):
             if getattr(self, name) <= 0:
                 raise KeyedValueError(name, "must be positive")
+        _require_floor(self, clock_mhz=1.0)
         require_at_least(
             self, 0, "buffer_kib", "cache_kib", "pj_per_add", "pj_per_mul", "sram_pj_per_bit"
         )
@@ -265,6 +269,16 @@ class InstructionSpec:
         for name in ("host_bits_per_cycle", "dram_ca_bits_per_cycle"):
             if getattr(self, name) <= 0:
                 raise KeyedValueError(name, "must be positive")
+        _require_floor(self, host_bits_per_cycle=1e-3, dram_ca_bits_per_cycle=1e-3)
+
+
+def _require_floor(spec: object, **floors: float) -> None:
+    """Each named rate at least its floor: a positive rate far below any real part's
+    (``--set arch.rank.clock_mhz=1e-300``) made the batch time overflow to infinity."""
+    for name, floor in floors.items():
+        value = getattr(spec, name)
+        if value < floor:
+            raise KeyedValueError(name, f"must be >= {floor:g}, got {value:g}")
 
 
 def _parity_code(name: str) -> ParityCode:
