@@ -276,6 +276,11 @@ SIZE_CASES = [
         ["shard", "--workload", "criteo-kaggle", "--set", "workload.batch=1e9"],
         "workload.batch",
     ),
+    (
+        "shard-pooling-1e9",
+        ["shard", "--workload", "criteo-kaggle", "--set", "workload.pooling=1e9"],
+        "workload.pooling",
+    ),
     ("replay-dev-zero", ["replay", "/dev/zero"], "/dev/zero"),
     ("replay-dev-urandom", ["replay", "/dev/urandom"], "/dev/urandom"),
     ("replay-a-folder", ["replay", "{tmp}"], "not a regular file"),

@@ -110,7 +110,9 @@ def _check_memory(spec, topo, sharder: str, profile_batches, eval_batches, max_m
     per_batch = spec.lookups_per_batch
     key = "--profile-batches" if profile_batches >= eval_batches else "--eval-batches"
     if spec.batch * 2 > max(profile_batches, eval_batches):
-        key = "workload.batch"
+        # the workload's lookups per batch: its batch or its pooling, whichever is the larger
+        pooling = per_batch / max(spec.batch * len(spec.tables), 1)
+        key = "workload.pooling" if pooling > spec.batch else "workload.batch"
     per_gpu_table = getattr(get_sharder(sharder), "memory_per_gpu_table_bytes", 0)
     estimate = guard.shard_estimate(
         (profile_batches + eval_batches) * per_batch,
