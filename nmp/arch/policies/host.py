@@ -196,14 +196,14 @@ def cores_interleaved(core: np.ndarray, lookup: np.ndarray, threads: int) -> np.
     The cores split the bags into contiguous runs (:func:`core_of_bag`: each core on tables
     of its own, as a table-batched embedding operator splits them), so the batch's stream in
     lookup order is the cores one after another. Replayed so, a DRAM-bound host read one
-    table at a time: its hot rows' lines queued in the same bank groups, one burst per tCCD_L
-    (recross-eval without caches: 1078.9 us against 975.7 us with the cores interleaved, the
-    row-hit rate 0.87 against 0.69)."""
+    table at a time: more row hits, fewer banks at work at once (recross-eval without caches:
+    1078.9 us at a row-hit rate of 0.87, against 975.7 us at 0.69 with the cores
+    interleaved)."""
     by_core = np.argsort(core, kind="stable")
     c, lk = core[by_core], lookup[by_core]
     new = np.ones(c.size, bool)
     new[1:] = (c[1:] != c[:-1]) | (lk[1:] != lk[:-1])
-    seen = np.cumsum(new)  # lookups so far, cores in turn
+    seen = np.cumsum(new)  # lookups counted core after core
     first = np.searchsorted(c, c, side="left")  # where each line's core starts
     turn = np.empty(c.size, np.int64)
     turn[by_core] = seen - seen[first]  # the line's lookup's place among its core's
