@@ -242,8 +242,21 @@ class PresetRegistry(Registry[Path]):
 _RACY_NS = 2_000_000_000
 
 
+# The most of a preset's start read for its description (its first comment line is at the top)
+_DESCRIPTION_BYTES = 64 * 1024
+
+
 def _first_comment(path: Path) -> str:
-    for line in path.read_text(errors="replace").splitlines():
+    """The first comment line of ``path``, or what is wrong with the file (a pipe, a device: read
+    without blocking, and only its first :data:`_DESCRIPTION_BYTES`)."""
+    from nmp.fileio import open_regular
+
+    try:
+        with open_regular(path) as fh:
+            text = fh.read(_DESCRIPTION_BYTES).decode("utf-8", errors="replace")
+    except NmpError as exc:
+        return f"invalid: {exc.message}"
+    for line in text.splitlines():
         if line.startswith("#"):
             return line.lstrip("# ").strip()
         if line.strip():
@@ -297,6 +310,16 @@ def find_preset(kind: str, name: str) -> Path:
     path = preset_dir(kind) / f"{name}.toml"
     if path.is_file():
         return path
+    if os.path.lexists(path):  # listed as a preset (a *.toml name), but no regular file
+        from nmp.fileio import file_kind
+
+        try:
+            what = file_kind(path.stat().st_mode)
+        except OSError:
+            what = "a symbolic link to nothing"
+        raise SpecError(
+            f"{kind} preset '{name}' is {what}, not a regular file", file=str(path)
+        ) from None
     known = ", ".join(preset_names(kind)) or "none"
     raise SpecError(f"unknown {kind} preset '{name}' (known: {known})")
 

@@ -136,3 +136,35 @@ def test_a_folder_changed_just_now_is_listed_again_at_every_lookup(tmp_path, mon
     _settle(folder, 100)
     # (utime itself sets the change time to now: still not kept)
     assert config.preset_names("arch") == ["a"] and config.ARCH_PRESETS._kept is None
+
+
+def test_a_preset_that_is_no_regular_file_is_named_as_such(tmp_path, monkeypatch) -> None:
+    """A preset file that was a pipe or a link to a device was listed as a preset and looked
+    up as unknown ("unknown arch preset 'bad' (known: bad, ...)"); its description, read for
+    ``nmp models --registries``, blocked on the pipe and read /dev/zero without end."""
+    import os
+
+    from nmp.errors import SpecError
+
+    config, folder = _arch_home(tmp_path, monkeypatch)
+    (folder / "good.toml").write_text("# a good one\n")
+    os.mkfifo(folder / "pipe.toml")
+    os.symlink("/dev/zero", folder / "device.toml")
+    os.symlink(folder / "nowhere", folder / "dangling.toml")
+    (folder / "dir.toml").mkdir()
+    expect = {
+        "pipe": "a named pipe (FIFO)",
+        "device": "a device",
+        "dangling": "a symbolic link to nothing",
+        "dir": "a folder",
+    }
+    for name, what in expect.items():
+        assert name in config.preset_names("arch")
+        with pytest.raises(SpecError) as caught:
+            config.find_preset("arch", name)
+        assert f"{name}.toml: " in str(caught.value)
+        assert f"arch preset '{name}' is {what}, not a regular file" in str(caught.value)
+    rows = {row["name"]: row["description"] for row in config.ARCH_PRESETS.describe()}
+    assert rows["good"] == "a good one"
+    assert rows["pipe"].startswith("invalid: is a named pipe")
+    assert rows["device"].startswith("invalid: is a device")
