@@ -66,8 +66,10 @@ def _run(args: argparse.Namespace) -> int:
         if not rows:
             continue
         columns = list(dict.fromkeys(k for row in rows for k in row))
-        if len(columns) > 3 and "summary" in columns:
-            # The figure columns already say what the one-line summary says; keep it for --json.
+        invalid = any(str(row.get("summary", "")).startswith("invalid:") for row in rows)
+        if len(columns) > 3 and "summary" in columns and not invalid:
+            # The figure columns already say what the one-line summary says; keep it for --json
+            # (and for a preset that did not load: its summary is all there is to say of it).
             columns.remove("summary")
         table = Table(title=f"{kind} presets", title_justify="left")
         for col in columns:

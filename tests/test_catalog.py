@@ -59,3 +59,30 @@ def test_registries_table_and_presets_unchanged_without_the_flag(capsys):
     assert main(["models", "--json"]) == 0
     kinds = set(json.loads(capsys.readouterr().out))
     assert {"memory", "arch", "gpu", "workload"} <= kinds and "registries" not in kinds
+
+
+def test_an_invalid_preset_is_named_in_the_table(tmp_path, monkeypatch, capsys):
+    """A workload preset with ``dim = nan`` was listed as a row of empty cells (its summary,
+    the reason, dropped from the table), and an invalid memory preset stopped the listing
+    of every kind: each is a row that says what is wrong, the others listed beside it."""
+    import shutil
+
+    root = NMP.parent
+    home = tmp_path / "home"
+    shutil.copytree(root / "models" / "memory", home / "models" / "memory")
+    (home / "workloads").mkdir()
+    shutil.copy(root / "workloads" / "criteo-kaggle.toml", home / "workloads")
+    (home / "workloads" / "bad.toml").write_text('name = "bad"\nrows = [1]\ndim = nan\n')
+    (home / "models" / "memory" / "broken.toml").write_text("standard = 3\n")
+    monkeypatch.setenv("NMP_HOME", str(home))
+    monkeypatch.setenv("COLUMNS", "400")
+    capsys.readouterr()
+    assert main(["models", "--kind", "workload", "--kind", "memory"]) == 0
+    out = capsys.readouterr().out
+    text = " ".join(out.replace("\u2502", " ").split())  # the cells' text, folds joined
+    assert "bad invalid: " in text and "key 'dim': must be a finite number" in text
+    assert "broken invalid: " in text and "key 'name': missing required key" in text
+    assert " criteo-kaggle " in text and " ddr4-2400 " in text
+    assert main(["models", "--kind", "workload", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)["workload"]}
+    assert f"{home / 'workloads' / 'bad.toml'}: key 'dim'" in rows["bad"]["summary"]

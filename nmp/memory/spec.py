@@ -25,7 +25,7 @@ from nmp.config import (
     require_at_least,
     require_positive,
 )
-from nmp.errors import SpecError
+from nmp.errors import NmpError, SpecError
 from nmp.units import is_power_of_two
 
 BUS_LEVELS = ("channel", "rank", "bankgroup", "bank")
@@ -422,13 +422,17 @@ def catalog_rows() -> list[dict[str, Any]]:
     """One row per memory preset for ``nmp models``."""
     from nmp.memory.standards import load_standard
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in preset_names("memory"):
-        s = load_memory(name)
+        try:
+            s = load_memory(name)
+            level = load_standard(s.standard).rank_level_short
+        except NmpError as exc:  # listed as invalid, as the other kinds' presets are
+            rows.append({"name": name, "summary": f"invalid: {exc}"})
+            continue
         t = s.timing
         trcd = s.trcd_cycles
         o = s.org
-        level = load_standard(s.standard).rank_level_short
         rows.append(
             {
                 "name": name,
