@@ -92,6 +92,12 @@ MAKERS: dict[str, Callable[[Path], object]] = {
     "empty-bags.npz": lambda p: _index_npz(p, lookups=0),
     "many-lookups.npz": lambda p: _index_npz(p, lookups=4_000_000),
     "req-empty.txt": lambda p: p.write_text(("u1" + "\t" * 26 + "\n") * 3),
+    "wl-missing.toml": lambda p: p.write_text(
+        SMALL_SWEEP.replace('"recross-eval"', '"../../../nowhere/evil"')
+    ),
+    "arch-missing.toml": lambda p: p.write_text(
+        SMALL_SWEEP.replace('"host-cpu"', '"../../../nowhere/evil"')
+    ),
 }
 SWEEP = ["evaluate", "{tmp}/small.toml", "--out", "{tmp}/reports", "--jobs", "1"]
 
@@ -189,6 +195,18 @@ CASES = [
         "replay-standard-relative-path",
         ["replay", "{tmp}/ok.trace", "--set", "standard=../standards/ddr4"],
         "unknown DRAM standard '../standards/ddr4'",
+    ),
+    # a sweep's preset given as a path that does not exist: "../nowhere/evil: No such file or
+    # directory", and an unknown architecture, named neither the sweep file nor the key
+    (
+        "evaluate-workload-path-missing",
+        ["evaluate", "{tmp}/wl-missing.toml", "--check"],
+        "wl-missing.toml: key 'workloads[0]': ../../../nowhere/evil: no such file",
+    ),
+    (
+        "evaluate-arch-path-missing",
+        ["evaluate", "{tmp}/arch-missing.toml", "--check"],
+        "arch-missing.toml: key 'archs[0]': unknown architecture '../../../nowhere/evil'",
     ),
     # outputs that are not folders
     ("rtl-out-link", ["rtl", "export", "--out", "{tmp}/link"], "--out"),

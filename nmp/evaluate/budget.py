@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from nmp.config import apply_overrides, split_overrides
-from nmp.errors import NmpError
+from nmp.errors import NmpError, SpecError
 from nmp.evaluate.point import (
     OVERRIDE_ROOTS,
     check_arch_name,
@@ -112,7 +112,10 @@ def check_sweep(
 def sweep_estimate(sweep: Any, file: str) -> Estimate:
     """``nmp evaluate``: the points of a sweep before they are expanded (a few axes of many
     values multiply into more points than memory holds): :data:`SWEEP_POINT_BYTES` each."""
-    points = grid_size(sweep, own_memory)
+    try:
+        points = grid_size(sweep, own_memory)
+    except NmpError as exc:  # a design's architecture unknown: the sweep's file and key
+        raise SpecError(exc.message, file=exc.file or file, key=exc.key) from None
     if sweep.sampling == "random":  # the samples, and a baseline point for each at most
         points = 2 * min(points, sweep.samples)
     return Estimate(

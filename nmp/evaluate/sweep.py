@@ -39,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 
 from nmp.config import KeyedValueError, from_mapping, load_toml, project_root
-from nmp.errors import SpecError
+from nmp.errors import NmpError, SpecError
 
 ROOTS = ("arch", "workload", "memory")
 # PointResult fields that can be objectives, and the direction that is better for each.
@@ -399,11 +399,17 @@ class _Block:
 
 def _blocks(spec: SweepSpec, own_memory: Callable[[str], bool] | None = None) -> list[_Block]:
     blocks = []
-    for design in spec.all_designs:
+    design_keys = [f"archs[{i}]" for i in range(len(spec.archs))]
+    design_keys += [f"designs[{i}].arch" for i in range(len(spec.designs))]
+    for design_key, design in zip(design_keys, spec.all_designs, strict=True):
         memories: list[str | None]
+        try:
+            owns = not design.memory and own_memory is not None and own_memory(design.arch)
+        except NmpError as exc:  # an unknown architecture: named at its key in the sweep
+            raise SpecError(exc.message, file=exc.file, key=design_key) from None
         if design.memory:
             memories = [design.memory]
-        elif own_memory is not None and own_memory(design.arch):
+        elif owns:
             memories = [None]  # a GPU: its HBM is part of its preset, not crossed
         else:
             memories = list(spec.memories) or [None]

@@ -386,7 +386,10 @@ def load_workload(
     items = list((overrides or {}).items())
     if not all(_plain(v) for _, v in items):
         return _load_workload(path, overrides)
-    st = path.stat()
+    try:
+        st = path.stat()
+    except OSError:  # missing, unreadable: load_toml says so, naming the file
+        return _load_workload(path, overrides)
     key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, repr(items))
     hit = _LOADED.get(key)
     if hit is not None:
