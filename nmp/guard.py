@@ -333,6 +333,11 @@ def train_estimate(
     )
 
 
+def _count(value: float) -> str:
+    """A count for a message: in full up to a trillion, else in three figures (1.2e+305)."""
+    return f"{value:,.0f}" if value < 1e12 else f"{value:.3g}"
+
+
 def extrapolation_estimate(
     trials: int, failures: float, failures_key: str = "--servers"
 ) -> Estimate:
@@ -343,7 +348,7 @@ def extrapolation_estimate(
     return Estimate(
         TRAIN_BASE_BYTES + sum(terms.values()),
         key,
-        f"{trials:,} draws of {failures:,.0f} failures in all",
+        f"{trials:,} draws of {_count(failures)} failures in all",
     )
 
 

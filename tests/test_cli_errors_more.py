@@ -208,6 +208,18 @@ CASES = [
         ["evaluate", "{tmp}/arch-missing.toml", "--check"],
         "arch-missing.toml: key 'archs[0]': unknown architecture '../../../nowhere/evil'",
     ),
+    # a server MTBF of 1e-300 h: refused by the memory guard with a 300-digit failure count;
+    # now it has a floor, and a count too large to read is written in three figures
+    (
+        "train-extrapolate-mtbf-1e-300",
+        ["train", "--extrapolate", "--setup", "ecrec", "--server-mtbf-hours", "1e-300"],
+        "key '--server-mtbf-hours': must be >= 0.01667 h (one minute), got 1e-300",
+    ),
+    (
+        "train-extrapolate-servers-1e14",
+        ["train", "--extrapolate", "--setup", "ecrec", "--servers", "100000000000000"],
+        "2,000 draws of 6.67e+15 failures in all",
+    ),
     # outputs that are not folders
     ("rtl-out-link", ["rtl", "export", "--out", "{tmp}/link"], "--out"),
     ("rtl-out-device", ["rtl", "export", "--out", "/dev/null"], "--out"),

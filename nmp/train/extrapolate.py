@@ -48,6 +48,11 @@ from nmp.train.partial_save import at_scale, workload_rates
 from nmp.train.schedule import COMMON, phase_costs_ns
 
 HOUR_NS = 3600e9
+# The shortest MTBF of one server a deployment given as input may have (chosen: one minute; a
+# server failing more often than that recovers nothing, and 1e-300 h drew ~1e305 failures:
+# refused by the memory guard with a 300-digit count). A deployment the kit derives (the
+# crossover's scaled MTBF, a measured cluster's from its steps) is not held to it.
+MIN_SERVER_MTBF_HOURS = 1 / 60
 
 
 @dataclass(frozen=True)
@@ -118,7 +123,9 @@ class DeploymentSpec:
     # > 0: memory of one server (GB); its share of the records and parity must fit.
     server_memory_gb: float = 0.0
 
-    def validate(self) -> None:
+    def validate(self, *, given: bool = True) -> None:
+        """Raise :class:`NmpError` at the first key out of range; ``given``: a deployment given
+        as input, held to :data:`MIN_SERVER_MTBF_HOURS` too."""
         for key in ("servers", "workers", "k", "r", "trials", "cpr_full_every"):
             if getattr(self, key) < 1:
                 raise NmpError("must be >= 1", key=key)
@@ -131,6 +138,12 @@ class DeploymentSpec:
         for key, least in SLOWEST.items():
             if getattr(self, key) < least:
                 raise NmpError(f"must be >= {least:g}, got {getattr(self, key):g}", key=key)
+        if given and self.server_mtbf_hours < MIN_SERVER_MTBF_HOURS:
+            raise NmpError(
+                f"must be >= {MIN_SERVER_MTBF_HOURS:.4g} h (one minute), got "
+                f"{self.server_mtbf_hours:g}",
+                key="server_mtbf_hours",
+            )
         for key in ("lookup", "pooled", "row_grad", "parity_delta", "repair"):
             if not getattr(self, f"traffic_{key}") >= 0:
                 raise NmpError("must be >= 0", key=f"traffic_{key}")
@@ -298,7 +311,7 @@ class _Model:
 def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
     """The pieces of every strategy's cost; ``units`` (lookups, pooled_vectors, worker_rows,
     rows_touched, rows_total) replace the generated batch's where a run's own step is known."""
-    dep.validate()
+    dep.validate(given=False)  # (a derived deployment may model a shorter MTBF)
     c = step_costs(dep)
     if units:
         c = replace(c, **cast(dict[str, Any], units))
