@@ -351,3 +351,29 @@ def test_a_backend_no_lookup_reached_measures_nothing(sizes: list[int], tmp_path
     finally:
         store.close()
     assert m["lookups_per_s"] is None and m["lookup_us"] is None
+
+
+def test_a_closed_scheduler_port_is_named_within_seconds(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """A --scheduler port where nothing listens took 21.6 s to be named (Dask's 20 s connect
+    timeout, retried against the refusals): the connection now has a few seconds."""
+    pytest.importorskip("distributed")
+    import socket
+
+    from nmp.cli import main
+
+    with socket.socket() as probe:  # a port nothing listens on (bound, then let go)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    (tmp_path / "small.toml").write_text(SMALL_SWEEP)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    t0 = time.monotonic()
+    code = main(["evaluate", "small.toml", "--out", "reports", "--scheduler", address])
+    took = time.monotonic() - t0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert f"cannot reach the Dask scheduler {address}" in err[0], err
+    assert took < 15, f"{took:.1f} s"

@@ -340,10 +340,14 @@ class LocalExecutor(Executor):
         return False
 
 
-# How long a --scheduler address may take to answer as a Dask scheduler (chosen: Dask's own
-# connect timeout, 20 s, and 10 s for its handshake). A service that accepts the connection
-# and then says nothing (or sends a frame it never completes) otherwise hangs the command.
-SCHEDULER_ANSWER_S = 30.0
+# How long a --scheduler address may take to accept the connection (chosen: 5 s, a scheduler
+# across a slow network with room to spare; Dask's own 20 s, retried against a closed port,
+# made "cannot reach" a 21 s wait).
+SCHEDULER_CONNECT_S = 5.0
+# How long a --scheduler address may take to answer as a Dask scheduler (the connection and
+# 10 s for its handshake). A service that accepts the connection and then says nothing (or
+# sends a frame it never completes) otherwise hangs the command.
+SCHEDULER_ANSWER_S = SCHEDULER_CONNECT_S + 10.0
 
 
 def _connect(client_cls: Any, address: str) -> Any:
@@ -353,7 +357,7 @@ def _connect(client_cls: Any, address: str) -> Any:
 
     def attempt() -> None:
         try:
-            outcome.append(client_cls(address, timeout="20s"))
+            outcome.append(client_cls(address, timeout=f"{SCHEDULER_CONNECT_S:g}s"))
         except BaseException as exc:  # raised again in the caller's thread
             outcome.append(exc)
 
