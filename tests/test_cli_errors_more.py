@@ -47,6 +47,23 @@ def _index_npz(path: Path, *, lookups: int) -> None:
     np.savez_compressed(path, **arrays)
 
 
+def _index_npz_twice(path: Path, extra: str) -> None:
+    """An index file of criteo-kaggle's 26 tables with ``extra`` beside them: another name of
+    table 0's indices (``indices_00``), or ``indices_3`` a second time in the archive."""
+    import io
+    import warnings
+    import zipfile
+
+    import numpy as np
+
+    _index_npz(path, lookups=2)
+    with zipfile.ZipFile(path, "a") as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (zipfile warns of the duplicate name: the case)
+        data = io.BytesIO()
+        np.lib.format.write_array(data, np.ones(4, np.int64))
+        archive.writestr(f"{extra}.npy", data.getvalue())
+
+
 def _link_to(target: str) -> Callable[[Path], None]:
     """A maker of a link to ``target`` in the test's folder (tmp), wherever the link is."""
 
@@ -92,6 +109,9 @@ MAKERS: dict[str, Callable[[Path], object]] = {
     "empty-bags.npz": lambda p: _index_npz(p, lookups=0),
     "many-lookups.npz": lambda p: _index_npz(p, lookups=4_000_000),
     "req-empty.txt": lambda p: p.write_text(("u1" + "\t" * 26 + "\n") * 3),
+    "indices-00.npz": lambda p: _index_npz_twice(p, "indices_00"),
+    "indices-3-twice.npz": lambda p: _index_npz_twice(p, "indices_3"),
+    "indices-arabic-0.npz": lambda p: _index_npz_twice(p, "indices_\u0660"),
     "wl-missing.toml": lambda p: p.write_text(
         SMALL_SWEEP.replace('"recross-eval"', '"../../../nowhere/evil"')
     ),
@@ -219,6 +239,33 @@ CASES = [
         "train-extrapolate-servers-1e14",
         ["train", "--extrapolate", "--setup", "ecrec", "--servers", "100000000000000"],
         "2,000 draws of 6.67e+15 failures in all",
+    ),
+    # a key given twice was read as the last one (node=2 failed) or one of two members (the
+    # archive's indices_0 or indices_00, whichever came last)
+    (
+        "train-fail-node-twice",
+        ["train", "--fail", "step=1,node=1,node=2"],
+        "--fail: key 'node' given twice in 'step=1,node=1,node=2'",
+    ),
+    (
+        "train-fail-step-twice",
+        ["train", "--fail", "step=1,node=0,step=5"],
+        "--fail: key 'step' given twice",
+    ),
+    (
+        "cache-index-file-indices-00",
+        ["cache", "--no-accuracy", "--index-file", "{tmp}/indices-00.npz"],
+        "indices-00.npz: key 'indices_00': ambiguous table numbering: indices_0 and indices_00",
+    ),
+    (
+        "shard-index-file-member-twice",
+        ["shard", "--workload", "criteo-kaggle", "--index-file", "{tmp}/indices-3-twice.npz"],
+        "indices-3-twice.npz: key 'indices_3': ambiguous: in the archive twice",
+    ),
+    (  # (a digit other than 0-9 read as one: indices_\u0660 was table 0's)
+        "cache-index-file-indices-arabic-zero",
+        ["cache", "--no-accuracy", "--index-file", "{tmp}/indices-arabic-0.npz"],
+        "indices-arabic-0.npz: key 'indices_\u0660': unknown key",
     ),
     # outputs that are not folders
     ("rtl-out-link", ["rtl", "export", "--out", "{tmp}/link"], "--out"),

@@ -33,6 +33,8 @@ def parse_pairs(text: str, flag: str, example: str, keys: str) -> dict[str, str]
         key, sep, value = part.partition("=")
         if not sep:
             raise NmpError(f"{flag} expects key=value pairs like {example}, got '{text}'")
+        if key.strip() in fields:  # (the last one was taken: node=1,node=2 failed node 2)
+            raise NmpError(f"{flag}: key '{key.strip()}' given twice in '{text}'")
         fields[key.strip()] = value.strip()
     known = {k for alt in keys.split(", ") for k in alt.split("|")}
     unknown = set(fields) - known

@@ -26,7 +26,7 @@ from nmp.fileio import atomic_file, open_regular
 from nmp.workload.batch import LookupBatch, TableLookups, lookup_problem
 from nmp.workload.spec import WorkloadSpec
 
-_KEY = re.compile(r"^(indices|offsets|weights)_(\d+)$")
+_KEY = re.compile(r"^(indices|offsets|weights)_([0-9]+)$")  # (ASCII digits: \d takes others)
 
 
 def _int_array(arr: np.ndarray, file: str, key: str) -> np.ndarray:
@@ -75,10 +75,12 @@ def _members(archive, file: str) -> list[tuple[int, str, Any, tuple[int, ...]]]:
     """(bytes, key, zip entry, shape) of each array, as the headers declare them (nothing
     decompressed): a size its entry cannot hold raises."""
     members = []
+    seen: dict[tuple[str, int], str] = {}  # (part, table) -> the member's key
     for info in archive.infolist():
         key = info.filename.removesuffix(".npy")
         if not info.filename.endswith(".npy"):
             raise TraceError("not an array (.npy) in the archive", file=file, key=key)
+        _check_numbering(key, seen, file)
         shape, dtype = _npy_header(archive, info, file, key)
         nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
         if nbytes > info.file_size:
@@ -89,6 +91,32 @@ def _members(archive, file: str) -> list[tuple[int, str, Any, tuple[int, ...]]]:
             )
         members.append((nbytes, key, info, shape))
     return members
+
+
+def _check_numbering(key: str, seen: dict[tuple[str, int], str], file: str) -> None:
+    """Raise :class:`TraceError` where member ``key`` is the same table's part as one ``seen``
+    (``indices_0`` and ``indices_00``, ``indices`` and ``indices_0``, a name twice in the
+    zip): one of them was read and the other dropped."""
+    numbered = _KEY.match(key)
+    if numbered:
+        slot = (numbered.group(1), int(numbered.group(2)))
+    elif key in ("indices", "offsets", "weights"):
+        slot = (key, 0)  # (the one-table form: table 0)
+    else:
+        return
+    other = seen.get(slot)
+    if other == key:
+        raise TraceError(
+            "ambiguous: in the archive twice (one would be dropped)", file=file, key=key
+        )
+    if other is not None:
+        raise TraceError(
+            f"ambiguous table numbering: {other} and {key} are both table {slot[1]}'s "
+            f"{slot[0]} (one would be dropped)",
+            file=file,
+            key=key,
+        )
+    seen[slot] = key
 
 
 def index_file_estimate(path: str | Path):
