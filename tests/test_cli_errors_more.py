@@ -64,6 +64,18 @@ def _index_npz_twice(path: Path, extra: str) -> None:
         archive.writestr(f"{extra}.npy", data.getvalue())
 
 
+def _tsv_with(column: int, value: str) -> Callable[[Path], None]:
+    """A maker of a Criteo TSV of three lines, ``value`` in ``column`` (1-based) of the third."""
+
+    def make(path: Path) -> None:
+        fields = ["1", *(str(i) for i in range(13)), *(["a1"] * 26)]
+        bad = list(fields)
+        bad[column - 1] = value
+        path.write_text(("\t".join(fields) + "\n") * 2 + "\t".join(bad) + "\n")
+
+    return make
+
+
 def _link_to(target: str) -> Callable[[Path], None]:
     """A maker of a link to ``target`` in the test's folder (tmp), wherever the link is."""
 
@@ -112,6 +124,9 @@ MAKERS: dict[str, Callable[[Path], object]] = {
     "indices-00.npz": lambda p: _index_npz_twice(p, "indices_00"),
     "indices-3-twice.npz": lambda p: _index_npz_twice(p, "indices_3"),
     "indices-arabic-0.npz": lambda p: _index_npz_twice(p, "indices_\u0660"),
+    "dense-lsep.tsv": _tsv_with(2, "1\u2028"),
+    "dense-underscore.tsv": _tsv_with(9, "1_000"),
+    "label-arabic-one.tsv": _tsv_with(1, "\u0661"),
     "wl-missing.toml": lambda p: p.write_text(
         SMALL_SWEEP.replace('"recross-eval"', '"../../../nowhere/evil"')
     ),
@@ -266,6 +281,23 @@ CASES = [
         "cache-index-file-indices-arabic-zero",
         ["cache", "--no-accuracy", "--index-file", "{tmp}/indices-arabic-0.npz"],
         "indices-arabic-0.npz: key 'indices_\u0660': unknown key",
+    ),
+    # a label or dense value that Python's float() reads and no number is written as: a
+    # U+2028 stripped ("1\u2028" read as 1), an underscore ("1_000"), another script's digit
+    (
+        "train-tsv-dense-line-separator",
+        ["train", "--strategy", "none", "--data", "{tmp}/dense-lsep.tsv"],
+        "dense-lsep.tsv:3: malformed value in column 2: '1\\u2028' is not a number",
+    ),
+    (
+        "train-tsv-dense-underscore",
+        ["train", "--strategy", "none", "--data", "{tmp}/dense-underscore.tsv"],
+        "dense-underscore.tsv:3: malformed value in column 9: '1_000' is not a number",
+    ),
+    (
+        "train-tsv-label-arabic-one",
+        ["train", "--strategy", "none", "--data", "{tmp}/label-arabic-one.tsv"],
+        "label-arabic-one.tsv:3: malformed value in column 1",
     ),
     # outputs that are not folders
     ("rtl-out-link", ["rtl", "export", "--out", "{tmp}/link"], "--out"),

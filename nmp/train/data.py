@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,6 +178,41 @@ def _hex_id(text: str) -> int:
     return int(text, 16)
 
 
+# A label or dense value: a decimal number in ASCII (nan and inf pass here, to be refused as
+# not finite). Python's float() (and numpy's) also takes what no number is written as: it strips
+# any Unicode space ("1\u2028", " 1"), reads other scripts' digits and underscores ("1_0": 10).
+_NUMBER = re.compile(
+    r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)",
+    re.IGNORECASE,
+)
+# a column of nothing but these characters needs no value-by-value look (float() parses it)
+_NUMBER_CHARS = re.compile(r"[0-9.eE+\-\t]*")
+
+
+def _number(text: str) -> float:
+    """A label or dense value ("" is 0); ValueError unless it is written as a number."""
+    if not text:
+        return 0.0
+    if not _NUMBER.fullmatch(text):
+        raise ValueError(f"{text[:40]!r} is not a number (ASCII digits, '.', an exponent)")
+    return float(text)
+
+
+def _check_numbers(fields: list[list[str]], cols: Sequence[tuple[str, ...]], file: str) -> None:
+    """Raise :class:`NmpError` at the first label or dense value (columns 1..14) with a
+    character no number has, naming its line and column."""
+    for j in range(1 + NUM_DENSE):
+        if _NUMBER_CHARS.fullmatch("\t".join(cols[j])):
+            continue
+        for i, f in enumerate(fields):
+            try:
+                _number(f[j])
+            except ValueError as exc:
+                raise NmpError(
+                    f"malformed value in column {j + 1}: {exc}", file=file, line=i + 1
+                ) from None
+
+
 def _first_bad_value(fields: list[list[str]]) -> tuple[int | None, int | None]:
     """(line, column), 1-based, of the first value that does not parse (label and dense:
     numbers; categorical: hex), for the error message only."""
@@ -184,7 +220,7 @@ def _first_bad_value(fields: list[list[str]]) -> tuple[int | None, int | None]:
         for j, v in enumerate(f):
             try:
                 if j <= NUM_DENSE:
-                    float(v or "0")
+                    _number(v)
                 else:
                     _hex_id(v)
             except ValueError:
@@ -229,6 +265,7 @@ def read_criteo_tsv(
             )
     # Column-wise conversion keeps the per-value work inside numpy/C.
     cols = list(zip(*fields, strict=True)) if n else [()] * width
+    _check_numbers(fields, cols, str(path))
     try:
         label = np.asarray(cols[0], dtype=np.float32)
         dense = np.stack(
