@@ -176,7 +176,7 @@ def read_sessions(path: str | Path) -> list[dict[str, Any]]:
         raw = fh.read()
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested past the parser's depth)
         data = None
     sessions = data.get("sessions") if isinstance(data, dict) else None
     if not isinstance(sessions, list) or not all(isinstance(x, dict) for x in sessions):
@@ -227,9 +227,11 @@ def _parse_jsonl(raw: bytes, path: Path) -> tuple[list[tuple[int, dict[str, Any]
             record = json.loads(text)
             if not isinstance(record, dict):
                 raise ValueError("not an object")
-        except ValueError as exc:
-            # a whole line (its newline written) that is not a record: not a torn write
-            raise NmpError(f"corrupt line ({exc})", file=str(path), line=i + 1) from None
+        except (ValueError, RecursionError) as exc:
+            # a whole line (its newline written) that is not a record: not a torn write (a
+            # RecursionError: nested past the parser's depth, no record of ours is)
+            why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise NmpError(f"corrupt line ({why})", file=str(path), line=i + 1) from None
         records.append((i + 1, record))
         good_end = end + 1
     return records, len(raw)
