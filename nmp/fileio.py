@@ -22,6 +22,7 @@ import json
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -52,17 +53,23 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+def lstat_if_present(path: str | Path, doing: str) -> os.stat_result | None:
+    """``os.lstat(path)`` (a link not followed); None where nothing is there; any other failure
+    is :class:`NmpError` naming ``path`` ("cannot <doing>: ...")."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise NmpError(f"cannot {doing}: {exc.strerror}", file=str(path)) from None
+
+
 def check_output_path(path: str | Path) -> None:
     """Refuse (:class:`NmpError` naming ``path``) an output path that exists and is not a
     regular file: a symbolic link (checked without following it), a device, a pipe, a socket or
     a folder. What is written replaces only a regular file."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise NmpError(f"cannot write: {exc.strerror}", file=str(path)) from None
-    if not stat.S_ISREG(st.st_mode):
+    st = lstat_if_present(path, "write")
+    if st is not None and not stat.S_ISREG(st.st_mode):
         raise NmpError(
             f"is {file_kind(st.st_mode)}: an output replaces only a regular file (give a new "
             "path, or remove it)",
@@ -249,30 +256,13 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
     and renamed onto ``path``, and on any error (or interrupt) removed. A ``path`` that exists
     and is not a regular file is refused (:func:`check_output_path`)."""
     path = Path(path)
-    check_output_path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # loaded on use: the replay path reads TOML through this module (start-up, issue 43)
-        import tempfile
-
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
-    try:
-        # mkstemp makes the file 0600; the result is a plain file (0666 less the umask)
-        os.fchmod(fd, 0o666 & ~UMASK)
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            # a full disk, a quota: the write's error names no file; this one does
-            raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
-        raise
+    with _temp_beside(path) as tmp:
+        try:
+            yield tmp.file
+            _sync(tmp.file)
+        except OSError as exc:
+            raise _write_error(exc, path) from None
+        tmp.ready = True
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -291,43 +281,68 @@ def atomic_write_all(files: dict[Path, bytes]) -> None:
     written and synced to a temporary first, and only then are they renamed into place, so a
     full disk leaves none of them new rather than some (:func:`atomic_file` for each)."""
     with contextlib.ExitStack() as stack:
-        temps = [stack.enter_context(_synced_temp(path)) for path in files]
-        for fh, (path, data) in zip(temps, files.items(), strict=True):
+        temps = {path: stack.enter_context(_temp_beside(path)) for path in files}
+        for path, tmp in temps.items():
             try:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+                tmp.file.write(files[path])
+                _sync(tmp.file)
             except OSError as exc:
-                raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
-        for fh in temps:
-            fh.commit = True  # type: ignore[attr-defined]
+                raise _write_error(exc, path) from None
+        for tmp in temps.values():
+            tmp.ready = True
+
+
+@dataclass
+class _Pending:
+    """A temporary being written beside its target: renamed onto it on leaving
+    :func:`_temp_beside` once ``ready`` (written and synced), else removed."""
+
+    file: BinaryIO
+    ready: bool = False
 
 
 @contextlib.contextmanager
-def _synced_temp(path: Path) -> Iterator[BinaryIO]:
-    """A temporary beside ``path``, renamed onto it on leaving if its ``commit`` was set,
-    else removed."""
+def _temp_beside(path: Path) -> Iterator[_Pending]:
     check_output_path(path)
-    import tempfile
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        # loaded on use: the replay path reads TOML through this module (start-up, issue 43)
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise NmpError(f"cannot write: {exc.strerror or exc}", file=str(path)) from None
-    os.fchmod(fd, 0o666 & ~UMASK)
-    fh = os.fdopen(fd, "wb")
-    fh.commit = False  # type: ignore[attr-defined]
+        raise _write_error(exc, path) from None
+    pending = _Pending(os.fdopen(fd, "wb"))
     try:
-        yield fh
+        # mkstemp makes the file 0600; the result is a plain file (0666 less the umask)
+        os.fchmod(fd, 0o666 & ~UMASK)
+        yield pending
+    except OSError as exc:
+        raise _write_error(exc, path) from None
     finally:
         with contextlib.suppress(OSError):
-            fh.close()
-        if getattr(fh, "commit", False):
-            os.replace(tmp, path)
-        else:
+            pending.file.close()
+        if not pending.ready:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+                os.unlink(name)
+    if not pending.ready:
+        return
+    try:
+        os.replace(name, path)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+        raise _write_error(exc, path) from None
+
+
+def _sync(fh: BinaryIO) -> None:
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def _write_error(exc: OSError, path: Path) -> NmpError:
+    # a full disk, a quota: the write's error names no file; this one does
+    return NmpError(f"cannot write: {exc.strerror or exc}", file=str(path))
 
 
 def atomic_write_json(path: str | Path, data: Any) -> None:

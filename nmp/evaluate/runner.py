@@ -59,6 +59,7 @@ from nmp.fileio import (
     atomic_write_json,
     atomic_write_text,
     file_kind,
+    lstat_if_present,
     others_can_write,
 )
 from nmp.results import result_problem
@@ -182,13 +183,8 @@ def check_latest(base: Path) -> None:
     anything else (a folder or file of the user's, a named pipe) is :class:`NmpError` naming
     it, before any work (it was deleted, or the run failed after its first point)."""
     link = base / LATEST
-    try:
-        st = os.lstat(link)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise NmpError(f"cannot check: {exc.strerror}", file=str(link)) from None
-    if stat.S_ISLNK(st.st_mode):
+    st = lstat_if_present(link, "check")
+    if st is None or stat.S_ISLNK(st.st_mode):
         return
     if stat.S_ISDIR(st.st_mode) and os.path.lexists(link / LATEST_COPY_MARK):
         return

@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from nmp.errors import NmpError
-from nmp.fileio import atomic_write_bytes, file_kind, folder_lock, open_append, open_regular
+from nmp.fileio import (
+    atomic_write_bytes,
+    file_kind,
+    folder_lock,
+    lstat_if_present,
+    open_append,
+    open_regular,
+)
 
 __all__ = [
     "JsonlLog",
@@ -149,13 +156,8 @@ def read_jsonl(path: str | Path, *, repair: bool = False) -> list[dict[str, Any]
 def check_log(path: str | Path) -> None:
     """A run's log ``path`` is absent or a regular file (not a symbolic link, a named pipe, a
     folder): else :class:`NmpError` naming it, before any work."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise NmpError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    if not stat.S_ISREG(st.st_mode):
+    st = lstat_if_present(path, "read")
+    if st is not None and not stat.S_ISREG(st.st_mode):
         raise NmpError(
             f"is {file_kind(st.st_mode)}: a run's log is only a regular file (remove it)",
             file=str(path),
@@ -166,12 +168,8 @@ def read_sessions(path: str | Path) -> list[dict[str, Any]]:
     """The sessions a run folder's ``environment.json`` lists (``{"sessions": [{...}, ...]}``;
     [] where it does not exist), read as :func:`read_jsonl_lines` reads a log (a regular file,
     no link followed, no blocking on a pipe); anything else is :class:`NmpError` naming it."""
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
+    if _absent(path):
         return []
-    except OSError:
-        pass  # (open_regular names the path and the reason)
     with open_regular(path, follow_links=False) as fh:
         raw = fh.read()
     try:
@@ -188,17 +186,25 @@ def read_sessions(path: str | Path) -> list[dict[str, Any]]:
     return sessions
 
 
+def _absent(path: str | Path) -> bool:
+    """Whether nothing is at ``path`` (a link not followed); another failure is left to
+    :func:`open_regular`, which names the path and the reason."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        pass
+    return False
+
+
 def read_jsonl_lines(path: str | Path, *, repair: bool = False) -> list[tuple[int, dict[str, Any]]]:
     """:func:`read_jsonl`'s records, each with its line number (1-based). The log is opened
     once, without following a link and without blocking on a pipe, and must be a regular file
     (:class:`NmpError` else); ``repair`` truncates that same open file."""
     path = Path(path)
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
+    if _absent(path):
         return []
-    except OSError:
-        pass  # (open_regular names the path and the reason)
     with open_regular(path, follow_links=False, update=repair) as fh:
         raw = fh.read()
         records, good_end = _parse_jsonl(raw, path)
