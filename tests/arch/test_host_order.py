@@ -26,7 +26,7 @@ def test_a_core_whose_lookups_interleave_in_the_stream_keeps_its_order() -> None
 
 def test_a_dram_bound_host_reads_every_core_at_once() -> None:
     """recross-eval without caches: one table at a time (the cores one after another) took
-    1078.9 us (61.75 M lookups/s); the cores at once 68.0 M, 0.90 of the channel's 75.1 M."""
+    1077.9 us (61.8 M lookups/s); the cores at once 68.0 M, 0.90 of the channel's 75.1 M."""
     none = {"host.llc_mib": 0.0, "host.l2_kib": 0.0, "host.l1_kib": 0.0}
     point = run_design_point("host-cpu", "recross-eval", overrides={"arch": none})
     assert 66e6 < point.lookups_per_s < 70e6
