@@ -22,7 +22,7 @@ import numpy as np
 
 from nmp.fileio import atomic_write_bytes
 from nmp.registry import Registry
-from nmp.train.extrapolate import DeploymentSpec, expected, step_costs
+from nmp.train.extrapolate import DeploymentSpec, expected, row_labels, step_costs
 
 SCALES = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16)
 SERVERS = (3, 4, 5, 8, 12, 16, 24, 32)
@@ -96,7 +96,8 @@ def _setup_value(dep: DeploymentSpec, param: str) -> float:
 
 def _overheads(dep: DeploymentSpec) -> dict[str, float]:
     rows = {r["strategy"]: r["overhead_pct"] for r in expected(dep)}
-    ckpt = min(v for k, v in rows.items() if k.startswith("checkpoint"))
+    own = row_labels("checkpoint", dep)  # its rows, one per interval (not a prefix of a name)
+    ckpt = min(v for k, v in rows.items() if k in own)
     return {"checkpoint": ckpt, "cpr-mfu": rows["cpr-mfu"], "ecrec": rows["ecrec"]}
 
 

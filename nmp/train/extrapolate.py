@@ -415,6 +415,16 @@ def _ckpt_name(name: str, dep: DeploymentSpec, i: int) -> str:
     return INTERVAL_RULES.get(dep.interval).label(name, dep.interval_min, i)
 
 
+def row_labels(name: str, dep: DeploymentSpec) -> frozenset[str]:
+    """The ``strategy`` labels of strategy ``name``'s rows at scale: its name, or one label per
+    checkpoint interval (``checkpoint-30min``). A stage picks a strategy's rows by these, never by
+    a prefix of its name, which would take another strategy's rows (``checkpoint-lite``)."""
+    rule = INTERVAL_RULES.get(dep.interval)
+    return frozenset(
+        {name, *(rule.label(name, dep.interval_min, i) for i in range(len(dep.interval_min)))}
+    )
+
+
 def _strategies() -> list[tuple[str, Any]]:
     """The registered protections (each prices itself at scale: ``scale_expected``,
     ``scale_scheduled``, ``scale_draws``)."""
@@ -604,9 +614,8 @@ def closing_note(rows: list[dict[str, Any]], dep: DeploymentSpec) -> list[str]:
 
     md = _model(dep)
     by = {r["strategy"]: r for r in rows}
-    ckpt = [
-        r for r in rows for n, c in REGISTRY.items() if c.rolls_back and r["strategy"].startswith(n)
-    ]
+    rolling = set().union(*(row_labels(n, dep) for n, c in REGISTRY.items() if c.rolls_back))
+    ckpt = [r for r in rows if r["strategy"] in rolling]
     out = []
     for name, cls in _strategies():
         added = [p for p in cls.schedule.step if not COMMON.has(p.name)]

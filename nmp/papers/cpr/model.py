@@ -22,9 +22,8 @@ from typing import Any
 
 from nmp.errors import NmpError
 from nmp.plugins import claim_model, reference
-from nmp.train.extrapolate import DeploymentSpec, expected
+from nmp.train.extrapolate import DeploymentSpec, expected, row_labels
 from nmp.train.setup import deployment_of
-from nmp.train.strategies.checkpointing import FullCheckpoint
 
 
 @functools.cache
@@ -32,20 +31,15 @@ def _expected(dep: DeploymentSpec) -> dict[str, dict[str, Any]]:
     return {r["strategy"]: r for r in expected(dep)}
 
 
-def _checkpoint(rows: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-    """Full recovery at the checkpoint interval where it costs least."""
-    ck = {k: v for k, v in rows.items() if k.startswith("checkpoint")}
-    if not ck:
-        raise NmpError("the deployment has no checkpoint strategy row")
-    return min(ck.items(), key=lambda kv: kv[1]["overhead_pct"])
-
-
-def _get(rows: dict[str, dict[str, Any]], strategy: str) -> tuple[str, dict[str, Any]]:
-    if strategy == FullCheckpoint.name:  # its best interval's row (several at scale)
-        return _checkpoint(rows)
-    if strategy not in rows:
+def _get(
+    rows: dict[str, dict[str, Any]], strategy: str, dep: DeploymentSpec
+) -> tuple[str, dict[str, Any]]:
+    """``strategy``'s row; full recovery's at the checkpoint interval where it costs least
+    (one row per interval at scale)."""
+    own = {k: v for k, v in rows.items() if k in row_labels(strategy, dep)}
+    if not own:
         raise NmpError(f"no strategy '{strategy}' at scale (known: {', '.join(rows)})")
-    return strategy, rows[strategy]
+    return min(own.items(), key=lambda kv: kv[1]["overhead_pct"])
 
 
 def _describe(dep: DeploymentSpec) -> str:
@@ -63,7 +57,7 @@ def overhead_pct(
     """Expected training-time overhead (%) of ``strategy``, failures included; for a CPR
     strategy the detail gives its partial saves' effective portion of lost samples."""
     dep = deployment_of(setup, reference(overhead_pct))
-    name, row = _get(_expected(dep), strategy)
+    name, row = _get(_expected(dep), strategy, dep)
     extra = ""
     if "pls_effective" in row:
         extra = (
@@ -85,7 +79,7 @@ def overhead_lower(
     lead (worse / better - 1)."""
     dep = deployment_of(setup, reference(overhead_lower))
     rows = _expected(dep)
-    (bn, b), (wn, w) = _get(rows, better), _get(rows, worse)
+    (bn, b), (wn, w) = _get(rows, better, dep), _get(rows, worse, dep)
     bv, wv = b["overhead_pct"], w["overhead_pct"]
     return {
         "value": bool(bv < wv),

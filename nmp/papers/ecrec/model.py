@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nmp.plugins import claim_model, reference
-from nmp.train.extrapolate import DeploymentSpec, expected, recovery_parts_s
+from nmp.train.extrapolate import DeploymentSpec, expected, recovery_parts_s, row_labels
 from nmp.train.setup import deployment_of
 from nmp.train.strategies.checkpointing import FullCheckpoint
 
@@ -30,8 +30,15 @@ def _recovery_parts(dep: DeploymentSpec) -> dict[str, float]:
     return recovery_parts_s(dep)
 
 
-def _checkpoints(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in rows.items() if k.startswith("checkpoint")}
+def _rows_of(
+    rows: dict[str, dict[str, Any]], strategy: str, dep: DeploymentSpec
+) -> dict[str, dict[str, Any]]:
+    """``strategy``'s rows by label (checkpointing: one per checkpoint interval)."""
+    return {k: v for k, v in rows.items() if k in row_labels(strategy, dep)}
+
+
+def _checkpoints(rows: dict[str, dict[str, Any]], dep: DeploymentSpec) -> dict[str, dict[str, Any]]:
+    return _rows_of(rows, FullCheckpoint.name, dep)
 
 
 def _where(dep: DeploymentSpec) -> str:
@@ -46,7 +53,7 @@ def overhead_reduction_pct(
     the checkpoint interval where checkpointing costs most ("up to")."""
     dep = deployment_of(setup, reference(overhead_reduction_pct))
     rows = _expected(dep)
-    name, ck = max(_checkpoints(rows).items(), key=lambda kv: kv[1]["overhead_no_failure_pct"])
+    name, ck = max(_checkpoints(rows, dep).items(), key=lambda kv: kv[1]["overhead_no_failure_pct"])
     ec = rows["ecrec"]["overhead_no_failure_pct"]
     ck_pct = ck["overhead_no_failure_pct"]
     return {
@@ -63,7 +70,7 @@ def recovery_speedup(*, quick: bool, setup: Mapping[str, Any] | None = None) -> 
     dep = deployment_of(setup, reference(recovery_speedup))
     rows = _expected(dep)
     p = _recovery_parts(dep)
-    name, ck = max(_checkpoints(rows).items(), key=lambda kv: kv[1]["recovery_s"])
+    name, ck = max(_checkpoints(rows, dep).items(), key=lambda kv: kv[1]["recovery_s"])
     return {
         "value": ck["recovery_s"] / p["rebuild_s"],
         "detail": f"{_where(dep)}: {name} recovery {ck['recovery_s']:.3g} s (load "
@@ -82,10 +89,8 @@ def overhead_lower(
     dep = deployment_of(setup, reference(overhead_lower))
     rows = _expected(dep)
 
-    def get(name):
-        if name == FullCheckpoint.name:  # its best interval's row (several at scale)
-            return min(v["overhead_pct"] for v in _checkpoints(rows).values())
-        return rows[name]["overhead_pct"]
+    def get(name):  # checkpointing: its best interval's row (several at scale)
+        return min(v["overhead_pct"] for v in _rows_of(rows, name, dep).values())
 
     b, w = get(better), get(worse)
     return {
@@ -100,7 +105,7 @@ def ecrec_never_pauses(*, quick: bool, setup: Mapping[str, Any] | None = None) -
     dep = deployment_of(setup, reference(ecrec_never_pauses))
     rows = _expected(dep)
     pause = rows["ecrec"]["recovery_s"]
-    ck = min(v["recovery_s"] for v in _checkpoints(rows).values())
+    ck = min(v["recovery_s"] for v in _checkpoints(rows, dep).values())
     return {
         "value": bool(pause == 0.0 < ck),
         "detail": f"{_where(dep)}: ecrec pause {pause} s, checkpoint {ck:.3g} s",
