@@ -181,6 +181,10 @@ VARIANT_FIELDS = frozenset(
         "trace_format",
         "variant",
         "family",
+        "salp",
+        "interval",
+        "standard",
+        "dist",
         # a list of variants: ``"hybrid" in p["codecs"]`` tests a name as well
         "policies",
         "strategies",

@@ -63,7 +63,6 @@ SALP_READINGS_REGISTRY.register(
         per_row_cycles=lambda t, columns, lines: None,
     )
 )
-SALP_READINGS = SALP_READINGS_REGISTRY.names()  # the choices of bank.salp
 
 
 def no_salp_row_cycles(t: Mapping[str, int], columns: float) -> float:
@@ -73,7 +72,6 @@ def no_salp_row_cycles(t: Mapping[str, int], columns: float) -> float:
 
 
 __all__ = [
-    "SALP_READINGS",
     "SALP_READINGS_REGISTRY",
     "SALP_TRACKED_SUBARRAYS",
     "SalpReading",

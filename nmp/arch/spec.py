@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from nmp.arch.salp_readings import SALP_READINGS
+from nmp.arch.salp_readings import SALP_READINGS_REGISTRY
 from nmp.config import KeyedValueError, find_preset, require_at_least
 from nmp.design import KeyAssumption
 from nmp.errors import SpecError
@@ -43,7 +43,6 @@ RANK_CACHE_POLICIES.register(
 RANK_CACHE_POLICIES.register(
     RankCachePolicy("online", "a row is allocated once it recurs in the batch", False, True)
 )
-CACHE_POLICIES = RANK_CACHE_POLICIES.names()  # the choices of rank.cache_policy
 # how a cross-level design without the LP picks each row's level (``base_placement``)
 BASE_PLACEMENTS = ("frequency", "capacity")
 
@@ -244,8 +243,9 @@ class UnitSpec:
                 f"cache of {self.cache_kib:g} KiB is larger than the unit's SRAM "
                 f"(buffer_kib = {self.buffer_kib:g})",
             )
-        _require_choice(self, "salp", SALP_READINGS, "reading ")
-        _require_choice(self, "cache_policy", CACHE_POLICIES)
+        # the registries as they are now: a reading or policy registered later is a choice too
+        _require_choice(self, "salp", SALP_READINGS_REGISTRY.names(), "reading ")
+        _require_choice(self, "cache_policy", RANK_CACHE_POLICIES.names())
         if self.cache_reuse_threshold < 1:
             raise KeyedValueError("cache_reuse_threshold", "must be >= 1")
 
@@ -446,7 +446,6 @@ __all__ = [
     "BASE_PLACEMENTS",
     "DramEnergySplit",
     "LEVELS",
-    "SALP_READINGS",
     "ArchSpec",
     "HostSpec",
     "InstructionSpec",

@@ -49,7 +49,7 @@ run folder (reports/<run>/): sweep.toml, plan.json, environment.json, results.js
 per finished point, the same bytes for the same sweep; --resume runs only the missing ones),
 timings.jsonl (wall-clock times: not deterministic), errors.jsonl, whatif.jsonl (the report's
 re-runs under key assumptions), summary.json, report.md,
-results.csv, speedup.png, pareto.png, breakdown.png, .lock (one run at a time);
+results.csv, a PNG per registered plot (speedup.png, pareto.png, ...), .lock (one run at a time);
 reports/latest -> newest run with a result.
 """
 

@@ -546,7 +546,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--servers", type=int, help="extrapolation: servers")
     p.add_argument("--server-mtbf-hours", type=float, help="extrapolation: MTBF of one server")
     p.add_argument("--storage-gbps", type=float, help="extrapolation: storage GB/s per server")
-    p.add_argument("--compress", help="codec of the all-to-all (none, quant, hybrid, ...)")
+    p.add_argument(
+        "--compress",
+        help="codec of the all-to-all (default none; nmp models --registries lists them)",
+    )
     p.add_argument("--eb", type=float, help="relative error bound of the codec (0.03)")
     p.add_argument("--eb-schedule", choices=("constant", "decay"), help="decay: 2x -> 1x")
     p.add_argument(

@@ -142,7 +142,9 @@ class TrainConfig:
         require_at_least(self, 0, "batch", "max_tables", "dim", "seed", "ckpt_every")
         if self.interval not in INTERVAL_RULES or INTERVAL_RULES.get(self.interval).takes_minutes:
             formulas = [n for n, rule in INTERVAL_RULES.items() if not rule.takes_minutes]
-            raise KeyedValueError("interval", f"must be one of {', '.join(formulas)}")
+            raise KeyedValueError(
+                "interval", f"must be one of {', '.join(formulas)}, got {self.interval!r}"
+            )
         if self.steps > MAX_STEPS:  # a run that could not end within a day is a typo
             raise KeyedValueError("steps", f"must be <= {MAX_STEPS:,}, got {self.steps:,}")
         if self.parities < 1:
@@ -208,10 +210,10 @@ MAX_STEPS = 10_000_000
 
 
 def _check_compression(cfg: TrainConfig) -> None:
-    from nmp.compress import codec_names
+    from nmp.compress.codec import CODECS
 
-    if cfg.compress not in codec_names():
-        raise KeyedValueError("compress", f"unknown codec (known: {', '.join(codec_names())})")
+    if cfg.compress not in CODECS:  # the registry's one-line error: the name and the known ones
+        raise KeyedValueError("compress", CODECS.unknown_message(cfg.compress))
     if not 0.0 < cfg.eb <= 0.5:
         raise KeyedValueError("eb", "must be in (0, 0.5]")
     if cfg.codec_gbps < 0:

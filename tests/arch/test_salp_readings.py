@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from nmp.arch.salp_readings import (
-    SALP_READINGS,
     SALP_READINGS_REGISTRY,
     SALP_TRACKED_SUBARRAYS,
     no_salp_row_cycles,
@@ -34,7 +33,7 @@ def test_each_reading_says_how_a_bank_serves_rows(name, activated, open_rows, cy
 
 def test_without_salp_a_row_costs_a_row_cycle_and_the_spec_lists_the_readings() -> None:
     assert no_salp_row_cycles(T, COLUMNS) == 128  # max(tRC 116, columns 88 + tRP 40)
-    assert_shipped_in_order(SALP_READINGS, ("salp1", "salp2", "masa"))
+    assert_shipped_in_order(SALP_READINGS_REGISTRY.names(), ("salp1", "salp2", "masa"))
 
 
 @pytest.mark.parametrize("reading", ["salp2", "masa"])
