@@ -392,7 +392,7 @@ class ArchSpec:
     # (TRiM: nRD; RecNMP: the vector size; PAPERS.md), so a unit never closes a row it has
     # still to read. False: Ramulator 2's FR-FCFS (the host's controller), where a younger
     # miss's PRE, ready while the open row's hits wait for the column path, closes the row:
-    # 1.48 activations per lookup for TRiM-G on dlrm-benchmark instead of 1.00.
+    # 1.48 activations per lookup for TRiM-G on dlrm-benchmark, against 1.01 when true.
     units_hold_rows: bool = True
     replicate_hot_rows: int = 0  # hottest rows copied to every node of the finest level
     # how a lookup of a replicated row picks its replica (nmp.arch.replication; TRiM does not
