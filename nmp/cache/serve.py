@@ -32,7 +32,7 @@ from nmp.cache.neighbors import substitute_map
 from nmp.cache.requestfile import load_request_file, save_request_file
 from nmp.cache.requests import RequestStream, request_stream, stream_from_batches
 from nmp.cache.table import init_rows
-from nmp.cache.tiers import TierLatency
+from nmp.cache.tiers import SSD_READ_US, TierLatency
 from nmp.cache.users import UserModel, user_requests
 from nmp.errors import NmpError
 from nmp.identity_cache import KeyedCache
@@ -70,7 +70,7 @@ class CacheConfig:
     warmup: int = 20_000  # chosen: half as many requests again fill the cache first
     seed: int = 0
     memory: str = "ddr4-3200aa"  # host DRAM preset for the tiers' latency
-    ssd_read_us: float = 80.0  # see nmp.cache.tiers
+    ssd_read_us: float = SSD_READ_US  # one constant, sourced in nmp.cache.tiers
     backend: str = "lmdb"  # "lmdb", "sqlite" or "" (no real backend measurement)
     backend_requests: int = 2000  # requests whose misses are read from the backend and timed
     accuracy: bool = True  # train the DLRM and measure the AUC change
