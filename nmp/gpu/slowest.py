@@ -10,6 +10,8 @@ wait of ``m`` loads pays (:func:`max_excess`). One level of spread ``s`` gives `
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _GRID = 4096  # points of the integral: a step of about 1/4096 of its range
@@ -35,7 +37,7 @@ def max_excess(
         return 0.0
     fixed = np.maximum(mu - sd, 0.0)
     top = float(np.max((fixed + 40.0 * sd)[live]))
-    t = np.union1d(np.linspace(0.0, top, _GRID + 1), fixed[live])
+    t = _grid_with(np.linspace(0.0, top, _GRID + 1), top, fixed[live])
     cdf = np.zeros_like(t)
     for level in np.flatnonzero(live):
         if sd[level] > 0:
@@ -46,3 +48,22 @@ def max_excess(
     tail = 1.0 - np.minimum(cdf, 1.0) ** m
     expected_max = float(np.sum(0.5 * (tail[1:] + tail[:-1]) * np.diff(t)))
     return max(0.0, expected_max - float(p @ mu))
+
+
+def _grid_with(grid: np.ndarray, top: float, points: np.ndarray) -> np.ndarray:
+    """``np.union1d(grid, points)`` for ``grid`` = ``linspace(0, top, n)``: the few ``points``
+    put in their places by a binary search instead of a sort of the whole. The same array: the
+    grid is strictly increasing for a finite ``top`` of at least 1e-300 (a normal step)."""
+    listed = points.tolist()
+    if not (np.isfinite(top) and top >= 1e-300) or not all(
+        math.isfinite(v) and math.copysign(1.0, v) > 0.0 for v in listed
+    ):
+        return np.union1d(grid, points)
+    values = sorted(set(listed))
+    at = np.searchsorted(grid, values)
+    new = [
+        i for i, (k, v) in enumerate(zip(at, values, strict=True)) if k >= grid.size or grid[k] != v
+    ]
+    if not new:
+        return grid
+    return np.insert(grid, at[new], np.asarray(values, dtype=np.float64)[new])

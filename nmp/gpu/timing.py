@@ -107,6 +107,25 @@ def list_schedule(block_cycles: np.ndarray, slots: int) -> float:
     return end
 
 
+@njit(cache=True)
+def block_max(warp: np.ndarray, spill: np.ndarray, warps_per_block: int) -> np.ndarray:
+    """Each block's slowest warp: ``(warp + spill).reshape(-1, warps_per_block).max(axis=1)``
+    in one pass, without the temporaries (the same values: a max is exact, a NaN propagates)."""
+    blocks = warp.shape[0] // warps_per_block
+    out = np.empty(blocks, dtype=np.float64)
+    for b in range(blocks):
+        i = b * warps_per_block
+        top = warp[i] + spill[i]
+        for j in range(i + 1, i + warps_per_block):
+            v = warp[j] + spill[j]
+            if v > top or v != v:
+                top = v
+            if top != top:
+                break
+        out[b] = top
+    return out
+
+
 @dataclass
 class KernelTiming:
     t_ns: float
@@ -373,24 +392,49 @@ def wave_timing(
     units = levels.sum(axis=1)
     totals = levels.sum(axis=0)
     p = prices
+    spill = units * p.spill_cycles  # (the same in every evaluation of the search)
+    fused = levels.shape[0] % warps_per_block == 0  # (else reshape's error, as before)
+    # The search evaluates a row of latencies more than once (a bracket's end, the solution's
+    # stalls): each row's blocks and makespan are kept for this wave, keyed by the row's bits.
+    blocks_of: dict[bytes, np.ndarray] = {}
+    span_of: dict[bytes, float] = {}
+    excess_of: dict[bytes, float] = {}
 
     def wait_excess(row: np.ndarray) -> float:
         """A row wait's excess over the mean load: the slowest of ``mlp`` loads, drawn from the
         wave's mix of levels (its totals)."""
         if not p.waits_for_slowest:
             return 0.0
-        return max_excess(row, p.spread_cycles, totals, mlp)
+        key = row.tobytes()
+        if key not in excess_of:
+            excess_of[key] = max_excess(row, p.spread_cycles, totals, mlp)
+        return excess_of[key]
+
+    def row_of(hbm_cycles: float, l2_wait: float) -> np.ndarray:
+        return np.array([p.l1_cycles, p.l2_cycles + l2_wait, hbm_cycles])
+
+    def row_blocks(row: np.ndarray, key: bytes) -> np.ndarray:
+        if key not in blocks_of:
+            per_load = (row + wait_excess(row)) / mlp + p.index_per_lookup(row, mlp)
+            if fused:
+                blocks_of[key] = block_max(levels @ per_load, spill, warps_per_block)
+            else:
+                warp = levels @ per_load + spill
+                blocks_of[key] = warp.reshape(-1, warps_per_block).max(axis=1)
+        return blocks_of[key]
 
     def block_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> np.ndarray:
         """Each block's cycles: its slowest warp's chain of loads over ``mlp`` in flight, each
-        wait for the slowest of them."""
-        row = np.array([p.l1_cycles, p.l2_cycles + l2_wait, hbm_cycles])
-        per_load = (row + wait_excess(row)) / mlp + p.index_per_lookup(row, mlp)
-        warp = levels @ per_load + units * p.spill_cycles
-        return warp.reshape(-1, warps_per_block).max(axis=1)
+        wait for the slowest of them (a fresh array: callers may scale it in place)."""
+        row = row_of(hbm_cycles, l2_wait)
+        return row_blocks(row, row.tobytes()).copy()
 
     def makespan_cycles(hbm_cycles: float, l2_wait: float = 0.0) -> float:
-        return list_schedule(np.ascontiguousarray(block_cycles(hbm_cycles, l2_wait)), slots)
+        row = row_of(hbm_cycles, l2_wait)
+        key = row.tobytes()
+        if key not in span_of:
+            span_of[key] = list_schedule(np.ascontiguousarray(row_blocks(row, key)), slots)
+        return span_of[key]
 
     def queue_cycles(t_ns: float) -> tuple[float, float]:
         """(HBM queueing, L2 slice wait) in cycles at kernel time ``t_ns``; a miss waits in
