@@ -30,8 +30,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import coo_matrix
 
 from nmp.errors import NmpError
 
@@ -61,6 +59,10 @@ class PartitionResult:
 
 def solve_partition(p: PartitionProblem) -> PartitionResult:
     """Solve the partition LP; raises NmpError if the rows cannot fit."""
+    # scipy: loaded on use (start-up time: `nmp evaluate --check` never solves one)
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+
     nb, nl = p.rows.size, p.capacity_bytes.size
     nvar = nb * nl + 1  # x[b, l] row-major, then T
     t0 = time.perf_counter()
