@@ -52,6 +52,20 @@ def test_registries_json_lists_each_family_and_its_members(capsys):
         assert registries[f"{kind} preset"], kind
 
 
+def test_every_shipped_member_says_what_it_is(capsys):
+    """A user choosing a variant reads its one-line description (``description`` or the first
+    line of its docstring): none of the kit's own members leaves the column empty."""
+    assert main(["models", "--registries", "--json"]) == 0
+    registries = json.loads(capsys.readouterr().out)["registries"]
+    empty = [
+        f"{kind}: {m['name']}"
+        for kind, members in registries.items()
+        for m in members
+        if not m["description"].strip()
+    ]
+    assert not empty, empty
+
+
 def test_registries_table_and_presets_unchanged_without_the_flag(capsys):
     assert main(["models", "--registries"]) == 0
     out = capsys.readouterr().out

@@ -42,6 +42,8 @@ class KVStore(Protocol):
 
 
 class SqliteStore:
+    """SQLite from the standard library: one rowid B-tree search a lookup."""
+
     name = "sqlite"
 
     def __init__(self, folder: Path, dim: int, rows: int = 0) -> None:
@@ -81,6 +83,8 @@ LMDB_MIN_MAP_BYTES = 1 << 24
 
 
 class LmdbStore:
+    """LMDB (py-lmdb): a B+tree in one memory-mapped file, no copy, no SQL layer."""
+
     name = "lmdb"
 
     def __init__(self, folder: Path, dim: int, rows: int = 0) -> None:

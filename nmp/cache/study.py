@@ -179,6 +179,7 @@ def _effective_alpha(cfg: CacheConfig) -> float:
 
 @study_runner
 def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
+    """EVStore: cache policies x L1 size x skew x request model, L2 precision, L3 bound."""
     out_dir = Path(out_dir)
     rows = []
     for cfg in configs(params):

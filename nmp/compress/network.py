@@ -26,10 +26,12 @@ from nmp.registry import Registry
 
 
 def _pairwise(nodes: int, bytes_per_peer: float, alpha_s: float, bw_bps: float) -> float:
+    """N - 1 rounds, one message to one peer per round (NCCL/MPI for large messages)."""
     return (nodes - 1) * (alpha_s + bytes_per_peer / bw_bps)
 
 
 def _bruck(nodes: int, bytes_per_peer: float, alpha_s: float, bw_bps: float) -> float:
+    """ceil(log2 N) rounds, each forwarding N/2 blocks (fewer start-ups, more bytes)."""
     rounds = math.ceil(math.log2(nodes))
     return rounds * (alpha_s + (nodes / 2) * bytes_per_peer / bw_bps)
 

@@ -124,6 +124,7 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 @study_runner
 def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
+    """CPR's partial-save parameters (MFU fraction, SSU sample, skew) swept at scale."""
     p = check_params(params)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

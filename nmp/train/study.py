@@ -43,6 +43,7 @@ def check_params(params: dict[str, Any]) -> tuple[Any, Any]:
 
 @study_runner
 def run_study(params: dict[str, Any], *, out_dir: Path, jobs: int = 1) -> list[dict[str, Any]]:
+    """A paper setup's fault tolerance: the Monte-Carlo comparison and the crossovers."""
     from nmp.compress.study import write_jsonl, write_table
     from nmp.fileio import atomic_write_text
     from nmp.train.crossover import plot, sweep

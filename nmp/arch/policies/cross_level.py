@@ -29,6 +29,8 @@ def _pick_levels(table, cls, u, cum, classes, level_ids, level):  # pragma: no c
 
 
 class CrossLevel(RowPolicy):
+    """ReCross: each row on one of several data levels, by the partition's shares."""
+
     name = "cross-level"
     partitions_by_level = True
 

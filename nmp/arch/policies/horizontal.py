@@ -9,6 +9,8 @@ from nmp.config import KeyedValueError
 
 
 class Horizontal(RowPolicy):
+    """RecNMP, TRiM: whole rows on one level's units, row id modulo the node count."""
+
     name = "horizontal"
 
     def validate(self, spec) -> None:

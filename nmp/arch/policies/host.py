@@ -64,6 +64,8 @@ def lower_host_lines(
 
 
 class Host:
+    """The host CPU: its cores read every row through their caches and add it."""
+
     name = "host"
     near_memory = False
     slices_rows = False

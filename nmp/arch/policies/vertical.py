@@ -53,6 +53,8 @@ def lower_vertical(spec, lay, mem, flat: FlatLookups, order: np.ndarray) -> Leve
 
 
 class Vertical(RowPolicy):
+    """TensorDIMM: every row split column-wise over all rank units."""
+
     name = "vertical"
     slices_rows = True
 

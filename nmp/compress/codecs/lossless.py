@@ -29,5 +29,13 @@ class LosslessCodec:
         return np.frombuffer(raw, dtype=np.float32).reshape(enc.shape).copy()
 
 
-register("zstd")(lambda: LosslessCodec("zstd"))
-register("lz4")(lambda: LosslessCodec("lz4"))
+@register("zstd")
+def _zstd() -> LosslessCodec:
+    """zstd on the float32 bytes (lossless)."""
+    return LosslessCodec("zstd")
+
+
+@register("lz4")
+def _lz4() -> LosslessCodec:
+    """LZ4 on the float32 bytes (lossless)."""
+    return LosslessCodec("lz4")

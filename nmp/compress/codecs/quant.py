@@ -55,6 +55,19 @@ class QuantCodec:
         return restore(codes, enc)
 
 
-register("quant")(lambda: QuantCodec(None))
-register("quant-zstd")(lambda: QuantCodec("zstd"))
-register("quant-lz4")(lambda: QuantCodec("lz4"))
+@register("quant")
+def _quant() -> QuantCodec:
+    """The error-bounded quantizer, its codes in the narrowest integer type."""
+    return QuantCodec(None)
+
+
+@register("quant-zstd")
+def _quant_zstd() -> QuantCodec:
+    """The error-bounded quantizer, then zstd on its codes."""
+    return QuantCodec("zstd")
+
+
+@register("quant-lz4")
+def _quant_lz4() -> QuantCodec:
+    """The error-bounded quantizer, then LZ4 on its codes."""
+    return QuantCodec("lz4")

@@ -102,6 +102,7 @@ def overhead_lower(
 
 @claim_model
 def ecrec_never_pauses(*, quick: bool, setup: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """ECRec's recovery pauses no training, where restoring a checkpoint does."""
     dep = deployment_of(setup, reference(ecrec_never_pauses))
     rows = _expected(dep)
     pause = rows["ecrec"]["recovery_s"]

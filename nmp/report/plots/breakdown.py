@@ -84,6 +84,7 @@ def _time_panel(fig: Figure, ax: Any, picked: list[dict[str, Any]]) -> None:
 
 @register_plot("breakdown.png", rank=2)
 def plot_breakdown(summary: dict[str, Any], path: Path) -> None:
+    """Where each design's batch time and energy go (the first workload group)."""
     rows = summary["rows"]
     group = summary["groups"][0]["group"]
     others = len(summary["groups"]) - 1

@@ -21,6 +21,7 @@ from nmp.report.plots.common import (
 
 @register_plot("pareto.png", rank=1)
 def plot_pareto(summary: dict[str, Any], path: Path) -> None:
+    """Throughput against energy per lookup, the Pareto set marked."""
     rows, groups = summary["rows"], plotted_groups(summary)
     designs = list(dict.fromkeys(r["design"] for r in rows))
     color = stable_colors(designs)

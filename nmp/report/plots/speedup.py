@@ -20,6 +20,7 @@ from nmp.report.plots.common import (
 
 @register_plot("speedup.png", rank=0)
 def plot_speedup(summary: dict[str, Any], path: Path) -> None:
+    """Each design's speedup over the sweep's baseline, per workload group."""
     rows, groups = summary["rows"], plotted_groups(summary)
     labels, per_design = bar_entries(rows, groups)
     n_lab, n_grp = len(labels), len(groups)
