@@ -133,6 +133,16 @@ def test_a_package_is_walked_in_name_order_and_a_marker_filters_it():
     assert "nmp.__main__" not in package_modules("nmp")
 
 
+def test_a_marker_reads_each_module_in_its_own_folder(tmp_path, monkeypatch):
+    """A package over two folders (a namespace package, a plugin beside the kit): a module in
+    the second folder is read there, not looked for in the first."""
+    for root, module in (("one", "alpha"), ("two", "beta")):
+        (tmp_path / root / "nsdemo").mkdir(parents=True)
+        (tmp_path / root / "nsdemo" / f"{module}.py").write_text("MARK = 1\n")
+        monkeypatch.syspath_prepend(str(tmp_path / root))
+    assert sorted(package_modules("nsdemo", r"^MARK = ")) == ["nsdemo.alpha", "nsdemo.beta"]
+
+
 def test_a_new_module_in_the_package_is_found(tmp_path, monkeypatch):
     """Adding a variant is adding its module: the registry finds it, no list to edit."""
     pkg = tmp_path / "regdemo"
