@@ -30,6 +30,9 @@ class ParityCode:
     default_parities: int = 1  # the r a user who names only the code gets
     in_memory: bool = True  # raw-byte arithmetic a near-memory unit applies (nmp.arch models it)
     plain_xor: bool = False  # parity ^= delta with r = 1: what the multi-process runtime applies
+    # a parity unit multiplies each delta byte by a GF(2^8) coefficient before its XOR: the
+    # RTL's gf datapath (nmp.rtl.parity), whose area and energy the arch model charges
+    unit_multiplies: bool = False
 
     def parities_error(self, r: int) -> str | None:
         """Why ``r`` parities do not suit this code (None when they do)."""
@@ -83,6 +86,7 @@ PARITY_CODES.register(
         "Reed-Solomon over GF(2^8) (k + r), parity_i ^= g_ij * delta; exact",
         _reed_solomon,
         default_parities=2,
+        unit_multiplies=True,
     )
 )
 PARITY_CODES.register(

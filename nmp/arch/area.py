@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nmp.arch import memview as mv
+from nmp.parity_codes import PARITY_CODES
 
 UNIT_TECH_NM = 40.0  # the node the units' figures are given at (ReCross: 40 nm)
 # Placeholder when no RTL figures are available: a 64-bit XOR datapath with a small
@@ -31,15 +32,16 @@ class AreaReport:
     sources: dict[str, str] = field(default_factory=dict)
 
 
-def parity_unit_figures(width_bits: int = 64) -> tuple[float, float, str]:
-    """(area mm^2, clock MHz, source) of one parity unit at 40 nm."""
+def parity_unit_figures(width_bits: int = 64, *, gf: bool = False) -> tuple[float, float, str]:
+    """(area mm^2, clock MHz, source) of one parity unit at 40 nm: the XOR datapath, or with
+    ``gf`` the GF(2^8) multiply-and-XOR one (a Reed-Solomon parity unit)."""
     try:
         # numba, pyrtl: loaded on use (start-up time)
         from nmp.rtl.synth import CACHE_PATH
         from nmp.rtl.synth import parity_unit_figures as rtl_figures
 
         if CACHE_PATH.exists():
-            fig = rtl_figures(width_bits, tech_nm=UNIT_TECH_NM)
+            fig = rtl_figures(width_bits, gf=gf, tech_nm=UNIT_TECH_NM)
             return fig.pyrtl_area_mm2, fig.fmax_mhz, f"nmp rtl report ({CACHE_PATH.name})"
     except Exception:  # noqa: BLE001 - any failure falls back to the documented placeholder
         pass
@@ -67,7 +69,7 @@ def design_area_mm2(arch) -> AreaReport:
         if p.unit_area_mm2 >= 0:
             area, src = p.unit_area_mm2, "preset"
         else:
-            area, _, src = parity_unit_figures()
+            area, _, src = parity_unit_figures(gf=PARITY_CODES.get(p.code).unit_multiplies)
         lay = arch.layouts.get(p.level)
         nodes = lay.nodes if lay is not None else ranks
         by_level["parity"] = area * nodes

@@ -3,11 +3,14 @@ model (``_time_parity``) and the presets' numbers.
 
 Per update of a row of ``rb`` = 4 x dim bytes: the data node reads the old row and writes the
 new one, each of the ``r`` parity nodes reads and writes its parity; every one of those
-``1 + r`` nodes XORs ``rb`` bytes. The delta crosses the rank bus twice (out of the data node's
-rank, into the parity node's) where the units sit in the DRAM, and the channel where the two
-ranks differ. The host (host-cpu) reads and writes every line over the bus itself. So:
+``1 + r`` nodes XORs ``rb`` bytes (a Reed-Solomon parity node multiplies the delta by its
+GF(2^8) coefficient first: its energy a byte the XOR's times the synthesized GF datapath's
+area over the XOR one's, and that datapath's area in the design). The delta crosses the rank
+bus twice (out of the data node's rank, into the parity node's) where the units sit in the
+DRAM, and the channel where the two ranks differ. The host (host-cpu) reads and writes every
+line over the bus itself. So:
 
-    units energy = n (1 + r) rb x pj_per_byte_xor
+    units energy = n (1 + r g) rb x pj_per_byte_xor   (g = 1 for XOR, GF area / XOR area for RS)
     I/O energy   = I/O bytes x 8 x io_pj_per_bit
     DRAM core    = the DRAM command energy of the replayed reads and writes (not their I/O)
     rank-bus time = the busiest rank's bytes / the channel's peak (64 B per nBL = 8 tCK)
@@ -19,7 +22,8 @@ import numpy as np
 import pytest
 
 import nmp.arch.parity as parity
-from nmp.arch import load_arch
+from nmp.arch import load_arch, run_design_point
+from nmp.arch.area import parity_unit_figures
 
 DIM = 64  # the small_workload fixture's tables (tests/arch/conftest.py)
 RB = 4 * DIM  # fp32 row bytes
@@ -68,7 +72,11 @@ def test_the_fixture_is_what_the_hand_figures_assume(small_workload):
 @pytest.mark.parametrize(("name", "overrides", "r", "pj_xor"), CASES, ids=IDS)
 def test_every_node_of_an_update_xors_one_row(small_workload, name, overrides, r, pj_xor):
     op = _update(_arch(name, overrides, small_workload))
-    assert op.energy_pj["units"] == pytest.approx(N * (1 + r) * RB * pj_xor, rel=1e-12)
+    g = 1.0
+    if overrides.get("parity.code") == "rs":
+        g = parity_unit_figures(gf=True)[0] / parity_unit_figures()[0]
+        assert g > 2.0  # a GF(2^8) constant multiply is several XOR trees a byte
+    assert op.energy_pj["units"] == pytest.approx(N * (1 + r * g) * RB * pj_xor, rel=1e-12)
     # host-cpu: a SIMD XOR on the core at 1 pJ/byte, 2 x 256 B per update.
     if name == "host-cpu":
         assert op.energy_pj["units"] / N == pytest.approx(512.0, rel=1e-12)
@@ -161,3 +169,21 @@ def test_a_batch_of_updates_waits_for_the_rank_bus(small_workload, name, overrid
     assert rank_bytes / 2 <= bounds["rank_bus"] * PEAK_GBPS <= rank_bytes
     assert op.t_ns == max(bounds.values())
     assert op.breakdown["bottleneck"] == max(bounds, key=bounds.get)
+
+
+def test_a_reed_solomon_design_carries_the_gf_parity_unit():
+    """The area of a design's parity units is the datapath its code needs: the XOR one, or for
+    Reed-Solomon the GF(2^8) multiply-and-XOR one (nmp rtl report's figures at 40 nm)."""
+    small = {"workload": {"batch": 2}}
+    xor = run_design_point("trim-g", "recross-eval", overrides=small, seed=0)
+    rs = run_design_point(
+        "trim-g",
+        "recross-eval",
+        overrides={**small, "arch": {"parity.code": "rs", "parity.r": 2}},
+        seed=0,
+    )
+    per_unit = rs.breakdown["area_mm2"]["parity"] / xor.breakdown["area_mm2"]["parity"]
+    assert per_unit == pytest.approx(
+        parity_unit_figures(gf=True)[0] / parity_unit_figures()[0], rel=1e-12
+    )
+    assert per_unit > 2.0
