@@ -81,7 +81,8 @@ def package_modules(package: str, marker: str | None = None) -> list[str]:
             leaf = info.name.rpartition(".")[2]
             if leaf == "__main__":
                 continue
-            folder = Path(info.module_finder.path) / leaf  # (its own folder of the path)
+            # its own folder of the path (a FileFinder's; the first folder for another finder)
+            folder = Path(getattr(info.module_finder, "path", folders[0])) / leaf
             source = folder / "__init__.py" if info.ispkg else folder.with_suffix(".py")
             if pattern is None or (source.is_file() and pattern.search(source.read_text())):
                 found.append(info.name)
