@@ -1,0 +1,87 @@
+"""ECRec's rebuild and the ``none`` strategy's re-initialization at scale, recomputed from
+nmp/train/extrapolate.py's stated formulas on the ECRec setup (workloads/train/ecrec.toml:
+5 servers, k = 4, r = 1):
+
+- system MTBF ``M = server MTBF / servers``;
+- a record read in a rebuild costs the gather's time per looked-up byte (whole 64-B bursts of
+  the record); a record write costs the plain update's time per touched row;
+- rebuild: every lost position (the shard's rows with their parity, ``shard_rows (k + r) / k``)
+  reads k survivors and writes one record: ``positions x (k x read + write)`` on the memories
+  (with servers on a network, the longer of that and the repair bytes over the NIC), taking
+  ``rebuild_share`` of the memory's time;
+- ``none``: a failure re-writes the lost shard fresh: ``shard_rows x write``, and its expected
+  overhead is that once per system MTBF.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from nmp.train.extrapolate import HOUR_NS, _model, expected, recovery_parts_s
+from nmp.train.setup import load_setup
+
+BURST = 64  # DDR burst (nmp.train.hwcost.BURST_BYTES)
+
+
+@pytest.fixture(scope="module")
+def ecrec():
+    dep = load_setup("ecrec")[0]
+    assert (dep.servers, dep.k, dep.r) == (5, 4, 1)
+    # memory only: no NIC term, so the rebuild is its memory traffic; a batch of 64 keeps the
+    # hardware model's step short (the formulas do not depend on the batch)
+    return replace(dep, network_gbps=0.0, worker_network_gbps=0.0, batch=64)
+
+
+@pytest.fixture(scope="module")
+def md(ecrec):
+    return _model(ecrec)
+
+
+def _read_write_ns(c, servers):
+    burst = -(-c.record_bytes // BURST) * BURST
+    read = c.gather_ns * servers / c.lookups * (burst / (c.dim * 4))
+    write = c.upd_plain_ns * servers / c.rows_touched
+    return read, write
+
+
+def test_a_records_read_and_write_are_the_gathers_and_updates_rates(ecrec, md):
+    c = md.c
+    read, write = _read_write_ns(c, ecrec.servers)
+    assert c.read_ns_per_record == pytest.approx(read, rel=1e-12)
+    assert c.write_ns_per_record == pytest.approx(write, rel=1e-12)
+    assert read > 0 and write > 0
+
+
+def test_the_system_mtbf_is_the_servers_over_their_count(ecrec, md):
+    assert md.m_ns == pytest.approx(ecrec.server_mtbf_hours * HOUR_NS / ecrec.servers, rel=1e-12)
+
+
+def test_a_rebuild_reads_k_survivors_and_writes_one_record_a_position(ecrec, md):
+    c = md.c
+    read, write = _read_write_ns(c, ecrec.servers)
+    shard_rows = c.rows_total / ecrec.servers
+    positions = shard_rows * (ecrec.k + ecrec.r) / ecrec.k
+    reads = positions * ecrec.k * read  # the survivors'
+    writes = positions * write  # the replacement's
+    assert md.rebuild_traffic_ns == pytest.approx(reads + writes, rel=1e-12)
+    assert md.rebuild_ns == pytest.approx((reads + writes) / ecrec.rebuild_share, rel=1e-12)
+    assert recovery_parts_s(ecrec)["rebuild_s"] == pytest.approx(
+        (reads + writes) / ecrec.rebuild_share / 1e9, rel=1e-12
+    )
+    # each part on its own: k reads and one write per position, neither more nor fewer
+    assert md.rebuild_traffic_ns - reads == pytest.approx(writes, rel=1e-9)
+    assert md.rebuild_traffic_ns - writes == pytest.approx(reads, rel=1e-9)
+
+
+def test_none_rewrites_the_lost_shard_once_per_failure(ecrec, md):
+    c = md.c
+    _, write = _read_write_ns(c, ecrec.servers)
+    reinit = c.rows_total / ecrec.servers * write
+    assert md.reinit_ns == pytest.approx(reinit, rel=1e-12)
+    row = {r["strategy"]: r for r in expected(ecrec)}["none"]
+    assert row["recovery_s"] == pytest.approx(reinit / 1e9, rel=1e-12)
+    m_ns = ecrec.server_mtbf_hours * HOUR_NS / ecrec.servers
+    failures_pct = row["overhead_pct"] - row["overhead_no_failure_pct"]
+    assert failures_pct == pytest.approx(100.0 * reinit / m_ns, rel=1e-9)
