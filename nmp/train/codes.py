@@ -101,10 +101,10 @@ class _ByteCode(ParityScheme):
 class XorScheme(_ByteCode):
     in_place_xor = True
 
-    def __init__(self, k: int) -> None:
+    def __init__(self, k: int, name: str = "xor") -> None:
         from nmp.coding import XorCode
 
-        super().__init__(XorCode(k), k, 1, "xor")
+        super().__init__(XorCode(k), k, 1, name)
 
     def contributions(self, slot: int, delta: np.ndarray) -> np.ndarray:
         return delta[None]
@@ -132,11 +132,11 @@ class FloatSumScheme(ParityScheme):
 
     exact = False
 
-    def __init__(self, k: int) -> None:
+    def __init__(self, k: int, name: str = "float-sum") -> None:
         from nmp.coding import FloatSumParity
 
         self.code = FloatSumParity(k)
-        self.k, self.r, self.name = k, 1, "float-sum"
+        self.k, self.r, self.name = k, 1, name
 
     def empty_parity(self, stripes: int, width: int) -> np.ndarray:
         return np.zeros((stripes, 1, width), dtype=np.float32)
@@ -189,12 +189,12 @@ def _(code: _SystematicCode, name: str) -> ParityScheme:
 
 @scheme_for.register
 def _(code: XorCode, name: str) -> ParityScheme:
-    return XorScheme(code.k)
+    return XorScheme(code.k, name)
 
 
 @scheme_for.register
 def _(code: FloatSumParity, name: str) -> ParityScheme:
-    return FloatSumScheme(code.k)
+    return FloatSumScheme(code.k, name)
 
 
 def _bytes(a: np.ndarray) -> np.ndarray:

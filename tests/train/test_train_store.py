@@ -126,3 +126,21 @@ def test_one_xor_for_trainer_and_model():
             want[i] ^= d
         xor_into(par, idx, delta)
         assert np.array_equal(par, want)
+
+
+@pytest.mark.parametrize("base", ["xor", "float-sum", "rs"])
+def test_scheme_keeps_the_name_its_code_is_registered_under(base):
+    # A code registered again under another name is that name in the trainer's reports, not
+    # the class's usual one (XorScheme and FloatSumScheme once labelled themselves).
+    from dataclasses import replace
+
+    from nmp.parity_codes import PARITY_CODES
+
+    alias = f"{base}-alias"
+    PARITY_CODES.register(replace(PARITY_CODES.get(base), name=alias))
+    try:
+        r = 2 if base == "rs" else 1
+        assert make_scheme(alias, 4, r).name == alias
+        assert make_scheme(base, 4, r).name == base
+    finally:
+        PARITY_CODES.unregister(alias)
