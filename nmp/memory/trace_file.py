@@ -4,44 +4,40 @@ requests, :mod:`nmp.memory.text_replay` hands a canonical text to the C engine a
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
-from nmp.errors import TraceError
+from nmp.errors import NmpError, TraceError
+from nmp.fileio import open_regular
 
 
 def read_trace_bytes(path: Path, max_bytes: int | None = None) -> bytes:
     """The trace's bytes (gunzipped where it is gzip), at most ``max_bytes`` of them: a device
-    (``/dev/zero``), a pipe or a folder is refused, as is a text (gunzipped) beyond the
-    bound, before it is all in memory."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise TraceError("no such file", file=str(path)) from None
-    except OSError as exc:
-        raise TraceError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    if not stat.S_ISREG(st.st_mode):
-        raise TraceError(
-            "not a regular file (a device, pipe or folder): a trace is read whole, from a file",
-            file=str(path),
-        )
+    (``/dev/zero``), a pipe or a folder is refused (checked on the open descriptor, which is
+    the one read: a file swapped for a pipe after a check cannot block the read), as is a
+    text (gunzipped) beyond the bound, before it is all in memory; a damaged gzip stream
+    (a bad CRC, a corrupt deflate block, a truncated member) is named as such."""
     limit = -1 if max_bytes is None else max_bytes + 1
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(2)
-        if head == b"\x1f\x8b":
-            import gzip  # here: a plain trace's replay does without it (~5 ms of CPU time)
+            fh.seek(0)
+            if head == b"\x1f\x8b":
+                import gzip  # here: a plain trace's replay does without it (~5 ms of CPU time)
+                import zlib
 
-            with gzip.open(path, "rb") as fh:
+                try:
+                    with gzip.GzipFile(fileobj=fh, mode="rb") as gz:
+                        data = gz.read(limit)
+                except (EOFError, zlib.error) as exc:
+                    raise TraceError(f"damaged gzip data: {exc}", file=str(path)) from None
+            else:
                 data = fh.read(limit)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(limit)
-    except FileNotFoundError:
-        raise TraceError("no such file", file=str(path)) from None
-    except (OSError, EOFError) as exc:
-        raise TraceError(f"cannot read: {exc}", file=str(path)) from None
+    except TraceError:
+        raise
+    except NmpError as exc:
+        raise TraceError(exc.message, file=str(path)) from None
+    except OSError as exc:
+        raise TraceError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
     if max_bytes is not None and len(data) > max_bytes:
         raise TraceError(
             f"its text is larger than {max_bytes:,} bytes, the most that fits the memory limit "

@@ -186,3 +186,35 @@ def test_zero_padded_cycles_read_exactly(tmp_path) -> None:
     path = tmp_path / "padded.trace"
     path.write_text("0x40 READ 0000000000000000000000007\n0x80 READ 8\n")
     assert read_trace(path)["arrival"].tolist() == [7, 8]
+
+
+def _damaged_gzip(tmp_path, how: str):
+    raw = bytearray(gzip.compress(b"LD 0x40\nST 0x80\n" * 64, mtime=0))
+    if how == "deflate":  # a deflate block's bits: zlib.error, not OSError nor EOFError
+        raw[10] ^= 0x55  # "invalid block type"
+    elif how == "crc":
+        raw[-8] ^= 0x55
+    elif how == "truncated":
+        raw = raw[: len(raw) // 2]
+    path = tmp_path / f"{how}.trace.gz"
+    path.write_bytes(bytes(raw))
+    return path
+
+
+@pytest.mark.parametrize("how", ["deflate", "crc", "truncated"])
+def test_a_damaged_gzip_trace_is_named(tmp_path, how) -> None:
+    """A corrupt deflate block raised zlib.error, which no reader caught: `nmp replay` ended
+    in "internal error: error: Error -3 while decompressing data"."""
+    path = _damaged_gzip(tmp_path, how)
+    with pytest.raises(TraceError) as err:
+        read_trace(path)
+    assert str(err.value).startswith(f"{path}: ")
+
+
+def test_replay_of_a_damaged_gzip_trace_is_one_line(tmp_path, capsys) -> None:
+    from nmp.cli import main
+
+    path = _damaged_gzip(tmp_path, "deflate")
+    assert main(["replay", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"nmp: error: {path}: ") and "internal error" not in err
