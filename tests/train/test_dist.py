@@ -179,20 +179,29 @@ def test_validate_states_the_extrapolations_error_against_the_small_cluster(monk
     def fake(quick):
         row = {
             "strategy": "ecrec",
-            "overhead_pct": 12.0,
+            # the run's CPUs ran 25 % slower: against the measured failure-free time +40 %,
+            # against failure-free at the run's speed (as the model's) +12 %
+            "overhead_pct": 40.0,
+            "overhead_at_speed_pct": 12.0,
             "modeled_overhead_pct": 10.0,
-            "overhead_noise95_pct": 1.0,
+            "overhead_noise95_pct": 1.25,
+            "overhead_noise95_at_speed_pct": 1.0,
             "identical_to_failure_free": True,
             "procs": {"servers": 3, "workers": 2},
             "pause_s": 0.0,
             "measured": {"step_ms_median": 30.0, "failure_free_step_ms_median": 27.0},
-            "modeled": {"model_inputs": {"link_gbps": 1.0, "link_latency_us": 50.0}},
+            "modeled": {
+                "model_inputs": {"link_gbps": 1.0, "link_latency_us": 50.0},
+                "run_phases": {"inputs": {"work_speed": 1.25}},
+            },
         }
         return [row, {**row, "strategy": "checkpoint", "modeled_overhead_pct": 36.0}]
 
     monkeypatch.setattr(measured, "rows", fake)
     ok, bad = measured.check_rows(True)
+    # like with like: the measured overhead at the run's speed (not the raw +40 %)
     assert ok.verdict == "agrees" and "error -2.0 pp" in ok.model  # within 1 + 5 pp
+    assert "+12.0 %" in ok.published and "1.250x" in ok.detail and "+40.0 %" in ok.detail
     assert bad.verdict == "disagrees" and bad.explanation  # 24 pp off: said, with why
 
 

@@ -323,12 +323,13 @@ def model_phases(
     runs' own all-to-all round among peers (the workers' MLP all-gather, ``dense_grad``: each
     process blocks until every peer was scheduled and sent; on an oversubscribed machine the
     round costs scheduling, not bytes, chosen; taken to the servers' peers by
-    :func:`round_seconds` from ``round_samples``, ``stat`` their mean or median) plus its bytes over the measured link; a compute (``parity_xor``,
-    ``track``) is its microbenchmark's seconds (``compute_s``: the same work on as many
-    records, run alone) stretched by the run's CPU contention (:func:`contention`): in the run
-    the burst waits for a CPU as every burst there does; every process of the phase's role
-    runs it at once, so with more of them than ``cores`` (this machine's CPUs; 0: as many as
-    processes) they take turns: n / cores bursts in a row."""
+    :func:`round_seconds` from ``round_samples``, ``stat`` their mean or median) plus its
+    bytes over the measured link; a compute (``parity_xor``, ``track``) is its
+    microbenchmark's seconds (``compute_s``: the same work on as many records, run alone)
+    stretched by the run's CPU contention (:func:`contention`): in the run the burst waits
+    for a CPU as every burst there does; every process of the phase's role runs it at once,
+    so with more of them than ``cores`` (this machine's CPUs; 0: as many as processes) they
+    take turns: n / cores bursts in a row."""
     out = {n: s for n, s in base_phases.items() if common.has(n)}
     if round_samples is None:  # the base phases' own round as the one sample
         round_samples = np.array([base_phases.get("dense_grad", 0.0)])
@@ -372,8 +373,9 @@ def compute_benches(ctx, schedule) -> tuple[dict[str, float], dict[str, Any]]:
 def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dict[str, Any]:
     """Every phase of the strategy's schedule, measured in its run beside modeled from the
     failure-free runs' inputs (:func:`nmp.train.dist.phases.model_phases`), in ms per step,
-    and the step in total: the failure-free step plus the phases the strategy adds in series
-    (its schedule's critical path beyond the common step)."""
+    and the step in total: the failure-free step at the run's speed (:func:`work_speed`) plus
+    the phases the strategy adds in series (its schedule's critical path beyond the common
+    step); its ``overhead_pct`` is against that same failure-free step."""
     from nmp.train.schedule import COMMON
 
     ctx = run["ctx"]
@@ -447,7 +449,10 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
         table["parity_xor"]["memory_model_ms"] = float(np.median(upd)) / 1e6
     added = [n for n in sched.foreground() if not COMMON.has(n)]
     step_ff = 1e3 * float(np.median(step_times(base)))
-    step_mod = step_ff + sum(1e3 * model[n] for n in added)
+    # the failure-free step at this run's speed (as its phases in ``ref``), so that the step's
+    # overhead is the added phases alone and a speed difference between the runs cancels
+    step_ff_at_speed = step_ff * speed
+    step_mod = step_ff_at_speed + sum(1e3 * model[n] for n in added)
     # per step in the mean: what the run's steps add to the failure-free runs' mean step
     added_mean_s = sum(model_mean[n] for n in added)
     for n in added:
@@ -460,6 +465,8 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
             "modeled": step_mod,
             "error_pct": 100.0 * (step_mod / step_meas - 1.0),
             "failure_free_measured": step_ff,
+            "failure_free_at_speed": step_ff_at_speed,
+            "overhead_pct": 100.0 * (step_mod / step_ff_at_speed - 1.0),
         },
         "added_phases": added,
         "repair_s": {"measured": repaired, "modeled": repair_mod, "rebuilds": rebuilds},
@@ -484,7 +491,8 @@ def print_phases(row: dict[str, Any]) -> None:
     st = model["step_ms"]
     print(
         f"  step                   {st['measured']:>11.2f}  {st['modeled']:>11.2f}   "
-        f"{st['error_pct']:+.0f} % (failure-free {st['failure_free_measured']:.2f})"
+        f"{st['error_pct']:+.0f} % (failure-free {st['failure_free_measured']:.2f}, "
+        f"{st['failure_free_at_speed']:.2f} at this run's speed)"
     )
     xor = row["phases"].get("parity_xor", {})
     if xor.get("memory_model_ms") is not None:

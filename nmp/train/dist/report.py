@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from nmp.errors import NmpError
-from nmp.train.dist.runphases import bench_for, cpu_overhead, repeats
 from nmp.parity_codes import PARITY_CODES
+from nmp.train.dist.runphases import bench_for, cpu_overhead, repeats
 
 
 def interval_steps(cfg, strategy: str) -> int:
@@ -40,7 +40,8 @@ def interval_steps(cfg, strategy: str) -> int:
     strat = make_strategy(strategy, cfg)
     strat.attach(Trainer(cfg, parity=False))
     strat.finish()
-    return int(getattr(strat, "interval_steps"))  # the saving strategies' interval
+    # the saving strategies' interval (an attribute of theirs alone, not of every Strategy)
+    return int(getattr(strat, "interval_steps"))  # noqa: B009
 
 
 def check(cfg, strategy: str, kills) -> None:
@@ -254,7 +255,6 @@ def modeled(
     pm = phase_model(cfg, run, base, gbps, _step_times)
     md = _model(dep, step_units_)
     sf = steady_fraction(md, ctx.strategy)
-    ratio = pm["step_ms"]["modeled"] / pm["step_ms"]["failure_free_measured"]
     rp = run_phases(
         run, base, ctx.schedule, added_step_s=pm["added_mean_s"],
         repair_s=pm["repair_s"]["modeled"],
@@ -263,7 +263,8 @@ def modeled(
     return {
         # the run's phases modeled from what its processes did (nmp.train.dist.runphases)
         "modeled_overhead_pct": rp["overhead_pct"]["modeled"],
-        "modeled_overhead_no_failure_pct": 100.0 * (ratio - 1.0),
+        # the added phases over the failure-free step, both at the run's speed
+        "modeled_overhead_no_failure_pct": pm["step_ms"]["overhead_pct"],
         "extrapolated_overhead_pct": None if row is None else row["overhead_pct"],
         "extrapolated_steady_pct": 100.0 * sf,
         "phases": pm["phases"],
@@ -357,6 +358,7 @@ def run_procs(
         if run_dir is None:
             shutil.rmtree(folder, ignore_errors=True)
     m, mb = run["results"]["worker:0"]["metrics"], base["results"]["worker:0"]["metrics"]
+    speed = model["run_phases"]["inputs"]["work_speed"]
     change, noise = auc_change(_Res(m), _Res(mb))
     row: dict[str, Any] = {
         "strategy": strategy,
@@ -383,6 +385,10 @@ def run_procs(
         "measured": meas,
         "modeled": model,
         "overhead_noise95_pct": _noise(base, run),
+        # the measured overhead against the failure-free runs at this run's speed, as the
+        # modeled one is (modeled.run_phases); the band the same seconds in that unit
+        "overhead_at_speed_pct": model["run_phases"]["overhead_pct"]["measured_at_speed"],
+        "overhead_noise95_at_speed_pct": _noise(base, run) / speed,
         "traffic_bytes": run["traffic_bytes"],
         "failure_free_traffic_bytes": base["traffic_bytes"],
         "events": run["events"],
@@ -505,7 +511,8 @@ def print_procs(row: dict[str, Any]) -> None:
         print(
             f"  all-to-all {c['codec']} (eb {c['eb']}): ratio {c['compression_ratio']:.2f}; "
             f"forward exchange measured {c['exchange_ms_measured']:.2f} ms (uncompressed "
-            f"{c['exchange_ms_measured_uncompressed']:.2f}), modeled {c['exchange_ms_modeled']:.2f} "
-            f"ms (uncompressed {c['exchange_ms_modeled_uncompressed']:.2f})"
+            f"{c['exchange_ms_measured_uncompressed']:.2f}), modeled "
+            f"{c['exchange_ms_modeled']:.2f} ms (uncompressed "
+            f"{c['exchange_ms_modeled_uncompressed']:.2f})"
         )
     print(f"  final_state_sha256 {row['final_state_sha256']}")
