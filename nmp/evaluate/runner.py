@@ -242,12 +242,20 @@ def check_same_plan(run_dir: Path, sweep_name: str, keys: list[str]) -> None:
     sweep edited) would have its sweep.toml overwritten and old and new lines mixed."""
     import json
 
+    from nmp.fileio import open_regular
+
+    path = run_dir / "plan.json"
     try:
-        stored = json.loads((run_dir / "plan.json").read_text())
+        # as the run's logs are read (a regular file, no link followed, no blocking on a
+        # pipe): a named pipe blocked the read, a link to /dev/zero never ended
+        with open_regular(path, follow_links=False) as fh:
+            stored = json.loads(fh.read())
         stored_keys = [p["key"] for p in stored["points"]]
         stored_name = stored.get("sweep")
+    except NmpError as exc:
+        raise NmpError(f"not a plan nmp evaluate wrote ({exc.message})", file=str(path)) from None
     except (OSError, ValueError, KeyError, TypeError):
-        raise NmpError("not a plan nmp evaluate wrote", file=str(run_dir / "plan.json")) from None
+        raise NmpError("not a plan nmp evaluate wrote", file=str(path)) from None
     if stored_name != sweep_name or set(stored_keys) != set(keys):
         raise NmpError(
             f"{run_dir} holds sweep '{stored_name}' ({len(stored_keys)} points), not this one "
