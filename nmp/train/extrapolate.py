@@ -67,7 +67,10 @@ class DeploymentSpec:
     server_mtbf_hours: float = 24.0 * 30  # chosen: one failure per server-month
     storage_gbps: float = 2.0  # per server; chosen: one NVMe SSD
     host_flops: float = 1.0e12  # per worker; as TrainConfig.host_flops
-    restart_s: float = 60.0  # chosen: rescheduling a job (CPR's fourth part), one minute
+    # chosen: rescheduling a job (CPR's fourth part), one minute. Paid once per failure by the
+    # strategies that roll the job back (checkpoint, CPR), in every row kind (expected,
+    # Monte-Carlo, scheduled); ECRec and none keep training and pay none of it.
+    restart_s: float = 60.0
     optimizer_state_words: int = 1  # row-wise Adagrad
     k: int = 4  # PAPERS.md: ECRec k = 4
     r: int = 1
@@ -448,18 +451,32 @@ def expected(dep: DeploymentSpec) -> list[dict[str, Any]]:
 
 
 def scheduled(
-    dep: DeploymentSpec, steps: int, failure_steps: list[int], units: dict[str, int] | None = None
+    dep: DeploymentSpec,
+    steps: int,
+    failure_steps: list[int],
+    units: dict[str, int] | None = None,
+    regroup_s: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Overhead per strategy of one run of ``steps`` steps with a failure before each of
-    ``failure_steps``: the closed form's pieces on that schedule (no draws). The checkpoint
-    rows use the first interval; a failure at step f re-executes f mod the interval."""
+    ``failure_steps``: the closed form's pieces on that schedule (no draws), the restart where
+    the closed form charges it (the rolling-back strategies). The checkpoint rows use the
+    first interval; a failure at step f re-executes f mod the interval. ``regroup_s``: a
+    runtime's regroup on every failure, which every strategy stands still for (the kit's
+    processes re-form their group whatever the strategy, ``nmp train --procs``; 0, as the
+    papers' models, where no such runtime is modeled)."""
     md = _model(dep, units)
     horizon = steps * md.step_ns
-    return [
+    regroup_ns = regroup_s * 1e9 * len(failure_steps)
+    rows = [
         row
         for _, cls in _strategies()
         for row in cls.scale_scheduled(md, dep, horizon, failure_steps)
     ]
+    for row in rows:
+        row["overhead_pct"] += 100.0 * regroup_ns / horizon
+        if failure_steps:
+            row["recovery_s"] += regroup_s
+    return rows
 
 
 def _row(name: str, steady: float, failures: float, recovery_ns: float) -> dict[str, Any]:

@@ -7,7 +7,8 @@ restoring state and re-executing committed steps (``pause_s``), the bytes sent b
 link (a ping-pong between two processes) and the checkpoint writes. Modeled: the scale model
 (:func:`nmp.train.extrapolate.scheduled`) for the *same* configuration and failure schedule,
 with the measured link and storage bandwidths, the measured baseline step, the group formation
-time as restart, and the bytes per unit of work this run counted.
+time as every strategy's regroup per failure (no job restart), and the bytes per unit of work
+this run counted.
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ def modeled(
     ctx = run["ctx"]
     latency_s, gbps = _link(base)
     step_ms = 1e3 * float(np.median(_step_times(base)))
-    # restart: forming a group, as the process that arrived last at the start saw it (the
+    # the regroup: forming a group, as the process that arrived last at the start saw it (the
     # others' times include waiting for it)
     group_s = min(float(r.get("group_s", {}).get("0", 0.0)) for r in base["results"].values())
     units = _units(run)
@@ -220,7 +221,9 @@ def modeled(
         workers=ctx.spec.workers,
         server_mtbf_hours=cfg.mtbf_steps * step_ms * s / 3.6e6,
         storage_gbps=storage or cfg.storage_gbps,
-        restart_s=group_s,
+        # no job is rescheduled here: the processes re-form their group on every failure,
+        # whatever the strategy (scheduled's regroup_s, below)
+        restart_s=0.0,
         optimizer_state_words=optim.state_width(cfg.optimizer, ctx.geo.dim),
         k=ctx.shard.k,
         r=1,
@@ -247,7 +250,9 @@ def modeled(
         "rows_total": ctx.shard.total_rows,
     }
     fails = [e["at_step"] for e in run["events"] if "kill" in e and e["kill"].startswith("server")]
-    rows = {r["strategy"]: r for r in scheduled(dep, cfg.steps, fails, step_units_)}
+    rows = {
+        r["strategy"]: r for r in scheduled(dep, cfg.steps, fails, step_units_, regroup_s=group_s)
+    }
     row = rows.get(strategy)
     # This machine's step: the failure-free phases plus the strategy's own, in series as its
     # schedule has them (instead of the scale model's hardware figures for the added phases);
@@ -277,7 +282,7 @@ def modeled(
             "link_gbps": gbps,
             "link_latency_us": 1e6 * latency_s,
             "storage_gbps": storage,
-            "restart_s": group_s,
+            "regroup_s": group_s,
             "checkpoint_interval_steps": every,
             "traffic_per_unit": per_unit,
         },
@@ -477,7 +482,7 @@ def print_procs(row: dict[str, Any]) -> None:
     )
     print(
         f"  model inputs: link {inp['link_gbps']:.2f} GB/s ({inp['link_latency_us']:.0f} us), "
-        f"storage {inp['storage_gbps'] or 0:.2f} GB/s, restart {inp['restart_s']:.3f} s"
+        f"storage {inp['storage_gbps'] or 0:.2f} GB/s, regroup {inp['regroup_s']:.3f} s"
     )
     auc = row["auc"]
     ch = row["auc_change"]

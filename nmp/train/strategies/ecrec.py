@@ -69,10 +69,9 @@ class ECRec(Strategy):
     def scale_scheduled(cls, md, dep, horizon_ns: float, failure_steps) -> list[dict[str, Any]]:
         from nmp.train.extrapolate import _row, steady_fraction
 
-        # one run's failures: the regroup (the runtime re-forms its group on every failure;
-        # training then goes on, repairing) and the rebuild's traffic
-        per = md.rebuild_traffic_ns + md.restart_ns
-        rebuilds = per * len(failure_steps)
+        # one run's failures: the rebuild's traffic; no restart (training goes on, repairing:
+        # as in scale_expected and scale_draws; a runtime's regroup is scheduled()'s)
+        rebuilds = md.rebuild_traffic_ns * len(failure_steps)
         return [_row(cls.name, steady_fraction(md, cls), rebuilds / horizon_ns, 0.0)]
 
     @classmethod

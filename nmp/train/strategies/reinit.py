@@ -36,9 +36,10 @@ class Reinit(Strategy):
     def scale_scheduled(cls, md, dep, horizon_ns: float, failure_steps) -> list[dict[str, Any]]:
         from nmp.train.extrapolate import _row, steady_fraction
 
-        # one run's failures: the regroup and the replacement's fresh rows
-        reinits = (md.reinit_ns + md.restart_ns) * len(failure_steps)
-        rec = md.reinit_ns + md.restart_ns if failure_steps else 0.0
+        # one run's failures: the replacement's fresh rows; no restart (nothing rolls back: as
+        # in scale_expected and scale_draws; a runtime's regroup is scheduled()'s)
+        reinits = md.reinit_ns * len(failure_steps)
+        rec = md.reinit_ns if failure_steps else 0.0
         return [_row(cls.name, steady_fraction(md, cls), reinits / horizon_ns, rec)]
 
     @classmethod
