@@ -56,6 +56,33 @@ def load_index_file(path: str | Path, workload: WorkloadSpec | None = None) -> L
     return _from_arrays(arrays, file, workload)
 
 
+def _archive_errors() -> tuple[type[BaseException], ...]:
+    """What reading a damaged archive member raises: zipfile's and the OS's errors, and the
+    decompressors' own (zlib.error, lzma.LZMAError: neither is an OSError), which escaped as
+    internal errors."""
+    import zipfile
+
+    errors: list[type[BaseException]] = [zipfile.BadZipFile, OSError, EOFError, ValueError]
+    try:
+        import zlib
+
+        errors.append(zlib.error)
+    except ImportError:  # pragma: no cover (an interpreter built without zlib)
+        pass
+    try:
+        import lzma
+
+        errors.append(lzma.LZMAError)
+    except ImportError:  # pragma: no cover (an interpreter built without lzma)
+        pass
+    return tuple(errors)
+
+
+# The compression methods zipfile reads (stored, deflate, bzip2, lzma); any other raised
+# NotImplementedError when a member was opened.
+_METHODS = {0: "stored", 8: "deflate", 12: "bzip2", 14: "lzma"}
+
+
 def _open_archive(file: str):
     import zipfile
 
@@ -81,6 +108,15 @@ def _members(archive, file: str) -> list[tuple[int, str, Any, tuple[int, ...]]]:
         if not info.filename.endswith(".npy"):
             raise TraceError("not an array (.npy) in the archive", file=file, key=key)
         _check_numbering(key, seen, file)
+        if info.flag_bits & 0x1:
+            raise TraceError("encrypted: np.savez writes no password", file=file, key=key)
+        if info.compress_type not in _METHODS:
+            raise TraceError(
+                f"compression method {info.compress_type} is not one zipfile reads "
+                f"({', '.join(_METHODS.values())})",
+                file=file,
+                key=key,
+            )
         shape, dtype = _npy_header(archive, info, file, key)
         nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
         if nbytes > info.file_size:
@@ -151,7 +187,6 @@ def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarra
     entries they hold: a small archive that would inflate to gigabytes is refused by name,
     not decompressed. A truncated or corrupt archive, a member that is not an array, or an
     array of pickled objects raises :class:`TraceError`."""
-    import zipfile
 
     import nmp.guard as guard
 
@@ -195,14 +230,13 @@ def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarra
             try:
                 with archive.open(info) as fh:
                     arrays[key] = np.lib.format.read_array(fh, allow_pickle=False)
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+            except _archive_errors() as exc:
                 raise TraceError(f"unreadable array ({exc})", file=file, key=key) from None
     return dict(sorted(arrays.items()))
 
 
 def _npy_header(archive, info, file: str, key: str) -> tuple[tuple[int, ...], np.dtype]:
     """(shape, dtype) that a member's .npy header declares, read without its data."""
-    import zipfile
 
     try:
         with archive.open(info) as fh:
@@ -213,7 +247,7 @@ def _npy_header(archive, info, file: str, key: str) -> tuple[tuple[int, ...], np
                 else np.lib.format.read_array_header_2_0
             )
             shape, _, dtype = read(fh)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+    except _archive_errors() as exc:
         raise TraceError(f"unreadable array header ({exc})", file=file, key=key) from None
     if dtype.hasobject:
         raise TraceError("object arrays are not accepted (no pickles)", file=file, key=key)

@@ -158,3 +158,59 @@ def test_unreadable_index_files(tmp_path):
     np.savez(objects, indices=ragged, offsets=ragged)
     with pytest.raises(TraceError, match="object"):
         load_index_file(objects)
+
+
+def _damaged_npz(tmp_path, how: str):
+    """A one-table index file whose ``indices`` member is damaged ``how``."""
+    import io
+    import re
+    import struct
+    import zipfile
+
+    src = io.BytesIO()
+    method = zipfile.ZIP_LZMA if how == "lzma" else zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(src, "w", compression=method) as zf:
+        for key, arr in {
+            "indices": np.arange(5000, dtype=np.int64) % 97,
+            "offsets": np.array([0, 2500, 5000], dtype=np.int64),
+            "dims": np.array([8]),
+        }.items():
+            with zf.open(f"{key}.npy", "w") as fh:
+                np.lib.format.write_array(fh, arr)
+    raw = bytearray(src.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(raw))) as zf:
+        info = zf.getinfo("indices.npy")
+    data = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    if how == "deflate":  # a block whose lengths are wrong: zlib.error
+        raw[data + 20] ^= 0x55
+    elif how == "lzma":  # the LZMA properties: lzma.LZMAError
+        raw[data + 2] ^= 0x55
+    else:  # the compression method (97) or the encrypted flag, in every header
+        for sig, at in ((b"PK\x03\x04", 0), (b"PK\x01\x02", 2)):
+            for m in re.finditer(re.escape(sig), bytes(raw)):
+                if how == "method":
+                    raw[m.start() + 8 + at : m.start() + 10 + at] = struct.pack("<H", 97)
+                else:
+                    raw[m.start() + 6 + at] |= 1
+    path = tmp_path / f"{how}.npz"
+    path.write_bytes(bytes(raw))
+    return path
+
+
+@pytest.mark.parametrize(
+    "how, needle",
+    [
+        ("deflate", "unreadable array"),
+        ("lzma", "unreadable array"),
+        ("method", "compression method 97"),
+        ("encrypted", "encrypted"),
+    ],
+)
+def test_a_damaged_archive_member_is_named(tmp_path, how, needle) -> None:
+    """A corrupt deflate or LZMA stream (zlib.error, lzma.LZMAError), a compression method
+    zipfile lacks (NotImplementedError) and an encrypted member (RuntimeError) escaped as
+    `nmp cache --index-file`'s "internal error"."""
+    path = _damaged_npz(tmp_path, how)
+    with pytest.raises(TraceError, match=needle) as err:
+        load_index_file(path)
+    assert err.value.file == str(path)
