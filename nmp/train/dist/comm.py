@@ -37,7 +37,8 @@ class CommError(RuntimeError):
 def make_group(store, gen: int, rank: int, size: int, *, timeout_s: float, host: str):
     """The gloo group of generation ``gen`` (its own key prefix in the rendezvous store)."""
     prefix = dist.PrefixStore(f"pg/{gen}/", store)
-    opts = getattr(dist.ProcessGroupGloo, "_Options")()  # the timeout and device live here
+    # the timeout and device live here (a private class torch's stubs do not declare)
+    opts = dist.ProcessGroupGloo._Options()  # type: ignore[attr-defined]
     opts._timeout = datetime.timedelta(seconds=timeout_s)
     opts._devices = [dist.ProcessGroupGloo.create_device(hostname=host)]
     return dist.ProcessGroupGloo(prefix, rank, size, opts)

@@ -47,9 +47,10 @@ def save(ctx, step: int, name: str, parts: int, full: bool, **arrays: np.ndarray
     seconds = save_npz(folder / part_name(name), **arrays)
     store = ctx.store
     store.set(f"ckpt/kind/{step}", "full" if full else "partial")
-    if int(store.add(f"ckpt/{step}", 1)) == parts:
-        if full:
-            store.set("ckpt/latest_full", str(step))
+    # (every part counts itself in; the last part of a full save names it the latest)
+    complete = int(store.add(f"ckpt/{step}", 1)) == parts
+    if complete and full:
+        store.set("ckpt/latest_full", str(step))
     return seconds
 
 

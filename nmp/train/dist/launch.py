@@ -452,7 +452,8 @@ def launch(spec, kills: list[Kill], *, spares: int = 1) -> dict[str, Any]:
     finally:
         lau.stop()
     rec["results"] = {
-        p.stem.replace("-", ":"): _read_result(p) for p in sorted((run_dir / "result").glob("*.json"))
+        p.stem.replace("-", ":"): _read_result(p)
+        for p in sorted((run_dir / "result").glob("*.json"))
     }
     rec["traffic"] = lau.traffic()
     rec["coordinator"] = lau.coordinator

@@ -35,10 +35,10 @@ import numpy as np
 from nmp.arch.parity import xor_into
 from nmp.train import optim
 from nmp.train.alltoall.exchange import make_alltoall
-from nmp.train.dist.comm import Comm
-from nmp.train.dist.control import ABORT, Aborted, Control
-from nmp.train.dist.context import Context
 from nmp.train.dist import files
+from nmp.train.dist.comm import Comm
+from nmp.train.dist.context import Context
+from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.files import Saver
 from nmp.train.dist.phases import PhaseClock, plan, track_lookups
 from nmp.train.shard import NodeMemory, Request, combine_row_grads, request_for

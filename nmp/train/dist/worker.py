@@ -25,8 +25,8 @@ import numpy as np
 
 from nmp.train import dense as dense_step
 from nmp.train.dist.comm import Comm
-from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.context import Context
+from nmp.train.dist.control import ABORT, Aborted, Control
 from nmp.train.dist.phases import PhaseClock, plan
 from nmp.train.optim import DENSE_OPTIMIZERS
 from nmp.train.shard import add_partials, micro_row_grads, request_for
