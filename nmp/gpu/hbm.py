@@ -28,14 +28,18 @@ What the GPU model takes from the DRAM engine (:func:`hbm_calibration`):
   model adds ``queueing_ns(u)`` (that latency minus the lightest load's) to its unloaded miss
   latency: this is how a busy HBM lengthens every miss (:mod:`nmp.gpu.timing`).
 
-The calibration is computed once per (preset, pin rate, queue, interleave) and cached in
-``nmp/gpu/data/hbm_calibration.json``; a test replays one entry again and compares, and
-``python -m nmp.gpu.hbm`` regenerates the file after a change to nmp.memory or a preset.
+The calibration is computed once per (preset, pin rate, queue, interleave). The GPU presets'
+entries ship in ``nmp/gpu/data/hbm_calibration.json``, which a run only reads; a test replays
+one entry again and compares, and ``python -m nmp.gpu.hbm`` regenerates the file after a change
+to nmp.memory or a preset. A part no preset has (a ``--set`` of its queue or interleave) is
+calibrated once and kept in the user cache (``$NMP_CACHE_DIR``, else ``$XDG_CACHE_HOME/nmp``,
+else ``~/.cache/nmp``, subfolder ``hbm``), under the rule of every entry the kit keeps there
+(:func:`nmp.toml_cache.read_own_json`): the package folder may be shared or read-only, and a
+run that wrote into it left the checkout changed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from dataclasses import asdict, dataclass, replace
@@ -249,6 +253,33 @@ def _read_cache() -> dict[str, Any]:
         return {}
 
 
+def _user_entry(key: str) -> Path:
+    """The user-cache entry of a part no preset has (the kit's version in its name: another
+    version's engine may time it otherwise)."""
+    import hashlib
+
+    from nmp.toml_cache import cache_folder
+    from nmp.version import __version__
+
+    digest = hashlib.sha256(f"{__version__}\0{key}".encode()).hexdigest()[:32]
+    return cache_folder().parent / "hbm" / f"{digest}.json"
+
+
+def _read_user_entry(key: str) -> dict[str, Any] | None:
+    from nmp.toml_cache import read_own_json
+
+    doc = read_own_json(_user_entry(key))
+    if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("data"), dict):
+        return None
+    return doc["data"]
+
+
+def _write_user_entry(key: str, data: dict[str, Any]) -> None:
+    from nmp.toml_cache import write_own
+
+    write_own(_user_entry(key), json.dumps({"key": key, "data": data}, allow_nan=False))
+
+
 def _write_cache(data: dict[str, Any]) -> None:
     atomic_write_bytes(
         CALIBRATION_FILE, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
@@ -263,23 +294,28 @@ def hbm_calibration(hbm) -> HbmCalibration:
     key = _key(hbm)
     if key in _MEMO:
         return _MEMO[key]
-    cache = _read_cache()
-    if key in cache:
-        entry = dict(cache[key])
-        for name in ("load_utilization", "load_latency_ns"):
-            entry[name] = tuple(entry.get(name, ()))
-        cal = HbmCalibration(**entry)
-    else:
+    found = _read_cache().get(key) or _read_user_entry(key)
+    cal = _from_entry(found) if found else None
+    if cal is None:
         try:
             cal = calibrate(hbm)
         except ImportError as exc:  # pragma: no cover - nmp.memory is part of the kit
             raise NmpError(f"HBM calibration needs nmp.memory: {exc}") from None
-        cache[key] = asdict(cal)
-        # A read-only install still works; it just recalibrates in the next process.
-        with contextlib.suppress(OSError):
-            _write_cache(cache)
+        # (a home without a cache folder still works: it recalibrates in the next process)
+        _write_user_entry(key, asdict(cal))
     _MEMO[key] = cal
     return cal
+
+
+def _from_entry(found: dict[str, Any]) -> HbmCalibration | None:
+    """The calibration an entry holds (None: an entry of another layout, recomputed)."""
+    entry = dict(found)
+    for name in ("load_utilization", "load_latency_ns"):
+        entry[name] = tuple(entry.get(name, ()))
+    try:
+        return HbmCalibration(**entry)
+    except TypeError:
+        return None
 
 
 def with_probe(cal: HbmCalibration, hbm) -> HbmCalibration:
