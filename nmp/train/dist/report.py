@@ -137,12 +137,15 @@ def _measured(base: dict, run: dict) -> dict[str, Any]:
 def _noise(base: dict, run: dict) -> float:
     """95 % band of the measured overhead (percentage points) from the spread of the step
     times: each run's training time is a sum of n steps, var = n var(step), taken as
-    independent (drift in the machine's load widens the real band)."""
+    independent (drift in the machine's load widens the real band). Several failure-free runs
+    (:func:`_merged`: their steps pooled) stand as their mean training time, whose variance is
+    one run's over their count."""
     a, b = np.asarray(_step_times(run)), np.asarray(_step_times(base))
     if len(a) < 2 or len(b) < 2:
         return float("nan")
-    var = len(a) * a.var(ddof=1) + len(b) * b.var(ddof=1)
-    return float(100 * 1.96 * np.sqrt(var) / b.sum())
+    n_runs = len(base.get("runs", [base]))
+    var = len(a) * a.var(ddof=1) + len(b) * b.var(ddof=1) / n_runs**2
+    return float(100 * 1.96 * np.sqrt(var) / (b.sum() / n_runs))
 
 
 def _link(base: dict) -> tuple[float, float]:
