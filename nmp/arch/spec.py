@@ -335,7 +335,8 @@ class DramEnergySplit:
     # put HBM2's read energy at 1.21 pJ/bit activation, 2.24 on-die data movement, 0.3 I/O
     # [secondary, PAPERS.md], most of the movement on the global wires between the banks and
     # the I/O; a bank unit (at the bank's column path) pays about a third of a column read, a
-    # bank-group unit (at the bank group's I/O) about half.
+    # bank-group unit (at the bank group's I/O) about half. Swept in
+    # papers/sensitivity-recross-trim-energy and papers/sensitivity-host-energy.
     bank_read_share: float = 0.35
     bankgroup_read_share: float = 0.55
     # chosen: the DRAM -> buffer-chip hop is half the pin-to-host I/O energy (both hops drive
