@@ -129,6 +129,8 @@ def test_check_runs_the_runners_check_params(tmp_path, toy_runner, capsys):
         "papers/sc24-alltoall",
         "papers/ecrec",
         "papers/sensitivity-recross-trim",
+        "papers/sensitivity-trimb-trimg",
+        "papers/sensitivity-host-energy",
     ],
 )
 def test_paper_studies_check_their_params(name, capsys):

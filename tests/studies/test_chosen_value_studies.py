@@ -1,0 +1,119 @@
+"""The studies of chosen values (papers/sensitivity-trimb-trimg, sensitivity-host-energy,
+gpu-chosen): each parses, moves the values its comments name, and the figure it reports moves
+with each value as the mechanism says."""
+
+from __future__ import annotations
+
+import pytest
+
+from nmp.evaluate.point import run_point
+from nmp.evaluate.sensitivity import parse_params
+from nmp.evaluate.study import load_custom_study
+from nmp.evaluate.sweep import load_sweep
+
+# the default sweep's memory for the near-memory designs and the host (ReCross's DDR5 setup)
+MEMORY = {"arch.memory.preset": "ddr5-4800-40", "arch.memory.channels": 1, "arch.memory.ranks": 2}
+
+
+def _setup(name: str):
+    study = load_custom_study(f"papers/{name}")
+    assert study is not None and study.runner == "nmp.evaluate.sensitivity:run_study"
+    return parse_params(study.params)
+
+
+def test_sensitivity_studies_of_chosen_values_parse() -> None:
+    trim = _setup("sensitivity-trimb-trimg")
+    assert (trim.design, trim.reference, trim.metric) == ("trim-b", "trim-g", "lookups_per_s")
+    assert trim.set == MEMORY  # the default sweep's memory, so its ranking is the one tested
+    energy = _setup("sensitivity-host-energy")
+    assert (energy.design, energy.reference) == ("trim-g", "host-cpu")
+    assert energy.metric == "energy_pj_per_lookup" and energy.set == MEMORY
+    for setup in (trim, energy):
+        assert all(a.source for a in setup.assumptions)  # every range says where it comes from
+    keys = {k for a in trim.assumptions for k in a.low}
+    assert {"arch.rank.clock_mhz", "arch.rank.lanes"} <= keys
+    keys = {k for a in energy.assumptions for k in a.low}
+    assert {"memory.energy.idd4r_ma", "memory.energy.io_pj_per_bit"} <= keys
+
+
+def test_gpu_chosen_steps_move_one_value_each() -> None:
+    """Each step of the linked axis differs from the first (all nominal) in one value, so a
+    speedup at a step is that value's effect alone."""
+    spec, _ = load_sweep("papers/gpu-chosen")
+    steps = spec.axes["chosen"]
+    nominal = steps[0]
+    assert nominal == {
+        "arch.hbm.read_queue": 128,
+        "arch.hbm.channel_interleave_bytes": 128,
+        "arch.l1.bytes_per_cycle": 128.0,
+        "arch.l2.fetch_bytes": 64,
+        "arch.kernel.prefetch_regs_per_lookup": 3,
+    }
+    moved = [[k for k in nominal if step[k] != nominal[k]] for step in steps[1:]]
+    assert all(len(m) == 1 for m in moved)
+    # each value at x0.5 and at x2
+    assert sorted(m[0] for m in moved) == sorted(2 * list(nominal))
+    assert {d.label for d in spec.designs} == {"a100-baseline", "a100-combined"}
+    assert spec.baseline == "a100-baseline"
+
+
+def test_trim_b_buffer_chip_unit_binds_below_its_nominal_clock() -> None:
+    """TRiM-B's buffer-chip unit adds lanes x clock FP32 per second; at 300 MHz x 16 lanes that
+    is the rank bus's 19.2 GB/s of partial sums, so halving the clock halves the throughput,
+    doubling it gains nothing (the bus binds), and the lanes trade one for one with it."""
+    nominal = run_point("trim-b", "recross-eval", overrides=MEMORY).lookups_per_s
+
+    def ratio(**over) -> float:
+        res = run_point("trim-b", "recross-eval", overrides={**MEMORY, **over})
+        return res.lookups_per_s / nominal
+
+    half = ratio(**{"arch.rank.clock_mhz": 150.0})
+    assert half == pytest.approx(0.5, rel=0.01)
+    assert ratio(**{"arch.rank.clock_mhz": 600.0}) == pytest.approx(1.0, abs=0.01)
+    assert ratio(**{"arch.rank.lanes": 8}) == pytest.approx(half, rel=1e-6)
+
+
+def test_off_chip_io_energy_is_linear_and_favours_the_near_memory_design() -> None:
+    """The I/O energy is io_pj_per_bit x the bits crossing the pins: each design's energy per
+    lookup is linear in it, and the host (every row it reads from DRAM crosses to the CPU)
+    gains more from cheaper I/O than TRiM-G (whose rows stop at the buffer chip), so the
+    host / TRiM-G energy ratio rises with the I/O energy (sensitivity-host-energy)."""
+
+    def energy(arch: str, pj: float) -> float:
+        over = {**MEMORY, "memory.energy.io_pj_per_bit": pj}
+        return run_point(arch, "recross-eval", overrides=over).energy_pj_per_lookup
+
+    ratios = []
+    for arch in ("host-cpu", "trim-g"):
+        e2, e4, e8 = (energy(arch, pj) for pj in (2.0, 4.0, 8.0))
+        assert e8 - e4 == pytest.approx(2 * (e4 - e2), rel=1e-9)
+        assert e2 < e4 < e8
+        ratios.append((e2, e4, e8))
+    host, trim = ratios
+    saving = [h / t for h, t in zip(host, trim, strict=True)]
+    assert saving[0] < saving[1] < saving[2]
+
+
+@pytest.mark.slow
+def test_combined_kernel_gains_more_with_a_deeper_hbm_read_queue() -> None:
+    """The combined kernel keeps more loads in flight than the stock one; how many of them HBM
+    serves at once is capped by the controller's read queue (chosen 128, gpu-chosen), so its
+    speedup over the stock kernel rises with the queue's depth."""
+
+    def speedup(queue: int) -> float:
+        runs = [
+            run_point(
+                "a100-80gb",
+                "gpu-micro24",
+                overrides={
+                    "workload.reuse": "high",
+                    "arch.variant": variant,
+                    "arch.hbm.read_queue": queue,
+                },
+            ).lookups_per_s
+            for variant in ("combined", "baseline")
+        ]
+        return runs[0] / runs[1]
+
+    gains = [speedup(q) for q in (64, 128, 256)]
+    assert gains[0] < gains[1] < gains[2]
