@@ -33,6 +33,15 @@ DEFAULT_TOPOLOGY = "a100x8-pcie4"
 # A tier's capacity beyond this is a slip (an H200 holds 141 GB): the placement's sizes, in
 # bytes, must stay within 64-bit integers
 MAX_GIB = 2**20
+# The link's range (chosen: far beyond any real link, far within what the MILP solves): row data
+# at 1e-3 GB/s (1 MB/s; a PCIe 1.0 x1 lane carries 250 MB/s), a read's round trip at most a second
+# (PCIe's is about a microsecond), a packet of at most 1 MiB (PCIe's largest payload is 4 KiB).
+# Beyond them a slow-tier access costs 10^12 times an HBM one or more, and HiGHS failed with
+# "Model error" (raw_gbps = 1e-300, overhead_bytes = 1e18), "Solve error" (raw_gbps = 1e-9), or
+# spent the whole --time-limit (latency_ns = 1e18), none of which named the key.
+MIN_LINK_DATA_GBPS = 1e-3
+MAX_LINK_LATENCY_NS = 1e9
+MAX_PACKET_BYTES = 2**20
 
 
 @dataclass(frozen=True)
@@ -68,12 +77,23 @@ class LinkSpec:
     def validate(self) -> None:
         if self.raw_gbps <= 0:
             raise KeyedValueError("raw_gbps", "must be > 0")
-        if self.payload_bytes < 1:
-            raise KeyedValueError("payload_bytes", "must be >= 1")
-        if self.overhead_bytes < 0:
-            raise KeyedValueError("overhead_bytes", "must be >= 0")
-        if self.latency_ns < 0:
-            raise KeyedValueError("latency_ns", "must be >= 0")
+        for key in ("payload_bytes", "overhead_bytes"):
+            low = 1 if key == "payload_bytes" else 0
+            if not low <= getattr(self, key) <= MAX_PACKET_BYTES:
+                raise KeyedValueError(
+                    key, f"must be in [{low}, 2^20] bytes, got {getattr(self, key):,}"
+                )
+        if self.data_gbps < MIN_LINK_DATA_GBPS:
+            raise KeyedValueError(
+                "raw_gbps",
+                f"carries {self.data_gbps:.3g} GB/s of row data (raw_gbps x payload_bytes / "
+                f"(payload_bytes + overhead_bytes)): at least {MIN_LINK_DATA_GBPS:g} GB/s",
+                also=("payload_bytes", "overhead_bytes"),
+            )
+        if not 0 <= self.latency_ns <= MAX_LINK_LATENCY_NS:
+            raise KeyedValueError(
+                "latency_ns", f"must be in [0, 1e9] ns (a second), got {self.latency_ns:g}"
+            )
         if self.reads_in_flight < 1:
             raise KeyedValueError("reads_in_flight", "must be >= 1")
 

@@ -113,3 +113,32 @@ def test_sharder_help_lists_the_registered_sharders(monkeypatch, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert all(name in out for name in SHARDERS.names())
     assert "mine-test" in out and get_sharder("recshard")
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("link.raw_gbps", 1e-300),  # HiGHS: "Model error"
+        ("link.raw_gbps", 1e-9),  # HiGHS: "Solve error"
+        ("link.overhead_bytes", 10**18),  # HiGHS: "Model error"
+        ("link.payload_bytes", 10**18),
+        ("link.latency_ns", 1e18),  # the MILP ran out its whole --time-limit
+    ],
+)
+def test_a_link_outside_its_range_is_refused_by_key(key, value) -> None:
+    """A link so slow that a host access costs 10^12 HBM ones or more reached the MILP, which
+    failed without naming the key (or spent the whole time limit)."""
+    with pytest.raises(SpecError) as err:
+        load_topology("a100x8-pcie4", {key: value})
+    assert err.value.key == f"topology.{key}"
+
+
+def test_the_link_floor_is_on_row_data_and_blames_the_key_given() -> None:
+    """The floor is on the row data the link carries, and blames a packet key given alone."""
+    load_topology("a100x8-pcie4", {"link.raw_gbps": 0.0014})  # 1.02e-3 GB/s of row data
+    with pytest.raises(SpecError) as err:
+        load_topology("a100x8-pcie4", {"link.raw_gbps": 0.0013})
+    assert err.value.key == "topology.link.raw_gbps"
+    with pytest.raises(SpecError) as err:  # 31.5 GB/s raw, 3e-5 of it row data
+        load_topology("a100x8-pcie4", {"link.overhead_bytes": 2**20, "link.payload_bytes": 1})
+    assert err.value.key in ("topology.link.overhead_bytes", "topology.link.payload_bytes")
