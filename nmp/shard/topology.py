@@ -148,17 +148,32 @@ def load_topology(
     # loaded when the command runs, not for `nmp --help`
     from nmp.gpu import gpu_names
 
+    def where(key: str) -> dict[str, Any]:
+        # a key an override gave is named as given (topology.gpu), else at the file
+        if key in (overrides or {}):
+            return {"key": f"topology.{key}"}
+        return {"key": key, "file": str(path)}
+
     if spec.gpu not in gpu_names():
         raise SpecError(
-            f"unknown GPU '{spec.gpu}' (known: {', '.join(gpu_names())})", file=str(path), key="gpu"
+            f"unknown GPU '{spec.gpu}' (known: {', '.join(gpu_names())})", **where("gpu")
         )
     if spec.host.memory_preset.lower() not in preset_names("memory"):
         raise SpecError(
             f"unknown memory preset '{spec.host.memory_preset}' "
             f"(known: {', '.join(preset_names('memory'))})",
-            file=str(path),
-            key="host.memory_preset",
+            **where("host.memory_preset"),
         )
+    # the host memory with the topology's channels, checked now (a count the memory refuses
+    # was named as its own 'org.channels', by the cost model, after the profile had run)
+    from nmp.memory import load_memory
+
+    try:
+        load_memory(spec.host.memory_preset, channels=spec.host.channels)
+    except SpecError as exc:
+        if exc.key != "org.channels":
+            raise
+        raise SpecError(exc.message, **where("host.channels")) from None
     return spec
 
 

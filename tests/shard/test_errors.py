@@ -142,3 +142,27 @@ def test_the_link_floor_is_on_row_data_and_blames_the_key_given() -> None:
     with pytest.raises(SpecError) as err:  # 31.5 GB/s raw, 3e-5 of it row data
         load_topology("a100x8-pcie4", {"link.overhead_bytes": 2**20, "link.payload_bytes": 1})
     assert err.value.key in ("topology.link.overhead_bytes", "topology.link.payload_bytes")
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [("host.channels", 3), ("gpu", "z900"), ("host.memory_preset", "nope")],
+)
+def test_a_topology_override_is_named_as_given(key, value) -> None:
+    """--set topology.host.channels=3 was refused by the cost model, after the profile, as the
+    memory's own 'org.channels'; an unknown GPU or memory given by --set was blamed on the
+    preset's file."""
+    with pytest.raises(SpecError) as err:
+        load_topology("a100x8-pcie4", {key: value})
+    assert err.value.key == f"topology.{key}" and err.value.file is None
+
+
+def test_host_channels_in_a_topology_file_are_named_at_the_file(tmp_path) -> None:
+    from nmp.config import find_preset
+
+    text = find_preset("topology", "a100x8-pcie4").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("channels = 16", "channels = 12"))
+    with pytest.raises(SpecError) as err:
+        load_topology(str(bad))
+    assert (err.value.file, err.value.key) == (str(bad), "host.channels")
