@@ -22,6 +22,11 @@ Params::
     low = { "workload.alpha" = 0.8 }  # overrides at the low end (several keys move together)
     high = { "workload.alpha" = 1.3 }
     designs = ["recross", "trim-g"]   # which designs the assumption applies to (default both)
+
+Two settings of one preset (a GPU kernel variant against the stock one, SALP on and off) are
+two sides too: ``design_set`` and ``reference_set`` add each side's own overrides (after
+``set``), and ``design_label`` / ``reference_label`` name the sides (the presets' names by
+default; required where both are one preset). An assumption's ``designs`` names sides by label.
 """
 
 from __future__ import annotations
@@ -54,13 +59,30 @@ class Assumption:
 
 
 @dataclass(frozen=True)
+class Side:
+    """One side of the ratio: a preset, its own overrides, and its name in the study."""
+
+    label: str
+    arch: str
+    set: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class SensitivitySetup:
-    design: str
+    design: str  # the sides' labels (Side.label)
     reference: str
     workload: str
     set: dict[str, Any]
     assumptions: tuple[Assumption, ...]
     metric: str = "lookups_per_s"
+    sides: tuple[Side, Side] | None = None  # (design, reference); None: the presets as named
+
+    def side(self, label: str) -> Side:
+        design, reference = self.sides or (
+            Side(self.design, self.design, {}),
+            Side(self.reference, self.reference, {}),
+        )
+        return design if label == design.label else reference
 
     def ratio(self, design: tuple[float, float], reference: tuple[float, float]) -> float:
         """> 1 when the design is better: faster, or less energy per lookup."""
@@ -88,12 +110,16 @@ def parse_params(params: dict[str, Any]) -> SensitivitySetup:
     for key in ("design", "reference", "workload"):
         if not isinstance(params.get(key), str) or not params[key]:
             raise NmpError(f"params.{key}: must name a preset")
-    unknown = sorted(
-        set(params) - {"design", "reference", "workload", "set", "assumptions", "metric"}
-    )
+    unknown = sorted(set(params) - _KEYS)
     if unknown:
         raise NmpError(f"params: unknown key(s) {', '.join(unknown)}")
-    design, reference = params["design"], params["reference"]
+    sides = tuple(_side(params, role) for role in ("design", "reference"))
+    if sides[0].label == sides[1].label:
+        raise NmpError(
+            f"params.design_label, params.reference_label: the two sides need two names "
+            f"(both are '{sides[0].label}')"
+        )
+    design, reference = sides[0].label, sides[1].label
     raw = params.get("assumptions")
     if not isinstance(raw, list) or not raw:
         raise NmpError("params.assumptions: needs at least one [[params.assumptions]] table")
@@ -130,7 +156,23 @@ def parse_params(params: dict[str, Any]) -> SensitivitySetup:
     metric = params.get("metric", "lookups_per_s")
     if metric not in METRICS:
         raise NmpError(f"params.metric: must be one of {', '.join(METRICS)}, got {metric!r}")
-    return SensitivitySetup(design, reference, params["workload"], common, tuple(out), metric)
+    return SensitivitySetup(
+        design, reference, params["workload"], common, tuple(out), metric, (sides[0], sides[1])
+    )
+
+
+_KEYS = {"design", "reference", "workload", "set", "assumptions", "metric"} | {
+    f"{role}_{part}" for role in ("design", "reference") for part in ("set", "label")
+}
+
+
+def _side(params: dict[str, Any], role: str) -> Side:
+    """The ``design`` or ``reference`` side: its preset, its label and its own overrides."""
+    label = params.get(f"{role}_label", params[role])
+    if not isinstance(label, str) or not label:
+        raise NmpError(f"params.{role}_label: must be a non-empty string")
+    own = _table(params[f"{role}_set"], f"{role}_set") if f"{role}_set" in params else {}
+    return Side(label, params[role], own)
 
 
 def _run(job: tuple[str, str, tuple[tuple[str, Any], ...]]) -> tuple[float, float]:
@@ -143,15 +185,19 @@ def _run(job: tuple[str, str, tuple[tuple[str, Any], ...]]) -> tuple[float, floa
 
 
 def _jobs(setup: SensitivitySetup) -> dict[tuple[str, str, str], tuple]:
-    """(assumption or "", "low"/"high"/"nominal", design) -> the point to run."""
+    """(assumption or "", "low"/"high"/"nominal", side's label) -> the point to run."""
     jobs = {}
     for d in (setup.design, setup.reference):
-        jobs[("", "nominal", d)] = (d, setup.workload, tuple(sorted(setup.set.items())))
+        side = setup.side(d)
+        over = {**setup.set, **side.set}
+        jobs[("", "nominal", d)] = (side.arch, setup.workload, tuple(sorted(over.items())))
     for a in setup.assumptions:
-        for side in ("low", "high"):
+        for end in ("low", "high"):
             for d in (setup.design, setup.reference):
-                over = {**setup.set, **(getattr(a, side) if d in a.designs else {})}
-                jobs[(a.name, side, d)] = (d, setup.workload, tuple(sorted(over.items())))
+                side = setup.side(d)
+                moved = getattr(a, end) if d in a.designs else {}
+                over = {**setup.set, **side.set, **moved}
+                jobs[(a.name, end, d)] = (side.arch, setup.workload, tuple(sorted(over.items())))
     return jobs
 
 
@@ -249,6 +295,7 @@ def _report(setup: SensitivitySetup, rows: list[dict[str, Any]], nominal: float)
         f"({setup.design} {'better' if nominal > 1 else 'worse'}). Each assumption moves to "
         "its low and high value with every other at its nominal value (one at a time).",
         "",
+        *_sides_line(setup),
         "Assumptions that move the ratio across 1.0 (the ordering depends on them): "
         + (", ".join(f"**{d}**" for d in deciding) if deciding else "none"),
         "",
@@ -262,3 +309,15 @@ def _report(setup: SensitivitySetup, rows: list[dict[str, Any]], nominal: float)
         )
     out += ["", "![tornado](tornado.png)", ""]
     return "\n".join(out)
+
+
+def _sides_line(setup: SensitivitySetup) -> list[str]:
+    """The sides' presets and own overrides, where a side is more than a preset by its name."""
+    sides = [setup.side(d) for d in (setup.design, setup.reference)]
+    if all(s.label == s.arch and not s.set for s in sides):
+        return []
+    parts = []
+    for s in sides:
+        own = ", ".join(f"{k} = {v}" for k, v in s.set.items())
+        parts.append(f"`{s.label}`: preset `{s.arch}`" + (f" with {own}" if own else ""))
+    return ["Sides: " + "; ".join(parts) + ".", ""]

@@ -9,7 +9,6 @@ import pytest
 from nmp.evaluate.point import run_point
 from nmp.evaluate.sensitivity import parse_params
 from nmp.evaluate.study import load_custom_study
-from nmp.evaluate.sweep import load_sweep
 
 # the default sweep's memory for the near-memory designs and the host (ReCross's DDR5 setup)
 MEMORY = {"arch.memory.preset": "ddr5-4800-40", "arch.memory.channels": 1, "arch.memory.ranks": 2}
@@ -36,25 +35,33 @@ def test_sensitivity_studies_of_chosen_values_parse() -> None:
     assert {"memory.energy.idd4r_ma", "memory.energy.io_pj_per_bit"} <= keys
 
 
-def test_gpu_chosen_steps_move_one_value_each() -> None:
-    """Each step of the linked axis differs from the first (all nominal) in one value, so a
-    speedup at a step is that value's effect alone."""
-    spec, _ = load_sweep("papers/gpu-chosen")
-    steps = spec.axes["chosen"]
-    nominal = steps[0]
-    assert nominal == {
+def test_gpu_chosen_compares_the_two_kernels_of_one_preset() -> None:
+    """Both sides are a100-80gb, one per kernel (design_set / reference_set), and each
+    assumption moves one chosen value of the preset, for both kernels, at x0.5 and x2."""
+    setup = _setup("gpu-chosen")
+    assert (setup.design, setup.reference) == ("combined", "stock")
+    combined, stock = setup.side("combined"), setup.side("stock")
+    assert combined.arch == stock.arch == "a100-80gb"
+    assert (combined.set, stock.set) == ({"arch.variant": "combined"}, {"arch.variant": "baseline"})
+    assert setup.set == {"workload.reuse": "high"}
+    nominal = {
         "arch.hbm.read_queue": 128,
         "arch.hbm.channel_interleave_bytes": 128,
         "arch.l1.bytes_per_cycle": 128.0,
         "arch.l2.fetch_bytes": 64,
         "arch.kernel.prefetch_regs_per_lookup": 3,
     }
-    moved = [[k for k in nominal if step[k] != nominal[k]] for step in steps[1:]]
-    assert all(len(m) == 1 for m in moved)
-    # each value at x0.5 and at x2
-    assert sorted(m[0] for m in moved) == sorted(2 * list(nominal))
-    assert {d.label for d in spec.designs} == {"a100-baseline", "a100-combined"}
-    assert spec.baseline == "a100-baseline"
+    moved = {}
+    for a in setup.assumptions:
+        assert set(a.designs) == {"combined", "stock"}
+        ((key, low),) = a.low.items()
+        ((key_high, high),) = a.high.items()
+        assert key == key_high
+        moved[key] = (low, high)
+    assert set(moved) == set(nominal)
+    for key, (low, high) in moved.items():
+        if key != "arch.kernel.prefetch_regs_per_lookup":  # (2 and 6: whole registers)
+            assert (low, high) == (nominal[key] / 2, nominal[key] * 2)
 
 
 def test_trim_b_buffer_chip_unit_binds_below_its_nominal_clock() -> None:
