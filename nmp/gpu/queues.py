@@ -68,6 +68,9 @@ LITTLE_SLACK = 0.05
 POINT_KEYS = ("level", "warps_per_sm", "chains", "row_bytes", "latency_ns", "requests_per_s")
 RECORD_KEYS = ("gpu_name", "date", "points")
 MODELED = {"source": "modeled"}
+# The largest record read (chosen: benchmarks/gpu_latency.py writes about 40 KB; a larger file
+# is not a record, e.g. a trace or a device named by mistake)
+MAX_RECORD_BYTES = 16 * 1024**2
 
 
 def slice_queue(gpu: GpuSpec, *, bytes: float, requests: float) -> SliceQueue:
@@ -203,18 +206,32 @@ _READ: dict[tuple[str, int], dict[str, Any]] = {}
 
 def read_record(path: Path) -> dict[str, Any]:
     """The record's JSON, checked (one-line errors naming the file and key)."""
+    from nmp.fileio import read_regular
+
     try:
         key = (str(path.resolve()), path.stat().st_mtime_ns)
         if key in _READ:
             return _READ[key]
-        rec = json.loads(path.read_text())
+        # a regular file, bounded: a named pipe hung the read, /dev/zero filled the memory
+        raw = read_regular(path, MAX_RECORD_BYTES)
+    except NmpError as exc:
+        raise NmpError(
+            f"{path}: key 'hbm.loaded_latency_record': cannot read the record ({exc.message})"
+        ) from None
     except OSError as exc:
         raise NmpError(
             f"{path}: key 'hbm.loaded_latency_record': cannot read the record "
             f"({exc.strerror or exc})"
         ) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise NmpError(f"{path}: not a JSON latency-probe record ({exc})") from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise NmpError(
+            f"{path}: larger than {MAX_RECORD_BYTES >> 20} MiB: not a latency-probe record"
+        )
+    try:
+        rec = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # (JSON, UTF-8; nested past the parser's depth)
+        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise NmpError(f"{path}: not a JSON latency-probe record ({why})") from None
     if not isinstance(rec, dict):
         raise NmpError(f"{path}: a latency-probe record is a JSON object")
     for k in RECORD_KEYS:

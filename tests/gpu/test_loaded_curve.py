@@ -4,6 +4,7 @@ tmp_path, the model's own curve, a steeper one, malformed ones, and the CLI's er
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from nmp.errors import NmpError
 from nmp.gpu import latency_probe as lp
+from nmp.gpu import queues
 from nmp.gpu.spec import load_gpu
 
 WARPS = (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64)
@@ -277,3 +279,33 @@ def test_validate_compares_the_modeled_curve_even_when_a_record_calibrates(tmp_p
         r["modeled_ns"] for r in lp.compare_record(rec, h200)
     ]
     assert all(r["verdict"] == "disagrees" for r in rows)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "deep", "huge"])
+def test_a_record_that_is_no_small_json_file_is_refused_at_once(tmp_path, kind):
+    """A named pipe given as hbm.loaded_latency_record hung `nmp run` (read_text waited for a
+    writer), /dev/zero was read until the kernel killed the process (24 GB), and a record
+    nested past the JSON parser's depth was "input nested too deeply", naming no file."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "record.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path = Path("/dev/zero")
+    elif kind == "deep":
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        path.write_bytes(b" " * (queues.MAX_RECORD_BYTES + 1))
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom nmp.errors import NmpError\n"
+        "from nmp.gpu.queues import read_record\n"
+        "try:\n    read_record(Path(sys.argv[1]))\n"
+        "except NmpError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=30
+    )
+    assert done.stdout.startswith(f"{path}: "), done
+    assert "\n" not in done.stdout.strip()
