@@ -104,8 +104,8 @@ def parse_size(text: str, *, what: str = "--max-memory") -> int:
     if not m:
         raise NmpError(f"{what} {text!r}: expected a size such as 8G, 512M or a byte count")
     value = float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if value <= 0:
-        raise NmpError(f"{what} {text!r}: must be positive")
+    if value < 1:  # (0.5 read as a limit of 0 bytes)
+        raise NmpError(f"{what} {text!r}: must be at least 1 byte")
     if not value <= MAX_SIZE_BYTES:  # (a number of 400 digits reads as inf)
         raise NmpError(f"{what} {text!r}: above 2^60 bytes (1 EiB), more than any machine has")
     return int(value)

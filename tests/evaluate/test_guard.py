@@ -19,7 +19,9 @@ def test_parse_size(text: str, size: int) -> None:
     assert guard.parse_size(text) == size
 
 
-@pytest.mark.parametrize("bad", ["", "lots", "-1G", "0", "8X", "2048P", "2000000T", "9" * 400])
+@pytest.mark.parametrize(
+    "bad", ["", "lots", "-1G", "0", "0.5", "1e-9G", "8X", "2048P", "2000000T", "9" * 400]
+)
 def test_parse_size_rejects(bad: str) -> None:
     with pytest.raises(NmpError, match="--max-memory"):
         guard.parse_size(bad)
