@@ -176,6 +176,11 @@ def parse_trace_bytes(data: bytes, path: str | os.PathLike) -> np.ndarray:
             out["arrival"] = arrival
         hex_arr = np.array(hexes, dtype="S17") if hexes else np.zeros(0, "S17")
         if hex_arr.size and np.char.str_len(hex_arr).max() > 16:
+            # more than 16 digits: their value may still fit 64 bits (zero-padded, as cycles
+            # may be); read without the leading zeros (a Python pass: this case only)
+            hexes = [h.lstrip("0") or "0" if len(h) > 16 else h for h in hexes]
+            hex_arr = np.array(hexes, dtype="S17")
+        if hex_arr.size and np.char.str_len(hex_arr).max() > 16:
             i = int(np.argmax(np.char.str_len(hex_arr) > 16))
             raise TraceError(
                 "address does not fit 64 bits", file=str(path), line=_line_of(i, None, text)
@@ -198,11 +203,17 @@ def parse_trace_bytes(data: bytes, path: str | os.PathLike) -> np.ndarray:
     if cycles is not None:
         arrival = _check_cycles(cycles, lines=lines, text=text, path=path)
     try:
-        addr = np.fromiter((int(a, 0) for a in addrs), np.uint64, len(addrs))
-    except OverflowError:
-        i = next(k for k, a in enumerate(addrs) if int(a, 0) >= 2**64)
+        addr = np.fromiter((_address(a) for a in addrs), np.uint64, len(addrs))
+    except (OverflowError, ValueError):
+        i = next(k for k, a in enumerate(addrs) if not 0 <= _address_or_none(a, -1) < 2**64)
+        zeros = _address_or_none(addrs[i], -1) == -1
         raise TraceError(
-            "address does not fit 64 bits", file=str(path), line=_line_of(i, lines, text)
+            f"address {addrs[i][:30]!r} has a leading zero: write it in hex (0x...) or "
+            "without the zeros (decimal)"
+            if zeros
+            else "address does not fit 64 bits",
+            file=str(path),
+            line=_line_of(i, lines, text),
         ) from None
     out = np.empty(addr.shape[0], fmt.dtype)
     out["addr"] = addr
@@ -210,6 +221,24 @@ def parse_trace_bytes(data: bytes, path: str | os.PathLike) -> np.ndarray:
     if cycles is not None:
         out["arrival"] = arrival
     return out
+
+
+def _address(text: str) -> int:
+    """A trace line's address: hex with ``0x`` (any number of digits), else decimal. A decimal
+    with a leading zero raises ValueError: C's strtoull reads it as octal, DRAMsim3 as hex."""
+    if text[:2] in ("0x", "0X"):
+        return int(text, 16)
+    if text[:1] == "0" and text.strip("0"):
+        raise ValueError(f"a decimal address with a leading zero: {text!r}")
+    # more than 20 digits is past 2^64 (and past 4,300, int() refuses the text: ValueError)
+    return int(text, 10) if len(text) <= 20 else 2**64
+
+
+def _address_or_none(text: str, default: int) -> int:
+    try:
+        return _address(text)
+    except ValueError:
+        return default
 
 
 # The latest arrival cycle taken (chosen: 2^62, far beyond any trace, within the engine's

@@ -168,6 +168,8 @@ def test_dramsim3_arrival_cycles_are_honoured(tmp_path):
         ("0x40 READ 0\n0x80 READ 5000000000000000000\n", 2, "2\\^62"),
         ("LD 0x40\nLD 0x1ffffffffffffffff\n", 2, "64 bits"),
         ("0x40 READ 0\n\n0x1ffffffffffffffff READ 5\n", 3, "64 bits"),
+        # past 4,300 digits int() refuses a decimal text (ValueError: an internal error)
+        ("LD 0x40\nLD " + "9" * 5000 + "\n", 2, "64 bits"),
         # 24 digits with leading zeros: 5, not the 0 that 20 characters of it read as
         ("0x40 READ 0\n0x80 READ 000000000000000000000005\n0xc0 READ 3\n", 3, "below"),
     ],
@@ -218,3 +220,33 @@ def test_replay_of_a_damaged_gzip_trace_is_one_line(tmp_path, capsys) -> None:
     assert main(["replay", str(path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"nmp: error: {path}: ") and "internal error" not in err
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "LD 0x00000000000000000040\nST 0x80\n",  # canonical form, the fast path
+        "LD 0x00000000000000000040\nST   0x80\n",  # the per-line path
+        "0x00000000000000000040 READ 1\n0x80 WRITE 2\n",
+        "0x00000000000000000040 READ 1\n0x80  WRITE 2\n",
+    ],
+)
+def test_zero_padded_addresses_read_exactly(tmp_path, text) -> None:
+    """A hex address of more than 16 digits whose value fits 64 bits (zero-padded) was refused
+    as "does not fit 64 bits", as cycles were before they were read exactly."""
+    path = tmp_path / "padded.trace"
+    path.write_text(text)
+    assert read_trace(path)["addr"].tolist() == [0x40, 0x80]
+
+
+@pytest.mark.parametrize(
+    "text", ["LD 0064\n", "LD 64\nST 0064\n", "0064 READ 1\n", "LD 0" + "9" * 5000 + "\n"]
+)
+def test_a_decimal_address_with_leading_zeros_names_its_line(tmp_path, text) -> None:
+    """int(text, 0) refuses '0064' with a ValueError, which escaped `nmp replay` as an
+    internal error; a leading zero is ambiguous (octal to C's strtoull, hex to DRAMsim3)."""
+    path = tmp_path / "zeros.trace"
+    path.write_text(text)
+    with pytest.raises(TraceError, match="leading zero") as err:
+        read_trace(path)
+    assert err.value.line == text.count("\n")
