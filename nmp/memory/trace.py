@@ -261,7 +261,10 @@ def _check_cycles(cycles, *, lines, text: str, path: Path) -> np.ndarray:
     raw = np.array(cycles, dtype="S") if len(cycles) else np.zeros(0, "S1")
     if raw.size and np.char.str_len(raw).max() > 19:
         # a number of 20 digits or more: above 2^62, or written with leading zeros
-        exact = [int(v) for v in cycles]
+        # (past 4,300 digits int() refuses the text: a number without its leading zeros of
+        # more than 19 digits is above 2^62 whatever they are)
+        digits = [v.lstrip("0") or "0" for v in cycles]
+        exact = [int(v) if len(v) <= 19 else MAX_ARRIVAL_CYCLE + 1 for v in digits]
         big = next((k for k, v in enumerate(exact) if v > MAX_ARRIVAL_CYCLE), None)
         if big is not None:
             raise _above_max(path, _line_of(big, lines, text))

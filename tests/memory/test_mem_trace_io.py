@@ -170,6 +170,8 @@ def test_dramsim3_arrival_cycles_are_honoured(tmp_path):
         ("0x40 READ 0\n\n0x1ffffffffffffffff READ 5\n", 3, "64 bits"),
         # past 4,300 digits int() refuses a decimal text (ValueError: an internal error)
         ("LD 0x40\nLD " + "9" * 5000 + "\n", 2, "64 bits"),
+        ("0x40 READ 1\n0x80 READ " + "9" * 5000 + "\n", 2, "2\\^62"),
+        ("0x40 READ 9\n0x80  READ " + "0" * 5000 + "7\n", 2, "below"),
         # 24 digits with leading zeros: 5, not the 0 that 20 characters of it read as
         ("0x40 READ 0\n0x80 READ 000000000000000000000005\n0xc0 READ 3\n", 3, "below"),
     ],
