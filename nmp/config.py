@@ -125,16 +125,31 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         data = tomllib.loads(text)
     except RecursionError:  # the parser recurses per level of [ and {
         raise SpecError(f"nested deeper than {MAX_TOML_DEPTH} levels", file=str(path)) from None
-    except tomllib.TOMLDecodeError as exc:
-        # Python 3.11's TOMLDecodeError carries the position only in its text.
-        match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
-        line = int(match.group(1)) if match else None
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        raise SpecError(f"invalid TOML: {msg}", file=str(path), line=line) from None
+    except ValueError as exc:
+        if isinstance(exc, tomllib.TOMLDecodeError):
+            raise _decode_error(exc, path) from None
+        # int() of a number past 4,300 digits (tomllib lets its ValueError through)
+        raise SpecError(_LONG_NUMBER, file=str(path), line=_long_number_line(text)) from None
     check_depth(data, file=str(path))
     check_finite(data, file=str(path))
     toml_cache.store(path, raw, data)
     return data
+
+
+def _decode_error(exc: Exception, path: Path) -> SpecError:
+    # Python 3.11's TOMLDecodeError carries the position only in its text.
+    match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+    line = int(match.group(1)) if match else None
+    msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+    return SpecError(f"invalid TOML: {msg}", file=str(path), line=line)
+
+
+_LONG_NUMBER = "a number of more than 4,300 digits (no quantity the kit models is near it)"
+
+
+def _long_number_line(text: str) -> int | None:
+    found = re.search(r"[0-9_]{4300}", text)
+    return text.count("\n", 0, found.start()) + 1 if found else None
 
 
 # The deepest nesting of tables, arrays and dotted keys a spec may have (chosen: the deepest
@@ -530,6 +545,8 @@ def parse_value(text: str) -> Any:
         raise SpecError(f"--set value nested deeper than {MAX_TOML_DEPTH} levels") from None
     except tomllib.TOMLDecodeError:
         return text
+    except ValueError:  # int() of a number past 4,300 digits
+        raise SpecError(f"--set value: {_LONG_NUMBER}") from None
 
 
 def parse_set_args(items: list[str] | None) -> dict[str, Any]:
@@ -542,7 +559,10 @@ def parse_set_args(items: list[str] | None) -> dict[str, Any]:
             raise SpecError(f"--set expects key=value, got {item!r}")
         if "\n" in item or "\r" in item:  # a pasted block: one key=value per --set
             raise SpecError(f"--set value spans several lines: {item!r}", key=key)
-        out[key] = parse_value(value.strip())
+        try:
+            out[key] = parse_value(value.strip())
+        except SpecError as exc:
+            raise SpecError(exc.message, key=key) from None
         check_depth(out[key], key=key)
         check_finite(out[key], key=key)
     return out

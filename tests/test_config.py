@@ -168,3 +168,16 @@ def test_a_preset_that_is_no_regular_file_is_named_as_such(tmp_path, monkeypatch
     assert rows["good"] == "a good one"
     assert rows["pipe"].startswith("invalid: is a named pipe")
     assert rows["device"].startswith("invalid: is a device")
+
+
+def test_a_number_of_thousands_of_digits_is_named(tmp_path) -> None:
+    """tomllib lets int()'s ValueError through for a number past 4,300 digits: a TOML file or a
+    --set value with one was an internal error."""
+    path = tmp_path / "long.toml"
+    path.write_text('name = "x"\n\nbatch = ' + "9" * 5000 + "\n")
+    with pytest.raises(SpecError, match="more than 4,300 digits") as err:
+        load_toml(path)
+    assert (err.value.file, err.value.line) == (str(path), 3)
+    with pytest.raises(SpecError, match="more than 4,300 digits") as err:
+        parse_set_args(["workload.batch=" + "9" * 5000])
+    assert err.value.key == "workload.batch"

@@ -161,10 +161,12 @@ def _rows(field: str, limit: int, file: str, line: int, table: int) -> list[int]
             raise TraceError(
                 f"table {table}: row '{token}' is not a non-negative integer", file=file, line=line
             )
-        row = int(token)
-        if row >= limit:
+        # (past 4,300 digits int() refuses the text; past MAX_ROW_DIGITS no table has the row)
+        row = int(token) if len(token) <= MAX_ROW_DIGITS else None
+        if row is None or row >= limit:
+            shown = token if len(token) <= 40 else f"{token[:20]}...({len(token):,} digits)"
             raise TraceError(
-                f"table {table}: row {row} out of range (the table has {limit} rows)",
+                f"table {table}: row {shown} out of range (the table has {limit} rows)",
                 file=file,
                 line=line,
             )

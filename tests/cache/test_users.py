@@ -100,6 +100,8 @@ def _write(tmp_path, body: bytes):
         (b"u1\t1\tx\t3\t4\n", r"bad\.tsv:1: table 1: row 'x' is not a non-negative integer"),
         (b"u1\t1\t-2\t3\t4\n", r"bad\.tsv:1: table 1: row '-2' is not"),
         (b"u1\t1\t2\t3\t5000\n", r"bad\.tsv:1: table 3: row 5000 out of range"),
+        # past 4,300 digits int() raised ValueError: an internal error
+        (b"u1\t1\t2\t3\t" + b"9" * 5000 + b"\n", r"bad\.tsv:1: table 3: row 9+\.\.\.\(5,000"),
         (b"\n\nu1\t1\t2\t\xff\t4\n", r"bad\.tsv:3: not UTF-8 text"),
         (b"\tu1\t1\t2\t3\n", r"bad\.tsv:1: empty user field"),
         (b"# only a comment\n", r"bad\.tsv: no request in the file"),
