@@ -15,7 +15,9 @@ must agree); with neither, ``num_rows`` is taken as max index + 1 and ``dims`` i
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,19 +85,29 @@ def _archive_errors() -> tuple[type[BaseException], ...]:
 _METHODS = {0: "stored", 8: "deflate", 12: "bzip2", 14: "lzma"}
 
 
-def _open_archive(file: str):
+@contextlib.contextmanager
+def _open_archive(file: str) -> Iterator[Any]:
+    """The archive ``file``, read from the descriptor that was checked to be a regular file
+    (a pipe, a device, a folder: refused, never blocked on; a file swapped for a pipe after
+    the check is not the one read)."""
     import zipfile
 
+    opened = open_regular(file)
     try:
-        with open_regular(file):  # a pipe, a device, a folder: refused, never blocked on
-            pass
-        return zipfile.ZipFile(file)
+        fh = opened.__enter__()
     except NmpError as exc:
         raise TraceError(exc.message, file=file) from None
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise TraceError(
-            f"not a whole .npz archive (truncated or corrupt: {exc})", file=file
-        ) from None
+    try:
+        try:
+            archive = zipfile.ZipFile(fh)
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise TraceError(
+                f"not a whole .npz archive (truncated or corrupt: {exc})", file=file
+            ) from None
+        with archive:
+            yield archive
+    finally:
+        opened.__exit__(None, None, None)
 
 
 def _members(archive, file: str) -> list[tuple[int, str, Any, tuple[int, ...]]]:
@@ -190,8 +202,7 @@ def read_npz(file: str, *, max_memory: str | None = None) -> dict[str, np.ndarra
 
     import nmp.guard as guard
 
-    archive = _open_archive(file)
-    with archive:
+    with _open_archive(file) as archive:
         members = _members(archive, file)
         guard.check(guard.array_file_estimate(sum(m[0] for m in members), file), max_memory)
         arrays: dict[str, np.ndarray] = {}

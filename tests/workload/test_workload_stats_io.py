@@ -214,3 +214,36 @@ def test_a_damaged_archive_member_is_named(tmp_path, how, needle) -> None:
     with pytest.raises(TraceError, match=needle) as err:
         load_index_file(path)
     assert err.value.file == str(path)
+
+
+def test_the_archive_read_is_the_file_checked(tmp_path) -> None:
+    """A path swapped for a named pipe after its check is not opened again by name (which
+    blocked): the archive is read from the descriptor that was checked."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "batch.npz"
+    np.savez(path, indices=np.array([0, 1, 2]), offsets=np.array([0, 3]))
+    code = (
+        "import os, sys\n"
+        "import nmp.workload.indexfile as ix\n"
+        "real = ix.open_regular\n"
+        "def swapping(p, **kw):\n"
+        "    cm = real(p, **kw)\n"
+        "    class Swap:\n"
+        "        def __enter__(self):\n"
+        "            fh = cm.__enter__()\n"
+        "            fifo = p + '.fifo'\n"
+        "            os.mkfifo(fifo)\n"
+        "            os.replace(fifo, p)\n"
+        "            return fh\n"
+        "        def __exit__(self, *a):\n"
+        "            return cm.__exit__(*a)\n"
+        "    return Swap()\n"
+        "ix.open_regular = swapping\n"
+        "print(ix.index_file_lookups(sys.argv[1]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=30
+    )
+    assert done.stdout.strip() == "3", done
