@@ -1,7 +1,8 @@
 """Where ECRec overtakes checkpointing and CPR: a sweep of one setup's leverage parameters.
 
-Each parameter (total table rows, storage bandwidth per server, server MTBF, servers, and the
-step time of the system the parity work is set against) is scaled over a log grid around the
+Each parameter (total table rows, storage bandwidth per server, server MTBF, servers, the
+step time of the system the parity work is set against, the servers' NIC and the restart time a
+rolled-back job pays per failure) is scaled over a log grid around the
 setup's value, the others held; at each point the closed-form
 expected overhead (:func:`nmp.train.extrapolate.expected`, the mean of the Monte-Carlo draws) of
 checkpointing (its best interval), CPR (MFU) and ECRec is computed. A crossover is where ECRec's
@@ -88,6 +89,16 @@ PARAMS.register(
         _field("network_gbps"),
     )
 )
+# The restart a failure costs the strategies that roll the job back (checkpoint, CPR; ECRec
+# and none keep training): chosen in every setup (one minute), and most of CPR's overhead there
+# (docs/studies.md, "Chosen values of the sharding, cache and training models").
+PARAMS.register(
+    Axis(
+        "restart_s",
+        lambda dep: [dep.restart_s * s for s in SCALES] if dep.restart_s else [],
+        _field("restart_s"),
+    )
+)
 
 
 def _setup_value(dep: DeploymentSpec, param: str) -> float:
@@ -157,8 +168,9 @@ def plot(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
     params = [p for p in PARAMS if any(q["parameter"] == p for q in points)]
+    rows = max(1, -(-len(params) // 3))
+    fig, axes = plt.subplots(rows, 3, figsize=(14, 3.75 * rows), squeeze=False)
     for ax in axes.ravel()[len(params) :]:
         ax.axis("off")
     for ax, param in zip(axes.ravel(), params, strict=False):

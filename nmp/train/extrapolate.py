@@ -69,7 +69,8 @@ class DeploymentSpec:
     host_flops: float = 1.0e12  # per worker; as TrainConfig.host_flops
     # chosen: rescheduling a job (CPR's fourth part), one minute. Paid once per failure by the
     # strategies that roll the job back (checkpoint, CPR), in every row kind (expected,
-    # Monte-Carlo, scheduled); ECRec and none keep training and pay none of it.
+    # Monte-Carlo, scheduled); ECRec and none keep training and pay none of it. Most of CPR's
+    # overhead on its setups: swept x1/16..x16 by the crossover (papers/cpr, papers/ecrec).
     restart_s: float = 60.0
     optimizer_state_words: int = 1  # row-wise Adagrad
     k: int = 4  # PAPERS.md: ECRec k = 4

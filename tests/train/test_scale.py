@@ -70,6 +70,7 @@ def test_extrapolate_and_crossover_cli(capsys, tmp_path):
         "servers",
         "step_ms",
         "network_gbps",
+        "restart_s",
     }
     # A longer step dilutes the coded update's extra work: ECRec wins above a crossover.
     st = next(
