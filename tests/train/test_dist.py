@@ -204,6 +204,16 @@ def test_validate_states_the_extrapolations_error_against_the_small_cluster(monk
     assert "+12.0 %" in ok.published and "1.250x" in ok.detail and "+40.0 %" in ok.detail
     assert bad.verdict == "disagrees" and bad.explanation  # 24 pp off: said, with why
 
+    # the failure-free run repeated after the strategies' runs moved by 20 %: the machine's
+    # drift widens the band by as much (24 pp off is then within 1 + 20 + 5), and is said
+    def drifted(quick):
+        return [{**r, "failure_free_repeat_pct": -20.0} for r in fake(quick)]
+
+    monkeypatch.setattr(measured, "rows", drifted)
+    ok, widened = measured.check_rows(True)
+    assert widened.verdict == "agrees" and "failure-free again -20.0 %" in widened.published
+    assert measured.band_pp(drifted(True)[0]) == pytest.approx(1.0 + 20.0 + measured.SLACK_PP)
+
 
 def test_sc24_codec_sends_real_compressed_bytes_through_the_group(cfg, tmp_path):
     """The servers' partial sums and the workers' gradients cross the process group encoded
