@@ -6,8 +6,10 @@ every policy at every L1 size and request model (L2 at the default dtype where t
 one), then each policy that is a whole cache design (EVStore) at every L2 dtype, then (where
 "users" is a request model) every policy at ``dtype_l1_mb`` for each number of users x
 locality of the users generator (its parameters are chosen: swept because they set how often
-a whole request hits), each a full :func:`nmp.cache.serve.run_cache` (the DLRM is trained
-once per process and shared). Writes
+a whole request hits), then (``layer_splits``) each layered policy with its bytes at
+``dtype_l1_mb`` split otherwise between its layers, beside every single-layer policy given the
+same bytes as its L1, at every request model, each a full :func:`nmp.cache.serve.run_cache`
+(the DLRM is trained once per process and shared). Writes
 ``report.md``, ``results.csv``, ``results.jsonl`` and three PNGs (hit rates, latency, AUC
 change) into the run folder; files go to a temporary name first.
 Points run one after another (``jobs`` is accepted and ignored: a point takes seconds, and the
@@ -57,6 +59,10 @@ _DEFAULTS = {
     "request_models": ["independent"],
     "users": [CacheConfig.users],
     "user_localities": [CacheConfig.user_locality],
+    # [L2 bytes per L1 byte, L3 bytes per L1 byte] of a layered policy (EVStore's default split,
+    # [1, 0.25], is chosen: nmp/cache/evstore.py): each split is run at the total its default
+    # split gives at dtype_l1_mb (2.25 MiB), beside the single-layer policies at that total.
+    "layer_splits": [],
     "accuracy": True,
     "train_steps": 300,
     "seed": 0,
@@ -67,7 +73,7 @@ COLUMNS = (
     "l3_mb", "l3_bound", "hit_rate", "l1_hit_rate",
     "l2_hit_rate", "l3_hit_rate", "perfect_hit_rate", "perfect_if_independent",
     "avg_latency_us", "p90_latency_us", "memory_bytes", "memory_reduction", "auc_change",
-    "auc_change_ci_lo", "auc_change_ci_hi", "backend_lookups_per_s",
+    "auc_change_ci_lo", "auc_change_ci_hi", "backend_lookups_per_s", "layer_split",
 )  # fmt: skip
 
 
@@ -77,7 +83,7 @@ def check_params(params: dict) -> dict:
         raise NmpError(f"params.{unknown[0]}: unknown (known: {', '.join(_DEFAULTS)})")
     p = {**_DEFAULTS, **params}
     lists = ("alphas", "policies", "l1_mb", "l2_dtypes", "l3_bounds", "request_models")
-    for key in (*lists, "users", "user_localities"):
+    for key in (*lists, "users", "user_localities", "layer_splits"):
         if not isinstance(p[key], list):
             raise NmpError(f"params.{key} must be a list, got {p[key]!r}")
     # the first alpha, bound, number of users and locality serve every point
@@ -96,6 +102,15 @@ def check_params(params: dict) -> dict:
     for d in p["l2_dtypes"]:
         if d not in L2_DTYPES:
             raise NmpError(f"params.l2_dtypes: unknown dtype '{d}'")
+    for split in p["layer_splits"]:
+        if (
+            not isinstance(split, list)
+            or len(split) != 2
+            or any(not is_finite_number(x) or x < 0 for x in split)
+        ):
+            raise NmpError(
+                f"params.layer_splits: pairs [L2 per L1, L3 per L1] of numbers >= 0, got {split!r}"
+            )
     if not p["l1_mb"] or any(not is_finite_number(x) or not x > 0 for x in p["l1_mb"]):
         raise NmpError("params.l1_mb: a non-empty list of sizes > 0")
     for key in ("alphas", "l3_bounds"):
@@ -168,6 +183,42 @@ def configs_of(p: dict) -> list[CacheConfig]:
                     )
                     if cfg not in out:
                         out.append(cfg)
+    out += split_configs(p, common, out)
+    return out
+
+
+def split_total_mb(name: str, l1_mb: float) -> float:
+    """The bytes (MiB) of all of ``name``'s layers at its default split with ``l1_mb`` of L1."""
+    pol = policies.get(name)
+    return l1_mb * (1.0 + pol.l2_per_l1 + pol.l3_per_l1)
+
+
+def split_layers(total_mb: float, split: list[float]) -> tuple[float, float, float]:
+    """(L1, L2, L3) MiB: ``total_mb`` split as 1 : split[0] : split[1]."""
+    l1 = total_mb / (1.0 + split[0] + split[1])
+    return l1, split[0] * l1, split[1] * l1
+
+
+def split_configs(p: dict, common: dict, done: list[CacheConfig]) -> list[CacheConfig]:
+    """``layer_splits``: every layered policy at each split of its default bytes at
+    ``dtype_l1_mb``, and every single-layer policy with those bytes as its L1, at each request
+    model (the first alpha, bound, users and locality)."""
+    out: list[CacheConfig] = []
+    if not p["layer_splits"]:
+        return out
+    layered = [n for n in p["policies"] if n in layered_policies()]
+    flat = [n for n in p["policies"] if n not in layered]
+    for m in p["request_models"]:
+        at = {"alpha": p["alphas"][0], "l3_bound": p["l3_bounds"][0], "request_model": m}
+        for name in layered:
+            total = split_total_mb(name, p["dtype_l1_mb"])
+            for split in p["layer_splits"]:
+                l1, l2, l3 = split_layers(total, split)
+                out.append(CacheConfig(policy=name, l1_mb=l1, l2_mb=l2, l3_mb=l3, **at, **common))
+            for base in flat:
+                cfg = CacheConfig(policy=base, l1_mb=total, **at, **common)
+                if cfg not in done and cfg not in out:
+                    out.append(cfg)
     return out
 
 
@@ -190,6 +241,10 @@ def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
         users = cfg.request_model == "users"
         r["users"] = cfg.users if users else None
         r["user_locality"] = cfg.user_locality if users else None
+        split = cfg.l2_mb is not None and cfg.l3_mb is not None and cfg.l1_mb > 0
+        r["layer_split"] = (
+            f"{cfg.l2_mb / cfg.l1_mb:.4g}:{cfg.l3_mb / cfg.l1_mb:.4g}" if split else None
+        )
         rows.append(r)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
@@ -217,6 +272,7 @@ def _plots(rows: list[dict], out_dir: Path) -> None:
         {**r, "series": (r["alpha"], r["request_model"])}
         for r in rows
         if r["l2_dtype"] == default_dtype
+        and not r.get("layer_split")
         and (r["users"] is None or (r["users"], r["user_locality"]) == first_users)
     ]
     alphas = list(dict.fromkeys(r["series"] for r in sized))
@@ -276,6 +332,17 @@ def _acc_label(r: dict) -> str:
     return f"{r['l2_dtype']} L1 {r['l1_mb']:g} MiB a={r['alpha']:g} b={r['l3_bound']:g}"
 
 
+def _split_note(p: dict) -> str:
+    if not p["layer_splits"]:
+        return ""
+    splits = ", ".join(f"{a:g}:{b:g}" for a, b in p["layer_splits"])
+    return (
+        f"Layer splits (L2 : L3 bytes per L1 byte; column layer_split): {splits}, each at the "
+        f"bytes of the policy's default split at L1 {p['dtype_l1_mb']:g} MiB, beside the "
+        "single-layer policies with the same bytes as their L1.\n\n"
+    )
+
+
 def _report(rows: list[dict], p: dict) -> str:
     head = "| " + " | ".join(COLUMNS) + " |\n|" + "---|" * len(COLUMNS) + "\n"
 
@@ -296,6 +363,7 @@ def _report(rows: list[dict], p: dict) -> str:
         f"in every table (nmp/cache/users.py; users {p['users']}, localities "
         f"{p['user_localities']}, the first of each in the main grid, the others at L1 "
         f"{p['dtype_l1_mb']:g} MiB; history {CacheConfig.user_history} rows per table).\n\n"
-        f"{head}{body}\n![hit rates](hit_rates.png)\n![latency](latency.png)\n"
+        + _split_note(p)
+        + f"{head}{body}\n![hit rates](hit_rates.png)\n![latency](latency.png)\n"
         "![AUC change](auc_change.png)\n"
     )

@@ -126,6 +126,7 @@ def test_check_runs_the_runners_check_params(tmp_path, toy_runner, capsys):
     [
         "papers/recshard-capacity",
         "papers/evstore-cache",
+        "papers/evstore-split",
         "papers/sc24-alltoall",
         "papers/ecrec",
         "papers/sensitivity-recross-trim",
