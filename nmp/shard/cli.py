@@ -3,7 +3,7 @@
 nmp shard --workload criteo-terabyte --sharder recshard [--topology a100x8-pcie4]
           [--set topology.hbm_gib=2 --set topology.gpus=16 --set workload.batch=4096]
           [--profile-batches 8] [--eval-batches 2] [--index-file lookups.npz]
-          [--profile-policy held-out|served] [--json]
+          [--profile-policy held-out|served] [--seeds N] [--json]
 nmp shard --workload criteo-terabyte --sharder all      # every sharder, one table
 """
 
@@ -26,6 +26,7 @@ NMP_COMMAND = {
 
 
 ALL_SHARDERS = "all"  # --sharder all: every registered sharder (not a sharder's name)
+MAX_SEEDS = 100  # --seeds: a spread, not a sweep (each seed profiles and places anew)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -41,11 +42,20 @@ def _run(args: argparse.Namespace) -> int:
         known = ", ".join(sharder_names())
         raise NmpError(f"--sharder: unknown sharder '{unknown[0]}' (known: {known}, all)")
 
-    def shard(name: str) -> dict:
-        with activity(f"sharding {args.workload} with {name}", quiet=args.json):
-            return _shard_one(args, name, over)
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        raise NmpError(f"--seeds: must be 1 to {MAX_SEEDS}, got {args.seeds}")
+    if args.seeds > 1 and args.index_file:
+        raise NmpError("--seeds: draws generated batches; an --index-file has one profile")
 
-    rows = [shard(name) for name in names]
+    def shard(name: str, seed: int) -> dict:
+        with activity(f"sharding {args.workload} with {name} (seed {seed})", quiet=args.json):
+            return _shard_one(args, name, over, seed)
+
+    if args.seeds > 1:
+        seeds = range(args.seeds)
+        runs = {n: [shard(n, args.seed + i) for i in seeds] for n in names}
+        return _print_seeds(args, runs)
+    rows = [shard(name, args.seed) for name in names]
     if args.json:
         print(json_text(rows[0] if len(rows) == 1 else rows))
         return 0
@@ -117,6 +127,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="first profile seed (default 0)")
     p.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run at N profile seeds from --seed and report each sharder's median and range "
+        "(held out, RecShard's placement is a draw: docs/sharding.md)",
+    )
+    p.add_argument(
         "--overlap",
         action="store_true",
         help="HBM and host-tier time overlap (max) instead of adding up",
@@ -147,7 +165,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-def _shard_one(args: argparse.Namespace, name: str, over: dict) -> dict:
+def _print_seeds(args: argparse.Namespace, runs: dict[str, list[dict]]) -> int:
+    """Each sharder at every seed: the median and range of its figures (``--seeds N``)."""
+    import statistics
+
+    keys = ("step_ms", "load_balance", "slow_access_fraction")
+    summary = []
+    for name, rows in runs.items():
+        entry: dict = {"sharder": name, "seeds": list(range(args.seed, args.seed + len(rows)))}
+        for k in keys:
+            vals = [r[k] for r in rows]
+            entry[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals)}
+            entry[f"{k}_by_seed"] = vals
+        summary.append(entry)
+    if args.json:
+        print(json_text({"sharders": summary, "runs": runs}))
+        return 0
+    r0 = next(iter(runs.values()))[0]
+    first, last = args.seed, args.seed + args.seeds - 1
+    print(
+        f"nmp shard: {r0['workload']} on {r0['topology']}, {r0['gpus']} x {r0['gpu']}, "
+        f"{r0['hbm_gib_per_gpu']:g} GiB HBM each; profile seeds {first}..{last}, each timed on "
+        f"{r0['eval_batches']} {'held-out' if r0['held_out'] else 'profiled'} batch(es); "
+        "median (min-max) over the seeds"
+    )
+    print(f"{'sharder':<12}{'step_ms':>26}{'load_bal':>20}{'slow%':>22}")
+    for e in summary:
+        st, lb, sl = (e[k] for k in keys)
+        print(
+            f"{e['sharder']:<12}{st['median']:>10.4f} ({st['min']:.4f}-{st['max']:.4f})"
+            f"{lb['median']:>8.2f} ({lb['min']:.2f}-{lb['max']:.2f})"
+            f"{100 * sl['median']:>8.2f}% ({100 * sl['min']:.2f}-{100 * sl['max']:.2f}%)"
+        )
+    return 0
+
+
+def _shard_one(args: argparse.Namespace, name: str, over: dict, seed: int) -> dict:
     # numpy: loaded on use (start-up time)
     from nmp.shard.run import run_shard
 
@@ -159,7 +212,7 @@ def _shard_one(args: argparse.Namespace, name: str, over: dict) -> dict:
         topology_overrides=over["topology"],
         profile_batches=args.profile_batches,
         eval_batches=args.eval_batches,
-        seed=args.seed,
+        seed=seed,
         index_file=args.index_file or "",
         overlap=args.overlap,
         time_limit_s=args.time_limit,
