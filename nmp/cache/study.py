@@ -241,9 +241,11 @@ def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
         users = cfg.request_model == "users"
         r["users"] = cfg.users if users else None
         r["user_locality"] = cfg.user_locality if users else None
-        split = cfg.l2_mb is not None and cfg.l3_mb is not None and cfg.l1_mb > 0
+        l2, l3 = cfg.l2_mb, cfg.l3_mb
         r["layer_split"] = (
-            f"{cfg.l2_mb / cfg.l1_mb:.4g}:{cfg.l3_mb / cfg.l1_mb:.4g}" if split else None
+            f"{l2 / cfg.l1_mb:.4g}:{l3 / cfg.l1_mb:.4g}"
+            if l2 is not None and l3 is not None and cfg.l1_mb > 0
+            else None
         )
         rows.append(r)
     buf = io.StringIO()
