@@ -17,7 +17,7 @@ from nmp.arch.presets import load_arch_spec
 from nmp.config import split_overrides
 from nmp.errors import NmpError
 from nmp.papers import nmp_points as pts
-from nmp.papers.nmp_points import ROOTS, point, point_overrides, where_text
+from nmp.papers.nmp_points import ROOTS, over_seeds, point, point_overrides, where_text
 from nmp.plugins import claim_model
 
 
@@ -42,6 +42,7 @@ def _energy_floor(arch: str, items: tuple[tuple[str, Any], ...]) -> tuple[float,
 
 
 @claim_model
+@over_seeds
 def energy_saving_pct(
     *,
     quick: bool,
@@ -116,6 +117,7 @@ def _cache_set(cache_kib: float) -> dict[str, Any]:
 
 
 @claim_model
+@over_seeds
 def rankcache_hit_rate_pct(
     *,
     quick: bool,
@@ -138,6 +140,7 @@ def rankcache_hit_rate_pct(
 
 
 @claim_model
+@over_seeds
 def rankcache_saturates(
     *,
     quick: bool,
@@ -165,6 +168,7 @@ def rankcache_saturates(
 
 
 @claim_model
+@over_seeds
 def load_imbalance_pct(
     *,
     quick: bool,

@@ -31,6 +31,7 @@ from nmp.papers.nmp_points import (  # noqa: F401  (re-exported: the claims' hel
     axis_steps,
     ceiling,
     fp_ceiling,
+    over_seeds,
     point,
     point_overrides,
     setup_overrides,
@@ -124,6 +125,7 @@ def _geomean(xs: list[float]) -> float:
 
 
 @claim_model
+@over_seeds
 def speedup(
     *,
     quick: bool,
@@ -146,6 +148,7 @@ def speedup(
 
 
 @claim_model
+@over_seeds
 def end_to_end_floor(
     *,
     quick: bool,
@@ -190,6 +193,7 @@ def _first_access_ns(design: str, setup, memory_of: str, axes: dict[str, Any]) -
 
 
 @claim_model
+@over_seeds
 def latency_speedup(
     *,
     quick: bool,
@@ -240,6 +244,7 @@ def latency_speedup(
 
 
 @claim_model
+@over_seeds
 def max_speedup(
     *,
     quick: bool,
@@ -267,6 +272,7 @@ def max_speedup(
 
 
 @claim_model
+@over_seeds
 def mean_speedup(
     *,
     quick: bool,
@@ -296,6 +302,7 @@ def mean_speedup(
 
 
 @claim_model
+@over_seeds
 def faster_than_each(
     *,
     quick: bool,
@@ -348,6 +355,7 @@ def faster_than_each(
 
 
 @claim_model
+@over_seeds
 def variant_speedup(
     *,
     quick: bool,
@@ -381,6 +389,7 @@ def variant_speedup(
 
 
 @claim_model
+@over_seeds
 def ablation_speedup(
     *, quick: bool, step: str, setup: Mapping[str, Any] | None = None, memory_of: str = "recross"
 ) -> dict[str, Any]:
@@ -400,6 +409,7 @@ def ablation_speedup(
 
 
 @claim_model
+@over_seeds
 def ablation_each_adds_speed(
     *, quick: bool, setup: Mapping[str, Any] | None = None, memory_of: str = "recross"
 ) -> dict[str, Any]:
