@@ -324,8 +324,9 @@ def combine_seeds(outs: list[dict[str, Any]], seeds: tuple[int, ...]) -> dict[st
     values = [o["value"] for o in outs]
     where = f"seeds {seed_range(seeds)} ({SEED_KEY})"
     if all(isinstance(v, bool) for v in values):
-        margins = [o.get("margin") for o in outs]
-        if all(m is not None for m in margins):
+        got = [o.get("margin") for o in outs]
+        margins = [float(m) for m in got if m is not None]
+        if len(margins) == len(outs):
             pick = min(range(len(outs)), key=lambda i: margins[i])
             spread = f", margin {_fmt(min(margins))} to {_fmt(max(margins))}"
         else:
@@ -347,9 +348,10 @@ def combine_seeds(outs: list[dict[str, Any]], seeds: tuple[int, ...]) -> dict[st
             f"{out.get('detail', '')}; {where}: median {_fmt(values[pick])} (seed "
             f"{seeds[pick]}), range {_fmt(lo)}-{_fmt(hi)}"
         )
-    bounds = [o.get("bound") for o in outs]
-    if all(b is not None for b in bounds):
-        top = max(range(len(outs)), key=lambda i: float(bounds[i]))
+    given = [o.get("bound") for o in outs]
+    bounds = [float(b) for b in given if b is not None]
+    if len(bounds) == len(outs):
+        top = max(range(len(outs)), key=lambda i: bounds[i])
         for key in ("bound", "bound_detail", "bound_terms"):
             if key in outs[top]:
                 out[key] = outs[top][key]

@@ -77,9 +77,14 @@ def test_a_model_function_computes_from_the_model() -> None:
 
 
 def test_curve_claims_follow_every_step() -> None:
-    kw = {"quick": True, "design": "trim-g", "baseline": "recnmp", "axis": "batch"}
+    # one draw: over seeds a curve's figure is the median seed's curve, not the curve of each
+    # step's median (test_claim_seeds.py checks the seeds)
+    one = {"workload.seed": 0}
+    kw = {"quick": True, "design": "trim-g", "baseline": "recnmp", "axis": "batch", "setup": one}
     ratios = [
-        arch_claims.speedup(quick=True, design="trim-g", baseline="recnmp", batch=b)["value"]
+        arch_claims.speedup(quick=True, design="trim-g", baseline="recnmp", batch=b, setup=one)[
+            "value"
+        ]
         for b in (2, 4)
     ]
     assert arch_claims.max_speedup(**kw, values=[2, 4])["value"] == max(ratios)
