@@ -189,3 +189,32 @@ DOC_COMMANDS = [
 @pytest.mark.parametrize("page,command", DOC_COMMANDS, ids=[command_id(c) for _, c in DOC_COMMANDS])
 def test_docs_commands_parse(page: str, command: str) -> None:
     parse(shlex.split(command)[1:])
+
+
+def _counts(cell: str) -> dict[str, int]:
+    """'18 agrees, 14 within band, 5 input' -> {'agrees': 18, 'within band': 14, 'input': 5}"""
+    return {k: int(n) for n, k in re.findall(r"(\d+) ([a-z ]+?)(?:,|$)", cell.strip())}
+
+
+def test_the_readmes_claim_counts_are_validations():
+    """The README's verdict counts under the papers' setups are docs/validation.md's table
+    (which the golden fixtures write), in all and for the three near-memory papers."""
+    table = (ROOT / "docs" / "validation.md").read_text()
+    rows = {
+        cells[1].strip(): _counts(cells[3])
+        for line in table.splitlines()
+        if line.startswith("| ") and len(cells := line.split("|")) > 4
+    }
+    text = " ".join(README.read_text().split())
+    m = re.search(
+        r"under the papers' setups: (\d+) agree, (\d+) within band, (\d+) exceed their bound, "
+        r"(\d+) disagree, (\d+) are inputs; of the (\d+) near-memory claims \(ReCross, TRiM, "
+        r"RecNMP\): (\d+), (\d+), (\d+), (\d+) and (\d+)\.",
+        text,
+    )
+    assert m, "the README's sentence with the claim counts changed shape"
+    kinds = ("agrees", "within band", "exceeds bound", "disagrees", "input")
+    every = rows["all papers"]
+    assert [int(x) for x in m.groups()[:5]] == [every.get(k, 0) for k in kinds]
+    near = [sum(rows[p].get(k, 0) for p in ("recross", "trim", "recnmp")) for k in kinds]
+    assert [int(x) for x in m.groups()[6:]] == near
