@@ -69,20 +69,23 @@ class Side:
 
 @dataclass(frozen=True)
 class SensitivitySetup:
-    design: str  # the sides' labels (Side.label)
-    reference: str
+    sides: tuple[Side, Side]  # (design, reference)
     workload: str
     set: dict[str, Any]
     assumptions: tuple[Assumption, ...]
     metric: str = "lookups_per_s"
-    sides: tuple[Side, Side] | None = None  # (design, reference); None: the presets as named
+
+    @property
+    def design(self) -> str:
+        """The design side's label (the numerator of the ratio)."""
+        return self.sides[0].label
+
+    @property
+    def reference(self) -> str:
+        return self.sides[1].label
 
     def side(self, label: str) -> Side:
-        design, reference = self.sides or (
-            Side(self.design, self.design, {}),
-            Side(self.reference, self.reference, {}),
-        )
-        return design if label == design.label else reference
+        return self.sides[0] if label == self.sides[0].label else self.sides[1]
 
     def ratio(self, design: tuple[float, float], reference: tuple[float, float]) -> float:
         """> 1 when the design is better: faster, or less energy per lookup."""
@@ -156,9 +159,7 @@ def parse_params(params: dict[str, Any]) -> SensitivitySetup:
     metric = params.get("metric", "lookups_per_s")
     if metric not in METRICS:
         raise NmpError(f"params.metric: must be one of {', '.join(METRICS)}, got {metric!r}")
-    return SensitivitySetup(
-        design, reference, params["workload"], common, tuple(out), metric, (sides[0], sides[1])
-    )
+    return SensitivitySetup((sides[0], sides[1]), params["workload"], common, tuple(out), metric)
 
 
 _KEYS = {"design", "reference", "workload", "set", "assumptions", "metric"} | {
