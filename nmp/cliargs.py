@@ -133,7 +133,7 @@ INT_FLAG_RANGES: dict[str, tuple[int, int]] = {
     "cache --train-steps": (0, MAX_FLAG_INT),
     "shard --profile-batches": (1, MAX_FLAG_INT),
     "shard --eval-batches": (1, MAX_FLAG_INT),
-    # each seed profiles and places anew: a spread, not a sweep (as nmp.shard.cli.MAX_SEEDS)
+    # each seed profiles and places anew: a spread, not a sweep (chosen)
     "shard --seeds": (1, 100),
     "measure --max-rows": (1, MAX_FLAG_INT),
     "measure --max-mib": (1, MAX_FLAG_INT),

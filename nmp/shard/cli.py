@@ -26,7 +26,6 @@ NMP_COMMAND = {
 
 
 ALL_SHARDERS = "all"  # --sharder all: every registered sharder (not a sharder's name)
-MAX_SEEDS = 100  # --seeds: a spread, not a sweep (each seed profiles and places anew)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -42,8 +41,7 @@ def _run(args: argparse.Namespace) -> int:
         known = ", ".join(sharder_names())
         raise NmpError(f"--sharder: unknown sharder '{unknown[0]}' (known: {known}, all)")
 
-    if not 1 <= args.seeds <= MAX_SEEDS:
-        raise NmpError(f"--seeds: must be 1 to {MAX_SEEDS}, got {args.seeds}")
+    # (--seeds' range, 1 to 100, is refused as it is parsed: nmp.cliargs.INT_FLAG_RANGES)
     if args.seeds > 1 and args.index_file:
         raise NmpError("--seeds: draws generated batches; an --index-file has one profile")
 
