@@ -5,11 +5,31 @@ from __future__ import annotations
 
 import gzip
 import os
+import subprocess
+import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+
+def nmp_error_in_child(
+    module: str, call: str, path: str | os.PathLike, timeout_s: float
+) -> subprocess.CompletedProcess:
+    """``from module import ...; call`` in a fresh interpreter, ``Path(sys.argv[1])`` standing
+    for ``path``, printing the NmpError it raises on stdout. A child, so that a read that would
+    block on a pipe or never end on /dev/zero fails the test at the timeout, not the suite."""
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom nmp.errors import NmpError\n"
+        f"from {module}\n"
+        f"try:\n    {call}\n"
+        "except NmpError as exc:\n    print(exc)\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=timeout_s
+    )
+
 
 SMALL_SWEEP = (
     'name = "small"\nworkloads = ["recross-eval"]\narchs = ["host-cpu", "recross"]\n'

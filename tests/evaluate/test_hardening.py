@@ -318,8 +318,7 @@ def test_resume_refuses_a_saved_point_no_run_wrote(tmp_path: Path, edit, key) ->
 def test_resume_of_a_plan_that_is_no_file_is_refused_at_once(tmp_path: Path, kind) -> None:
     """A run folder's plan.json made a named pipe hung `nmp evaluate --resume` (read_text
     blocked for a writer), and a link to /dev/zero read it until memory ran out."""
-    import subprocess
-    import sys
+    from tests.bad_inputs import nmp_error_in_child
 
     run = tmp_path / "r"
     run.mkdir()
@@ -330,13 +329,10 @@ def test_resume_of_a_plan_that_is_no_file_is_refused_at_once(tmp_path: Path, kin
         plan.symlink_to("/dev/zero")
     else:
         plan.mkdir()
-    code = (
-        "import sys\nfrom pathlib import Path\nfrom nmp.errors import NmpError\n"
-        "from nmp.evaluate.runner import check_same_plan\n"
-        "try:\n    check_same_plan(Path(sys.argv[1]), 's', ['k'])\n"
-        "except NmpError as exc:\n    print(exc)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(run)], capture_output=True, text=True, timeout=20
+    done = nmp_error_in_child(
+        "nmp.evaluate.runner import check_same_plan",
+        "check_same_plan(Path(sys.argv[1]), 's', ['k'])",
+        run,
+        timeout_s=20,
     )
     assert done.stdout.startswith(f"{plan}: not a plan nmp evaluate wrote ("), done

@@ -286,8 +286,7 @@ def test_a_record_that_is_no_small_json_file_is_refused_at_once(tmp_path, kind):
     """A named pipe given as hbm.loaded_latency_record hung `nmp run` (read_text waited for a
     writer), /dev/zero was read until the kernel killed the process (24 GB), and a record
     nested past the JSON parser's depth was "input nested too deeply", naming no file."""
-    import subprocess
-    import sys
+    from tests.bad_inputs import nmp_error_in_child
 
     path = tmp_path / "record.json"
     if kind == "fifo":
@@ -298,14 +297,8 @@ def test_a_record_that_is_no_small_json_file_is_refused_at_once(tmp_path, kind):
         path.write_text("[" * 100_000 + "]" * 100_000)
     else:
         path.write_bytes(b" " * (queues.MAX_RECORD_BYTES + 1))
-    code = (
-        "import sys\nfrom pathlib import Path\nfrom nmp.errors import NmpError\n"
-        "from nmp.gpu.queues import read_record\n"
-        "try:\n    read_record(Path(sys.argv[1]))\n"
-        "except NmpError as exc:\n    print(exc)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=30
+    done = nmp_error_in_child(
+        "nmp.gpu.queues import read_record", "read_record(Path(sys.argv[1]))", path, timeout_s=30
     )
     assert done.stdout.startswith(f"{path}: "), done
     assert "\n" not in done.stdout.strip()
