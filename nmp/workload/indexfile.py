@@ -92,22 +92,18 @@ def _open_archive(file: str) -> Iterator[Any]:
     the check is not the one read)."""
     import zipfile
 
-    opened = open_regular(file)
-    try:
-        fh = opened.__enter__()
-    except NmpError as exc:
-        raise TraceError(exc.message, file=file) from None
-    try:
+    with contextlib.ExitStack() as stack:
         try:
-            archive = zipfile.ZipFile(fh)
+            fh = stack.enter_context(open_regular(file))
+        except NmpError as exc:
+            raise TraceError(exc.message, file=file) from None
+        try:
+            archive = stack.enter_context(zipfile.ZipFile(fh))
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise TraceError(
                 f"not a whole .npz archive (truncated or corrupt: {exc})", file=file
             ) from None
-        with archive:
-            yield archive
-    finally:
-        opened.__exit__(None, None, None)
+        yield archive
 
 
 def _members(archive, file: str) -> list[tuple[int, str, Any, tuple[int, ...]]]:
