@@ -19,6 +19,7 @@ os.environ.setdefault("NMP_PROGRESS_EVERY_S", "3600")
 # fails if any file there changed while the tests ran.
 _ROOT = Path(__file__).resolve().parent.parent
 _SHIPPED_DATA = ("nmp/*/data/**/*", "data/**/*")
+_SHIPPED_KEY = pytest.StashKey[dict]()
 
 
 def _shipped_state() -> dict[str, tuple[int, int]]:
@@ -46,6 +47,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if changed:
         print(f"\nshipped data changed while the tests ran: {', '.join(changed)}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-_SHIPPED_KEY = pytest.StashKey[dict]()
