@@ -258,11 +258,11 @@ def _user_entry(key: str) -> Path:
     version's engine may time it otherwise)."""
     import hashlib
 
-    from nmp.toml_cache import cache_folder
+    from nmp.memory.native_build import cache_dir
     from nmp.version import __version__
 
     digest = hashlib.sha256(f"{__version__}\0{key}".encode()).hexdigest()[:32]
-    return cache_folder().parent / "hbm" / f"{digest}.json"
+    return cache_dir() / "hbm" / f"{digest}.json"
 
 
 def _read_user_entry(key: str) -> dict[str, Any] | None:
