@@ -47,3 +47,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if changed:
         print(f"\nshipped data changed while the tests ran: {', '.join(changed)}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slow tests first: pytest-xdist hands tests out in this order, and a slow test that
+    starts last leaves the other worker idle while it runs (CI has two)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
