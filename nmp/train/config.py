@@ -100,9 +100,9 @@ class TrainConfig:
     # CPR (Maeng et al., MLSys'21): the save interval comes from the user's bound on the
     # portion of lost samples, PLS = interval / (2 * nodes * MTBF) (a failure loses on average
     # half an interval of one node's updates), so interval = 2 * PLS * nodes * MTBF.
-    cpr_pls: float = 0.02  # chosen: a 2 % bound; CPR leaves the bound to the user (swept)
+    cpr_pls: float = 0.02  # chosen: a 2 % bound; CPR leaves it to the user (crossover axis)
     cpr_fraction: float = 0.1  # MFU: rows saved by each partial save (top-k by use since then)
-    cpr_full_every: int = 4  # chosen: every 4th save is a full one (bounds a cold row's age)
+    cpr_full_every: int = 4  # chosen: every 4th save full (a cold row's age; crossover axis)
     ssu_sample: float = 0.05  # fraction of each batch's samples whose rows SSU records
     # empty: a temporary folder removed after the run; else each run writes into a folder of
     # its own inside it (run-<strategy>-<unique>), kept

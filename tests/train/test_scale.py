@@ -71,6 +71,8 @@ def test_extrapolate_and_crossover_cli(capsys, tmp_path):
         "step_ms",
         "network_gbps",
         "restart_s",
+        "cpr_pls",
+        "cpr_full_every",
     }
     # A longer step dilutes the coded update's extra work: ECRec wins above a crossover.
     st = next(
