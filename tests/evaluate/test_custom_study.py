@@ -132,6 +132,8 @@ def test_check_runs_the_runners_check_params(tmp_path, toy_runner, capsys):
         "papers/sensitivity-recross-trim",
         "papers/sensitivity-trimb-trimg",
         "papers/sensitivity-host-energy",
+        "papers/gpu-chosen",
+        "papers/gpu-chosen-h200",
     ],
 )
 def test_paper_studies_check_their_params(name, capsys):

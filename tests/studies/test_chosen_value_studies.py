@@ -1,6 +1,6 @@
 """The studies of chosen values (papers/sensitivity-trimb-trimg, sensitivity-host-energy,
-gpu-chosen): each parses, moves the values its comments name, and the figure it reports moves
-with each value as the mechanism says."""
+gpu-chosen, gpu-chosen-h200): each parses, moves the values its comments name, and the figure
+it reports moves with each value as the mechanism says."""
 
 from __future__ import annotations
 
@@ -124,3 +124,45 @@ def test_combined_kernel_gains_more_with_a_deeper_hbm_read_queue() -> None:
 
     gains = [speedup(q) for q in (64, 128, 256)]
     assert gains[0] < gains[1] < gains[2]
+
+
+def test_gpu_chosen_h200_moves_the_h200_presets_chosen_values() -> None:
+    """gpu-chosen on the H200: both sides the h200 preset, one per kernel, and each assumption
+    x0.5 and x2 of the value models/gpu/h200.toml holds (a preset change shows here)."""
+    from nmp.gpu import load_gpu
+
+    setup = _setup("gpu-chosen-h200")
+    assert setup.side("combined").arch == setup.side("stock").arch == "h200"
+    gpu = load_gpu("h200")
+    keys = set()
+    for a in setup.assumptions:
+        ((key, low),) = a.low.items()
+        ((key_high, high),) = a.high.items()
+        assert key == key_high and key.startswith("arch.")
+        part, name = key.removeprefix("arch.").split(".")
+        nominal = getattr(getattr(gpu, part), name)
+        assert (low, high) == (nominal / 2, nominal * 2), key
+        keys.add(key)
+    assert {"arch.l2.bytes_per_cycle", "arch.hbm.read_queue", "arch.l1.bytes_per_cycle"} <= keys
+
+
+@pytest.mark.slow
+def test_h200_combined_kernel_is_held_by_the_l2_slices_request_rate() -> None:
+    """On the H200 the combined kernel's loads are mostly L2 hits: at the chosen L2 bandwidth
+    the slices' measured request rate binds, so doubling the bytes gains nothing; halving them
+    makes the byte queue the longer, and the kernel waits there (gpu-chosen-h200's largest bar)."""
+
+    def run(bytes_per_cycle: float):
+        over = {
+            "workload.reuse": "high",
+            "arch.variant": "combined",
+            "arch.l2.bytes_per_cycle": bytes_per_cycle,
+        }
+        return run_point("h200", "gpu-micro24", overrides=over)
+
+    nominal, double, half = run(5120.0), run(10240.0), run(2560.0)
+    assert set(nominal.breakdown["tables_bound_by"]) == {"l2_requests"}
+    assert double.lookups_per_s == pytest.approx(nominal.lookups_per_s, rel=1e-3)
+    assert half.lookups_per_s < 0.85 * nominal.lookups_per_s
+    queued = [r.breakdown["stall_ns"]["l2_queueing"] for r in (half, nominal)]
+    assert queued[0] > 2.0 * queued[1]
