@@ -9,13 +9,19 @@ from pathlib import Path
 from nmp.errors import NmpError, TraceError
 from nmp.fileio import open_regular
 
+# A gzip trace's first bytes of text, looked at before the rest is unpacked: a trace is ASCII
+# text, and a stream of zeros (the usual gzip bomb: 2 GB in 2 MB) or a compressed binary shows a
+# NUL byte at once, where unpacking it up to the memory limit took 5.8 s and 2 GB.
+PROBE_BYTES = 1 << 16
+
 
 def read_trace_bytes(path: Path, max_bytes: int | None = None) -> bytes:
     """The trace's bytes (gunzipped where it is gzip), at most ``max_bytes`` of them: a device
     (``/dev/zero``), a pipe or a folder is refused (checked on the open descriptor, which is
     the one read: a file swapped for a pipe after a check cannot block the read), as is a
-    text (gunzipped) beyond the bound, before it is all in memory; a damaged gzip stream
-    (a bad CRC, a corrupt deflate block, a truncated member) is named as such."""
+    text (gunzipped) beyond the bound, before it is all in memory, and a gzip stream whose
+    first :data:`PROBE_BYTES` of text hold a NUL byte, before the rest is unpacked; a damaged
+    gzip stream (a bad CRC, a corrupt deflate block, a truncated member) is named as such."""
     limit = -1 if max_bytes is None else max_bytes + 1
     try:
         with open_regular(path) as fh:
@@ -27,6 +33,8 @@ def read_trace_bytes(path: Path, max_bytes: int | None = None) -> bytes:
 
                 try:
                     with gzip.GzipFile(fileobj=fh, mode="rb") as gz:
+                        _refuse_binary(gz.read(PROBE_BYTES), path)
+                        gz.seek(0)  # (unpacks the probe again: cheaper than a copy of the text)
                         data = gz.read(limit)
                 except (EOFError, zlib.error) as exc:
                     raise TraceError(f"damaged gzip data: {exc}", file=str(path)) from None
@@ -45,3 +53,13 @@ def read_trace_bytes(path: Path, max_bytes: int | None = None) -> bytes:
             file=str(path),
         )
     return data
+
+
+def _refuse_binary(probe: bytes, path: Path) -> None:
+    at = probe.find(b"\0")
+    if at >= 0:
+        raise TraceError(
+            f"not a trace: its text (gunzipped) holds a NUL byte at byte {at:,} (a binary file, "
+            "or a stream of zeros that would unpack to far more than its size)",
+            file=str(path),
+        )

@@ -252,3 +252,42 @@ def test_a_decimal_address_with_leading_zeros_names_its_line(tmp_path, text) -> 
     with pytest.raises(TraceError, match="leading zero") as err:
         read_trace(path)
     assert err.value.line == text.count("\n")
+
+
+def _zeros_gzip(path, megabytes: int) -> None:
+    """``megabytes`` MiB of zeros, gzip-compressed (about 1000:1) without holding them."""
+    import zlib
+
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip member
+    chunk = bytes(1 << 20)
+    with open(path, "wb") as fh:
+        for _ in range(megabytes):
+            fh.write(comp.compress(chunk))
+        fh.write(comp.flush())
+
+
+def test_a_gzip_stream_of_zeros_is_refused_before_it_is_unpacked(tmp_path) -> None:
+    """The usual gzip bomb: 256 MiB of zeros in 256 KB. Its first text bytes hold a NUL, so it is
+    refused at once, under no memory bound, not unpacked up to one; a trace that starts as text
+    and holds a NUL later is refused by its line, as before."""
+    import resource
+    import time
+
+    from nmp.memory.trace_file import read_trace_bytes
+
+    bomb = tmp_path / "bomb.trace.gz"
+    _zeros_gzip(bomb, 256)
+    assert bomb.stat().st_size < 1 << 20
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    with pytest.raises(TraceError, match="NUL byte at byte 0") as err:
+        read_trace_bytes(bomb)
+    assert time.perf_counter() - t0 < 2.0
+    assert "bomb.trace.gz" in str(err.value)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
+    assert grown_kib < 64 << 10  # well below the 256 MiB it would unpack to
+
+    late = tmp_path / "late.trace.gz"
+    late.write_bytes(gzip.compress(b"LD 0x40\n" * 20_000 + b"\0\n", mtime=0))
+    with pytest.raises(TraceError, match=r"late\.trace\.gz:20001: malformed"):
+        read_trace(late)
