@@ -199,10 +199,8 @@ def embedding_stage(
     # HBM efficiency of line fetches: the pinning pre-kernel, the index and output streams.
     line_eff = cal.efficiency_for(l2c.line_bytes)
     profile = pin_profile if pin_profile is not None else batch
-    prefetching = (
-        gpu.uses_pinning and pinning.rows > 0 and pinning.mechanism == "evict_last_prefetch"
-    )
-    per_table = gpu.uses_pinning and pinning.scope == "per_table"
+    prefetching = gpu.uses_pin_prefetch and pinning.rows > 0
+    per_table = gpu.uses_pinning and pinning.per_table
 
     def pin_efficiency(tables: list[int] | None) -> float:
         """HBM efficiency of the pre-kernel's fetches: whole rows of consecutive lines."""

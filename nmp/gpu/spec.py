@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from nmp.config import (
     KeyedValueError,
@@ -38,6 +38,13 @@ from nmp.config import (
     require_at_least,
 )
 from nmp.design import KeyAssumption
+from nmp.gpu.options import (
+    PARTITION_POLICIES,
+    PINNING_MECHANISMS,
+    PINNING_SCOPES,
+    TABLE_LAYOUTS,
+    PinningMechanism,
+)
 from nmp.gpu.variants import GPU_VARIANTS, KernelVariant
 
 VARIANTS: tuple[str, ...] = GPU_VARIANTS.names()  # the kernel variants' names, in order
@@ -132,7 +139,7 @@ class CacheSpec:
     # SMs attached to it (a line two halves read is held twice); "home": every line lives in one
     # partition that all SMs share (one pool of all the sets).
     partitions: int = 1
-    partition_policy: Literal["near", "home"] = "home"
+    partition_policy: str = "home"  # a name in nmp.gpu.options.PARTITION_POLICIES
     # L2 only: bytes fetched from memory per sector miss (a miss of one sector brings this many
     # aligned bytes); used for the index stream (nmp.gpu.index_stream).
     fetch_bytes: int = 32
@@ -191,11 +198,16 @@ class CacheSpec:
             raise KeyedValueError("fetch_bytes", "must be a multiple of sector_bytes <= line_bytes")
         if self.partitions < 1 or self.sets % self.partitions:
             raise KeyedValueError("partitions", f"must divide the {self.sets} sets")
+        if self.partition_policy not in PARTITION_POLICIES:
+            raise KeyedValueError(
+                "partition_policy", PARTITION_POLICIES.unknown_message(self.partition_policy)
+            )
 
     @property
     def caches(self) -> int:
         """Separate caches the SMs see: the partitions under "near", else one pool."""
-        return self.partitions if self.partition_policy == "near" else 1
+        separate = PARTITION_POLICIES.get(self.partition_policy).separate_caches
+        return self.partitions if separate else 1
 
     @property
     def sets(self) -> int:
@@ -438,8 +450,8 @@ class PinningSpec:
 
     rows: int = 60_000
     set_aside_fraction: float = 0.75
-    scope: Literal["global", "per_table"] = "per_table"
-    mechanism: Literal["evict_last_prefetch", "access_window"] = "evict_last_prefetch"
+    scope: str = "per_table"  # a name in nmp.gpu.options.PINNING_SCOPES
+    mechanism: str = "evict_last_prefetch"  # a name in nmp.gpu.options.PINNING_MECHANISMS
     hit_ratio: float = 0.0
     prefetch_overlaps: bool = True
     # cudaDevAttrMaxAccessPolicyWindowSize; default the H200's 134,217,728 B (measured,
@@ -455,6 +467,20 @@ class PinningSpec:
             raise KeyedValueError("hit_ratio", "must lie in [0, 1]")
         if self.max_window_bytes <= 0:
             raise KeyedValueError("max_window_bytes", "must be > 0")
+        if self.scope not in PINNING_SCOPES:
+            raise KeyedValueError("scope", PINNING_SCOPES.unknown_message(self.scope))
+        if self.mechanism not in PINNING_MECHANISMS:
+            raise KeyedValueError("mechanism", PINNING_MECHANISMS.unknown_message(self.mechanism))
+
+    @property
+    def how(self) -> PinningMechanism:
+        """What the mechanism turns on (nmp.gpu.options)."""
+        return PINNING_MECHANISMS.get(self.mechanism)
+
+    @property
+    def per_table(self) -> bool:
+        """Whether each table's kernel pins its own hottest rows (nmp.gpu.options)."""
+        return PINNING_SCOPES.get(self.scope).per_table
 
 
 @dataclass(frozen=True)
@@ -513,7 +539,7 @@ class GpuSpec:
     )
     sim: SimSpec = field(default_factory=SimSpec)
     variant: str = "baseline"  # a name in nmp.gpu.variants.GPU_VARIANTS
-    layout: Literal["drawn", "hot_first"] = "drawn"  # the tables' row order (module docstring)
+    layout: str = "drawn"  # the tables' row order (module docstring; nmp.gpu.options)
     description: str = ""
     # What this GPU's standing rests on, each with the --set that tests it (reports re-run
     # points under them: nmp.evaluate.explain); not a model input.
@@ -522,6 +548,8 @@ class GpuSpec:
     def validate(self) -> None:
         if self.variant not in GPU_VARIANTS:
             raise KeyedValueError("variant", GPU_VARIANTS.unknown_message(self.variant))
+        if self.layout not in TABLE_LAYOUTS:
+            raise KeyedValueError("layout", TABLE_LAYOUTS.unknown_message(self.layout))
         if self.die_area_mm2 <= 0:
             raise KeyedValueError("die_area_mm2", "must be > 0")
         if self.l2.sector_bytes != self.l1.sector_bytes or self.l2.line_bytes != self.l1.line_bytes:
@@ -554,12 +582,17 @@ class GpuSpec:
 
     @property
     def uses_access_window(self) -> bool:
-        return self.uses_pinning and self.pinning.mechanism == "access_window"
+        return self.uses_pinning and self.pinning.how.access_window
+
+    @property
+    def uses_pin_prefetch(self) -> bool:
+        """A pre-kernel pins the hottest rows (a pinning variant, its mechanism's switch)."""
+        return self.uses_pinning and self.pinning.how.pre_kernel
 
     @property
     def uses_hot_first_layout(self) -> bool:
         """Tables laid out hot rows first: asked for, or needed by the access-policy window."""
-        return self.layout == "hot_first" or self.uses_access_window
+        return TABLE_LAYOUTS.get(self.layout).hot_first or self.uses_access_window
 
     @property
     def needs_profile(self) -> bool:
