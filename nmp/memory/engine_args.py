@@ -53,7 +53,7 @@ def param_values(spec: MemorySpec, drain: bool, jump: bool) -> dict[str, float]:
         "nrefi": spec.timing["nREFI"],
         "read_latency": spec.read_latency_cycles,
         "dual_issue": int(c.dual_issue),
-        "closed_row": int(c.row_policy == "closed"),
+        "closed_row": int(c.closes_rows),
         "refresh_on": int(c.refreshes),
         "drain": int(drain),
         "skip_blocked": 1,  # a PRE closing an active-buffer row is not eligible (README §4)

@@ -26,6 +26,7 @@ from nmp.config import (
     require_positive,
 )
 from nmp.errors import NmpError, SpecError
+from nmp.memory.controller_options import REFRESH_MODES, ROW_POLICIES
 from nmp.units import is_power_of_two
 
 BUS_LEVELS = ("channel", "rank", "bankgroup", "bank")
@@ -103,8 +104,8 @@ class Controller:
     priority_queue: int = 1568
     wr_high_watermark: float = 0.8
     wr_low_watermark: float = 0.2
-    row_policy: Literal["open", "closed"] = "open"
-    refresh: Literal["all-bank", "none"] = "all-bank"
+    row_policy: str = "open"  # a name in nmp.memory.controller_options.ROW_POLICIES
+    refresh: str = "all-bank"  # a name in nmp.memory.controller_options.REFRESH_MODES
     dual_issue: bool = False
     frontend_ratio: int = 1
     channel_interleave_bits: int = 0
@@ -118,9 +119,18 @@ class Controller:
     @property
     def refreshes(self) -> bool:
         """Whether each rank refreshes every nREFI cycles (all-bank refresh)."""
-        return self.refresh == "all-bank"
+        return REFRESH_MODES.get(self.refresh).refreshes
+
+    @property
+    def closes_rows(self) -> bool:
+        """Whether every column access precharges its row (the closed-row policy's switch)."""
+        return ROW_POLICIES.get(self.row_policy).closes_row
 
     def validate(self) -> None:
+        if self.row_policy not in ROW_POLICIES:
+            raise KeyedValueError("row_policy", ROW_POLICIES.unknown_message(self.row_policy))
+        if self.refresh not in REFRESH_MODES:
+            raise KeyedValueError("refresh", REFRESH_MODES.unknown_message(self.refresh))
         for name in ("read_queue", "write_queue", "frontend_ratio", "line_bytes"):
             if getattr(self, name) < 1:
                 raise KeyedValueError(name, "must be at least 1")
