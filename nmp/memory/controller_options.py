@@ -13,7 +13,7 @@ from nmp.registry import Registry
 
 
 @dataclass(frozen=True)
-class RowPolicy:
+class RowBufferPolicy:
     name: str
     description: str
     closes_row: bool  # every column access closes its row (the engine's closed_row switch)
@@ -26,14 +26,14 @@ class RefreshMode:
     refreshes: bool  # each rank refreshes all its banks every nREFI cycles
 
 
-ROW_POLICIES: Registry[RowPolicy] = Registry("row policy")
+ROW_POLICIES: Registry[RowBufferPolicy] = Registry("row policy")
 REFRESH_MODES: Registry[RefreshMode] = Registry("refresh mode")
 
 ROW_POLICIES.register(
-    RowPolicy("open", "a row stays open until a miss or refresh closes it", False)
+    RowBufferPolicy("open", "a row stays open until a miss or refresh closes it", False)
 )
-ROW_POLICIES.register(RowPolicy("closed", "every column access precharges its row", True))
+ROW_POLICIES.register(RowBufferPolicy("closed", "every column access precharges its row", True))
 REFRESH_MODES.register(RefreshMode("all-bank", "all-bank refresh every nREFI (REFab)", True))
 REFRESH_MODES.register(RefreshMode("none", "no refresh (a what-if; not a real device)", False))
 
-__all__ = ["REFRESH_MODES", "ROW_POLICIES", "RefreshMode", "RowPolicy"]
+__all__ = ["REFRESH_MODES", "ROW_POLICIES", "RefreshMode", "RowBufferPolicy"]
