@@ -20,7 +20,7 @@ from nmp.arch.partition import PartitionProblem, PartitionResult, solve_partitio
 from nmp.arch.profile import MAX_CLASSES, AccessProfile
 from nmp.arch.rankcache import new_rank_caches, rank_cache_hits
 from nmp.arch.salp_readings import SALP_READINGS_REGISTRY, no_salp_row_cycles
-from nmp.arch.spec import LEVELS, ArchSpec
+from nmp.arch.spec import BASE_PLACEMENTS, LEVELS, ArchSpec
 from nmp.identity_cache import KeyedCache
 from nmp.jit import njit
 
@@ -311,7 +311,8 @@ def solve_cross_level(
         dtype=np.float64,
     )
     if not spec.bandwidth_aware_partition:
-        if spec.base_placement == "frequency" and profile is not None:
+        by_frequency = BASE_PLACEMENTS.get(spec.base_placement).hottest_to_fastest
+        if by_frequency and profile is not None:
             # the level with the most bandwidth per stored row takes the hottest rows
             rate = np.array(
                 [

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmp.arch.layout import node_capacity_slots
-from nmp.arch.spec import LEVELS
+from nmp.arch.spec import LEVELS, REPLICA_CHOICES
 from nmp.jit import njit
 
 
@@ -71,7 +71,8 @@ def replicate_hot(spec, layouts, mem, flat, profile, level, node, slot, info, or
     cold = (level == li) & ~repl
     loads = np.bincount(node[cold], minlength=lay.nodes).astype(np.float64)
     idx = np.flatnonzero(repl)
-    if spec.replica_choice == "least-loaded" and order is not None:
+    greedy = REPLICA_CHOICES.get(spec.replica_choice).greedy_in_issue_order
+    if greedy and order is not None:
         idx = order[repl[order]]  # in issue order
         node[idx] = _greedy_nodes(loads.copy(), idx.size)
     else:

@@ -23,7 +23,27 @@ from nmp.registry import Registry
 from nmp.units import is_power_of_two
 
 LEVELS = ("rank", "bankgroup", "bank")
-REPLICA_CHOICES = ("bag-blocks", "least-loaded")
+
+
+@dataclass(frozen=True)
+class ReplicaChoice:
+    """How a lookup of a replicated hot row picks its replica (``replica_choice``;
+    nmp.arch.replication)."""
+
+    name: str
+    description: str
+    # lookup by lookup, in issue order, to the least-loaded node; else balanced per-node counts
+    # handed out in blocks of the batch's table-major order
+    greedy_in_issue_order: bool
+
+
+REPLICA_CHOICES: Registry[ReplicaChoice] = Registry("replica choice")
+REPLICA_CHOICES.register(
+    ReplicaChoice("bag-blocks", "balanced counts, a bag's hot lookups on one node", False)
+)
+REPLICA_CHOICES.register(
+    ReplicaChoice("least-loaded", "each hot lookup to the least-loaded node so far", True)
+)
 
 
 @dataclass(frozen=True)
@@ -43,8 +63,26 @@ RANK_CACHE_POLICIES.register(
 RANK_CACHE_POLICIES.register(
     RankCachePolicy("online", "a row is allocated once it recurs in the batch", False, True)
 )
-# how a cross-level design without the LP picks each row's level (``base_placement``)
-BASE_PLACEMENTS = ("frequency", "capacity")
+
+
+@dataclass(frozen=True)
+class BasePlacement:
+    """How a cross-level design without the LP picks each row's level (``base_placement``)."""
+
+    name: str
+    description: str
+    # each table's hottest rows (by the access profile) on the level with the most bandwidth
+    # per row it stores; else every row spread by the levels' capacity ratio
+    hottest_to_fastest: bool
+
+
+BASE_PLACEMENTS: Registry[BasePlacement] = Registry("base placement")
+BASE_PLACEMENTS.register(
+    BasePlacement("frequency", "hottest rows on the level with the most bandwidth per row", True)
+)
+BASE_PLACEMENTS.register(
+    BasePlacement("capacity", "every row spread by capacity, oblivious of frequency", False)
+)
 
 
 def _require_choice(obj, key: str, choices: tuple[str, ...], what: str = "") -> None:
@@ -427,12 +465,12 @@ class ArchSpec:
     def validate(self) -> None:
         if self.replay_sample_requests < 0:
             raise KeyedValueError("replay_sample_requests", "must be >= 0 (0 replays everything)")
-        _require_choice(self, "base_placement", BASE_PLACEMENTS)
+        _require_choice(self, "base_placement", BASE_PLACEMENTS.names(), "base placement ")
         if self.subarray_parallelism and self.bank.units == 0:
             raise KeyedValueError("subarray_parallelism", "needs bank units (bank.units > 0)")
         if self.scheduling_window < 0:
             raise KeyedValueError("scheduling_window", "must be >= 0 (0: the whole batch)")
-        _require_choice(self, "replica_choice", REPLICA_CHOICES)
+        _require_choice(self, "replica_choice", REPLICA_CHOICES.names(), "replica choice ")
         if self.replicate_hot_rows < 0:
             raise KeyedValueError("replicate_hot_rows", "must be >= 0")
         for lv in LEVELS:
@@ -445,6 +483,8 @@ class ArchSpec:
 
 __all__ = [
     "BASE_PLACEMENTS",
+    "REPLICA_CHOICES",
+    "BasePlacement",
     "DramEnergySplit",
     "LEVELS",
     "ArchSpec",
@@ -452,5 +492,6 @@ __all__ = [
     "InstructionSpec",
     "MemorySetup",
     "ParitySpec",
+    "ReplicaChoice",
     "UnitSpec",
 ]

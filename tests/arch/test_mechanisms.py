@@ -232,6 +232,35 @@ def test_replica_choice_trades_partial_sums_for_spread(skewed):
     assert spread["least-loaded"] < 1.2 and spread["bag-blocks"] < 1.2
 
 
+def test_replica_choice_and_base_placement_are_read_by_their_switches(skewed, monkeypatch):
+    """The placement asks a registered option's switch, not its name: a twin of least-loaded
+    (and of the frequency base) under another name places every lookup as the original, and
+    the two originals differ, so a name test would show."""
+    import dataclasses
+
+    from nmp.arch.spec import BASE_PLACEMENTS, REPLICA_CHOICES
+
+    for registry, name in ((REPLICA_CHOICES, "least-loaded"), (BASE_PLACEMENTS, "frequency")):
+        twin = dataclasses.replace(registry.get(name), name=f"{name}-twin")
+        monkeypatch.setitem(registry._items, twin.name, twin)
+    batch = generate_batch(skewed, seed=3)
+
+    def nodes(design: str, over: dict) -> np.ndarray:
+        arch = load_arch(design, overrides=over)
+        arch.bind(skewed)
+        _, plc, _ = arch.prepare(batch)
+        return np.stack([plc.level, plc.node])
+
+    for design, key, name, other in (
+        ("trim-b", "replica_choice", "least-loaded", "bag-blocks"),
+        ("recross", "base_placement", "frequency", "capacity"),
+    ):
+        base = {"bandwidth_aware_partition": False} if design == "recross" else {}
+        want = nodes(design, {**base, key: name})
+        assert np.array_equal(nodes(design, {**base, key: f"{name}-twin"}), want), key
+        assert not np.array_equal(nodes(design, {**base, key: other}), want), key
+
+
 def test_models_catalog_names_each_design_switch():
     """`nmp models --kind arch` says which reading of each unsourced switch a preset uses."""
     from nmp.arch.point import catalog_rows

@@ -31,9 +31,13 @@ def test_presets_load(name):
         ("recross", {"bankgroup.cache_kib": 4.0}, "arch.bankgroup.cache_kib"),
         # switches with named readings: the error lists them
         ("recross", {"bank.salp": "salp3"}, "arch.bank.salp': unknown reading 'salp3' (known:"),
-        ("trim-g", {"replica_choice": "random"}, "arch.replica_choice': unknown 'random'"),
+        (
+            "trim-g",
+            {"replica_choice": "random"},
+            "replica_choice': unknown replica choice 'random'",
+        ),
         ("recnmp", {"rank.cache_policy": "lfu"}, "arch.rank.cache_policy': unknown 'lfu'"),
-        ("recross", {"base_placement": "rows"}, "arch.base_placement': unknown 'rows'"),
+        ("recross", {"base_placement": "rows"}, "base_placement': unknown base placement 'rows'"),
     ],
 )
 def test_bad_specs_name_the_key(name, overrides, key):

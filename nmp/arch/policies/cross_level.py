@@ -11,7 +11,7 @@ import numpy as np
 from nmp.arch.policies import register
 from nmp.arch.policies.base import RowPolicy
 from nmp.arch.rowdata import unit_hash
-from nmp.arch.spec import LEVELS
+from nmp.arch.spec import BASE_PLACEMENTS, LEVELS
 from nmp.jit import njit
 
 
@@ -35,7 +35,8 @@ class CrossLevel(RowPolicy):
     partitions_by_level = True
 
     def needs_profile(self, spec) -> bool:
-        frequency_base = spec.base_placement == "frequency" and len(spec.data_levels) > 1
+        by_frequency = BASE_PLACEMENTS.get(spec.base_placement).hottest_to_fastest
+        frequency_base = by_frequency and len(spec.data_levels) > 1
         return super().needs_profile(spec) or spec.bandwidth_aware_partition or frequency_base
 
     def partitions(self, spec) -> bool:
