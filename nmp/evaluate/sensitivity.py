@@ -5,8 +5,9 @@ A custom study (``runner = "nmp.evaluate.sensitivity:run_study"``; see
 (``params.set``) at the nominal values of every assumption, then once per assumption at its low
 and at its high value, everything else nominal (one-at-a-time, as a tornado diagram reads).
 The figure of merit is the throughput ratio ``design / reference`` (``metric =
-"lookups_per_s"``, the default) or the energy ratio ``reference / design`` (``metric =
-"energy_pj_per_lookup"``): above 1.0 the design is better either way. An assumption whose low
+"lookups_per_s"``, the default), or for a figure to minimize (``"energy_pj_per_lookup"``,
+``"area_mm2"``, ``"latency_ns"``: :mod:`nmp.evaluate.metrics`) ``reference / design``: above
+1.0 the design is better either way. An assumption whose low
 or high value moves the ratio across 1.0 is one the ordering of the two designs depends on.
 
 Params::
@@ -14,7 +15,7 @@ Params::
     design = "recross"                # the numerator of the ratio
     reference = "trim-g"              # the denominator
     workload = "recross-eval"
-    metric = "lookups_per_s"          # or "energy_pj_per_lookup"
+    metric = "lookups_per_s"          # or energy_pj_per_lookup, area_mm2, latency_ns
     set = { "arch.memory.preset" = "ddr5-4800-40", ... }   # both designs, every point
     [[assumptions]]
     name = "workload skew (Zipf exponent)"
@@ -41,10 +42,9 @@ from typing import Any
 
 from nmp.errors import NmpError
 from nmp.evaluate.executor import point_worker_init
+from nmp.evaluate.metrics import METRICS, better_ratio, ratio_name
 from nmp.fileio import atomic_write_text
 from nmp.plugins import study_runner
-
-METRICS = ("lookups_per_s", "energy_pj_per_lookup")
 
 
 @dataclass(frozen=True)
@@ -87,16 +87,12 @@ class SensitivitySetup:
     def side(self, label: str) -> Side:
         return self.sides[0] if label == self.sides[0].label else self.sides[1]
 
-    def ratio(self, design: tuple[float, float], reference: tuple[float, float]) -> float:
-        """> 1 when the design is better: faster, or less energy per lookup."""
-        if self.metric == "lookups_per_s":
-            return design[0] / reference[0]
-        return reference[1] / design[1]
+    def ratio(self, design: dict[str, float], reference: dict[str, float]) -> float:
+        """> 1 when the design is better on the metric (faster, less energy per lookup)."""
+        return better_ratio(self.metric, design[self.metric], reference[self.metric])
 
     def ratio_name(self) -> str:
-        if self.metric == "lookups_per_s":
-            return f"{self.design} / {self.reference} lookups/s"
-        return f"{self.reference} / {self.design} energy per lookup"
+        return ratio_name(self.metric, self.design, self.reference)
 
 
 def _table(value: Any, key: str) -> dict[str, Any]:
@@ -176,13 +172,13 @@ def _side(params: dict[str, Any], role: str) -> Side:
     return Side(label, params[role], own)
 
 
-def _run(job: tuple[str, str, tuple[tuple[str, Any], ...]]) -> tuple[float, float]:
+def _run(job: tuple[str, str, tuple[tuple[str, Any], ...]]) -> dict[str, float]:
     # numpy: loaded on use (start-up time)
     from nmp.evaluate.point import run_point
 
     arch, workload, items = job
     res = run_point(arch, workload, overrides=dict(items))
-    return res.lookups_per_s, res.energy_pj_per_lookup
+    return {m: float(getattr(res, m)) for m in METRICS}
 
 
 def _jobs(setup: SensitivitySetup) -> dict[tuple[str, str, str], tuple]:

@@ -40,15 +40,10 @@ import numpy as np
 
 from nmp.config import KeyedValueError, from_mapping, load_toml, project_root
 from nmp.errors import NmpError, SpecError
+from nmp.evaluate.metrics import METRICS  # objectives: each field's better direction
 
 ROOTS = ("arch", "workload", "memory")
-# PointResult fields that can be objectives, and the direction that is better for each.
-METRICS = {
-    "lookups_per_s": "max",
-    "energy_pj_per_lookup": "min",
-    "area_mm2": "min",
-    "latency_ns": "min",
-}
+
 DEFAULT_OBJECTIVES = {"lookups_per_s": "max", "energy_pj_per_lookup": "min", "area_mm2": "min"}
 
 

@@ -228,8 +228,14 @@ def test_sensitivity_study_parses() -> None:
     energy = parse_params(load_custom_study("papers/sensitivity-recross-trim-energy").params)
     assert energy.metric == "energy_pj_per_lookup"
     # > 1 means the design is better: faster, or less energy per lookup
-    assert energy.ratio((1.0, 50.0), (1.0, 100.0)) == 2.0
-    assert setup.ratio((2.0, 1.0), (1.0, 1.0)) == 2.0
+    assert energy.ratio({"energy_pj_per_lookup": 50.0}, {"energy_pj_per_lookup": 100.0}) == 2.0
+    assert setup.ratio({"lookups_per_s": 2.0}, {"lookups_per_s": 1.0}) == 2.0
+    assert setup.ratio_name() == "recross / trim-g lookups/s"
+    assert energy.ratio_name() == "trim-g / recross energy per lookup"
+    # any figure a sweep can optimize: a smaller area is better, as energy
+    params = load_custom_study("papers/sensitivity-recross-trim").params
+    area = parse_params({**params, "metric": "area_mm2"})
+    assert area.ratio({"area_mm2": 2.0}, {"area_mm2": 4.0}) == 2.0
 
 
 @pytest.mark.parametrize(
