@@ -291,7 +291,7 @@ class MemorySpec:
                     f"must be <= {MAX_TIMING_CYCLES:,} cycles, got {cycles:,} (the engine's "
                     "cycle counts would overflow)",
                 )
-        if self.controller.refresh != "none":
+        if self.controller.refreshes:
             check_refresh_leaves_time(self.timing)
         require_at_least(self, 1, "rate_mtps", "tck_ps")
         check_rate_matches_clock(self.rate_mtps, self.tck_ps, std.transfers_per_clock, std.name)
