@@ -6,8 +6,13 @@
    rows, Zipf 1.05, pooling 10) on 8 and 16 GPUs. The greedy size sharder's time on the same
    problem is printed beside it as the peer figure.
 2. Cost evaluation: placements costed per second and lookups per second of
-   :func:`nmp.shard.cost.evaluate` on Criteo Terabyte (8 GPUs, 2 batches of 53K lookups), with
-   the GPU model's own time for the unsharded batch on one GPU (``embedding_stage``) as the peer.
+   :func:`nmp.shard.cost.evaluate` on Criteo Terabyte (8 GPUs, 2 batches of 53K lookups), each
+   placement priced afresh (the kept GPU stages cleared) and once more from the kept stages,
+   with the GPU model's own time for the unsharded batch on one GPU (``embedding_stage``) as
+   the peer.
+3. What the kept stages save a whole run: every sharder at seeds 0-2 on Criteo Terabyte
+   (``nmp shard --sharder all --seeds 3``), with the stages kept and with none kept (the same
+   placements solved again in each pass), and the share of stages that were repeats.
    CPU time of this process (``time.process_time``): the VM is shared.
 
 Usage: ``python benchmarks/shard.py [--time-limit 120]``
@@ -59,6 +64,7 @@ def main() -> None:
             f"(MILP/greedy {milp_s / max(greedy_s, 1e-9):.0f}x)"
         )
     print("2. Cost evaluation (CPU s)")
+    import nmp.shard.cost as cost
     from nmp.gpu import load_gpu
     from nmp.gpu.model import embedding_stage
     from nmp.shard.cost import evaluate
@@ -68,11 +74,16 @@ def main() -> None:
     pl = get_sharder("recshard").place(p)
     batches = _eval_batches("criteo-terabyte", "()", (), 2, 0)
     evaluate(pl, topo, batches, [4] * 26)  # warm-up (compilation, calibration)
-    t0 = time.process_time()
     reps = 3
+    t0 = time.process_time()
     for _ in range(reps):
+        cost._STAGE_NS.clear()
         evaluate(pl, topo, batches, [4] * 26)
     per = (time.process_time() - t0) / reps
+    t0 = time.process_time()
+    for _ in range(reps):
+        evaluate(pl, topo, batches, [4] * 26)
+    kept = (time.process_time() - t0) / reps
     lookups = sum(b.num_lookups for b in batches)
     gpu = load_gpu(topo.gpu)
     t0 = time.process_time()
@@ -82,7 +93,55 @@ def main() -> None:
     print(
         f"  evaluate(): {per:.3f} s per placement ({1 / per:.1f}/s), "
         f"{lookups / per / 1e6:.2f} M lookups/s; embedding_stage on the unsharded batches "
-        f"{peer:.3f} s (evaluate/embedding_stage {per / peer:.2f}x)"
+        f"{peer:.3f} s (evaluate/embedding_stage {per / peer:.2f}x); from the kept stages "
+        f"{kept:.3f} s"
+    )
+    print("3. A whole run: every sharder, seeds 0-2 (CPU s)")
+    print("  " + whole_run(cost))
+
+
+def whole_run(cost) -> str:
+    """Every sharder at seeds 0-2 twice, the placements and profiles solved again in each pass:
+    with no stage kept, then with the stages kept."""
+    import nmp.shard.run as run
+    from nmp.identity_cache import KeyedCache
+    from nmp.shard.registry import SHARDERS
+
+    def one_pass() -> float:
+        for fn in (run._placement, run._profile, run._eval_batches):
+            fn.cache_clear()
+        cost._STAGE_NS.clear()
+        t0 = time.process_time()
+        for seed in range(3):
+            for name in SHARDERS.names():
+                run.run_shard(workload="criteo-terabyte", sharder=name, seed=seed)
+        return time.process_time() - t0
+
+    import nmp.gpu.model as model
+
+    kept_stages = cost._STAGE_NS
+    priced = {"n": 0}
+    stage = model.embedding_stage  # (stage_ns imports it at each call: the count sees each)
+
+    def counting(*a, **k):
+        priced["n"] += 1
+        return stage(*a, **k)
+
+    model.embedding_stage = counting
+    try:
+        cost._STAGE_NS = KeyedCache(0)  # none kept
+        off = one_pass()
+        every = priced["n"]
+        priced["n"] = 0
+        cost._STAGE_NS = kept_stages
+        on = one_pass()
+        distinct = priced["n"]
+    finally:
+        model.embedding_stage = stage
+        cost._STAGE_NS = kept_stages
+    return (
+        f"none kept {off:.2f} s ({every} stages priced), kept {on:.2f} s ({distinct} priced: "
+        f"{1 - distinct / every:.0%} were repeats), {off / on:.2f}x"
     )
 
 
