@@ -178,6 +178,33 @@ class Energy:
                 raise KeyedValueError(f.name, f"must be >= 0, got {getattr(self, f.name)}")
 
 
+def check_energy_terms(e: Energy, timing: dict[str, int]) -> None:
+    """Each command's energy above the background it includes is >= 0, as
+    :func:`nmp.memory.stats` derives it: an activation is IDD0 over tRC less IDD3N over tRAS and
+    IDD2N over tRP, a read, a write or a refresh its IDD4R, IDD4W or IDD5AB less IDD3N. A set
+    of currents from another part, or with the background measured otherwise (a DDR5
+    datasheet's IDD3N, all banks open, exceeds its one-bank IDD0), made those terms negative
+    and the energy per lookup smaller, silently."""
+    tras = timing.get("nRAS", 0)
+    trc = timing.get("nRC", tras + timing.get("nRP", 0))
+    background = e.idd3n_ma * tras + e.idd2n_ma * timing.get("nRP", 0)
+    if e.idd0_ma * trc < background:
+        raise KeyedValueError(
+            "energy.idd0_ma",
+            f"{e.idd0_ma:g} mA over tRC ({trc} cycles) is below the background it includes "
+            f"(idd3n_ma over tRAS and idd2n_ma over tRP: {background / trc:.4g} mA on average): "
+            "the activation energy would be negative",
+            also=("energy.idd3n_ma", "energy.idd2n_ma"),
+        )
+    for name in ("idd4r_ma", "idd4w_ma", "idd5ab_ma"):
+        if getattr(e, name) < e.idd3n_ma:
+            raise KeyedValueError(
+                f"energy.{name}",
+                f"must be >= idd3n_ma ({e.idd3n_ma:g}), got {getattr(e, name):g}: the "
+                "command's energy above the active background would be negative",
+            )
+
+
 # The longest timing parameter taken (chosen: 2^24 cycles, 10 ms at 1.6 GHz, about 1,300x the
 # longest parameter of any preset, nREFI = 12,480): the engine adds parameters and counts cycles
 # in 64-bit integers, which a value such as 10^17 overflows into negative latencies.
@@ -313,6 +340,8 @@ class MemorySpec:
             parse_mapping(self.mapping)
         except SpecError as exc:
             raise KeyedValueError("mapping", exc.message) from None
+        if self.energy is not None:
+            check_energy_terms(self.energy, self.timing)
 
     # ---- derived figures -------------------------------------------------------------------
     @property

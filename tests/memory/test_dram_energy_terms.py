@@ -3,8 +3,8 @@ DDR5-4800 preset's stated currents, and what a design point charges for it.
 
 A RD burst: ``VDD x (IDD4R - IDD3N) x nBL x tCK x devices`` (V x mA x ns = pJ). ReCross's
 DDR5-4800 (models/memory/ddr5-4800-40.toml [energy]): VDD 1.1 V, IDD4R 190 mA, IDD3N 50 mA
-(chosen: of the order of a 16Gb x8 DDR5-4800 datasheet, Micron MT60B2G8), 4 x8 devices per
-32-bit channel, nBL 8 (BL16), tCK 0.416 ns.
+(chosen, below a 16Gb x8 DDR5-4800 datasheet's: the preset says why), 4 x8 devices per 32-bit
+channel, nBL 8 (BL16), tCK 0.416 ns.
 
 A near-memory design point reads every looked-up row's 64-B lines once (each one RD burst);
 ``read_path_pj`` is what its units pay of those bursts and ``read_path_saved_pj`` what the
@@ -62,3 +62,31 @@ def test_the_read_energy_moves_with_idd4r_above_idd3n_and_nothing_else_does():
     assert res.latency_ns == base.latency_ns
     grew = res.breakdown["energy_pj"]["dram_core"] - base.breakdown["energy_pj"]["dram_core"]
     assert grew == pytest.approx((factor - 1) * b["read_path_pj"], rel=1e-9)
+
+
+# Micron's 16Gb DDR5 die rev A at DDR5-4800 as gem5 quotes it (src/python/gem5/components/memory/
+# dram_interfaces/ddr5.py, DDR5_4400_4x8): its IDD3N (all banks open) exceeds its one-bank IDD0.
+DATASHEET = {
+    "energy.idd0_ma": 122.0,
+    "energy.idd2n_ma": 92.0,
+    "energy.idd3n_ma": 142.0,
+    "energy.idd4r_ma": 530.0,
+    "energy.idd4w_ma": 479.0,
+    "energy.idd5ab_ma": 277.0,
+}
+
+
+def test_a_current_set_that_makes_a_command_energy_negative_is_refused():
+    """IDD0 over tRC below the background it includes gave a negative activation energy and a
+    smaller energy per lookup, silently: the set is refused, naming the key; the boundary
+    (an activation worth exactly its background) is accepted."""
+    from nmp.errors import SpecError
+
+    with pytest.raises(SpecError, match="idd0_ma.*activation energy would be negative"):
+        load_memory("ddr5-4800-40", overrides=DATASHEET)
+    t = load_memory("ddr5-4800-40").timing
+    background = IDD3N_MA * t["nRAS"] + 42.0 * t["nRP"]  # the preset's IDD2N: 42 mA
+    edge = load_memory("ddr5-4800-40", overrides={"energy.idd0_ma": background / t["nRC"]})
+    assert command_energy_pj(edge, {"ACT": 1}, 0.0)["act"] == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(SpecError, match="idd4r_ma.*must be >= idd3n_ma"):
+        load_memory("ddr5-4800-40", overrides={"energy.idd4r_ma": IDD3N_MA - 1.0})
