@@ -170,6 +170,20 @@ class Energy:
     devices: float
     io_pj_per_bit: float
 
+    def command_excess(self, timing: dict[str, int]) -> dict[str, float]:
+        """Each command's current above the background it includes (DRAMsim3's IDD formulas;
+        :mod:`nmp.memory.stats` turns them into pJ): ``act`` in mA x cycles (IDD0 over tRC less
+        IDD3N over tRAS and IDD2N over tRP), ``rd``, ``wr``, ``ref`` in mA (IDD4R, IDD4W,
+        IDD5AB less IDD3N, over nBL, nBL and nRFC)."""
+        tras = timing.get("nRAS", 0)
+        trc = timing.get("nRC", tras + timing.get("nRP", 0))
+        return {
+            "act": self.idd0_ma * trc - (self.idd3n_ma * tras + self.idd2n_ma * timing["nRP"]),
+            "rd": self.idd4r_ma - self.idd3n_ma,
+            "wr": self.idd4w_ma - self.idd3n_ma,
+            "ref": self.idd5ab_ma - self.idd3n_ma,
+        }
+
     def validate(self) -> None:
         # a negative current or voltage gave a negative energy, silently
         require_positive(self, "vdd_v", "devices")
@@ -179,16 +193,16 @@ class Energy:
 
 
 def check_energy_terms(e: Energy, timing: dict[str, int]) -> None:
-    """Each command's energy above the background it includes is >= 0, as
-    :func:`nmp.memory.stats` derives it: an activation is IDD0 over tRC less IDD3N over tRAS and
-    IDD2N over tRP, a read, a write or a refresh its IDD4R, IDD4W or IDD5AB less IDD3N. A set
-    of currents from another part, or with the background measured otherwise (a DDR5
-    datasheet's IDD3N, all banks open, exceeds its one-bank IDD0), made those terms negative
-    and the energy per lookup smaller, silently."""
-    tras = timing.get("nRAS", 0)
-    trc = timing.get("nRC", tras + timing.get("nRP", 0))
-    background = e.idd3n_ma * tras + e.idd2n_ma * timing.get("nRP", 0)
-    if e.idd0_ma * trc < background:
+    """Each command's energy above the background it includes is >= 0
+    (:meth:`Energy.command_excess`, the terms :mod:`nmp.memory.stats` charges). A set of
+    currents from another part, or with the background measured otherwise (a DDR5 datasheet's
+    IDD3N, all banks open, exceeds its one-bank IDD0), made those terms negative and the energy
+    per lookup smaller, silently."""
+    excess = e.command_excess(timing)
+    if excess["act"] < 0:
+        tras = timing.get("nRAS", 0)
+        trc = timing.get("nRC", tras + timing.get("nRP", 0))
+        background = e.idd0_ma * trc - excess["act"]
         raise KeyedValueError(
             "energy.idd0_ma",
             f"{e.idd0_ma:g} mA over tRC ({trc} cycles) is below the background it includes "
@@ -196,8 +210,8 @@ def check_energy_terms(e: Energy, timing: dict[str, int]) -> None:
             "the activation energy would be negative",
             also=("energy.idd3n_ma", "energy.idd2n_ma"),
         )
-    for name in ("idd4r_ma", "idd4w_ma", "idd5ab_ma"):
-        if getattr(e, name) < e.idd3n_ma:
+    for command, name in (("rd", "idd4r_ma"), ("wr", "idd4w_ma"), ("ref", "idd5ab_ma")):
+        if excess[command] < 0:
             raise KeyedValueError(
                 f"energy.{name}",
                 f"must be >= idd3n_ma ({e.idd3n_ma:g}), got {getattr(e, name):g}: the "

@@ -99,12 +99,11 @@ def _energy_of(spec: MemorySpec) -> tuple | None:
     t = spec.timing
     tck = spec.tck_ns
     scale = e.vdd_v * e.devices * tck
-    tras = t.get("nRAS", 0)
-    trc = t.get("nRC", tras + t.get("nRP", 0))
-    e_act = scale * (e.idd0_ma * trc - (e.idd3n_ma * tras + e.idd2n_ma * t["nRP"]))
-    e_rd = scale * (e.idd4r_ma - e.idd3n_ma) * t["nBL"]
-    e_wr = scale * (e.idd4w_ma - e.idd3n_ma) * t["nBL"]
-    e_ref = scale * (e.idd5ab_ma - e.idd3n_ma) * t["nRFC"]
+    excess = e.command_excess(t)  # (the spec refuses a set that makes one negative)
+    e_act = scale * excess["act"]
+    e_rd = scale * excess["rd"] * t["nBL"]
+    e_wr = scale * excess["wr"] * t["nBL"]
+    e_ref = scale * excess["ref"] * t["nRFC"]
     ranks = spec.org.channels * spec.org.ranks
     return (scale, e_act, e_rd, e_wr, e_ref, e.idd3n_ma, e.idd2n_ma, e.io_pj_per_bit,
             spec.org.tx_bytes, ranks)  # fmt: skip
