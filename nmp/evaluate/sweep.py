@@ -44,7 +44,7 @@ from nmp.evaluate.metrics import METRICS  # objectives: each field's better dire
 
 ROOTS = ("arch", "workload", "memory")
 
-DEFAULT_OBJECTIVES = {"lookups_per_s": "max", "energy_pj_per_lookup": "min", "area_mm2": "min"}
+DEFAULT_OBJECTIVES = {m: METRICS[m] for m in ("lookups_per_s", "energy_pj_per_lookup", "area_mm2")}
 
 
 @dataclass(frozen=True)
