@@ -43,6 +43,18 @@ def _case_result(case: dict[str, Any], folder) -> tuple[bool, bool, float]:
     return exact, within, err_pct
 
 
+def missing_reference(check_id: str, source: str, published: str) -> CheckResult:
+    """A DRAM check's row where the reference cases are not found: where it looked."""
+    return CheckResult(
+        id=check_id,
+        source=source,
+        published=published,
+        model=f"reference data not found at {dram_reference_dir()}",
+        verdict="error",
+        group="simulator",
+    )
+
+
 @builtin("dram.ramulator2")
 def dram_vs_ramulator(quick: bool) -> list[CheckResult]:
     """The DRAM engine on every reference case against Ramulator 2.1: one row per standard."""
@@ -50,13 +62,10 @@ def dram_vs_ramulator(quick: bool) -> list[CheckResult]:
     path = folder / "cases.json"
     if not path.is_file():
         return [
-            CheckResult(
-                id="dram.ramulator2",
-                source="Ramulator 2.1 reference cases",
-                published="cycles and row hits/misses/conflicts per case",
-                model=f"reference data not found at {folder}",
-                verdict="error",
-                group="simulator",
+            missing_reference(
+                "dram.ramulator2",
+                "Ramulator 2.1 reference cases",
+                "cycles and row hits/misses/conflicts per case",
             )
         ]
     data = json.loads(path.read_text())

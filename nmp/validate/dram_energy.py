@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from nmp.reference import case_memory_spec, dram_reference_dir
+from nmp.validate.checks import missing_reference
 from nmp.validate.result import CheckResult, builtin
 
 # What DRAMsim3 ran that the kit's presets do not (README section 7, DRAMsim3 @2981759's
@@ -155,13 +156,8 @@ def dram_energy_vs_dramsim3(quick: bool) -> list[CheckResult]:
     path = folder / "cases.json"
     if not path.is_file():
         return [
-            CheckResult(
-                id="dram.dramsim3-energy",
-                source="DRAMsim3 reference cases",
-                published="total energy per case",
-                model=f"reference data not found at {folder}",
-                verdict="error",
-                group="simulator",
+            missing_reference(
+                "dram.dramsim3-energy", "DRAMsim3 reference cases", "total energy per case"
             )
         ]
     sim = json.loads(path.read_text()).get("simulators", {}).get("dramsim3", "DRAMsim3")
