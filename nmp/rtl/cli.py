@@ -127,13 +127,15 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser, *, width: bool = True) -> None:
+    from nmp.rtl.input_modes import INPUT_MODES  # (no pyrtl: the modes are data)
+
     if width:
         p.add_argument("--width", type=int, default=64, help="parity word bits, 64..512 (64)")
     p.add_argument("--depth", type=int, default=1024, help="parity memory words (1024)")
     p.add_argument("--stages", type=int, default=2, help="pipeline depth, 2..8 (2)")
     p.add_argument(
         "--input",
-        choices=("delta", "old-new"),
+        choices=[name.replace("_", "-") for name in INPUT_MODES.names()],
         default="delta",
         help="(addr, delta) or (addr, old, new) through the data-side delta unit (delta)",
     )

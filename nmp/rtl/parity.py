@@ -29,8 +29,7 @@ import pyrtl
 
 from nmp.errors import SpecError
 from nmp.rtl.gf import gf_scale_word
-
-INPUT_MODES = ("delta", "old_new")
+from nmp.rtl.input_modes import INPUT_MODES, InputMode
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class ParityUnitConfig:
     depth: int = 1024  # parity memory words
     stages: int = 2  # cycles from acceptance to write-back (>= 2: read, then write)
     gf: bool = False  # GF(2^8) variant: scale each byte lane of the delta by in_coef
-    input_mode: str = "delta"  # "delta": (addr, delta); "old_new": (addr, old, new)
+    input_mode: str = "delta"  # a registered front end (nmp.rtl.input_modes): delta, old_new
     clear_on_reset: bool = True  # sweep the parity memory to zero after reset
 
     def __post_init__(self) -> None:
@@ -51,8 +50,14 @@ class ParityUnitConfig:
             raise SpecError("parity memory depth must be in 2..2^20 words", key="depth")
         if not 2 <= self.stages <= 8:
             raise SpecError("pipeline depth must be in 2..8 stages", key="stages")
-        if self.input_mode not in INPUT_MODES:
-            raise SpecError(f"input mode must be one of {INPUT_MODES}", key="input_mode")
+        if self.input_mode not in INPUT_MODES.names():
+            known = ", ".join(INPUT_MODES.names())
+            raise SpecError(f"input mode must be one of {known}", key="input_mode")
+
+    @property
+    def front_end(self) -> InputMode:
+        """The registered front end of ``input_mode``."""
+        return INPUT_MODES.get(self.input_mode)
 
     @property
     def addr_bits(self) -> int:
@@ -61,37 +66,14 @@ class ParityUnitConfig:
     @property
     def latency_cycles(self) -> int:
         """Cycles from an accepted input to its write-back."""
-        return self.stages + (1 if self.input_mode == "old_new" else 0)
+        return self.stages + self.front_end.extra_cycles
 
     @property
     def name(self) -> str:
         """A legal Verilog identifier naming this configuration."""
         kind = "gf" if self.gf else "xor"
-        mode = "" if self.input_mode == "delta" else "_oldnew"
+        mode = self.front_end.name_suffix
         return f"nmp_parity_{kind}{mode}_w{self.width}_d{self.depth}_s{self.stages}"
-
-
-def delta_unit(
-    valid: pyrtl.WireVector,
-    addr: pyrtl.WireVector,
-    old: pyrtl.WireVector,
-    new: pyrtl.WireVector,
-    ready: pyrtl.WireVector,
-) -> tuple[pyrtl.WireVector, pyrtl.WireVector, pyrtl.WireVector, pyrtl.WireVector]:
-    """Data-side delta unit: ``delta = old XOR new``, registered (latency 1 cycle).
-
-    Returns ``(in_ready, out_valid, out_addr, out_delta)``. A one-entry pipeline buffer: it
-    takes an input when it is empty or the downstream ``ready`` is high (``in_ready``), and
-    holds its output otherwise.
-    """
-    out_valid = pyrtl.Register(1, name="du_valid")
-    out_addr = pyrtl.Register(len(addr), name="du_addr")
-    out_delta = pyrtl.Register(len(old), name="du_delta")
-    take = ready | ~out_valid
-    out_valid.next <<= pyrtl.select(take, valid, out_valid)
-    out_addr.next <<= pyrtl.select(take, addr, out_addr)
-    out_delta.next <<= pyrtl.select(take, old ^ new, out_delta)
-    return take, out_valid, out_addr, out_delta
 
 
 def clear_sweep(depth: int, addr_bits: int) -> tuple[pyrtl.WireVector, pyrtl.WireVector]:
@@ -197,35 +179,16 @@ def parity_core(
 
 def _inputs(cfg: ParityUnitConfig) -> dict[str, pyrtl.Input]:
     ins = {"in_valid": pyrtl.Input(1, "in_valid"), "in_addr": pyrtl.Input(cfg.addr_bits, "in_addr")}
-    if cfg.input_mode == "delta":
-        ins["in_delta"] = pyrtl.Input(cfg.width, "in_delta")
-    else:
-        ins["in_old"] = pyrtl.Input(cfg.width, "in_old")
-        ins["in_new"] = pyrtl.Input(cfg.width, "in_new")
+    for port in cfg.front_end.data_ports:
+        ins[port] = pyrtl.Input(cfg.width, port)
     if cfg.gf:
         ins["in_coef"] = pyrtl.Input(8, "in_coef")
     return ins
 
 
-def _front(cfg: ParityUnitConfig, ins: dict, core_ready: pyrtl.WireVector):
-    """(in_ready, valid, addr, delta, coef): the core's inputs straight from the unit's inputs,
-    or through the data-side delta unit (which then also delays the coefficient one cycle)."""
-    coef = ins.get("in_coef")
-    if cfg.input_mode == "delta":
-        return core_ready, ins["in_valid"], ins["in_addr"], ins["in_delta"], coef
-    in_ready, valid, addr, delta = delta_unit(
-        ins["in_valid"], ins["in_addr"], ins["in_old"], ins["in_new"], core_ready
-    )
-    if coef is not None:
-        coef_reg = pyrtl.Register(8, name="du_coef")
-        coef_reg.next <<= pyrtl.select(in_ready, coef, coef_reg)
-        coef = coef_reg
-    return in_ready, valid, addr, delta, coef
-
-
 def _connect(cfg: ParityUnitConfig, ins: dict, rd_data: pyrtl.WireVector) -> dict:
     core_ready = pyrtl.WireVector(1, name="core_ready")
-    in_ready, valid, addr, delta, coef = _front(cfg, ins, core_ready)
+    in_ready, valid, addr, delta, coef = cfg.front_end.front(ins, core_ready)
     ports = parity_core(cfg, valid, addr, delta, coef, rd_data)
     core_ready <<= ports["in_ready"]
     return {**ports, "in_ready": in_ready}

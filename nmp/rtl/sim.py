@@ -34,10 +34,8 @@ def entry_inputs(cfg: ParityUnitConfig, stream: UpdateStream, idx: int) -> dict[
     }
     old = word_to_int(stream.old[idx]) if live else 0
     new = word_to_int(stream.new[idx]) if live else 0
-    if cfg.input_mode == "delta":
-        vals["in_delta"] = old ^ new
-    else:
-        vals["in_old"], vals["in_new"] = old, new
+    mode = cfg.front_end
+    vals.update(zip(mode.data_ports, mode.port_values(old, new), strict=True))
     if cfg.gf:
         vals["in_coef"] = int(stream.coef[idx]) if live else 0
     return vals
