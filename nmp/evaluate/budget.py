@@ -116,10 +116,10 @@ def sweep_estimate(sweep: Any, file: str) -> Estimate:
         points = grid_size(sweep, own_memory)
     except NmpError as exc:  # a design's architecture unknown: the sweep's file and key
         raise SpecError(exc.message, file=exc.file or file, key=exc.key) from None
-    if sweep.sampling == "random":  # the samples, and a baseline point for each at most
-        points = 2 * min(points, sweep.samples)
+    sampler = sweep.sampler
+    points = sampler.most_points(points, sweep.samples)
     return Estimate(
         POINT_BASE_BYTES + points * SWEEP_POINT_BYTES,
-        "axes" if sweep.sampling == "grid" else "samples",
+        "samples" if sampler.takes_samples else "axes",
         f"{points:,} points in {file}",
     )

@@ -33,7 +33,8 @@ EPILOG = """\
 sweep file (TOML; see workloads/sweeps/*.toml):
   name = "study"                    workloads = ["recross-eval"]
   archs = ["host-cpu", "recross"]   memories = []          (memory presets to cross)
-  baseline = "host-cpu"             sampling = "grid"      (or "random", samples = N, seed = S)
+  baseline = "host-cpu"             sampling = "grid"      (or "random" / "latin-hypercube",
+                                    samples = N, seed = S: nmp models --registries lists them)
   objectives = { lookups_per_s = "max", energy_pj_per_lookup = "min", area_mm2 = "min" }
   explain = "all"                   (or "best", "none": points the report re-runs under their
                                     presets' [[key_assumptions]] to say why each stands there)

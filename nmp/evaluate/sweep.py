@@ -7,7 +7,8 @@ A sweep file is TOML (see ``workloads/sweeps/default.toml``)::
     archs = ["host-cpu", "recnmp", "recross"]     # designs that are plain presets
     memories = []                                 # memory presets to cross; [] = each arch's own
     baseline = "host-cpu"                         # speedup and energy saving are over this design
-    sampling = "grid"                             # or "random" with samples = N and seed
+    sampling = "grid"                             # or "random" / "latin-hypercube" with
+                                                  # samples = N and seed (nmp.evaluate.samplers)
     objectives = { lookups_per_s = "max", energy_pj_per_lookup = "min", area_mm2 = "min" }
     explain = "all"                               # or "best", "none" (default): points re-run
                                                   # under their key assumptions for the report
@@ -41,6 +42,7 @@ import numpy as np
 from nmp.config import KeyedValueError, from_mapping, load_toml, project_root
 from nmp.errors import NmpError, SpecError
 from nmp.evaluate.metrics import METRICS  # objectives: each field's better direction
+from nmp.evaluate.samplers import SAMPLERS, GridShape, Sampler, check_sampling
 
 ROOTS = ("arch", "workload", "memory")
 
@@ -76,7 +78,7 @@ class SweepSpec:
     memories: tuple[str, ...] = ()
     baseline: str = ""
     axes: dict[str, Any] = field(default_factory=dict)
-    sampling: Literal["grid", "random"] = "grid"
+    sampling: str = "grid"  # a registered sampler (nmp.evaluate.samplers)
     samples: int = 0
     seed: int = 0
     # Which points the report explains by re-running them under their design's key
@@ -109,15 +111,16 @@ class SweepSpec:
                 raise KeyedValueError(f"objectives.{key}", f"must be 'max' or 'min', got {value!r}")
         if not self.objectives:
             raise KeyedValueError("objectives", "must name at least one metric")
-        if self.sampling == "random" and self.samples <= 0:
-            raise KeyedValueError("samples", "random sampling needs samples = N > 0")
-        if self.sampling == "grid" and self.samples:
-            raise KeyedValueError("samples", "only used with sampling = 'random'")
+        check_sampling(self.sampling, self.samples)
         # numpy's generators take 0..2^63-1: seed = -1 was an internal ValueError
         for key in ("seed", "lookup_seed"):
             value = getattr(self, key)
             if value is not None and not 0 <= value < 2**63:
                 raise KeyedValueError(key, f"must be an integer in [0, 2^63), got {value}")
+
+    @property
+    def sampler(self) -> Sampler:
+        return SAMPLERS.get(self.sampling)
 
     @property
     def all_designs(self) -> tuple[DesignSpec, ...]:
@@ -426,7 +429,8 @@ def expand(spec: SweepSpec, own_memory: Callable[[str], bool] | None = None) -> 
     """The points of the sweep, in a deterministic order.
 
     Grid: every combination, design by design (then memory, workload, axes with the last axis
-    fastest). Random: ``samples`` distinct combinations drawn uniformly from that grid with
+    fastest). A sampler that takes ``samples`` (``random``, ``latin-hypercube``:
+    :mod:`nmp.evaluate.samplers`) picks that many distinct combinations of that grid with
     ``seed``, in grid order, plus the baseline point of every drawn context (same workload,
     memory and sweep-wide axis values) so that each point has a speedup.
 
@@ -435,20 +439,15 @@ def expand(spec: SweepSpec, own_memory: Callable[[str], bool] | None = None) -> 
     """
     blocks = _blocks(spec, own_memory)
     sizes = np.array([b.size for b in blocks], dtype=np.int64)
-    total = int(sizes.sum())
-    flat: Sequence[int]
-    if spec.sampling == "grid":
-        flat = range(total)
-    else:
-        n = min(spec.samples, total)
-        rng = np.random.default_rng(spec.seed)
-        flat = sorted(int(i) for i in rng.choice(total, size=n, replace=False))
+    shape = GridShape(tuple(tuple(len(v) for v in b.axis_values) for b in blocks))
+    sampler = spec.sampler
+    flat: Sequence[int] = sampler.pick(shape, spec.samples, spec.seed)
     starts = np.concatenate([[0], np.cumsum(sizes)])
     points: list[Point] = []
     for flat_index in flat:
         b = int(np.searchsorted(starts, flat_index, side="right")) - 1
         points.append(blocks[b].point(len(points), flat_index - int(starts[b]), spec.lookup_seed))
-    if spec.sampling == "random":
+    if sampler.takes_samples:
         points = _add_baselines(spec, blocks, points)
     return points
 
