@@ -137,7 +137,9 @@ def _common(p: argparse.ArgumentParser, *, width: bool = True) -> None:
         "--input",
         choices=[name.replace("_", "-") for name in INPUT_MODES.names()],
         default="delta",
-        help="(addr, delta) or (addr, old, new) through the data-side delta unit (delta)",
+        help="the unit's front end: "
+        + "; ".join(f"{n.replace('_', '-')} {INPUT_MODES.get(n).description}" for n in INPUT_MODES)
+        + " (delta)",
     )
 
 
