@@ -30,14 +30,13 @@ are the same thing here. This module checks the file's own structure and expands
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-
-import numpy as np
 
 from nmp.config import KeyedValueError, from_mapping, load_toml, project_root
 from nmp.errors import NmpError, SpecError
@@ -438,15 +437,15 @@ def expand(spec: SweepSpec, own_memory: Callable[[str], bool] | None = None) -> 
     such a design is not crossed with the sweep's ``memories``.
     """
     blocks = _blocks(spec, own_memory)
-    sizes = np.array([b.size for b in blocks], dtype=np.int64)
     shape = GridShape(tuple(tuple(len(v) for v in b.axis_values) for b in blocks))
     sampler = spec.sampler
     flat: Sequence[int] = sampler.pick(shape, spec.samples, spec.seed)
-    starts = np.concatenate([[0], np.cumsum(sizes)])
+    # Python integers: a sampled grid may hold more than 2^63 points (ten axes of 100 values)
+    starts = list(itertools.accumulate(shape.sizes, initial=0))
     points: list[Point] = []
     for flat_index in flat:
-        b = int(np.searchsorted(starts, flat_index, side="right")) - 1
-        points.append(blocks[b].point(len(points), flat_index - int(starts[b]), spec.lookup_seed))
+        b = bisect.bisect_right(starts, flat_index) - 1
+        points.append(blocks[b].point(len(points), flat_index - starts[b], spec.lookup_seed))
     if sampler.takes_samples:
         points = _add_baselines(spec, blocks, points)
     return points

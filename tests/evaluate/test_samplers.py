@@ -126,3 +126,22 @@ def test_the_sweep_follows_the_samplers_data_not_its_name(monkeypatch):
     a, b = (toy_sweep(**real, sampling=s, samples=5) for s in ("latin-hypercube", "lhs-twin"))
     assert sweep_estimate(a, "toy.toml") == sweep_estimate(b, "toy.toml")
     assert sweep_estimate(b, "toy.toml").key == "samples"
+
+
+@pytest.mark.parametrize("sampling", ["random", "latin-hypercube"])
+def test_a_grid_past_numpys_integers_is_sampled_exactly(sampling):
+    """Ten axes of 100 values: 10^20 points a design, past 2^63 (an OverflowError before)."""
+    huge = {"workload": {f"a{i}": list(range(100)) for i in range(10)}}
+    spec = toy_sweep(archs=["a", "b"], designs=[], workloads=["w1"], axes=huge)
+    assert grid_size(spec) == 2 * 10**20
+    sampled = dict(sampling=sampling, samples=40, seed=2)
+    points = expand(toy_sweep(archs=["a", "b"], designs=[], workloads=["w1"], axes=huge, **sampled))
+    assert points == expand(
+        toy_sweep(archs=["a", "b"], designs=[], workloads=["w1"], axes=huge, **sampled)
+    )
+    drawn = [p for p in points if p.design == "b"]
+    assert len({repr(p.overrides) for p in drawn}) == len(drawn) >= 10
+    if sampling == "latin-hypercube":  # 20 samples a design over 100 values: none twice
+        assert len(drawn) == 20
+        for i in range(10):
+            assert max(Counter(p.overrides[f"workload.a{i}"] for p in drawn).values()) == 1

@@ -15,6 +15,8 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+import numpy as np
+
 from nmp.config import KeyedValueError
 from nmp.errors import NmpError
 from nmp.registry import Registry
@@ -50,6 +52,19 @@ class Sampler(ABC):
         """The most points a sweep of ``total`` grid points runs (for the memory estimate):
         a drawn point and its baseline each at most."""
         return 2 * min(total, samples) if self.takes_samples else total
+
+
+# numpy's integers hold a grid of fewer points; a sweep of ten axes of 100 values holds 10^20
+INT64_POINTS = 2**63
+
+
+def random_offset(counts: tuple[int, ...], rng: np.random.Generator) -> int:
+    """A uniform offset into a block whose axes have ``counts`` values (last fastest), a
+    digit per axis: exact at any size."""
+    offset = 0
+    for c in counts:
+        offset = offset * c + int(rng.integers(c))
+    return offset
 
 
 SAMPLERS: Registry[Sampler] = Registry(

@@ -13,9 +13,11 @@ taken, and only such a block's shares can differ by more than one.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from nmp.evaluate.samplers import SAMPLERS, GridShape, Sampler
+from nmp.evaluate.samplers import INT64_POINTS, SAMPLERS, GridShape, Sampler, random_offset
 
 
 def apportion(n: int, sizes: list[int]) -> list[int]:
@@ -37,7 +39,7 @@ PERMUTATION_TRIES = 64
 
 def block_offsets(counts: tuple[int, ...], k: int, rng: np.random.Generator) -> list[int]:
     """``k`` distinct offsets into a block whose axes have ``counts`` values (last fastest)."""
-    size = int(np.prod(counts, dtype=np.int64))
+    size = math.prod(counts)
     if k == 0:
         return []
     # one offset a column: k evenly spaced points put floor or ceil of k / c in each value's
@@ -45,25 +47,43 @@ def block_offsets(counts: tuple[int, ...], k: int, rng: np.random.Generator) -> 
     columns = [np.floor((np.arange(k) + rng.random()) * c / k).astype(np.int64) for c in counts]
     best: list[int] = []
     for _ in range(PERMUTATION_TRIES):
-        offsets = np.zeros(k, dtype=np.int64)
-        for c, column in zip(counts, columns, strict=True):
-            offsets = offsets * c + rng.permutation(column)
-        taken = list(dict.fromkeys(offsets.tolist()))  # first occurrences, in sample order
+        digits = [rng.permutation(column) for column in columns]
+        taken = list(dict.fromkeys(_combine(counts, digits, size)))  # first occurrences
         if len(taken) > len(best):
             best = taken
         if len(best) == k:
             return best
-    return best + _top_up(size, best, k - len(best), rng)
+    return best + _top_up(counts, size, best, k - len(best), rng)
 
 
-def _top_up(size: int, taken: list[int], missing: int, rng: np.random.Generator) -> list[int]:
-    """``missing`` more offsets below ``size``, none of ``taken``, drawn uniformly."""
+def _combine(counts: tuple[int, ...], digits: list[np.ndarray], size: int) -> list[int]:
+    """Each sample's offset from its digit per axis (last fastest): numpy's integers where
+    the block fits them, Python's past 2^63 points."""
+    if size < INT64_POINTS:
+        offsets = np.zeros(len(digits[0]) if digits else 1, dtype=np.int64)
+        for c, column in zip(counts, digits, strict=True):
+            offsets = offsets * c + column
+        return [int(x) for x in offsets]
+    out = []
+    for sample in zip(*(column.tolist() for column in digits), strict=True):
+        offset = 0
+        for c, digit in zip(counts, sample, strict=True):
+            offset = offset * c + digit
+        out.append(offset)
+    return out
+
+
+def _top_up(
+    counts: tuple[int, ...], size: int, taken: list[int], missing: int, rng: np.random.Generator
+) -> list[int]:
+    """``missing`` more offsets below ``size`` (a block of ``counts``), none of ``taken``,
+    drawn uniformly."""
     if size <= 4 * (len(taken) + missing):
         free = np.setdiff1d(np.arange(size, dtype=np.int64), taken)
         return [int(x) for x in rng.choice(free, size=missing, replace=False)]
     seen, extra = set(taken), list[int]()
     while len(extra) < missing:  # a block far larger than its share: redraw until distinct
-        x = int(rng.integers(0, size))
+        x = random_offset(counts, rng)
         if x not in seen:
             seen.add(x)
             extra.append(x)

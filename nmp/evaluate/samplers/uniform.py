@@ -1,10 +1,14 @@
-"""``sampling = "random"``: ``samples`` distinct points drawn uniformly from the whole grid."""
+"""``sampling = "random"``: ``samples`` distinct points drawn uniformly from the whole grid
+(numpy's ``choice`` over its flat indices; past 2^63 points, a block by its share of the points
+and a uniform digit per axis)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
-from nmp.evaluate.samplers import SAMPLERS, GridShape, Sampler
+from nmp.evaluate.samplers import INT64_POINTS, SAMPLERS, GridShape, Sampler, random_offset
 
 
 class Uniform(Sampler):
@@ -15,7 +19,18 @@ class Uniform(Sampler):
     def pick(self, shape: GridShape, samples: int, seed: int) -> list[int]:
         total = shape.total
         rng = np.random.default_rng(seed)
-        return sorted(int(i) for i in rng.choice(total, size=min(samples, total), replace=False))
+        n = min(samples, total)
+        if total < INT64_POINTS:
+            return sorted(int(i) for i in rng.choice(total, size=n, replace=False))
+        # past numpy's integers: a block by its share of the points, then a digit per axis
+        sizes = shape.sizes
+        starts = list(itertools.accumulate(sizes, initial=0))
+        weights = np.array([size / total for size in sizes])
+        picked: set[int] = set()
+        while len(picked) < n:
+            b = int(rng.choice(len(sizes), p=weights / weights.sum()))
+            picked.add(starts[b] + random_offset(shape.blocks[b], rng))
+        return sorted(picked)
 
 
 SAMPLERS.register(Uniform())
