@@ -26,9 +26,10 @@ class Uniform(Sampler):
         sizes = shape.sizes
         starts = list(itertools.accumulate(sizes, initial=0))
         weights = np.array([size / total for size in sizes])
+        weights /= weights.sum()  # (the float shares' rounding)
         picked: set[int] = set()
         while len(picked) < n:
-            b = int(rng.choice(len(sizes), p=weights / weights.sum()))
+            b = int(rng.choice(len(sizes), p=weights))
             picked.add(starts[b] + random_offset(shape.blocks[b], rng))
         return sorted(picked)
 
