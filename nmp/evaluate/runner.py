@@ -464,6 +464,12 @@ def _run_locked(
         "wall_s": round(wall_s, 3),
         "executor": executor.describe(),
     }
+    if sweep.sampler.takes_samples:  # which of the grid's points these are
+        summary["sampling"] = {
+            "sampler": sweep.sampling,
+            "samples": sweep.samples,
+            "seed": sweep.seed,
+        }
     if records:
         summary.update(analyze(records, baseline=sweep.baseline_label, objectives=sweep.objectives))
         summary.update(locality_summary(sweep, records))

@@ -111,6 +111,17 @@ def _executor(desc: dict[str, Any]) -> str:
     return f"{name} ({rest})" if rest else name
 
 
+def _sampling(summary: dict[str, Any]) -> list[str]:
+    """A sampled sweep's line: which sampler drew how many of its grid's points."""
+    drawn = summary.get("sampling")
+    if not drawn:
+        return []
+    return [
+        f"- sampling: `{drawn['sampler']}`, {drawn['samples']} points of the grid drawn with seed "
+        f"{drawn['seed']}, and the baseline point of each drawn workload and axis values"
+    ]
+
+
 def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
     rows = summary["rows"]
     by_key = {r["key"]: r for r in rows}
@@ -127,6 +138,7 @@ def report_markdown(summary: dict[str, Any], plots: list[str]) -> str:
         f"- points: {summary['completed']} of {summary['points']} completed "
         f"({summary['ran']} run now, {summary['reused']} from an earlier session), "
         f"{len(summary['failed'])} failed",
+        *_sampling(summary),
         f"- baseline: `{summary['baseline']}` (speedup = lookups/s over the baseline's; energy "
         "saving = the baseline's energy per lookup over the point's, on the same workload)",
         f"- objectives of the Pareto sets: {objectives}",

@@ -111,6 +111,23 @@ def test_markdown_lists_each_group_and_its_pareto_set(run: tuple[Path, dict]) ->
         assert f"]({png})" in text
 
 
+def test_a_sampled_sweep_says_how_its_points_were_drawn(tmp_path: Path) -> None:
+    spec = toy_sweep(sampling="latin-hypercube", samples=5, seed=9)
+    keyed = validate_sweep(spec, file="toy.toml", provider=ToyProvider())
+    summary = run_sweep(
+        spec, keyed, tmp_path, point_fn=fake_point, write_reports=write_report_files
+    )
+    assert summary["sampling"] == {"sampler": "latin-hypercube", "samples": 5, "seed": 9}
+    text = (tmp_path / "report.md").read_text()
+    assert "- sampling: `latin-hypercube`, 5 points of the grid drawn with seed 9" in text
+
+
+def test_a_grid_sweep_has_no_sampling_line(run: tuple[Path, dict]) -> None:
+    run_dir, summary = run
+    assert "sampling" not in summary
+    assert "- sampling:" not in (run_dir / "report.md").read_text()
+
+
 def test_pngs_are_images(run: tuple[Path, dict]) -> None:
     run_dir, _ = run
     for name in ("speedup.png", "pareto.png", "breakdown.png"):
