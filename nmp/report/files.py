@@ -117,8 +117,9 @@ def _sampling(summary: dict[str, Any]) -> list[str]:
     if not drawn:
         return []
     return [
-        f"- sampling: `{drawn['sampler']}`, {drawn['samples']} points of the grid drawn with seed "
-        f"{drawn['seed']}, and the baseline point of each drawn workload and axis values"
+        f"- sampling: `{drawn['sampler']}`, samples = {drawn['samples']} of the grid's points "
+        f"(all where it holds fewer), seed {drawn['seed']}, and the baseline point of each drawn "
+        "workload and axis values"
     ]
 
 
