@@ -122,9 +122,13 @@ def case_energy(case: dict[str, Any], folder: Path, standard: str) -> CaseEnergy
     )
 
 
-def standard_results(folder: Path) -> dict[str, list[CaseEnergy]]:
-    """Every case DRAMsim3 measured, by standard."""
-    data = json.loads((folder / "cases.json").read_text())
+def standard_results(
+    folder: Path, data: dict[str, Any] | None = None
+) -> dict[str, list[CaseEnergy]]:
+    """Every case DRAMsim3 measured, by standard (``data``: ``folder``'s cases.json, read here
+    where not given)."""
+    if data is None:
+        data = json.loads((folder / "cases.json").read_text())
     by_standard: dict[str, list[CaseEnergy]] = defaultdict(list)
     for case in data["cases"]:
         if not case.get("dramsim3"):
@@ -172,6 +176,7 @@ def dram_energy_vs_dramsim3(quick: bool) -> list[CheckResult]:
                 "dram.dramsim3-energy", "DRAMsim3 reference cases", "total energy per case"
             )
         ]
-    sim = json.loads(path.read_text()).get("simulators", {}).get("dramsim3", "DRAMsim3")
+    data = json.loads(path.read_text())
+    sim = data.get("simulators", {}).get("dramsim3", "DRAMsim3")
     source = f"{sim}; {path.parent.name}/cases.json"
-    return [_row(std, res, source) for std, res in standard_results(folder).items()]
+    return [_row(std, res, source) for std, res in standard_results(folder, data).items()]
