@@ -64,6 +64,33 @@ def test_a_cache_policy_is_listed_and_chosen_by_the_cli():
         assert TOY in err.getvalue()
 
 
+def test_an_l2_format_sizes_rows_and_is_taken_by_the_cache_and_its_study():
+    from nmp.cache import quant
+    from nmp.cache.serve import CacheConfig
+    from nmp.cache.study import check_params
+    from nmp.cli import build_parser
+
+    two_bit = quant.RowwiseAffine(2)
+    two_bit.name = TOY
+    with registered(quant.L2_FORMATS, two_bit):
+        assert TOY in listed(quant.L2_FORMATS)
+        assert f", {TOY}" in unknown_error(quant.L2_FORMATS)
+        # 16 two-bit elements pack into 4 bytes, then the row's minimum and step
+        assert quant.row_bytes(16, TOY) == 4 + 8
+        x = np.linspace(-1.0, 1.0, 64, dtype=np.float32).reshape(4, 16)
+        served = quant.quantize_dequantize(x, TOY)
+        assert np.unique(served[0]).size == 4  # two bits: four levels per row
+        assert (np.abs(served - x) <= quant.error_bound(x, TOY)).all()
+        CacheConfig(l2_dtype=TOY).check()
+        assert check_params({"l2_dtypes": [TOY]})["l2_dtypes"] == [TOY]
+        parser = build_parser(["cache"])
+        assert parser.parse_args(["cache", "--l2-dtype", TOY]).l2_dtype == TOY
+    with pytest.raises(NmpError, match=f"unknown L2 dtype '{TOY}'"):
+        CacheConfig(l2_dtype=TOY).check()
+    with pytest.raises(NmpError, match=f"params.l2_dtypes: unknown L2 dtype '{TOY}'"):
+        check_params({"l2_dtypes": [TOY]})
+
+
 def test_a_codec_is_listed_and_taken_by_the_trainer_config():
     from nmp.compress import make_codec, measure
     from nmp.compress.codec import CODECS, Encoded, check_chunk

@@ -151,7 +151,7 @@ def _print(r: dict) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     # numpy: loaded on use (start-up time)
-    from nmp.cache.quant import L2_DTYPES
+    from nmp.cache.quant import L2_FORMATS
     from nmp.cliargs import input_file
     from nmp.workload import REUSE_LEVELS
 
@@ -169,7 +169,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", choices=names(), help="replacement policy (default evstore)")
     p.add_argument("--l1-mb", type=float, help="L1 (fp32 rows) MiB (default 1)")
     p.add_argument("--l2-mb", type=float, help="L2 (low-precision rows) MiB")
-    p.add_argument("--l2-dtype", choices=tuple(L2_DTYPES), help="L2 precision (default int8)")
+    p.add_argument("--l2-dtype", choices=L2_FORMATS.names(), help="L2 precision (default int8)")
     p.add_argument("--l3-mb", type=float, help="L3 (substitute keys) MiB")
     p.add_argument("--l3-bound", type=float, help="L3 relative distance bound (default 0.5)")
     p.add_argument("--requests", type=int, help="measured requests (default 40000)")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from nmp.cache import policy as policies
-from nmp.cache.quant import L2_DTYPES
+from nmp.cache.quant import L2_FORMATS
 from nmp.cache.serve import REQUEST_MODELS, CacheConfig, run_cache, workload_spec
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
@@ -100,8 +100,8 @@ def check_params(params: dict) -> dict:
     for name in p["policies"]:
         policies.get(name)
     for d in p["l2_dtypes"]:
-        if d not in L2_DTYPES:
-            raise NmpError(f"params.l2_dtypes: unknown dtype '{d}'")
+        if d not in L2_FORMATS:
+            raise NmpError(f"params.l2_dtypes: {L2_FORMATS.unknown_message(d)}")
     for split in p["layer_splits"]:
         if (
             not isinstance(split, list)

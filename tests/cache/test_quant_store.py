@@ -8,7 +8,7 @@ from nmp.cache.kvstore import BACKENDS, measure_reads, open_store
 from nmp.errors import NmpError
 
 
-@pytest.mark.parametrize("dtype", list(quant.L2_DTYPES))
+@pytest.mark.parametrize("dtype", quant.L2_FORMATS.names())
 def test_error_within_bound_on_every_element(dtype):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((3000, 16)).astype(np.float32) * rng.uniform(1e-4, 30, (3000, 1))
