@@ -9,7 +9,7 @@ raise :class:`~nmp.coding.errors.DecodeError`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 import numpy as np
@@ -17,8 +17,14 @@ import numpy as np
 from nmp.coding import kernels
 from nmp.coding.errors import CodingError, DecodeError
 from nmp.coding.gf256 import cauchy_generator, gf_matinv, vandermonde_generator
+from nmp.errors import NmpError
+from nmp.registry import Registry
 
-GENERATORS = ("vandermonde", "cauchy")
+# A Reed-Solomon code's parity coefficients: ``make(k, r)`` gives an [r, k] uint8 matrix whose
+# systematic generator [I; P] is MDS (a small family, registered here).
+RS_GENERATORS: Registry[Callable[[int, int], np.ndarray]] = Registry("Reed-Solomon generator")
+RS_GENERATORS.register(vandermonde_generator, name="vandermonde")
+RS_GENERATORS.register(cauchy_generator, name="cauchy")
 
 
 def _as_u8(x: np.ndarray, name: str) -> np.ndarray:
@@ -207,12 +213,11 @@ class ReedSolomonCode(_SystematicCode):
             raise CodingError(f"ReedSolomonCode needs k >= 1 and r >= 1, got k={k}, r={r}")
         if k + r > 256:
             raise CodingError(f"GF(2^8) allows at most 256 shards, got k + r = {k + r}")
-        if generator == "vandermonde":
-            coefs = vandermonde_generator(k, r)
-        elif generator == "cauchy":
-            coefs = cauchy_generator(k, r)
-        else:
-            raise CodingError(f"unknown generator {generator!r}; choose one of {GENERATORS}")
+        try:
+            make = RS_GENERATORS.get(generator)
+        except NmpError as exc:
+            raise CodingError(exc.message) from None
+        coefs = make(k, r)
         self.k, self.r, self.generator_name = k, r, generator
         self.coefficients = coefs
         self.coefficients.flags.writeable = False

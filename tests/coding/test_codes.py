@@ -159,10 +159,30 @@ def test_bad_inputs_raise_coding_errors():
         code.decode(np.zeros((6, 8), np.uint8), [6])
     with pytest.raises(CodingError, match="256"):
         ReedSolomonCode(250, 7)
-    with pytest.raises(CodingError, match="generator"):
+    with pytest.raises(CodingError, match="unknown Reed-Solomon generator 'nope'.*cauchy"):
         ReedSolomonCode(4, 2, generator="nope")
     with pytest.raises(CodingError):
         XorCode(0)
+
+
+def test_a_generator_registered_at_run_time_builds_a_code():
+    """The code asks the registry: a generator it does not name is taken and decodes."""
+    from nmp.coding.codes import RS_GENERATORS
+    from nmp.coding.gf256 import cauchy_generator
+
+    def reversed_cauchy(k: int, r: int) -> np.ndarray:
+        return cauchy_generator(k, r)[::-1].copy()  # rows of an MDS code reordered: still MDS
+
+    RS_GENERATORS.register(reversed_cauchy, name="test-reversed-cauchy")
+    try:
+        code = ReedSolomonCode(5, 3, generator="test-reversed-cauchy")
+        assert (code.coefficients == cauchy_generator(5, 3)[::-1]).all()
+        data = np.random.default_rng(4).integers(0, 256, (5, 64), dtype=np.uint8)
+        shards = np.concatenate([data, code.encode(data)])
+        shards[[0, 2, 6]] = 0
+        assert (code.decode(shards, [0, 2, 6])[:5] == data).all()
+    finally:
+        RS_GENERATORS.unregister("test-reversed-cauchy")
 
 
 def test_xor_code_is_rs_with_unit_coefficients():
