@@ -50,17 +50,18 @@ def _run(args: argparse.Namespace) -> int:
         print(json_text(catalog))
         return 0
     # rich takes a noticeable fraction of a second to import: only for a table
+    from rich.markup import escape
     from rich.table import Table
 
     from nmp.report.console import make_console
 
     console = make_console()
     for kind, members in catalog.pop("registries", {}).items():
-        table = Table(title=f"registry: {kind}", title_justify="left")
+        table = Table(title=f"registry: {escape(kind)}", title_justify="left")
         for col in ("name", "description", "module"):
             table.add_column(col, overflow="fold")
         for member in members:
-            table.add_row(member["name"], member["description"], member["module"])
+            table.add_row(*(escape(member[k]) for k in ("name", "description", "module")))
         console.print(table)
     for kind, rows in catalog.items():
         if not rows:
@@ -71,11 +72,11 @@ def _run(args: argparse.Namespace) -> int:
             # The figure columns already say what the one-line summary says; keep it for --json
             # (and for a preset that did not load: its summary is all there is to say of it).
             columns.remove("summary")
-        table = Table(title=f"{kind} presets", title_justify="left")
+        table = Table(title=f"{escape(kind)} presets", title_justify="left")
         for col in columns:
             table.add_column(col, overflow="fold")
         for row in rows:
-            table.add_row(*(str(row.get(col, "")) for col in columns))
+            table.add_row(*(escape(str(row.get(col, ""))) for col in columns))
         console.print(table)
     return 0
 

@@ -176,10 +176,11 @@ def print_study_rows(summary: dict[str, Any], console: Any, *, max_columns: int 
     """The study's rows as one table (the first ``max_columns`` columns; the rest are in its
     files)."""
     # rich: loaded on use (start-up time)
+    from rich.markup import escape
     from rich.table import Table
 
     rows = summary["rows"]
-    console.print(f"[bold]{summary['sweep']}[/bold]: {summary['description']}")
+    console.print(f"[bold]{escape(summary['sweep'])}[/bold]: {escape(summary['description'])}")
     if not rows:
         console.print("(no rows)")
         return
@@ -187,13 +188,13 @@ def print_study_rows(summary: dict[str, Any], console: Any, *, max_columns: int 
     shown = columns[:max_columns]
     table = Table()
     for c in shown:
-        table.add_column(c, justify="right" if _numeric(rows, c) else "left")
+        table.add_column(escape(c), justify="right" if _numeric(rows, c) else "left")
     for r in rows:
-        table.add_row(*(_fmt(r.get(c)) for c in shown))
+        table.add_row(*(escape(_fmt(r.get(c))) for c in shown))
     console.print(table)
     if len(columns) > len(shown):
         console.print(f"({len(columns) - len(shown)} more columns in results.csv)")
-    console.print(f"report: {summary['run_dir']}/report.md")
+    console.print(f"report: {summary['run_dir']}/report.md", markup=False, highlight=False)
 
 
 def _numeric(rows: list[dict[str, Any]], column: str) -> bool:

@@ -153,18 +153,19 @@ def _row_line(row) -> str:
 
 
 def _print_measured(m, out: Path) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from nmp.report.console import make_console
 
-    t = Table(title=f"{m.cpu}: host preset written to {out}")
+    t = Table(title=escape(f"{m.cpu}: host preset written to {out}"))
     t.add_column("key")
     t.add_column("value", justify="right")
     t.add_column("source")
     for k, v in m.host.items():
         if k in ("cpu", "source"):
             continue
-        t.add_row(k, str(v), m.notes.get(k, ""))
+        t.add_row(escape(k), escape(str(v)), escape(m.notes.get(k, "")))
     make_console().print(t)
 
 
@@ -207,7 +208,7 @@ def _print_check(rows, plan, load) -> None:
     c = make_console()
     c.print(t)
     for k, why in plan.skipped.items():
-        c.print(f"{k}: skipped: {why}")
+        c.print(f"{k}: skipped: {why}", markup=False)
     c.print(f"{sum(r.within for r in rows)} of {len(rows)} rows within +-25 %")
     c.print(f"load average during the check: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 

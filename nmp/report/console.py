@@ -81,7 +81,7 @@ def print_point(
         bt.add_column("item")
         bt.add_column("value", justify="right", overflow="fold")
         for key, value in _flatten("", bd):
-            bt.add_row(key, _fmt(value))
+            bt.add_row(escape(key), escape(_fmt(value)))
         console.print(bt)
 
 
@@ -141,7 +141,9 @@ class ConsoleProgress:
             self._beat.__enter__()
         if done and not self.quiet:
             what = "points" if self.name == "sweep" else f"{self.name} points"
-            self.console.print(f"resuming: {done} of {total} {what} already done")
+            self.console.print(
+                f"resuming: {done} of {total} {what} already done", markup=False, highlight=False
+            )
         if self.live:
             self._bar = Progress(
                 TextColumn(f"[bold]{escape(self.name)}"),
@@ -260,4 +262,4 @@ def print_sweep_summary(
         console.print(f"[red]failed[/red] {escape(f['point'])} ({f['key']}): {escape(f['error'])}")
     files = summary.get("files") or []
     if files:
-        console.print(f"report: {os.path.dirname(files[0])}/report.md")
+        console.print(f"report: {os.path.dirname(files[0])}/report.md", markup=False)

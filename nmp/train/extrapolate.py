@@ -576,9 +576,10 @@ def describe(dep: DeploymentSpec, rows: list[dict[str, Any]]) -> str:
 
 
 def print_extrapolation(rows: list[dict[str, Any]], dep: DeploymentSpec) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=f"Setup {dep.name}: {describe(dep, rows)}", title_justify="left")
+    t = Table(title=escape(f"Setup {dep.name}: {describe(dep, rows)}"), title_justify="left")
     cols = (
         "strategy",
         "overhead % (±95%)",

@@ -72,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json_text(doc))
     elif args.table:
         print_table(results, console)
-        console.print(f"report: {run_dir / 'report.md'}")
+        console.print(f"report: {run_dir / 'report.md'}", markup=False)
     else:
         print_summary(results, console, run_dir / "report.md", time.perf_counter() - t0)
     errors = [r.id for r in results if r.verdict == "error"]

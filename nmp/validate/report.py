@@ -71,6 +71,7 @@ def print_summary(results: list[CheckResult], console: Any, report: Path, wall_s
     published figure is above its first-principles bound, the ones that could not run, and
     where the full table is."""
     # rich: loaded on use (start-up time)
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"nmp validate: {len(results)} checks in {wall_s:.0f} s")
@@ -82,21 +83,22 @@ def print_summary(results: list[CheckResult], console: Any, report: Path, wall_s
 
     for paper, c in counts_per_paper(results).items():
         n = sum(c["paper_setup"].values())
-        table.add_row(paper, str(n), text(c["paper_setup"]), text(c["kit_defaults"]))
+        table.add_row(escape(paper), str(n), text(c["paper_setup"]), text(c["kit_defaults"]))
     table.add_row("all", str(len(results)), text(counts(results)),
                   text(counts(results, "verdict_kit_defaults")))  # fmt: skip
     console.print(table)
     over = [r.id for r in results if r.exceeds_bound and r.verdict_paper_setup != "error"]
     if over:
         console.print(
-            f"published above its first-principles bound (paper setup): {', '.join(over)}",
+            f"published above its first-principles bound (paper setup): {escape(', '.join(over))}",
             highlight=False,
         )
     errors = [r.id for r in results if "error" in (r.verdict, r.verdict_kit_defaults)]
     if errors:
-        console.print(f"[bold red]could not run[/]: {', '.join(errors)}", highlight=False)
+        console.print(f"[bold red]could not run[/]: {escape(', '.join(errors))}", highlight=False)
     console.print(
-        f"full table, bounds, setups and explanations: {report} (and checks.json beside it; "
+        f"full table, bounds, setups and explanations: {escape(str(report))} (and checks.json "
+        "beside it; "
         "--table prints it here)",
         highlight=False,
     )
@@ -146,9 +148,9 @@ def print_table(results: list[CheckResult], console: Any) -> None:
         paper_v = r.verdict_paper_setup or r.verdict
         kit_v = r.verdict_kit_defaults or r.verdict
         table.add_row(
-            r.id,
-            source,
-            fmt_value(r.published, r.unit),
+            escape(r.id),
+            escape(source),
+            escape(fmt_value(r.published, r.unit)),
             fmt_value(r.model_paper_setup, r.unit) if r.setup_stated else "(no setup)",
             f"[{STYLE.get(paper_v, '')}]{paper_v}[/]" if r.setup_stated else "",
             fmt_value(r.model_kit_defaults, r.unit),
@@ -166,7 +168,7 @@ def print_table(results: list[CheckResult], console: Any) -> None:
         extra = f" ({'; '.join(notes)})" if notes else ""
         if why or extra:
             text = escape(f"{why}{extra}")
-            console.print(f"[bold]{r.id}[/bold] ({r.verdict}): {text}", highlight=False)
+            console.print(f"[bold]{escape(r.id)}[/bold] ({r.verdict}): {text}", highlight=False)
     console.print(f"{len(results)} checks under the papers' setups: {_summary(results)}")
     console.print(
         f"{len(results)} checks under the kit's defaults: "
