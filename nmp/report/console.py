@@ -203,7 +203,7 @@ def print_sweep_summary(
         f"[bold]{escape(summary['sweep'])}[/bold]: "
         f"{summary['completed']}/{summary['points']} points "
         f"({summary['ran']} run, {summary['reused']} reused, {len(summary['failed'])} failed) "
-        f"in {summary['wall_s']:.1f} s; baseline [bold]{summary['baseline']}[/bold]"
+        f"in {summary['wall_s']:.1f} s; baseline [bold]{escape(str(summary['baseline']))}[/bold]"
     )
     for warning in summary.get("warnings", []):  # nmp.evaluate.analysis.memory_warnings
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
@@ -259,7 +259,10 @@ def print_sweep_summary(
             for line in g["why"]:
                 console.print(f"  - {line.replace('**', '').replace('`', '')}", markup=False)
     for f in summary["failed"]:
-        console.print(f"[red]failed[/red] {escape(f['point'])} ({f['key']}): {escape(f['error'])}")
+        console.print(
+            f"[red]failed[/red] {escape(f['point'])} ({escape(str(f['key']))}): "
+            f"{escape(f['error'])}"
+        )
     files = summary.get("files") or []
     if files:
         console.print(f"report: {os.path.dirname(files[0])}/report.md", markup=False)
