@@ -91,6 +91,50 @@ def test_an_l2_format_sizes_rows_and_is_taken_by_the_cache_and_its_study():
         check_params({"l2_dtypes": [TOY]})
 
 
+def test_a_request_model_draws_the_cache_requests_and_its_users_are_swept():
+    from nmp.cache.request_models import REQUEST_MODELS
+    from nmp.cache.request_models.users import Users
+    from nmp.cache.serve import CacheConfig, run_cache
+    from nmp.cache.study import check_params, configs
+    from nmp.cli import build_parser
+
+    class FewUsers(Users):
+        """The users' law with a tenth of the configured users: a model of its own."""
+
+        name = TOY
+        description = "a tenth of the users"
+
+        def parameters(self, cfg: Any) -> tuple:
+            return (cfg.users // 10, *super().parameters(cfg))
+
+        def stream(self, cfg: Any, spec, requests: int, elem_bytes: int):
+            return super().stream(self._fewer(cfg), spec, requests, elem_bytes)
+
+        def describe(self, cfg: Any, spec, how: str) -> str:
+            return "a tenth: " + super().describe(self._fewer(cfg), spec, how)
+
+        @staticmethod
+        def _fewer(cfg: Any) -> Any:
+            import dataclasses
+
+            return dataclasses.replace(cfg, users=max(1, cfg.users // 10))
+
+    with registered(REQUEST_MODELS, FewUsers()):
+        assert TOY in listed(REQUEST_MODELS)
+        assert f", {TOY}" in unknown_error(REQUEST_MODELS)
+        parser = build_parser(["cache"])
+        assert parser.parse_args(["cache", "--request-model", TOY]).request_model == TOY
+        base = {"workload": "criteo-kaggle", "requests": 800, "warmup": 400, "backend": ""}
+        base |= {"accuracy": False, "l1_mb": 0.5, "policy": "lru", "users": 2000}
+        row = run_cache(CacheConfig(**base, request_model=TOY))
+        assert row["request_model"] == TOY and "a tenth: users generator" in row["source"]
+        assert "users 200 " in row["source"]
+        # the study sweeps a model's users where it has them, whatever its name
+        params = check_params({"request_models": [TOY], "users": [100, 300], "l2_dtypes": []})
+        swept = {(c.request_model, c.users) for c in configs(params)}
+        assert {(TOY, 100), (TOY, 300)} <= swept
+
+
 def test_a_codec_is_listed_and_taken_by_the_trainer_config():
     from nmp.compress import make_codec, measure
     from nmp.compress.codec import CODECS, Encoded, check_chunk

@@ -152,6 +152,7 @@ def _print(r: dict) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     # numpy: loaded on use (start-up time)
     from nmp.cache.quant import L2_FORMATS
+    from nmp.cache.request_models import REQUEST_MODELS
     from nmp.cliargs import input_file
     from nmp.workload import REUSE_LEVELS
 
@@ -191,8 +192,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--request-model",
-        choices=("independent", "users"),
-        help="generated requests: independent keys per table (default) or users' histories",
+        choices=REQUEST_MODELS.names(),
+        help="how generated requests are drawn (default independent): "
+        + "; ".join(f"{name}: {m.description}" for name, m in REQUEST_MODELS.items()),
     )
     p.add_argument("--users", type=int, help="users generator: number of users (default 50000)")
     p.add_argument("--user-history", type=int, help="users: history rows per table (default 4)")

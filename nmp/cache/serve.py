@@ -29,18 +29,18 @@ from nmp.cache import policy as policies
 from nmp.cache.accuracy import auc_change
 from nmp.cache.kvstore import BACKENDS, measure_reads, open_store
 from nmp.cache.neighbors import substitute_map
+from nmp.cache.request_models import REQUEST_MODELS
 from nmp.cache.requestfile import load_request_file, save_request_file
-from nmp.cache.requests import RequestStream, request_stream, stream_from_batches
+from nmp.cache.requests import RequestStream, stream_from_batches
 from nmp.cache.table import init_rows
 from nmp.cache.tiers import SSD_READ_US, TierLatency
-from nmp.cache.users import UserModel, user_requests
+from nmp.cache.users import UserModel
 from nmp.errors import NmpError
 from nmp.identity_cache import KeyedCache
 from nmp.units import MIB
 from nmp.workload import DTYPE_BYTES, load_index_file, load_workload
 
 L3_ENTRY_BYTES = 16  # an int64 key and an int64 substitute key
-REQUEST_MODELS = ("independent", "users")
 # chosen: 10^7 steps is far beyond any accuracy study of the kit (--train-steps 1e12 ran on)
 MAX_TRAIN_STEPS = 10_000_000
 
@@ -77,9 +77,10 @@ class CacheConfig:
     train_steps: int = 300  # chosen: AUC ~0.68 on the synthetic teacher, ~5 s on one core
     index_file: str = ""  # a user's .npz index file instead of the generator
     # A user request file (nmp.cache.requestfile: text, one request per line) instead of the
-    # generator; or the generator's law: "independent" (every table's key drawn on its own, the
-    # workload generator) or "users" (nmp.cache.users: users whose histories draw related rows
-    # across tables, with the four parameters below; every default chosen, swept in the study).
+    # generator; or the generator's law (nmp.cache.request_models): "independent" (every table's
+    # key drawn on its own, the workload generator) or "users" (nmp.cache.users: users whose
+    # histories draw related rows across tables, with the four parameters below; every default
+    # chosen, swept in the study).
     request_file: str = ""
     request_model: str = "independent"
     users: int = UserModel.users
@@ -108,8 +109,7 @@ class CacheConfig:
         policies.get(self.policy)
         if self.request_model not in REQUEST_MODELS:
             raise NmpError(
-                f"cache: request_model must be one of {', '.join(REQUEST_MODELS)}, "
-                f"got '{self.request_model}'"
+                f"cache: request_model: {REQUEST_MODELS.unknown_message(self.request_model)}"
             )
         if self.request_file and self.index_file:
             raise NmpError("cache: give a request file or an index file, not both")
@@ -159,19 +159,12 @@ def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
     if spec.skew_alpha is not None:
         how += f" alpha {spec.skew_alpha:g}"
     n = cfg.warmup + cfg.requests
-    if cfg.request_model == "users":
-        m = cfg.user_model()
-        how += (
-            f", users {m.users} (alpha {m.alpha_for(spec):g}), history {m.history}, "
-            f"locality {m.locality:g}"
-        )
-        stream = _generated(
-            ("users", spec, n, m, cfg.seed),
-            lambda: stream_from_batches([user_requests(spec, n, m, cfg.seed)[0]], elem),
-        )
-        return stream, cfg.warmup, f"users generator {how} (seed {cfg.seed})"
-    stream = _generated(("batches", spec, n, cfg.seed), lambda: request_stream(spec, n, cfg.seed))
-    return stream, cfg.warmup, f"generator {how} (seed {cfg.seed})"
+    model = REQUEST_MODELS.get(cfg.request_model)
+    stream = _generated(
+        (model.name, spec, n, model.parameters(cfg), cfg.seed),
+        lambda: model.stream(cfg, spec, n, elem),
+    )
+    return stream, cfg.warmup, model.describe(cfg, spec, how)
 
 
 # The streams generated last, by what defines them: a validation or a sweep serves several
@@ -203,11 +196,17 @@ def save_requests(cfg: CacheConfig, path: str) -> None:
     cfg.check()
     spec = workload_spec(cfg)
     n = cfg.warmup + cfg.requests
-    if cfg.request_model == "users" and not (cfg.request_file or cfg.index_file):
-        batch, users = user_requests(spec, n, cfg.user_model(), cfg.seed)
-        save_request_file(path, batch, [f"u{u}" for u in users])
-        return
-    raise NmpError("--save-requests writes generated requests: use it with --request-model users")
+    drawn = None
+    if not (cfg.request_file or cfg.index_file):
+        drawn = REQUEST_MODELS.get(cfg.request_model).requests_and_users(cfg, spec, n)
+    if drawn is None:
+        with_users = [name for name, m in REQUEST_MODELS.items() if m.has_users]
+        raise NmpError(
+            "--save-requests writes generated requests with their users: use it with "
+            f"--request-model {' or '.join(with_users)}"
+        )
+    batch, users = drawn
+    save_request_file(path, batch, [f"u{u}" for u in users])
 
 
 def _vectors(uniq: np.ndarray, stream: RequestStream, seed: int) -> np.ndarray | list:

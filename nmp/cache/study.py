@@ -26,7 +26,8 @@ from typing import Any
 
 from nmp.cache import policy as policies
 from nmp.cache.quant import L2_FORMATS
-from nmp.cache.serve import REQUEST_MODELS, CacheConfig, run_cache, workload_spec
+from nmp.cache.request_models import REQUEST_MODELS
+from nmp.cache.serve import CacheConfig, run_cache, workload_spec
 from nmp.errors import NmpError
 from nmp.fileio import atomic_write_bytes, atomic_write_text
 from nmp.plugins import study_runner
@@ -53,9 +54,8 @@ _DEFAULTS = {
     # L3's relative distance bounds: the first applies to every point, the others are run on
     # EVStore at dtype_l1_mb (the bound sets how many keys have a substitute: a switch).
     "l3_bounds": [0.5],
-    # Request models (nmp.cache.serve.REQUEST_MODELS): every point at each; the users
-    # generator's first number of users and locality serve them, the others are swept at
-    # dtype_l1_mb.
+    # Request models (nmp.cache.request_models): every point at each; the first number of users
+    # and locality serve them, the others are swept at dtype_l1_mb on each model with users.
     "request_models": ["independent"],
     "users": [CacheConfig.users],
     "user_localities": [CacheConfig.user_locality],
@@ -92,7 +92,7 @@ def check_params(params: dict) -> dict:
             raise NmpError(f"params.{key} must not be empty")
     for m in p["request_models"]:
         if m not in REQUEST_MODELS:
-            raise NmpError(f"params.request_models: unknown '{m}' (known: {REQUEST_MODELS})")
+            raise NmpError(f"params.request_models: {REQUEST_MODELS.unknown_message(m)}")
     if any(isinstance(u, bool) or not isinstance(u, int) or u < 1 for u in p["users"]):
         raise NmpError(f"params.users: integers >= 1, got {p['users']!r}")
     if any(not isinstance(x, int | float) or not 0 <= x <= 1 for x in p["user_localities"]):
@@ -168,7 +168,9 @@ def configs_of(p: dict) -> list[CacheConfig]:
                 )
                 if cfg not in out:
                     out.append(cfg)
-    if "users" in p["request_models"]:
+    for model in p["request_models"]:
+        if not REQUEST_MODELS.get(model).has_users:
+            continue
         for u in p["users"]:
             for loc in p["user_localities"]:
                 for name in p["policies"]:
@@ -179,7 +181,7 @@ def configs_of(p: dict) -> list[CacheConfig]:
                         l1_mb=p["dtype_l1_mb"],
                         alpha=p["alphas"][0],
                         l3_bound=p["l3_bounds"][0],
-                        request_model="users",
+                        request_model=model,
                     )
                     if cfg not in out:
                         out.append(cfg)
@@ -238,7 +240,7 @@ def run_study(params: dict, *, out_dir: Path, jobs: int = 1) -> list[dict]:
         r.pop("config")
         r["alpha"] = _effective_alpha(cfg)
         r["l3_bound"] = cfg.l3_bound
-        users = cfg.request_model == "users"
+        users = REQUEST_MODELS.get(cfg.request_model).has_users
         r["users"] = cfg.users if users else None
         r["user_locality"] = cfg.user_locality if users else None
         l2, l3 = cfg.l2_mb, cfg.l3_mb

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import nmp.cache.request_models.independent as independent_model
+import nmp.cache.request_models.users as users_model
 import nmp.cache.serve as serve
 from nmp.cache.serve import CacheConfig, build_stream, run_cache
 from nmp.identity_cache import KeyedCache
@@ -20,7 +22,7 @@ def counted(monkeypatch) -> dict:
     """A fresh stream cache, and how often each generator ran."""
     monkeypatch.setattr(serve, "_STREAMS", KeyedCache(serve._STREAMS.limit))
     runs = {"batches": 0, "users": 0}
-    batches, users = serve.request_stream, serve.user_requests
+    batches, users = independent_model.request_stream, users_model.user_requests
 
     def count_batches(*args, **kwargs):
         runs["batches"] += 1
@@ -30,8 +32,8 @@ def counted(monkeypatch) -> dict:
         runs["users"] += 1
         return users(*args, **kwargs)
 
-    monkeypatch.setattr(serve, "request_stream", count_batches)
-    monkeypatch.setattr(serve, "user_requests", count_users)
+    monkeypatch.setattr(independent_model, "request_stream", count_batches)
+    monkeypatch.setattr(users_model, "user_requests", count_users)
     return runs
 
 

@@ -67,7 +67,11 @@ def test_users_raise_the_perfect_hit_rate_not_only_the_per_key_rate():
     [
         ("users", 0, "--users and --user-history must be >= 1"),
         ("user_locality", 1.5, r"locality must be in \[0, 1\]"),
-        ("request_model", "bots", "request_model must be one of independent, users"),
+        (
+            "request_model",
+            "bots",
+            "request_model: unknown request model 'bots' \\(known: independent, users\\)",
+        ),
     ],
 )
 def test_bad_model_parameters(field, value, match):
@@ -163,7 +167,7 @@ def test_study_sweeps_the_users_generator(tmp_path):
         ("users", 100, 0.5),
     }
     assert "Request models ['independent', 'users']" in (tmp_path / "report.md").read_text()
-    with pytest.raises(NmpError, match="params.request_models: unknown 'bots'"):
+    with pytest.raises(NmpError, match="params.request_models: unknown request model 'bots'"):
         run_study({"request_models": ["bots"]}, out_dir=tmp_path)
     with pytest.raises(NmpError, match="params.user_localities"):
         run_study({"user_localities": [2]}, out_dir=tmp_path)

@@ -19,7 +19,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from nmp.cache.serve import REQUEST_MODELS, CacheConfig, run_cache
+from nmp.cache.request_models import REQUEST_MODELS
+from nmp.cache.serve import CacheConfig, run_cache
 from nmp.claim_setup import resolve_setup
 from nmp.plugins import claim_model
 
@@ -39,7 +40,7 @@ def _requests(setup: Mapping[str, Any] | None, fn: str) -> tuple:
         setup,
         SETUP_DEFAULTS,
         model=f"{__name__}:{fn}",
-        choices={"requests.model": REQUEST_MODELS},
+        choices={"requests.model": REQUEST_MODELS.names()},
     )
     return tuple(v.items())
 
@@ -70,11 +71,12 @@ def _run(
 def _setup(quick: bool, req: tuple) -> str:
     n = 10_000 if quick else 40_000
     r = dict(req)
-    how = "independent keys per table"
-    if r["requests.model"] == "users":
+    model = REQUEST_MODELS.get(r["requests.model"])
+    how = model.description
+    if model.has_users:
         how = (
-            f"users generator ({r['requests.users']} users, history {r['requests.user_history']}, "
-            f"locality {r['requests.user_locality']:g})"
+            f"{model.name} generator ({r['requests.users']} users, history "
+            f"{r['requests.user_history']}, locality {r['requests.user_locality']:g})"
         )
     return (
         f"criteo-kaggle, {how}, {n} requests after {n // 2} warm-up "
