@@ -494,6 +494,7 @@ def _extrapolate(args) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from nmp.cliargs import input_file
+    from nmp.train.alltoall.bounds import EB_SCHEDULES
 
     p = sub.add_parser(
         "train",
@@ -551,7 +552,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="codec of the all-to-all (default none; nmp models --registries lists them)",
     )
     p.add_argument("--eb", type=float, help="relative error bound of the codec (0.03)")
-    p.add_argument("--eb-schedule", choices=("constant", "decay"), help="decay: 2x -> 1x")
+    p.add_argument(
+        "--eb-schedule",
+        choices=EB_SCHEDULES.names(),
+        help="; ".join(f"{name}: {s.description}" for name, s in EB_SCHEDULES.items()),
+    )
     p.add_argument(
         "--procs",
         metavar="SERVERS,WORKERS",

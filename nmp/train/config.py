@@ -112,8 +112,9 @@ class TrainConfig:
     # --- all-to-all compression (SC'24; nmp/train/alltoall.py) ---------------------------------
     compress: str = "none"  # codec (nmp.compress) of the pooled vectors crossing nodes
     eb: float = 0.03  # PAPERS.md: SC'24's base relative error bound (0.01 / 0.05 by table)
-    eb_schedule: Literal["constant", "decay"] = "constant"  # decay: 2x -> 1x (PAPERS.md)
-    eb_tables: Literal["uniform", "adaptive"] = "adaptive"  # table-wise bounds (alltoall.py)
+    # nmp.train.alltoall.bounds: decay 2x -> 1x (PAPERS.md); adaptive: table-wise bounds
+    eb_schedule: str = "constant"
+    eb_tables: str = "adaptive"
     network: str = "infiniband-hdr-200g"  # models/network preset of the step-time model
     codec_gbps: float = 0.0  # 0: the codec throughput measured in the run (CPU, one thread)
 
@@ -216,6 +217,11 @@ def _check_compression(cfg: TrainConfig) -> None:
         raise KeyedValueError("compress", CODECS.unknown_message(cfg.compress))
     if not 0.0 < cfg.eb <= 0.5:
         raise KeyedValueError("eb", "must be in (0, 0.5]")
+    from nmp.train.alltoall.bounds import EB_SCHEDULES, EB_TABLE_RULES
+
+    for key, registry in (("eb_schedule", EB_SCHEDULES), ("eb_tables", EB_TABLE_RULES)):
+        if getattr(cfg, key) not in registry:
+            raise KeyedValueError(key, registry.unknown_message(getattr(cfg, key)))
     if cfg.codec_gbps < 0:
         raise KeyedValueError("codec_gbps", "must be >= 0 (0: measured)")
 

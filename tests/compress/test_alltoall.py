@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from nmp.compress.pooled import owner, sample_slices
+from nmp.errors import NmpError
 from nmp.train.alltoall.exchange import CLASS_FACTOR, CompressedAllToAll, classify_tables
 from nmp.train.alltoall.report import compression_summary
-from nmp.train.config import TrainConfig
+from nmp.train.config import TrainConfig, with_overrides
 from nmp.train.trainer import run
 
 CFG = TrainConfig(steps=12, batch=64, max_tables=6, eval_batches=4, nodes=3)
@@ -95,3 +96,34 @@ def test_compare_gains_an_ecrec_row_with_compression():
     assert not rows[2]["identical_to_failure_free"]
     assert rows[2]["compression_ratio"] > 3.0
     assert rows[2]["parity_delta_zstd_ratio"] > 1.0
+
+
+def test_gradient_messages_follow_the_schedule_under_either_table_rule():
+    """A server's gradient message mixes tables: the base bound times the step's factor, for
+    adaptive tables as for uniform ones (adaptive had dropped the schedule's 2x)."""
+    grads = np.random.default_rng(3).standard_normal((40, 8)).astype(np.float32)
+    rows = np.arange(40)
+    for tables in ("uniform", "adaptive"):
+        a2a = CompressedAllToAll("quant", 3, 0.03, "decay", tables, steps=100)
+        assert a2a.step_eb(0) == pytest.approx(0.06) and a2a.step_eb(60) == pytest.approx(0.03)
+        early = a2a.decode_grads(*a2a.encode_grads(rows, grads, 0), 8)
+        late = a2a.decode_grads(*a2a.encode_grads(rows, grads, 60), 8)
+        span = float(grads.max() - grads.min())
+        assert np.abs(early - grads).max() > 0.031 * span  # 2x the base bound at the start
+        assert np.abs(late - grads).max() <= 0.03 * span * (1 + 1e-6)
+
+
+def test_a_schedule_registered_at_run_time_sets_the_bound_and_the_config_takes_it():
+    from nmp.train.alltoall.bounds import EB_SCHEDULES, EbSchedule
+
+    triple = EbSchedule("test-triple", "3x, down to 1x over the whole run", 3.0, 1.0)
+    EB_SCHEDULES.register(triple)
+    try:
+        a2a = CompressedAllToAll("quant", 3, 0.01, "test-triple", "uniform", steps=10)
+        assert a2a.eb_at(0, 2) == pytest.approx([0.03, 0.03])
+        assert a2a.eb_at(5, 2) == pytest.approx([0.02, 0.02])
+        replace(TrainConfig(), compress="quant", eb_schedule="test-triple").validate()
+    finally:
+        EB_SCHEDULES.unregister("test-triple")
+    with pytest.raises(NmpError, match="train.eb_schedule.*unknown error-bound schedule"):
+        with_overrides(TrainConfig(), {"compress": "quant", "eb_schedule": "test-triple"})

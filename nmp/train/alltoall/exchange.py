@@ -9,17 +9,16 @@ crossing chunk is encoded with the codec of ``train.compress`` and decoded on ar
 training runs on the decoded values (:class:`_LossyExchange`, a torch autograd function: the
 forward compresses the pooled values, the backward their gradients).
 
-Error bounds (``eb_rel``, relative to each chunk's value range):
-
-- table-wise (``train.eb_tables = "adaptive"``): SC'24 gives sensitive tables 0.01, tolerant
-  ones 0.05 and the rest 0.03 (PAPERS.md), i.e. ``eb/3``, ``5 eb/3`` and ``eb`` around the base
-  ``train.eb``. Which tables are sensitive is decided here by a rule of our own (the paper's rule
-  is not in the sources found; *chosen*): on the first batch, the spread of each table's pooled
-  values, ``(max - min) / std``. A table whose range is stretched by a few outliers gets a bound
-  that is large against its typical value, so the third with the largest spread is sensitive,
-  the third with the smallest tolerant. ``"uniform"`` gives every table ``eb``.
-- iteration-wise (``train.eb_schedule = "decay"``): the bound starts at 2x and decays linearly
-  to 1x at half the run (PAPERS.md: 2x -> 1x; the half-run length is chosen), then stays.
+Error bounds (``eb_rel``, relative to each chunk's value range): the base ``train.eb`` times
+the factor of the step (``train.eb_schedule``) and of the table (``train.eb_tables``), both
+registered in :mod:`nmp.train.alltoall.bounds`. Table-wise (``adaptive``), SC'24 gives sensitive
+tables 0.01, tolerant ones 0.05 and the rest 0.03 (PAPERS.md). Which tables are sensitive is
+decided here by a rule of our own (the paper's rule is not in the sources found; *chosen*): on
+the first batch, the spread of each table's pooled values, ``(max - min) / std``. A table whose
+range is stretched by a few outliers gets a bound that is large against its typical value, so
+the third with the largest spread is sensitive, the third with the smallest tolerant. The
+distributed trainer's gradient messages mix a server's tables: they go at the base bound times
+the step's factor.
 
 Parity traffic (ECRec) is *not* compressed lossily: the parity node applies ``parity ^= old XOR
 new`` in place, and recovery is exact only if parity is the bit-exact XOR of the data. A lossy
@@ -44,10 +43,16 @@ import torch
 
 from nmp.compress import make_codec
 from nmp.compress.pooled import owner, sample_slices
+from nmp.train.alltoall.bounds import (
+    CLASS_FACTOR,
+    EB_SCHEDULES,
+    EB_TABLE_RULES,
+    NORMAL,
+    SENSITIVE,
+    TOLERANT,
+)
 
-SENSITIVE, NORMAL, TOLERANT = "sensitive", "normal", "tolerant"
-# PAPERS.md (SC'24): 0.01 / 0.03 / 0.05 -> factors of the base bound 0.03.
-CLASS_FACTOR = {SENSITIVE: 1.0 / 3.0, NORMAL: 1.0, TOLERANT: 5.0 / 3.0}
+__all__ = ["CLASS_FACTOR", "CompressedAllToAll", "classify_tables"]
 
 
 def classify_tables(pooled: np.ndarray) -> list[str]:
@@ -93,16 +98,16 @@ class CompressedAllToAll:
         self.codecs = {d: make_codec(self.codec_name) for d in ("forward", "backward")}
         self.stats = {d: DirectionStats() for d in ("forward", "backward")}
 
+    def _scaled(self, step: int) -> float:
+        return self.eb * EB_SCHEDULES.get(self.eb_schedule).scale(step, self.steps)
+
+    def step_eb(self, step: int) -> float:
+        """The base bound at ``step``: the schedule's factor, no table's."""
+        return min(self._scaled(step), 1.0)
+
     def eb_at(self, step: int, num_tables: int) -> np.ndarray:
-        scale = 1.0
-        if self.eb_schedule == "decay":
-            half = max(1, self.steps // 2)
-            scale = 2.0 - min(1.0, step / half)
-        if self.eb_tables == "adaptive" and self.classes:
-            factors = np.array([CLASS_FACTOR[c] for c in self.classes])
-        else:
-            factors = np.ones(num_tables)
-        return np.minimum(self.eb * scale * factors, 1.0)
+        factors = EB_TABLE_RULES.get(self.eb_tables).factors(self.classes, num_tables)
+        return np.minimum(self._scaled(step) * factors, 1.0)
 
     def exchange(self, x: np.ndarray, step: int, direction: str) -> np.ndarray:
         """``x`` [B, T, dim] as the receivers see it after the all-to-all."""
@@ -185,7 +190,7 @@ class CompressedAllToAll:
         """A worker's row gradients for one server: (rows, blob) at the base bound."""
         if len(rows) == 0:
             return rows, np.zeros(0, np.uint8)
-        eb = float(self.eb_at(max(step, 0), 1)[0]) if self.eb_tables != "adaptive" else self.eb
+        eb = self.step_eb(max(step, 0))
         return rows, np.frombuffer(self._encode(grads, eb, 0, "backward"), dtype=np.uint8)
 
     def decode_grads(self, rows: np.ndarray, blob: np.ndarray, dim: int) -> np.ndarray:

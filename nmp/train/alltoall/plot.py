@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from nmp.train.alltoall.bounds import EB_SCHEDULES
+
 PLOTTED_CODEC = "hybrid"  # chosen: SC'24's own codec, the one its accuracy figure shows
 
 
@@ -22,7 +24,7 @@ def plot_auc(rows: list[dict[str, Any]], path: Any) -> None:
             for r in rows
             if r["workload"] == wl
             and r["codec"] == PLOTTED_CODEC
-            and r["eb_schedule"] == "constant"
+            and EB_SCHEDULES.get(r["eb_schedule"]).holds_base
         ]
         sel.sort(key=lambda r: r["eb"])
         ax.errorbar(
