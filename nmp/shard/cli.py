@@ -95,6 +95,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     from nmp.cliargs import input_file
     from nmp.shard.registry import sharder_names
+    from nmp.shard.unseen import DEFAULT_UNSEEN, UNSEEN_ESTIMATORS
 
     p = sub.add_parser(
         "shard",
@@ -151,9 +152,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--unseen",
-        choices=("zero", "good-turing"),
-        default="zero",
-        help="weight of rows the profile never saw: zero (RecShard) or the Good-Turing share",
+        choices=UNSEEN_ESTIMATORS.names(),
+        default=DEFAULT_UNSEEN,
+        help="weight of rows the profile never saw: "
+        + "; ".join(f"{n}: {e.description}" for n, e in UNSEEN_ESTIMATORS.items()),
     )
     p.add_argument("--time-limit", type=float, default=60.0, help="MILP time limit, s (default 60)")
     from nmp.guard import add_argument

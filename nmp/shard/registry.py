@@ -26,7 +26,8 @@ class ShardProblem:
     host_bytes: int
     coef: tuple[TableCoefficients, ...]
     time_limit_s: float = 60.0  # for sharders that search (the MILP)
-    unseen: str = "zero"  # how statistics-driven sharders weigh never-seen rows (stats.UNSEEN)
+    # how statistics-driven sharders weigh never-seen rows (stats.UNSEEN_ESTIMATORS)
+    unseen: str = "zero"
 
     def check_capacity(self) -> None:
         """Raise unless the tables fit in HBM and host memory together."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nmp.errors import NmpError
+from nmp.shard.unseen import DEFAULT_UNSEEN, UNSEEN_ESTIMATORS
 from nmp.workload import LookupBatch, WorkloadSpec, access_stats, generate_batches, load_index_file
 
 # Counts 1..4 are classes of their own (few-batch profiles are made of them); above, one class
@@ -29,8 +30,6 @@ from nmp.workload import LookupBatch, WorkloadSpec, access_stats, generate_batch
 # as much as another profile seed's (docs/studies.md, "Chosen values of the sharding, cache
 # and training models").
 EXACT_COUNTS = 4
-# How rows never seen in the window are weighed (see TableStats.classes).
-UNSEEN = ("zero", "good-turing")
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,16 +98,17 @@ class TableStats:
             return 1.0
         return float(np.count_nonzero(self.counts == 1)) / self.accesses
 
-    def classes(self, unseen: str = "zero") -> list[FrequencyClass]:
+    def classes(self, unseen: str = DEFAULT_UNSEEN) -> list[FrequencyClass]:
         """The table's frequency classes, hottest first; the untouched rows last (if any).
 
-        ``unseen="zero"`` (RecShard's statistics) gives rows never seen no accesses;
-        ``"good-turing"`` gives them together the Good-Turing share :meth:`unseen_mass` of the
-        lookups and scales the seen classes by the rest."""
-        if unseen not in UNSEEN:
-            raise NmpError(f"unseen must be one of {', '.join(UNSEEN)}, got '{unseen}'")
+        ``unseen`` names an :data:`UNSEEN_ESTIMATORS` member: ``"zero"`` (RecShard's
+        statistics) gives rows never seen no accesses; ``"good-turing"`` gives them together
+        the Good-Turing share :meth:`unseen_mass` of the lookups and scales the seen classes
+        by the rest."""
+        if unseen not in UNSEEN_ESTIMATORS:
+            raise NmpError(f"unseen: {UNSEEN_ESTIMATORS.unknown_message(unseen)}")
         untouched = self.num_rows - self.rows.size
-        p0 = self.unseen_mass() if unseen == "good-turing" and untouched else 0.0
+        p0 = UNSEEN_ESTIMATORS.get(unseen).mass(self) if untouched else 0.0
         out = []
         c = self.counts
         edges = [*range(1, EXACT_COUNTS + 2)]

@@ -29,7 +29,8 @@ DEFAULTS: dict[str, Any] = {
     "overlap": [False],
     "profile_policy": [],  # "held-out" and/or "served" (nmp.shard.run.PROFILE_POLICIES)
     "held_out": [True],  # the older spelling of the same axis: used when profile_policy is empty
-    "unseen": ["zero"],  # for sharders that use row statistics (see nmp.shard.stats.UNSEEN)
+    # for sharders that use row statistics (nmp.shard.stats.UNSEEN_ESTIMATORS)
+    "unseen": ["zero"],
     "seed": 0,
     "time_limit_s": 60.0,
     "workload_overrides": {},
@@ -82,10 +83,11 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
     if any(not isinstance(v, int | float) or v < 0 for v in p["hbm_gib"]):
         raise NmpError(f"params.hbm_gib must hold numbers >= 0, got {p['hbm_gib']!r}")
     # numpy: loaded on use (start-up time)
-    from nmp.shard.stats import UNSEEN
+    from nmp.shard.unseen import UNSEEN_ESTIMATORS
 
-    if any(u not in UNSEEN for u in p["unseen"]):
-        raise NmpError(f"params.unseen must hold {' or '.join(UNSEEN)}, got {p['unseen']!r}")
+    for u in p["unseen"]:
+        if u not in UNSEEN_ESTIMATORS:
+            raise NmpError(f"params.unseen: {UNSEEN_ESTIMATORS.unknown_message(u)}")
     if not isinstance(p["workload_overrides"], dict):
         raise NmpError("params.workload_overrides must be a table")
     return p
@@ -95,6 +97,7 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
     # numpy: loaded on use (start-up time)
     from nmp.shard.registry import get_sharder, sharder_names
     from nmp.shard.run import run_shard
+    from nmp.shard.unseen import DEFAULT_UNSEEN
 
     p = check_params(params)
     names = p["sharders"] or sharder_names()
@@ -109,7 +112,7 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
     for gpus, hbm, prof, policy, overlap in points:
         group = []
         for name in names:
-            variants = p["unseen"] if get_sharder(name).uses_row_stats else ["zero"]
+            variants = p["unseen"] if get_sharder(name).uses_row_stats else [DEFAULT_UNSEEN]
             for unseen in variants:
                 r = run_shard(
                     workload=p["workload"],
@@ -125,7 +128,7 @@ def study_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
                     profile_policy=policy,
                     unseen=unseen,
                 )
-                r["label"] = name if unseen == "zero" else f"{name}+{unseen}"
+                r["label"] = name if unseen == DEFAULT_UNSEEN else f"{name}+{unseen}"
                 r["stats"] = get_sharder(name).uses_row_stats
                 group.append(r)
         base = [r["step_ms"] for r in group if not r["stats"]]

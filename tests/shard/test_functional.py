@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from nmp.errors import NmpError
 from nmp.shard.cost import TableCoefficients
 from nmp.shard.functional import execute, reference, table_values
 from nmp.shard.placement import Placement, TablePlacement
@@ -93,3 +94,20 @@ def test_good_turing_weighs_unseen_rows():
     assert p0 > 0
     assert gt[-1].accesses_per_batch == pytest.approx(p0 * ts.lookups_per_batch)
     assert sum(c.accesses_per_batch for c in gt) == pytest.approx(ts.lookups_per_batch)
+
+
+def test_an_unseen_estimator_registered_at_run_time_sets_the_never_seen_share():
+    from nmp.shard.unseen import UNSEEN_ESTIMATORS, UnseenEstimator
+
+    ts = profile_workload(small_spec(), 1, seed=0).tables[0]
+    zero = ts.classes("zero")
+    UNSEEN_ESTIMATORS.register(UnseenEstimator("test-quarter", "a quarter", lambda s: 0.25))
+    try:
+        quarter = ts.classes("test-quarter")
+    finally:
+        UNSEEN_ESTIMATORS.unregister("test-quarter")
+    assert quarter[-1].accesses_per_batch == pytest.approx(0.25 * ts.lookups_per_batch)
+    for seen, scaled in zip(zero[:-1], quarter[:-1], strict=True):
+        assert scaled.accesses_per_batch == pytest.approx(0.75 * seen.accesses_per_batch)
+    with pytest.raises(NmpError, match="unknown unseen-row estimator 'test-quarter'"):
+        ts.classes("test-quarter")
