@@ -54,7 +54,24 @@ class Organization:
             if value < 1 or not is_power_of_two(value):
                 raise KeyedValueError(name, f"must be a positive power of two, got {value}")
         if self.columns % self.prefetch:
-            raise KeyedValueError("prefetch", "must divide columns")
+            raise KeyedValueError(
+                "prefetch",
+                also=("columns",),
+                message=f"prefetch ({self.prefetch}) must divide columns ({self.columns})",
+            )
+        if self.channel_width_bits < 8 or self.channel_width_bits % 8:
+            raise KeyedValueError(
+                "channel_width_bits",
+                f"must be a positive multiple of 8, got {self.channel_width_bits}",
+            )
+        # a rank is channel_width_bits / device_width_bits chips (the energy's device count)
+        if self.device_width_bits < 1 or self.channel_width_bits % self.device_width_bits:
+            raise KeyedValueError(
+                "device_width_bits",
+                also=("channel_width_bits",),
+                message=f"device_width_bits ({self.device_width_bits}) must be >= 1 and divide "
+                f"channel_width_bits ({self.channel_width_bits})",
+            )
         capacity = self.channels * self.banks_per_channel * self.rows * self.columns
         if capacity * max(1, self.channel_width_bits) >= 2**64 * 8:
             raise ValueError(
@@ -101,6 +118,8 @@ class Controller:
 
     read_queue: int = 32
     write_queue: int = 32
+    # Ramulator 2's buffer of maintenance requests: the engine issues refreshes itself and
+    # holds none, so the size changes no result (kept so that a Ramulator configuration reads)
     priority_queue: int = 1568
     wr_high_watermark: float = 0.8
     wr_low_watermark: float = 0.2
@@ -131,7 +150,7 @@ class Controller:
             raise KeyedValueError("row_policy", ROW_POLICIES.unknown_message(self.row_policy))
         if self.refresh not in REFRESH_MODES:
             raise KeyedValueError("refresh", REFRESH_MODES.unknown_message(self.refresh))
-        for name in ("read_queue", "write_queue", "frontend_ratio", "line_bytes"):
+        for name in ("read_queue", "write_queue", "priority_queue", "frontend_ratio", "line_bytes"):
             if getattr(self, name) < 1:
                 raise KeyedValueError(name, "must be at least 1")
         # counts the engine allocates by: bounded before it allocates (a read queue of 10^9
@@ -143,6 +162,13 @@ class Controller:
         for name in ("wr_high_watermark", "wr_low_watermark"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise KeyedValueError(name, f"must lie in [0, 1], got {getattr(self, name)}")
+        if self.wr_low_watermark <= 0.0:
+            # write mode ends when fewer than this share of writes is queued: never, at 0
+            raise KeyedValueError(
+                "wr_low_watermark",
+                "must be > 0 (at 0 the controller never leaves write mode and queued reads "
+                "wait forever)",
+            )
         if self.wr_high_watermark < self.wr_low_watermark:
             raise KeyedValueError(
                 "wr_high_watermark",

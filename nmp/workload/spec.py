@@ -259,6 +259,11 @@ class WorkloadSpec:
             raise KeyedValueError("pooling", "must be >= 0")
         if self.seed < 0:
             raise KeyedValueError("seed", "must be >= 0")
+        if self.tables and not self.lookups_per_sample > 0:
+            # every figure is per lookup: a batch of empty bags has none to count
+            raise KeyedValueError(
+                "pooling", "gives no lookups: at least one table needs a pooling above 0"
+            )
         for key in ("mlp_bottom", "mlp_top"):
             widths = getattr(self, key)
             if any(w < 1 or w > MAX_MLP_WIDTH for w in widths):
