@@ -78,6 +78,10 @@ TRAIN_MLP_BYTES_PER_PARAM = 16
 TRAIN_NODE_BYTES = 512 * 1024
 TRIAL_BYTES = 32
 FAILURE_BYTES = 80
+# --extrapolate's one costed step: 605 B per lookup measured above its fixed part (the ecrec
+# setup, criteo-terabyte, batch 20,000 -> 200,000: 0.52 M -> 5.2 M lookups, peak RSS 0.78 ->
+# 3.49 GB; the backends' replay of every lookup's bursts); chosen 640
+STEP_LOOKUP_BYTES = 640
 # nmp rtl export: 1,000 -> 1,000,000 stimulus entries of 64 bits, 180 -> 715 MiB peak: 535 B
 # per entry, 8.4 B per bit (chosen: 12 B per bit).
 TESTBENCH_BYTES_PER_BIT = 12
@@ -339,16 +343,28 @@ def _count(value: float) -> str:
 
 
 def extrapolation_estimate(
-    trials: int, failures: float, failures_key: str = "--servers"
+    trials: int,
+    failures: float,
+    failures_key: str = "--servers",
+    *,
+    step_lookups: float = 0.0,
+    step_key: str = "values.batch",
 ) -> Estimate:
     """``nmp train --extrapolate``: the Monte-Carlo draws and the failures drawn in them
-    (``failures_key``: the flag that makes them many, the servers or their MTBF)."""
-    terms = {"--trials": trials * TRIAL_BYTES, failures_key: failures * FAILURE_BYTES}
+    (``failures_key``: the flag that makes them many, the servers or their MTBF), and the one
+    batch of ``step_lookups`` lookups whose step is costed on the hardware model (``step_key``:
+    the input that sets its size)."""
+    terms = {
+        "--trials": trials * TRIAL_BYTES,
+        failures_key: failures * FAILURE_BYTES,
+        step_key: step_lookups * STEP_LOOKUP_BYTES,
+    }
     key = max(terms, key=terms.__getitem__)
     return Estimate(
         TRAIN_BASE_BYTES + sum(terms.values()),
         key,
-        f"{trials:,} draws of {_count(failures)} failures in all",
+        f"{trials:,} draws of {_count(failures)} failures in all, a step of "
+        f"{_count(step_lookups)} lookups costed",
     )
 
 

@@ -448,12 +448,22 @@ def _deployment(args):
             raise NmpError(exc.message, key="--" + exc.key.replace("_", "-")) from None
         raise
     import nmp.guard as guard
+    from nmp.train.setup import setup_path
+    from nmp.workload import load_workload
 
     failures = dep.trials * dep.horizon_hours * dep.servers / dep.server_mtbf_hours
     key, file = _failures_blame(args, dep)
-    estimate = guard.extrapolation_estimate(dep.trials, failures, failures_key=key)
-    if file and estimate.key == key:
+    spec = load_workload(dep.workload)
+    step_lookups = (dep.batch or spec.batch) * spec.lookups_per_sample
+    # the step's batch: the setup's batch where it sets one, else its workload's
+    step_key = "values.batch" if dep.batch else "values.workload"
+    estimate = guard.extrapolation_estimate(
+        dep.trials, failures, failures_key=key, step_lookups=step_lookups, step_key=step_key
+    )
+    if estimate.key == key and file:
         estimate = replace(estimate, file=file)
+    elif estimate.key == step_key and args.setup:
+        estimate = replace(estimate, file=str(setup_path(args.setup)))
     guard.check(estimate, args.max_memory)
     return dep
 

@@ -266,6 +266,10 @@ def read_criteo_tsv(
     # Column-wise conversion keeps the per-value work inside numpy/C.
     cols = list(zip(*fields, strict=True)) if n else [()] * width
     _check_numbers(fields, cols, str(path))
+    if "" in cols[0]:  # (a missing dense value reads as 0; a missing label is no sample)
+        raise NmpError(
+            "label must be 0 or 1, got an empty field", file=str(path), line=cols[0].index("") + 1
+        )
     try:
         label = np.asarray(cols[0], dtype=np.float32)
         dense = np.stack(

@@ -48,6 +48,12 @@ from nmp.train.partial_save import at_scale, workload_rates
 from nmp.train.schedule import COMMON, phase_costs_ns
 
 HOUR_NS = 3600e9
+# The largest deployment taken (chosen): a million nodes of either kind, each a process or a
+# machine, and rows of a million elements, beyond any recommendation model the papers train;
+# a step's cost is measured on one batch, whose memory the guard bounds (nmp train's
+# _deployment). workers = 1e17 split the batch into 1e17 slices.
+MAX_NODES = 2**20
+MAX_DIM = 2**20
 # The shortest MTBF of one server a deployment given as input may have (chosen: one minute; a
 # server failing more often than that recovers nothing, and 1e-300 h drew ~1e305 failures:
 # refused by the memory guard with a 300-digit count). A deployment the kit derives (the
@@ -156,6 +162,19 @@ class DeploymentSpec:
                 raise NmpError("must be >= 0", key=key)
         if self.restart_s < 0 or self.step_ms < 0 or self.network_gbps < 0:
             raise NmpError("restart_s, step_ms, network_gbps must be >= 0")
+        # a link of a link: 0 means no network, a positive one is as slow as the storage may be
+        for key in ("network_gbps", "worker_network_gbps"):
+            if 0 < getattr(self, key) < SLOWEST["storage_gbps"]:
+                raise NmpError(
+                    f"must be 0 (no network) or >= {SLOWEST['storage_gbps']:g}, got "
+                    f"{getattr(self, key):g}",
+                    key=key,
+                )
+        for key in ("servers", "workers", "k", "r"):
+            if getattr(self, key) > MAX_NODES:
+                raise NmpError(f"must be <= {MAX_NODES:,}, got {getattr(self, key):,}", key=key)
+        if self.dim > MAX_DIM:
+            raise NmpError(f"must be <= {MAX_DIM:,}, got {self.dim:,}", key="dim")
         if self.servers <= self.r:
             raise NmpError(f"must exceed r ({self.r})", key="servers")
         if not 0 < self.rebuild_share <= 1 or not 0 < self.cpr_fraction <= 1:
@@ -167,6 +186,31 @@ class DeploymentSpec:
         if self.interval not in INTERVAL_RULES:
             raise NmpError(INTERVAL_RULES.unknown_message(self.interval), key="interval")
         INTERVAL_RULES.get(self.interval).check(self.interval_min)
+        from nmp.workload import load_workload
+
+        try:
+            spec = load_workload(self.workload)
+        except NmpError as exc:
+            raise NmpError(exc.message, key="workload") from None
+        if self.server_memory_gb:
+            rows = self.table_rows or sum(t.rows for t in spec.tables)
+            data = rows * record_bytes(self.dim or spec.tables[0].dim, self.optimizer_state_words)
+            per_server_gb = data * (self.k + self.r) / self.k / self.servers / 1e9
+            if per_server_gb > self.server_memory_gb:
+                # the value that makes the records large where the setup sets one
+                key = "table_rows" if self.table_rows else "dim" if self.dim else "server_memory_gb"
+                raise NmpError(
+                    f"{per_server_gb:.4g} GB of records and parity per server do not fit in "
+                    f"server_memory_gb = {self.server_memory_gb:g}",
+                    key=key,
+                )
+
+
+def record_bytes(dim: int, state_words: int) -> int:
+    """Bytes of one stored record: the row and its optimizer state in fp32, padded to an even
+    number of words."""
+    width = dim + state_words
+    return (width + width % 2) * 4
 
 
 @dataclass(frozen=True)
@@ -220,9 +264,7 @@ def _step_costs(
         spec = replace(spec, batch=batch)
     dim = dim or spec.tables[0].dim
     rows_total = table_rows or sum(t.rows for t in spec.tables)
-    width = dim + state_words
-    width += width % 2
-    record_bytes = width * 4
+    record_b = record_bytes(dim, state_words)
 
     # What the cost backends read of the trainer's geometry.
     geo = SimpleNamespace(
@@ -233,14 +275,14 @@ def _step_costs(
     ids = np.stack([t.indices.reshape(spec.batch, -1) for t in lb.tables])
     batch_ = Batch(dense=np.zeros((spec.batch, NUM_DENSE), np.float32), ids=ids, label=np.zeros(0))
     g_rows = np.unique(ids + np.concatenate([[0], np.cumsum(geo.table_rows)[:-1]])[:, None, None])
-    plain = make_backend(cfg, geo, _StoreShape(record_bytes, servers, 0))
-    coded = make_backend(cfg, geo, _StoreShape(record_bytes, k, r))
+    plain = make_backend(cfg, geo, _StoreShape(record_b, servers, 0))
+    coded = make_backend(cfg, geo, _StoreShape(record_b, k, r))
     gather_ns = plain.gather(batch_)[0] / servers  # each server gathers its share in parallel
     upd_plain_ns = plain.update(g_rows)[0] / servers
     upd_coded_ns = coded.update(g_rows)[0] / servers
     mlp = _mlp_weights(1 if one_bag else len(spec.tables), dim, bottom, top)
     dense_ns = 6.0 * mlp * spec.batch / (workers * host_flops) * 1e9
-    burst = -(-record_bytes // BURST_BYTES) * BURST_BYTES
+    burst = -(-record_b // BURST_BYTES) * BURST_BYTES
     # A record read costs the gather's time per looked-up byte (bursts of the record).
     read_ns = gather_ns * servers / ids.size * (burst / (dim * 4))
     g_all = ids + np.concatenate([[0], np.cumsum(geo.table_rows)[:-1]])[:, None, None]
@@ -264,7 +306,7 @@ def _step_costs(
         dim=int(dim),
         read_ns_per_record=read_ns,
         write_ns_per_record=upd_plain_ns * servers / len(g_rows),
-        record_bytes=record_bytes,
+        record_bytes=record_b,
         rows_total=int(rows_total),
         dense_bytes=mlp * 4,
         backend=plain.name,
@@ -320,7 +362,7 @@ def _model(dep: DeploymentSpec, units: dict[str, int] | None = None) -> _Model:
     if units:
         c = replace(c, **cast(dict[str, Any], units))
     data_bytes = float(c.rows_total) * c.record_bytes
-    if dep.server_memory_gb:
+    if dep.server_memory_gb:  # (validate checked the workload's rows; a run's own may differ)
         per_server = data_bytes * (dep.k + dep.r) / dep.k / dep.servers / 1e9
         if per_server > dep.server_memory_gb:
             raise NmpError(
