@@ -238,11 +238,27 @@ def _occupy_closed_descriptors() -> None:
                 os.close(devnull)
 
 
+# The longest error line printed (chosen): a message quotes the input it refuses, and a
+# 20,000-character preset name or a byte dump of a damaged archive made a 20 KB line.
+MAX_ERROR_CHARS = 2000
+
+
+def one_line(text: str, most: int = MAX_ERROR_CHARS) -> str:
+    """``text`` as one printable line: control characters escaped (a NUL or a newline in a
+    quoted value split the line), the middle left out past ``most`` characters."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    if len(text) > most:
+        head, tail = most * 3 // 4, most // 4
+        text = f"{text[:head]} ... ({len(text) - head - tail:,} characters) ... {text[-tail:]}"
+    return text
+
+
 def _tell(line: str) -> None:
-    """Print ``line`` on standard error; where that cannot be written (closed, a full disk) the
-    exit status alone tells."""
+    """Print ``line`` on standard error as one line (:func:`one_line`); where that cannot be
+    written (closed, a full disk) the exit status alone tells."""
     with contextlib.suppress(OSError, ValueError):
-        print(line, file=sys.stderr, flush=True)
+        print(one_line(line), file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

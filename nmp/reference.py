@@ -58,13 +58,64 @@ def repo_reference_dir() -> Path:
 def dram_reference_dir() -> Path:
     """Traces and the cycle counts Ramulator 2 and DRAMsim3 measured: ``$NMP_SHARED`` where it
     is set (an explicit choice), else ``data/reference/dram`` in the repository, else
-    ``shared/reference/dram`` beside the checkout (:func:`shared_dir`)."""
+    ``shared/reference/dram`` beside the checkout (:func:`shared_dir`). A folder outside the
+    repository is read only where no other user could have written into it (the verdicts of
+    ``nmp validate`` rest on its counts)."""
     if os.environ.get("NMP_SHARED"):
-        return Path(os.environ["NMP_SHARED"]) / "reference" / "dram"
+        base = Path(os.environ["NMP_SHARED"])
+        return _trusted(base, base / "reference" / "dram", f"NMP_SHARED={base}")
     repo = repo_reference_dir() / "dram"
     if (repo / "cases.json").is_file():
         return repo
-    return shared_dir() / "reference" / "dram"
+    base = shared_dir()
+    return _trusted(base, base / "reference" / "dram", str(base))
+
+
+# cases.json is 127 KB; a file a thousand times larger is not one the kit wrote
+MAX_CASES_BYTES = 128 * 1024**2
+
+
+def read_cases(folder: Path) -> dict:
+    """``folder``'s ``cases.json`` (the reference cases and every simulator's counts), or an
+    NmpError naming the file: not a regular file, too large, not UTF-8 JSON, not an object
+    with ``cases`` and ``memory_configs``."""
+    import json
+
+    from nmp.errors import NmpError
+    from nmp.fileio import read_regular
+
+    path = folder / "cases.json"
+    raw = read_regular(path, MAX_CASES_BYTES)
+    if len(raw) > MAX_CASES_BYTES:
+        raise NmpError(f"larger than {MAX_CASES_BYTES >> 20} MiB: not the kit's", file=str(path))
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise NmpError("not UTF-8 text", file=str(path)) from None
+    except RecursionError:
+        raise NmpError("not valid JSON (nested too deeply)", file=str(path)) from None
+    except ValueError as exc:
+        raise NmpError(f"not valid JSON ({exc})", file=str(path)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        raise NmpError("not the reference cases (no 'cases' list)", file=str(path))
+    if not isinstance(data.get("memory_configs"), dict):
+        raise NmpError("not the reference cases (no 'memory_configs' table)", file=str(path))
+    return data
+
+
+def _trusted(base: Path, folder: Path, named: str) -> Path:
+    """``folder`` where neither it nor a folder from ``base`` down to it could have been
+    written by another user; else a SpecError naming ``named``."""
+    from nmp.errors import SpecError
+    from nmp.fileio import others_can_write  # (on use: a repository's data needs no check)
+
+    for part in (base, base / "reference", folder):
+        why = others_can_write(part)
+        if why:
+            raise SpecError(
+                f"{named}: reference data is not read from {part}: {why} (chmod o-w it)"
+            )
+    return folder
 
 
 def case_memory_spec(memory_args: list[str]):

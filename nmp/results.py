@@ -8,7 +8,6 @@ Memory-level statistics (``MemStats``) live in :mod:`nmp.memory`; operators abov
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,8 +63,12 @@ class PointResult:
         return jsonable(out)
 
 
-# A point's headline figures: each a finite number, never below 0
+# A point's headline figures: each a number in [0, 1e18] (no quantity the kit models is larger:
+# a saved 1e308 reached the plots' axes, 10**400 no float), the time and the rate above 0 (a
+# batch takes time; a rate of 0 is no speed-up to compare)
 HEADLINE_FIGURES = ("latency_ns", "lookups_per_s", "energy_pj_per_lookup", "area_mm2")
+POSITIVE_FIGURES = ("latency_ns", "lookups_per_s")
+MAX_FIGURE = 1e18
 
 
 def result_problem(data: Any) -> tuple[str, str] | None:
@@ -79,12 +82,27 @@ def result_problem(data: Any) -> tuple[str, str] | None:
     for name in HEADLINE_FIGURES:
         v = data.get(name)
         if not is_number(v):
-            return f"result.{name}", f"must be a number, got {v!r}"
-        if not math.isfinite(v) or v < 0:
-            return f"result.{name}", f"must be finite and not below 0, got {v!r}"
+            return f"result.{name}", f"must be a number, got {_short(v)}"
+        low = "above 0" if name in POSITIVE_FIGURES else "at least 0"
+        if not (v > 0 if name in POSITIVE_FIGURES else v >= 0) or not v <= MAX_FIGURE:
+            return f"result.{name}", f"must be {low} and at most 1e18, got {_short(v)}"
     if not isinstance(data.get("breakdown", {}), dict):
         return "result.breakdown", "must be an object"
+    if not isinstance(data.get("breakdown", {}).get("bottleneck", ""), str):
+        return "result.breakdown.bottleneck", "must be a string"
     return None
+
+
+def _short(value: Any) -> str:
+    """A value for a message: a number in three figures where its digits are many."""
+    text = repr(value)
+    if len(text) <= 24:
+        return text
+    return (
+        format(float(value), ".3g")
+        if is_number(value) and abs(value) < 1e308
+        else text[:24] + "..."
+    )
 
 
 def jsonable(value: Any) -> Any:

@@ -254,6 +254,10 @@ def check_same_plan(run_dir: Path, sweep_name: str, keys: list[str]) -> None:
         stored_name = stored.get("sweep")
     except NmpError as exc:
         raise NmpError(f"not a plan nmp evaluate wrote ({exc.message})", file=str(path)) from None
+    except RecursionError:
+        raise NmpError(
+            "not a plan nmp evaluate wrote (nested too deeply)", file=str(path)
+        ) from None
     except (OSError, ValueError, KeyError, TypeError):
         raise NmpError("not a plan nmp evaluate wrote", file=str(path)) from None
     if stored_name != sweep_name or set(stored_keys) != set(keys):
@@ -366,6 +370,14 @@ def _run_locked(
         plan.setdefault(key, point)
     if resume:
         check_same_plan(run_dir, sweep.name, list(plan))  # before anything is overwritten
+    # the saved points are checked before any file of the run is rewritten: a refused line
+    # leaves the folder as it was (its sessions, its plan and its reports)
+    done: dict[str, dict[str, Any]] = {}
+    for line, record in read_jsonl_lines(results_path, repair=True):
+        key = record.get("key", "")
+        if key in plan and key not in done:
+            _check_saved_result(record, results_path, line)
+        done.setdefault(key, record)
     if sweep_text:
         atomic_write_text(run_dir / "sweep.toml", sweep_text)
     atomic_write_json(run_dir / "sweep.json", to_mapping(sweep))
@@ -377,13 +389,6 @@ def _run_locked(
     sessions = read_sessions(env_path) if resume else []
     sessions.append(environment({"executor": executor.describe(), "resume": resume}))
     atomic_write_json(env_path, {"sessions": sessions})
-
-    done: dict[str, dict[str, Any]] = {}
-    for line, record in read_jsonl_lines(results_path, repair=True):
-        key = record.get("key", "")
-        if key in plan and key not in done:
-            _check_saved_result(record, results_path, line)
-        done.setdefault(key, record)
     reused = sum(1 for k in plan if k in done)
     # Design by design (the models cache a built design between points: measured 1.3x faster
     # than interleaving designs), costliest first within a design so the last points to finish

@@ -14,6 +14,7 @@ study or several claims reuse it.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Any
 
 from nmp.errors import NmpError
@@ -103,8 +104,11 @@ def _placement(
     return get_sharder(sharder).place(problem)
 
 
-def _check_memory(spec, topo, sharder: str, profile_batches, eval_batches, max_memory) -> None:
-    """Refuse before profiling a run that cannot fit the memory limit (:mod:`nmp.guard`)."""
+def _check_memory(
+    spec, topo, sharder: str, profile_batches, eval_batches, max_memory, topology_file=None
+) -> None:
+    """Refuse before profiling a run that cannot fit the memory limit (:mod:`nmp.guard`);
+    ``topology_file``: the file whose ``gpus`` set the count (none: a preset or --set did)."""
     import nmp.guard as guard
 
     per_batch = spec.lookups_per_batch
@@ -121,6 +125,8 @@ def _check_memory(spec, topo, sharder: str, profile_batches, eval_batches, max_m
         per_gpu_table,
         key,
     )
+    if estimate.key == "topology.gpus" and topology_file:
+        estimate = replace(estimate, key="gpus", file=topology_file)
     guard.check(estimate, max_memory)
 
 
@@ -166,8 +172,10 @@ def run_shard(
     okey = repr(items)  # with items in the cache keys: 1, 1.0 and True hash alike, not so repr
     spec = workload_of(workload, workload_overrides)
     _check_memory(
-        spec, topo, sharder, 0 if index_file else profile_batches, eval_batches, max_memory
-    )
+        spec, topo, sharder, 0 if index_file else profile_batches, eval_batches, max_memory,
+        topology_file=topology if topology.endswith(".toml") and "gpus" not in dict(titems)
+        else None,
+    )  # fmt: skip
     if index_file:  # bounded as it is read, by the sizes it declares
         import nmp.guard as guard
 

@@ -8,14 +8,13 @@ long.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
 from nmp.config import preset_names
-from nmp.reference import case_memory_spec, dram_reference_dir
+from nmp.reference import case_memory_spec, dram_reference_dir, read_cases
 from nmp.validate.result import CheckResult, builtin
 from nmp.workload import generate_batch, load_workload
 
@@ -68,7 +67,7 @@ def dram_vs_ramulator(quick: bool) -> list[CheckResult]:
                 "cycles and row hits/misses/conflicts per case",
             )
         ]
-    data = json.loads(path.read_text())
+    data = read_cases(folder)
     by_standard: dict[str, list[dict]] = defaultdict(list)
     for case in data["cases"]:
         standard = data["memory_configs"][case["mem_config"]]["standard"]

@@ -76,6 +76,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print_summary(results, console, run_dir / "report.md", time.perf_counter() - t0)
     errors = [r.id for r in results if r.verdict == "error"]
+    # why the first could not run, on the error line itself (the rest are in the report)
+    first_error = next((r.model for r in results if r.verdict == "error"), "")
     from nmp.validate.real_gpu import GROUP as REAL_GPU
 
     # A published claim or a real GPU's measurement that the model misses is a finding about
@@ -89,7 +91,10 @@ def _run(args: argparse.Namespace) -> int:
         what = "; ".join(
             s
             for s in (
-                f"{len(errors)} check(s) could not run: {', '.join(errors)}" if errors else "",
+                f"{len(errors)} check(s) could not run: {', '.join(errors)} "
+                f"(the first: {first_error})"
+                if errors
+                else "",
                 f"the kit disagrees with its references: {', '.join(broken)}" if broken else "",
             )
             if s

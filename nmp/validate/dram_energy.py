@@ -14,14 +14,13 @@ and organizations, not the formulas.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nmp.reference import case_memory_spec, dram_reference_dir
+from nmp.reference import case_memory_spec, dram_reference_dir, read_cases
 from nmp.validate.checks import missing_reference
 from nmp.validate.result import CheckResult, builtin
 
@@ -128,7 +127,7 @@ def standard_results(
     """Every case DRAMsim3 measured, by standard (``data``: ``folder``'s cases.json, read here
     where not given)."""
     if data is None:
-        data = json.loads((folder / "cases.json").read_text())
+        data = read_cases(folder)
     by_standard: dict[str, list[CaseEnergy]] = defaultdict(list)
     for case in data["cases"]:
         if not case.get("dramsim3"):
@@ -176,7 +175,7 @@ def dram_energy_vs_dramsim3(quick: bool) -> list[CheckResult]:
                 "dram.dramsim3-energy", "DRAMsim3 reference cases", "total energy per case"
             )
         ]
-    data = json.loads(path.read_text())
+    data = read_cases(folder)
     sim = data.get("simulators", {}).get("dramsim3", "DRAMsim3")
     source = f"{sim}; {path.parent.name}/cases.json"
     return [_row(std, res, source) for std, res in standard_results(folder, data).items()]
