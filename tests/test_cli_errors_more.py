@@ -253,7 +253,15 @@ CASES = [
     (
         "train-extrapolate-servers-1e14",
         ["train", "--extrapolate", "--setup", "ecrec", "--servers", "100000000000000"],
-        "2,000 draws of 6.67e+15 failures in all",
+        "key '--servers': must be <= 1,048,576",
+    ),
+    (
+        "train-extrapolate-failures-many",
+        [
+            *["train", "--extrapolate", "--setup", "ecrec", "--servers", "1000000"],
+            *["--server-mtbf-hours", "0.02"],
+        ],
+        "2,000 draws of 2.4e+12 failures in all",
     ),
     # a key given twice was read as the last one (node=2 failed) or one of two members (the
     # archive's indices_0 or indices_00, whichever came last)

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from nmp.registry import Registry
-
-if TYPE_CHECKING:
-    from nmp.shard.stats import TableStats
 
 
 @dataclass(frozen=True)
@@ -23,7 +20,7 @@ class UnseenEstimator:
 
     name: str
     description: str
-    mass: Callable[[TableStats], float]
+    mass: Callable[[Any], float]  # of a nmp.shard.stats.TableStats (which imports this module)
 
 
 UNSEEN_ESTIMATORS: Registry[UnseenEstimator] = Registry("unseen-row estimator")
