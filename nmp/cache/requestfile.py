@@ -142,8 +142,12 @@ def _column(fields: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray] | N
         return np.zeros(0, dtype=np.int64), lengths
     if not "".join(tokens.tolist()).isascii() or not np.char.isdigit(tokens).all():
         return None
-    if np.char.str_len(tokens).max() > MAX_ROW_DIGITS:  # beyond int64: the slow path names it
-        return None
+    if np.char.str_len(tokens).max() > MAX_ROW_DIGITS:
+        # leading zeros are no digits of the row ("0001" is row 1); past int64: the slow path
+        tokens = np.char.lstrip(tokens, "0")
+        tokens = np.where(tokens == "", "0", tokens)
+        if np.char.str_len(tokens).max() > MAX_ROW_DIGITS:
+            return None
     rows = tokens.astype(np.int64)
     if rows.max() >= limit:
         return None
@@ -161,8 +165,10 @@ def _rows(field: str, limit: int, file: str, line: int, table: int) -> list[int]
             raise TraceError(
                 f"table {table}: row '{token}' is not a non-negative integer", file=file, line=line
             )
-        # (past 4,300 digits int() refuses the text; past MAX_ROW_DIGITS no table has the row)
-        row = int(token) if len(token) <= MAX_ROW_DIGITS else None
+        # (past 4,300 digits int() refuses the text; past MAX_ROW_DIGITS no table has the row;
+        # leading zeros are none of its digits)
+        digits = token.lstrip("0") or "0"
+        row = int(digits) if len(digits) <= MAX_ROW_DIGITS else None
         if row is None or row >= limit:
             shown = token if len(token) <= 40 else f"{token[:20]}...({len(token):,} digits)"
             raise TraceError(

@@ -91,6 +91,19 @@ def test_request_file_round_trip(tmp_path):
         assert np.array_equal(a.indices, b.indices) and np.array_equal(a.offsets, b.offsets)
 
 
+@pytest.mark.parametrize("multi_hot", [False, True])
+def test_leading_zeros_are_no_digits_of_a_row(tmp_path, multi_hot):
+    """'0...01' (31 characters) is row 1: it was refused as out of range past 18 characters."""
+    padded = "0" * 30 + "1"
+    field = f"{padded},2" if multi_hot else padded
+    path = _write(tmp_path, f"u1\t{field}\t2\t3\t4\n".encode())
+    got, _ = load_request_file(path, SPEC)
+    assert got.tables[0].indices.tolist() == ([1, 2] if multi_hot else [1])
+    path = _write(tmp_path, f"u1\t{'0' * 30}5000\t2\t3\t4\n".encode())
+    with pytest.raises(TraceError, match=r"bad\.tsv:1: table 0: row 0+5000 out of range"):
+        load_request_file(path, SPEC)
+
+
 def _write(tmp_path, body: bytes):
     path = tmp_path / "bad.tsv"
     path.write_bytes(body)
