@@ -197,7 +197,7 @@ def drop_oversized_windows(plan_, max_bytes: int | None) -> dict[str, str]:
         f"a window over a table's {largest:,} B of hot rows exceeds the device's largest "
         f"access-policy window ({max_bytes:,} B)"
     )
-    skipped = {n: why for n, v in plan_.variants.items() if v.pinning == "window"}
+    skipped = {n: why for n, v in plan_.variants.items() if v.access_window}
     plan_.variants = {n: v for n, v in plan_.variants.items() if n not in skipped}
     return skipped
 

@@ -61,6 +61,7 @@ from nmp.gpu.hot_layout import (
     window_hit_ratio,
 )
 from nmp.gpu.model import hot_rows
+from nmp.gpu.options import PINNING_MECHANISMS
 from nmp.gpu.point import PROFILE_SEED_OFFSET
 from nmp.gpu.spec import GpuSpec, load_gpu
 
@@ -129,11 +130,23 @@ class RealVariant:
     nvrtc: bool = False  # the hand-written kernel (else torch's own)
     prefetch: int = 1  # rows loaded before summing (hand-written kernel)
     maxrregcount: int = 0  # 0: no cap
-    pinning: str = ""  # "", "evict_last" or "window"
+    # an L2 pinning mechanism of the model (nmp.gpu.options.PINNING_MECHANISMS), "" for none:
+    # the real kernel does what its switches say
+    pinning: str = ""
     hot_first: bool = False  # runs on the table laid out hot rows first (nmp.gpu.hot_layout)
     # The variant this one is the control for: the same kernel and layout without that
     # variant's mechanism (reported beside it, judged by no issue #37 criterion); "" if none.
     control_for: str = ""
+
+    @property
+    def pre_kernel(self) -> bool:
+        """An evict_last pre-kernel pins the hottest rows before the table's kernel."""
+        return bool(self.pinning) and PINNING_MECHANISMS.get(self.pinning).pre_kernel
+
+    @property
+    def access_window(self) -> bool:
+        """The kernel runs under an access-policy window over the hot rows laid out first."""
+        return bool(self.pinning) and PINNING_MECHANISMS.get(self.pinning).access_window
 
 
 def real_variants(gpu: GpuSpec) -> dict[str, RealVariant]:
@@ -162,7 +175,7 @@ def real_variants(gpu: GpuSpec) -> dict[str, RealVariant]:
                 f"stock kernel after an evict_last pre-kernel over {gpu.pinning.rows} hot rows",
                 "pinning",
                 {"pinning.mechanism": "evict_last_prefetch", "pinning.scope": "per_table"},
-                pinning="evict_last",
+                pinning="evict_last_prefetch",
             ),
             RealVariant(
                 "pinning-window",
@@ -170,7 +183,7 @@ def real_variants(gpu: GpuSpec) -> dict[str, RealVariant]:
                 f"{gpu.pinning.rows} hot rows",
                 "pinning",
                 {"pinning.mechanism": "access_window", "pinning.hit_ratio": 0.0},
-                pinning="window",
+                pinning="access_window",
                 hot_first=True,
             ),
             RealVariant(
@@ -319,7 +332,7 @@ def check_plan(plan: Plan) -> list[str]:
         pgrid, _, plines = pin_launch(tb)
         if tb.rows * tb.row_bytes >= 2**63 or plines < tb.hot.shape[0]:
             raise NmpError(f"table {t}: the pre-kernel's lines do not cover its rows")
-        window = any(v.pinning == "window" for v in plan.variants.values())
+        window = any(v.access_window for v in plan.variants.values())
         layout = any(v.hot_first for v in plan.variants.values())
         window_line = (
             check_window_plan(plan, t) if window else check_layout_plan(plan, t) if layout else ""
@@ -461,7 +474,7 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
     if cudart is not None:
         # The device's own limits, before anything runs: CUDA would refuse the call.
         check_set_aside(plan.set_aside_bytes, cudart.attribute(cudart.ATTR_MAX_PERSISTING_L2))
-    if any(v.pinning == "window" for v in plan.variants.values()):
+    if any(v.access_window for v in plan.variants.values()):
         max_window = cudart.attribute(cudart.ATTR_MAX_WINDOW)  # type: ignore[union-attr]
         windowed = window_tensors(plan, [x[0] for x in tensors], max_window)
     elif any(v.hot_first for v in plan.variants.values()):  # the control alone: no window
@@ -477,14 +490,14 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
                 w_cp, idx_cp, off_cp, hot_cp, out_cp = views[t]
                 if variant.pinning:  # the previous table's persisting lines become normal
                     cudart.reset_persisting()  # type: ignore[union-attr]
-                if variant.pinning == "evict_last":
+                if variant.pre_kernel:
                     grid, block, _ = pin_launch(tb)
                     args = (w_cp, hot_cp, np.int64(tb.hot.shape[0]), np.int64(tb.row_bytes))
                     with cp_stream:  # a RawKernel launches on CuPy's current stream
                         pin_fn(grid, block, args)
                 if variant.hot_first:
                     weight, idx = windowed[t]  # the hot rows are its first window_bytes
-                if variant.pinning == "window":
+                if variant.access_window:
                     cudart.set_window(  # type: ignore[union-attr]
                         stream.cuda_stream,
                         weight.data_ptr(),
@@ -518,7 +531,7 @@ def measure(plan: Plan, *, repeats: int = 20, warmup: int = 3) -> dict[str, Any]
                 stream.synchronize()
                 if i >= warmup:
                     times_ms.append(start.elapsed_time(end))
-        if variant.pinning == "window":
+        if variant.access_window:
             cudart.set_window(stream.cuda_stream, 0, 0, 0.0)  # type: ignore[union-attr]
         exact = all(torch.equal(tensors[t][3], got[t]) for t in range(len(plan.tables)))
         times_ms.sort()

@@ -42,6 +42,11 @@ def test_variants_follow_the_preset_and_name_their_model_point():
     ]  # fmt: skip
     assert v["occupancy"].maxrregcount == 32 and v["prefetch"].prefetch == 4
     assert v["pinning-window"].model_overrides["pinning.mechanism"] == "access_window"
+    # what each real variant does follows the model's mechanism, not a name of its own
+    assert v["pinning"].pre_kernel and not v["pinning"].access_window
+    assert v["pinning-window"].access_window and not v["pinning-window"].pre_kernel
+    for real in v.values():
+        assert real.pinning == real.model_overrides.get("pinning.mechanism", "")
     # The window's control: the same layout, the stock kernel, no pinning at all.
     control = v["layout-hot-first"]
     assert control.hot_first and v["pinning-window"].hot_first and not control.pinning
