@@ -323,8 +323,13 @@ def find_preset(kind: str, name: str) -> Path:
     if candidate.suffix == ".toml" or os.sep in name:
         return candidate
     path = preset_dir(kind) / f"{name}.toml"
-    if path.is_file():
-        return path
+    try:
+        if path.is_file():
+            return path
+    except OSError:  # a name longer than a file's may be: no preset (the error names it below)
+        known = ", ".join(preset_names(kind)) or "none"
+        shown = name if len(name) <= 64 else f"{name[:40]}...({len(name):,} characters)"
+        raise SpecError(f"unknown {kind} preset '{shown}' (known: {known})") from None
     if os.path.lexists(path):  # listed as a preset (a *.toml name), but no regular file
         from nmp.fileio import file_kind
 

@@ -19,18 +19,24 @@ SECONDS = 60  # a refusal, not a run (a loaded 2-core CI runner)
 TRACE = "{tmp}/write-then-read.trace"
 RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
 EXTRAPOLATE = ["train", "--extrapolate", "--trials", "10", "--setup"]
+GPU = ["run", "--arch", "h200", "--workload", "gpu-micro24"]
 
 
-def _setup_with(key: str, value: str) -> Callable[[Path], None]:
-    """A maker of ECRec's setup with ``values.<key> = value``."""
+def _with(source: str, key: str, value: str) -> Callable[[Path], None]:
+    """A maker of file ``source`` with the first ``key = ...`` line set to ``value``."""
 
     def make(path: Path) -> None:
-        lines = (ROOT / "workloads/train/ecrec.toml").read_text().splitlines()
-        out = [f"{key} = {value}" if line.startswith(f"{key} = ") else line for line in lines]
-        assert out != lines, key
-        path.write_text("\n".join(out) + "\n")
+        lines = (ROOT / source).read_text().splitlines()
+        i = next(i for i, line in enumerate(lines) if line.startswith(f"{key} = "))
+        lines[i] = f"{key} = {value}"
+        path.write_text("\n".join(lines) + "\n")
 
     return make
+
+
+def _setup_with(key: str, value: str, setup: str = "ecrec") -> Callable[[Path], None]:
+    """A maker of a training setup with ``values.<key> = value``."""
+    return _with(f"workloads/train/{setup}.toml", key, value)
 
 
 def _topology_with(key: str, value: str) -> Callable[[Path], None]:
@@ -60,6 +66,16 @@ MAKERS: dict[str, Callable[[Path], object]] = {
     "setup-network.toml": _setup_with("network_gbps", "1e-300"),
     "topology-gpus.toml": _topology_with("gpus", "100000000000000000"),
     "label-empty.tsv": _tsv_empty_label,
+    # the second audit: presets, sweeps, the CPR setup
+    "cpr-full-every.toml": _setup_with("cpr_full_every", "100000", "cpr"),
+    "cpr-horizon.toml": _setup_with("horizon_hours", "1e12", "cpr"),
+    "cpr-state-words.toml": _setup_with("optimizer_state_words", "1000000000000", "cpr"),
+    "arch-long-memory.toml": _with("models/arch/recross.toml", "preset", '"' + "q" * 5000 + '"'),
+    "scan-workload.toml": _with("workloads/sweeps/default.toml", "workload", '"nope"'),
+    "huge-batch-sweep.toml": lambda p: p.write_text(
+        'name = "huge"\nworkloads = ["recross-eval"]\narchs = ["recnmp"]\n'
+        '[axes]\n"workload.batch" = [100000000000000000]\n'
+    ),
 }
 
 # (case id, argv with {tmp} placeholders, text the one-line message must contain)
@@ -129,6 +145,71 @@ CASES = [
         "shard-topology-file-gpus-huge",
         ["shard", "--workload", "criteo-kaggle", "--topology", "{tmp}/topology-gpus.toml"],
         "topology-gpus.toml: key 'gpus': this run needs",
+    ),
+    # the second audit. CPR's partial saves kept 10^5 columns a row: out of memory, no key
+    (
+        "train-setup-cpr-full-every",
+        [*EXTRAPOLATE, "{tmp}/cpr-full-every.toml"],
+        "cpr-full-every.toml: key 'values.cpr_full_every': must be <= 1,024",
+    ),
+    # blamed values.server_mtbf_hours
+    (
+        "train-setup-horizon-huge",
+        [*EXTRAPOLATE, "{tmp}/cpr-horizon.toml"],
+        "cpr-horizon.toml: key 'values.horizon_hours': this run needs",
+    ),
+    # "the tables (183009717625.17 GiB) do not fit in ddr4-2400", no file or key
+    (
+        "train-setup-state-words-huge",
+        [*EXTRAPOLATE, "{tmp}/cpr-state-words.toml"],
+        "key 'values.optimizer_state_words': must be <= 1,048,576",
+    ),
+    # GPU presets: 10^12-byte indices, a negative register count ran; the unit blamed
+    # kernel.regs_per_thread; an unknown memory preset named no key
+    ("gpu-index-bytes", [*GPU, "--set", "arch.kernel.index_bytes=1e12"], "'arch.kernel.index_b"),
+    (
+        "gpu-prefetch-regs-negative",
+        [*GPU, "--set", "arch.kernel.prefetch_regs_per_thread=-1"],
+        "key 'arch.kernel.prefetch_regs_per_thread': must be >= 0",
+    ),
+    (
+        "gpu-reg-alloc-unit-huge",
+        [*GPU, "--set", "arch.sm.reg_alloc_unit=1e12"],
+        "key 'arch.sm.reg_alloc_unit'",
+    ),
+    (
+        "gpu-regs-over-the-sm",
+        [*GPU, "--set", "arch.kernel.regs_per_thread=1000"],
+        "must be at most sm.max_regs_per_thread (255)",
+    ),
+    ("gpu-unroll-huge", [*GPU, "--set", "arch.kernel.unroll=1e12"], "'arch.kernel.unroll'"),
+    (
+        "gpu-memory-preset-unknown",
+        [*GPU, "--set", "arch.hbm.memory_preset=zzz"],
+        "key 'arch.hbm.memory_preset': unknown memory preset 'zzz'",
+    ),
+    # "File name too long" naming a made-up path
+    (
+        "arch-memory-preset-5000-characters",
+        ["run", "--arch", "{tmp}/arch-long-memory.toml", "--workload", "recross-eval"],
+        "arch-long-memory.toml: key 'memory.preset': unknown memory preset 'qqq",
+    ),
+    # named neither the sweep nor locality_scan.workload
+    (
+        "sweep-scan-workload-unknown",
+        ["evaluate", "{tmp}/scan-workload.toml", "--check"],
+        "scan-workload.toml: locality_scan.workload: unknown workload preset 'nope'",
+    ),
+    # --check said "ok, 1 points"; the run refused the point at once
+    (
+        "sweep-check-guards-its-points",
+        ["evaluate", "{tmp}/huge-batch-sweep.toml", "--check"],
+        "key 'workload.batch': point recnmp",
+    ),
+    (
+        "measure-check-workload-unknown",
+        ["measure", "host", "--check", "--workload", "nope"],
+        "key '--workload': unknown workload preset",
     ),
     # "malformed value in column None"
     (

@@ -115,18 +115,19 @@ def _run(args: argparse.Namespace) -> int:
         from nmp.evaluate.explain import check_key_assumptions
 
         check_key_assumptions([d.arch for d in sweep.all_designs])
-    if args.check:
-        n = len({k for _, k in keyed})
-        print(f"{sweep_path}: ok, {n} points")
-        return 0
     from nmp.evaluate.executor import default_jobs
 
+    # (--check too: a point the run would refuse is no sweep that checks "ok")
     if not args.scheduler:  # a remote cluster's memory is not ours; a local one's is
         unique = list({k: p for p, k in keyed}.values())
         if args.dask_workers:
             check_sweep(unique, args.dask_workers, args.max_memory, flag="--dask-workers")
         else:
             check_sweep(unique, args.jobs or default_jobs(), args.max_memory)
+    if args.check:
+        n = len({k for _, k in keyed})
+        print(f"{sweep_path}: ok, {n} points")
+        return 0
 
     # rich: loaded when the command runs, not for `nmp --help`
     from nmp.report.console import ConsoleProgress, make_console, print_sweep_summary

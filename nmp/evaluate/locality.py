@@ -95,7 +95,10 @@ def parse_scan(
     workload = params.get("workload")
     if not isinstance(workload, str) or not workload:
         raise _err("workload", "must name a workload preset", where)
-    load_workload(workload)  # an unknown preset names itself
+    try:
+        load_workload(workload)
+    except NmpError as exc:  # (an unknown preset, a workload file that does not load)
+        raise _err("workload", exc.message, where) from None
     alphas = params.get("alphas")
     if (
         not isinstance(alphas, list)

@@ -86,6 +86,18 @@ class SmSpec:
             "max_regs_per_thread",
             "schedulers",
         )
+        for name, most in MAX_SM_RESOURCES.items():
+            if getattr(self, name) > most:
+                raise KeyedValueError(
+                    name, f"at most {most:,} (far above any GPU's), got {getattr(self, name):,}"
+                )
+        if self.reg_alloc_unit > self.registers:
+            raise KeyedValueError(
+                "reg_alloc_unit",
+                also=("registers",),
+                message=f"reg_alloc_unit ({self.reg_alloc_unit:,}) must be at most the SM's "
+                f"registers ({self.registers:,})",
+            )
         if self.count > MAX_SMS:
             raise KeyedValueError(
                 "count",
@@ -109,6 +121,18 @@ class SmSpec:
 # blocks took 200 s and 1.1 GB, 10^7 blocks past 7 GB; 2^16 blocks take 11 s); a clock or a
 # rate far below any part's makes a time in its cycles overflow to infinity.
 MAX_SMS = 1024
+# An SM's resources (chosen: 16-64 times a Hopper SM's 64 warps, 32 blocks, 65,536 registers,
+# 255 per thread, 4 schedulers; 10^12 warps passed and priced a meaningless occupancy)
+MAX_SM_RESOURCES = {
+    "max_warps": 4096,
+    "max_blocks": 4096,
+    "registers": 2**22,
+    "max_regs_per_thread": 4096,
+    "schedulers": 256,
+}
+# A warp's loads in flight and a loop's unrolling (chosen: 16 times the most a SASS reading
+# gave, 16 rows in flight): 10^12 passed and priced a kernel with no memory wait
+MAX_PER_WARP = 256
 MIN_CLOCK_MHZ = 1.0
 MAX_CLOCK_MHZ = 100_000.0
 MAX_GRID_BLOCKS = 2**16
@@ -261,6 +285,21 @@ class HbmSpec:
     latency_spread_ns: float = 0.0
 
     def validate(self) -> None:
+        # a label of the part (the result's memory: "hbm3e-6250"), not a registered standard
+        if not self.standard or len(self.standard) > 32 or not self.standard.isascii():
+            raise KeyedValueError(
+                "standard", "must be a short ASCII name (1 to 32 characters: 'hbm3e')"
+            )
+        from nmp.config import preset_names
+
+        if not self.memory_preset.endswith(".toml") and self.memory_preset not in preset_names(
+            "memory"
+        ):
+            known = ", ".join(preset_names("memory"))
+            raise KeyedValueError(
+                "memory_preset",
+                f"unknown memory preset {self.memory_preset[:64]!r} (known: {known})",
+            )
         if not math.isfinite(self.latency_spread_ns) or self.latency_spread_ns < 0:
             raise KeyedValueError("latency_spread_ns", "must be a finite number >= 0")
         if len(self.probe_fetch_bytes) != len(self.probe_random_gbps):
@@ -398,8 +437,18 @@ class KernelSpec:
                 f"at most {MAX_GRID_BLOCKS:,} (the stock kernel's grid is 1,024; the model "
                 f"simulates every warp of the grid), got {self.grid_blocks:,}",
             )
-        if self.prefetch_distance < 0 or self.prefetch_regs_per_lookup < 0:
-            raise KeyedValueError("prefetch_distance", "must be >= 0")
+        for name in ("prefetch_distance", "prefetch_regs_per_lookup", "prefetch_regs_per_thread"):
+            if getattr(self, name) < 0:
+                raise KeyedValueError(name, "must be >= 0")
+        if self.min_regs_per_thread < 1:
+            raise KeyedValueError("min_regs_per_thread", "must be >= 1")
+        if self.index_bytes not in (4, 8):
+            raise KeyedValueError(
+                "index_bytes", f"must be 4 or 8 (int32 or int64 indices), got {self.index_bytes:,}"
+            )
+        for name in ("loads_in_flight", "unroll", "prefetch_distance", "handwritten_index_batch"):
+            if getattr(self, name) > MAX_PER_WARP:
+                raise KeyedValueError(name, f"at most {MAX_PER_WARP}, got {getattr(self, name):,}")
         for name in (
             "handwritten_loads_in_flight",
             "handwritten_prefetch_loads_in_flight",
@@ -552,6 +601,15 @@ class GpuSpec:
             raise KeyedValueError("layout", TABLE_LAYOUTS.unknown_message(self.layout))
         if self.die_area_mm2 <= 0:
             raise KeyedValueError("die_area_mm2", "must be > 0")
+        for name in ("regs_per_thread", "maxrregcount", "min_regs_per_thread"):
+            # a thread holds at most the SM's limit (255 on every CUDA GPU): ptxas spills past it
+            if getattr(self.kernel, name) > self.sm.max_regs_per_thread:
+                raise KeyedValueError(
+                    f"kernel.{name}",
+                    also=("sm.max_regs_per_thread",),
+                    message=f"kernel.{name} ({getattr(self.kernel, name):,}) must be at most "
+                    f"sm.max_regs_per_thread ({self.sm.max_regs_per_thread:,})",
+                )
         if self.l2.sector_bytes != self.l1.sector_bytes or self.l2.line_bytes != self.l1.line_bytes:
             raise KeyedValueError("l2.line_bytes", "L1 and L2 must share line and sector sizes")
         k = self.sim.line_sample

@@ -80,9 +80,12 @@ def _check_memory(args, batches: tuple[int, ...]) -> None:
         from nmp.measure.check import POOL_BATCHES, capped_rows
         from nmp.workload.spec import load_workload
 
+        try:
+            wl = load_workload(args.workload)
+        except NmpError as exc:
+            raise NmpError(exc.message, key="--workload") from None
         rows, dim = capped_rows(args.workload, args.seed, args.max_rows)
         terms["--max-rows"] = sum(rows) * dim * 4
-        wl = load_workload(args.workload)
         per_sample = sum(wl.table_pooling(t).mean_lookups for t in range(len(wl.tables)))
         # POOL_BATCHES drawn batches per skew and batch size, held through the interleaved
         # rounds; one sample's batches mapped into the fused table at a time (and the

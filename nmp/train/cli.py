@@ -411,17 +411,20 @@ def _step_progress(args, steps: int):
 
 def _failures_blame(args, dep) -> tuple[str, str | None]:
     """(key, file) of the input that makes an extrapolation's failures many: the servers above
-    their default or the MTBF below its default, whichever factor is larger, named as the flag
-    when one was given, else as the setup file's key (a tiny MTBF in a setup file once blamed
-    --servers)."""
+    their default, the MTBF below its default or the horizon above its default, whichever
+    factor is largest, named as the flag when one was given, else as the setup file's key (a
+    tiny MTBF in a setup file once blamed --servers, a long horizon the MTBF)."""
     from nmp.train.extrapolate import DeploymentSpec
     from nmp.train.setup import setup_path
 
     default = DeploymentSpec()
-    server_factor = dep.servers / default.servers
-    mtbf_factor = default.server_mtbf_hours / dep.server_mtbf_hours
-    field = "server_mtbf_hours" if mtbf_factor > server_factor else "servers"
-    if getattr(args, field) is not None or not args.setup:
+    factors = {
+        "servers": dep.servers / default.servers,
+        "server_mtbf_hours": default.server_mtbf_hours / dep.server_mtbf_hours,
+        "horizon_hours": dep.horizon_hours / default.horizon_hours,  # (a setup's key alone)
+    }
+    field = max(factors, key=factors.__getitem__)
+    if getattr(args, field, None) is not None or not args.setup:
         return "--" + field.replace("_", "-"), None
     return f"values.{field}", str(setup_path(args.setup))
 

@@ -54,6 +54,9 @@ HOUR_NS = 3600e9
 # _deployment). workers = 1e17 split the batch into 1e17 slices.
 MAX_NODES = 2**20
 MAX_DIM = 2**20
+# CPR's cycle of partial saves (chosen: 1,024; CPR's papers save fully every 2-10): its
+# policies keep a column per save of the cycle for every row (10^5 ran out of memory)
+MAX_FULL_EVERY = 1024
 # The shortest MTBF of one server a deployment given as input may have (chosen: one minute; a
 # server failing more often than that recovers nothing, and 1e-300 h drew ~1e305 failures:
 # refused by the memory guard with a 300-digit count). A deployment the kit derives (the
@@ -160,8 +163,9 @@ class DeploymentSpec:
         for key in ("message_us", "worker_network_gbps", "server_memory_gb"):
             if not getattr(self, key) >= 0:
                 raise NmpError("must be >= 0", key=key)
-        if self.restart_s < 0 or self.step_ms < 0 or self.network_gbps < 0:
-            raise NmpError("restart_s, step_ms, network_gbps must be >= 0")
+        for key in ("restart_s", "step_ms", "network_gbps"):
+            if getattr(self, key) < 0:
+                raise NmpError("must be >= 0", key=key)
         # a link of a link: 0 means no network, a positive one is as slow as the storage may be
         for key in ("network_gbps", "worker_network_gbps"):
             if 0 < getattr(self, key) < SLOWEST["storage_gbps"]:
@@ -173,16 +177,24 @@ class DeploymentSpec:
         for key in ("servers", "workers", "k", "r"):
             if getattr(self, key) > MAX_NODES:
                 raise NmpError(f"must be <= {MAX_NODES:,}, got {getattr(self, key):,}", key=key)
+        if self.cpr_full_every > MAX_FULL_EVERY:
+            raise NmpError(
+                f"must be <= {MAX_FULL_EVERY:,}, got {self.cpr_full_every:,}", key="cpr_full_every"
+            )
+        if self.optimizer_state_words > MAX_DIM:
+            raise NmpError(
+                f"must be <= {MAX_DIM:,}, got {self.optimizer_state_words:,}",
+                key="optimizer_state_words",
+            )
         if self.dim > MAX_DIM:
             raise NmpError(f"must be <= {MAX_DIM:,}, got {self.dim:,}", key="dim")
         if self.servers <= self.r:
             raise NmpError(f"must exceed r ({self.r})", key="servers")
-        if not 0 < self.rebuild_share <= 1 or not 0 < self.cpr_fraction <= 1:
-            raise NmpError("rebuild_share and cpr_fraction must be in (0, 1]")
-        if not 0 < self.cpr_ssu_sample <= 1:
-            raise NmpError("cpr_ssu_sample must be in (0, 1]")
+        for key in ("rebuild_share", "cpr_fraction", "cpr_ssu_sample"):
+            if not 0 < getattr(self, key) <= 1:
+                raise NmpError(f"must be in (0, 1], got {getattr(self, key):g}", key=key)
         if not 0 < self.cpr_pls < 1:
-            raise NmpError("cpr_pls must be in (0, 1)")
+            raise NmpError(f"must be in (0, 1), got {self.cpr_pls:g}", key="cpr_pls")
         if self.interval not in INTERVAL_RULES:
             raise NmpError(INTERVAL_RULES.unknown_message(self.interval), key="interval")
         INTERVAL_RULES.get(self.interval).check(self.interval_min)
