@@ -31,15 +31,31 @@ from nmp.guard import (
 from nmp.memory import load_memory
 from nmp.workload import load_workload
 
+# Workload keys that change which rows a batch reads, not how many lines it moves
+LINE_NEUTRAL = frozenset(
+    ("seed", "alpha", "distribution", "hot_alpha", "hot_rows", "hot_fraction", "reuse", "locality")
+)
+
 
 def point_estimate(
-    arch: str, workload: str, memory: str | None, overrides: dict[str, Any]
+    arch: str,
+    workload: str,
+    memory: str | None,
+    overrides: dict[str, Any],
+    memo: dict[str, Any] | None = None,
 ) -> Estimate:
     """``nmp run``: the lines one batch moves (lookups x 64-B lines per vector) and the memory
-    system's state. Loads only the specs (milliseconds), never the design."""
+    system's state. Loads only the specs (milliseconds), never the design; ``memo`` keeps the
+    specs a sweep's points share (each distinct workload and memory loaded once)."""
     check_arch_name(arch)
+    memo = {} if memo is None else memo
     grouped = split_overrides(overrides or {}, OVERRIDE_ROOTS)
-    wl = load_workload(workload, grouped.get("workload") or None)
+    # (keys that move no line share a workload's estimate: a sweep over seeds loads it once)
+    sized = {k: v for k, v in (grouped.get("workload") or {}).items() if k not in LINE_NEUTRAL}
+    wkey = repr(("workload", workload, sorted(sized.items())))
+    if wkey not in memo:
+        memo[wkey] = load_workload(workload, grouped.get("workload") or None)
+    wl = memo[wkey]
     lines = 0.0
     for t, table in enumerate(wl.tables):
         per_vector = math.ceil(table.row_bytes / 64)
@@ -65,21 +81,37 @@ def point_estimate(
     est = Estimate(
         POINT_BASE_BYTES + lines * LINE_BYTES, lines_key, f"{lines:,.0f} 64-B lines", file=file
     )
+    mkey = repr(
+        (
+            "memory", arch, memory, sorted((grouped.get("arch") or {}).items()),
+            sorted((grouped.get("memory") or {}).items()),
+        )
+    )  # fmt: skip
+    if mkey not in memo:
+        memo[mkey] = _memory_estimate(arch, memory, grouped)
+    mem_est = memo[mkey]
+    if mem_est is None:
+        return est
+    if mem_est.bytes_ > lines * LINE_BYTES:
+        key = "arch.memory." + mem_est.key
+        return Estimate(est.bytes_ + mem_est.bytes_, key, mem_est.detail)
+    return Estimate(est.bytes_ + mem_est.bytes_, est.key, est.detail, file=est.file)
+
+
+def _memory_estimate(arch: str, memory: str | None, grouped: dict[str, Any]) -> Estimate | None:
+    """The memory system's state of a design on its memory (None: a design without a DRAM
+    memory of its own, a GPU)."""
     spec = load_design_spec(arch, memory)
     mem_args = design_memory_args(spec)
     if mem_args is None:
-        return est
+        return None
     if grouped.get("arch"):
         spec = apply_overrides(spec, grouped["arch"], root="arch")
         mem_args = design_memory_args(spec)
     assert mem_args is not None  # overrides keep a design's own memory
     preset, kwargs = mem_args
     mem = load_memory(preset, overrides=grouped.get("memory") or None, key_root="memory", **kwargs)
-    mem_est = memory_estimate(mem, 0, key_of_requests="lines", base=0)
-    if mem_est.bytes_ > lines * LINE_BYTES:
-        key = "arch.memory." + mem_est.key
-        return Estimate(est.bytes_ + mem_est.bytes_, key, mem_est.detail)
-    return Estimate(est.bytes_ + mem_est.bytes_, est.key, est.detail, file=est.file)
+    return memory_estimate(mem, 0, key_of_requests="lines", base=0)
 
 
 def check_sweep(
@@ -91,8 +123,9 @@ def check_sweep(
     if limit is None or not points:
         return
     worst: tuple[float, Any, Estimate] | None = None
+    memo: dict[str, Any] = {}
     for point in points:
-        est = point_estimate(point.arch, point.workload, point.memory, point.overrides)
+        est = point_estimate(point.arch, point.workload, point.memory, point.overrides, memo)
         if worst is None or est.bytes_ > worst[0]:
             worst = (est.bytes_, point, est)
     assert worst is not None

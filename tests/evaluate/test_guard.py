@@ -56,6 +56,24 @@ def test_point_estimate_grows_with_the_batch() -> None:
     assert big.bytes_ - base.bytes_ == pytest.approx(3168 * 26 * 80 * 4 * guard.LINE_BYTES)
 
 
+def test_a_sweeps_points_share_their_specs_estimates_exactly() -> None:
+    """check_sweep's memo: a point whose overrides move no line (seed, skew) shares its
+    workload's estimate; one that does (batch, dim) gets its own, as a fresh estimate."""
+    memo: dict = {}
+    points = [
+        {"workload.seed": 3},
+        {"workload.seed": 4, "workload.alpha": 0.9},
+        {"workload.batch": 64},
+        {"workload.dim": 32, "arch.memory.ranks": 4},
+    ]
+    for over in points:
+        shared = budget.point_estimate("recnmp", "recross-eval", None, over, memo)
+        fresh = budget.point_estimate("recnmp", "recross-eval", None, over)
+        assert (shared.bytes_, shared.key, shared.detail) == (fresh.bytes_, fresh.key, fresh.detail)
+    workloads = [k for k in memo if k.startswith("('workload'")]
+    assert len(workloads) == 3  # the two seeds' share one
+
+
 # The child's own peak: VmHWM belongs to its address space (ru_maxrss would carry over the
 # parent's peak through exec: a pytest worker's 700 MB).
 PEAK = (
