@@ -166,7 +166,8 @@ class DeploymentSpec:
         for key in ("restart_s", "step_ms", "network_gbps"):
             if getattr(self, key) < 0:
                 raise NmpError("must be >= 0", key=key)
-        # a link of a link: 0 means no network, a positive one is as slow as the storage may be
+        # 0 means no network; a link is at least as fast as the slowest storage taken (1e-300
+        # GB/s made every overhead infinite)
         for key in ("network_gbps", "worker_network_gbps"):
             if 0 < getattr(self, key) < SLOWEST["storage_gbps"]:
                 raise NmpError(
