@@ -136,5 +136,8 @@ def deployment_of(setup: Mapping[str, Any] | None, model: str) -> DeploymentSpec
     base = DeploymentSpec() if name == "default" else load_setup(name)[0]
     over = {k.removeprefix("train."): v[k] for k in given if k != "train.deployment"}
     dep = dataclasses.replace(base, **over)
-    dep.validate()
+    try:
+        dep.validate()
+    except NmpError as exc:  # named at the claim's setup key
+        raise NmpError(exc.message, key=f"train.{exc.key}" if exc.key else None) from None
     return dep

@@ -37,7 +37,7 @@ def test_fields_override_the_deployment():
         ({"train.serverz": 4}, r"unknown setup key\(s\) train\.serverz"),
         ({"train.servers": "8"}, "setup key 'train.servers' must be a int"),
         ({"train.deployment": "nope"}, "unknown training setup 'nope'"),
-        ({"train.cpr_ssu_sample": 0.0}, "cpr_ssu_sample must be in"),
+        ({"train.cpr_ssu_sample": 0.0}, r"key 'train.cpr_ssu_sample': must be in \(0, 1\]"),
     ],
 )
 def test_bad_setups_are_one_line_errors(setup, match):
