@@ -1,5 +1,6 @@
 """Bad input files for the table of bad inputs (tests/test_cli_errors.py): each made only where a
-case names it (``{tmp}/<name>``), in a few milliseconds."""
+case names it (``{tmp}/<name>``), in a few milliseconds; and the in-process run and the one-line
+error check that the tables of bad input (``tests/test_cli_errors*.py``) share."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import gzip
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +31,44 @@ def nmp_error_in_child(
     return subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=timeout_s
     )
+
+
+# A bad input fails within seconds: this bound (generous, for a loaded 2-core CI runner) tells a
+# hang from a slow start (imports, presets)
+SECONDS = 60
+
+
+def main_in_process(
+    args: list[str], tmp: Path, capsys, monkeypatch, seconds: float = SECONDS
+) -> subprocess.CompletedProcess:
+    """``nmp ARGS`` through the CLI's entry point in this process, run in ``tmp`` with the
+    default memory limit (not the caller's ``$NMP_MAX_MEMORY``): its exit status (a usage
+    error's too) and what it printed. Fails past ``seconds``."""
+    from nmp.cli import main
+
+    monkeypatch.chdir(tmp)
+    monkeypatch.setenv("COLUMNS", "200")  # what main() sets for piped output, kept local
+    monkeypatch.delenv("NMP_MAX_MEMORY", raising=False)
+    capsys.readouterr()
+    t0 = time.monotonic()
+    code: object
+    try:
+        code = main(args)
+    except SystemExit as exc:  # a usage error, raised by argparse
+        code = exc.code
+    assert time.monotonic() - t0 < seconds, f"{args} took {time.monotonic() - t0:.0f} s"
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out.out, out.err)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, expect: str) -> None:
+    """Exit status 1, no traceback, one line ``nmp: error: ...`` on stderr holding ``expect``
+    (a usage line or a warning beside it is a second line)."""
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert len(err) == 1 and err[0].startswith("nmp: error: "), proc.stderr[-2000:]
+    assert expect in err[0], err[0]
 
 
 SMALL_SWEEP = (

@@ -9,18 +9,15 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from bad_inputs import make_files
+from bad_inputs import assert_one_line_error as _assert_clean_error
+from bad_inputs import main_in_process, make_files
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = str(ROOT / "traces" / "stream_64k.trace.gz")
 RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
-# A bad input fails within seconds: this bound (generous, for a loaded 2-core CI runner) tells a
-# hang from a slow start (imports, presets)
-SECONDS = 60
 
 
 # (case id, argv with {tmp} placeholders, text the one-line message must contain)
@@ -875,31 +872,9 @@ def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
 
 
 def _main(argv: list[str], tmp: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
-    """``nmp ARGV`` through the CLI's entry point, in this process."""
-    from nmp.cli import main
-
+    """``nmp ARGV`` through the CLI's entry point, in this process (its files made first)."""
     subs = make_files(tmp, argv)
-    monkeypatch.chdir(tmp)
-    monkeypatch.setenv("COLUMNS", "200")  # what main() sets for piped output, kept local
-    monkeypatch.delenv("NMP_MAX_MEMORY", raising=False)
-    capsys.readouterr()
-    t0 = time.monotonic()
-    try:
-        code = main([a.format(**subs) for a in argv])
-    except SystemExit as exc:  # a usage error, raised by argparse
-        code = exc.code
-    assert time.monotonic() - t0 < SECONDS, f"{argv} took {time.monotonic() - t0:.0f} s"
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(argv, code, out.out, out.err)
-
-
-def _assert_clean_error(proc: subprocess.CompletedProcess, expect: str) -> None:
-    err = proc.stderr.strip().splitlines()
-    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    # one line on stderr, that line the error (a usage line or a warning beside it is a second)
-    assert len(err) == 1 and err[0].startswith("nmp: error: "), proc.stderr[-2000:]
-    assert expect in err[0], err[0]
+    return main_in_process([a.format(**subs) for a in argv], tmp, capsys, monkeypatch)
 
 
 @pytest.mark.parametrize(("argv", "expect"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])

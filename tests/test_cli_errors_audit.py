@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from bad_inputs import assert_one_line_error, main_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
-SECONDS = 60  # a refusal, not a run (a loaded 2-core CI runner)
 TRACE = "{tmp}/write-then-read.trace"
 RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
 EXTRAPOLATE = ["train", "--extrapolate", "--trials", "10", "--setup"]
@@ -228,31 +227,12 @@ def _make(tmp: Path, argv: list[str]) -> list[str]:
     return [a.format(tmp=tmp) for a in argv]
 
 
-def _main(args: list[str], tmp: Path, capsys, monkeypatch) -> tuple[object, list[str]]:
-    from nmp.cli import main
-
-    monkeypatch.chdir(tmp)
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.delenv("NMP_MAX_MEMORY", raising=False)
-    capsys.readouterr()
-    t0 = time.monotonic()
-    code: object
-    try:
-        code = main(args)
-    except SystemExit as exc:  # a usage error, raised by argparse
-        code = exc.code
-    assert time.monotonic() - t0 < SECONDS, args
-    return code, capsys.readouterr().err.strip().splitlines()
-
-
 @pytest.mark.parametrize(("argv", "expect"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input_gives_one_line_error(
     argv: list[str], expect: str, tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    code, err = _main(_make(tmp_path, argv), tmp_path, capsys, monkeypatch)
-    assert code == 1, (code, err)
-    assert len(err) == 1 and err[0].startswith("nmp: error: "), err
-    assert expect in err[0], err[0]
+    proc = main_in_process(_make(tmp_path, argv), tmp_path, capsys, monkeypatch)
+    assert_one_line_error(proc, expect)
 
 
 def _digests(folder: Path) -> dict[str, str]:
@@ -290,11 +270,10 @@ def test_a_resumed_run_refuses_a_saved_figure_and_changes_nothing(
     record["result"][field] = value
     (folder / "results.jsonl").write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
     before = _digests(folder)
-    code, err = _main(
+    proc = main_in_process(
         ["evaluate", "--resume", "--run", "r", "--out", "out"], tmp_path, capsys, monkeypatch
     )
-    assert code == 1 and len(err) == 1, err
-    assert "results.jsonl:1: key " + expect in err[0], err[0]
+    assert_one_line_error(proc, "results.jsonl:1: key " + expect)
     assert _digests(folder) == before
 
 
