@@ -173,12 +173,12 @@ def plan(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def _lookups(p: dict[str, Any]) -> tuple[int, int, int]:
     """(tables, lookups, row bytes) of a point's batch, from its spec (no batch drawn)."""
-    from nmp.workload import DTYPE_BYTES, load_workload
+    from nmp.workload import load_workload
 
     spec = load_workload(p["workload"], p["overrides"])
     lookups = int(round(spec.lookups_per_batch))
     t0 = spec.tables[0]
-    return len(spec.tables), lookups, t0.dim * DTYPE_BYTES[t0.dtype]
+    return len(spec.tables), lookups, t0.row_bytes
 
 
 def estimate(args: argparse.Namespace, points: list[dict], stages: list[str]) -> dict[str, Any]:

@@ -50,7 +50,7 @@ def ncu_command(args: argparse.Namespace) -> str:
 def build(args: argparse.Namespace):
     """The workload spec, its batch (as nmp run draws it) and the model's result."""
     from nmp.gpu import load_gpu, run_design_point
-    from nmp.workload import DTYPE_BYTES, generate_batch, load_workload
+    from nmp.workload import generate_batch, load_workload
 
     overrides = {"reuse": args.reuse, "batch": args.batch}
     spec = load_workload(args.workload, overrides)
@@ -65,7 +65,7 @@ def build(args: argparse.Namespace):
             lookups.indices.min() < 0 or lookups.indices.max() >= table.rows
         ):
             raise SystemExit(f"table {t}: an index lies outside its {table.rows} rows")
-        if DTYPE_BYTES[table.dtype] != 4:
+        if not table.element.holds_float32:
             raise SystemExit(f"table {t}: the check runs fp32 tables only ({table.dtype})")
     model = None
     if not args.skip_model:

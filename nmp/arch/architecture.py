@@ -32,7 +32,7 @@ from nmp.errors import NmpError
 from nmp.identity_cache import KeyedCache
 from nmp.results import OpResult
 from nmp.workload import generate_batch
-from nmp.workload.spec import DTYPE_BYTES
+from nmp.workload.elements import DEFAULT_ELEMENT_FORMAT, element_bytes
 
 
 class Architecture:
@@ -80,7 +80,7 @@ class Architecture:
         self.store = RowStore(
             self.data_seed,
             [t.dim for t in tables],
-            [getattr(t, "dtype", "float32") for t in tables],
+            [getattr(t, "dtype", DEFAULT_ELEMENT_FORMAT) for t in tables],
             [t.rows for t in tables],
         )
         self._profile = None
@@ -330,14 +330,14 @@ _SETUPS: KeyedCache[tuple, tuple] = KeyedCache(16)
 
 
 def _dtype_bytes(table) -> int:
-    return DTYPE_BYTES[getattr(table, "dtype", "float32")]
+    return element_bytes(getattr(table, "dtype", DEFAULT_ELEMENT_FORMAT))
 
 
 class _AdHocTable:
     """Table shape inferred from a batch when no workload is bound (float32)."""
 
     def __init__(self, rows: int, dim: int) -> None:
-        self.rows, self.dim, self.dtype = rows, dim, "float32"
+        self.rows, self.dim, self.dtype = rows, dim, DEFAULT_ELEMENT_FORMAT
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _AdHocTable) and (self.rows, self.dim) == (other.rows, other.dim)

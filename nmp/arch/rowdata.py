@@ -16,8 +16,8 @@ import functools
 
 import numpy as np
 
-from nmp.errors import NmpError
 from nmp.jit import njit
+from nmp.workload.elements import DEFAULT_ELEMENT_FORMAT, element_format
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -85,25 +85,14 @@ def _table_base(seed: int, table: int) -> np.uint64:
         return np.uint64(seed) * _GOLDEN ^ (np.uint64(table + 1) * _MIX1) ^ _MIX2
 
 
-def _to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
-    """Round float32 values to what a table of ``dtype`` stores, returned as float32."""
-    if dtype == "float32":
-        return values
-    if dtype == "float16":
-        return values.astype(np.float16).astype(np.float32)
-    if dtype == "bfloat16":
-        bits = values.view(np.uint32) & np.uint32(0xFFFF0000)
-        return bits.view(np.float32)
-    if dtype == "int8":
-        return np.rint(values * 127.0).astype(np.float32)
-    raise NmpError(f"unsupported table dtype '{dtype}'")
-
-
-def base_rows(seed: int, table: int, rows: np.ndarray, dim: int, dtype: str = "float32"):
-    """Initial contents of ``rows`` of ``table``: float32 [len(rows), dim]."""
+def base_rows(
+    seed: int, table: int, rows: np.ndarray, dim: int, dtype: str = DEFAULT_ELEMENT_FORMAT
+):
+    """Initial contents of ``rows`` of ``table``: float32 [len(rows), dim], rounded to what a
+    table of element format ``dtype`` stores."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     a, b = _basis(seed, table, dim)
-    return _to_dtype(_compose_rows(rows, a, b), dtype)
+    return element_format(dtype).stored(_compose_rows(rows, a, b))
 
 
 class RowStore:
@@ -146,8 +135,9 @@ class RowStore:
 
     def basis(self, table: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The two basis tables whose row sums are ``table``'s rows, while nothing has been
-        written to it and it is float32 (then a row can be read without a copy); else None."""
-        if self._keys[table].size or self.dtypes[table] != "float32":
+        written to it and its format holds float32 as is (then a row can be read without a
+        copy); else None."""
+        if self._keys[table].size or not element_format(self.dtypes[table]).holds_float32:
             return None
         return _basis(self.seed, table, self.dims[table])
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nmp.errors import NmpError
-from nmp.workload import DTYPE_BYTES, LookupBatch, WorkloadSpec, generate_batch
+from nmp.workload import LookupBatch, WorkloadSpec, generate_batch
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,5 +82,5 @@ def request_stream(spec: WorkloadSpec, requests: int, seed: int | None = None) -
     base = spec.seed if seed is None else int(seed)
     count = -(-requests // spec.batch)
     batches = [generate_batch(spec, base + i) for i in range(count)]
-    elem = DTYPE_BYTES[spec.tables[0].dtype]
+    elem = spec.tables[0].element.bytes
     return stream_from_batches(batches, elem).head(requests)

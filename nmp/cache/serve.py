@@ -38,7 +38,7 @@ from nmp.cache.users import UserModel
 from nmp.errors import NmpError
 from nmp.identity_cache import KeyedCache
 from nmp.units import MIB
-from nmp.workload import DTYPE_BYTES, load_index_file, load_workload
+from nmp.workload import load_index_file, load_workload
 
 L3_ENTRY_BYTES = 16  # an int64 key and an int64 substitute key
 # chosen: 10^7 steps is far beyond any accuracy study of the kit (--train-steps 1e12 ran on)
@@ -145,7 +145,7 @@ def workload_spec(cfg: CacheConfig):
 def build_stream(cfg: CacheConfig) -> tuple[RequestStream, int, str]:
     """(requests, how many of them are warm-up, where they came from)."""
     spec = workload_spec(cfg)
-    elem = DTYPE_BYTES[spec.tables[0].dtype]
+    elem = spec.tables[0].element.bytes
     if cfg.index_file or cfg.request_file:
         if cfg.request_file:
             batch, users = load_request_file(cfg.request_file, spec)

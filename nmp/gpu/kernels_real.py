@@ -257,7 +257,7 @@ def build_plan(
 ) -> Plan:
     """The batch ``nmp run`` models for this point (same generator and seed), the profile batch
     the pinned rows come from, and the variants to run."""
-    from nmp.workload import DTYPE_BYTES, generate_batch, load_workload
+    from nmp.workload import generate_batch, load_workload
 
     overrides = dict(overrides or {})
     gpu = load_gpu(arch)
@@ -271,7 +271,7 @@ def build_plan(
         raise NmpError(f"unknown real variant '{unknown[0]}' (known: {', '.join(all_variants)})")
     tables = []
     for t, (table, lookups) in enumerate(zip(spec.tables, batch.tables, strict=True)):
-        if DTYPE_BYTES[table.dtype] != 4:
+        if not table.element.holds_float32:
             raise NmpError(f"table {t}: the real kernels run fp32 tables only ({table.dtype})")
         ((_, hot),) = hot_rows(profile, gpu.pinning.rows, [t])
         tables.append(

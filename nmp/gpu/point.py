@@ -8,7 +8,7 @@ from nmp.errors import SpecError
 from nmp.gpu.model import embedding_stage
 from nmp.gpu.spec import load_gpu
 from nmp.results import PointResult
-from nmp.workload import DTYPE_BYTES, generate_batch, load_workload
+from nmp.workload import generate_batch, load_workload
 from nmp.workload.spec import tables_source
 
 # The pinned set is profiled on another batch of the same workload (an offline profile), drawn
@@ -55,7 +55,7 @@ def run_design_point(
             key=where,
         )
     batch = generate_batch(wspec, seed=seed)
-    elem_bytes = [DTYPE_BYTES[t.dtype] for t in wspec.tables]
+    elem_bytes = [t.element.bytes for t in wspec.tables]
     profile = None
     if gpu.needs_profile:  # the hot rows to pin or lay out first
         base_seed = wspec.seed if seed is None else seed

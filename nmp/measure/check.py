@@ -137,7 +137,7 @@ def capped_rows(workload: str, seed: int, max_rows: int) -> tuple[tuple[int, ...
 
     wl = load_workload(workload)
     dims = {t.dim for t in wl.tables}
-    if len(dims) != 1 or any(t.dtype != "float32" for t in wl.tables):
+    if len(dims) != 1 or any(not t.element.holds_float32 for t in wl.tables):
         raise NmpError(f"workload '{workload}': the check fuses tables of one dim, float32")
     return tuple(min(t.rows, max_rows) for t in wl.tables), dims.pop()
 

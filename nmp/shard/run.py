@@ -23,7 +23,7 @@ from nmp.shard.cost import coefficients, evaluate
 from nmp.shard.registry import ShardProblem, get_sharder
 from nmp.shard.stats import WorkloadStats, profile_index_file, profile_workload
 from nmp.shard.topology import DEFAULT_TOPOLOGY, TopologySpec, load_topology
-from nmp.workload import DTYPE_BYTES, generate_batch, load_index_file, load_workload
+from nmp.workload import generate_batch, load_index_file, load_workload
 from nmp.workload.indexfile import index_file_estimate
 
 PROFILE_BATCHES = 8  # chosen: 16K samples of Criteo Terabyte at batch 2048
@@ -83,7 +83,7 @@ def shard_problem(
     items = _frozen(overrides)
     spec = workload_of(workload, overrides)
     stats = _profile(workload, repr(items), items, profile_batches, seed, index_file)
-    elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
+    elem = [t.element.bytes for t in spec.tables]
     coef = coefficients(topo, [t.dim for t in spec.tables], elem, spec.batch)
     return ShardProblem(
         stats, topo.gpus, topo.hbm_bytes_per_gpu, topo.host_bytes, tuple(coef), time_limit_s,
@@ -185,7 +185,7 @@ def run_shard(
         workload, okey, items, topology, repr(titems), titems, sharder,
         profile_batches, seed, index_file, time_limit_s, unseen,
     )  # fmt: skip
-    elem = [DTYPE_BYTES[t.dtype] for t in spec.tables]
+    elem = [t.element.bytes for t in spec.tables]
     batches = _eval_batches(workload, okey, items, eval_batches, seed, held_out, index_file)
     cost = evaluate(placement, topo, batches, elem, overlap=overlap)
     per_gpu = [
@@ -245,4 +245,4 @@ def step_lower_bound(
     spec = workload_of(workload, workload_overrides)
     held_out = profile_policy == HELD_OUT
     batches = _eval_batches(workload, repr(items), items, eval_batches, seed, held_out)
-    return placement_lower_bound(topo, batches, [DTYPE_BYTES[t.dtype] for t in spec.tables])
+    return placement_lower_bound(topo, batches, [t.element.bytes for t in spec.tables])

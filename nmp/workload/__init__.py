@@ -12,10 +12,10 @@ from nmp.workload.batch import (
     generate_batches,
     generate_table,
 )
+from nmp.workload.elements import ELEMENT_FORMATS, ElementFormat, element_bytes, element_format
 from nmp.workload.indexfile import load_index_file, save_index_file
 from nmp.workload.ranked import ranked_rows
 from nmp.workload.spec import (
-    DTYPE_BYTES,
     REUSE_LEVELS,
     PoolingSpec,
     TableSpec,
@@ -27,9 +27,10 @@ from nmp.workload.spec import (
 from nmp.workload.stats import AccessStats, access_stats
 
 __all__ = [
-    "DTYPE_BYTES",
+    "ELEMENT_FORMATS",
     "REUSE_LEVELS",
     "AccessStats",
+    "ElementFormat",
     "LookupBatch",
     "PoolingSpec",
     "TableLookups",
@@ -38,6 +39,8 @@ __all__ = [
     "access_stats",
     "catalog_rows",
     "draw_rows",
+    "element_bytes",
+    "element_format",
     "generate_batch",
     "generate_batches",
     "generate_table",

@@ -43,10 +43,13 @@ from nmp.workload.distributions import (
     distribution_params,
     takers,
 )
+from nmp.workload.elements import (
+    DEFAULT_ELEMENT_FORMAT,
+    ELEMENT_FORMATS,
+    ElementFormat,
+    element_bytes,
+)
 from nmp.workload.pooling_laws import POOLING_LAWS, PoolingLaw
-
-Dtype = Literal["float32", "float16", "bfloat16", "int8"]
-DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 
 ReuseLevel = Literal["", "high", "medium", "low", "random"]
 
@@ -132,7 +135,7 @@ class TableSpec:
 
     rows: int
     dim: int
-    dtype: Dtype = "float32"
+    dtype: str = DEFAULT_ELEMENT_FORMAT  # a name of nmp.workload.elements.ELEMENT_FORMATS
     pooling: Pooling | None = None
 
     def validate(self) -> None:
@@ -140,12 +143,19 @@ class TableSpec:
             raise KeyedValueError("rows", "must be >= 1")
         if self.dim < 1:
             raise KeyedValueError("dim", "must be >= 1")
+        if self.dtype not in ELEMENT_FORMATS:
+            raise KeyedValueError("dtype", ELEMENT_FORMATS.unknown_message(self.dtype))
         if isinstance(self.pooling, int) and self.pooling < 0:
             raise KeyedValueError("pooling", "must be >= 0")
 
     @property
+    def element(self) -> ElementFormat:
+        """The registered format ``dtype`` names (what to ask instead of its name)."""
+        return ELEMENT_FORMATS.get(self.dtype)
+
+    @property
     def row_bytes(self) -> int:
-        return self.dim * DTYPE_BYTES[self.dtype]
+        return self.dim * element_bytes(self.dtype)
 
     @property
     def bytes_(self) -> int:
@@ -167,7 +177,7 @@ class WorkloadSpec:
     # Global dim/dtype: required in the compact form; in the explicit form a non-zero / non-empty
     # value overrides every table's.
     dim: int = 0
-    dtype: Literal["", "float32", "float16", "bfloat16", "int8"] = ""
+    dtype: str = ""  # "" keeps each table's; else a name of ELEMENT_FORMATS
     batch: int = 1
     pooling: Pooling = 1
     distribution: str = "uniform"  # a name of nmp.workload.distributions.DISTRIBUTIONS
@@ -226,7 +236,7 @@ class WorkloadSpec:
                     raise KeyedValueError(
                         "rows" if isinstance(rows, int) else f"rows[{i}]", "must be >= 1"
                     )
-            dtype = self.dtype or "float32"
+            dtype = self.dtype or DEFAULT_ELEMENT_FORMAT
             return tuple(TableSpec(int(r), self.dim, dtype) for r in rows_list)
         if not self.tables:
             raise KeyedValueError(
@@ -253,6 +263,8 @@ class WorkloadSpec:
         self._resolve_tables()
         if not self.name:
             raise KeyedValueError("name", "must not be empty")
+        if self.dtype and self.dtype not in ELEMENT_FORMATS:
+            raise KeyedValueError("dtype", ELEMENT_FORMATS.unknown_message(self.dtype))
         if self.batch < 1:
             raise KeyedValueError("batch", "must be >= 1")
         if isinstance(self.pooling, int) and self.pooling < 0:

@@ -130,7 +130,11 @@ def test_explicit_tables_and_per_table_overrides(tmp_path):
         ("rows = 10\ndim = 4", "num_tables", ">= 1"),
         ("rows = 10\nnum_tables = 2", "dim", ">= 1"),
         ("[[tables]]\nrows = 10\ndim = 0", "tables[0].dim", ">= 1"),
-        ('[[tables]]\nrows = 10\ndim = 4\ndtype = "float64"', "tables[0].dtype", "one of"),
+        (
+            '[[tables]]\nrows = 10\ndim = 4\ndtype = "float64"',
+            "tables[0].dtype",
+            "unknown table dtype 'float64' (known: float32",
+        ),
         ("rows = 10\nnum_tables = 2\ndim = 4\nbatch = 0", "batch", ">= 1"),
         (
             'rows = 10\nnum_tables = 2\ndim = 4\ndistribution = "zipf"\nreuse = "high"',
