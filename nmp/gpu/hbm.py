@@ -127,7 +127,7 @@ def scaled_timing(timing: dict[str, int], tck_old_ps: float, tck_new_ps: float) 
 
 
 def gpu_memory_spec(hbm, *, channels: int | None = None):
-    """The nmp.memory spec of a GPU's HBM (``hbm``: :class:`nmp.gpu.spec.HbmSpec`)."""
+    """The nmp.memory spec of a GPU's HBM (``hbm``: :class:`nmp.gpu.memory_spec.HbmSpec`)."""
     base = load_memory(hbm.memory_preset)
     if base.org.channels != hbm.channels_per_stack:
         raise NmpError(
