@@ -91,7 +91,7 @@ def test_set_values_parse_as_toml_scalars():
 
 
 def _arch_home(tmp_path, monkeypatch):
-    import nmp.config as config
+    import nmp.config_presets as config
 
     folder = tmp_path / "home" / "models" / "arch"
     folder.mkdir(parents=True)

@@ -19,8 +19,8 @@ or others (they are created so; one of ours with read access for others is tight
 one writable by others is not used at all, as anything in it may have been planted), and the
 library itself a regular file (not a link) owned by this user and writable by no one else. The
 package folder's library (1) may also be root's (a system-wide install). A library that does
-not load (corrupt, truncated) is removed and built again (:func:`load`), instead of leaving the
-replays on the numba engine for good.
+not load (corrupt, truncated) is removed and built again (:func:`nmp.memory.native_load.load`),
+instead of leaving the replays on the numba engine for good.
 
 A new build in a cache folder (2, 3) removes what no process there has used for
 :data:`_STALE_S` (a month): libraries of other keys (each version, compiler, ``$CC`` and CPU
@@ -33,11 +33,15 @@ library is only ever loaded by the configuration that built it. Computing it (th
 scanned for Clang, the sources read and hashed, ``/proc/cpuinfo`` parsed) was about 10 M
 instructions of every ``nmp replay``; :func:`cached_choice` keeps the compiler and key it found
 in the user cache, keyed by cheap facts that change whenever the costly ones could (see there).
+
+It stays one file past the kit's ~500 lines on purpose: ``setup.py`` loads it alone, so that
+it can use no sibling module, and the compiler choice, the key and the folders share its module
+names (``_SOURCE``, ``_PARTS``, ``_uid``: one patch of them, a test's, is seen by all). Loading
+the library built is :mod:`nmp.memory.native_load`'s.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shlex
 import stat
@@ -200,78 +204,6 @@ def build(
         if os.environ.get("CC", "").strip() or cc == ["cc"]:
             raise
         return _build_with(["cc"], library_key(["cc"]), folders, on_build, prebuilt, strict)
-
-
-def load(symbol: str, on_build=None) -> Any:
-    """``symbol`` of the library :func:`build` gives, loaded; a library that does not load or
-    lacks it (a corrupt or truncated file) is removed where it is this user's cache, and the
-    library built again, once."""
-    return load_all((symbol,), on_build)[0]
-
-
-def load_all(symbols: tuple[str, ...], on_build=None) -> tuple[Any, ...]:
-    """:func:`load` of several symbols, the library found (its key hashed) and checked once."""
-    lib = build(on_build=on_build)
-    try:
-        return _symbols(lib, symbols)
-    except OSError:
-        in_package = lib.parent == _SOURCE.parent
-        if not in_package:
-            lib.unlink(missing_ok=True)
-        return _symbols(build(on_build=on_build, prebuilt=not in_package), symbols)
-
-
-def _symbols(lib: Path, symbols: tuple[str, ...]) -> tuple[Any, ...]:
-    """``symbols`` of ``lib``, checked whole first (the loader maps a truncated library and
-    then dies of SIGBUS reading past its end: a crash, not an error)."""
-    if not elf_intact(lib):
-        raise OSError(f"{lib}: not a whole shared library (truncated or corrupt)")
-    handle = ctypes.CDLL(str(lib))
-    found = []
-    for symbol in symbols:
-        try:
-            found.append(getattr(handle, symbol))
-        except AttributeError:
-            raise OSError(f"{lib}: no symbol {symbol}") from None
-    return tuple(found)
-
-
-def elf_intact(lib: Path) -> bool:
-    """Whether ``lib`` is an ELF file whose program headers, loaded segments and section
-    headers all lie within it. True for a file that is not ELF where ELF is not the platform's
-    format (the loader judges it there)."""
-    import struct
-
-    try:
-        data = lib.read_bytes()
-    except OSError:
-        return False
-    if data[:4] != b"\x7fELF":
-        import platform
-
-        return platform.system() != "Linux"
-    if len(data) < 64 or data[4] not in (1, 2) or data[5] not in (1, 2):
-        return False
-    end = "<" if data[5] == 1 else ">"
-    if data[4] == 2:  # 64-bit
-        phoff, shoff = struct.unpack_from(end + "QQ", data, 32)
-        phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", data, 54)
-        phdr, ptype_off = end + "IIQQQQQQ", (0, 2, 5)  # type, offset, filesz positions
-    else:
-        phoff, shoff = struct.unpack_from(end + "II", data, 28)
-        phentsize, phnum, shentsize, shnum = struct.unpack_from(end + "HHHH", data, 42)
-        phdr, ptype_off = end + "IIIIIIII", (0, 1, 4)
-    size = len(data)
-    if phoff + phnum * phentsize > size or shoff + shnum * shentsize > size:
-        return False
-    if phentsize < struct.calcsize(phdr) and phnum:
-        return False
-    for i in range(phnum):
-        fields = struct.unpack_from(phdr, data, phoff + i * phentsize)
-        ptype, offset, filesz = (fields[j] for j in ptype_off)
-        if ptype == 1 and offset + filesz > size:  # PT_LOAD
-            return False
-    return True
 
 
 def build_into(folder: Path) -> Path:
@@ -593,7 +525,7 @@ def prune(folder: Path, keep: Path, now: float | None = None) -> list[Path]:
     builds (``tmp*.so``, :func:`_compile`'s) and key entries (``keys/*.json``) whose
     modification time is older than :data:`_STALE_S`, bar ``keep``; the paths removed. A
     library removed while another process is about to load it is built again there
-    (:func:`load_all`)."""
+    (:func:`nmp.memory.native_load.load_all`)."""
     import time
 
     limit = (time.time() if now is None else now) - _STALE_S

@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 from nmp.memory.counters import N_COUNTERS
 from nmp.memory.engine_fields import EngineArgs, ParamsStruct
-from nmp.memory.native_build import _SOURCE, compiler, load_all
+from nmp.memory.native_build import _SOURCE, compiler
+from nmp.memory.native_load import load_all
 from nmp.memory.standards import NCMD
 
 _ERRORS = {

@@ -414,7 +414,7 @@ def _failures_blame(args, dep) -> tuple[str, str | None]:
     their default, the MTBF below its default or the horizon above its default, whichever
     factor is largest, named as the flag when one was given, else as the setup file's key (a
     tiny MTBF in a setup file once blamed --servers, a long horizon the MTBF)."""
-    from nmp.train.extrapolate import DeploymentSpec
+    from nmp.train.deployment import DeploymentSpec
     from nmp.train.setup import setup_path
 
     default = DeploymentSpec()
@@ -432,7 +432,7 @@ def _failures_blame(args, dep) -> tuple[str, str | None]:
 def _deployment(args):
     from dataclasses import replace
 
-    from nmp.train.extrapolate import DeploymentSpec
+    from nmp.train.deployment import DeploymentSpec
     from nmp.train.setup import load_setup
 
     dep = load_setup(args.setup)[0] if args.setup else DeploymentSpec()
@@ -473,7 +473,8 @@ def _deployment(args):
 
 def _extrapolate(args) -> int:
     dep = _deployment(args)  # the setup and flags checked before torch loads (a minute if busy)
-    from nmp.train.extrapolate import monte_carlo, print_extrapolation
+    from nmp.train.extrapolate import monte_carlo
+    from nmp.train.extrapolate_report import print_extrapolation
 
     if args.crossover:
         from nmp.cliargs import check_out_folder
@@ -496,7 +497,7 @@ def _extrapolate(args) -> int:
         return 0
     rows = monte_carlo(dep)
     if args.json:
-        from nmp.train.extrapolate import closing_note
+        from nmp.train.extrapolate_report import closing_note
 
         closing_note(rows, dep)  # adds each strategy's schedule and verdict to its row
         print(json_text(rows))

@@ -16,7 +16,7 @@ from typing import Any
 from nmp.claim_setup import resolve_setup
 from nmp.config import MAX_SPEC_NUMBER, load_toml, project_root
 from nmp.errors import NmpError, SpecError
-from nmp.train.extrapolate import DeploymentSpec
+from nmp.train.deployment import DeploymentSpec
 
 
 def setup_dir() -> Path:

@@ -86,7 +86,7 @@ def _report(dep, sources, rows, crossings, png) -> str:
     def s(v):
         return "-" if v is None else f"{v:.3g}"
 
-    from nmp.train.extrapolate import describe
+    from nmp.train.extrapolate_report import describe
 
     lines = [
         f"# Fault tolerance at the scale of setup `{dep.name}`",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nmp.memory import native_build
+from nmp.memory import native_build, native_load
 
 OTHER_UID = 54321
 
@@ -102,7 +102,7 @@ def test_a_corrupt_cached_library_is_rebuilt(fake_cc, tmp_path) -> None:
         pytest.skip("no C engine library on this machine to load")
     corrupt = _plant(tmp_path / "cache")
     corrupt.write_bytes(fake_cc.read_bytes()[:4096])  # a truncated library
-    fn = native_build.load("simulate_c")
+    fn = native_load.load("simulate_c")
     assert fn is not None
     assert corrupt.read_bytes() == fake_cc.read_bytes()  # built again, in place
 

@@ -62,7 +62,8 @@ def test_a_sends_time_is_its_bytes_over_the_slower_end_plus_its_messages():
 def test_the_closing_note_says_which_schedule_and_whether_the_order_holds(monkeypatch):
     from dataclasses import replace
 
-    from nmp.train.extrapolate import closing_note, expected
+    from nmp.train.extrapolate import expected
+    from nmp.train.extrapolate_report import closing_note
     from nmp.train.setup import load_setup
 
     dep = load_setup("ecrec")[0]

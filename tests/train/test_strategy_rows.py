@@ -14,7 +14,8 @@ from dataclasses import replace
 
 import pytest
 
-from nmp.train.extrapolate import DeploymentSpec, closing_note, expected, row_labels
+from nmp.train.extrapolate import DeploymentSpec, expected, row_labels
+from nmp.train.extrapolate_report import closing_note
 from nmp.train.strategies import REGISTRY, register
 from nmp.train.strategies.reinit import Reinit
 

@@ -411,8 +411,8 @@ def _codec_stats(codec) -> dict[str, Any] | None:
 
 def _update_costs(ctx: Context):
     """(coded, plain) update timings of the design on the run's records (nmp.train.hwcost)."""
-    from nmp.train.extrapolate import _StoreShape
     from nmp.train.hwcost import make_backend
+    from nmp.train.step_costs import _StoreShape
 
     record = 4 * ctx.width
     coded = make_backend(ctx.cfg, ctx.geo, _StoreShape(record, ctx.shard.k, 1))
