@@ -18,8 +18,10 @@
 - :mod:`nmp.train.trainer`: the loop; :mod:`nmp.train.compare`, :mod:`nmp.train.seeds`: the
   table of ``nmp train --compare`` (one seed, or several with intervals).
 - :mod:`nmp.train.setup`, :mod:`nmp.train.extrapolate`, :mod:`nmp.train.crossover`: the papers'
-  setups (``workloads/train/``), the Monte-Carlo comparison at their scale and where ECRec
-  overtakes; :mod:`nmp.train.study` runs both for ``nmp evaluate papers/ecrec|cpr``;
+  setups (``workloads/train/``; a deployment and its limits: :mod:`nmp.train.deployment`), the
+  Monte-Carlo comparison at their scale (a step's costs: :mod:`nmp.train.step_costs`; its table
+  and closing note: :mod:`nmp.train.extrapolate_report`) and where ECRec overtakes;
+  :mod:`nmp.train.study` runs both for ``nmp evaluate papers/ecrec|cpr``;
   ECRec's and CPR's published claims are answered from them in ``nmp/papers/{ecrec,cpr}/``.
 - :mod:`nmp.train.alltoall`: the embedding all-to-all compressed with an ``nmp.compress`` codec
   (``train.compress``, SC'24), one module per job: the exchange, its figures, the training half
