@@ -17,7 +17,7 @@ from nmp.train.intervals import INTERVAL_RULES
 # The largest deployment taken (chosen): a million nodes of either kind, each a process or a
 # machine, and rows of a million elements, beyond any recommendation model the papers train;
 # a step's cost is measured on one batch, whose memory the guard bounds (nmp train's
-# _deployment). workers = 1e17 split the batch into 1e17 slices.
+# cli_scale.deployment). workers = 1e17 split the batch into 1e17 slices.
 MAX_NODES = 2**20
 MAX_DIM = 2**20
 # CPR's cycle of partial saves (chosen: 1,024; CPR's papers save fully every 2-10): its
