@@ -399,3 +399,61 @@ def test_docs_table_is_generated_from_the_fixtures() -> None:
 
     text = (project_root() / "docs" / "validation.md").read_text()
     assert replace_generated(text, fixtures_full()) == text
+
+
+def test_every_term_of_the_host_baseline_by_hand() -> None:
+    """Host-CPU as ReCross's baseline (DDR5-4800, 1 channel x 2 ranks): the terms that do not
+    bind (arithmetic, C/A, activations, row cycles) each from the presets' numbers alone, so
+    that a term computed wrong cannot hide behind the channel's."""
+    setup = _paper_setup("recross").mapping()
+    host = arch_claims.fp_ceiling("host-cpu", role="baseline", setup=setup)
+    mem = load_memory("ddr5-4800-40")
+    tck, org = mem.tck_ns, mem.org
+    ws = workload_stats(load_workload("recross-eval"))
+    bursts = ws.row_bytes / org.tx_bytes  # 256 B rows: 4 bursts of 64 B
+    ranks = org.channels * org.ranks
+    banks = ranks * org.bankgroups * org.banks
+    h = load_arch_spec("host-cpu").host
+    terms = host.terms_ns
+    assert (h.cores, h.simd_lanes, h.clock_ghz) == (16, 16, 2.2)
+    assert terms["host_compute"] == pytest.approx(
+        ws.lookups * ws.dim / (h.cores * h.simd_lanes * h.clock_ghz), rel=1e-9
+    )
+    # a DDR5 READ is a two-cycle command (JESD79-5): 2 tCK of C/A per burst
+    assert terms["ca"] == pytest.approx(ws.lookups * bursts * 2 / org.channels * tck, rel=1e-9)
+    # the baseline's most activations: one per lookup, at the rank's tRRD_S / tFAW / 4 pace
+    gap = max(mem.timing["nRRDS"], mem.timing["nFAW"] / 4)
+    assert terms["act_budget"] == pytest.approx(ws.lookups / ranks * gap * tck, rel=1e-9)
+    assert terms["row_cycles"] == pytest.approx(
+        ws.lookups / banks * mem.timing["nRC"] * tck, rel=1e-9
+    )
+
+
+def test_the_designs_host_link_and_row_terms_by_hand() -> None:
+    """ReCross as the design under its setup: the host link (an instruction per lookup at the
+    fewest bits a DDR5 READ's C/A allows, a pooled vector per bag) and the activations of its
+    fewest pages (distinct rows packed per page, less the rows its banks keep open)."""
+    setup = _paper_setup("recross").mapping()
+    design = arch_claims.fp_ceiling("recross", role="design", setup=setup)
+    mem = load_memory("ddr5-4800-40")
+    tck, org = mem.tck_ns, mem.org
+    ws = workload_stats(load_workload("recross-eval"))
+    spec = load_arch_spec("recross")
+    ins = spec.instruction
+    bits = 2 * ins.dram_ca_bits_per_cycle  # two C/A cycles of a DDR5 READ: 28 bits
+    channel_peak = org.tx_bytes / (mem.timing["nBL"] * tck)
+    t_link = (
+        ws.lookups * bits / ins.host_bits_per_cycle * tck + ws.bags * ws.row_bytes / channel_peak
+    )
+    assert design.terms_ns["host_link"] == pytest.approx(t_link / org.channels, rel=1e-9)
+    page_bytes = org.columns // org.prefetch * org.tx_bytes  # 4096 B
+    ranks = org.channels * org.ranks
+    banks = ranks * org.bankgroups * org.banks
+    open_rows = 8  # MASA: the open subarrays the model tracks per bank (salp_readings.py)
+    acts = -(-ws.distinct // int(page_bytes // ws.row_bytes)) - banks * open_rows
+    assert acts > 0
+    gap = max(mem.timing["nRRDS"], mem.timing["nFAW"] / 4)
+    assert design.terms_ns["act_budget"] == pytest.approx(acts / ranks * gap * tck, rel=1e-9)
+    assert design.terms_ns["row_cycles"] == pytest.approx(
+        acts / (banks * open_rows) * mem.timing["nRC"] * tck, rel=1e-9
+    )
