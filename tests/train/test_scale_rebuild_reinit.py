@@ -85,3 +85,20 @@ def test_none_rewrites_the_lost_shard_once_per_failure(ecrec, md):
     m_ns = ecrec.server_mtbf_hours * HOUR_NS / ecrec.servers
     failures_pct = row["overhead_pct"] - row["overhead_no_failure_pct"]
     assert failures_pct == pytest.approx(100.0 * reinit / m_ns, rel=1e-9)
+
+
+def test_ecrecs_draws_wait_a_whole_rebuild_for_full_redundancy(ecrec, md):
+    """The Monte-Carlo row's time to full redundancy is the rebuild's (its traffic at its
+    share of the memory's time), and a second server lost within it is data lost (r = 1)."""
+    from nmp.train.extrapolate import monte_carlo
+
+    dep = replace(ecrec, trials=200)  # (the seed also draws the batch the costs come from)
+    row = {r["strategy"]: r for r in monte_carlo(dep)}["ecrec"]
+    assert row["time_to_full_redundancy_s"] == pytest.approx(
+        md.rebuild_traffic_ns / ecrec.rebuild_share / 1e9, rel=1e-12
+    )
+    assert row["p_data_loss"] == 0.0  # one failure in 144 h of system MTBF: no second one
+    # servers failing every few rebuilds: a second failure lands inside one in some trials
+    mtbf_h = 5 * ecrec.servers * md.rebuild_ns / HOUR_NS
+    often = {r["strategy"]: r for r in monte_carlo(replace(dep, server_mtbf_hours=mtbf_h))}
+    assert 0.0 < often["ecrec"]["p_data_loss"] <= 1.0
