@@ -174,3 +174,18 @@ def test_a_call_costs_its_fixed_time_once_per_batch(threads):
     assert charged.t_ns - plain.t_ns == pytest.approx(5000.0 + (threads - 1) * 3000.0)
     arithmetic = charged.breakdown["bounds_ns"]["host_compute"]
     assert arithmetic == plain.breakdown["bounds_ns"]["host_compute"]  # not the arithmetic's
+
+
+def test_the_walkers_and_the_l2s_bandwidth_bound_a_core_by_their_counts():
+    """Each core's page walks over its walkers (Little's law) and every byte past its L1 at
+    the L2's bytes per cycle: the two resource bounds the breakdown names beside the loop."""
+    host = HostSpec(page_walk_ns=300.0, page_walkers=4.0, l2_bytes_per_cycle=32.0, clock_ghz=2.0)
+    lines = np.array([[7, 3, 2, 5], [0, 10, 0, 0]])  # L1, L2, LLC, DRAM lines of two cores
+    load = CoreLoad(lines, np.array([6, 2]), np.ones(2), np.zeros(2))
+    b = core_bounds_ns(host, load)
+    np.testing.assert_allclose(b["page_walkers"], [6 * 300.0 / 4, 2 * 300.0 / 4])
+    np.testing.assert_allclose(b["l2_bandwidth"], [10 * 64 / (32.0 * 2.0), 10 * 64 / 64.0])
+    # a core whose L2 moves a line a cycle is bound by it, not by its loop
+    slow_l2 = HostSpec(l2_bytes_per_cycle=0.01, lookup_cycles=0.0)
+    bound = core_bounds_ns(slow_l2, load)
+    assert bound["l2_bandwidth"][0] > bound["compute_and_stalls"][0]
