@@ -163,6 +163,15 @@ def test_the_issue_and_l1_bounds_bind_at_their_stated_rates(tiny_stage):
     assert r.latency_ns == pytest.approx(r.breakdown["l1_bytes"] / (0.01 * 132 * 1.98), rel=1e-5)
 
 
+def test_the_l2_bound_binds_at_its_stated_rate_without_the_slice_queue(tiny_stage):
+    """L2: its sectors at bytes per cycle. With HBM queueing on, the slices' queue carries the
+    L2's rate (the bound adds nothing there: zeroing it moved no figure); without queueing the
+    bound is the floor the stage stands on."""
+    r = tiny_stage(**{"l2.bytes_per_cycle": 0.01, "hbm.queueing": False})
+    assert r.breakdown["tables_bound_by"] == {"l2_bandwidth": 1}
+    assert r.latency_ns == pytest.approx(r.breakdown["l2_bytes"] / (0.01 * 1.98), rel=1e-5)
+
+
 def test_l2_hits_are_priced_at_the_far_share_the_cache_stream_counted(monkeypatch):
     # The stage's far share is the stream's far line hits over its L2 line hits (the count is
     # checked against a reference LRU in test_cache), and each L2 hit costs 291 + share x
