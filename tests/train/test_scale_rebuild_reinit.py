@@ -10,7 +10,8 @@ nmp/train/extrapolate.py's stated formulas on the ECRec setup (workloads/train/e
   (with servers on a network, the longer of that and the repair bytes over the NIC), taking
   ``rebuild_share`` of the memory's time;
 - ``none``: a failure re-writes the lost shard fresh: ``shard_rows x write``, and its expected
-  overhead is that once per system MTBF.
+  overhead is that once per system MTBF;
+- the plain step without a network: the gather, the dense pass and the optimizer in turn.
 """
 
 from __future__ import annotations
@@ -102,3 +103,17 @@ def test_ecrecs_draws_wait_a_whole_rebuild_for_full_redundancy(ecrec, md):
     mtbf_h = 5 * ecrec.servers * md.rebuild_ns / HOUR_NS
     often = {r["strategy"]: r for r in monte_carlo(replace(dep, server_mtbf_hours=mtbf_h))}
     assert 0.0 < often["ecrec"]["p_data_loss"] <= 1.0
+
+
+def test_the_plain_step_is_its_gather_dense_and_optimizer_in_turn(ecrec, md):
+    """Without a network the common step's critical path is the servers' gather of every
+    worker's batch (XDL: each worker trains its own), the workers' dense pass and the servers'
+    optimizer, one after another: the scale model's step from the hardware model's costs."""
+    c = md.c
+    batches = ecrec.workers if ecrec.batch_per_worker else 1
+    assert batches == ecrec.workers == 15
+    assert md.phase_ns["gather"] == pytest.approx(batches * c.gather_ns, rel=1e-12)
+    assert md.phase_ns["optimizer"] == pytest.approx(batches * c.upd_plain_ns, rel=1e-12)
+    dense = (c.step_ns - c.gather_ns - c.upd_plain_ns) * ecrec.workers
+    assert md.phase_ns["dense"] == pytest.approx(dense, rel=1e-12)
+    assert md.step_ns == pytest.approx(batches * (c.gather_ns + c.upd_plain_ns) + dense, rel=1e-12)
