@@ -75,3 +75,20 @@ def test_a_runtimes_regroup_is_charged_to_every_strategy_alike(dep):
     assert quiet["ecrec"]["overhead_pct"] == pytest.approx(
         _by_name(scheduled(dep, STEPS, []))["ecrec"]["overhead_pct"]
     )
+
+
+def test_a_checkpoint_failure_re_executes_the_steps_since_the_last_save(dep):
+    """The scheduled checkpoint row: a failure at step f rolls back f x step mod the interval
+    (the work since the newest save), then loads the save and restarts."""
+    md = _model(dep)
+    tau = md.ckpt_taus_ns[0]
+    assert tau == pytest.approx(30.0 * 60e9)  # interval_min = 30 (fixed)
+    failures = [int(0.25 * tau / md.step_ns), int(1.5 * tau / md.step_ns)]
+    row = _by_name(scheduled(dep, STEPS, failures))["checkpoint"]
+    lost = [0.25 * tau, 0.5 * tau]  # a quarter of an interval since a save, then half of one
+    per = [w + md.load_ns + md.restart_ns for w in lost]
+    assert row["recovery_s"] == pytest.approx(max(per) / 1e9, abs=md.step_ns / 1e9)
+    quiet = _by_name(scheduled(dep, STEPS, []))["checkpoint"]
+    horizon = STEPS * md.step_ns
+    added = row["overhead_pct"] - quiet["overhead_pct"]
+    assert added == pytest.approx(100.0 * sum(per) / horizon, abs=100.0 * 2 * md.step_ns / horizon)
