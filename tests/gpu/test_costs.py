@@ -150,6 +150,22 @@ def test_a_spilled_kernel_waits_for_one_l1_reload_a_lookup(tiny_stage):
     )
 
 
+def test_a_spilled_registers_reloads_load_the_l1_too(tiny_stage):
+    # The 8 spilled registers are reloaded once a lookup, each 32 threads x 4 B from the L1:
+    # with the L1's rate starved the stage is its row sectors and those reloads over it.
+    one_row = {"kernel.handwritten_loads_in_flight": 1.0, "kernel.handwritten_index_batch": 1}
+    r = tiny_stage(
+        variant="occupancy",
+        **{"kernel.maxrregcount": 16, **one_row, "l1.bytes_per_cycle": 0.01},
+    )
+    b = r.breakdown
+    units = 64 * 150 * 4  # bags x lookups x warps a row (dim 128)
+    assert b["kernel"]["spill_l1_bytes"] == units * 8 * 32 * 4
+    assert b["tables_bound_by"] == {"l1_bandwidth": 1}
+    l1_bytes = b["l1_bytes"] + b["kernel"]["spill_l1_bytes"]
+    assert r.latency_ns == pytest.approx(l1_bytes / (0.01 * 132 * 1.98), rel=1e-5)
+
+
 def test_the_issue_and_l1_bounds_bind_at_their_stated_rates(tiny_stage):
     # 64 bags x 150 lookups x 4 warps (dim 128) = 38,400 warp-lookups.
     units = 64 * 150 * 4
