@@ -189,3 +189,12 @@ def test_the_walkers_and_the_l2s_bandwidth_bound_a_core_by_their_counts():
     slow_l2 = HostSpec(l2_bytes_per_cycle=0.01, lookup_cycles=0.0)
     bound = core_bounds_ns(slow_l2, load)
     assert bound["l2_bandwidth"][0] > bound["compute_and_stalls"][0]
+
+
+def test_each_level_stalls_the_loop_its_own_latency_over_the_lines_in_flight():
+    """Per line: the L1 nothing (its hits are the arithmetic's loads), the L2, LLC and DRAM
+    their stated latencies over the lines in flight (the fill buffers where none is measured)."""
+    host = HostSpec(
+        l2_latency_ns=5.0, llc_latency_ns=20.0, dram_latency_ns=90.0, l1_fill_buffers=10.0
+    )
+    np.testing.assert_allclose(stall_ns_per_line(host), [0.0, 0.5, 2.0, 9.0])
