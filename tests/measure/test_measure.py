@@ -253,3 +253,21 @@ def test_lookup_loop_costs_recovered_from_its_tables():
     assert lookup_loop.walks_per_lookup(reach // 2, reach) == 0.0
     shares = lookup_loop.served_shares(256 * 2**20, *caches)
     assert shares.sum() == pytest.approx(1.0) and shares[3] == pytest.approx(1 - 1 / 8)
+
+
+def test_a_calls_thread_sync_is_the_parallel_loops_excess_per_extra_thread(monkeypatch):
+    """call_cost's two figures from its loops' medians: one tiny call's time, and what the
+    bags split over four threads cost beyond one thread's, per thread beyond the first."""
+    pytest.importorskip("torch")
+    times = {(1, 1): [100.0, 104.0, 98.0], (64, 1): [1000.0, 990.0], (64, 4): [1600.0, 1620.0]}
+
+    def fake(indices, weights, offsets, threads):
+        return list(times[(int(indices.numel()), threads)])
+
+    monkeypatch.setattr(kernel, "_ns_per_call", fake)
+    monkeypatch.setattr(kernel, "SYNC_BAGS", 64)
+    cost = kernel.call_cost(4)
+    assert cost.call_ns == pytest.approx(100.0)
+    assert cost.thread_sync_ns == pytest.approx((1610.0 - 995.0) / 3)
+    assert cost.spread == pytest.approx(104.0 / 98.0)
+    assert kernel.call_cost(1).thread_sync_ns == 0.0
