@@ -160,6 +160,25 @@ def test_the_model_ceiling_arithmetic_by_hand() -> None:
     assert speed["bound"] != speed["model_ceiling"] and speed["bound_terms"]
 
 
+def test_the_host_ceiling_arithmetic_by_hand() -> None:
+    """The host's ceiling at batch 4: the bytes past its LLC at the channels' peak, and its
+    adds (a lookup's dim each) on every core's SIMD lanes at the clock."""
+    from nmp.arch.presets import load_arch_spec
+    from nmp.memory import load_memory
+
+    res = arch_claims.point("host-cpu", batch=4)
+    cap = arch_claims.ceiling("host-cpu", batch=4)
+    b = res.breakdown
+    mem = load_memory(b["memory_setup"]["preset"])
+    peak = mem.org.tx_bytes / (mem.timing["nBL"] * mem.tck_ns) * b["memory_setup"]["channels"]
+    assert cap.terms_ns["channel"] == pytest.approx(b["channel"]["bytes"] / peak, rel=1e-9)
+    h = load_arch_spec("host-cpu").host
+    adds = res.extra["lookups"] * 64  # recross-eval's tables are dim 64, unweighted
+    assert cap.terms_ns["host_compute"] == pytest.approx(
+        adds / (h.cores * h.simd_lanes * h.clock_ghz), rel=1e-9
+    )
+
+
 def test_orderings_report_their_margin() -> None:
     one = {"workload.seed": 0}  # one draw (the seeded answer: the smallest margin of any seed)
     out = arch_claims.faster_than_each(
