@@ -95,7 +95,19 @@ def test_ecrec_survives_a_sigkill_bit_identical_without_pause(capsys, single, tm
     assert all(p["measured_ms"] is not None for p in out["phases"].values())
     assert all(p["modeled_ms"] is not None for p in out["phases"].values())
     assert out["measured"]["failure_free_repeat_pct"] is not None  # interleaved A B A
-    assert out["modeled"]["repair_s"]["rebuilds"] == 1
+    repair = out["modeled"]["repair_s"]
+    assert repair["rebuilds"] == 1 and repair["ranges"] >= 1 and repair["round_s"] > 0
+    # the repair modeled: one blocking round among the replacement's peers per range, and the
+    # repair's bytes on the link (none here: the processes share this machine)
+    assert repair["modeled"] == pytest.approx(
+        repair["rebuilds"] * repair["ranges"] * repair["round_s"] + repair["wire_s"], rel=1e-12
+    )
+    # the step modeled: the failure-free step at this run's speed plus the phases ECRec adds
+    step, phases = out["modeled"]["step_ms"], out["phases"]
+    added = out["modeled"]["added_phases"]
+    assert added and step["modeled"] == pytest.approx(
+        step["failure_free_at_speed"] + sum(phases[n]["modeled_ms"] for n in added), rel=1e-12
+    )
     # the servers timed their parity update on the memory design (nmp.train.hwcost)
     assert out["phases"]["parity_xor"]["memory_model_ms"] > 0
     # ... and it is physical: the parity's in-memory XOR of a row costs more than nothing and

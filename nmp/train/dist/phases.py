@@ -436,9 +436,8 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
     rebuilds = sum(1 for e in run["events"] if e.get("rebuilding"))
     repair_bytes = run["traffic_bytes"].get("repair", 0)
     round_s = round_seconds(rounds, ctx.spec.workers, s - 1)  # the replacement, its S-1 peers
-    repair_mod = rebuilds * cfg.rebuild_ranges * round_s + (
-        repair_bytes / (link_gbps * 1e9) if link_gbps else 0.0
-    )
+    repair_wire_s = repair_bytes / (link_gbps * 1e9) if link_gbps else 0.0
+    repair_mod = rebuilds * cfg.rebuild_ranges * round_s + repair_wire_s
     # the memory design's own time for the parity's update (the servers' hwcost timing)
     upd = [
         v
@@ -469,7 +468,15 @@ def phase_model(cfg, run: dict, base: dict, link_gbps: float, step_times) -> dic
             "overhead_pct": 100.0 * (step_mod / step_ff_at_speed - 1.0),
         },
         "added_phases": added,
-        "repair_s": {"measured": repaired, "modeled": repair_mod, "rebuilds": rebuilds},
+        "repair_s": {
+            "measured": repaired,
+            "modeled": repair_mod,
+            "rebuilds": rebuilds,
+            # the model's parts: a blocking round per range, the repair's bytes on the link
+            "ranges": cfg.rebuild_ranges,
+            "round_s": round_s,
+            "wire_s": repair_wire_s,
+        },
         "inputs": inputs,
     }
 

@@ -278,6 +278,7 @@ def modeled(
         "phases": pm["phases"],
         "run_phases": rp,
         "step_ms": pm["step_ms"],
+        "added_phases": pm["added_phases"],  # the phases the step's model adds in series
         "repair_s": pm["repair_s"],
         "phase_inputs": pm["inputs"],
         "model_inputs": {
