@@ -117,3 +117,24 @@ def test_the_plain_step_is_its_gather_dense_and_optimizer_in_turn(ecrec, md):
     dense = (c.step_ns - c.gather_ns - c.upd_plain_ns) * ecrec.workers
     assert md.phase_ns["dense"] == pytest.approx(dense, rel=1e-12)
     assert md.step_ns == pytest.approx(batches * (c.gather_ns + c.upd_plain_ns) + dense, rel=1e-12)
+
+
+def test_a_second_failure_inside_the_rebuild_loses_data(ecrec, md):
+    """r = 1: a second server lost before the first one's rebuild ends (half a rebuild in)
+    loses data; one lost after it (one and a half in) does not."""
+    import numpy as np
+
+    from nmp.train.extrapolate import Draws
+    from nmp.train.strategies import REGISTRY
+
+    r = md.rebuild_ns
+    draws = Draws(
+        t=np.array([0.0, 0.5 * r, 0.0, 1.5 * r]),
+        trial=np.array([0, 0, 1, 1]),
+        node=np.array([0, 1, 0, 1]),
+        per_trial=lambda per: np.array([per[:2].sum(), per[2:].sum()]),
+        replica=0.0,
+        trials=2,
+    )
+    row = REGISTRY.get("ecrec").scale_draws(md, ecrec, draws)[0]
+    assert row[-1]["p_data_loss"] == 0.5
