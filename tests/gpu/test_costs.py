@@ -188,6 +188,20 @@ def test_the_l2_bound_binds_at_its_stated_rate_without_the_slice_queue(tiny_stag
     assert r.latency_ns == pytest.approx(r.breakdown["l2_bytes"] / (0.01 * 1.98), rel=1e-5)
 
 
+def test_the_hbm_bound_binds_at_the_probed_random_rates(tiny_stage):
+    """HBM: every byte the stage moves (row sectors, index reads, write-backs) at the probe's
+    random-access rate for its fetch size. With every size probed at the same rate and the
+    queue off, the stage is its bytes over that rate, and halves when the rate doubles."""
+    times = []
+    for gbps in (10.0, 20.0):
+        over = {"hbm.queueing": False, "hbm.probe_random_gbps": [gbps] * 5}
+        r = tiny_stage(**over)
+        assert r.breakdown["tables_bound_by"] == {"hbm_bandwidth": 1}
+        assert r.latency_ns == pytest.approx(r.breakdown["hbm_bytes"] / gbps, rel=1e-6)
+        times.append(r.latency_ns)
+    assert times[0] == pytest.approx(2 * times[1], rel=1e-6)
+
+
 def test_l2_hits_are_priced_at_the_far_share_the_cache_stream_counted(monkeypatch):
     # The stage's far share is the stream's far line hits over its L2 line hits (the count is
     # checked against a reference LRU in test_cache), and each L2 hit costs 291 + share x
