@@ -25,7 +25,8 @@ def machine() -> str:
         pass
     model = fields.get("model name", model)
     if "cpu family" in fields and "model" in fields:
-        model += f" (family {fields['cpu family']} model {fields['model']})"
+        core = amd_core(fields.get("vendor_id", ""), fields["cpu family"], fields["model"])
+        model += f" (family {fields['cpu family']} model {fields['model']}{core})"
     flags = set(fields.get("flags", "").split())
     if flags:
         vec = (
@@ -37,6 +38,20 @@ def machine() -> str:
         )
         model += f", {vec}, {'GFNI' if 'gfni' in flags else 'no GFNI'}"
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def amd_core(vendor: str, family: str, model: str) -> str:
+    """ ", Zen N" for an AMD family and model, or "" where not known here. The ranges are the
+    kernel's and AMD's revision guides': family 25 (0x19) models 0x10-0x1f, 0x60-0x7f and
+    0xa0-0xaf are Zen 4 (Genoa, Raphael, Phoenix, Bergamo), the rest Zen 3; 26 (0x1a) Zen 5;
+    23 (0x17) Zen to Zen 2."""
+    if vendor != "AuthenticAMD" or not (family.isdigit() and model.isdigit()):
+        return ""
+    fam, mod = int(family), int(model)
+    if fam == 25:
+        zen4 = 0x10 <= mod <= 0x1F or 0x60 <= mod <= 0x7F or 0xA0 <= mod <= 0xAF
+        return ", Zen 4" if zen4 else ", Zen 3"
+    return {26: ", Zen 5", 23: ", Zen to Zen 2"}.get(fam, "")
 
 
 def load() -> str:
