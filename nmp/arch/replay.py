@@ -42,6 +42,7 @@ _SCALED_FIELDS = (
     "reads_forwarded",
     "writes_coalesced",
     "active_cycles",
+    "bank_open_cycles",
 )
 
 

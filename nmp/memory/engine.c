@@ -328,12 +328,24 @@ FORCE_INLINE int ch_drain(Sim *restrict S, const Rules *restrict RU, CFG)
     return 0;
 }
 
-/* The run's end at cycle fclk for channel S: the time its ranks had a row open until then. */
+/* The run's end at cycle fclk for channel S: the time its ranks, and its banks, had a row
+ * open until then. */
 FORCE_INLINE void ch_finish(Sim *restrict S, int64_t fclk, CFG)
 {
     UNPACK(S);
-    for (int64_t r = 0; r < R; r++)
+    for (int64_t r = 0; r < R; r++) {
         if (open_cnt[r] > 0) active_cycles[r] += fclk - open_since[r];
+        cnt[C_BANK_OPEN] += fclk * open_cnt[r];
+    }
+}
+
+/* Channel S's banks with a row open now (the snapshot's bank-open cycles close them there). */
+FORCE_INLINE int64_t ch_open_banks(Sim *restrict S, CFG)
+{
+    UNPACK(S);
+    int64_t open = 0;
+    for (int64_t r = 0; r < R; r++) open += open_cnt[r];
+    return open;
 }
 
 #include "engine_threads.h"
@@ -448,6 +460,8 @@ FORCE_INLINE int sim_core(const Args *restrict A, const Rules *restrict RU, int6
         cycles = fclk;
         for (int64_t c = 0; c < NCH; c++) ch_advance(&sims[c], RU, cycles, CFG_ARGS);
         for (int64_t i = 0; i < NCH * N_COUNTERS; i++) A->cnt_snap[i % N_COUNTERS] += cnts[i];
+        for (int64_t c = 0; c < NCH; c++)
+            A->cnt_snap[C_BANK_OPEN] += cycles * ch_open_banks(&sims[c], CFG_ARGS);
         if (sums)
             for (int64_t c = 0; c < NCH; c++) sum_at(&sims[c], cycles, CFG_ARGS);
         if (drain) {

@@ -36,7 +36,7 @@ import numpy as np
 from nmp.jit import njit
 
 # the counter layout of simulate()'s ``cnt`` arrays (nmp.memory.counters)
-from nmp.memory.counters import C_HIT_R, C_HIT_W, N_COUNTERS
+from nmp.memory.counters import C_BANK_OPEN, C_HIT_R, C_HIT_W, N_COUNTERS
 from nmp.memory.engine_phases import (
     INF,
     K_ACT,
@@ -181,6 +181,7 @@ def simulate(
         if cycles < 0 and nxt_req == n:
             cycles = clk
             cnt_snap[:] = cnt
+            cnt_snap[C_BANK_OPEN] += clk * open_cnt.sum()  # the open banks close here
             if not drain:
                 break
         if nxt_req == n and buffers_empty(ql):
@@ -280,13 +281,13 @@ def simulate(
                 if sel_kind == 3:
                     refresh_state(
                         c, clk, cmd, rk, G, B, ql, bnd, pbuf, plen, open_row, open_cnt,
-                        open_since, active_cycles,
+                        open_since, active_cycles, cnt,
                     )  # fmt: skip
                 else:
                     request_state(
                         c, clk, cmd, sel_kind, sel_pos, q, rk, bk, rl, QM, q_row, q_wr, qb,
                         qbf, bnd, bndf, bnk, bnkf, ql, open_row, open_cnt, open_since,
-                        active_cycles, act_bank, act_rank, depart, done,
+                        active_cycles, act_bank, act_rank, depart, done, cnt,
                     )  # fmt: skip
 
             wake[c] = clk + 1 if issued_c else fut
@@ -294,6 +295,7 @@ def simulate(
     for rk in range(NR):
         if open_cnt[rk] > 0:
             active_cycles[rk] += clk - open_since[rk]
+        cnt[C_BANK_OPEN] += clk * open_cnt[rk]
     return (
         status,
         cycles,

@@ -331,6 +331,7 @@ FORCE_INLINE void refresh_state(Sim *restrict S, int64_t c, int64_t clk, int64_t
         h_m[pi] &= ~rkm;
     }
     active_cycles[rk] += clk - open_since[rk];
+    cnt[C_BANK_OPEN] += clk * open_cnt[rk];
     open_cnt[rk] = 0;
 }
 
@@ -380,6 +381,7 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
         open_m[c] |= 1ull << lb;
         if (open_cnt[rk] == 0) open_since[rk] = clk;
         open_cnt[rk]++;
+        cnt[C_BANK_OPEN] -= clk;
         /* leaves its buffer (a hit now) for the active buffer */
         const int64_t pi = c * 2 + qk;
         if (--n_h[pi * TP + lb] == 0) h_m[pi] &= ~(1ull << lb);
@@ -392,6 +394,7 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
         open_row[bk] = -1;
         open_m[c] &= ~(1ull << lb);
         if (--open_cnt[rk] == 0) active_cycles[rk] += clk - open_since[rk];
+        cnt[C_BANK_OPEN] += clk;
         return; /* the request stays */
     } else {
         /* its column command: the request retires */
@@ -399,6 +402,7 @@ FORCE_INLINE void request_state(Sim *restrict S, int64_t c, int64_t clk, const P
             open_row[bk] = -1;
             open_m[c] &= ~(1ull << lb);
             if (--open_cnt[rk] == 0) active_cycles[rk] += clk - open_since[rk];
+            cnt[C_BANK_OPEN] += clk;
         }
         if (!nw && (p->kind == K_ACTIVE ? (aw_m[c] >> lb) & 1 : p->kind == K_WR)) {
             done[q] = clk; /* (a summed run too: the channel threads' write table reads it) */

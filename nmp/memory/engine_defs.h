@@ -17,7 +17,10 @@ enum { ACT, PREPB, PREAB, RD, WR, RDA, WRA, REFAB };
 #define C_HIT_W (NCMD + 3)
 #define C_FWD (NCMD + 6)
 #define C_COAL (NCMD + 7)
-#define N_COUNTERS (NCMD + 8)
+/* cycles a bank had a row open, summed over the banks (DRAMPower's bank-wise background):
+ * less the cycle of each ACT, plus the cycle of each close, plus the open banks at the end */
+#define C_BANK_OPEN (NCMD + 8)
+#define N_COUNTERS (NCMD + 9)
 /* where a picked request is: the read or the write buffer, the active buffer, refresh */
 enum { K_RD, K_WR, K_ACTIVE, K_REF };
 /* rows of the bank table: the commands evaluated below the rank */

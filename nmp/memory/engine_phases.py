@@ -12,7 +12,7 @@ import numpy as np
 from nmp.jit import njit
 
 # the counter layout of simulate()'s ``cnt`` arrays (nmp.memory.counters)
-from nmp.memory.counters import C_COAL, C_FWD
+from nmp.memory.counters import C_BANK_OPEN, C_COAL, C_FWD
 from nmp.memory.standards import CMD
 
 ACT, PREPB, PREAB, RD, WR, RDA, WRA, REFAB = (
@@ -443,7 +443,7 @@ def apply_rules(
 
 @_phase
 def refresh_state(c, clk, cmd, rk, G, B, ql, bnd, pbuf, plen, open_row, open_cnt, open_since,
-                   active_cycles):  # fmt: skip
+                   active_cycles, cnt):  # fmt: skip
     """After refresh command ``cmd`` on rank node ``rk``: PREab closes the rank's rows (the
     queued requests' bounds reset: their next command changes), REFab leaves the queue."""
     if cmd == PREAB:
@@ -454,6 +454,7 @@ def refresh_state(c, clk, cmd, rk, G, B, ql, bnd, pbuf, plen, open_row, open_cnt
             for i in range(ql[c, kk]):
                 bnd[c, kk, i] = 0
         active_cycles[rk] += clk - open_since[rk]
+        cnt[C_BANK_OPEN] += clk * open_cnt[rk]
         open_cnt[rk] = 0
     else:
         for k in range(plen[c] - 1):
@@ -465,6 +466,7 @@ def refresh_state(c, clk, cmd, rk, G, B, ql, bnd, pbuf, plen, open_row, open_cnt
 def request_state(
     c, clk, cmd, sel_kind, sel_pos, q, rk, bk, rl, QM, q_row, q_wr, qb, qbf, bnd, bndf, bnk,
     bnkf, ql, open_row, open_cnt, open_since, active_cycles, act_bank, act_rank, depart, done,
+    cnt,
 ):  # fmt: skip
     """After ``cmd`` for request ``q`` (in buffer ``sel_kind`` at ``sel_pos``; bank node ``bk``,
     rank node ``rk``): the bank opens or closes, the request moves to the active buffer (ACT),
@@ -481,6 +483,7 @@ def request_state(
         if open_cnt[rk] == 0:
             open_since[rk] = clk
         open_cnt[rk] += 1
+        cnt[C_BANK_OPEN] -= clk
         # leaves the read/write buffer for the active buffer
         a = ql[c, K_ACT]
         for f in range(NS):
@@ -495,6 +498,7 @@ def request_state(
         open_cnt[rk] -= 1
         if open_cnt[rk] == 0:
             active_cycles[rk] += clk - open_since[rk]
+        cnt[C_BANK_OPEN] += clk
         return
     else:
         # final column command: the request retires
@@ -503,6 +507,7 @@ def request_state(
             open_cnt[rk] -= 1
             if open_cnt[rk] == 0:
                 active_cycles[rk] += clk - open_since[rk]
+            cnt[C_BANK_OPEN] += clk
         if q_wr[q]:
             done[q] = clk
         else:

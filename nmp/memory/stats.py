@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from nmp.identity_cache import IdentityCache
 from nmp.memory.counters import (
+    C_BANK_OPEN,
     C_COAL,
     C_CONF_R,
     C_CONF_W,
@@ -40,23 +41,45 @@ def command_energy_pj(
     cmd_counts: Mapping[str, float],
     cycles: float,
     active_cycles: float | None = None,
+    bank_open_cycles: float | None = None,
 ) -> dict[str, float]:
     """Energy breakdown (pJ) of ``cmd_counts`` (keys ACT, RD, WR, REF; RDA/WRA/REFab accepted)
     over ``cycles`` of every rank / pseudo channel of ``spec``.
 
     ``active_cycles`` is the sum over ranks of cycles with a bank open; ``None`` takes every
-    rank as active (IDD3N), an upper bound for the open-row policy.
+    rank as active (IDD3N), an upper bound for the open-row policy. ``bank_open_cycles`` is the
+    sum over banks of cycles with a row open (the background's bank-wise part, DRAMPower's, at
+    ``energy.bank_wise_rho`` below 1); ``None`` takes every bank of an active rank as open, the
+    upper bound (IDD3N over the active cycles, as at rho = 1).
     """
     consts = _per_spec(spec)[0]
     if consts is None:
         return {k: 0.0 for k in ("act", "rd", "wr", "ref", "background", "io")}
-    scale, e_act, e_rd, e_wr, e_ref, idd3n, idd2n, io_pj_per_bit, tx_bytes, ranks = consts
+    (
+        scale,
+        e_act,
+        e_rd,
+        e_wr,
+        e_ref,
+        i_rho,
+        per_bank,
+        banks,
+        idd2n,
+        io_pj_per_bit,
+        tx_bytes,
+        ranks,
+    ) = consts
     n_rd = cmd_counts.get("RD", 0) + cmd_counts.get("RDA", 0)
     n_wr = cmd_counts.get("WR", 0) + cmd_counts.get("WRA", 0)
     n_ref = cmd_counts.get("REF", cmd_counts.get("REFab", 0))
     total_cycles = cycles * ranks
     active = total_cycles if active_cycles is None else min(active_cycles, total_cycles)
-    background = scale * (idd3n * active + idd2n * (total_cycles - active))
+    open_banks = (
+        banks * active if bank_open_cycles is None else min(bank_open_cycles, banks * active)
+    )
+    # DRAMPower's background: I_rho while a bank is open, (IDD3N - I_rho) / B more per open
+    # bank, IDD2N while none is (at rho = 1: IDD3N and IDD2N, DRAMsim3's; per_bank is 0.0)
+    background = scale * (i_rho * active + per_bank * open_banks + idd2n * (total_cycles - active))
     io = io_pj_per_bit * (n_rd + n_wr) * tx_bytes * 8
     return {
         "act": e_act * cmd_counts.get("ACT", 0),
@@ -99,14 +122,17 @@ def _energy_of(spec: MemorySpec) -> tuple | None:
     t = spec.timing
     tck = spec.tck_ns
     scale = e.vdd_v * e.devices * tck
-    excess = e.command_excess(t)  # (the spec refuses a set that makes one negative)
+    banks = spec.org.banks_per_rank
+    excess = e.command_excess(t, banks)  # (the spec refuses a set that makes one negative)
+    i_rho, _ = e.background_currents(banks)
     e_act = scale * excess["act"]
     e_rd = scale * excess["rd"] * t["nBL"]
     e_wr = scale * excess["wr"] * t["nBL"]
     e_ref = scale * excess["ref"] * t["nRFC"]
     ranks = spec.org.channels * spec.org.ranks
-    return (scale, e_act, e_rd, e_wr, e_ref, e.idd3n_ma, e.idd2n_ma, e.io_pj_per_bit,
-            spec.org.tx_bytes, ranks)  # fmt: skip
+    per_bank = (e.idd3n_ma - i_rho) / banks
+    return (scale, e_act, e_rd, e_wr, e_ref, i_rho, per_bank, banks, e.idd2n_ma,
+            e.io_pj_per_bit, spec.org.tx_bytes, ranks)  # fmt: skip
 
 
 @dataclass
@@ -149,6 +175,7 @@ class MemStats:
     energy_breakdown_pj: dict[str, float]
     at_cycles: dict[str, Any] = field(default_factory=dict)
     active_cycles: int = 0
+    bank_open_cycles: int = 0
     timeline: dict[str, Any] | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -216,7 +243,8 @@ def run_stats(
     else:
         avg_lat = at_cycles["avg_read_latency_cycles"]
     drained_cycles = max(last_done, cycles) if drain else cycles
-    energy = command_energy_pj(spec, counts, drained_cycles, float(active_sum))
+    bank_open = int(cnt[C_BANK_OPEN])
+    energy = command_energy_pj(spec, counts, drained_cycles, float(active_sum), float(bank_open))
     t_ns = cycles * tck_ns
     t_dr = drained_cycles * tck_ns
     moved = (counts["RD"] + counts["WR"]) * tx_bytes
@@ -250,5 +278,6 @@ def run_stats(
         energy_breakdown_pj=energy,
         at_cycles=at_cycles,
         active_cycles=active_sum,
+        bank_open_cycles=bank_open,
         timeline=timeline,
     )

@@ -70,8 +70,8 @@ def test_the_check_agrees_on_the_reference_data():
 def _scaled(monkeypatch, term: str, factor: float) -> None:
     original = Energy.command_excess
 
-    def scaled(self, timing):
-        excess = original(self, timing)
+    def scaled(self, timing, banks_per_rank):
+        excess = original(self, timing, banks_per_rank)
         excess[term] *= factor
         return excess
 
