@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from nmp.errors import NmpError
 from nmp.evaluate.point import run_point
 from nmp.evaluate.sensitivity import parse_params
 from nmp.evaluate.study import load_custom_study
@@ -33,6 +34,7 @@ def test_sensitivity_studies_of_chosen_values_parse() -> None:
     assert {"arch.rank.clock_mhz", "arch.rank.lanes"} <= keys
     keys = {k for a in energy.assumptions for k in a.low}
     assert {"memory.energy.idd4r_ma", "memory.energy.io_pj_per_bit"} <= keys
+    assert "memory.energy.bank_wise_rho" in keys  # DRAMPower's factor, and a datasheet set under it
 
 
 def test_gpu_chosen_compares_the_two_kernels_of_one_preset() -> None:
@@ -166,3 +168,22 @@ def test_h200_combined_kernel_is_held_by_the_l2_slices_request_rate() -> None:
     assert half.lookups_per_s < 0.85 * nominal.lookups_per_s
     queued = [r.breakdown["stall_ns"]["l2_queueing"] for r in (half, nominal)]
     assert queued[0] > 2.0 * queued[1]
+
+
+def test_a_datasheet_set_runs_under_the_bank_wise_model_and_costs_more() -> None:
+    """Micron's 16Gb DDR5 currents (IDD3N above IDD0) are refused at rho 1 and run below it
+    (the study's assumption); TRiM-G reads 8.9x the host's DRAM bytes, so the larger read and
+    activation currents raise its energy per lookup more than the host's."""
+    setup = _setup("sensitivity-host-energy")
+    (micron,) = [a for a in setup.assumptions if "Micron" in a.name]
+    assert micron.low["memory.energy.bank_wise_rho"] == 0.0
+    assert micron.high["memory.energy.bank_wise_rho"] == 0.5
+
+    def energy(design: str, over: dict) -> float:
+        return run_point(design, "recross-eval", overrides={**MEMORY, **over}).energy_pj_per_lookup
+
+    ratio = energy("host-cpu", micron.high) / energy("trim-g", micron.high)
+    nominal = energy("host-cpu", {}) / energy("trim-g", {})
+    assert ratio < nominal < 1.0
+    with pytest.raises(NmpError, match="idd0_ma"):
+        energy("trim-g", {**micron.high, "memory.energy.bank_wise_rho": 1.0})
