@@ -8,6 +8,11 @@ Energy follows DRAMsim3's IDD formulas (PAPERS.md), V x mA x cycles x tCK(ns) = 
 - background per rank / pseudo channel: ``VDD * (IDD3N * active + IDD2N * precharged) * devices``
   per cycle, where *active* cycles are those with any bank open.
 
+With ``energy.bank_wise_rho`` below 1 these are DRAMPower 6's DDR5 formulas: the ACT's IDD3N
+becomes I_1, one open bank's background, and the background ``I_rho * active + (IDD3N - I_rho)
+/ B * bank_open + IDD2N * precharged``, *bank_open* the cycles each bank had a row open, summed
+(:meth:`nmp.memory.spec.Energy.background_currents`; at rho = 1 both are the above, bit for bit).
+
 Off-chip I/O energy (``io_pj_per_bit`` x bits of RD/WR data) is reported separately as ``io``:
 near-memory processing avoids it.
 """
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from nmp.identity_cache import IdentityCache
 from nmp.memory.counters import (
@@ -55,39 +60,26 @@ def command_energy_pj(
     consts = _per_spec(spec)[0]
     if consts is None:
         return {k: 0.0 for k in ("act", "rd", "wr", "ref", "background", "io")}
-    (
-        scale,
-        e_act,
-        e_rd,
-        e_wr,
-        e_ref,
-        i_rho,
-        per_bank,
-        banks,
-        idd2n,
-        io_pj_per_bit,
-        tx_bytes,
-        ranks,
-    ) = consts
+    k = consts
     n_rd = cmd_counts.get("RD", 0) + cmd_counts.get("RDA", 0)
     n_wr = cmd_counts.get("WR", 0) + cmd_counts.get("WRA", 0)
     n_ref = cmd_counts.get("REF", cmd_counts.get("REFab", 0))
-    total_cycles = cycles * ranks
+    total_cycles = cycles * k.ranks
     active = total_cycles if active_cycles is None else min(active_cycles, total_cycles)
-    open_banks = (
-        banks * active if bank_open_cycles is None else min(bank_open_cycles, banks * active)
-    )
+    all_open = k.banks * active
+    open_banks = all_open if bank_open_cycles is None else min(bank_open_cycles, all_open)
     # DRAMPower's background: I_rho while a bank is open, (IDD3N - I_rho) / B more per open
     # bank, IDD2N while none is (at rho = 1: IDD3N and IDD2N, DRAMsim3's; per_bank is 0.0)
-    background = scale * (i_rho * active + per_bank * open_banks + idd2n * (total_cycles - active))
-    io = io_pj_per_bit * (n_rd + n_wr) * tx_bytes * 8
+    background = k.scale * (
+        k.i_rho * active + k.per_bank * open_banks + k.idd2n * (total_cycles - active)
+    )
     return {
-        "act": e_act * cmd_counts.get("ACT", 0),
-        "rd": e_rd * n_rd,
-        "wr": e_wr * n_wr,
-        "ref": e_ref * n_ref,
+        "act": k.e_act * cmd_counts.get("ACT", 0),
+        "rd": k.e_rd * n_rd,
+        "wr": k.e_wr * n_wr,
+        "ref": k.e_ref * n_ref,
         "background": background,
-        "io": io,
+        "io": k.io_pj_per_bit * (n_rd + n_wr) * k.tx_bytes * 8,
     }
 
 
@@ -113,9 +105,28 @@ def _constants_of(spec: MemorySpec) -> tuple:
     )
 
 
-def _energy_of(spec: MemorySpec) -> tuple | None:
-    """The per-command energies (DRAMsim3's IDD formulas, the module docstring) and the
-    factors of the background and I/O terms; None without an energy model."""
+class _EnergyTerms(NamedTuple):
+    """A spec's energy constants: pJ per command, per background rank- and bank-cycle (with
+    ``scale``, V x devices x tCK), per I/O bit."""
+
+    scale: float
+    e_act: float
+    e_rd: float
+    e_wr: float
+    e_ref: float
+    i_rho: float
+    per_bank: float
+    banks: int
+    idd2n: float
+    io_pj_per_bit: float
+    tx_bytes: int
+    ranks: int
+
+
+def _energy_of(spec: MemorySpec) -> _EnergyTerms | None:
+    """The per-command energies (DRAMsim3's IDD formulas, DRAMPower's at its bank-wise factor:
+    the module docstring) and the factors of the background and I/O terms; None without an
+    energy model."""
     e = spec.energy
     if e is None:
         return None
@@ -131,8 +142,8 @@ def _energy_of(spec: MemorySpec) -> tuple | None:
     e_ref = scale * excess["ref"] * t["nRFC"]
     ranks = spec.org.channels * spec.org.ranks
     per_bank = (e.idd3n_ma - i_rho) / banks
-    return (scale, e_act, e_rd, e_wr, e_ref, i_rho, per_bank, banks, e.idd2n_ma,
-            e.io_pj_per_bit, spec.org.tx_bytes, ranks)  # fmt: skip
+    return _EnergyTerms(scale, e_act, e_rd, e_wr, e_ref, i_rho, per_bank, banks, e.idd2n_ma,
+                        e.io_pj_per_bit, spec.org.tx_bytes, ranks)  # fmt: skip
 
 
 @dataclass
