@@ -25,11 +25,17 @@ DRAMUtils v1.0, whose DDR4 and DDR5 energy formulas are those of v6.2):
     make -C DRAMPower/build -j2
 
     python benchmarks/drampower_check.py --drampower DRAMPower [--rho 1,0.5,0] [--case ID ...]
+        [--record data/reference/dram/drampower.json]
+
+``--record`` keeps DRAMPower's terms of every run (with its commit): the file
+``tests/memory/test_drampower_record.py`` holds the kit's energy to, on machines without
+DRAMPower (CI).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import subprocess
 import sys
@@ -38,7 +44,9 @@ from pathlib import Path
 
 import numpy as np
 from _host import load, machine  # benchmarks/ is on sys.path when a script runs
+from peer_build import checkout_commit
 
+from nmp.fileio import atomic_write_text
 from nmp.memory import driver, engine, load_memory, read_trace
 from nmp.memory.counters import C_BANK_OPEN
 from nmp.memory.lines import engine_inputs
@@ -57,6 +65,7 @@ TRACE_NAMES = {
     "WRA": "WRA",
     "REFab": "REFA",
 }
+RECORD_KIND = "nmp.drampower_check/1"
 DATA_WORD = "00" * 64  # reads and writes carry data (its toggles are interface energy only)
 # one channel each (the log holds channel 0), open rows; DDR4 and DDR5, one and two ranks
 DEFAULT_CASES = (
@@ -164,7 +173,8 @@ def drampower_terms(cli: Path, trace: Path, memspec: Path, out: Path) -> dict[st
     }
 
 
-def compare(case: dict, rho: float, cli: Path, templates: Path, work: Path) -> None:
+def compare(case: dict, rho: float, cli: Path, templates: Path, work: Path) -> dict[str, float]:
+    """Print the kit's terms over DRAMPower's for ``case`` at ``rho``; DRAMPower's terms."""
     base = case_memory_spec(case["memory_args"])
     spec = load_memory(base, overrides={"energy.bank_wise_rho": rho})
     reqs = read_trace(dram_reference_dir() / case["trace"])
@@ -193,6 +203,7 @@ def compare(case: dict, rho: float, cli: Path, templates: Path, work: Path) -> N
         f"refresh's (IDD3N - IDD2N) tRFC {with_refresh:.5f} ({counts['REF']} REF, "
         f"{counts['ACT']} ACT)"
     )
+    return theirs
 
 
 def main() -> None:
@@ -201,6 +212,7 @@ def main() -> None:
     ap.add_argument("--cli", type=Path, help="its drampower_cli (default: build/bin/ in it)")
     ap.add_argument("--rho", default="1,0.5,0", help="bank-wise factors, comma-separated")
     ap.add_argument("--case", action="append", help="reference case ids (one channel)")
+    ap.add_argument("--record", type=Path, help="write DRAMPower's terms of every run (JSON)")
     a = ap.parse_args()
     cli = a.cli or a.drampower / "build" / "bin" / "drampower_cli"
     templates = a.drampower / "tests" / "tests_drampower" / "resources"
@@ -208,10 +220,23 @@ def main() -> None:
         sys.exit(f"no {cli} or no {templates}: build DRAMPower as this script's docstring says")
     cases = {c["id"]: c for c in read_cases(dram_reference_dir())["cases"]}
     print(f"machine: {machine()}; load {load()}")
+    runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for case_id in a.case or DEFAULT_CASES:
             for rho in (float(x) for x in a.rho.split(",")):
-                compare(cases[case_id], rho, cli, templates, Path(tmp))
+                terms = compare(cases[case_id], rho, cli, templates, Path(tmp))
+                runs.append({"case": case_id, "rho": rho, "drampower_pj": terms})
+    if a.record:
+        record = {
+            "kind": RECORD_KIND,
+            "drampower_commit": checkout_commit(a.drampower),
+            "date": datetime.date.today().isoformat(),
+            "terms": "core energy by term, pJ, DRAMPower's command-line tool on the numba "
+            "engine's full command log (drain, open rows) and the preset as its memspec",
+            "runs": runs,
+        }
+        atomic_write_text(a.record, json.dumps(record, indent=1) + "\n")
+        print(f"recorded: {a.record}")
 
 
 if __name__ == "__main__":

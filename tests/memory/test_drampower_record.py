@@ -1,0 +1,50 @@
+"""The kit's DRAM energy against DRAMPower's, recorded from a real run of DRAMPower 6
+(``benchmarks/drampower_check.py --record``: built from source, on the engine's own command
+log of each case, the preset as its memspec; ``data/reference/dram/drampower.json``), at
+DRAMPower's bank-wise factor rho 1, 0.5 and 0.
+
+Reads, writes and refreshes are DRAMPower's to the last digit; an ACT with its PRE within
+0.2 % above (the kit charges the PRE of each bank still open at the end); the background
+within 0.1 % once DRAMPower's refresh-time background is added, (IDD3N - IDD2N) x tRFC a
+refresh, which the kit, as DRAMsim3, does not charge (docs/dram-engine.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from memref import dram_ref_dir, load_cases
+
+from nmp.memory import load_memory, read_trace, replay
+from nmp.reference import case_memory_spec, repo_reference_dir
+
+RECORD = json.loads((repo_reference_dir() / "dram" / "drampower.json").read_text())
+RUNS = RECORD["runs"]
+
+
+def test_the_record_covers_both_standards_and_three_factors():
+    assert RECORD["kind"] == "nmp.drampower_check/1" and RECORD["drampower_commit"] == "58be10b"
+    assert {r["rho"] for r in RUNS} == {0.0, 0.5, 1.0}
+    assert {r["case"].rsplit("@", 1)[1][:4] for r in RUNS} == {"ddr4", "ddr5"}
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return {c["id"]: c for c in load_cases()}
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda r: f"{r['case']}-rho{r['rho']}")
+def test_the_kits_energy_is_drampowers(dram_ref, cases, run):
+    case = cases[run["case"]]
+    spec = load_memory(
+        case_memory_spec(case["memory_args"]), overrides={"energy.bank_wise_rho": run["rho"]}
+    )
+    st = replay(read_trace(dram_ref_dir() / case["trace"]), spec, drain=True)
+    ours, theirs = st.energy_breakdown_pj, run["drampower_pj"]
+    for term in ("rd", "wr", "ref"):
+        assert ours[term] == pytest.approx(theirs[term], rel=1e-9, abs=1e-6), term
+    assert 1.0 <= ours["act"] / theirs["act+pre"] < 1.002
+    e = spec.energy
+    refresh = e.vdd_v * e.devices * spec.tck_ns * (e.idd3n_ma - e.idd2n_ma) * spec.timing["nRFC"]
+    background = ours["background"] + refresh * st.cmd_counts["REF"]
+    assert background == pytest.approx(theirs["background"], rel=1e-3)
