@@ -48,3 +48,27 @@ def test_the_kits_energy_is_drampowers(dram_ref, cases, run):
     refresh = e.vdd_v * e.devices * spec.tck_ns * (e.idd3n_ma - e.idd2n_ma) * spec.timing["nRFC"]
     background = ours["background"] + refresh * st.cmd_counts["REF"]
     assert background == pytest.approx(theirs["background"], rel=1e-3)
+
+
+def test_the_validate_rows_catch_a_background_without_its_bank_wise_part(dram_ref, monkeypatch):
+    """``dram.drampower-energy`` agrees on both standards, and disagrees on both when the
+    per-bank part of the background is dropped (the rho < 1 runs move by 1-5 %)."""
+    from nmp.memory import stats
+    from nmp.validate.drampower_energy import dram_energy_vs_drampower
+
+    rows = dram_energy_vs_drampower(quick=True)
+    assert [(r.id, r.verdict) for r in rows] == [
+        ("dram.drampower-energy.ddr4", "agrees"),
+        ("dram.drampower-energy.ddr5", "agrees"),
+    ]
+    original = stats._energy_of
+
+    def without_banks(spec):
+        consts = original(spec)
+        return None if consts is None else consts._replace(per_bank=0.0)
+
+    monkeypatch.setattr(stats, "_energy_of", without_banks)
+    stats._SPEC_CONSTANTS.clear()
+    rows = dram_energy_vs_drampower(quick=True)
+    stats._SPEC_CONSTANTS.clear()
+    assert {r.verdict for r in rows} == {"disagrees"}

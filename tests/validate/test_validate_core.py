@@ -331,6 +331,8 @@ def test_cli_dram_rows_json(tmp_path, capsys):
         "dram.ramulator2.hbm2",
         "dram.dramsim3-energy.ddr4",
         "dram.dramsim3-energy.hbm2",
+        "dram.drampower-energy.ddr4",
+        "dram.drampower-energy.ddr5",
     }
     for r in rows:
         assert {"id", "source", "published", "model", "verdict"} <= set(r)
@@ -453,7 +455,7 @@ def test_summary_fits_a_screen_and_a_log_gets_a_line_per_stage(tmp_path, capsys)
     out, err = capsys.readouterr()
     assert rc == 0
     stages = [line for line in err.splitlines() if line.startswith("validate [")]
-    assert len(stages) == 2 and "dram: 5 checks (5 agrees)" in err
+    assert len(stages) == 2 and "dram: 7 checks (7 agrees)" in err
     (run,) = tmp_path.glob("validate-*")
     assert str(run / "report.md") in out.replace("\n", "")
     assert "built-in" in out and len(out.splitlines()) < 40
