@@ -53,6 +53,7 @@ from nmp.memory.lines import engine_inputs
 from nmp.memory.standards import COMMANDS
 from nmp.memory.stats import _counts, command_energy_pj
 from nmp.reference import case_memory_spec, dram_reference_dir, read_cases
+from nmp.validate.drampower_energy import RECORD_KIND, refresh_background_pj
 
 # the kit's commands as DRAMPower's trace names them
 TRACE_NAMES = {
@@ -65,7 +66,6 @@ TRACE_NAMES = {
     "WRA": "WRA",
     "REFab": "REFA",
 }
-RECORD_KIND = "nmp.drampower_check/1"
 DATA_WORD = "00" * 64  # reads and writes carry data (its toggles are interface energy only)
 # one channel each (the log holds channel 0), open rows; DDR4 and DDR5, one and two ranks
 DEFAULT_CASES = (
@@ -191,10 +191,7 @@ def compare(case: dict, rho: float, cli: Path, templates: Path, work: Path) -> d
         "ref": kit["ref"],
         "background": kit["background"],
     }
-    e = spec.energy
-    assert e is not None  # (every reference case's preset has currents)
-    scale = e.vdd_v * e.devices * spec.tck_ns
-    refresh_bg = scale * (e.idd3n_ma - e.idd2n_ma) * spec.timing["nRFC"] * counts["REF"]
+    refresh_bg = refresh_background_pj(spec) * counts["REF"]
     cells = " ".join(f"{k} {ours[k] / theirs[k]:.5f}" if theirs[k] else f"{k} -" for k in ours)
     core = sum(ours.values()) / sum(theirs.values())
     with_refresh = (sum(ours.values()) + refresh_bg) / sum(theirs.values())

@@ -36,13 +36,14 @@ class Energy:
     bank_wise_rho: float = 1.0
 
     def background_currents(self, banks_per_rank: int) -> tuple[float, float]:
-        """DRAMPower's (I_rho, I_1) in mA: the background of a rank with a bank open that every
-        open bank shares, and with exactly one of its ``banks_per_rank`` banks open. Each open
-        bank adds (IDD3N - I_rho) / B to I_rho; all B open draw IDD3N. Written so that rho = 1
-        gives IDD3N for both, exactly (DRAMsim3's figures, bit for bit)."""
+        """DRAMPower's background in mA: (I_rho, the current each open bank adds to it). I_rho
+        is what a rank with a bank open draws whatever the banks; each of its ``banks_per_rank``
+        banks open adds (IDD3N - I_rho) / B, so that all B open draw IDD3N and one open draws
+        I_1 = I_rho + that. Written so that rho = 1 gives IDD3N and 0.0 exactly (DRAMsim3's
+        figures, bit for bit)."""
         rho = self.bank_wise_rho
         i_rho = rho * self.idd3n_ma + (1.0 - rho) * self.idd2n_ma
-        return i_rho, i_rho + (self.idd3n_ma - i_rho) / banks_per_rank
+        return i_rho, (self.idd3n_ma - i_rho) / banks_per_rank
 
     def command_excess(self, timing: dict[str, int], banks_per_rank: int) -> dict[str, float]:
         """Each command's current above the background it includes (DRAMsim3's IDD formulas,
@@ -53,7 +54,8 @@ class Energy:
         nRFC)."""
         tras = timing.get("nRAS", 0)
         trc = timing.get("nRC", tras + timing.get("nRP", 0))
-        _, i_one = self.background_currents(banks_per_rank)
+        i_rho, per_bank = self.background_currents(banks_per_rank)
+        i_one = i_rho + per_bank
         return {
             "act": self.idd0_ma * trc - (i_one * tras + self.idd2n_ma * timing["nRP"]),
             "rd": self.idd4r_ma - self.idd3n_ma,

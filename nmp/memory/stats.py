@@ -11,7 +11,8 @@ Energy follows DRAMsim3's IDD formulas (PAPERS.md), V x mA x cycles x tCK(ns) = 
 With ``energy.bank_wise_rho`` below 1 these are DRAMPower 6's DDR5 formulas: the ACT's IDD3N
 becomes I_1, one open bank's background, and the background ``I_rho * active + (IDD3N - I_rho)
 / B * bank_open + IDD2N * precharged``, *bank_open* the cycles each bank had a row open, summed
-(:meth:`nmp.memory.spec.Energy.background_currents`; at rho = 1 both are the above, bit for bit).
+(:meth:`nmp.memory.energy_spec.Energy.background_currents`; at rho = 1 both are the above, bit
+for bit).
 
 Off-chip I/O energy (``io_pj_per_bit`` x bits of RD/WR data) is reported separately as ``io``:
 near-memory processing avoids it.
@@ -135,13 +136,12 @@ def _energy_of(spec: MemorySpec) -> _EnergyTerms | None:
     scale = e.vdd_v * e.devices * tck
     banks = spec.org.banks_per_rank
     excess = e.command_excess(t, banks)  # (the spec refuses a set that makes one negative)
-    i_rho, _ = e.background_currents(banks)
+    i_rho, per_bank = e.background_currents(banks)
     e_act = scale * excess["act"]
     e_rd = scale * excess["rd"] * t["nBL"]
     e_wr = scale * excess["wr"] * t["nBL"]
     e_ref = scale * excess["ref"] * t["nRFC"]
     ranks = spec.org.channels * spec.org.ranks
-    per_bank = (e.idd3n_ma - i_rho) / banks
     return _EnergyTerms(scale, e_act, e_rd, e_wr, e_ref, i_rho, per_bank, banks, e.idd2n_ma,
                         e.io_pj_per_bit, spec.org.tx_bytes, ranks)  # fmt: skip
 
