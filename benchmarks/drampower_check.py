@@ -215,12 +215,27 @@ def main() -> None:
     templates = a.drampower / "tests" / "tests_drampower" / "resources"
     if not cli.exists() or not templates.is_dir():
         sys.exit(f"no {cli} or no {templates}: build DRAMPower as this script's docstring says")
+    try:
+        rhos = [float(x) for x in a.rho.split(",")]
+    except ValueError:
+        sys.exit(f"--rho: comma-separated numbers in [0, 1], got {a.rho!r}")
+    if not all(0.0 <= r <= 1.0 for r in rhos):
+        sys.exit(f"--rho: each must lie in [0, 1], got {a.rho!r}")
     cases = {c["id"]: c for c in read_cases(dram_reference_dir())["cases"]}
+    chosen = a.case or list(DEFAULT_CASES)
+    for case_id in chosen:
+        if case_id not in cases:
+            sys.exit(f"--case: no reference case {case_id!r}")
+        spec = case_memory_spec(cases[case_id]["memory_args"])
+        if spec.org.channels != 1:
+            sys.exit(f"--case {case_id}: one channel only (the engine logs channel 0)")
+        if not (templates / f"{spec.standard.lower()}.json").is_file():
+            sys.exit(f"--case {case_id}: DRAMPower has no {spec.standard} memspec in {templates}")
     print(f"machine: {machine()}; load {load()}")
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
-        for case_id in a.case or DEFAULT_CASES:
-            for rho in (float(x) for x in a.rho.split(",")):
+        for case_id in chosen:
+            for rho in rhos:
                 terms = compare(cases[case_id], rho, cli, templates, Path(tmp))
                 runs.append({"case": case_id, "rho": rho, "drampower_pj": terms})
     if a.record:
