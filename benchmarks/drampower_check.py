@@ -9,11 +9,12 @@ bank, row, column, and a zero data word for reads and writes) and a memspec of t
 DRAMPower's command-line tool on them, and prints each energy term of both side by side: an
 ACT with its PRE, reads, writes, all-bank refreshes, the background.
 
-Two differences are expected and printed with their size. DRAMPower counts each of a rank's
-banks active for tRFC after an all-bank refresh (so its refresh draws IDD5B in all), where the
-kit, as DRAMsim3, counts the rank precharged then (IDD5B - IDD3N above an IDD2N background):
-(IDD3N - IDD2N) x tRFC a refresh. And DRAMPower charges a PRE only where one came, the kit each
-ACT's PRE with the ACT: the banks still open at the end.
+The kit runs with DRAMPower's refresh accounting (``energy.refresh_background = "active"``:
+each of a rank's banks active for tRFC after an all-bank refresh, so that a refresh draws IDD5B
+in all); its core energy with DRAMsim3's, the kit's default (the rank precharged then, IDD5B -
+IDD3N above an IDD2N background: (IDD3N - IDD2N) x tRFC less a refresh), is printed beside it.
+One difference is expected and printed with its size: DRAMPower charges a PRE only where one
+came, the kit each ACT's PRE with the ACT: the banks still open at the end.
 
 DRAMPower, built from source (commit 58be10b, the last with a command-line tool on
 DRAMUtils v1.0, whose DDR4 and DDR5 energy formulas are those of v6.2):
@@ -42,18 +43,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 from _host import load, machine  # benchmarks/ is on sys.path when a script runs
 from peer_build import checkout_commit
 
 from nmp.fileio import atomic_write_text
-from nmp.memory import driver, engine, load_memory, read_trace
-from nmp.memory.counters import C_BANK_OPEN
-from nmp.memory.lines import engine_inputs
+from nmp.memory import load_memory, read_trace
+from nmp.memory.command_log import logged_run
 from nmp.memory.standards import COMMANDS
-from nmp.memory.stats import _counts, command_energy_pj
+from nmp.memory.stats import command_energy_pj
 from nmp.reference import case_memory_spec, dram_reference_dir, read_cases
-from nmp.validate.drampower_energy import RECORD_KIND, refresh_background_pj
+from nmp.validate.drampower_energy import RECORD_KIND, drampower_overrides
 
 # the kit's commands as DRAMPower's trace names them
 TRACE_NAMES = {
@@ -76,25 +75,7 @@ DEFAULT_CASES = (
 )
 
 
-def logged_run(spec, reqs) -> tuple[np.ndarray, dict, int, float, float]:
-    """(every command, the counts, the end cycle, the rank-active and bank-open cycles)."""
-    plan = driver._plan(spec)
-    params = plan.engine_params(True, True).copy()
-    log = np.full((len(reqs) * 4 + 1000, 5), -1, np.int64)
-    out = engine.simulate(*engine_inputs(reqs, spec), params, *plan.tables, log)  # type: ignore[call-arg]
-    if out[0] != 0 or log[-1, 0] != -1:
-        raise SystemExit("the engine did not finish, or its log is too short")
-    final = out[4]
-    return (
-        log[log[:, 0] >= 0],
-        _counts(final),
-        int(out[2]),
-        float(out[9].sum()),
-        float(final[C_BANK_OPEN]),
-    )
-
-
-def write_trace(path: Path, log: np.ndarray, spec, end: int) -> None:
+def write_trace(path: Path, log, spec, end: int) -> None:
     banks, per_group = spec.org.banks_per_rank, spec.org.banks
     lines = []
     for clk, cmd, rank, bank, row in log.tolist():
@@ -174,31 +155,27 @@ def drampower_terms(cli: Path, trace: Path, memspec: Path, out: Path) -> dict[st
 
 
 def compare(case: dict, rho: float, cli: Path, templates: Path, work: Path) -> dict[str, float]:
-    """Print the kit's terms over DRAMPower's for ``case`` at ``rho``; DRAMPower's terms."""
+    """Print the kit's terms over DRAMPower's for ``case`` at ``rho`` (the kit with DRAMPower's
+    refresh accounting; its core also with DRAMsim3's, its default); DRAMPower's terms."""
     base = case_memory_spec(case["memory_args"])
-    spec = load_memory(base, overrides={"energy.bank_wise_rho": rho})
-    reqs = read_trace(dram_reference_dir() / case["trace"])
-    log, counts, end, active, bank_open = logged_run(spec, reqs)
-    write_trace(work / "trace.csv", log, spec, end)
+    spec = load_memory(base, overrides=drampower_overrides(rho))
+    dramsim3 = load_memory(base, overrides={"energy.bank_wise_rho": rho})
+    run = logged_run(spec, read_trace(dram_reference_dir() / case["trace"]))
+    write_trace(work / "trace.csv", run.log, spec, run.end_cycle)
     template = templates / f"{spec.standard.lower()}.json"
     write_memspec(work / "memspec.json", template, spec)
     theirs = drampower_terms(cli, work / "trace.csv", work / "memspec.json", work / "out.json")
-    kit = command_energy_pj(spec, counts, end, active, bank_open)
-    ours = {
-        "act+pre": kit["act"],
-        "rd": kit["rd"],
-        "wr": kit["wr"],
-        "ref": kit["ref"],
-        "background": kit["background"],
-    }
-    refresh_bg = refresh_background_pj(spec) * counts["REF"]
+    priced = (run.counts, run.end_cycle, run.active_cycles, run.bank_open_cycles)
+    kit = command_energy_pj(spec, *priced)
+    ours = {"act+pre": kit["act"], **{k: kit[k] for k in ("rd", "wr", "ref", "background")}}
     cells = " ".join(f"{k} {ours[k] / theirs[k]:.5f}" if theirs[k] else f"{k} -" for k in ours)
     core = sum(ours.values()) / sum(theirs.values())
-    with_refresh = (sum(ours.values()) + refresh_bg) / sum(theirs.values())
+    as_dramsim3 = command_energy_pj(dramsim3, *priced)
+    core_dramsim3 = (sum(as_dramsim3.values()) - as_dramsim3["io"]) / sum(theirs.values())
     print(
-        f"{case['id']:40s} rho {rho:4.2f}  kit/DRAMPower: {cells}; core {core:.5f}, with the "
-        f"refresh's (IDD3N - IDD2N) tRFC {with_refresh:.5f} ({counts['REF']} REF, "
-        f"{counts['ACT']} ACT)"
+        f"{case['id']:40s} rho {rho:4.2f}  kit/DRAMPower: {cells}; core {core:.5f}, with "
+        f"DRAMsim3's refresh accounting {core_dramsim3:.5f} ({run.counts['REF']} REF, "
+        f"{run.counts['ACT']} ACT)"
     )
     return theirs
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Literal
 
 from nmp.config import KeyedValueError, require_positive
 
@@ -22,7 +23,14 @@ class Energy:
     as one bank is open; the rest grows with the banks open, 1/B of it per bank. 1 (DRAMPower's
     default) is DRAMsim3's model, the active background the whole time a bank is open; below 1
     the background follows each bank's open cycles (the engines count them) and a one-bank
-    activation includes less of it (:meth:`background_currents`)."""
+    activation includes less of it (:meth:`background_currents`).
+
+    ``refresh_background`` is what the background is during an all-bank refresh's tRFC:
+    ``"precharged"`` (DRAMsim3's accounting, the default: the rank's banks are closed, IDD2N,
+    and the refresh adds IDD5B - IDD3N, so a refresh draws IDD5B - IDD3N + IDD2N in all) or
+    ``"active"`` (DRAMPower's: every bank counted active for tRFC, IDD3N, so a refresh draws
+    IDD5B in all, which is how a datasheet defines IDD5B: the current with a REF every tRFC).
+    The second adds (IDD3N - IDD2N) x tRFC to the background per refresh."""
 
     vdd_v: float
     idd0_ma: float
@@ -34,6 +42,7 @@ class Energy:
     devices: float
     io_pj_per_bit: float
     bank_wise_rho: float = 1.0
+    refresh_background: Literal["precharged", "active"] = "precharged"
 
     def background_currents(self, banks_per_rank: int) -> tuple[float, float]:
         """DRAMPower's background in mA: (I_rho, the current each open bank adds to it). I_rho
@@ -51,7 +60,9 @@ class Energy:
         pJ): ``act`` in mA x cycles (IDD0 over tRC less I_1 over tRAS and IDD2N over tRP: an
         ACT and its PRE, IDD0's measurement with one bank cycling; I_1 is IDD3N at rho = 1),
         ``rd``, ``wr``, ``ref`` in mA (IDD4R, IDD4W, IDD5AB less IDD3N, over nBL, nBL and
-        nRFC)."""
+        nRFC); ``ref_background`` in mA over nRFC, the background a refresh adds to the
+        precharged one the engines count then (IDD3N - IDD2N where it is ``"active"``, else
+        0.0)."""
         tras = timing.get("nRAS", 0)
         trc = timing.get("nRC", tras + timing.get("nRP", 0))
         i_rho, per_bank = self.background_currents(banks_per_rank)
@@ -61,13 +72,21 @@ class Energy:
             "rd": self.idd4r_ma - self.idd3n_ma,
             "wr": self.idd4w_ma - self.idd3n_ma,
             "ref": self.idd5ab_ma - self.idd3n_ma,
+            "ref_background": (
+                self.idd3n_ma - self.idd2n_ma if self.refresh_background == "active" else 0.0
+            ),
         }
 
     def validate(self) -> None:
         # a negative current or voltage gave a negative energy, silently
         require_positive(self, "vdd_v", "devices")
         for f in dataclasses.fields(self):
-            if getattr(self, f.name) < 0:
+            if f.name == "refresh_background":
+                if self.refresh_background not in ("precharged", "active"):
+                    raise KeyedValueError(
+                        f.name, f"must be 'precharged' or 'active', got {self.refresh_background!r}"
+                    )
+            elif getattr(self, f.name) < 0:
                 raise KeyedValueError(f.name, f"must be >= 0, got {getattr(self, f.name)}")
         if not self.bank_wise_rho <= 1.0:
             raise KeyedValueError("bank_wise_rho", f"must lie in [0, 1], got {self.bank_wise_rho}")
@@ -91,6 +110,13 @@ def check_energy_terms(e: Energy, timing: dict[str, int], banks_per_rank: int) -
             f"({one_bank} over tRAS and idd2n_ma over tRP: {background / trc:.4g} mA on "
             "average): the activation energy would be negative",
             also=("energy.idd3n_ma", "energy.idd2n_ma", "energy.bank_wise_rho"),
+        )
+    if excess["ref_background"] < 0:
+        raise KeyedValueError(
+            "energy.refresh_background",
+            f"'active' charges a refresh (idd3n_ma - idd2n_ma) x tRFC, negative here "
+            f"(idd3n_ma {e.idd3n_ma:g} < idd2n_ma {e.idd2n_ma:g})",
+            also=("energy.idd3n_ma", "energy.idd2n_ma"),
         )
     for command, name in (("rd", "idd4r_ma"), ("wr", "idd4w_ma"), ("ref", "idd5ab_ma")):
         if excess[command] < 0:

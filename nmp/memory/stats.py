@@ -8,6 +8,10 @@ Energy follows DRAMsim3's IDD formulas (PAPERS.md), V x mA x cycles x tCK(ns) = 
 - background per rank / pseudo channel: ``VDD * (IDD3N * active + IDD2N * precharged) * devices``
   per cycle, where *active* cycles are those with any bank open.
 
+With ``energy.refresh_background = "active"`` (DRAMPower's accounting) each REFab adds ``VDD *
+(IDD3N - IDD2N) * tRFC * devices`` to the background: its tRFC counted active, not precharged,
+so that a refresh draws IDD5B in all, as a datasheet defines IDD5B.
+
 With ``energy.bank_wise_rho`` below 1 these are DRAMPower 6's DDR5 formulas: the ACT's IDD3N
 becomes I_1, one open bank's background, and the background ``I_rho * active + (IDD3N - I_rho)
 / B * bank_open + IDD2N * precharged``, *bank_open* the cycles each bank had a row open, summed
@@ -74,6 +78,8 @@ def command_energy_pj(
     background = k.scale * (
         k.i_rho * active + k.per_bank * open_banks + k.idd2n * (total_cycles - active)
     )
+    if k.e_ref_background:  # (0.0 for DRAMsim3's accounting: the sum stays its, bit for bit)
+        background += k.e_ref_background * n_ref
     return {
         "act": k.e_act * cmd_counts.get("ACT", 0),
         "rd": k.e_rd * n_rd,
@@ -115,6 +121,7 @@ class _EnergyTerms(NamedTuple):
     e_rd: float
     e_wr: float
     e_ref: float
+    e_ref_background: float
     i_rho: float
     per_bank: float
     banks: int
@@ -141,9 +148,10 @@ def _energy_of(spec: MemorySpec) -> _EnergyTerms | None:
     e_rd = scale * excess["rd"] * t["nBL"]
     e_wr = scale * excess["wr"] * t["nBL"]
     e_ref = scale * excess["ref"] * t["nRFC"]
+    e_ref_background = scale * excess["ref_background"] * t["nRFC"]
     ranks = spec.org.channels * spec.org.ranks
-    return _EnergyTerms(scale, e_act, e_rd, e_wr, e_ref, i_rho, per_bank, banks, e.idd2n_ma,
-                        e.io_pj_per_bit, spec.org.tx_bytes, ranks)  # fmt: skip
+    return _EnergyTerms(scale, e_act, e_rd, e_wr, e_ref, e_ref_background, i_rho, per_bank,
+                        banks, e.idd2n_ma, e.io_pj_per_bit, spec.org.tx_bytes, ranks)  # fmt: skip
 
 
 @dataclass
@@ -201,7 +209,9 @@ if COMMANDS[: len(_COUNTED)] != _COUNTED:
     raise ImportError(f"nmp.memory.stats reads the counters as {_COUNTED}, not {COMMANDS}")
 
 
-def _counts(cnt) -> dict[str, int]:
+def command_counts(cnt) -> dict[str, int]:
+    """The command counts of an engine's counters (:mod:`nmp.memory.counters`' layout): ACT,
+    PRE (PREpb + PREab, also apart), RD and WR (with their auto-precharge forms), REF."""
     act, prepb, preab, rd, wr, rda, wra, refab = map(int, cnt[:8])
     return {
         "ACT": act,
@@ -237,7 +247,7 @@ def run_stats(
     n = lines * per_line  # the transactions
     # Ramulator's avg_read_latency at `cycles`: reads whose data returned by then (forwarded
     # ones with latency 1), over the RD commands issued by then.
-    snap_counts = _counts(snap)
+    snap_counts = command_counts(snap)
     at_cycles: dict[str, Any] = {
         "cmd_counts": snap_counts,
         "row_hits": int(snap[C_HIT_R] + snap[C_HIT_W]),
@@ -246,7 +256,7 @@ def run_stats(
         "avg_read_latency_cycles": at_sum / snap_counts["RD"] if snap_counts["RD"] else 0.0,
     }
     cnt = final if drain else snap
-    counts = _counts(cnt)
+    counts = command_counts(cnt)
     if drain:
         # the exact integer sum over the count: numpy's mean of these integers (its float64
         # partial sums are exact below 2^53 cycles)

@@ -15,9 +15,9 @@ import pytest
 from memref import dram_ref_dir, load_cases
 
 from nmp.errors import NmpError
-from nmp.memory import driver, engine, load_memory, read_trace, replay
+from nmp.memory import load_memory, read_trace, replay
+from nmp.memory.command_log import logged_run
 from nmp.memory.counters import C_BANK_OPEN
-from nmp.memory.lines import engine_inputs
 from nmp.memory.standards import COMMANDS
 from nmp.memory.stats import command_energy_pj
 from nmp.reference import case_memory_spec
@@ -35,15 +35,8 @@ ONE_CHANNEL = (
 def _run(case_id: str, **changes):
     case = CASES[case_id]
     spec = case_memory_spec(case["memory_args"])
-    reqs = read_trace(dram_ref_dir() / case["trace"])
-    plan = driver._plan(spec)
-    p = plan.engine_params(True, True).copy()
-    for k, v in changes.items():
-        p[k] = v
-    log = np.full((len(reqs) * 4 + 1000, 5), -1, np.int64)
-    out = engine.simulate(*engine_inputs(reqs, spec), p, *plan.tables, log)
-    assert out[0] == 0 and log[-1, 0] == -1, "the log holds every command"
-    return spec, out, log[log[:, 0] >= 0]
+    run = logged_run(spec, read_trace(dram_ref_dir() / case["trace"]), **changes)
+    return spec, run.out, run.log
 
 
 def _open_cycles_from_log(log: np.ndarray, banks_per_rank: int, until: int, issued) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 from memref import dram_ref_dir, load_cases
 
 from nmp.memory import load_memory, read_trace
+from nmp.memory.command_log import logged_run
 from nmp.reference import case_memory_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -23,7 +24,7 @@ def test_the_trace_is_the_engines_log_in_drampowers_terms(dram_ref, tmp_path):
     case = {c["id"]: c for c in load_cases()}[CASE]
     spec = case_memory_spec(case["memory_args"])
     reqs = read_trace(dram_ref_dir() / case["trace"])
-    log, counts, end, active, bank_open = dpc.logged_run(spec, reqs)
+    log, _, counts, end, active, bank_open = logged_run(spec, reqs)
     dpc.write_trace(tmp_path / "t.csv", log, spec, end)
     rows = [line.split(",") for line in (tmp_path / "t.csv").read_text().splitlines()]
     names = [r[1] for r in rows]
