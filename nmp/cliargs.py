@@ -104,7 +104,7 @@ MAX_PROCESSES = 1024
 # Every integer flag's range, [low, high], checked where it is parsed (the flag is named): by
 # "COMMAND --flag" (a command's own meaning of the flag) or by "--flag". A count whose upper
 # end is set by memory (the resource guard, nmp.guard, names it) or by the model's own check
-# gets MAX_FLAG_INT here. tests/test_cli_errors.py asserts every integer flag is listed.
+# gets MAX_FLAG_INT here. tests/test_cli_outputs.py asserts every integer flag is listed.
 INT_FLAG_RANGES: dict[str, tuple[int, int]] = {
     "evaluate --jobs": (1, MAX_PROCESSES),
     "evaluate --dask-workers": (1, MAX_PROCESSES),

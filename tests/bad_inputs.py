@@ -1,4 +1,4 @@
-"""Bad input files for the table of bad inputs (tests/test_cli_errors.py): each made only where a
+"""Bad input files for the table of bad inputs (tests/test_cli_errors*.py): each made only where a
 case names it (``{tmp}/<name>``), in a few milliseconds; and the in-process run and the one-line
 error check that the tables of bad input (``tests/test_cli_errors*.py``) share."""
 
@@ -59,6 +59,13 @@ def main_in_process(
     assert time.monotonic() - t0 < seconds, f"{args} took {time.monotonic() - t0:.0f} s"
     out = capsys.readouterr()
     return subprocess.CompletedProcess(args, code, out.out, out.err)
+
+
+def case_in_process(argv: list[str], tmp: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
+    """A table's case, ``nmp ARGV`` with its ``{tmp}/<name>`` files made first
+    (:func:`make_files`), through :func:`main_in_process`."""
+    subs = make_files(tmp, argv)
+    return main_in_process([a.format(**subs) for a in argv], tmp, capsys, monkeypatch)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, expect: str) -> None:
