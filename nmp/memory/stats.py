@@ -10,7 +10,8 @@ Energy follows DRAMsim3's IDD formulas (PAPERS.md), V x mA x cycles x tCK(ns) = 
 
 With ``energy.refresh_background = "active"`` (DRAMPower's accounting) each REFab adds ``VDD *
 (IDD3N - IDD2N) * tRFC * devices`` to the background: its tRFC counted active, not precharged,
-so that a refresh draws IDD5B in all, as a datasheet defines IDD5B.
+so that a refresh draws IDD5B in all, as a datasheet defines IDD5B (at most the precharged
+cycles are raised: where every rank is taken as active, nothing moves).
 
 With ``energy.bank_wise_rho`` below 1 these are DRAMPower 6's DDR5 formulas: the ACT's IDD3N
 becomes I_1, one open bank's background, and the background ``I_rho * active + (IDD3N - I_rho)
@@ -78,8 +79,12 @@ def command_energy_pj(
     background = k.scale * (
         k.i_rho * active + k.per_bank * open_banks + k.idd2n * (total_cycles - active)
     )
-    if k.e_ref_background:  # (0.0 for DRAMsim3's accounting: the sum stays its, bit for bit)
-        background += k.e_ref_background * n_ref
+    if k.ref_background_per_cycle:  # (0.0 for DRAMsim3's accounting: its sum, bit for bit)
+        # DRAMPower's: each refresh's tRFC at IDD3N, not the IDD2N of the precharged cycles
+        # it lies in (a replay counts it so); a count that takes every rank as active has it
+        # at IDD3N already, so only precharged cycles are raised
+        refreshing = min(n_ref * k.nrfc, total_cycles - active)
+        background += k.ref_background_per_cycle * refreshing
     return {
         "act": k.e_act * cmd_counts.get("ACT", 0),
         "rd": k.e_rd * n_rd,
@@ -121,7 +126,8 @@ class _EnergyTerms(NamedTuple):
     e_rd: float
     e_wr: float
     e_ref: float
-    e_ref_background: float
+    ref_background_per_cycle: float
+    nrfc: int
     i_rho: float
     per_bank: float
     banks: int
@@ -148,10 +154,11 @@ def _energy_of(spec: MemorySpec) -> _EnergyTerms | None:
     e_rd = scale * excess["rd"] * t["nBL"]
     e_wr = scale * excess["wr"] * t["nBL"]
     e_ref = scale * excess["ref"] * t["nRFC"]
-    e_ref_background = scale * excess["ref_background"] * t["nRFC"]
+    ref_background_per_cycle = scale * excess["ref_background"]
     ranks = spec.org.channels * spec.org.ranks
-    return _EnergyTerms(scale, e_act, e_rd, e_wr, e_ref, e_ref_background, i_rho, per_bank,
-                        banks, e.idd2n_ma, e.io_pj_per_bit, spec.org.tx_bytes, ranks)  # fmt: skip
+    return _EnergyTerms(scale, e_act, e_rd, e_wr, e_ref, ref_background_per_cycle, t["nRFC"],
+                        i_rho, per_bank, banks, e.idd2n_ma, e.io_pj_per_bit, spec.org.tx_bytes,
+                        ranks)  # fmt: skip
 
 
 @dataclass

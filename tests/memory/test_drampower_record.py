@@ -57,7 +57,7 @@ def test_the_kits_energy_is_drampowers(dram_ref, cases, run):
     assert short / theirs["background"] < 0.99
 
 
-@pytest.mark.parametrize("drop", ["per_bank", "e_ref_background"])
+@pytest.mark.parametrize("drop", ["per_bank", "ref_background_per_cycle"])
 def test_the_validate_rows_catch_a_background_without_a_part(dram_ref, monkeypatch, drop):
     """``dram.drampower-energy`` agrees on both standards, and disagrees on both when the
     per-bank part of the background is dropped (the rho < 1 runs move by 1-5 %) or the

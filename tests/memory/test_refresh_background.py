@@ -16,6 +16,7 @@ from nmp.config import preset_names
 from nmp.errors import NmpError
 from nmp.memory import load_memory, read_trace, replay
 from nmp.memory.command_log import logged_run
+from nmp.memory.stats import command_energy_pj
 from nmp.memory.trace import REQUEST_DTYPE
 from nmp.reference import case_memory_spec
 
@@ -68,3 +69,24 @@ def test_a_command_log_covers_one_channel_only():
     spec = load_memory("ddr4-3200aa", overrides={"org.channels": 2})
     with pytest.raises(NmpError, match="one channel"):
         logged_run(spec, np.zeros(0, REQUEST_DTYPE))
+
+
+def test_a_count_with_every_rank_active_is_not_raised_twice():
+    """Where the cycles are all taken as active (the arch models' summed replays: IDD3N the
+    whole time), a refresh's tRFC is at IDD3N already: "active" moves nothing there; with
+    precharged cycles it raises at most those (two ranks: cycles count per rank)."""
+    base = load_memory("ddr4-3200aa", overrides={"org.ranks": 2})
+    active = load_memory(base, overrides={"energy.refresh_background": "active"})
+    counts = {"ACT": 100, "RD": 400, "REF": 5}
+    cycles, nrfc = 100_000.0, base.timing["nRFC"]
+    for every_rank_active in [(cycles,), (cycles, 2 * cycles)]:
+        assert command_energy_pj(active, counts, *every_rank_active) == command_energy_pj(
+            base, counts, *every_rank_active
+        )
+    e = base.energy
+    per_cycle = e.vdd_v * e.devices * base.tck_ns * (e.idd3n_ma - e.idd2n_ma)
+    for precharged in (10.0, 5 * nrfc + 7.0):
+        raised = command_energy_pj(active, counts, cycles, 2 * cycles - precharged)
+        kept = command_energy_pj(base, counts, cycles, 2 * cycles - precharged)
+        added = raised["background"] - kept["background"]
+        assert added == pytest.approx(per_cycle * min(precharged, 5 * nrfc), rel=1e-9)

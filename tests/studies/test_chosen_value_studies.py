@@ -35,11 +35,6 @@ def test_sensitivity_studies_of_chosen_values_parse() -> None:
     keys = {k for a in energy.assumptions for k in a.low}
     assert {"memory.energy.idd4r_ma", "memory.energy.io_pj_per_bit"} <= keys
     assert "memory.energy.bank_wise_rho" in keys  # DRAMPower's factor, and a datasheet set under it
-    (refresh,) = [a for a in energy.assumptions if "memory.energy.refresh_background" in a.low]
-    assert (refresh.low, refresh.high) == (
-        {"memory.energy.refresh_background": "precharged"},  # (nominal: DRAMsim3's)
-        {"memory.energy.refresh_background": "active"},
-    )
 
 
 def test_gpu_chosen_compares_the_two_kernels_of_one_preset() -> None:
