@@ -19,10 +19,10 @@ from nmp.gpu.hot_layout import (
     window_bytes,
     window_hit_ratio,
 )
-from nmp.gpu.model import hot_rows
 from nmp.gpu.options import PINNING_MECHANISMS
 from nmp.gpu.point import PROFILE_SEED_OFFSET
 from nmp.gpu.spec import GpuSpec, load_gpu
+from nmp.gpu.stage_pinning import hot_rows
 
 BLOCK = (32, 8, 1)  # torch's block for this kernel
 GRID = 1024  # torch's grid (fixed, independent of the batch)

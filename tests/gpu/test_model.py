@@ -182,7 +182,7 @@ def test_per_table_pinning_charges_its_prefetch():
 
 
 def test_hot_rows_are_the_most_counted_rows():
-    from nmp.gpu.model import hot_rows
+    from nmp.gpu.stage_pinning import hot_rows
     from nmp.workload import generate_batch, load_workload
 
     batch = generate_batch(load_workload("gpu-micro24", dict(SMALL, reuse="low")), seed=3)
