@@ -40,10 +40,9 @@ from typing import Any, Protocol
 
 from nmp.config import to_mapping
 from nmp.errors import NmpError
-from nmp.evaluate.analysis import analyze
 from nmp.evaluate.environment import environment
 from nmp.evaluate.executor import Executor, PointFn, SerialExecutor
-from nmp.evaluate.locality import locality_summary
+from nmp.evaluate.run_summary import RunCounts, sweep_summary
 from nmp.evaluate.store import (
     JsonlLog,
     check_log,
@@ -362,33 +361,14 @@ def _run_locked(
     write_reports: Callable[[Path, dict[str, Any]], list[str]] | None,
     on_first_result: Callable[[], None] | None,
 ) -> dict[str, Any]:
-    results_path = run_dir / RESULTS
-
     # One entry per distinct configuration: a point configured twice runs once.
     plan: dict[str, Point] = {}
     for point, key in keyed:
         plan.setdefault(key, point)
     if resume:
         check_same_plan(run_dir, sweep.name, list(plan))  # before anything is overwritten
-    # the saved points are checked before any file of the run is rewritten: a refused line
-    # leaves the folder as it was (its sessions, its plan and its reports)
-    done: dict[str, dict[str, Any]] = {}
-    for line, record in read_jsonl_lines(results_path, repair=True):
-        key = record.get("key", "")
-        if key in plan and key not in done:
-            _check_saved_result(record, results_path, line)
-        done.setdefault(key, record)
-    if sweep_text:
-        atomic_write_text(run_dir / "sweep.toml", sweep_text)
-    atomic_write_json(run_dir / "sweep.json", to_mapping(sweep))
-    atomic_write_json(
-        run_dir / "plan.json",
-        {"sweep": sweep.name, "points": [{"key": k, **p.to_json()} for k, p in plan.items()]},
-    )
-    env_path = run_dir / ENVIRONMENT
-    sessions = read_sessions(env_path) if resume else []
-    sessions.append(environment({"executor": executor.describe(), "resume": resume}))
-    atomic_write_json(env_path, {"sessions": sessions})
+    done = _saved_results(plan, run_dir / RESULTS)
+    _write_run_files(sweep, plan, run_dir, sweep_text, executor, resume)
     reused = sum(1 for k in plan if k in done)
     # Design by design (the models cache a built design between points: measured 1.3x faster
     # than interleaving designs), costliest first within a design so the last points to finish
@@ -398,95 +378,18 @@ def _run_locked(
         ((k, p) for k, p in plan.items() if k not in done),
         key=lambda kp: (rank[kp[1].design], -kp[1].weight),
     )
-
     t0 = time.perf_counter()
-    failures: list[dict[str, Any]] = []
     progress.start(len(plan), reused)
     try:
-        with (
-            JsonlLog(results_path) as log,
-            JsonlLog(run_dir / ERRORS) as errlog,
-            JsonlLog(run_dir / TIMINGS) as timelog,
-        ):
-            for i, outcome in executor.run(point_fn, [p for _, p in todo]):
-                key, point = todo[i]
-                record = {"key": key, **point.to_json()}
-                timing = {
-                    "key": key,
-                    "wall_s": round(outcome.get("wall_s", 0.0), 6),
-                    "finished_utc": _now(),
-                }
-                if outcome["ok"]:
-                    record["result"], measured = split_timings(outcome["result"])
-                    log.append(record)
-                    timelog.append({**timing, **measured})
-                    done[key] = record
-                    if on_first_result is not None:
-                        on_first_result()
-                        on_first_result = None
-                    res = outcome["result"]
-                    detail = f"{res['lookups_per_s']:.4g} lookups/s"
-                else:
-                    record.update(timing)
-                    record["label"] = point.label()
-                    record["error"] = outcome["error"]
-                    record["traceback"] = outcome.get("traceback", "")
-                    errlog.append(record)
-                    failures.append(record)
-                    detail = outcome["error"]
-                progress.point(f"{point.label()} on {point.workload}", outcome["ok"], detail)
-                if failures and fail_fast:
-                    break
+        failures = _run_points(
+            todo, done, run_dir, point_fn, executor, fail_fast, progress, on_first_result
+        )
     finally:
         progress.finish()
     wall_s = time.perf_counter() - t0
-
-    # Rows follow the current plan (labels and order), whichever session produced them; so
-    # does results.jsonl from now on: the log in completion order becomes the same bytes that
-    # a serial, a parallel and a resumed run of this sweep write.
-    records = [
-        {"key": k, **p.to_json(), "result": done[k]["result"]} for k, p in plan.items() if k in done
-    ]
-    rewrite_jsonl(results_path, records + [r for k, r in done.items() if k not in plan])
-    # errors.jsonl keeps the points that still fail, each with its latest failure: a failure
-    # that a later session (--resume) ran to a result is dropped
-    errors_path = run_dir / ERRORS
-    if errors_path.exists():
-        latest = {r.get("key"): r for r in read_jsonl(errors_path, repair=True)}
-        rewrite_jsonl(errors_path, [r for k, r in latest.items() if k not in done])
-    summary: dict[str, Any] = {
-        "sweep": sweep.name,
-        "description": sweep.description,
-        "run_dir": str(run_dir),
-        "points": len(plan),
-        "completed": len(records),
-        "ran": len(records) - reused,
-        "reused": reused,
-        "failed": [
-            {"key": f["key"], "point": f"{f['label']} on {f['workload']}", "error": f["error"]}
-            for f in failures
-        ],
-        "wall_s": round(wall_s, 3),
-        "executor": executor.describe(),
-    }
-    if sweep.sampler.takes_samples:  # which of the grid's points these are
-        summary["sampling"] = {
-            "sampler": sweep.sampling,
-            "samples": sweep.samples,
-            "seed": sweep.seed,
-        }
-    if records:
-        summary.update(analyze(records, baseline=sweep.baseline_label, objectives=sweep.objectives))
-        summary.update(locality_summary(sweep, records))
-    else:
-        summary.update(
-            {
-                "baseline": sweep.baseline_label,
-                "objectives": sweep.objectives,
-                "rows": [],
-                "groups": [],
-            }
-        )
+    records = _settle_logs(plan, done, run_dir)
+    ran = RunCounts(planned=len(plan), reused=reused, failures=failures, wall_s=wall_s)
+    summary = sweep_summary(sweep, records, ran, run_dir, executor)
     if records:
         # why each design stands where it does: points re-run under their key assumptions
         from nmp.evaluate.explain import explain, run_whatifs
@@ -507,3 +410,109 @@ def _run_locked(
     summary["files"] = [str(run_dir / f) for f in files]
     atomic_write_json(run_dir / "summary.json", summary)
     return summary
+
+
+def _saved_results(plan: dict[str, Point], results_path: Path) -> dict[str, dict[str, Any]]:
+    """The results a run folder already holds, by key (the first of each). The saved points
+    are checked before any file of the run is rewritten: a refused line leaves the folder as
+    it was (its sessions, its plan and its reports)."""
+    done: dict[str, dict[str, Any]] = {}
+    for line, record in read_jsonl_lines(results_path, repair=True):
+        key = record.get("key", "")
+        if key in plan and key not in done:
+            _check_saved_result(record, results_path, line)
+        done.setdefault(key, record)
+    return done
+
+
+def _write_run_files(
+    sweep: SweepSpec,
+    plan: dict[str, Point],
+    run_dir: Path,
+    sweep_text: str,
+    executor: Executor,
+    resume: bool,
+) -> None:
+    """The sweep as run and as parsed, its plan, and this session added to the environment."""
+    if sweep_text:
+        atomic_write_text(run_dir / "sweep.toml", sweep_text)
+    atomic_write_json(run_dir / "sweep.json", to_mapping(sweep))
+    atomic_write_json(
+        run_dir / "plan.json",
+        {"sweep": sweep.name, "points": [{"key": k, **p.to_json()} for k, p in plan.items()]},
+    )
+    env_path = run_dir / ENVIRONMENT
+    sessions = read_sessions(env_path) if resume else []
+    sessions.append(environment({"executor": executor.describe(), "resume": resume}))
+    atomic_write_json(env_path, {"sessions": sessions})
+
+
+def _run_points(
+    todo: list[tuple[str, Point]],
+    done: dict[str, dict[str, Any]],
+    run_dir: Path,
+    point_fn: PointFn,
+    executor: Executor,
+    fail_fast: bool,
+    progress: Progress,
+    on_first_result: Callable[[], None] | None,
+) -> list[dict[str, Any]]:
+    """Run ``todo`` on ``executor``, each result logged as it comes (``done`` gains it), each
+    failure to errors.jsonl; the failures, in the order they came."""
+    failures: list[dict[str, Any]] = []
+    with (
+        JsonlLog(run_dir / RESULTS) as log,
+        JsonlLog(run_dir / ERRORS) as errlog,
+        JsonlLog(run_dir / TIMINGS) as timelog,
+    ):
+        for i, outcome in executor.run(point_fn, [p for _, p in todo]):
+            key, point = todo[i]
+            record = {"key": key, **point.to_json()}
+            timing = {
+                "key": key,
+                "wall_s": round(outcome.get("wall_s", 0.0), 6),
+                "finished_utc": _now(),
+            }
+            if outcome["ok"]:
+                record["result"], measured = split_timings(outcome["result"])
+                log.append(record)
+                timelog.append({**timing, **measured})
+                done[key] = record
+                if on_first_result is not None:
+                    on_first_result()
+                    on_first_result = None
+                res = outcome["result"]
+                detail = f"{res['lookups_per_s']:.4g} lookups/s"
+            else:
+                record.update(timing)
+                record["label"] = point.label()
+                record["error"] = outcome["error"]
+                record["traceback"] = outcome.get("traceback", "")
+                errlog.append(record)
+                failures.append(record)
+                detail = outcome["error"]
+            progress.point(f"{point.label()} on {point.workload}", outcome["ok"], detail)
+            if failures and fail_fast:
+                break
+    return failures
+
+
+def _settle_logs(
+    plan: dict[str, Point], done: dict[str, dict[str, Any]], run_dir: Path
+) -> list[dict[str, Any]]:
+    """The run's records in plan order, written back to results.jsonl; errors.jsonl keeps
+    the points that still fail."""
+    # Rows follow the current plan (labels and order), whichever session produced them; so
+    # does results.jsonl from now on: the log in completion order becomes the same bytes that
+    # a serial, a parallel and a resumed run of this sweep write.
+    records = [
+        {"key": k, **p.to_json(), "result": done[k]["result"]} for k, p in plan.items() if k in done
+    ]
+    rewrite_jsonl(run_dir / RESULTS, records + [r for k, r in done.items() if k not in plan])
+    # errors.jsonl keeps the points that still fail, each with its latest failure: a failure
+    # that a later session (--resume) ran to a result is dropped
+    errors_path = run_dir / ERRORS
+    if errors_path.exists():
+        latest = {r.get("key"): r for r in read_jsonl(errors_path, repair=True)}
+        rewrite_jsonl(errors_path, [r for k, r in latest.items() if k not in done])
+    return records
