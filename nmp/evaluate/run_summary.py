@@ -1,6 +1,6 @@
 """A finished sweep run's summary (``summary.json`` before its explanations and files): what
 ran, what was reused, what failed, and the analysis of its results
-(:func:`nmp.evaluate.analysis.analyze`, :func:`nmp.evaluate.locality.locality_summary`)."""
+(:func:`nmp.evaluate.analysis.analyze`, :func:`nmp.evaluate.locality_summary.locality_summary`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from nmp.evaluate.analysis import analyze
 from nmp.evaluate.executor import Executor
-from nmp.evaluate.locality import locality_summary
+from nmp.evaluate.locality_summary import locality_summary
 from nmp.evaluate.sweep import SweepSpec
 
 
