@@ -104,6 +104,20 @@ def test_a_steps_ledger_carries_the_dense_time(model):
     assert ledger.t_ns["update"] == 12 * NS_PER_UPDATE
 
 
+def test_the_baseline_step_is_the_step_the_trainer_charges(model):
+    """``baseline_step_ns`` (a failure-free step, which converts the checkpoint interval's MTBF
+    and ECRec's rebuild budget from steps to time) is the critical path charge_step charges a
+    step of the geometry's lookups and the mean rows: gather, dense, optimizer in series."""
+    cm = model()
+    ledger = CostLedger()
+    batch = SimpleNamespace(ids=np.zeros((32, 3, 2)))  # batch x tables x pooling = 192 lookups
+    cm.charge_step(ledger, 1, batch, np.arange(12))  # 12 rows: the calibrated mean
+    assert cm.baseline_step_ns() == pytest.approx(ledger.step_ns[-1], rel=1e-12)
+    assert cm.baseline_step_ns() == pytest.approx(
+        192 * NS_PER_LOOKUP + 12 * NS_PER_UPDATE + 110.592, rel=1e-12
+    )
+
+
 def test_a_degraded_read_reads_k_shards_per_lost_row(model):
     cm = model()
     t, e = cm.decode_cost(10)
