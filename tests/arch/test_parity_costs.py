@@ -1,5 +1,5 @@
-"""The cost of an in-memory parity update, recomputed by hand from nmp/arch/parity.py's stated
-model (``_time_parity``) and the presets' numbers.
+"""The cost of an in-memory parity update, recomputed by hand from the stated model of
+nmp/arch/parity_timing.py (``time_parity``) and the presets' numbers.
 
 Per update of a row of ``rb`` = 4 x dim bytes: the data node reads the old row and writes the
 new one, each of the ``r`` parity nodes reads and writes its parity; every one of those
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import nmp.arch.parity as parity
+import nmp.arch.parity_timing as parity
 from nmp.arch import load_arch, run_design_point
 from nmp.arch.area import parity_unit_figures
 
