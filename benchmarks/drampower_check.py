@@ -46,6 +46,7 @@ from pathlib import Path
 from _host import load, machine  # benchmarks/ is on sys.path when a script runs
 from peer_build import checkout_commit
 
+from nmp.errors import NmpError
 from nmp.fileio import atomic_write_text
 from nmp.memory import load_memory, read_trace
 from nmp.memory.command_log import logged_run
@@ -213,7 +214,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for case_id in chosen:
             for rho in rhos:
-                terms = compare(cases[case_id], rho, cli, templates, Path(tmp))
+                try:
+                    terms = compare(cases[case_id], rho, cli, templates, Path(tmp))
+                except NmpError as exc:  # (a log that cannot hold the run, say)
+                    sys.exit(f"--case {case_id}: {exc}")
                 runs.append({"case": case_id, "rho": rho, "drampower_pj": terms})
     if a.record:
         record = {
