@@ -12,6 +12,7 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from nmp.cliargs import json_text
 from nmp.config import load_toml
@@ -56,20 +57,28 @@ reports/latest -> newest run with a result.
 
 
 def _run(args: argparse.Namespace) -> int:
-    # numpy: loaded when the command runs, not for `nmp --help`
-    from nmp.evaluate.budget import check_sweep, sweep_estimate
-    from nmp.evaluate.executor import make_executor
-    from nmp.evaluate.runner import (
-        LATEST,
-        check_latest,
-        check_run_dir,
-        resolve_run_dir,
-        run_sweep,
-        update_latest,
-    )
-    from nmp.evaluate.study import is_custom, load_custom_study
-    from nmp.evaluate.sweep import load_sweep, parse_sweep
+    _check_flags(args)
+    base = Path(args.out)
+    if base.exists() and not base.is_dir():
+        raise NmpError(f"--out {base}: not a folder")
+    if not (args.resume and args.sweep is None):
+        from nmp.evaluate.study import load_custom_study
 
+        study = load_custom_study(args.sweep or DEFAULT_SWEEP)
+        if study is not None:  # a study with its own runner (sharding, caches, ...)
+            return _run_study(args, study, base)
+    sweep, sweep_path, run_dir = _load(args, base)
+    keyed = _check_before_running(args, sweep, sweep_path)
+    if args.check:
+        n = len({k for _, k in keyed})
+        print(f"{sweep_path}: ok, {n} points")
+        return 0
+    return _execute(args, base, run_dir, sweep, sweep_path, keyed)
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """The flags that do not combine or lie outside their range, refused before anything
+    is read."""
     if args.jobs is not None and args.jobs < 1:
         raise NmpError("--jobs must be >= 1")
     if args.dask_workers is not None and args.dask_workers < 1:
@@ -86,9 +95,15 @@ def _run(args: argparse.Namespace) -> int:
         raise NmpError("--point-time-limit must be >= 0 (0: no limit)")
     if not args.out.strip():
         raise NmpError("--out is empty: give a folder (default: reports)")
-    base = Path(args.out)
-    if base.exists() and not base.is_dir():
-        raise NmpError(f"--out {base}: not a folder")
+
+
+def _load(args: argparse.Namespace, base: Path) -> tuple[Any, Path, Path]:
+    """(the sweep, its file, its run folder): the stored sweep of the run to resume, or the
+    named (default) sweep."""
+    from nmp.evaluate.runner import resolve_run_dir
+    from nmp.evaluate.study import is_custom
+    from nmp.evaluate.sweep import load_sweep, parse_sweep
+
     if args.resume and args.sweep is None:
         run_dir = resolve_run_dir(base, args.run, resume=True, sweep=None)  # type: ignore[arg-type]
         stored = run_dir / "sweep.toml"
@@ -101,13 +116,19 @@ def _run(args: argparse.Namespace) -> int:
                 "cannot --resume: run it again (nmp evaluate "
                 f"{data.get('name') or 'STUDY'})"
             )
-        sweep, sweep_path = parse_sweep(data, file=str(stored)), stored
-    else:
-        study = load_custom_study(args.sweep or DEFAULT_SWEEP)
-        if study is not None:  # a study with its own runner (sharding, caches, ...)
-            return _run_study(args, study, base)
-        sweep, sweep_path = load_sweep(args.sweep or DEFAULT_SWEEP)
-        run_dir = resolve_run_dir(base, args.run, resume=args.resume, sweep=sweep)
+        return parse_sweep(data, file=str(stored)), stored, run_dir
+    sweep, sweep_path = load_sweep(args.sweep or DEFAULT_SWEEP)
+    return sweep, sweep_path, resolve_run_dir(base, args.run, resume=args.resume, sweep=sweep)
+
+
+def _check_before_running(args: argparse.Namespace, sweep, sweep_path) -> list:
+    """Every point checked against the presets, the what-ifs' keys, and the memory the
+    points need on this machine's workers (also for --check: a point the run would refuse
+    is no sweep that checks "ok"); the keyed points."""
+    # numpy: loaded when the command runs, not for `nmp --help`
+    from nmp.evaluate.budget import check_sweep, sweep_estimate
+    from nmp.evaluate.executor import default_jobs
+
     check(sweep_estimate(sweep, str(sweep_path)), args.max_memory)
     # Everything is checked against the presets before the first point runs.
     keyed = _validate(sweep, sweep_path, quiet=args.json)
@@ -115,19 +136,21 @@ def _run(args: argparse.Namespace) -> int:
         from nmp.evaluate.explain import check_key_assumptions
 
         check_key_assumptions([d.arch for d in sweep.all_designs])
-    from nmp.evaluate.executor import default_jobs
-
-    # (--check too: a point the run would refuse is no sweep that checks "ok")
     if not args.scheduler:  # a remote cluster's memory is not ours; a local one's is
         unique = list({k: p for p, k in keyed}.values())
         if args.dask_workers:
             check_sweep(unique, args.dask_workers, args.max_memory, flag="--dask-workers")
         else:
             check_sweep(unique, args.jobs or default_jobs(), args.max_memory)
-    if args.check:
-        n = len({k for _, k in keyed})
-        print(f"{sweep_path}: ok, {n} points")
-        return 0
+    return keyed
+
+
+def _execute(args: argparse.Namespace, base: Path, run_dir: Path, sweep, sweep_path,
+             keyed: list) -> int:  # fmt: skip
+    """Run the checked sweep into ``run_dir``, repoint ``latest``, print the summary; a
+    failed point fails the command once every point has run."""
+    from nmp.evaluate.executor import make_executor
+    from nmp.evaluate.runner import LATEST, check_latest, check_run_dir, run_sweep, update_latest
 
     # rich: loaded when the command runs, not for `nmp --help`
     from nmp.report.console import ConsoleProgress, make_console, print_sweep_summary
