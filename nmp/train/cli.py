@@ -235,56 +235,9 @@ def _run(args: argparse.Namespace) -> int:
     _check_nodes(cfg, strategy_names() if args.compare else [args.strategy or "none"])
     failures = _failures(args, cfg)
     if args.compare:
-        from nmp.train.compare import default_failures, print_table, run_compare
+        from nmp.train.cli_compare import compare
 
-        if args.until_plateau:
-            from dataclasses import replace
-
-            from nmp.train.seeds import plateau_steps
-
-            steps, curve = plateau_steps(cfg, cfg.plateau_every, cfg.plateau_gain)
-            cfg = replace(cfg, steps=steps)
-            if not args.json:
-                print(
-                    f"criterion: held-out AUC gain < {cfg.plateau_gain} per {cfg.plateau_every} "
-                    f"steps -> {steps} steps (AUC every {cfg.plateau_every} steps: "
-                    + ", ".join(f"{a:.4f}" for a in curve)
-                    + ")"
-                )
-            from nmp.train.failures import check_schedule
-
-            failures = check_schedule(failures, cfg.steps, cfg.nodes)  # against the new steps
-        if not failures:
-            failures = default_failures(cfg)
-        if args.seeds is not None:
-            from nmp.train.seeds import print_seed_table, run_seeds
-
-            with _step_progress(args, cfg.steps) as on_step:
-                rows = run_seeds(cfg, failures, args.seeds, on_step=on_step)
-            if args.json:
-                print(json_text(rows))
-            else:
-                print_seed_table(
-                    rows,
-                    f"nmp train --compare --seeds {args.seeds}: {cfg.workload} (rows capped at "
-                    f"{cfg.max_rows}), {cfg.steps} steps, seeds {cfg.seed}..."
-                    f"{cfg.seed + args.seeds - 1}, {rows[0]['eval_samples']} held-out samples "
-                    "per seed",
-                )
-            return 0
-        with _step_progress(args, cfg.steps) as on_step:
-            rows = run_compare(cfg, failures, on_step=on_step)
-        if args.json:
-            print(json_text(rows))
-        else:
-            where = ", ".join(f"node {f.node} at step {f.step} ({f.phase})" for f in failures)
-            print_table(
-                rows,
-                f"nmp train --compare: {cfg.workload} (rows capped at {cfg.max_rows}), "
-                f"{cfg.steps} steps, seed {cfg.seed}, {cfg.nodes} nodes, ecrec code {cfg.code} "
-                f"r={cfg.parities}, arch {cfg.arch}; failures: {where}",
-            )
-        return 0
+        return compare(args, cfg, failures, _step_progress)
     strategy = args.strategy
     if not strategy:
         if not cfg.compresses:
@@ -307,12 +260,19 @@ def _run(args: argparse.Namespace) -> int:
         row["failure_free_sha256"] = base.final_state_sha256
         row["failure_free_auc"] = base.metrics["auc"]
     if res.trainer.alltoall is not None:  # SC'24 compression: figures + AUC vs uncompressed
-        from nmp.train.alltoall.report import compression_report, print_compression
+        from nmp.train.alltoall.report import compression_report
 
         row.update(compression_report(cfg, strategy, failures, res))
     if args.json:
         print(json_text(row))
-        return 0
+    else:
+        _print_run(strategy, cfg, res, row, base)
+    return 0
+
+
+def _print_run(strategy: str, cfg, res, row: dict, base) -> None:
+    """A single run's lines: its held-out metrics, modeled time and energy, its events and
+    extras, its final state's digest (and the failure-free run's beside it)."""
     m = res.metrics
     auc = (
         f"{m['auc']:.4f}"
@@ -339,11 +299,12 @@ def _run(args: argparse.Namespace) -> int:
         if text:
             print(f"  {k.removesuffix('_ns')}: {text}")
     if res.trainer.alltoall is not None:
+        from nmp.train.alltoall.report import print_compression
+
         print_compression(row)
     print(f"  final_state_sha256 {res.final_state_sha256}")
     if base is not None:
         print("  " + _versus_failure_free(row))
-    return 0
 
 
 def _failure_free(cfg, on_step):
