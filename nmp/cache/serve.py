@@ -20,6 +20,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -231,25 +232,127 @@ def run_cache(
     A stream that cannot fit the memory limit (:mod:`nmp.guard`) is refused before it is
     generated."""
     cfg.check()
-    if not cfg.index_file:  # (an index file is bounded as it is read)
-        spec = workload_spec(cfg)
-        per_request = spec.lookups_per_sample
-        dim = max(t.dim for t in spec.tables)
-        key = "requests" if cfg.requests >= cfg.warmup else "warmup"
-        lookups = (cfg.requests + cfg.warmup) * per_request
-        guard.check(guard.cache_estimate(lookups, dim, key), max_memory)
+    _guard_generated(cfg, max_memory)
     pol = policies.get(cfg.policy)
     stream, warm, source = build_stream(cfg)
+    _guard_read(cfg, stream, max_memory)
+    run = _simulate(cfg, pol, stream, warm)
+    tiers = tiers or TierLatency.model(cfg.memory, cfg.ssd_read_us)
+    per_code = tiers.per_code_ns(int(round(run.row1)), int(round(run.row2)))
+    lat = tiers.request_ns(run.mcodes, run.moff, per_code)
+    spec = workload_spec(cfg)
+    table_bytes = spec.bytes_
+    all_dram = tiers.request_ns(np.ones_like(run.mcodes), run.moff, per_code)
+    b1, b2, b3 = run.layer_bytes
+    caps, held, mcodes = run.caps, run.held, run.mcodes
+    share = np.bincount(mcodes, minlength=5) / max(1, mcodes.size)
+    row = {
+        "policy": cfg.policy,
+        "workload": cfg.workload,
+        "source": source,
+        "request_model": "file" if cfg.request_file or cfg.index_file else cfg.request_model,
+        "requests": int(run.moff.size - 1),
+        "lookups": int(mcodes.size),
+        "l1_mb": b1 / MIB,
+        "l2_mb": b2 / MIB,
+        "l2_dtype": cfg.l2_dtype,
+        "l3_mb": b3 / MIB,
+        "l1_entries": caps[0],
+        "l2_entries": caps[1],
+        "l3_entries": caps[2],
+        **_hit_figures(run, share),
+        "avg_latency_us": float(lat.mean()) / 1000.0,
+        "p90_latency_us": float(np.percentile(lat, 90)) / 1000.0,
+        "all_dram_avg_latency_us": float(all_dram.mean()) / 1000.0,
+        "memory_bytes": int(b1 + b2 + b3),
+        "memory_used_bytes": int(
+            held[0] * run.row1 + held[1] * run.row2 + held[2] * L3_ENTRY_BYTES
+        ),
+        "table_bytes": table_bytes,
+        "memory_reduction": 1.0 - (b1 + b2 + b3) / table_bytes,
+        "l3_keys_with_substitute": int(np.count_nonzero(run.subst >= 0)),
+        "tier_l1_ns": float(per_code[engine.L1_HIT]),
+        "tier_l2_ns": float(per_code[engine.L2_HIT]),
+        "tier_l3_ns": float(per_code[engine.L3_VIA_L1]),
+        "tier_ssd_us": tiers.ssd_read_ns / 1000.0,
+    }
+    if cfg.backend:
+        row.update(
+            _measure_backend(cfg, run.uniq, run.vectors, run.inv, mcodes, run.moff, run.warm)
+        )
+    row["auc_change"] = None
+    if cfg.accuracy:
+        total_rows = sum(t.rows for t in spec.tables)
+        acc = auc_change(
+            workload=cfg.workload,
+            policy=pol,
+            entries_per_row=tuple(c / total_rows for c in caps),
+            l2_dtype=cfg.l2_dtype,
+            l3_bound=cfg.l3_bound,
+            l3_candidates=cfg.l3_candidates,
+            steps=cfg.train_steps,
+            alpha=cfg.alpha,
+            seed=cfg.seed,
+        )
+        row.update(acc)
+    row["config"] = asdict(cfg)
+    return row
+
+
+def _guard_generated(cfg: CacheConfig, max_memory: str | None) -> None:
+    """A generated stream's arrays against the memory limit, before it is drawn (an index
+    file is bounded as it is read)."""
+    if cfg.index_file:
+        return
+    spec = workload_spec(cfg)
+    per_request = spec.lookups_per_sample
+    dim = max(t.dim for t in spec.tables)
+    key = "requests" if cfg.requests >= cfg.warmup else "warmup"
+    lookups = (cfg.requests + cfg.warmup) * per_request
+    guard.check(guard.cache_estimate(lookups, dim, key), max_memory)
+
+
+def _guard_read(cfg: CacheConfig, stream, max_memory: str | None) -> None:
+    """A file's stream against the memory limit, by its real lookups: a request file's rows
+    per request are its own (multi-hot fields), not the workload's that the estimate before it
+    counted, and an index file's (not guarded before: a 583 KB npz held 75 M lookups) are
+    known only now."""
     source_file = cfg.request_file or cfg.index_file
-    if source_file:
-        if stream.keys.size == 0:  # (every figure below is a mean over lookups)
-            raise NmpError("no lookups in any request", file=source_file)
-        # a request file's rows per request are its own (multi-hot fields), not the workload's
-        # that the estimate above counted, and an index file's (not guarded above: a 583 KB
-        # npz held 75 M lookups) are known only now: the run's arrays follow its real lookups
-        flag = "--request-file" if cfg.request_file else "--index-file"
-        est = guard.cache_estimate(float(stream.keys.size), float(stream.dims.max()), flag)
-        guard.check(est, max_memory)
+    if not source_file:
+        return
+    if stream.keys.size == 0:  # (every figure is a mean over lookups)
+        raise NmpError("no lookups in any request", file=source_file)
+    flag = "--request-file" if cfg.request_file else "--index-file"
+    est = guard.cache_estimate(float(stream.keys.size), float(stream.dims.max()), flag)
+    guard.check(est, max_memory)
+
+
+@dataclass(frozen=True)
+class _CacheRun:
+    """The layers simulated over a stream: each distinct key (``uniq``) and every lookup's
+    index into it (``inv``), the lookups' table, the rows' mean bytes in L1 and L2, the layers'
+    bytes and entries, the L3's substitutes, the lookups before the measured requests
+    (``warm``), the measured lookups' codes and request offsets, the entries held at the end,
+    and the keys' vectors (drawn for an L3 or a backend)."""
+
+    uniq: np.ndarray
+    inv: np.ndarray
+    key_tables: np.ndarray
+    tables: int
+    row1: float
+    row2: float
+    layer_bytes: tuple[int, int, int]
+    caps: tuple[int, int, int]
+    subst: np.ndarray
+    warm: int
+    mcodes: np.ndarray
+    moff: np.ndarray
+    held: Any
+    vectors: Any
+
+
+def _simulate(cfg: CacheConfig, pol, stream, warm: int) -> _CacheRun:
+    """The stream through the layers (``warm`` requests first, unmeasured)."""
     uniq, inv = np.unique(stream.keys, return_inverse=True)
     inv = inv.astype(np.int64)
     warm_lookups = int(stream.req_off[warm])
@@ -273,82 +376,48 @@ def run_cache(
     codes, _, held = engine.simulate(
         inv, stream.req_off, subst, caps, pol.insert_rule, pol.hit_rule
     )
-    mcodes = codes[warm_lookups:]
-    moff = stream.req_off[warm:] - warm_lookups
-    n = max(1, mcodes.size)
-    share = np.bincount(mcodes, minlength=5) / n
+    return _CacheRun(
+        uniq=uniq,
+        inv=inv,
+        key_tables=key_tables,
+        tables=len(stream.dims),
+        row1=row1,
+        row2=row2,
+        layer_bytes=(b1, b2, b3),
+        caps=caps,
+        subst=subst,
+        warm=warm_lookups,
+        mcodes=codes[warm_lookups:],
+        moff=stream.req_off[warm:] - warm_lookups,
+        held=held,
+        vectors=vectors,
+    )
+
+
+def _hit_figures(run: _CacheRun, share: np.ndarray) -> dict[str, float]:
+    """The measured lookups' hit rates by layer, the share of requests whose every lookup hit,
+    and that share were the lookups to hit independently: prod_t h_t^(lookups of table t per
+    request), each at its table's per-key hit rate. Beside the measured one it shows whether
+    requests' keys hit together more (or less) than by chance."""
+    mcodes, moff = run.mcodes, run.moff
     hit = mcodes != engine.MISS
     misses = np.concatenate([[0], np.cumsum(~hit)])
     perfect = (misses[moff[1:]] - misses[moff[:-1]]) == 0
-    # The perfect hit rate if the lookups of a request hit independently, each at its table's
-    # per-key hit rate: prod_t h_t^(lookups of table t per request). Compared with the measured
-    # perfect rate it shows whether requests' keys hit together more (or less) than by chance.
-    mtables = key_tables[warm_lookups:]
-    per_table = np.bincount(mtables, minlength=len(stream.dims)).astype(np.float64)
-    hits_t = np.bincount(mtables, weights=hit, minlength=len(stream.dims))
+    mtables = run.key_tables[run.warm :]
+    per_table = np.bincount(mtables, minlength=run.tables).astype(np.float64)
+    hits_t = np.bincount(mtables, weights=hit, minlength=run.tables)
     used_t = per_table > 0
     h_t = hits_t[used_t] / per_table[used_t]
     with np.errstate(divide="ignore"):
         log_p = np.sum(np.log(h_t) * per_table[used_t] / max(1, moff.size - 1))
-    perfect_if_independent = float(np.exp(log_p))
-    tiers = tiers or TierLatency.model(cfg.memory, cfg.ssd_read_us)
-    per_code = tiers.per_code_ns(int(round(row1)), int(round(row2)))
-    lat = tiers.request_ns(mcodes, moff, per_code)
-    spec = workload_spec(cfg)
-    table_bytes = spec.bytes_
-    all_dram = tiers.request_ns(np.ones_like(mcodes), moff, per_code)
-    row = {
-        "policy": cfg.policy,
-        "workload": cfg.workload,
-        "source": source,
-        "request_model": "file" if cfg.request_file or cfg.index_file else cfg.request_model,
-        "requests": int(moff.size - 1),
-        "lookups": int(mcodes.size),
-        "l1_mb": b1 / MIB,
-        "l2_mb": b2 / MIB,
-        "l2_dtype": cfg.l2_dtype,
-        "l3_mb": b3 / MIB,
-        "l1_entries": caps[0],
-        "l2_entries": caps[1],
-        "l3_entries": caps[2],
+    return {
         "hit_rate": float(hit.mean()) if mcodes.size else 0.0,
         "l1_hit_rate": float(share[engine.L1_HIT]),
         "l2_hit_rate": float(share[engine.L2_HIT]),
         "l3_hit_rate": float(share[engine.L3_VIA_L1] + share[engine.L3_VIA_L2]),
         "perfect_hit_rate": float(perfect.mean()) if perfect.size else 0.0,
-        "perfect_if_independent": perfect_if_independent,
-        "avg_latency_us": float(lat.mean()) / 1000.0,
-        "p90_latency_us": float(np.percentile(lat, 90)) / 1000.0,
-        "all_dram_avg_latency_us": float(all_dram.mean()) / 1000.0,
-        "memory_bytes": int(b1 + b2 + b3),
-        "memory_used_bytes": int(held[0] * row1 + held[1] * row2 + held[2] * L3_ENTRY_BYTES),
-        "table_bytes": table_bytes,
-        "memory_reduction": 1.0 - (b1 + b2 + b3) / table_bytes,
-        "l3_keys_with_substitute": int(np.count_nonzero(subst >= 0)),
-        "tier_l1_ns": float(per_code[engine.L1_HIT]),
-        "tier_l2_ns": float(per_code[engine.L2_HIT]),
-        "tier_l3_ns": float(per_code[engine.L3_VIA_L1]),
-        "tier_ssd_us": tiers.ssd_read_ns / 1000.0,
+        "perfect_if_independent": float(np.exp(log_p)),
     }
-    if cfg.backend:
-        row.update(_measure_backend(cfg, uniq, vectors, inv, mcodes, moff, warm_lookups))
-    row["auc_change"] = None
-    if cfg.accuracy:
-        total_rows = sum(t.rows for t in spec.tables)
-        acc = auc_change(
-            workload=cfg.workload,
-            policy=pol,
-            entries_per_row=tuple(c / total_rows for c in caps),
-            l2_dtype=cfg.l2_dtype,
-            l3_bound=cfg.l3_bound,
-            l3_candidates=cfg.l3_candidates,
-            steps=cfg.train_steps,
-            alpha=cfg.alpha,
-            seed=cfg.seed,
-        )
-        row.update(acc)
-    row["config"] = asdict(cfg)
-    return row
 
 
 def _measure_backend(cfg, uniq, vectors, inv, mcodes, moff, warm_lookups) -> dict:
