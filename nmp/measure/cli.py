@@ -56,6 +56,11 @@ def _measure(args: argparse.Namespace) -> int:
     report["preset"] = str(out)
     if not args.json:
         _print_measured(m, out)
+    if m.warnings:
+        import warnings
+
+        for text in m.warnings:  # (one line each on stderr, JSON or not)
+            warnings.warn(text, stacklevel=1)
     if args.check:
         report["check"] = _check(args, out, batches, sysinfo.usable_cpus())
     if args.json:
