@@ -54,10 +54,10 @@ def time_parity(
     tck = mv.tck_ns(mem)
     rb = 4 * arch.tables[table].dim
     lpr = -(-rb // tx)
-    nodes, _, exec_level = parity_nodes(arch)
+    nodes, banks_per_node, exec_level = parity_nodes(arch)
     pnode, pslot = layout.parity_location(stripe)  # [n, r]
     n, r = rows.size, p.r
-    acc = _lower_updates(arch, exec_level, node, slot, pnode, pslot, r, lpr)
+    acc = _lower_updates(arch, exec_level, banks_per_node, node, slot, pnode, pslot, r, lpr)
     stats = _replay_updates(exec_level, acc, lpr, r)
     t_dram = max(st_.cycles_drained for st_ in stats) * tck
     stt = _Merged(stats)
@@ -127,12 +127,13 @@ class _Accesses:
     view: Any  # the executing level's MemorySpec view, or the memory itself
 
 
-def _lower_updates(arch, exec_level: str, node, slot, pnode, pslot, r: int, lpr: int) -> _Accesses:
+def _lower_updates(
+    arch, exec_level: str, banks_per_node: int, node, slot, pnode, pslot, r: int, lpr: int
+) -> _Accesses:
     """Per update, the data row's RD + WR (``lpr`` lines each), then each parity's RD + WR,
     lowered to addresses on the executing level's view."""
     mem = arch.mem
     lpp, nrows_dram = mv.lines_per_page(mem), mv.org(mem, "rows")
-    _, banks_per_node, _ = parity_nodes(arch)
     n = node.size
     upd_node = np.concatenate([node, pnode.ravel()])
     upd_slot = np.concatenate([slot, pslot.ravel()])

@@ -245,7 +245,6 @@ def run_cache(
     all_dram = tiers.request_ns(np.ones_like(run.mcodes), run.moff, per_code)
     b1, b2, b3 = run.layer_bytes
     caps, held, mcodes = run.caps, run.held, run.mcodes
-    share = np.bincount(mcodes, minlength=5) / max(1, mcodes.size)
     row = {
         "policy": cfg.policy,
         "workload": cfg.workload,
@@ -260,7 +259,7 @@ def run_cache(
         "l1_entries": caps[0],
         "l2_entries": caps[1],
         "l3_entries": caps[2],
-        **_hit_figures(run, share),
+        **_hit_figures(run),
         "avg_latency_us": float(lat.mean()) / 1000.0,
         "p90_latency_us": float(np.percentile(lat, 90)) / 1000.0,
         "all_dram_avg_latency_us": float(all_dram.mean()) / 1000.0,
@@ -394,12 +393,13 @@ def _simulate(cfg: CacheConfig, pol, stream, warm: int) -> _CacheRun:
     )
 
 
-def _hit_figures(run: _CacheRun, share: np.ndarray) -> dict[str, float]:
+def _hit_figures(run: _CacheRun) -> dict[str, float]:
     """The measured lookups' hit rates by layer, the share of requests whose every lookup hit,
     and that share were the lookups to hit independently: prod_t h_t^(lookups of table t per
     request), each at its table's per-key hit rate. Beside the measured one it shows whether
     requests' keys hit together more (or less) than by chance."""
     mcodes, moff = run.mcodes, run.moff
+    share = np.bincount(mcodes, minlength=5) / max(1, mcodes.size)
     hit = mcodes != engine.MISS
     misses = np.concatenate([[0], np.cumsum(~hit)])
     perfect = (misses[moff[1:]] - misses[moff[:-1]]) == 0

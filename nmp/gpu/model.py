@@ -102,13 +102,13 @@ def embedding_stage(
         layout = kernel_layout(gpu, cfg, row_bytes[t], elem_bytes[t], lookups.dim, bases[t])
         l1.reset()  # L1 is invalidated at each kernel launch
         pre_bytes, pre_ns, overlap_bytes = pinning.before_table(t)
-        stage.totals["hbm_stream_bytes"] += pre_bytes
         policy, indices = pinning.table_policy(t, lookups)
         ks, _ = run_kernel_stream(
             indices, lookups.offsets, layout, l1, l2, sample=k, clock=clock, policy=policy
         )
         pinning.after_table()
-        stage.add(time_table(ctx, t, lookups, layout, ks, elem_bytes[t], pre_ns, overlap_bytes))
+        run = time_table(ctx, t, lookups, layout, ks, elem_bytes[t], pre_ns, overlap_bytes)
+        stage.add(run, pre_bytes)
     return _result(
         gpu, cfg, cal, lat, batch, stage.t_ns, stage.totals, stage.stall, stage.level_units,
         stage.tables, pinning.info, stage.loaded(gpu, queues),
@@ -158,8 +158,10 @@ class _StageTotals:
         self._mlp: list[float] = []
         self._far_shares: list[float] = []
 
-    def add(self, run: TableRun) -> None:
+    def add(self, run: TableRun, pre_bytes: float) -> None:
+        """``run``'s sums, and ``pre_bytes`` a pre-kernel fetched before it (HBM traffic)."""
         kt, totals = run.timing, self.totals
+        totals["hbm_stream_bytes"] += pre_bytes  # (first: the order the sum was taken in)
         self.level_units += run.units_by_level
         self._far_shares.append(run.far_share)
         self._mlp.append(kt.mlp)
