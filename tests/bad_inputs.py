@@ -33,6 +33,11 @@ def nmp_error_in_child(
     )
 
 
+ROOT = Path(__file__).resolve().parents[1]
+# what the tables of bad input run: a reference trace and a design point
+TRACE = str(ROOT / "traces" / "stream_64k.trace.gz")
+RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
+
 # A bad input fails within seconds: this bound (generous, for a loaded 2-core CI runner) tells a
 # hang from a slow start (imports, presets)
 SECONDS = 60
@@ -188,13 +193,13 @@ def _non_utf8_run(path: Path) -> None:
 
 def _memory_preset(old: str, new: str) -> Callable[[Path], None]:
     """DDR4-3200AA's preset with ``old`` replaced by ``new``."""
-    source = Path(__file__).resolve().parents[1] / "models" / "memory" / "ddr4-3200aa.toml"
+    source = ROOT / "models" / "memory" / "ddr4-3200aa.toml"
     return lambda p: p.write_text(source.read_text().replace(old, new, 1))
 
 
 def _setup_with(old: str, new: str) -> Callable[[Path], None]:
     """ECRec's training setup with ``old`` replaced by ``new``."""
-    source = Path(__file__).resolve().parents[1] / "workloads" / "train" / "ecrec.toml"
+    source = ROOT / "workloads" / "train" / "ecrec.toml"
     return lambda p: p.write_text(source.read_text().replace(old, new, 1))
 
 
@@ -209,7 +214,7 @@ def _text(text: str) -> Callable[[Path], None]:
 
 
 def _preset_with(replace: tuple[str, str]) -> str:
-    path = Path(__file__).resolve().parents[1] / "models" / "arch" / "trim-b.toml"
+    path = ROOT / "models" / "arch" / "trim-b.toml"
     return path.read_text().replace(*replace)
 
 
@@ -254,7 +259,7 @@ MAKERS: dict[str, Callable[[Path], None]] = {
     ),
     "non-utf8.toml": lambda p: p.write_bytes(SMALL_SWEEP.encode() + b'description = "\xff"\n'),
     "nan-memory.toml": lambda p: p.write_text(
-        (Path(__file__).resolve().parents[1] / "models" / "memory" / "ddr4-3200aa.toml")
+        (ROOT / "models" / "memory" / "ddr4-3200aa.toml")
         .read_text()
         .replace("nCL = 22 ", "nCL = nan ")
     ),

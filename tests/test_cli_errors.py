@@ -8,13 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bad_inputs import ROOT, RUN, TRACE, case_in_process
 from bad_inputs import assert_one_line_error as _assert_clean_error
-from bad_inputs import case_in_process
-
-ROOT = Path(__file__).resolve().parents[1]
-TRACE = str(ROOT / "traces" / "stream_64k.trace.gz")
-RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
-
 
 # (case id, argv with {tmp} placeholders, text the one-line message must contain)
 CASES = [

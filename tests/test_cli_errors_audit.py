@@ -12,11 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bad_inputs import assert_one_line_error, main_in_process
+from bad_inputs import ROOT, RUN, assert_one_line_error, main_in_process
 
-ROOT = Path(__file__).resolve().parents[1]
 TRACE = "{tmp}/write-then-read.trace"
-RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
 EXTRAPOLATE = ["train", "--extrapolate", "--trials", "10", "--setup"]
 GPU = ["run", "--arch", "h200", "--workload", "gpu-micro24"]
 

@@ -10,13 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from bad_inputs import RUN, TRACE, case_in_process, make_files
 from bad_inputs import assert_one_line_error as _assert_clean_error
-from bad_inputs import case_in_process, make_files
-
-ROOT = Path(__file__).resolve().parents[1]
-TRACE = str(ROOT / "traces" / "stream_64k.trace.gz")
-RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
-
 
 # issue 30: non-finite floats, refused where they are parsed (a flag, --set, a TOML file), naming
 # the flag or key; before, nan or inf made loops spin forever or raised OverflowError

@@ -7,13 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bad_inputs import RUN, TRACE, case_in_process
 from bad_inputs import assert_one_line_error as _assert_clean_error
-from bad_inputs import case_in_process
-
-ROOT = Path(__file__).resolve().parents[1]
-TRACE = str(ROOT / "traces" / "stream_64k.trace.gz")
-RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
-
 
 # issue 42: by kind, two instances (or more) each; every one once ran forever, raised a
 # traceback, ran with a wrong result, replaced a file, or named the wrong thing

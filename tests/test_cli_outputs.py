@@ -12,10 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from bad_inputs import RUN, case_in_process, make_files
 from bad_inputs import assert_one_line_error as _assert_clean_error
-from bad_inputs import case_in_process, make_files
-
-RUN = ["run", "--arch", "recross", "--workload", "recross-eval"]
 
 
 def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess:
