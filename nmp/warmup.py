@@ -51,6 +51,7 @@ def warm(verbose: bool = True) -> float:
         for _, family in FAMILIES.items()
         for arch in family_presets(family)
     ]
+    steps.append(("trainer kernels", _trainer_kernels))
     for name, step in steps:
         try:
             step()
@@ -67,6 +68,19 @@ def _replay_on(replay, load_memory, requests, preset: str) -> object:
     """A replay of ``requests`` on the memory ``preset`` (loaded inside the step, so a preset
     that fails to load is reported and skipped like any other step)."""
     return replay(requests, load_memory(preset))
+
+
+def _trainer_kernels() -> None:
+    """The kernels ``nmp train`` calls that no design point does: the per-row gradient sums
+    and a small profile's dense count map (its servers' float64 look-up)."""
+    import numpy as np
+
+    from nmp.arch.profile import AccessProfile
+    from nmp.train.shard import micro_row_grads
+
+    micro_row_grads(np.zeros((1, 1, 1), dtype=np.int64), np.zeros((1, 1, 4), dtype=np.float32))
+    one = (np.zeros(1, dtype=np.int64),)
+    AccessProfile(one, (np.ones(1),), (2,), 1).counts_of(np.zeros(1), np.zeros(1))
 
 
 if __name__ == "__main__":

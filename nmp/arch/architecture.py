@@ -50,6 +50,7 @@ class Architecture:
         self.store: RowStore | None = None
         self.workload = None
         self._tables: tuple | None = None
+        self._shapes: tuple[tuple, tuple] | None = None  # (tables, _table_shapes of them)
         self._profile: AccessProfile | None = None
         self._partition: np.ndarray | None = None
         self.partition_info: dict = {}
@@ -113,11 +114,20 @@ class Architecture:
 
     @property
     def table_rows(self) -> list[int]:
-        return [t.rows for t in self.tables]
+        return list(self._table_shapes()[0])
 
     @property
     def table_row_bytes(self) -> list[int]:
-        return [t.dim * _dtype_bytes(t) for t in self.tables]
+        return list(self._table_shapes()[1])
+
+    def _table_shapes(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(rows, row bytes) of the bound tables, kept per binding (every placement reads
+        them: the trainer's servers place 26 tables each per step)."""
+        tables = self.tables
+        if self._shapes is None or self._shapes[0] is not tables:
+            shapes = (tuple(t.rows for t in tables), tuple(t.dim * _dtype_bytes(t) for t in tables))
+            self._shapes = (tables, shapes)
+        return self._shapes[1]
 
     @property
     def table_bytes(self) -> int:
@@ -255,9 +265,16 @@ class Architecture:
             )
         self._ensure_profile(batch)
         flat = flatten(batch, self.table_row_bytes, self.table_rows)
-        order = self.issue_order(flat)
-        plc = self.policy.place(self, flat, order)
+        plc, order = self.place_lookups(flat)
         return flat, plc, order
+
+    def place_lookups(self, flat: FlatLookups) -> tuple[Placement, np.ndarray]:
+        """Place every lookup of a batch already flattened over the bound tables, whose
+        profile-dependent state an earlier :meth:`prepare` fixed; returns (placement, issue
+        order). A caller that holds its lookups flat (a training server) skips the
+        per-table batch and its flattening."""
+        order = self.issue_order(flat)
+        return self.policy.place(self, flat, order), order
 
     def gather_reduce(
         self, batch, tables: Any = None, *, functional: bool = True

@@ -21,6 +21,9 @@ from nmp.jit import njit
 
 MAX_CLASSES = 48
 _DENSE_ROWS = 1 << 26  # rows of all tables up to which row classes are kept as a dense map
+# chosen: up to which row counts are kept dense too, on the profile (float64: 2 MiB at most
+# each; a sweep keeps 16 designs' set-ups, nmp.arch.architecture._SETUPS)
+_DENSE_COUNT_ROWS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -30,9 +33,10 @@ class AccessProfile:
     table_rows: tuple[int, ...]
     batches: int
 
-    @property
+    @cached_property
     def first_rows(self) -> np.ndarray:
-        """Global id of each table's row 0 (the tables' rows end to end), int64 [tables]."""
+        """Global id of each table's row 0 (the tables' rows end to end), int64 [tables]; one
+        array per profile, not to be written."""
         return np.concatenate([[0], np.cumsum(self.table_rows)[:-1]]).astype(np.int64)
 
     def row_counts(self, table: int, rows: np.ndarray) -> np.ndarray:
@@ -46,11 +50,19 @@ class AccessProfile:
         return out
 
     def counts_of(self, tables: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """:meth:`row_counts` of every (table, row) pair: one search over all tables' keys end
-        to end where every row is within its table (a loop per table costs more than the
-        search on small batches: the trainer places 26 tables per server per step)."""
+        """:meth:`row_counts` of every (table, row) pair: where every row is within its table,
+        one look-up in the dense map of small profiles (:attr:`_count_map`) or one search over
+        all tables' keys end to end (a loop per table costs more than the search on small
+        batches: the trainer places 26 tables per server per step)."""
         tables = np.asarray(tables, dtype=np.int64)
         rows = np.asarray(rows, dtype=np.int64)
+        dense = self._count_map
+        if dense is not None and rows.size:
+            out = np.empty(rows.size, dtype=dense.dtype)
+            limit = np.asarray(self.table_rows, dtype=np.int64)
+            tables, rows = np.ascontiguousarray(tables), np.ascontiguousarray(rows)
+            if _lookup_dense(dense, self.first_rows, limit, tables, rows, out):
+                return out
         merged = self._merged_keys
         limit = np.asarray(self.table_rows, dtype=np.int64)
         in_range = (
@@ -103,6 +115,21 @@ class AccessProfile:
         built once and kept for the last few profiles used (memory stays bounded in sweeps)."""
         return _CLASS_MAPS.get(self, self._build_class_map)
 
+    @cached_property
+    def _count_map(self) -> np.ndarray | None:
+        """Lookups of every row of every table (rows of all tables end to end; 0: never
+        seen), or None above :data:`_DENSE_COUNT_ROWS` rows. A lookup in it, against a search
+        of the keys, is most of what the trainer's servers save placing 26 small tables a
+        step; kept on the instance (each server's design has its own profile)."""
+        merged = self._merged_keys
+        total = int(sum(self.table_rows))
+        if merged is None or total > _DENSE_COUNT_ROWS:
+            return None
+        keys, counts = merged
+        out = np.zeros(total, dtype=counts.dtype)
+        out[keys] = counts
+        return out
+
     def _build_class_map(self) -> np.ndarray | None:
         total = int(sum(self.table_rows))
         fits = total <= _DENSE_ROWS and MAX_CLASSES <= 127
@@ -128,7 +155,7 @@ class AccessProfile:
             cls = np.empty(rows.size, dtype=np.int64)
             tables = np.ascontiguousarray(tables, dtype=np.int64)
             rows = np.ascontiguousarray(rows, dtype=np.int64)
-            if _lookup_classes(cmap, first, limit, tables, rows, cls):
+            if _lookup_dense(cmap, first, limit, tables, rows, cls):
                 return cls
         cls = np.zeros(rows.size, dtype=np.int64)
         for t in range(len(self.keys)):
@@ -185,9 +212,9 @@ def build_profile(batches: list, table_rows: list[int]) -> AccessProfile:
 
 
 @njit(cache=True)
-def _lookup_classes(cmap, first, limit, tables, rows, out):  # pragma: no cover - compiled
-    """``out = cmap[first[tables] + rows]``; False (out unfinished) when a table or a row is
-    out of range."""
+def _lookup_dense(cmap, first, limit, tables, rows, out):  # pragma: no cover - compiled
+    """``out = cmap[first[tables] + rows]`` (a dense map of classes or counts); False (out
+    unfinished) when a table or a row is out of range."""
     for i in range(rows.shape[0]):
         t, r = tables[i], rows[i]
         if t < 0 or t >= limit.shape[0] or r < 0 or r >= limit[t]:

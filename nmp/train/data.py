@@ -80,6 +80,13 @@ class SyntheticCriteo:
         )
         ii, jj = np.tril_indices(t, k=-1)
         self._pairs = list(zip(ii[pairs].tolist(), jj[pairs].tolist(), strict=True))
+        self._pair_tables = sorted({t for pair in self._pairs for t in pair})
+        # the tables end to end, for the draws of all tables at once (_draw)
+        rows_of = np.asarray(self.table_rows, dtype=np.int64)
+        self._first_row = (np.cumsum(rows_of) - rows_of)[:, None, None]
+        self._last_rank = (rows_of - 1)[:, None, None]
+        self._perm_flat = np.concatenate(self._perm) + self._first_row.ravel().repeat(rows_of)
+        self._w_flat = np.concatenate(self._w)
         self._pair_scale = teacher_scale / np.sqrt(max(1, len(self._pairs)) * teacher_dim)
         self._v = rng.standard_normal(NUM_DENSE) * teacher_scale / np.sqrt(NUM_DENSE)
         self._bias = -0.6  # about a 1:3 click ratio, like Criteo's 25 % positives
@@ -88,16 +95,24 @@ class SyntheticCriteo:
         rng = np.random.default_rng([self.seed, stream])
         b, p = self.batch, self.pooling
         dense = rng.standard_normal((b, NUM_DENSE)).astype(np.float32)
-        ids = np.empty((len(self.table_rows), b, p), dtype=np.int64)
+        t_n = len(self.table_rows)
         logit = dense.astype(np.float64) @ self._v + self._bias
-        for t, rows in enumerate(self.table_rows):
-            ranks = np.searchsorted(self._cdf[t], rng.random((b, p)), side="right")
-            ids[t] = self._perm[t][np.minimum(ranks, rows - 1)]
-            logit += self._w[t][ids[t]].sum(axis=1) / p
+        # the tables' uniforms in one call (the stream a call per table drew, in its order),
+        # ranks per table, then ids and teacher weights of all tables at once
+        u = rng.random((t_n, b, p))
+        ranks = np.empty((t_n, b, p), dtype=np.int64)
+        for t in range(t_n):
+            ranks[t] = np.searchsorted(self._cdf[t], u[t], side="right")
+        np.minimum(ranks, self._last_rank, out=ranks)
+        ids = self._perm_flat[ranks + self._first_row] - self._first_row
+        w_sums = self._w_flat[ids + self._first_row].sum(axis=2) / p
+        for t in range(t_n):  # added table by table, as the logits always were
+            logit += w_sums[t]
+        # each table's mean hidden vector once, for every pair it is in (the same arrays the
+        # pairs computed each time: the logits keep their bits)
+        u_mean = {t: self._u[t][ids[t]].mean(axis=1) for t in self._pair_tables}
         for i, j in self._pairs:
-            ui = self._u[i][ids[i]].mean(axis=1)
-            uj = self._u[j][ids[j]].mean(axis=1)
-            logit += self._pair_scale * np.einsum("bd,bd->b", ui, uj)
+            logit += self._pair_scale * np.einsum("bd,bd->b", u_mean[i], u_mean[j])
         prob = 1.0 / (1.0 + np.exp(-logit))
         label = (rng.random(b) < prob).astype(np.float32)
         return Batch(dense=dense, ids=ids, label=label, teacher_prob=prob)

@@ -140,6 +140,11 @@ class NodeMemory:
         self._table_rows = [max(1, int(n)) for n in rows]
         self.arch.bind([TableSpec(rows=n, dim=dim) for n in self._table_rows])
         self.view = _RecordView(shard, node, dim)
+        self._primed = False  # (prime: the design's profile fixed; gather may go flat)
+        # per shard table, its first row in the design and its row bytes (flat_lookups)
+        rows = np.asarray(self.arch.table_rows, dtype=np.int64)
+        self._first_row = np.cumsum(rows) - rows
+        self._row_bytes = np.asarray(self.arch.table_row_bytes, dtype=np.int64)
         # the units read the server's records (a RowStore's read/basis interface)
         self.arch.store = cast(Any, self.view)
 
@@ -210,6 +215,28 @@ class NodeMemory:
         """Fix the design's profile-dependent state (hot-row profile, partition) on one request
         (the first of the run), so that every incarnation of the server places rows alike."""
         self.arch.prepare(self.lookup_batch(req))
+        self._primed = True
+
+    def flat_lookups(self, req: Request):
+        """The request as the design's flattened lookups: what ``flatten`` makes of
+        :meth:`lookup_batch` (table-major, each table's bags in order), built from the
+        request's positions at once (per table, 26 bag arrays built and joined again were a
+        third of a server's gather on the trainer's small tables)."""
+        from nmp.arch.placement import FlatLookups
+
+        t_n, b_n, p_n = req.shape
+        t_of = req.pos // (b_n * p_n)
+        local = self.shard.local_of_row[req.rows]
+        return FlatLookups(
+            table=t_of,
+            row=local,
+            bag=(req.pos // p_n) % b_n,
+            weight=None,
+            grow=self._first_row[t_of] + local,
+            row_bytes=self._row_bytes[t_of],
+            batch=b_n,
+            num_tables=t_n,
+        )
 
     def gather(self, req: Request, values, *, timed: bool = False):
         """(the server's partial sums, the design's OpResult or None). The partial sums are
@@ -219,7 +246,11 @@ class NodeMemory:
         if len(req.rows) == 0:
             return (np.empty(0, np.int64), np.empty((0, self.dim), np.float32)), None
         self.view.values = values
-        flat, plc, order = self.arch.prepare(self.lookup_batch(req))
+        if self._primed:
+            flat = self.flat_lookups(req)
+            plc, order = self.arch.place_lookups(flat)
+        else:
+            flat, plc, order = self.arch.prepare(self.lookup_batch(req))
         pooled = self.arch.policy.execute(self.arch, flat, plc)
         op = None
         if timed:
@@ -227,9 +258,15 @@ class NodeMemory:
 
             op = time_gather_reduce(self.arch, flat, plc, order, self.arch.tree_traffic(flat, plc))
         self.view.values = None
-        slots = np.unique((req.pos // p_n) % b_n * t_n + req.pos // (b_n * p_n))
-        dense = np.stack(pooled, axis=1).reshape(b_n * t_n, self.dim)
-        return (slots, np.ascontiguousarray(dense[slots])), op
+        # the distinct slots, ascending: a mark over the micro-batch's B x T slots (np.unique
+        # sorted them, a tenth of a server's gather on the trainer's 26 small tables)
+        held = np.zeros(b_n * t_n, dtype=bool)
+        held[(req.pos // p_n) % b_n * t_n + req.pos // (b_n * p_n)] = True
+        slots = np.flatnonzero(held)
+        # slot = sample * T + table is row table * B + sample of the tables end to end (one
+        # concatenation: a stack to [B, T, dim] cost more than the copy)
+        by_table = np.concatenate(pooled).reshape(t_n * b_n, self.dim)
+        return (slots, by_table[slots % t_n * b_n + slots // t_n]), op
 
 
 def add_partials(parts: list, batch: int, tables: int, dim: int) -> np.ndarray:
@@ -244,21 +281,25 @@ def add_partials(parts: list, batch: int, tables: int, dim: int) -> np.ndarray:
 def micro_row_grads(g: np.ndarray, grad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-row gradients of one micro-batch: ``g`` [T, B, P] global rows, ``grad`` [B, T, dim]
     the pooled gradients. Returns (sorted distinct rows, float32 [n, dim]): each lookup's bag
-    gradient added in lookup order ((table, sample, position); ``np.add.at`` is sequential)."""
-    t_n, b_n, p_n = g.shape
-    dim = grad.shape[2]
-    flat = g.reshape(-1)
-    rows, inv = np.unique(flat, return_inverse=True)
-    per_lookup = np.broadcast_to(
-        grad.transpose(1, 0, 2)[:, :, None, :], (t_n, b_n, p_n, dim)
-    ).reshape(-1, dim)
-    out = np.zeros((len(rows), dim), dtype=np.float32)
-    np.add.at(out, inv.reshape(-1), per_lookup)
+    gradient added in lookup order ((table, sample, position)), one add at a time."""
+    from nmp.train._kernels import add_lookup_grads  # numba: loaded on use
+
+    rows, inv = np.unique(g.reshape(-1), return_inverse=True)
+    grad32 = np.ascontiguousarray(grad, dtype=np.float32)
+    if grad32.shape[:2] != (g.shape[1], g.shape[0]):
+        raise ValueError(f"pooled gradients {grad.shape} do not match the lookups {g.shape}")
+    out = np.zeros((len(rows), grad32.shape[2]), dtype=np.float32)
+    add_lookup_grads(out, inv.reshape(-1).astype(np.int64, copy=False), grad32)
     return rows, out
 
 
 def combine_row_grads(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """The workers' per-row gradients summed in worker order: (sorted rows, float32 [n, dim])."""
+    if len(parts) == 1:
+        # one worker: its rows are sorted and distinct already; adding 0.0 turns a -0.0 into
+        # +0.0 as the sum onto zeros below does, so the bits are the same
+        rows, g = parts[0]
+        return np.asarray(rows, dtype=np.int64), g.astype(np.float32) + np.float32(0.0)
     rows = np.unique(np.concatenate([r for r, _ in parts])) if parts else np.empty(0, np.int64)
     dim = next((g.shape[1] for _, g in parts), 0)
     out = np.zeros((len(rows), dim), dtype=np.float32)

@@ -347,10 +347,11 @@ def test_a_bank_unit_shares_its_bank_groups_column_path(skewed):
     assert shared_bankgroup_bound(trim_b, {"bank": np.ones(trim_b.layouts["bank"].nodes)}) == 0.0
 
 
-def test_profile_counts_of_all_tables_equal_the_counts_per_table():
-    """AccessProfile.counts_of (one search over all tables) gives row_counts table by table,
-    rows the profile never saw included; a row outside its table takes the loop (0 there, not
-    the next table's count)."""
+def test_profile_counts_of_all_tables_equal_the_counts_per_table(monkeypatch):
+    """AccessProfile.counts_of (a dense map, or one search over all tables) gives row_counts
+    table by table, rows the profile never saw included; a row outside its table takes the
+    loop (0 there, not the next table's count)."""
+    from nmp.arch import profile as profile_mod
     from nmp.arch.profile import AccessProfile
 
     rng = np.random.default_rng(3)
@@ -369,6 +370,13 @@ def test_profile_counts_of_all_tables_equal_the_counts_per_table():
     # table 1's row 7 is past its end: globally it is table 2's row 0
     out = prof.counts_of(np.array([1, 2]), np.array([7, 0]))
     assert out[0] == 0 and out[1] == prof.row_counts(2, np.array([0]))[0] > 0
+    # these tables are small enough for the dense map; a profile above its limit searches
+    # the keys, and gives the same counts
+    assert prof._count_map is not None
+    monkeypatch.setattr(profile_mod, "_DENSE_COUNT_ROWS", 10)
+    searched = AccessProfile(keys, counts, table_rows, 4)
+    assert searched._count_map is None
+    np.testing.assert_array_equal(searched.counts_of(tables, rows), want)
 
 
 @pytest.mark.parametrize("reading", ["salp2", "masa"])

@@ -134,3 +134,39 @@ def test_random_failures_follow_the_mtbf_and_the_seed():
     assert a == random_failures(100_000, 5, 1000.0, seed=3)
     assert 80 <= len(a) <= 120  # Poisson with mean 100
     assert {f.node for f in a} == set(range(5))
+
+
+def _draw_per_table(d, stream: int):
+    """SyntheticCriteo's draw as it was written, a table at a time (the reference the batched
+    draw must give bit for bit: the same uniforms, ids, labels and teacher probabilities)."""
+    rng = np.random.default_rng([d.seed, stream])
+    b, p = d.batch, d.pooling
+    dense = rng.standard_normal((b, 13)).astype(np.float32)
+    ids = np.empty((len(d.table_rows), b, p), dtype=np.int64)
+    logit = dense.astype(np.float64) @ d._v + d._bias
+    for t, rows in enumerate(d.table_rows):
+        ranks = np.searchsorted(d._cdf[t], rng.random((b, p)), side="right")
+        ids[t] = d._perm[t][np.minimum(ranks, rows - 1)]
+        logit += d._w[t][ids[t]].sum(axis=1) / p
+    for i, j in d._pairs:
+        ui = d._u[i][ids[i]].mean(axis=1)
+        uj = d._u[j][ids[j]].mean(axis=1)
+        logit += d._pair_scale * np.einsum("bd,bd->b", ui, uj)
+    prob = 1.0 / (1.0 + np.exp(-logit))
+    label = (rng.random(b) < prob).astype(np.float32)
+    return dense, ids, label, prob
+
+
+@pytest.mark.parametrize(
+    "rows, batch, pooling, seed",
+    [((2000,) * 26, 128, 1, 0), ((5, 1, 300, 7), 64, 3, 4), ((100_000, 20), 16, 40, 9)],
+)
+def test_synthetic_draw_equals_the_draw_table_by_table(rows, batch, pooling, seed):
+    from nmp.train.data import SyntheticCriteo
+
+    d = SyntheticCriteo(rows, batch=batch, pooling=pooling, seed=seed)
+    for stream in (0, 7, 10**6):
+        got = d.batch_at(stream)
+        want = _draw_per_table(d, stream)
+        for a, w in zip((got.dense, got.ids, got.label, got.teacher_prob), want, strict=True):
+            assert a.dtype == w.dtype and np.array_equal(a.view(np.uint8), w.view(np.uint8))
