@@ -10,6 +10,7 @@ time (one thread), best of 5; memcpy is ``np.copyto`` of the same chunks.
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -63,4 +64,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # (--help)
     main()

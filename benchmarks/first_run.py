@@ -12,6 +12,7 @@ costs without `python -m nmp.warmup`.
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -37,7 +38,11 @@ def _time(argv: list[str], env: dict[str, str]) -> float:
 
 
 def main() -> None:
-    cold_numba = "--cold-numba" in sys.argv
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--cold-numba", action="store_true", help="numba's cache empty too (a new folder)"
+    )
+    cold_numba = ap.parse_args().cold_numba
     for name, argv in COMMANDS.items():
         with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as nb:
             env = {**os.environ, "NMP_CACHE_DIR": cache}

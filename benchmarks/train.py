@@ -14,6 +14,7 @@ skew the ratio.
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -134,4 +135,5 @@ def _r(xs) -> str:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # (--help)
     main()
