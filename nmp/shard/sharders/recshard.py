@@ -30,6 +30,7 @@ import contextlib
 import os
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -44,25 +45,51 @@ ORDER_GPUS = True
 MIP_REL_GAP = 1e-3  # chosen: HiGHS stops within 0.1 % of the bound
 
 
-def solve(problem: ShardProblem, *, integer_rows: bool = False) -> Placement:
-    problem.check_capacity()
-    t0 = time.perf_counter()
+@dataclass(frozen=True)
+class _Program:
+    """The program's index space and coefficients (the module docstring's notation): costs in
+    microseconds and capacities in GiB, so that HiGHS sees coefficients near 1."""
+
+    gpus: int
+    classes: list  # per table, its frequency classes
+    pairs: list[tuple[int, int]]  # the (table, class) pairs that get an m variable
+    fixed: np.ndarray  # per table: F_t + s_t A_t
+    gain: np.ndarray  # per pair: (s_t - h_t) a_tk / n_k
+    n_rows: np.ndarray  # per pair: n_k
+    rbytes: np.ndarray  # per pair: the table's row bytes, in GiB
+
+    @property
+    def n_x(self) -> int:
+        return len(self.fixed) * self.gpus
+
+    @property
+    def n_y(self) -> int:
+        return len(self.pairs) * self.gpus
+
+    @property
+    def n_var(self) -> int:  # x[t, g] table-major, then m[p, g] pair-major, then z
+        return self.n_x + self.n_y + 1
+
+    def xi(self, t: int, g: int) -> int:
+        return t * self.gpus + g
+
+    def yi(self, p: int, g: int) -> int:
+        return self.n_x + p * self.gpus + g
+
+
+def _program(problem: ShardProblem) -> _Program:
+    """The variables: every table on every GPU, and the (table, class) pairs that carry
+    accesses and gain from HBM."""
     stats = problem.stats.tables
-    n_t, n_g = len(stats), problem.gpus
     classes = [s.classes(problem.unseen) for s in stats]
-    # y variables: (table, class) pairs that carry accesses and gain from HBM
     pairs = [
         (t, k)
-        for t in range(n_t)
+        for t in range(len(stats))
         for k, c in enumerate(classes[t])
         if c.accesses_per_batch > 0
         and problem.coef[t].slow_ns_per_lookup > problem.coef[t].hbm_ns_per_lookup
     ]
-    n_x, n_y = n_t * n_g, len(pairs) * n_g
-    n_var = n_x + n_y + 1
-    zi = n_var - 1
-    us = 1e-3  # costs in microseconds, capacity in GiB: coefficients near 1 for HiGHS
-    gib = 1.0 / 2**30
+    us, gib = 1e-3, 1.0 / 2**30
     fixed = (
         np.array(
             [
@@ -84,97 +111,137 @@ def solve(problem: ShardProblem, *, integer_rows: bool = False) -> Placement:
     )
     n_rows = np.array([classes[t][k].n_rows for t, k in pairs], dtype=float)
     rbytes = np.array([stats[t].row_bytes for t, _ in pairs], dtype=float) * gib
+    return _Program(problem.gpus, classes, pairs, fixed, gain, n_rows, rbytes)
 
-    def xi(t, g):
-        return t * n_g + g
 
-    def yi(p, g):
-        return n_x + p * n_g + g
+class _Rows:
+    """A sparse constraint matrix, a row at a time: ``low <= sum of entries <= high``."""
 
-    rows, cols, vals, lo, hi = [], [], [], [], []
-    r = 0
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.vals: list[float] = []
+        self.lo: list[float] = []
+        self.hi: list[float] = []
 
-    def add(entries, low, high):
-        nonlocal r
+    @property
+    def count(self) -> int:
+        return len(self.lo)
+
+    def add(self, entries, low: float, high: float) -> None:
+        r = self.count
         for c, v in entries:
-            rows.append(r)
-            cols.append(c)
-            vals.append(v)
-        lo.append(low)
-        hi.append(high)
-        r += 1
+            self.rows.append(r)
+            self.cols.append(c)
+            self.vals.append(v)
+        self.lo.append(low)
+        self.hi.append(high)
 
+    def constraint(self, n_var: int) -> LinearConstraint:
+        a = coo_matrix((self.vals, (self.rows, self.cols)), shape=(self.count, n_var)).tocsr()
+        return LinearConstraint(a, self.lo, self.hi)
+
+
+def _constraints(prog: _Program, cap_gib: float, lb: np.ndarray) -> _Rows:
+    """Assignment, class rows within their table's GPU, HBM capacity, each GPU's cost under z,
+    the GPUs' order (symmetry) and the valid cuts from the tables' lower bounds."""
+    n_t, n_g, n_p, zi = len(prog.fixed), prog.gpus, len(prog.pairs), prog.n_var - 1
+    rows = _Rows()
     for t in range(n_t):
-        add([(xi(t, g), 1.0) for g in range(n_g)], 1.0, 1.0)
-    for p, (t, _) in enumerate(pairs):
+        rows.add([(prog.xi(t, g), 1.0) for g in range(n_g)], 1.0, 1.0)
+    for p, (t, _) in enumerate(prog.pairs):
         for g in range(n_g):
-            add([(yi(p, g), 1.0), (xi(t, g), -n_rows[p])], -np.inf, 0.0)
-    cap = problem.hbm_bytes_per_gpu * gib
+            rows.add([(prog.yi(p, g), 1.0), (prog.xi(t, g), -prog.n_rows[p])], -np.inf, 0.0)
     # capacity rows as a fraction of the HBM (a row's share is then far above HiGHS's 1e-7
     # feasibility tolerance, which a GiB-scaled row would not be)
-    share = rbytes / cap if cap > 0 else np.full(len(pairs), 1e9)
+    share = prog.rbytes / cap_gib if cap_gib > 0 else np.full(n_p, 1e9)
     for g in range(n_g):
-        add([(yi(p, g), share[p]) for p in range(len(pairs))], -np.inf, 1.0)
+        rows.add([(prog.yi(p, g), share[p]) for p in range(n_p)], -np.inf, 1.0)
 
     def cost_row(g, sign=1.0):
-        return [(xi(t, g), sign * fixed[t]) for t in range(n_t)] + [
-            (yi(p, g), -sign * gain[p]) for p in range(len(pairs))
+        return [(prog.xi(t, g), sign * prog.fixed[t]) for t in range(n_t)] + [
+            (prog.yi(p, g), -sign * prog.gain[p]) for p in range(n_p)
         ]
 
     for g in range(n_g):
-        add([*cost_row(g), (zi, -1.0)], -np.inf, 0.0)
+        rows.add([*cost_row(g), (zi, -1.0)], -np.inf, 0.0)
     for g in range(n_g - 1 if ORDER_GPUS else 0):
-        add(cost_row(g) + cost_row(g + 1, -1.0), 0.0, np.inf)
+        rows.add(cost_row(g) + cost_row(g + 1, -1.0), 0.0, np.inf)
     # Valid cuts: a table costs at least its cost alone on a GPU with the whole HBM (lb_t), so
     # z >= sum of lb_t over each GPU's tables. They tighten the LP bound (without them HiGHS
     # finds the optimum at once but cannot prove it within minutes).
-    lb = _table_lower_bounds(problem, classes, pairs, fixed, gain, n_rows, rbytes, cap)
     for g in range(n_g):
-        add([(zi, 1.0)] + [(xi(t, g), -lb[t]) for t in range(n_t)], 0.0, np.inf)
-    a = coo_matrix((vals, (rows, cols)), shape=(r, n_var)).tocsr()
-    # objective in variable order (x[t, g] table-major, then y[p, g] pair-major, then z)
-    c = np.concatenate([EPS * np.repeat(fixed, n_g), -EPS * np.repeat(gain, n_g), [1.0]])
-    upper = np.concatenate([np.ones(n_x), np.repeat(n_rows, n_g), [np.inf]])
+        rows.add([(zi, 1.0)] + [(prog.xi(t, g), -lb[t]) for t in range(n_t)], 0.0, np.inf)
+    return rows
+
+
+def _objective_and_bounds(prog: _Program, lb: np.ndarray, integer_rows: bool):
+    """(objective, bounds, integrality) in variable order."""
+    n_g = prog.gpus
+    c = np.concatenate([EPS * np.repeat(prog.fixed, n_g), -EPS * np.repeat(prog.gain, n_g), [1.0]])
+    upper = np.concatenate([np.ones(prog.n_x), np.repeat(prog.n_rows, n_g), [np.inf]])
     # Some GPU holds at least ceil(T/G) tables, each costing at least its lb_t: z is at least
     # the sum of the ceil(T/G) smallest lb_t (closes the bin-packing gap the LP leaves).
-    z_min = float(np.sort(lb)[: -(-n_t // n_g)].sum())
-    lower = np.concatenate([np.zeros(n_var - 1), [z_min]])
+    z_min = float(np.sort(lb)[: -(-len(lb) // n_g)].sum())
+    lower = np.concatenate([np.zeros(prog.n_var - 1), [z_min]])
     integrality = np.concatenate(
-        [np.ones(n_x), np.full(n_y, 1 if integer_rows else 0), [0]]
+        [np.ones(prog.n_x), np.full(prog.n_y, 1 if integer_rows else 0), [0]]
     ).astype(int)
+    return c, Bounds(lower, upper), integrality
+
+
+def _table_placements(problem: ShardProblem, prog: _Program, x: np.ndarray) -> tuple:
+    """Each table's GPU and HBM rows from the solution ``x`` (classes' rows rounded down,
+    the HBM left over filled)."""
+    stats, n_t, n_g = problem.stats.tables, len(prog.fixed), prog.gpus
+    owner = np.argmax(x[: prog.n_x].reshape(n_t, n_g), axis=1)
+    take = np.floor(x[prog.n_x : prog.n_x + prog.n_y].reshape(len(prog.pairs), n_g) + 1e-6)
+    counts = [np.zeros(len(cl), dtype=np.int64) for cl in prog.classes]
+    for p, (t, k) in enumerate(prog.pairs):
+        counts[t][k] = int(min(take[p, owner[t]], prog.classes[t][k].n_rows))
+    _fill_leftover(problem, prog.classes, owner, counts)
+    return tuple(
+        TablePlacement(
+            int(owner[t]), stats[t].num_rows, _rows(stats[t], prog.classes[t], counts[t])
+        )
+        for t in range(n_t)
+    )
+
+
+def solve(problem: ShardProblem, *, integer_rows: bool = False) -> Placement:
+    problem.check_capacity()
+    t0 = time.perf_counter()
+    prog = _program(problem)
+    cap_gib = problem.hbm_bytes_per_gpu / 2**30
+    lb = _table_lower_bounds(
+        problem, prog.classes, prog.pairs, prog.fixed, prog.gain, prog.n_rows, prog.rbytes,
+        cap_gib,
+    )  # fmt: skip
+    rows = _constraints(prog, cap_gib, lb)
+    c, bounds, integrality = _objective_and_bounds(prog, lb, integer_rows)
     with _quiet_stdout():
         res = milp(
             c,
-            constraints=LinearConstraint(a, lo, hi),
+            constraints=rows.constraint(prog.n_var),
             integrality=integrality,
-            bounds=Bounds(lower, upper),
+            bounds=bounds,
             options={"time_limit": problem.time_limit_s, "mip_rel_gap": MIP_REL_GAP},
         )
     if res.x is None:
         raise NmpError(f"RecShard MILP found no placement ({res.message})")
     solve_s = time.perf_counter() - t0
-    x = res.x[:n_x].reshape(n_t, n_g)
-    owner = np.argmax(x, axis=1)
-    take = np.floor(res.x[n_x : n_x + n_y].reshape(len(pairs), n_g) + 1e-6)
-    counts = [np.zeros(len(cl), dtype=np.int64) for cl in classes]
-    for p, (t, k) in enumerate(pairs):
-        counts[t][k] = int(min(take[p, owner[t]], classes[t][k].n_rows))
-    _fill_leftover(problem, classes, owner, counts)
-    placed = tuple(
-        TablePlacement(int(owner[t]), stats[t].num_rows, _rows(stats[t], classes[t], counts[t]))
-        for t in range(n_t)
-    )
+    placed = _table_placements(problem, prog, res.x)
     info = {
         "status": res.message,
         "mip_gap": float(getattr(res, "mip_gap", 0.0) or 0.0),
-        "objective_us": float(res.x[zi]),
-        "variables": n_var,
-        "binaries": n_x,
-        "constraints": r,
-        "classes": len(pairs),
+        "objective_us": float(res.x[prog.n_var - 1]),
+        "variables": prog.n_var,
+        "binaries": prog.n_x,
+        "constraints": rows.count,
+        "classes": len(prog.pairs),
         "integer_rows": integer_rows,
     }
-    return Placement("recshard", n_g, placed, solve_s, info)
+    return Placement("recshard", prog.gpus, placed, solve_s, info)
 
 
 @contextlib.contextmanager
