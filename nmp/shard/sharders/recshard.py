@@ -114,6 +114,24 @@ def _program(problem: ShardProblem) -> _Program:
     return _Program(problem.gpus, classes, pairs, fixed, gain, n_rows, rbytes)
 
 
+def _table_lower_bounds(prog: _Program, cap_gib: float) -> np.ndarray:
+    """Per table: its cost alone on one GPU, the HBM filled by gain per byte (fractional
+    knapsack: optimal for one table when rows are divisible)."""
+    gain, rbytes, n_rows = prog.gain, prog.rbytes, prog.n_rows
+    lb = prog.fixed.copy()
+    for t in range(len(lb)):
+        mine = [p for p, (tt, _) in enumerate(prog.pairs) if tt == t]
+        mine.sort(key=lambda p: -gain[p] / rbytes[p])
+        free = cap_gib
+        for p in mine:
+            take = min(n_rows[p], free / rbytes[p])
+            lb[t] -= take * gain[p]
+            free -= take * rbytes[p]
+            if free <= 0:
+                break
+    return lb
+
+
 class _Rows:
     """A sparse constraint matrix, a row at a time: ``low <= sum of entries <= high``."""
 
@@ -213,10 +231,7 @@ def solve(problem: ShardProblem, *, integer_rows: bool = False) -> Placement:
     t0 = time.perf_counter()
     prog = _program(problem)
     cap_gib = problem.hbm_bytes_per_gpu / 2**30
-    lb = _table_lower_bounds(
-        problem, prog.classes, prog.pairs, prog.fixed, prog.gain, prog.n_rows, prog.rbytes,
-        cap_gib,
-    )  # fmt: skip
+    lb = _table_lower_bounds(prog, cap_gib)
     rows = _constraints(prog, cap_gib, lb)
     c, bounds, integrality = _objective_and_bounds(prog, lb, integer_rows)
     with _quiet_stdout():
@@ -257,23 +272,6 @@ def _quiet_stdout():
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
-
-
-def _table_lower_bounds(problem, classes, pairs, fixed, gain, n_rows, rbytes, cap) -> np.ndarray:
-    """Per table: its cost alone on one GPU, the HBM filled by gain per byte (fractional
-    knapsack: optimal for one table when rows are divisible)."""
-    lb = fixed.copy()
-    for t in range(len(fixed)):
-        mine = [p for p, (tt, _) in enumerate(pairs) if tt == t]
-        mine.sort(key=lambda p: -gain[p] / rbytes[p])
-        free = cap
-        for p in mine:
-            take = min(n_rows[p], free / rbytes[p])
-            lb[t] -= take * gain[p]
-            free -= take * rbytes[p]
-            if free <= 0:
-                break
-    return lb
 
 
 def _fill_leftover(problem, classes, owner, counts) -> None:
