@@ -279,12 +279,84 @@ def _paths(
     return routes, peaks, lanes, hows
 
 
+def _rank_cache_miss(spec: ArchSpec, ws: WorkloadStats, role: str, ranks: int, lanes, fp):
+    """The share of lookups a RankCache leaves to DRAM: the design's serves every repeat it
+    can hold (warm with the hottest rows), the baseline's nothing; 1.0 without one."""
+    if spec.rank.cache_kib <= 0 or "rank" not in lanes:
+        return 1.0
+    if role != "design":
+        fp.choices.append(
+            f"RankCache {spec.rank.cache_kib:g} KiB serves nothing; alternative: its simulated hits"
+        )
+        return 1.0
+    rows = int(spec.rank.cache_kib * 1024 // max(ws.row_bytes, 1)) * ranks
+    miss = _fewest_misses(ws, rows) / ws.lookups
+    fp.choices.append(
+        f"RankCache {spec.rank.cache_kib:g} KiB x {ranks} ranks ({rows} rows) warm with "
+        f"the hottest rows: {100 * (1 - miss):.1f} % hits; alternative: its simulated "
+        "hits"
+    )
+    return miss
+
+
+@dataclass
+class _SplitProgram:
+    """The LP of the lookups' split over the routes: variables, the share of lookups on each
+    route then T (ns), minimise T; each row a resource's time at the split, minus T."""
+
+    routes: list
+    path_rows: list  # per data path: its bytes / its GB/s
+    lane_rows: list  # per level: its elements / its units' lanes x clock
+    ca_row: np.ndarray  # the command/address bus, per rank
+
+    def solve(self) -> np.ndarray:
+        """The shares (equal where the LP fails)."""
+        from scipy.optimize import linprog  # loaded on use (start-up time)
+
+        n = len(self.routes)
+        a_ub = np.array([*self.path_rows, *self.lane_rows, self.ca_row])
+        res = linprog(np.r_[np.zeros(n), 1.0], A_ub=a_ub, b_ub=np.zeros(len(a_ub)),
+                      A_eq=np.array([np.r_[np.ones(n), 0.0]]), b_eq=[1.0],
+                      bounds=[(0, 1)] * n + [(0, None)], method="highs")  # fmt: skip
+        return res.x[:n] if res.success else np.full(n, 1.0 / n)
+
+
+def _split_program(
+    spec, ws, role, stated, routes, peaks, lanes, reads, bursts, tx, per_rank_ca_ns
+) -> _SplitProgram:
+    """The split's rows: each data path's bytes (``reads``: a route's DRAM reads per lookup,
+    below 1 behind a RankCache) over its GB/s, each level's elements over its units' lanes x
+    clock (infinite where the setup does not state the units), and the C/A bus
+    (``per_rank_ca_ns(i, route)``)."""
+    n = len(routes)
+
+    def row_of(weight) -> np.ndarray:
+        row = np.zeros(n + 1)
+        for i, r in enumerate(routes):
+            row[i] = weight(i, r)
+        row[-1] = -1.0
+        return row
+
+    path_rows = [
+        row_of(lambda i, r, path=path, peak=peak: (
+            ws.lookups * bursts * tx * reads[i] / peak if r.path == path else 0.0))
+        for path, peak in peaks.items()
+    ]  # fmt: skip
+    lane_rows = []
+    for lv, lane in lanes.items():
+        if role == "design" and not _units_stated(spec, stated):
+            lane = math.inf  # chosen units: taken as keeping up (the term is reported aside)
+        lane_rows.append(
+            row_of(lambda i, r, lv=lv, lane=lane: (
+                ws.lookups * ws.dim / lane if r.level == lv else 0.0))
+        )  # fmt: skip
+    return _SplitProgram(routes, path_rows, lane_rows, row_of(per_rank_ca_ns))
+
+
 def _near_memory(
     spec: ArchSpec, mem, ws: WorkloadStats, role: str, stated: Iterable[str]
 ) -> FirstPrinciples:
     """A near-memory design: the LP of the lookups' split over its levels, and the fixed terms."""
-    from scipy.optimize import linprog  # loaded on use (start-up time)
-
     fp = FirstPrinciples(role, ws.lookups)
     tck, tx = mv.tck_ns(mem), mv.tx_bytes(mem)
     ch = mv.org(mem, "channels")
@@ -293,62 +365,27 @@ def _near_memory(
     slice_bytes = ws.row_bytes / ranks if vertical else ws.row_bytes
     bursts = _bursts(slice_bytes, tx) * (ranks if vertical else 1)
     routes, peaks, lanes, hows = _paths(spec, mem, role, ws.row_bytes)
-    # a RankCache: the design's serves every repeat, the baseline's nothing
-    miss = 1.0
-    if spec.rank.cache_kib > 0 and "rank" in lanes:
-        if role == "design":
-            rows = int(spec.rank.cache_kib * 1024 // max(ws.row_bytes, 1)) * ranks
-            miss = _fewest_misses(ws, rows) / ws.lookups
-            fp.choices.append(
-                f"RankCache {spec.rank.cache_kib:g} KiB x {ranks} ranks ({rows} rows) warm with "
-                f"the hottest rows: {100 * (1 - miss):.1f} % hits; alternative: its simulated "
-                "hits"
-            )
-        else:
-            fp.choices.append(
-                f"RankCache {spec.rank.cache_kib:g} KiB serves nothing; alternative: its "
-                "simulated hits"
-            )
+    miss = _rank_cache_miss(spec, ws, role, ranks, lanes, fp)
     bits, how_bits = _instruction(spec, mem, role, stated)
     rd = _min_instruction_cycles(mem)
     ins_cycles = bits / spec.instruction.dram_ca_bits_per_cycle
-    n = len(routes)
     reads = [miss if r.level == "rank" else 1.0 for r in routes]
-    # variables: the share of lookups on each route, then T (ns); minimise T
-    a_ub: list[np.ndarray] = []
-    for path, peak in peaks.items():
-        row = np.zeros(n + 1)
-        for i, r in enumerate(routes):
-            if r.path == path:
-                row[i] = ws.lookups * bursts * tx * reads[i] / peak
-        row[-1] = -1.0
-        a_ub.append(row)
-    for lv, lane in lanes.items():
-        if role == "design" and not _units_stated(spec, stated):
-            lane = math.inf  # chosen units: taken as keeping up (the term is reported aside)
-        row = np.zeros(n + 1)
-        for i, r in enumerate(routes):
-            if r.level == lv:
-                row[i] = ws.lookups * ws.dim / lane
-        row[-1] = -1.0
-        a_ub.append(row)
-    ca = np.zeros(n + 1)
-    for i, r in enumerate(routes):
+
+    def per_rank_ca_ns(i, r) -> float:
         per = bursts * rd * reads[i] if r.level == "rank" else ins_cycles
-        ca[i] = ws.lookups * per / ranks * tck
-    ca[-1] = -1.0
-    a_ub.append(ca)
-    cost = np.r_[np.zeros(n), 1.0]
-    res = linprog(cost, A_ub=np.array(a_ub), b_ub=np.zeros(len(a_ub)),
-                  A_eq=np.array([np.r_[np.ones(n), 0.0]]), b_eq=[1.0],
-                  bounds=[(0, 1)] * n + [(0, None)], method="highs")  # fmt: skip
-    x = res.x[:n] if res.success else np.full(n, 1.0 / n)
+        return ws.lookups * per / ranks * tck
+
+    prog = _split_program(
+        spec, ws, role, stated, routes, peaks, lanes, reads, bursts, tx, per_rank_ca_ns
+    )
+    x = prog.solve()
+    n = len(routes)
     shares: dict[str, float] = {}
     for r, v in zip(routes, x, strict=True):
         shares[r.level] = shares.get(r.level, 0.0) + float(v)
     fp.split = shares
     split = ", ".join(f"{lv} {100 * v:.0f} %" for lv, v in shares.items())
-    t_data = max(float(row[:n] @ x) for row in a_ub[: len(peaks)])
+    t_data = max(float(row[:n] @ x) for row in prog.path_rows)
     fp.add(
         "data_paths",
         t_data,
@@ -356,6 +393,28 @@ def _near_memory(
         + (f" x {miss:.3f} missing the RankCache at the rank" if miss < 1 else "")
         + f", split {split} over paths of GB/s ({' + '.join(hows.values())})",
     )
+    _compute_term(fp, spec, ws, role, stated, lanes, shares, split)
+    fp.add(
+        "ca",
+        float(prog.ca_row[:n] @ x),
+        f"per rank: rank-unit lookups x {bursts} READs x {rd} tCK, in-DRAM lookups x {how_bits} "
+        f"/ {spec.instruction.dram_ca_bits_per_cycle:g} C/A bits per tCK; split {split}; / "
+        f"{ranks} ranks x {tck:.4f} ns",
+    )
+    fp.choices.append(f"lookups split over the levels as the LP finds best ({split}), capacity "
+                      "ignored; alternative: the preset's capacity split")  # fmt: skip
+    _host_link_term(fp, spec, mem, ws, role, bits, ranks, vertical)
+    acts, how = _acts(spec, mem, ws, role, ranks if vertical else 1)
+    _act_terms(fp, spec, mem, acts * (miss if list(lanes) == ["rank"] else 1.0), how)
+    if role == "design" and spec.level("bank").units:
+        fp.choices.append("bank units read a burst per tCCD_L (rows open); alternative: one "
+                          "random row per row cycle (SALP reading)")  # fmt: skip
+    return fp
+
+
+def _compute_term(fp, spec, ws, role, stated, lanes, shares, split) -> None:
+    """The units' arithmetic at the split: a term, or (units the setup does not state) a
+    choice taken as keeping up, with its figure beside it."""
     t_comp = max(ws.lookups * shares.get(lv, 0.0) * ws.dim / v for lv, v in lanes.items())
     how_comp = (
         f"{ws.lookups} x {ws.dim:g} elements, split {split}, over every unit's lanes x clock "
@@ -368,18 +427,12 @@ def _near_memory(
         )
     else:
         fp.add("compute", t_comp, how_comp)
-    t_ca = float(ca[:n] @ x)
-    fp.add(
-        "ca",
-        t_ca,
-        f"per rank: rank-unit lookups x {bursts} READs x {rd} tCK, in-DRAM lookups x {how_bits} "
-        f"/ {spec.instruction.dram_ca_bits_per_cycle:g} C/A bits per tCK; split {split}; / "
-        f"{ranks} ranks x {tck:.4f} ns",
-    )
-    fp.choices.append(f"lookups split over the levels as the LP finds best ({split}), capacity "
-                      "ignored; alternative: the preset's capacity split")  # fmt: skip
-    # the host link: an instruction per lookup and a pooled vector per bag (the design's
-    # fewest: one per bag; the baseline's most: one per bag and rank)
+
+
+def _host_link_term(fp, spec, mem, ws, role, bits, ranks, vertical) -> None:
+    """The host link: an instruction per lookup and a pooled vector per bag (the design's
+    fewest: one per bag; the baseline's most: one per bag and rank)."""
+    tck, ch = mv.tck_ns(mem), mv.org(mem, "channels")
     per_bag = 1 if role == "design" or vertical else min(ranks, 1 + ws.lookups // ws.bags)
     result_bytes = ws.bags * per_bag * ws.row_bytes
     host_bits = spec.instruction.host_bits_per_cycle
@@ -390,12 +443,6 @@ def _near_memory(
         f"({ws.lookups} x {bits:g} bits / {host_bits:g} bits per tCK x {tck:.4f} ns + "
         f"{ws.bags} bags x {per_bag} x {ws.row_bytes:g} B / {peak:.2f} GB/s) / {ch} ch",
     )
-    acts, how = _acts(spec, mem, ws, role, ranks if vertical else 1)
-    _act_terms(fp, spec, mem, acts * (miss if list(lanes) == ["rank"] else 1.0), how)
-    if role == "design" and spec.level("bank").units:
-        fp.choices.append("bank units read a burst per tCCD_L (rows open); alternative: one "
-                          "random row per row cycle (SALP reading)")  # fmt: skip
-    return fp
 
 
 def first_principles(
