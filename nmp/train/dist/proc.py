@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,127 @@ def child_main(spec_path: str, role: str, log_path: str) -> None:
     os._exit(code)
 
 
+@dataclass
+class _Tally:
+    """What a role process counts for its result and publishes as it trains: per generation
+    the group's set-up, the restore (its seconds, and the bytes, files and store round trips
+    it read), the traffic by kind, and its CPU in training (in all, and its main thread's by
+    part: the saves at a step's start, the steps, the counts published after them; the rest
+    of ``cpu_s`` ran on gloo's threads)."""
+
+    cpu0: float | None = None  # CPU seconds at the start of this process's part in training
+    sched0: tuple[float, float] = (0.0, 0.0)  # the scheduler's (on CPU, waiting) then
+    cpu_s: float = 0.0  # CPU seconds in training so far (published after every step)
+    sched: tuple[float, float] = (0.0, 0.0)  # the scheduler's seconds in training
+    group_s: dict[int, float] = field(default_factory=dict)
+    begin_s: dict[int, float] = field(default_factory=dict)
+    loaded: dict[int, int] = field(default_factory=dict)
+    loaded_files: dict[int, int] = field(default_factory=dict)
+    store_ops: dict[int, int] = field(default_factory=dict)
+    traffic: dict[str, int] = field(default_factory=dict)
+    messages: dict[str, int] = field(default_factory=dict)
+    main_cpu: dict[str, float] = field(
+        default_factory=lambda: {"save": 0.0, "step": 0.0, "publish": 0.0}
+    )
+
+    def start_clock(self) -> None:
+        """Training starts for this process (once: a replacement's with its role)."""
+        if self.cpu0 is None:
+            self.cpu0 = time.process_time()
+            self.sched0 = sched_s()
+
+    def publish(self, store, role: str, comm) -> None:
+        assert self.cpu0 is not None
+        self.cpu_s = time.process_time() - self.cpu0
+        now = sched_s()
+        self.sched = (now[0] - self.sched0[0], now[1] - self.sched0[1])
+        _publish_counts(store, role, self.traffic, self.messages, comm, self.cpu_s, self.sched)
+
+    def add_comm(self, comm) -> None:
+        """A generation's bytes and messages, by kind, into the totals."""
+        for k, v in comm.bytes.items():
+            self.traffic[k] = self.traffic.get(k, 0) + v
+        for k, v in comm.messages.items():
+            self.messages[k] = self.messages.get(k, 0) + v
+
+    def extra(self, link, store_rtt_s) -> dict[str, Any]:
+        return {
+            "group_s": {str(k): v for k, v in self.group_s.items()},
+            "link": link,
+            "loaded_bytes": {str(k): v for k, v in self.loaded.items()},
+            "loaded_files": {str(k): v for k, v in self.loaded_files.items()},
+            "store_ops": {str(k): v for k, v in self.store_ops.items()},
+            "store_rtt_s": store_rtt_s,
+            "main_cpu_s": self.main_cpu,
+            "cpu_s": self.cpu_s,
+        }
+
+
+def _take_spare_role(store, role: str, tally: _Tally) -> str:
+    """A hot spare (everything imported and compiled) waits for a role to take over; its
+    work starts with the role."""
+    key = f"assign/{role.split(':')[1]}"
+    while not store.check([key]):
+        time.sleep(0.005)
+    role = store.get(key).decode()
+    tally.start_clock()
+    return role
+
+
+def _join(spec, store, obj, rec, rank: int, joined_fresh: bool, tally: _Tally):
+    """Join generation ``rec``: its process group, then the role's restore; the group."""
+    gen = rec["gen"]
+    gloo_host = os.environ.get("NMP_GLOO_HOST", spec.host)
+    t0 = time.perf_counter()
+    comm = Comm(
+        make_group(store, gen, rank, spec.world, timeout_s=spec.timeout_s, host=gloo_host),
+        rank,
+        spec.world,
+    )
+    tally.group_s[gen] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    read0, files0, ops0 = files.LOADED_BYTES[0], files.LOADED_FILES[0], files.STORE_OPS[0]
+    obj.begin(rec, comm, joined_fresh)
+    tally.begin_s[gen] = time.perf_counter() - t0
+    tally.loaded[gen] = files.LOADED_BYTES[0] - read0
+    tally.loaded_files[gen] = files.LOADED_FILES[0] - files0
+    tally.store_ops[gen] = files.STORE_OPS[0] - ops0
+    return comm
+
+
+def _train(obj, comm, ctl, store, role: str, rec, steps: int, tally: _Tally) -> None:
+    """The steps from the generation's resume step on, the counts published after each."""
+    for i in range(int(rec["resume_step"]), steps):
+        c0 = time.thread_time()
+        obj.save_if_due(i)
+        c1 = time.thread_time()
+        obj.step(i, comm, ctl, rec["gen"])
+        c2 = time.thread_time()
+        tally.publish(store, role, comm)
+        tally.main_cpu["save"] += c1 - c0
+        tally.main_cpu["step"] += c2 - c1
+        tally.main_cpu["publish"] += time.thread_time() - c2
+
+
+def _after_training(spec, ctx, obj, comm, ctl, store, role: str, rank: int, gen: int):
+    """Training is over: worker 0 marks it, the link is probed if asked, a server finishes
+    its rebuild and serves the evaluation, the workers evaluate; (link, probabilities)."""
+    kind, idx = role.split(":")
+    if kind == "worker" and int(idx) == 0:
+        store.set("trained", "1")
+    link = probs = None
+    if spec.extra.get("probe") and rank in (0, spec.servers):
+        # server 0 and worker 0 time the link once training is over (the others wait)
+        link = probe(comm, spec.servers - rank, first=rank == 0)
+    if kind == "server":
+        obj.finish_rebuild(comm, ctx.cfg.steps)
+        for _ in ctx.data.eval_batches(ctx.cfg.eval_batches) if spec.eval else ():
+            obj.step(-1, comm, ctl, gen, train=False)
+    elif spec.eval:
+        probs = _evaluate(obj, comm, ctx)
+    return link, probs
+
+
 def main(argv: list[str]) -> int:
     spec = RunSpec.read(Path(argv[0]))
     role = argv[1]
@@ -81,41 +203,15 @@ def main(argv: list[str]) -> int:
     ctl = Control(store)
     ctx = Context(spec)
     ctx.store = store
-    fresh = False
-    cpu0: list[float] = []  # CPU seconds at the start of this process's part in training
-    cpu_s = 0.0  # CPU seconds in training so far (published after every step)
-    sched0: list[tuple[float, float]] = []  # the scheduler's (on CPU, waiting) at that start
-    sched = (0.0, 0.0)  # the scheduler's seconds on a CPU and waiting for one, in training
-    if role.startswith("spare:"):
-        # a hot spare: everything imported and compiled, waiting for a role to take over
-        key = f"assign/{role.split(':')[1]}"
-        while not store.check([key]):
-            time.sleep(0.005)
-        role, fresh = store.get(key).decode(), True
-        cpu0.append(time.process_time())  # a replacement's work starts with its role
-        sched0.append(sched_s())
+    tally = _Tally()
+    fresh = role.startswith("spare:")
+    if fresh:
+        role = _take_spare_role(store, role, tally)
     kind, idx = role.split(":")
-    obj: Any
-    if kind == "server":
-        obj = Server(ctx, int(idx), fresh=fresh)
-    else:
-        obj = Worker(ctx, int(idx), fresh=fresh)
+    obj: Any = (Server if kind == "server" else Worker)(ctx, int(idx), fresh=fresh)
     rank = spec.rank(role)
-    steps = ctx.cfg.steps
-    gloo_host = os.environ.get("NMP_GLOO_HOST", spec.host)
     gen = -1
-    begin_s: dict[int, float] = {}
-    loaded: dict[int, int] = {}  # per generation: bytes its restore read from save files
-    loaded_files: dict[int, int] = {}  # ... the files it read
-    store_ops: dict[int, int] = {}  # ... and its round trips to the store
-    group_s: dict[int, float] = {}
-    link = None
-    traffic: dict[str, int] = {}
-    messages: dict[str, int] = {}
-    probs = None
-    # this process's main thread's CPU seconds in training: the saves at a step's start, the
-    # steps, the counts published after them (the rest of cpu_s ran on other threads: gloo's)
-    main_cpu = {"save": 0.0, "step": 0.0, "publish": 0.0}
+    link = probs = None
     while True:
         rec = ctl.next_generation(gen, timeout_s=max(300.0, spec.timeout_s))
         gen = rec["gen"]
@@ -126,76 +222,26 @@ def main(argv: list[str]) -> int:
         joined_fresh = fresh and role in rec["fresh"]
         comm = None
         try:
-            t0 = time.perf_counter()
-            comm = Comm(
-                make_group(store, gen, rank, spec.world, timeout_s=spec.timeout_s, host=gloo_host),
-                rank,
-                spec.world,
-            )
-            group_s[gen] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            read0, files0, ops0 = files.LOADED_BYTES[0], files.LOADED_FILES[0], files.STORE_OPS[0]
-            obj.begin(rec, comm, joined_fresh)
-            begin_s[gen] = time.perf_counter() - t0
-            loaded[gen] = files.LOADED_BYTES[0] - read0
-            loaded_files[gen] = files.LOADED_FILES[0] - files0
-            store_ops[gen] = files.STORE_OPS[0] - ops0
+            comm = _join(spec, store, obj, rec, rank, joined_fresh, tally)
             fresh = False
             ctl.ready(gen)
-            if not cpu0:
-                cpu0.append(time.process_time())
-                sched0.append(sched_s())
-            for i in range(int(rec["resume_step"]), steps):
-                c0 = time.thread_time()
-                obj.save_if_due(i)
-                c1 = time.thread_time()
-                obj.step(i, comm, ctl, gen)
-                c2 = time.thread_time()
-                cpu_s = time.process_time() - cpu0[0]
-                now = sched_s()
-                sched = (now[0] - sched0[0][0], now[1] - sched0[0][1])
-                _publish_counts(store, role, traffic, messages, comm, cpu_s, sched)
-                main_cpu["save"] += c1 - c0
-                main_cpu["step"] += c2 - c1
-                main_cpu["publish"] += time.thread_time() - c2
-            if kind == "worker" and int(idx) == 0:
-                store.set("trained", "1")
-            if spec.extra.get("probe") and rank in (0, spec.servers):
-                # server 0 and worker 0 time the link once training is over (the others wait)
-                link = probe(comm, spec.servers - rank, first=rank == 0)
-            if kind == "server":
-                obj.finish_rebuild(comm, steps)
-                for _ in ctx.data.eval_batches(ctx.cfg.eval_batches) if spec.eval else ():
-                    obj.step(-1, comm, ctl, gen, train=False)
-            elif spec.eval:
-                probs = _evaluate(obj, comm, ctx)
+            tally.start_clock()
+            _train(obj, comm, ctl, store, role, rec, ctx.cfg.steps, tally)
+            link, probs = _after_training(spec, ctx, obj, comm, ctl, store, role, rank, gen)
             comm.flush()
-            _publish_counts(store, role, traffic, messages, comm, cpu_s, sched)
-            for k, v in comm.bytes.items():
-                traffic[k] = traffic.get(k, 0) + v
-            for k, v in comm.messages.items():
-                messages[k] = messages.get(k, 0) + v
+            _publish_counts(
+                store, role, tally.traffic, tally.messages, comm, tally.cpu_s, tally.sched
+            )
+            tally.add_comm(comm)
             break
         except (CommError, Aborted) as exc:
             if comm is not None:
-                for k, v in comm.bytes.items():
-                    traffic[k] = traffic.get(k, 0) + v
-                for k, v in comm.messages.items():
-                    messages[k] = messages.get(k, 0) + v
+                tally.add_comm(comm)
                 comm.abort()
             ctl.broken(gen, f"{role}: {type(exc).__name__}: {exc}")
             continue
-    extra = {
-        "group_s": {str(k): v for k, v in group_s.items()},
-        "link": link,
-        "loaded_bytes": {str(k): v for k, v in loaded.items()},
-        "loaded_files": {str(k): v for k, v in loaded_files.items()},
-        "store_ops": {str(k): v for k, v in store_ops.items()},
-        "store_rtt_s": ctl.store_rtt_s,
-        "main_cpu_s": main_cpu,
-        "cpu_s": cpu_s,
-    }
-    _write_result(ctx, role, obj, begin_s, traffic, messages, probs, extra)
+    extra = tally.extra(link, ctl.store_rtt_s)
+    _write_result(ctx, role, obj, tally.begin_s, tally.traffic, tally.messages, probs, extra)
     return 0
 
 
