@@ -38,7 +38,7 @@ def test_nmp_home_that_all_may_write_into_is_refused(tmp_path, monkeypatch) -> N
 
 
 def test_a_run_folder_all_may_write_into_is_not_resumed(tmp_path) -> None:
-    from nmp.evaluate.runner import check_run_dir
+    from nmp.evaluate.run_folder import check_run_dir
 
     run = tmp_path / "r"
     run.mkdir()

@@ -100,7 +100,7 @@ def _check_flags(args: argparse.Namespace) -> None:
 def _load(args: argparse.Namespace, base: Path) -> tuple[Any, Path, Path]:
     """(the sweep, its file, its run folder): the stored sweep of the run to resume, or the
     named (default) sweep."""
-    from nmp.evaluate.runner import resolve_run_dir
+    from nmp.evaluate.run_folder import resolve_run_dir
     from nmp.evaluate.study import is_custom
     from nmp.evaluate.sweep import load_sweep, parse_sweep
 
@@ -150,7 +150,8 @@ def _execute(args: argparse.Namespace, base: Path, run_dir: Path, sweep, sweep_p
     """Run the checked sweep into ``run_dir``, repoint ``latest``, print the summary; a
     failed point fails the command once every point has run."""
     from nmp.evaluate.executor import make_executor
-    from nmp.evaluate.runner import LATEST, check_latest, check_run_dir, run_sweep, update_latest
+    from nmp.evaluate.run_folder import LATEST, check_latest, check_run_dir, update_latest
+    from nmp.evaluate.runner import run_sweep
 
     # rich: loaded when the command runs, not for `nmp --help`
     from nmp.report.console import ConsoleProgress, make_console, print_sweep_summary
@@ -249,7 +250,7 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
     """Run a custom study (a sweep file with a ``runner``) into its run folder."""
 
     # numpy: loaded when the command runs, not for `nmp --help`
-    from nmp.evaluate.runner import (
+    from nmp.evaluate.run_folder import (
         check_latest,
         check_run_dir,
         resolve_run_dir,
@@ -307,7 +308,7 @@ def _run_study(args: argparse.Namespace, study, base: Path) -> int:
 def _make_run_dir(args: argparse.Namespace, base: Path, run_dir: Path, sweep) -> tuple[Path, bool]:
     """The run folder, created if it is new: (folder, whether this run created it)."""
     # numpy: loaded on use (start-up time)
-    from nmp.evaluate.runner import default_run_name
+    from nmp.evaluate.run_folder import default_run_name
     from nmp.fileio import claim_new_folder
 
     try:
@@ -328,7 +329,7 @@ def _make_run_dir(args: argparse.Namespace, base: Path, run_dir: Path, sweep) ->
 
 def _has_results(run_dir: Path) -> bool:
     # numpy: loaded on use (start-up time)
-    from nmp.evaluate.runner import RESULTS
+    from nmp.evaluate.run_folder import RESULTS
 
     path = run_dir / RESULTS
     return path.exists() and path.stat().st_size > 0

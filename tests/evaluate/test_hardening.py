@@ -330,7 +330,7 @@ def test_resume_of_a_plan_that_is_no_file_is_refused_at_once(tmp_path: Path, kin
     else:
         plan.mkdir()
     done = nmp_error_in_child(
-        "nmp.evaluate.runner import check_same_plan",
+        "nmp.evaluate.run_folder import check_same_plan",
         "check_same_plan(Path(sys.argv[1]), 's', ['k'])",
         run,
         timeout_s=20,

@@ -17,13 +17,8 @@ from evaluate_fakes import ToyProvider, fake_point, toy_sweep
 
 from nmp.errors import NmpError
 from nmp.evaluate.executor import Executor, SerialExecutor
-from nmp.evaluate.runner import (
-    check_run_name,
-    default_run_name,
-    run_sweep,
-    safe_name,
-    split_timings,
-)
+from nmp.evaluate.run_folder import check_run_name, default_run_name, safe_name
+from nmp.evaluate.runner import run_sweep, split_timings
 from nmp.evaluate.store import read_jsonl
 from nmp.evaluate.sweepcheck import validate_sweep
 from nmp.fileio import claim_new_folder
@@ -241,7 +236,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_latest_cleans_links_of_killed_runs(tmp_path: Path) -> None:
-    from nmp.evaluate.runner import update_latest
+    from nmp.evaluate.run_folder import update_latest
 
     run = tmp_path / "r1"
     run.mkdir()
@@ -292,7 +287,7 @@ def test_resume_refuses_a_log_that_is_not_a_file_before_any_work(tmp_path: Path,
 def test_latest_that_is_not_a_link_is_refused_and_kept(tmp_path: Path, kind: str) -> None:
     """A real folder named latest (the user's) was deleted by shutil.rmtree; a file failed
     after the first point, leaving a .latest.<pid> link; a named pipe hung."""
-    from nmp.evaluate.runner import check_latest, update_latest
+    from nmp.evaluate.run_folder import check_latest, update_latest
 
     base = tmp_path / "reports"
     run_dir = base / "run-1"
