@@ -9,7 +9,10 @@ MLP, per-row gradients, row-wise Adagrad on records, two-phase commit with the p
 
 Prints both rates and the overhead; target overhead <= 25 %. Rates are steps per second of this
 process's CPU time (``time.process_time``, one thread), so other load on the machine does not
-skew the ratio.
+skew the ratio. ``--parts`` then times a modeled step's parts inside the steps, and the MLP's
+half and the draw alone.
+
+    .venv/bin/python benchmarks/train.py [--parts]
 """
 
 from __future__ import annotations
@@ -95,7 +98,81 @@ def modeled(cfg: TrainConfig, batches) -> tuple[float, float]:
     return rate, time.process_time() - t0
 
 
+def parts(cfg: TrainConfig, batches) -> None:
+    """Where a modeled step's CPU time goes: each part timed inside the steps (a timer around
+    it), then the MLP's half and the draw timed alone, called again and again on one batch
+    (what they cost with the caches to themselves)."""
+    import nmp.train.trainer as trainer_mod
+    from nmp.train import dense as dense_step
+
+    tr = Trainer(cfg, parity=True)
+    tr.data.batch_at = lambda s: batches[s]
+    spent: dict[str, float] = {}
+
+    def timed(name, fn):
+        def run(*args, **kwargs):
+            t0 = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - t0
+
+        return run
+
+    draw = tr.data._draw
+    tr.pool = timed("the servers' gathers (pool)", tr.pool)
+    tr.data.batch_at = timed("the batch (a draw, as nmp train does)", lambda s: draw(s))
+    tr.store.write_phase1 = timed("the records' two-phase commit", tr.store.write_phase1)
+    tr.store.write_phase2 = timed("the records' two-phase commit", tr.store.write_phase2)
+    tr.store.read = timed("the records' reads", tr.store.read)
+    tr.sync_mirrors = timed("the MLP's mirrored replicas", tr.sync_mirrors)
+    saved = dense_step.micro_step, trainer_mod.micro_row_grads
+    dense_step.micro_step = timed("the MLP's forward and backward", dense_step.micro_step)
+    trainer_mod.micro_row_grads = timed("the per-row gradients", trainer_mod.micro_row_grads)
+    try:
+        for _ in range(WARMUP):
+            tr.train_step()
+        spent.clear()
+        t0 = time.process_time()
+        while tr.step < len(batches):
+            tr.train_step()
+        total = time.process_time() - t0
+    finally:
+        dense_step.micro_step, trainer_mod.micro_row_grads = saved
+    n = len(batches) - WARMUP
+    print(f"a modeled step's parts, CPU ms per step over {n} steps (total {1e3 * total / n:.2f}):")
+    for name, s in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:<40s} {1e3 * s / n:7.3f}")
+    print(f"  {'the rest':<40s} {1e3 * (total - sum(spent.values())) / n:7.3f}")
+    b = batches[WARMUP]
+    g, _, _, _, values = tr._values(b)
+    pooled, _ = tr.pool(g, values)
+
+    def alone(fn, reps: int = 200) -> float:
+        fn()
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.process_time()
+            for _ in range(reps):
+                fn()
+            best = min(best, (time.process_time() - t0) / reps)
+        return 1e3 * best
+
+    mlp = alone(
+        lambda: dense_step.micro_step(
+            tr.dense, tr.dense_params, b.dense, pooled, b.label, b.size, None
+        )
+    )
+    print(f"alone, one batch again and again: the MLP's half {mlp:.3f} ms, a draw "
+          f"{alone(lambda: draw(WARMUP)):.3f} ms")  # fmt: skip
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--parts", action="store_true", help="then time a modeled step's parts, inside and alone"
+    )
+    args = ap.parse_args()
     torch.set_num_threads(1)
     cfg = TrainConfig(cost_sample=10**9)  # functional path only; the timing model is apart
     probe = Trainer(cfg, parity=False)
@@ -128,6 +205,8 @@ def main() -> None:
         f"parity_update) takes {arch_call_s * 1e3:.1f} ms; at train.cost_sample = 25 the "
         f"run with cost accounting does {with_cost:.1f} steps/s"
     )
+    if args.parts:
+        parts(cfg, batches)
 
 
 def _r(xs) -> str:
@@ -135,5 +214,4 @@ def _r(xs) -> str:
 
 
 if __name__ == "__main__":
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()  # (--help)
     main()
