@@ -296,6 +296,7 @@ def _fill_leftover(problem, classes, owner, counts) -> None:
 
 
 def _rows(stats, classes, counts) -> np.ndarray | None:
+    """The table's HBM rows, ascending (None: all of them): each class's first ``counts``."""
     if int(counts.sum()) >= stats.num_rows:
         return None
     parts = []
@@ -305,12 +306,27 @@ def _rows(stats, classes, counts) -> np.ndarray | None:
         if c.rows.size:
             parts.append(c.rows[:m])
         else:  # the untouched class: the lowest ids not seen in the profile
-            mask = np.ones(stats.num_rows, dtype=bool)
-            mask[stats.rows] = False
-            parts.append(np.flatnonzero(mask)[:m])
+            parts.append(_lowest_unseen(stats.rows, int(m)))
     if not parts:
         return np.empty(0, dtype=np.int64)
-    return np.sort(np.concatenate(parts))
+    rows = np.concatenate(parts)
+    if rows.size * 16 < stats.num_rows:
+        return np.sort(rows)
+    # many rows of a table (criteo-terabyte's HBM halves: millions): a mark over the table's
+    # ids gives them ascending in one pass, where the sort took most of the solve (the
+    # classes are disjoint, so the rows are distinct)
+    mark = np.zeros(stats.num_rows, dtype=bool)
+    mark[rows] = True
+    return np.flatnonzero(mark)
+
+
+def _lowest_unseen(seen: np.ndarray, m: int) -> np.ndarray:
+    """The ``m`` lowest ids not in ``seen`` (distinct ids): all lie below ``m + seen.size``,
+    so a mark that far does (not one over the whole table)."""
+    span = m + seen.size
+    mask = np.ones(span, dtype=bool)
+    mask[seen[seen < span]] = False
+    return np.flatnonzero(mask)[:m]
 
 
 class RecShardSharder:
