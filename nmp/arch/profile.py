@@ -56,15 +56,14 @@ class AccessProfile:
         batches: the trainer places 26 tables per server per step)."""
         tables = np.asarray(tables, dtype=np.int64)
         rows = np.asarray(rows, dtype=np.int64)
+        limit = np.asarray(self.table_rows, dtype=np.int64)
         dense = self._count_map
         if dense is not None and rows.size:
             out = np.empty(rows.size, dtype=dense.dtype)
-            limit = np.asarray(self.table_rows, dtype=np.int64)
             tables, rows = np.ascontiguousarray(tables), np.ascontiguousarray(rows)
             if _lookup_dense(dense, self.first_rows, limit, tables, rows, out):
                 return out
         merged = self._merged_keys
-        limit = np.asarray(self.table_rows, dtype=np.int64)
         in_range = (
             merged is not None
             and (not rows.size or (int(tables.min()) >= 0 and int(tables.max()) < limit.size))

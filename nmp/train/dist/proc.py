@@ -105,10 +105,15 @@ class _Tally:
             self.sched0 = sched_s()
 
     def publish(self, store, role: str, comm) -> None:
+        """After a step: the CPU and the scheduler's seconds so far, then :meth:`send`."""
         assert self.cpu0 is not None
         self.cpu_s = time.process_time() - self.cpu0
         now = sched_s()
         self.sched = (now[0] - self.sched0[0], now[1] - self.sched0[1])
+        self.send(store, role, comm)
+
+    def send(self, store, role: str, comm) -> None:
+        """The counts into the store as they stand (:func:`_publish_counts`)."""
         _publish_counts(store, role, self.traffic, self.messages, comm, self.cpu_s, self.sched)
 
     def add_comm(self, comm) -> None:
@@ -229,9 +234,7 @@ def main(argv: list[str]) -> int:
             _train(obj, comm, ctl, store, role, rec, ctx.cfg.steps, tally)
             link, probs = _after_training(spec, ctx, obj, comm, ctl, store, role, rank, gen)
             comm.flush()
-            _publish_counts(
-                store, role, tally.traffic, tally.messages, comm, tally.cpu_s, tally.sched
-            )
+            tally.send(store, role, comm)
             tally.add_comm(comm)
             break
         except (CommError, Aborted) as exc:
